@@ -1,0 +1,125 @@
+# fabench - build, run and test.
+#
+#   make            build build/fabench (and build/libfabench-cuda.so where nvcc is)
+#   make run        the main job: suites/smoke.yaml on the best backend present
+#   make test       every test that can run on this machine; ends "N passed, N failed"
+#   make VARIANT=san test   the same under AddressSanitizer and UBSan
+#
+# Missing Debian packages are installed first by tools/ensure-deps (as root
+# through apt-get; otherwise it prints the command to run and stops).
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+VARIANT ?= release
+ifeq ($(VARIANT),release)
+BUILD := build
+VARIANT_CFLAGS := -O2
+VARIANT_LDFLAGS :=
+else ifeq ($(VARIANT),san)
+BUILD := build/san
+VARIANT_CFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+VARIANT_LDFLAGS := -fsanitize=address,undefined
+else
+$(error unknown VARIANT '$(VARIANT)': use release or san)
+endif
+
+CC := gcc
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla -Werror
+# -ffp-contract=off: no fused multiply-adds, so the reference and the input
+# generator give the same bits on every x86-64 machine and match the GPU's.
+CFLAGS := -std=c11 -g $(VARIANT_CFLAGS) $(WARN) -D_GNU_SOURCE -ffp-contract=off -pthread -MMD -MP
+# libyaml is linked statically so build/ runs where libyaml is not installed
+# (the GPU machine); SQLite is there as libsqlite3.so.0.
+LDLIBS := -Wl,-Bstatic -lyaml -Wl,-Bdynamic -lsqlite3 -ldl -lm -pthread
+LDFLAGS := $(VARIANT_LDFLAGS)
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+CFLAGS += -DFA_VERSION='"$(VERSION)"'
+
+LIB_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) \
+	$(wildcard kernels/cpu/*.c) $(wildcard reference/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+MAIN_OBJ := $(BUILD)/harness/main.o
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+PLUGIN_TEST_SRC := $(wildcard tests/plugin/*.c)
+PLUGIN_TEST_OBJ := $(PLUGIN_TEST_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/harness/parallel.o
+
+FABENCH := $(BUILD)/fabench
+TESTBIN := $(BUILD)/fabench-test
+TEST_PLUGIN := $(BUILD)/libfabench-test.so
+
+DEPS_OK := build/.deps-ok
+
+# ---- CUDA plugin: built where nvcc is, skipped (with a note) where it is not.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+CUDA_SRC := $(wildcard kernels/cuda/*.cu kernels/cuda/instances/*.cu)
+CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o)
+CUDA_PLUGIN := $(BUILD)/libfabench-cuda.so
+NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90a,code=sm_90a
+NVCC_FLAGS := -std=c++17 -O3 -g -lineinfo $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
+	-Xptxas -warn-spills --expt-relaxed-constexpr -MMD -MP $(NVCC_EXTRA)
+ifneq ($(NVCC),)
+ifneq ($(CUDA_SRC),)
+ALL_CUDA := $(CUDA_PLUGIN)
+endif
+endif
+
+.PHONY: all run test test-unit cuda deps clean help
+all: $(FABENCH) $(ALL_CUDA)
+ifeq ($(NVCC),)
+	@echo "note: nvcc not found; the CUDA plugin was not built"
+endif
+
+help:
+	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+
+deps: $(DEPS_OK)
+$(DEPS_OK): tools/ensure-deps
+	@mkdir -p $(@D)
+	@tools/ensure-deps
+	@touch $@
+
+$(BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/pic/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(FABENCH): $(MAIN_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TESTBIN): $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TEST_PLUGIN): $(PLUGIN_TEST_OBJ)
+	$(CC) $(LDFLAGS) -shared -o $@ $^ -lm -pthread
+
+cuda: $(CUDA_PLUGIN)
+$(BUILD)/cuda/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+$(CUDA_PLUGIN): $(CUDA_OBJ)
+	$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
+
+# The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
+run: all
+	@mkdir -p results reports
+	$(FABENCH) run suites/smoke.yaml --backend auto --db results/fabench.db \
+		--report reports/latest.md $(FABENCH_ARGS)
+
+test-unit: $(TESTBIN)
+	$(TESTBIN)
+
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(ALL_CUDA)
+	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(PLUGIN_TEST_OBJ:.o=.d) $(CUDA_OBJ:.o=.d)

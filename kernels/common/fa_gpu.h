@@ -1,0 +1,81 @@
+/* fa_gpu.h - the one portability header between CUDA and HIP.
+ *
+ * Kernel sources are written in CUDA spelling. Built by nvcc they use CUDA as
+ * is; built as HIP (clang -x hip, __HIP_PLATFORM_AMD__), the names below are
+ * aliased to their HIP equivalents, as ggml's ggml-cuda/vendors/hip.h does.
+ * Keep this file small: only names both sides have.
+ */
+#ifndef FA_GPU_H
+#define FA_GPU_H
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__) && !defined(__CUDACC__)
+#include <hip/hip_runtime.h>
+#define FA_GPU_HIP 1
+#define FA_WARP_SIZE warpSize
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaStream_t hipStream_t
+#define cudaEvent_t hipEvent_t
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define cudaDevAttrL2CacheSize hipDeviceAttributeL2CacheSize
+#define cudaDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeSharedMemPerBlockOptin
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaFree hipFree
+#define cudaFuncSetAttribute hipFuncSetAttribute
+#define cudaGetDevice hipGetDevice
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaGetErrorName hipGetErrorName
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaPeekAtLastError hipPeekAtLastError
+#define cudaMalloc hipMalloc
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemset hipMemset
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
+#define cudaSetDevice hipSetDevice
+#define cudaStreamCreate hipStreamCreate
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define __shfl_xor_sync(mask, var, lane) __shfl_xor(var, lane)
+#define __shfl_sync(mask, var, lane) __shfl(var, lane)
+/* added for the kernels/cuda sources (launchers, device fill, reference) */
+#define cudaErrorInvalidValue hipErrorInvalidValue
+#define cudaErrorNotSupported hipErrorNotSupported
+#define cudaErrorMemoryAllocation hipErrorOutOfMemory
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaDevAttrClockRate hipDeviceAttributeClockRate
+#define cudaDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaGraphInstantiate(exec, graph, flags) hipGraphInstantiate(exec, graph, NULL, NULL, 0)
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#else
+#include <cuda_runtime.h>
+#define FA_GPU_CUDA 1
+#define FA_WARP_SIZE 32
+#endif
+
+#endif /* FA_GPU_H */

@@ -1,0 +1,235 @@
+/* util.c - time stamps, paths, sizes, running a program without a shell. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void fa_time_iso(char *buf, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int fa_mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int fa_mkdir_parent(const char *file_path)
+{
+	char buf[PATH_MAX];
+	char *slash;
+	snprintf(buf, sizeof buf, "%s", file_path);
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return 0;
+	*slash = '\0';
+	return fa_mkdir_p(buf);
+}
+
+void fa_exe_dir(char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+	char *slash;
+	buf[0] = '\0';
+	if (n <= 0)
+		return;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(buf, size, "%s", path);
+}
+
+int fa_parse_size(const char *s, double *bytes)
+{
+	char *end;
+	double v, mul = 1;
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v >= 0) || isinf(v))
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1024.0; end++; break;
+	case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && mul > 1)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -1;
+	*bytes = v * mul;
+	return 0;
+}
+
+void fa_format_bytes(double b, char *buf, size_t size)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	while (b >= 1024.0 && u < 4) {
+		b /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%.0f B", b);
+	else
+		snprintf(buf, size, b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+int fa_run_capture(char *const argv[], char *out, size_t size)
+{
+	int fds[2], status;
+	pid_t pid;
+	size_t len = 0;
+	ssize_t got;
+	if (size)
+		out[0] = '\0';
+	if (pipe(fds) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+		dup2(fds[1], 1);
+		if (devnull >= 0) {
+			dup2(devnull, 2);
+			dup2(devnull, 0);
+		}
+		close(fds[0]);
+		close(fds[1]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		char tmp[4096];
+		got = read(fds[0], tmp, sizeof tmp);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		for (ssize_t i = 0; i < got; i++)
+			if (len + 1 < size)
+				out[len++] = tmp[i];
+	}
+	close(fds[0]);
+	if (size) {
+		out[len] = '\0';
+		while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
+			out[--len] = '\0';
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (!WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 127 ? -1 : WEXITSTATUS(status);
+}
+
+uint64_t fa_fnv1a64(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull; /* the 64-bit FNV prime */
+	}
+	return h;
+}
+
+char *fa_join_argv(int argc, char **argv)
+{
+	size_t cap = 1;
+	char *s, *w;
+	for (int i = 0; i < argc; i++)
+		cap += strlen(argv[i]) * 4 + 3;
+	s = malloc(cap);
+	if (!s)
+		return NULL;
+	w = s;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int plain = *a != '\0';
+		for (const char *c = a; *c; c++)
+			if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') ||
+			      ('0' <= *c && *c <= '9') || strchr("-_./=:,+@%", *c)))
+				plain = 0;
+		if (i)
+			*w++ = ' ';
+		if (plain) {
+			w += sprintf(w, "%s", a);
+			continue;
+		}
+		*w++ = '\'';
+		for (const char *c = a; *c; c++) {
+			if (*c == '\'') {
+				memcpy(w, "'\\''", 4);
+				w += 4;
+			} else {
+				*w++ = *c;
+			}
+		}
+		*w++ = '\'';
+	}
+	*w = '\0';
+	return s;
+}
+
+void fa_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}

@@ -1,0 +1,215 @@
+/* test_expr.c - the where-expression language: precedence, integer and
+ * floating arithmetic, words, undefined division, and parse errors with
+ * their columns. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/expr.h"
+#include "../harness/suite.h"
+#include "../kernels/common/fa_rng.h"
+#include "test.h"
+
+static struct fa_case make_case(void)
+{
+	struct fa_case c;
+	memset(&c, 0, sizeof c);
+	c.p.batch = 2;
+	c.p.heads = 32;
+	c.p.kv_heads = 8;
+	c.p.q_len = 1024;
+	c.p.kv_len = 4096;
+	c.p.head_dim = 128;
+	c.p.head_dim_v = 128;
+	c.p.dtype = FA_DTYPE_BF16;
+	c.p.mask = FA_MASK_CAUSAL;
+	c.p.layout = FA_LAYOUT_BSHD;
+	c.p.total_q = 2048;
+	c.p.total_k = 8192;
+	c.p.scale = 0.125f;
+	c.dist = FA_DIST_OUTLIERS;
+	return c;
+}
+
+/* Parses text (must succeed) and evaluates it on c. Returns -1 on a parse error. */
+static int eval_on(const char *text, const struct fa_case *c)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	int r;
+	fa_err_clear(&err);
+	if (fa_expr_parse(text, NULL, &e, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "'%s' did not parse: %s", text, err.msg);
+		return -1;
+	}
+	r = fa_expr_eval(e, c);
+	fa_expr_free(e);
+	return r;
+}
+
+#define HOLDS(text) FA_CHECKF(eval_on(text, &c) == 1, "'%s' should hold", text)
+#define FAILS(text) FA_CHECKF(eval_on(text, &c) == 0, "'%s' should not hold", text)
+
+FA_TEST(expr, precedence)
+{
+	struct fa_case c = make_case();
+	HOLDS("1 + 2 * 3 == 7");
+	HOLDS("(1 + 2) * 3 == 9");
+	HOLDS("10 - 4 - 3 == 3");      /* left associative */
+	HOLDS("64 / 4 / 2 == 8");
+	HOLDS("2 * 3 % 4 == 2");       /* (2 * 3) % 4 */
+	HOLDS("-2 * -3 == 6");
+	HOLDS("1 == 1 || 1 == 2 && 1 == 2"); /* && binds tighter than || */
+	FAILS("(1 == 1 || 1 == 2) && 1 == 2");
+	HOLDS("!heads == 16");         /* ! applies to the comparison */
+	HOLDS("not heads == 16 and heads == 32");
+	HOLDS("heads == 1 or heads == 32");
+	HOLDS("!!(heads == 32)");
+	HOLDS("heads > 4 and (mask == causal or mask == none)");
+}
+
+FA_TEST(expr, arithmetic)
+{
+	struct fa_case c = make_case();
+	HOLDS("7 / 2 == 3");           /* integers divide as integers */
+	HOLDS("-7 / 2 == -3");
+	HOLDS("7 % 4 == 3");
+	HOLDS("7.0 / 2 == 3.5");       /* a double makes it floating */
+	HOLDS("7 / 2.0 > 3.4");
+	HOLDS("8k == 8192");
+	HOLDS("32k / 1k == 32");
+	HOLDS("1e3 == 1000");
+	HOLDS("heads / kv_heads == gqa");
+	HOLDS("gqa == 4");
+	HOLDS("tokens == batch * q_len");
+	HOLDS("kv_len - q_len == 3k");
+	HOLDS("scale == 0.125");
+	HOLDS("scale * head_dim == 16");
+	c.p.scale = 0.3f; /* compared at float precision */
+	HOLDS("scale == 0.3 && 0.3 == scale && scale > 0.29");
+	FAILS("scale != 0.3");
+	c.p.scale = 0.125f;
+	HOLDS("batch * kv_len <= 4194304");
+	FAILS("batch * kv_len * 1k > 4194304 * 2k");
+	/* division by zero: every comparison it reaches is false */
+	FAILS("heads / 0 == 0");
+	FAILS("heads / 0 != 0");
+	FAILS("heads % (kv_heads - 8) >= 0");
+	HOLDS("!(heads / 0 == 0)");
+	HOLDS("heads / 0 == 0 || heads == 32");
+}
+
+FA_TEST(expr, words)
+{
+	struct fa_case c = make_case();
+	HOLDS("dtype == bf16");
+	FAILS("dtype == fp16");
+	HOLDS("dtype != fp32");
+	HOLDS("mask == 'causal'");
+	HOLDS("layout == \"bshd\"");
+	HOLDS("bhsd != layout");
+	HOLDS("input == outliers");
+	HOLDS("prefix_len == 0 && window == 0"); /* not applicable: 0 */
+	HOLDS("varlen == 0 && !varlen");
+	c.p.mask = FA_MASK_SLIDING_WINDOW;
+	c.p.window = 256;
+	HOLDS("mask == sliding_window && window == 256");
+	c.p.mask = FA_MASK_PREFIX_LM;
+	c.p.prefix_len = 100;
+	HOLDS("mask == prefix_lm && prefix_len * 4 > 399");
+	c.p.varlen = 1;
+	HOLDS("varlen");
+	HOLDS("heads");                /* a nonzero integer holds */
+}
+
+/* Random problems: expressions agree with the same arithmetic done in C. */
+FA_TEST(expr, random_cases)
+{
+	uint64_t seed = fa_test_seed();
+	struct fa_expr *e1 = NULL, *e2 = NULL, *e3 = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_expr_parse("heads * head_dim > 1000 && kv_len >= q_len", NULL, &e1, &err) ==
+		   FA_OK);
+	FA_REQUIRE(fa_expr_parse("(batch + 3) * (q_len - kv_len) % 7 == 2 || dtype == fp32", NULL,
+				 &e2, &err) == FA_OK);
+	FA_REQUIRE(fa_expr_parse("q_len / kv_len * 2 + head_dim_v / 3 >= heads - batch", NULL, &e3,
+				 &err) == FA_OK);
+	for (int i = 0; i < 500; i++) {
+		struct fa_case c = make_case();
+		uint64_t r = fa_rng_mix64(seed + (uint64_t)i);
+		c.p.batch = 1 + (int32_t)(r % 9);
+		c.p.heads = 1 + (int32_t)((r >> 8) % 64);
+		c.p.head_dim = 1 + (int32_t)((r >> 16) % 256);
+		c.p.head_dim_v = 1 + (int32_t)((r >> 24) % 256);
+		c.p.q_len = 1 + (int32_t)((r >> 32) % 5000);
+		c.p.kv_len = 1 + (int32_t)((r >> 44) % 5000);
+		c.p.dtype = (int32_t)((r >> 56) % 3);
+		int64_t m = ((int64_t)c.p.batch + 3) * ((int64_t)c.p.q_len - c.p.kv_len) % 7;
+		FA_CHECK(fa_expr_eval(e1, &c) ==
+			 (c.p.heads * c.p.head_dim > 1000 && c.p.kv_len >= c.p.q_len));
+		FA_CHECK(fa_expr_eval(e2, &c) == (m == 2 || c.p.dtype == FA_DTYPE_FP32));
+		FA_CHECK(fa_expr_eval(e3, &c) == (c.p.q_len / c.p.kv_len * 2 + c.p.head_dim_v / 3 >=
+						  c.p.heads - c.p.batch));
+	}
+	fa_expr_free(e1);
+	fa_expr_free(e2);
+	fa_expr_free(e3);
+}
+
+/* Parses text at loc file.yaml:3:10; expects an error at column col with msg. */
+static void expect_error(const char *text, int col, const char *msg, int line)
+{
+	struct fa_loc loc = {"file.yaml", 3, 10};
+	struct fa_expr *e = (struct fa_expr *)&loc; /* must come back NULL */
+	struct fa_err err;
+	fa_err_clear(&err);
+	enum fa_rc rc = fa_expr_parse(text, &loc, &e, &err);
+	if (rc != FA_ERR_INPUT || e != NULL) {
+		fa_test_fail(__FILE__, line, "'%s' parsed (rc %d)", text, rc);
+		return;
+	}
+	if (strcmp(err.file, "file.yaml") != 0 || err.line != 3 || err.col != 9 + col ||
+	    strcmp(err.msg, msg) != 0)
+		fa_test_fail(__FILE__, line, "'%s': got %s:%d:%d: %s; expected column %d: %s", text,
+			     err.file, err.line, err.col, err.msg, 9 + col, msg);
+}
+
+#define ERR(text, col, msg) expect_error(text, col, msg, __LINE__)
+
+FA_TEST(expr, errors_with_columns)
+{
+	/* col is 1-based inside the text; the file column adds loc.col - 1 */
+	ERR("hedas > 4", 1, "unknown name 'hedas' (did you mean 'heads'?)");
+	ERR("heads > 4 && dtype == causal", 20, "cannot compare dtype (a dtype) with 'causal' (a mask)");
+	ERR("heads == bf16", 7, "cannot compare heads (a number) with 'bf16' (a dtype)");
+	ERR("dtype < bf16", 7, "'<' cannot order words; use '==' or '!='");
+	ERR("heads + bf16 > 2", 7, "'+' needs numbers, got a word");
+	ERR("heads ==", 9, "unexpected end of expression");
+	ERR("", 1, "empty expression");
+	ERR("(heads == 1", 12, "expected ')' to close the '(' at column 10");
+	ERR("heads = 1", 7, "unexpected '=' (use '==' to compare)");
+	ERR("heads == 1 & batch == 2", 12, "unexpected '&' (use '&&')");
+	ERR("heads == 1 $", 12, "unexpected character '$'");
+	ERR("dtype == 'fp8'", 10, "unknown word 'fp8' (did you mean 'fp32'?)");
+	ERR("1 < 2 < 3", 7, "unexpected '<' after a complete expression");
+	ERR("scale", 1, "the expression is a number, not a condition");
+	ERR("heads == 1)", 11, "unexpected ')'");
+	ERR("q_len > 8x", 9, "invalid number '8x'");
+	ERR("mask == 'causal", 9, "unterminated string");
+	ERR("seq_len > 1", 1, "unknown name 'seq_len' (use q_len or kv_len)");
+	ERR("dtype && heads", 7, "'&&' needs conditions, got a word");
+	ERR("-dtype == 1", 1, "'-' needs a number, got a word");
+	ERR("!scale", 1, "'!' needs a condition, got a number");
+}
+
+FA_TEST(expr, error_without_location)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse("heads >", NULL, &e, &err) == FA_ERR_INPUT);
+	FA_CHECK(e == NULL);
+	FA_CHECK(strcmp(err.msg, "unexpected end of expression at column 8") == 0);
+	FA_CHECK(err.file[0] == '\0');
+}

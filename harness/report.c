@@ -1,0 +1,1254 @@
+/* report.c - one run's results as a markdown report, a CSV file (one row per
+ * result) or a JSON document, read back from the database.
+ *
+ * Output is deterministic, so reports can be compared byte for byte against
+ * golden files: nothing depends on the clock, rows follow the suite order
+ * and kernels a fixed order, and numbers have fixed formats.
+ *
+ * Markdown: a run header, the failures (fail / error / timeout) with their
+ * reasons, then one table for the run's suite. Rows are cases in suite
+ * order; case columns are only the parameters that differ between cases
+ * (the others are listed once above the table). A parameter that equals its
+ * partner in every case (kv_heads = heads, kv_len = q_len, head_dim_v =
+ * head_dim, kv_seqlens = seqlens) gets no column of its own. Per kernel
+ * (the baseline first, then by name): median time in ms, throughput,
+ * speedup against the baseline (`x`, not for the baseline itself), max_abs
+ * and, when any of its results did not pass, a status column. Throughput is
+ * TFLOP/s for a case with q_len > 16 and GB/s for a decode-like case (q_len
+ * <= 16, memory bound); when a table holds both kinds, the column is named
+ * `throughput` and every cell carries its unit.
+ *
+ * CSV (RFC 4180 quoting, LF line ends) and JSON hold the full-precision
+ * values: the shortest of %.15g..%.17g that reads back as the same double.
+ * Both list results by case index, then kernel name, then row id.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Cases with at most this many queries per sequence are decode-like (one
+ * token, or a few for speculative decoding): memory bound, so their
+ * throughput is reported in GB/s rather than TFLOP/s. */
+#define REPORT_DECODE_Q_LEN 16
+
+int fa_report_format_parse(const char *s)
+{
+	static const char *const names[] = {[FA_FMT_MD] = "md", [FA_FMT_CSV] = "csv",
+					    [FA_FMT_JSON] = "json", [FA_FMT_HTML] = "html"};
+	for (int i = 0; s && i < (int)(sizeof names / sizeof names[0]); i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- Rows read from the database ----------------------------------------- */
+
+/* One value as SQLite returned it (type is SQLITE_INTEGER, SQLITE_FLOAT,
+ * SQLITE_TEXT or SQLITE_NULL). */
+struct cell {
+	int type;
+	int64_t i;
+	double d;
+	char *s;
+};
+
+struct table {
+	const char *const *cols;
+	int ncols, nrows, cap;
+	struct cell *c; /* nrows * ncols */
+};
+
+static const char *const run_cols[] = {
+	"id",         "started_at", "finished_at", "git_commit",  "git_dirty",
+	"host",       "backend",    "device_name", "device_arch", "driver",
+	"runtime",    "suite_path", "suite_name",  "suite_hash",  "command_line",
+	"label",      "seed",       "version",     "source",      "status",
+};
+
+/* The case columns: id and idx, key, the parameters, then the data seed. */
+static const char *const case_cols[] = {
+	"id",       "idx",        "key",     "batch",      "heads",      "kv_heads",
+	"q_len",    "kv_len",     "head_dim", "head_dim_v", "dtype",     "mask",
+	"prefix_len", "window",   "layout",  "input",      "varlen",     "seqlens",
+	"kv_seqlens", "prefix_lens", "total_q", "total_k", "scale",      "scale_set",
+	"seed",
+};
+#define CASE_FIRST_PARAM 3 /* batch */
+#define CASE_END_PARAM 24  /* one past scale_set */
+
+static const char *const result_cols[] = {
+	"id",           "case_id",      "kernel",      "backend",    "params",
+	"status",       "reason",       "timing",      "n_samples",  "discarded",
+	"stop_reason",  "median_ms",    "mean_ms",     "min_ms",     "max_ms",
+	"stdev_ms",     "flops",        "tflops",      "bytes",      "gbps",
+	"checked",      "max_abs",      "max_rel",     "mean_abs",   "rel_l2",
+	"nmse",         "same_max_abs", "nan_count",   "inf_count",  "unwritten",
+	"worst_index",  "worst_out",    "worst_ref",   "rows_checked", "elems_checked",
+	"rule",         "mem_bytes",    "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
+	"power_w",      "throttle_reasons",
+};
+#define RESULT_FIRST_FIELD 2 /* kernel: id and case_id are not reported */
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int col_index(const struct table *t, const char *name)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (strcmp(t->cols[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static const struct cell *cell_at(const struct table *t, int row, const char *name)
+{
+	int c = col_index(t, name);
+	return c < 0 ? NULL : &t->c[(size_t)row * t->ncols + c];
+}
+
+static const char *text_at(const struct table *t, int row, const char *name)
+{
+	const struct cell *c = cell_at(t, row, name);
+	return c && c->type == SQLITE_TEXT ? c->s : NULL;
+}
+
+static int64_t int_at(const struct table *t, int row, const char *name)
+{
+	const struct cell *c = cell_at(t, row, name);
+	return c && c->type == SQLITE_INTEGER ? c->i : 0;
+}
+
+/* 1 and *v when the value is a number (not NULL). */
+static int real_at(const struct table *t, int row, const char *name, double *v)
+{
+	const struct cell *c = cell_at(t, row, name);
+	if (!c || (c->type != SQLITE_FLOAT && c->type != SQLITE_INTEGER))
+		return 0;
+	*v = c->type == SQLITE_FLOAT ? c->d : (double)c->i;
+	return 1;
+}
+
+static void table_free(struct table *t)
+{
+	for (int i = 0; i < t->nrows * t->ncols; i++)
+		free(t->c[i].s);
+	free(t->c);
+	memset(t, 0, sizeof *t);
+}
+
+/* Runs "SELECT <cols> FROM <from>" with run_id bound to its one parameter
+ * and keeps every row. */
+static enum fa_rc table_load(struct fa_store *s, const char *const *cols, int ncols,
+			     const char *from, int64_t run_id, struct table *t, struct fa_err *err)
+{
+	sqlite3 *db = fa_store_db(s);
+	sqlite3_stmt *st = NULL;
+	char sql[2048];
+	size_t len = 0;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	t->cols = cols;
+	t->ncols = ncols;
+	/* identifiers are this file's constants; the run id is bound */
+	len += (size_t)snprintf(sql + len, sizeof sql - len, "SELECT ");
+	for (int i = 0; i < ncols; i++)
+		len += (size_t)snprintf(sql + len, sizeof sql - len, "%s%s", i ? ", " : "", cols[i]);
+	snprintf(sql + len, sizeof sql - len, " FROM %s", from);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 1, run_id);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cell *row;
+		rc = SQLITE_OK;
+		if (t->nrows == t->cap) {
+			int cap = t->cap ? t->cap * 2 : 16;
+			struct cell *nc = realloc(t->c, (size_t)cap * ncols * sizeof *nc);
+			if (!nc) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			t->c = nc;
+			t->cap = cap;
+		}
+		row = &t->c[(size_t)t->nrows * ncols];
+		memset(row, 0, (size_t)ncols * sizeof *row);
+		t->nrows++;
+		for (int i = 0; i < ncols; i++) {
+			row[i].type = sqlite3_column_type(st, i);
+			if (row[i].type == SQLITE_INTEGER) {
+				row[i].i = sqlite3_column_int64(st, i);
+			} else if (row[i].type == SQLITE_FLOAT) {
+				row[i].d = sqlite3_column_double(st, i);
+			} else if (row[i].type == SQLITE_TEXT) {
+				row[i].s = strdup((const char *)sqlite3_column_text(st, i));
+				if (!row[i].s)
+					rc = SQLITE_NOMEM;
+			} else {
+				row[i].type = SQLITE_NULL; /* blobs are not ours */
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return FA_OK;
+	if (rc == SQLITE_NOMEM)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'",
+				  fa_store_path(s));
+	return fa_err_set(err, FA_ERR_DB, "cannot read run %" PRId64 " from '%s': %s", run_id,
+			  fa_store_path(s), sqlite3_errmsg(db));
+}
+
+/* ---- The run in memory ----------------------------------------------------- */
+
+struct report {
+	struct table run, cases, res;
+	int *res_case;    /* case row of each result row */
+	char **res_label; /* column label of each result row */
+	const char **labels; /* kernel columns (pointing into res_label) */
+	int nk;
+	int *res_k;       /* kernel column of each result row */
+	int baseline;     /* kernel column, -1 none */
+	int *grid;        /* result row of (case row, kernel column), -1 none */
+	int *order;       /* result rows by case, kernel name, id (CSV, JSON) */
+};
+
+static void report_free(struct report *r)
+{
+	for (int i = 0; r->res_label && i < r->res.nrows; i++)
+		free(r->res_label[i]);
+	free(r->res_label);
+	table_free(&r->run);
+	table_free(&r->cases);
+	table_free(&r->res);
+	free(r->labels);
+	free(r->res_case);
+	free(r->res_k);
+	free(r->grid);
+	free(r->order);
+}
+
+static const char *res_text(const struct report *r, int row, const char *name)
+{
+	return text_at(&r->res, row, name);
+}
+
+static int res_real(const struct report *r, int row, const char *name, double *v)
+{
+	return real_at(&r->res, row, name, v);
+}
+
+static int res_status(const struct report *r, int row)
+{
+	return fa_status_parse(res_text(r, row, "status"));
+}
+
+/* baseline median / this result's median; 0 when there is none (no
+ * baseline, the baseline itself, or either untimed). */
+static double speedup_of(const struct report *r, int row)
+{
+	int c = r->res_case[row], b, k = r->res_k[row];
+	double mb, mk;
+	if (r->baseline < 0 || k == r->baseline)
+		return 0;
+	b = r->grid[(size_t)c * r->nk + r->baseline];
+	if (b < 0 || !res_real(r, b, "median_ms", &mb) || !res_real(r, row, "median_ms", &mk) ||
+	    !(mb > 0) || !(mk > 0))
+		return 0;
+	return mb / mk;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const struct report *sort_ctx; /* qsort has no context argument */
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct report *r = sort_ctx;
+	int x = *(const int *)a, y = *(const int *)b, c;
+	int64_t ix = int_at(&r->cases, r->res_case[x], "idx");
+	int64_t iy = int_at(&r->cases, r->res_case[y], "idx");
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	c = strcmp(r->labels[r->res_k[x]], r->labels[r->res_k[y]]);
+	if (c)
+		return c;
+	return int_at(&r->res, x, "id") < int_at(&r->res, y, "id") ? -1 : 1;
+}
+
+/* The column label of every result row into r->res_label: its kernel, or
+ * kernel[params] when that kernel ran with more than one set of params in
+ * this run (a tuning run). */
+static enum fa_rc label_results(struct report *r, struct fa_err *err)
+{
+	int n = r->res.nrows, nd = 0;
+	const char **kname = calloc((size_t)n + 1, sizeof *kname);
+	const char **kparams = calloc((size_t)n + 1, sizeof *kparams);
+	int *several = calloc((size_t)n + 1, sizeof *several);
+	enum fa_rc rc = FA_OK;
+
+	r->res_label = calloc((size_t)n + 1, sizeof *r->res_label);
+	if (!kname || !kparams || !several || !r->res_label)
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	/* distinct kernels (a handful), and whether each ran with several params */
+	for (int i = 0; rc == FA_OK && i < n; i++) {
+		const char *k = res_text(r, i, "kernel"), *p = res_text(r, i, "params");
+		int d;
+		for (d = 0; d < nd && strcmp(kname[d], k) != 0; d++)
+			;
+		if (d == nd) {
+			kname[nd] = k;
+			kparams[nd++] = p ? p : "";
+		} else if (strcmp(kparams[d], p ? p : "") != 0) {
+			several[d] = 1;
+		}
+	}
+	for (int i = 0; rc == FA_OK && i < n; i++) {
+		const char *k = res_text(r, i, "kernel"), *p = res_text(r, i, "params");
+		int d;
+		size_t len;
+		for (d = 0; strcmp(kname[d], k) != 0; d++)
+			;
+		len = strlen(k) + (p ? strlen(p) : 0) + 3;
+		if (!(r->res_label[i] = malloc(len))) {
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+			break;
+		}
+		if (several[d] && p && p[0])
+			snprintf(r->res_label[i], len, "%s[%s]", k, p);
+		else
+			snprintf(r->res_label[i], len, "%s", k);
+	}
+	free(kname);
+	free(kparams);
+	free(several);
+	return rc;
+}
+
+struct case_id {
+	int64_t id;
+	int row;
+};
+
+static int cmp_case_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct case_id *)a)->id, y = ((const struct case_id *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *baseline,
+			      struct report *r, struct fa_err *err)
+{
+	struct case_id *ids;
+	enum fa_rc rc;
+
+	memset(r, 0, sizeof *r);
+	r->baseline = -1;
+	rc = table_load(s, run_cols, N_OF(run_cols), "runs WHERE id = ?", run_id, &r->run, err);
+	if (rc == FA_OK && r->run.nrows == 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
+				  fa_store_path(s));
+	if (rc == FA_OK)
+		rc = table_load(s, case_cols, N_OF(case_cols), "cases WHERE run_id = ? ORDER BY idx",
+				run_id, &r->cases, err);
+	if (rc == FA_OK)
+		rc = table_load(s, result_cols, N_OF(result_cols),
+				"results WHERE run_id = ? ORDER BY id", run_id, &r->res, err);
+	if (rc != FA_OK)
+		return rc;
+
+	r->res_case = calloc((size_t)r->res.nrows + 1, sizeof *r->res_case);
+	r->res_k = calloc((size_t)r->res.nrows + 1, sizeof *r->res_k);
+	r->order = calloc((size_t)r->res.nrows + 1, sizeof *r->order);
+	r->labels = calloc((size_t)r->res.nrows + 1, sizeof *r->labels);
+	if (!r->res_case || !r->res_k || !r->order || !r->labels)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+
+	/* case row of each result, through the case ids sorted */
+	ids = malloc(((size_t)r->cases.nrows + 1) * sizeof *ids);
+	if (!ids)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int c = 0; c < r->cases.nrows; c++)
+		ids[c] = (struct case_id){int_at(&r->cases, c, "id"), c};
+	qsort(ids, (size_t)r->cases.nrows, sizeof *ids, cmp_case_id);
+	for (int i = 0; i < r->res.nrows; i++) {
+		struct case_id key = {int_at(&r->res, i, "case_id"), 0}, *hit;
+		hit = bsearch(&key, ids, (size_t)r->cases.nrows, sizeof *ids, cmp_case_id);
+		if (!hit) {
+			free(ids);
+			return fa_err_set(err, FA_ERR_DB,
+					  "result %" PRId64 " of run %" PRId64 " has no case",
+					  int_at(&r->res, i, "id"), run_id);
+		}
+		r->res_case[i] = hit->row;
+	}
+	free(ids);
+
+	rc = label_results(r, err);
+	if (rc != FA_OK)
+		return rc;
+	/* kernel columns, sorted by label (labels point into res_label) */
+	for (int i = 0; i < r->res.nrows; i++) {
+		int k;
+		for (k = 0; k < r->nk && strcmp(r->labels[k], r->res_label[i]) != 0; k++)
+			;
+		if (k == r->nk)
+			r->labels[r->nk++] = r->res_label[i];
+	}
+	qsort(r->labels, (size_t)r->nk, sizeof *r->labels, cmp_str);
+
+	/* the baseline: asked for by label or kernel name, else the first
+	 * kernel (by row id) with "dense" in its name; it moves to the first
+	 * column */
+	for (int k = 0; baseline && k < r->nk; k++)
+		if (strcmp(r->labels[k], baseline) == 0)
+			r->baseline = k;
+	for (int i = 0; r->baseline < 0 && i < r->res.nrows; i++) {
+		const char *kernel = res_text(r, i, "kernel");
+		if (baseline ? strcmp(kernel, baseline) != 0 : !strstr(kernel, "dense"))
+			continue;
+		for (int k = 0; k < r->nk; k++)
+			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+				r->baseline = k;
+	}
+	if (baseline && r->baseline < 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND,
+				  "baseline kernel '%s' has no results in run %" PRId64, baseline,
+				  run_id);
+	if (r->baseline > 0) {
+		const char *b = r->labels[r->baseline];
+		memmove(r->labels + 1, r->labels, (size_t)r->baseline * sizeof *r->labels);
+		r->labels[0] = b;
+		r->baseline = 0;
+	}
+
+	r->grid = malloc(((size_t)r->cases.nrows * r->nk + 1) * sizeof *r->grid);
+	if (!r->grid)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int i = 0; i < r->cases.nrows * r->nk; i++)
+		r->grid[i] = -1;
+	for (int i = 0; i < r->res.nrows; i++) {
+		int *g;
+		for (int k = 0; k < r->nk; k++)
+			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+				r->res_k[i] = k;
+		g = &r->grid[(size_t)r->res_case[i] * r->nk + r->res_k[i]];
+		if (*g < 0) /* a kernel run twice on one case: the first counts */
+			*g = i;
+		r->order[i] = i;
+	}
+	/* CSV/JSON order must not depend on the baseline: sort by label name */
+	sort_ctx = r;
+	qsort(r->order, (size_t)r->res.nrows, sizeof *r->order, cmp_order);
+	sort_ctx = NULL;
+	return FA_OK;
+}
+
+/* ---- Number formats ------------------------------------------------------- */
+
+/* Three significant digits, fixed point: 1234, 123, 12.3, 1.23, 0.0123. */
+static void fmt_sig3(double x, char *buf, size_t size)
+{
+	char e[32];
+	int exp10, decimals;
+	if (x == 0 || !isfinite(x)) {
+		snprintf(buf, size, "%g", x);
+		return;
+	}
+	/* the exponent after rounding to 3 digits (9.996 -> 1.00e+01) */
+	snprintf(e, sizeof e, "%.2e", x);
+	exp10 = atoi(strchr(e, 'e') + 1);
+	decimals = exp10 >= 2 ? 0 : 2 - exp10;
+	snprintf(buf, size, "%.*f", decimals, x);
+}
+
+/* Errors span many decades: 2.38e-07. */
+static void fmt_err(double x, char *buf, size_t size)
+{
+	if (x == 0)
+		snprintf(buf, size, "0");
+	else
+		snprintf(buf, size, "%.2e", x);
+}
+
+/* Full precision: the shortest %.Ng (N = 15..17) that reads back exactly. */
+static void fmt_real(double x, char *buf, size_t size)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, size, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+/* ---- Markdown ------------------------------------------------------------- */
+
+/* Text that markdown would otherwise read as markup (a '|' would also end a
+ * table cell). '_' is left alone: inside words (cpu_flash) it is literal. */
+static void md_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		if (strchr("\\`*[]<|", *s))
+			fputc('\\', out);
+		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+	}
+}
+
+/* s as a code span: fenced with one backtick more than the longest run in s. */
+static void md_code(FILE *out, const char *s)
+{
+	int run = 0, longest = 0;
+	for (const char *p = s; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		longest = run > longest ? run : longest;
+	}
+	for (int i = 0; i <= longest; i++)
+		fputc('`', out);
+	fputs(longest ? " " : "", out);
+	for (const char *p = s; *p; p++)
+		fputc(*p == '\n' ? ' ' : *p, out);
+	fputs(longest ? " " : "", out);
+	for (int i = 0; i <= longest; i++)
+		fputc('`', out);
+}
+
+/* A case parameter shown in the table when it varies. */
+struct md_param {
+	const char *name;
+	const char *same_as; /* no column when equal to this one in every case */
+};
+
+static const struct md_param md_params[] = {
+	{"batch", NULL},        {"heads", NULL},       {"kv_heads", "heads"},
+	{"q_len", NULL},        {"kv_len", "q_len"},   {"head_dim", NULL},
+	{"head_dim_v", "head_dim"}, {"dtype", NULL},   {"mask", NULL},
+	{"prefix_len", NULL},   {"window", NULL},      {"layout", NULL},
+	{"input", NULL},        {"seqlens", NULL},     {"kv_seqlens", "seqlens"},
+	{"prefix_lens", NULL},  {"scale", NULL},
+};
+
+static int cell_equal(const struct cell *a, const struct cell *b)
+{
+	if (a->type != b->type)
+		return 0;
+	switch (a->type) {
+	case SQLITE_INTEGER: return a->i == b->i;
+	case SQLITE_FLOAT: return a->d == b->d;
+	case SQLITE_TEXT: return strcmp(a->s, b->s) == 0;
+	default: return 1;
+	}
+}
+
+/* A float parameter (scale is a float32) in the fewest digits that give the
+ * same float back: 0.3, not 0.30000001192092896. */
+static void fmt_float(double x, char *buf, size_t size)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, size, "%.*g", prec, x);
+		if ((float)strtod(buf, NULL) == (float)x)
+			return;
+	}
+}
+
+/* A parameter's value as the markdown report shows it ("" for NULL). */
+static void param_text(const struct cell *c, char *buf, size_t size)
+{
+	switch (c->type) {
+	case SQLITE_INTEGER: snprintf(buf, size, "%" PRId64, c->i); break;
+	case SQLITE_FLOAT: fmt_float(c->d, buf, size); break;
+	case SQLITE_TEXT: snprintf(buf, size, "%s", c->s); break;
+	default: buf[0] = '\0'; break;
+	}
+}
+
+static int param_varies(const struct table *cases, const char *name)
+{
+	for (int i = 1; i < cases->nrows; i++)
+		if (!cell_equal(cell_at(cases, 0, name), cell_at(cases, i, name)))
+			return 1;
+	return 0;
+}
+
+static int param_same_everywhere(const struct table *cases, const char *a, const char *b)
+{
+	for (int i = 0; i < cases->nrows; i++)
+		if (!cell_equal(cell_at(cases, i, a), cell_at(cases, i, b)))
+			return 0;
+	return 1;
+}
+
+/* How a parameter appears: 1 a column, 0 listed as common (or hidden). */
+static int param_is_column(const struct table *cases, const struct md_param *mp)
+{
+	if (strcmp(mp->name, "scale") == 0) {
+		int set = 0;
+		for (int i = 0; i < cases->nrows; i++)
+			set |= int_at(cases, i, "scale_set") != 0;
+		if (!set) /* the default 1/sqrt(head_dim) follows head_dim */
+			return 0;
+	}
+	if (mp->same_as && param_same_everywhere(cases, mp->name, mp->same_as))
+		return 0;
+	return param_varies(cases, mp->name);
+}
+
+enum md_col_kind { MC_IDX, MC_PARAM, MC_MS, MC_TPUT, MC_X, MC_ERR, MC_STATUS };
+
+struct md_col {
+	int kind;
+	const char *param; /* MC_PARAM */
+	int k;             /* kernel column */
+	int right;         /* right-aligned (numbers) */
+};
+
+struct md_table {
+	int ncols, nrows; /* nrows counts the header */
+	struct md_col *cols;
+	char **cell;      /* nrows * ncols, malloc'd strings */
+};
+
+static void md_table_free(struct md_table *t)
+{
+	for (int i = 0; t->cell && i < t->ncols * t->nrows; i++)
+		free(t->cell[i]);
+	free(t->cell);
+	free(t->cols);
+}
+
+/* A table cell: strdup'd, with '|' escaped. NULL when out of memory. */
+static char *md_cell(const char *s)
+{
+	size_t n = 0;
+	char *out, *p;
+	for (const char *q = s; *q; q++)
+		n += *q == '|' ? 2 : 1;
+	out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	p = out;
+	for (const char *q = s; *q; q++) {
+		if (*q == '|')
+			*p++ = '\\';
+		*p++ = *q == '\n' ? ' ' : *q;
+	}
+	*p = '\0';
+	return out;
+}
+
+static int is_decode(const struct report *r, int case_row)
+{
+	return int_at(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
+}
+
+/* The text of column col in case row c into buf (size >= 64). */
+static void md_value(const struct report *r, const struct md_col *col, int c, int mixed,
+		     char *buf, size_t size)
+{
+	int row = col->kind >= MC_MS ? r->grid[(size_t)c * r->nk + col->k] : -1;
+	int status = row >= 0 ? res_status(r, row) : -1;
+	double v;
+	buf[0] = '\0';
+	switch (col->kind) {
+	case MC_IDX:
+		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx"));
+		return;
+	case MC_PARAM:
+		/* like the key: a scale only where the suite gave one */
+		if (strcmp(col->param, "scale") != 0 || int_at(&r->cases, c, "scale_set"))
+			param_text(cell_at(&r->cases, c, col->param), buf, size);
+		return;
+	default:
+		break;
+	}
+	if (row < 0)
+		return;
+	if (status == FA_STATUS_SKIP) {
+		if (col->kind == MC_MS || col->kind == MC_STATUS)
+			snprintf(buf, size, "skip");
+		return;
+	}
+	switch (col->kind) {
+	case MC_MS:
+		if (res_real(r, row, "median_ms", &v))
+			fmt_sig3(v, buf, size);
+		break;
+	case MC_TPUT: {
+		int decode = is_decode(r, c);
+		if (res_real(r, row, decode ? "gbps" : "tflops", &v) && v > 0) {
+			size_t n;
+			fmt_sig3(v, buf, size);
+			n = strlen(buf);
+			if (mixed)
+				snprintf(buf + n, size - n, " %s", decode ? "GB/s" : "TFLOP/s");
+		}
+		break;
+	}
+	case MC_X:
+		v = speedup_of(r, row);
+		if (v > 0) {
+			fmt_sig3(v, buf, size);
+			strncat(buf, "x", size - strlen(buf) - 1);
+		}
+		break;
+	case MC_ERR:
+		if (res_real(r, row, "max_abs", &v))
+			fmt_err(v, buf, size);
+		break;
+	case MC_STATUS:
+		if (status == FA_STATUS_FAIL)
+			snprintf(buf, size, "FAIL");
+		else if (status > FA_STATUS_SKIP)
+			snprintf(buf, size, "%s", fa_status_name(status));
+		break;
+	}
+}
+
+/* Builds the results table; *mixed is 1 when it holds both TFLOP/s and GB/s
+ * rows. */
+static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed,
+			   struct fa_err *err)
+{
+	int n_decode = 0, max_cols = 1 + N_OF(md_params) + 5 * r->nk;
+	char buf[4096];
+
+	memset(t, 0, sizeof *t);
+	for (int c = 0; c < r->cases.nrows; c++)
+		n_decode += is_decode(r, c);
+	*mixed = n_decode > 0 && n_decode < r->cases.nrows;
+
+	t->cols = calloc((size_t)max_cols, sizeof *t->cols);
+	if (!t->cols)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	t->cols[t->ncols++] = (struct md_col){MC_IDX, NULL, 0, 1};
+	for (int i = 0; i < N_OF(md_params); i++)
+		if (param_is_column(&r->cases, &md_params[i])) {
+			int numeric = 1;
+			for (int c = 0; c < r->cases.nrows; c++)
+				numeric &= cell_at(&r->cases, c, md_params[i].name)->type != SQLITE_TEXT;
+			t->cols[t->ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
+		}
+	for (int k = 0; k < r->nk; k++) {
+		int not_pass = 0;
+		for (int c = 0; c < r->cases.nrows; c++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			not_pass |= row >= 0 && res_status(r, row) != FA_STATUS_PASS;
+		}
+		t->cols[t->ncols++] = (struct md_col){MC_MS, NULL, k, 1};
+		t->cols[t->ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
+		if (r->baseline >= 0 && k != r->baseline)
+			t->cols[t->ncols++] = (struct md_col){MC_X, NULL, k, 1};
+		t->cols[t->ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
+		if (not_pass)
+			t->cols[t->ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
+	}
+
+	t->nrows = 1 + r->cases.nrows;
+	t->cell = calloc((size_t)t->nrows * t->ncols, sizeof *t->cell);
+	if (!t->cell)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int j = 0; j < t->ncols; j++) {
+		const struct md_col *col = &t->cols[j];
+		const char *label = r->labels[col->k];
+		switch (col->kind) {
+		case MC_IDX: snprintf(buf, sizeof buf, "#"); break;
+		case MC_PARAM: snprintf(buf, sizeof buf, "%s", col->param); break;
+		case MC_MS: snprintf(buf, sizeof buf, "%s ms", label); break;
+		case MC_TPUT:
+			snprintf(buf, sizeof buf, "%s %s", label,
+				 *mixed ? "throughput" : n_decode ? "GB/s" : "TFLOP/s");
+			break;
+		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
+		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
+		default: snprintf(buf, sizeof buf, "%s status", label); break;
+		}
+		if (!(t->cell[j] = md_cell(buf)))
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	}
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int j = 0; j < t->ncols; j++) {
+			md_value(r, &t->cols[j], c, *mixed, buf, sizeof buf);
+			if (!(t->cell[(size_t)(c + 1) * t->ncols + j] = md_cell(buf)))
+				return fa_err_set(err, FA_ERR_NOMEM,
+						  "out of memory writing a report");
+		}
+	return FA_OK;
+}
+
+/* Prints t with every column padded to its widest cell. */
+static enum fa_rc md_table_print(FILE *out, const struct md_table *t, struct fa_err *err)
+{
+	int *w = calloc((size_t)t->ncols, sizeof *w);
+	if (!w)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int j = 0; j < t->ncols; j++) {
+		w[j] = 3; /* the shortest separator, "---" */
+		for (int i = 0; i < t->nrows; i++) {
+			int n = (int)strlen(t->cell[(size_t)i * t->ncols + j]);
+			w[j] = n > w[j] ? n : w[j];
+		}
+	}
+	for (int row = 0; row < t->nrows; row++) {
+		for (int j = 0; j < t->ncols; j++)
+			fprintf(out, t->cols[j].right && row ? "%s%*s" : "%s%-*s", j ? " | " : "| ",
+				w[j], t->cell[(size_t)row * t->ncols + j]);
+		fputs(" |\n", out);
+		if (row > 0)
+			continue;
+		for (int j = 0; j < t->ncols; j++) {
+			fputs(j ? " | " : "| ", out);
+			for (int i = 0; i < w[j] - 1; i++)
+				fputc('-', out);
+			fputc(t->cols[j].right ? ':' : '-', out);
+		}
+		fputs(" |\n", out);
+	}
+	free(w);
+	return FA_OK;
+}
+
+static void md_header(FILE *out, const struct report *r)
+{
+	const struct table *run = &r->run;
+	const char *s, *commit = text_at(run, 0, "git_commit");
+	const struct cell *dirty = cell_at(run, 0, "git_dirty");
+	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
+
+	fprintf(out, "# fabench report: run %" PRId64 "\n\n", int_at(run, 0, "id"));
+	fputs("- suite: ", out);
+	md_text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
+	if ((s = text_at(run, 0, "suite_path"))) {
+		fputs(" (", out);
+		md_code(out, s);
+		if ((s = text_at(run, 0, "suite_hash")))
+			fprintf(out, ", hash %s", s);
+		fputs(")", out);
+	}
+	fputs("\n- backend: ", out);
+	md_text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
+	if ((s = text_at(run, 0, "device_name"))) {
+		fputs(" on ", out);
+		md_text(out, s);
+	}
+	if ((s = text_at(run, 0, "device_arch"))) {
+		fputs(", ", out);
+		md_text(out, s);
+	}
+	if ((s = text_at(run, 0, "driver"))) {
+		fputs(", driver ", out);
+		md_text(out, s);
+	}
+	if ((s = text_at(run, 0, "runtime"))) {
+		fputs(", runtime ", out);
+		md_text(out, s);
+	}
+	fputs("\n- started: ", out);
+	md_text(out, text_at(run, 0, "started_at"));
+	if ((s = text_at(run, 0, "finished_at"))) {
+		fputs(", finished: ", out);
+		md_text(out, s);
+	}
+	fputs("\n- git: ", out);
+	if (commit) {
+		/* 12 hex digits name a commit unambiguously in practice */
+		fprintf(out, "%.12s", commit);
+		if (dirty->type == SQLITE_INTEGER)
+			fputs(dirty->i ? " (dirty)" : " (clean)", out);
+	} else {
+		fputs("unknown", out);
+	}
+	if ((s = text_at(run, 0, "label"))) {
+		fputs("\n- label: ", out);
+		md_text(out, s);
+	}
+	fprintf(out, "\n- status: %s", text_at(run, 0, "status"));
+	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
+		fputs(" (the run did not finish; the cases below are those it stored)", out);
+	fprintf(out, "\n- seed: %s\n", text_at(run, 0, "seed"));
+	if ((s = text_at(run, 0, "version")) || text_at(run, 0, "host")) {
+		fputs("- ", out);
+		md_text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
+		if ((s = text_at(run, 0, "version")))
+			fprintf(out, " %s", s);
+		if ((s = text_at(run, 0, "host"))) {
+			fputs(" on ", out);
+			md_text(out, s);
+		}
+		fputs("\n", out);
+	}
+	if ((s = text_at(run, 0, "command_line"))) {
+		fputs("- command: ", out);
+		md_code(out, s);
+		fputs("\n", out);
+	}
+	for (int i = 0; i < r->res.nrows; i++) {
+		int st = res_status(r, i);
+		if (st >= 0)
+			counts[st]++;
+	}
+	fprintf(out, "- cases: %d; results: %d", r->cases.nrows, r->res.nrows);
+	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
+		if (counts[st]) {
+			fprintf(out, "%s%d %s", first ? " (" : ", ", counts[st], fa_status_name(st));
+			first = 0;
+		}
+	fputs(first ? "\n" : ")\n", out);
+}
+
+static const char *status_word(int st)
+{
+	return st == FA_STATUS_FAIL ? "FAIL" : fa_status_name(st);
+}
+
+static void md_failures(FILE *out, const struct report *r)
+{
+	int any = 0;
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k], st;
+			const char *reason;
+			if (row < 0)
+				continue;
+			st = res_status(r, row);
+			if (st != FA_STATUS_FAIL && st != FA_STATUS_ERROR && st != FA_STATUS_TIMEOUT)
+				continue;
+			if (!any)
+				fputs("\n## Failures\n\n", out);
+			any = 1;
+			fprintf(out, "- %s ", status_word(st));
+			md_text(out, r->labels[k]);
+			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
+			md_code(out, text_at(&r->cases, c, "key"));
+			if ((reason = res_text(r, row, "reason"))) {
+				fputs(": ", out);
+				md_text(out, reason);
+			}
+			fputs("\n", out);
+		}
+}
+
+/* The parameters common to every case, and the pairs that are equal in
+ * every case (so have no column of their own):
+ *   Common to every case: heads=8, dtype=fp32; kv_len = q_len. */
+static void md_common(FILE *out, const struct report *r)
+{
+	char buf[4096];
+	int n = 0;
+	for (int i = 0; i < N_OF(md_params); i++) {
+		const struct md_param *mp = &md_params[i];
+		const struct cell *c = cell_at(&r->cases, 0, mp->name);
+		if (param_varies(&r->cases, mp->name) || c->type == SQLITE_NULL)
+			continue;
+		if (strcmp(mp->name, "scale") == 0 && !int_at(&r->cases, 0, "scale_set"))
+			continue;
+		param_text(c, buf, sizeof buf);
+		fprintf(out, "%s%s=", n++ ? ", " : "Common to every case: ", mp->name);
+		md_text(out, buf);
+	}
+	for (int i = 0, first = 1; i < N_OF(md_params); i++) {
+		const struct md_param *mp = &md_params[i];
+		if (!mp->same_as || !param_varies(&r->cases, mp->name) ||
+		    !param_same_everywhere(&r->cases, mp->name, mp->same_as))
+			continue;
+		fprintf(out, "%s%s = %s", first ? (n ? "; " : "Common to every case: ") : ", ",
+			mp->name, mp->same_as);
+		first = 0;
+		n++;
+	}
+	if (n)
+		fputs(".\n\n", out);
+}
+
+/* Counts per distinct (kernel, reason) of the skipped results, kernels in
+ * column order, reasons in order of their first case. */
+static enum fa_rc md_skips(FILE *out, const struct report *r, struct fa_err *err)
+{
+	const char **reason = malloc(((size_t)r->cases.nrows + 1) * sizeof *reason);
+	int *count = malloc(((size_t)r->cases.nrows + 1) * sizeof *count);
+	int total = 0;
+	if (!reason || !count) {
+		free(reason);
+		free(count);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	}
+	for (int i = 0; i < r->res.nrows; i++)
+		total += res_status(r, i) == FA_STATUS_SKIP;
+	if (total)
+		fprintf(out, "\nSkipped (%d):\n\n", total);
+	for (int k = 0; total && k < r->nk; k++) {
+		int nd = 0; /* distinct reasons of kernel k (a few) */
+		for (int c = 0; c < r->cases.nrows; c++) {
+			int row = r->grid[(size_t)c * r->nk + k], d;
+			const char *why;
+			if (row < 0 || res_status(r, row) != FA_STATUS_SKIP)
+				continue;
+			why = res_text(r, row, "reason");
+			why = why ? why : "no reason given";
+			for (d = 0; d < nd && strcmp(reason[d], why) != 0; d++)
+				;
+			if (d == nd) {
+				reason[nd] = why;
+				count[nd++] = 0;
+			}
+			count[d]++;
+		}
+		for (int d = 0; d < nd; d++) {
+			fputs("- ", out);
+			md_text(out, r->labels[k]);
+			fprintf(out, ", %d case%s: ", count[d], count[d] == 1 ? "" : "s");
+			md_text(out, reason[d]);
+			fputs("\n", out);
+		}
+	}
+	free(reason);
+	free(count);
+	return FA_OK;
+}
+
+static void md_legend(FILE *out, const struct report *r, int mixed)
+{
+	int n_decode = 0;
+	for (int c = 0; c < r->cases.nrows; c++)
+		n_decode += is_decode(r, c);
+	fputs("\nms: median time of the samples. ", out);
+	if (mixed)
+		fprintf(out, "throughput: TFLOP/s for cases with q_len > %d, GB/s (Q, K and V "
+			     "read and O written once) for decode-like cases with q_len <= %d. ",
+			REPORT_DECODE_Q_LEN, REPORT_DECODE_Q_LEN);
+	else if (n_decode)
+		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
+	else
+		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
+	if (r->baseline >= 0) {
+		fputs("x: speedup over ", out);
+		md_text(out, r->labels[r->baseline]);
+		fputs(" (its median / this kernel's). ", out);
+	}
+	fputs("max_abs: largest absolute error against the fp64 reference.\n", out);
+}
+
+static enum fa_rc write_md(FILE *out, const struct report *r, struct fa_err *err)
+{
+	struct md_table t;
+	const char *suite = text_at(&r->run, 0, "suite_name");
+	int mixed;
+	enum fa_rc rc;
+
+	md_header(out, r);
+	md_failures(out, r);
+	fputs("\n## Results", out);
+	if (suite) {
+		fputs(": ", out);
+		md_text(out, suite);
+	}
+	fputs("\n\n", out);
+	if (r->cases.nrows == 0) {
+		fputs("No cases were stored.\n", out);
+		return FA_OK;
+	}
+	md_common(out, r);
+	if (r->nk == 0) {
+		fputs("No kernel ran.\n", out);
+		return FA_OK;
+	}
+	rc = md_build(r, &t, &mixed, err);
+	if (rc == FA_OK)
+		rc = md_table_print(out, &t, err);
+	if (rc == FA_OK) {
+		md_legend(out, r, mixed);
+		rc = md_skips(out, r, err);
+	}
+	md_table_free(&t);
+	return rc;
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+static void csv_text(FILE *out, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void csv_cell(FILE *out, const struct cell *c)
+{
+	char buf[64];
+	switch (c->type) {
+	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
+	case SQLITE_FLOAT:
+		fmt_real(c->d, buf, sizeof buf);
+		fputs(buf, out);
+		break;
+	case SQLITE_TEXT: csv_text(out, c->s); break;
+	default: break;
+	}
+}
+
+static const char *const csv_result_cols[] = {
+	"kernel", "params", "status", "reason", "median_ms", "mean_ms", "min_ms",
+	"max_ms", "stdev_ms", "n_samples", "tflops", "gbps", "speedup", "max_abs",
+	"rel_l2", "nmse", "unwritten", "rule",
+};
+
+static void write_csv(FILE *out, const struct report *r)
+{
+	char buf[64];
+	fputs("run_id,case_idx,case_key", out);
+	for (int j = CASE_FIRST_PARAM; j < CASE_END_PARAM; j++)
+		fprintf(out, ",%s", case_cols[j]);
+	for (int j = 0; j < N_OF(csv_result_cols); j++)
+		fprintf(out, ",%s", csv_result_cols[j]);
+	fputs("\n", out);
+	for (int o = 0; o < r->res.nrows; o++) {
+		int i = r->order[o], c = r->res_case[i];
+		fprintf(out, "%" PRId64 ",%" PRId64 ",", int_at(&r->run, 0, "id"),
+			int_at(&r->cases, c, "idx"));
+		csv_text(out, text_at(&r->cases, c, "key"));
+		for (int j = CASE_FIRST_PARAM; j < CASE_END_PARAM; j++) {
+			fputc(',', out);
+			csv_cell(out, cell_at(&r->cases, c, case_cols[j]));
+		}
+		for (int j = 0; j < N_OF(csv_result_cols); j++) {
+			fputc(',', out);
+			if (strcmp(csv_result_cols[j], "speedup") == 0) {
+				double x = speedup_of(r, i);
+				if (x > 0) {
+					fmt_real(x, buf, sizeof buf);
+					fputs(buf, out);
+				}
+			} else {
+				csv_cell(out, cell_at(&r->res, i, csv_result_cols[j]));
+			}
+		}
+		fputs("\n", out);
+	}
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", out); break;
+		case '\\': fputs("\\\\", out); break;
+		case '\n': fputs("\\n", out); break;
+		case '\r': fputs("\\r", out); break;
+		case '\t': fputs("\\t", out); break;
+		default:
+			if (*p < 0x20)
+				fprintf(out, "\\u%04x", *p);
+			else
+				fputc(*p, out);
+		}
+	}
+	fputc('"', out);
+}
+
+static void json_real(FILE *out, double x)
+{
+	char buf[64];
+	if (!isfinite(x)) { /* JSON has no Inf or NaN */
+		fputs("null", out);
+		return;
+	}
+	fmt_real(x, buf, sizeof buf);
+	fputs(buf, out);
+}
+
+static void json_cell(FILE *out, const struct cell *c)
+{
+	switch (c->type) {
+	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
+	case SQLITE_FLOAT: json_real(out, c->d); break;
+	case SQLITE_TEXT: json_string(out, c->s); break;
+	default: fputs("null", out); break;
+	}
+}
+
+static void write_json(FILE *out, const struct report *r)
+{
+	fputs("{\n  \"run\": {\n", out);
+	for (int j = 0; j < r->run.ncols; j++) {
+		fprintf(out, "    \"%s\": ", run_cols[j]);
+		json_cell(out, &r->run.c[j]);
+		fputs(j + 1 < r->run.ncols ? ",\n" : "\n", out);
+	}
+	fputs("  },\n  \"baseline\": ", out);
+	if (r->baseline >= 0)
+		json_string(out, r->labels[r->baseline]);
+	else
+		fputs("null", out);
+	fputs(",\n  \"results\": [", out);
+	for (int o = 0; o < r->res.nrows; o++) {
+		int i = r->order[o], c = r->res_case[i];
+		double x = speedup_of(r, i);
+		fputs(o ? ",\n    {\n" : "\n    {\n", out);
+		/* the case on one line: it repeats for every kernel */
+		fputs("      \"case\": {", out);
+		for (int j = 1; j < r->cases.ncols; j++) {
+			fprintf(out, "%s\"%s\": ", j > 1 ? ", " : "", case_cols[j]);
+			json_cell(out, cell_at(&r->cases, c, case_cols[j]));
+		}
+		fputs("},\n", out);
+		for (int j = RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
+			fprintf(out, "      \"%s\": ", result_cols[j]);
+			json_cell(out, cell_at(&r->res, i, result_cols[j]));
+			if (strcmp(result_cols[j], "gbps") == 0) {
+				fputs(",\n      \"speedup\": ", out);
+				if (x > 0)
+					json_real(out, x);
+				else
+					fputs("null", out);
+			}
+			fputs(j + 1 < r->res.ncols ? ",\n" : "\n", out);
+		}
+		fputs("    }", out);
+	}
+	fputs(r->res.nrows ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
+/* ---- Entry ---------------------------------------------------------------- */
+
+enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_report_opts *o,
+			   FILE *out, struct fa_err *err)
+{
+	struct report r;
+	enum fa_rc rc;
+
+	if (o->format == FA_FMT_HTML)
+		return fa_err_set(err, FA_ERR_USAGE, "html reports are not implemented yet");
+	if (o->format != FA_FMT_MD && o->format != FA_FMT_CSV && o->format != FA_FMT_JSON)
+		return fa_err_set(err, FA_ERR_USAGE, "unknown report format %d", (int)o->format);
+	rc = report_load(s, run_id, o->baseline, &r, err);
+	if (rc == FA_OK) {
+		if (o->format == FA_FMT_MD)
+			rc = write_md(out, &r, err);
+		else if (o->format == FA_FMT_CSV)
+			write_csv(out, &r);
+		else
+			write_json(out, &r);
+	}
+	report_free(&r);
+	if (rc == FA_OK && (fflush(out) != 0 || ferror(out)))
+		rc = fa_err_set(err, FA_ERR_IO, "cannot write the report of run %" PRId64, run_id);
+	return rc;
+}

@@ -1,0 +1,117 @@
+/* store.h - the SQLite database of runs, cases, results and raw samples.
+ *
+ * Schema versioned with PRAGMA user_version and applied by migrations in
+ * order; WAL mode and a busy timeout let two runs share one file. Each case
+ * is committed in its own transaction as soon as it finishes, so a run that
+ * is killed keeps every finished case and stays marked 'incomplete'.
+ *
+ * All SQL uses bound parameters; nothing from the user is pasted into SQL.
+ */
+#ifndef FA_STORE_H
+#define FA_STORE_H
+
+#include <stdint.h>
+
+#include "backend_impl.h"
+#include "check.h"
+#include "err.h"
+#include "measure.h"
+#include "suite.h"
+
+struct fa_store;
+struct sqlite3;
+
+/* The schema version this build writes (PRAGMA user_version). */
+#define FA_STORE_SCHEMA_VERSION 1
+
+/* Opens (creating the file and its folder when create != 0) and migrates
+ * the database at path (":memory:" for one in memory). A database newer than
+ * this build is refused. Returns FA_OK; FA_ERR_NOT_FOUND when the file is
+ * missing and create == 0; FA_ERR_IO for a path that cannot be used;
+ * FA_ERR_DB for a file that is not a SQLite database, a newer schema or a
+ * failed migration (rolled back). Sets *out to NULL on error. The schema is
+ * documented at the top of store.c. */
+enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err);
+void fa_store_close(struct fa_store *s);
+
+/* The underlying handle, for read-only queries by report/compare/history. */
+struct sqlite3 *fa_store_db(struct fa_store *s);
+
+/* The path the store was opened with (owned by s), for messages. */
+const char *fa_store_path(const struct fa_store *s);
+
+struct fa_run_info {
+	const char *started_at;   /* ISO 8601 UTC, "2026-11-25T21:40:00Z" */
+	const char *git_commit;   /* "" when unknown */
+	int32_t git_dirty;        /* 1 dirty, 0 clean, -1 unknown */
+	const char *host;
+	const char *backend;      /* "cpu", "cuda", ... */
+	const char *device_name, *device_arch, *driver, *runtime;
+	const char *suite_path, *suite_name, *suite_hash;
+	const char *command_line;
+	const char *label;        /* "" when none */
+	uint64_t seed;
+	const char *version;      /* fabench version */
+	const char *source;       /* "fabench", or the tool of an import */
+};
+
+/* Inserts a run with status 'incomplete' and commits; *run_id is its id.
+ * Empty or NULL strings are stored as NULL (unknown); started_at NULL means
+ * now; git_dirty -1 is stored as NULL. */
+enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, int64_t *run_id,
+			      struct fa_err *err);
+
+/* Sets the run's status ('complete' or 'incomplete') and finished_at. */
+enum fa_rc fa_store_run_end(struct fa_store *s, int64_t run_id, const char *status,
+			    struct fa_err *err);
+
+enum fa_status {
+	FA_STATUS_PASS = 0,
+	FA_STATUS_FAIL = 1,
+	FA_STATUS_SKIP = 2,
+	FA_STATUS_ERROR = 3,
+	FA_STATUS_TIMEOUT = 4,
+};
+
+/* "pass", "fail", "skip", "error", "timeout"; -1/NULL when unknown. */
+const char *fa_status_name(int status);
+int fa_status_parse(const char *s);
+
+struct fa_result {
+	const char *kernel;
+	const char *backend;
+	const char *params;       /* "name=value,..." of the kernel's tunables, "" if none */
+	int32_t status;           /* enum fa_status */
+	char reason[512];         /* why skip/fail/error/timeout, "" on pass */
+	struct fa_time_stats t;   /* n == 0 when nothing was timed */
+	const double *samples;    /* t.n raw samples in ms, in the order taken */
+	const char *timing;       /* "cpu", "cold", "hot", "graph" */
+	double flops, tflops, bytes, gbps; /* tflops/gbps from the median, 0 if untimed */
+	int32_t checked;          /* 1 when st holds error statistics */
+	struct fa_err_stats st;
+	char rule[16];            /* rule that decided: "tolerance", "fa", "" */
+	double mem_bytes;         /* memory estimate used for the budget */
+	struct fa_telemetry tel;  /* GPU state while measured (NaN / -1 unknown) */
+};
+
+/* Writes one finished case and its results (and every sample) in one
+ * transaction. *case_id (may be NULL) receives the case's row id. */
+enum fa_rc fa_store_case_commit(struct fa_store *s, int64_t run_id, const struct fa_case *c,
+				const struct fa_result *results, int n_results, int64_t *case_id,
+				struct fa_err *err);
+
+/* Resolves "latest", a numeric id or a label to a run id (latest run with
+ * that label). FA_ERR_NOT_FOUND with a message naming spec when none. */
+enum fa_rc fa_store_find_run(struct fa_store *s, const char *spec, int64_t *run_id,
+			     struct fa_err *err);
+
+/* Stores a calibration of a device (table calibrations), measured at `when`. */
+enum fa_rc fa_store_calibration_save(struct fa_store *s, const char *backend,
+				     const struct fa_device_info *dev, const struct fa_calibration *cal,
+				     const char *when, struct fa_err *err);
+
+/* The latest calibration stored for a device name; FA_ERR_NOT_FOUND if none. */
+enum fa_rc fa_store_calibration_get(struct fa_store *s, const char *device_name,
+				    struct fa_calibration *cal, struct fa_err *err);
+
+#endif /* FA_STORE_H */

@@ -1,0 +1,46 @@
+/* fixture.h - a small fabench database with realistic variety, for golden
+ * tests of report, compare and history.
+ *
+ * Three runs of suite "smoke" (suites/smoke.yaml) on the CPU backend, with
+ * the same 8 cases (same keys) in the same order:
+ *
+ *   run 1  label "baseline", clean commit 3f9a1c2e7b5d, seed 42, complete.
+ *          cpu_dense and cpu_flash; every result passes except cpu_dense
+ *          skipped on case 5 (over the memory budget).
+ *   run 2  label "nightly", dirty commit 8c4e2a1f9d3b, seed 42, complete.
+ *          cpu_dense, cpu_flash and cpu_flash_tiled (params
+ *          "block_q=32,block_k=64"), every status: cpu_flash_tiled fails
+ *          case 1, is skipped on cases 2, 3 and 4 (two reasons) and times
+ *          out on case 7; cpu_flash errors on case 6; cpu_dense is skipped
+ *          on case 5. Against run 1, cpu_flash is about 15% slower on case 0
+ *          and 8% faster on cases 1, 2 and 5; cpu_dense moves by < 1%.
+ *   run 3  label "nightly", clean commit 8c4e2a1f9d3b, seed
+ *          18446744073709551557 (above 2^63), killed after case 2: status
+ *          'incomplete', finished_at NULL, cpu_dense and cpu_flash only.
+ *
+ * The cases: 0 a small square problem, 1 causal, 2 head_dim 128, 3 head_dim
+ * 72 causal, 4 decode (q_len 1, kv_len 2048, GQA 8/2), 5 sliding_window 256
+ * at 4096 tokens, 6 prefix_lm 64, 7 varlen causal (seqlens 100/28/256). Every
+ * timed result has 10 samples (run 1: 12) spread about its median, but the
+ * timeout, which has 3 of about 23 s. Skips and the error have none.
+ *
+ * Everything a report shows is fixed, times included (started_at and
+ * finished_at are set explicitly). Only results.created_at holds the time
+ * the fixture was built: never print it in golden output.
+ */
+#ifndef FA_TEST_FIXTURE_H
+#define FA_TEST_FIXTURE_H
+
+#include "../harness/err.h"
+
+#define FA_FIXTURE_RUN_BASE 1
+#define FA_FIXTURE_RUN_MAIN 2
+#define FA_FIXTURE_RUN_PARTIAL 3
+#define FA_FIXTURE_CASES 8
+
+/* Builds the database at db_path, replacing any file there (and its -wal /
+ * -shm companions). Returns FA_OK, or an error after printing its message
+ * to stderr. */
+enum fa_rc fa_fixture_build(const char *db_path);
+
+#endif /* FA_TEST_FIXTURE_H */

@@ -1,0 +1,579 @@
+/* test_report.c - reports of the fixture database (tests/fixture.c) against
+ * golden files in tests/golden/, compared byte for byte, and the behaviour
+ * behind them: unknown runs, the baseline option, failures first, CSV that
+ * parses back, and tables of runs without a dense kernel.
+ *
+ * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files from the current output
+ * instead of comparing (then read the diff before committing it).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/report.h"
+#include "fixture.h"
+#include "test.h"
+
+/* Builds the fixture in the test's folder and opens it. NULL on failure
+ * (recorded). */
+static struct fa_store *open_fixture(void)
+{
+	char path[1200];
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
+	if (fa_fixture_build(path) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
+		return NULL;
+	}
+	fa_err_clear(&err);
+	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
+		return NULL;
+	}
+	return s;
+}
+
+/* The report as a malloc'd string; *rc gets the return code, err its error. */
+static char *report_text(struct fa_store *s, int64_t run_id, int format, const char *baseline,
+			 enum fa_rc *rc, struct fa_err *err)
+{
+	struct fa_report_opts o = {format, baseline};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		*rc = FA_ERR_NOMEM;
+		return NULL;
+	}
+	fa_err_clear(err);
+	*rc = fa_report_write(s, run_id, &o, f, err);
+	fclose(f);
+	return buf;
+}
+
+/* The line number (1-based) where a and b first differ, and that line of
+ * each into la / lb. */
+static int first_difference(const char *a, const char *b, char *la, char *lb, size_t size)
+{
+	int line = 1;
+	const char *sa = a, *sb = b;
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			sa = a + 1;
+			sb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	snprintf(la, size, "%.*s", (int)strcspn(sa, "\n"), sa);
+	snprintf(lb, size, "%.*s", (int)strcspn(sb, "\n"), sb);
+	return line;
+}
+
+/* Compares actual with tests/golden/<name>; on a difference writes actual to
+ * <tmpdir>/<name>.actual and fails with the first differing line. With
+ * FABENCH_UPDATE_GOLDEN=1, writes the golden file instead. */
+static void check_golden(const char *name, const char *actual)
+{
+	char path[1200], out[1300], la[512], lb[512];
+	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
+	char *want;
+	FILE *f;
+	int line;
+	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
+	if (update && strcmp(update, "1") == 0) {
+		f = fopen(path, "w");
+		FA_REQUIRE(f);
+		fputs(actual, f);
+		FA_CHECK(fclose(f) == 0);
+		printf("  updated tests/golden/%s\n", name);
+		return;
+	}
+	want = fa_test_read_file(path, NULL);
+	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
+	if (want && strcmp(want, actual) == 0) {
+		unlink(out); /* from an earlier failure */
+		free(want);
+		return;
+	}
+	f = fopen(out, "w");
+	if (f) {
+		fputs(actual, f);
+		fclose(f);
+	}
+	if (!want) {
+		fa_test_fail(__FILE__, __LINE__,
+			     "no golden file tests/golden/%s; the output is in %s "
+			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
+			     name, out);
+		return;
+	}
+	line = first_difference(want, actual, la, lb, sizeof la);
+	fa_test_fail(__FILE__, __LINE__,
+		     "tests/golden/%s differs at line %d\n  expected: %s\n  actual:   %s\n"
+		     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
+		     name, line, la, lb, path, out);
+	free(want);
+}
+
+static void golden_test(int64_t run_id, int format, const char *name)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	text = report_text(s, run_id, format, NULL, &rc, &err);
+	FA_CHECKF(rc == FA_OK, "report: %s", err.msg);
+	if (rc == FA_OK && text)
+		check_golden(name, text);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(report, golden_main_md) { golden_test(FA_FIXTURE_RUN_MAIN, FA_FMT_MD, "report_main.md"); }
+FA_TEST(report, golden_main_csv) { golden_test(FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, "report_main.csv"); }
+FA_TEST(report, golden_main_json)
+{
+	golden_test(FA_FIXTURE_RUN_MAIN, FA_FMT_JSON, "report_main.json");
+}
+FA_TEST(report, golden_base_md) { golden_test(FA_FIXTURE_RUN_BASE, FA_FMT_MD, "report_base.md"); }
+FA_TEST(report, golden_partial_md)
+{
+	golden_test(FA_FIXTURE_RUN_PARTIAL, FA_FMT_MD, "report_partial.md");
+}
+
+FA_TEST(report, unknown_run)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_err err;
+	enum fa_rc rc;
+	char want[1400];
+	FA_REQUIRE(s);
+	for (int format = FA_FMT_MD; format <= FA_FMT_JSON; format++) {
+		char *text = report_text(s, 99, format, NULL, &rc, &err);
+		FA_CHECK(rc == FA_ERR_NOT_FOUND);
+		snprintf(want, sizeof want, "no run 99 in '%s'", fa_store_path(s));
+		FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+		FA_CHECK(text && text[0] == '\0'); /* nothing written */
+		free(text);
+	}
+	fa_store_close(s);
+}
+
+FA_TEST(report, html_and_unknown_formats)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	text = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_HTML, NULL, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE);
+	FA_CHECK(strcmp(err.msg, "html reports are not implemented yet") == 0);
+	free(text);
+	text = report_text(s, FA_FIXTURE_RUN_MAIN, 17, NULL, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE);
+	free(text);
+	FA_CHECK(fa_report_format_parse("md") == FA_FMT_MD);
+	FA_CHECK(fa_report_format_parse("csv") == FA_FMT_CSV);
+	FA_CHECK(fa_report_format_parse("json") == FA_FMT_JSON);
+	FA_CHECK(fa_report_format_parse("html") == FA_FMT_HTML);
+	FA_CHECK(fa_report_format_parse("pdf") == -1);
+	FA_CHECK(fa_report_format_parse(NULL) == -1);
+	fa_store_close(s);
+}
+
+/* ---- CSV parsing (RFC 4180), to check the output reads back ---------------- */
+
+#define CSV_MAX_FIELDS 64
+
+struct csv_record {
+	int n;
+	char *field[CSV_MAX_FIELDS];
+};
+
+/* Parses one record at *p (advancing it); fields are malloc'd. Returns 0 at
+ * the end of the text, 1 for a record, -1 for malformed input. */
+static int csv_next(const char **p, struct csv_record *r)
+{
+	const char *s = *p;
+	r->n = 0;
+	if (!*s)
+		return 0;
+	for (;;) {
+		char buf[4096];
+		size_t len = 0;
+		if (*s == '"') {
+			s++;
+			for (;;) {
+				if (!*s)
+					return -1;
+				if (*s == '"' && s[1] == '"') {
+					buf[len++] = '"';
+					s += 2;
+				} else if (*s == '"') {
+					s++;
+					break;
+				} else {
+					buf[len++] = *s++;
+				}
+				if (len + 1 >= sizeof buf)
+					return -1;
+			}
+		} else {
+			while (*s && *s != ',' && *s != '\n') {
+				if (*s == '"' || len + 1 >= sizeof buf)
+					return -1;
+				buf[len++] = *s++;
+			}
+		}
+		buf[len] = '\0';
+		if (r->n == CSV_MAX_FIELDS)
+			return -1;
+		r->field[r->n++] = strdup(buf);
+		if (*s == ',') {
+			s++;
+			continue;
+		}
+		if (*s == '\n')
+			s++;
+		else if (*s)
+			return -1;
+		*p = s;
+		return 1;
+	}
+}
+
+static void csv_free(struct csv_record *r)
+{
+	for (int i = 0; i < r->n; i++)
+		free(r->field[i]);
+	r->n = 0;
+}
+
+static int csv_col(const struct csv_record *head, const char *name)
+{
+	for (int i = 0; i < head->n; i++)
+		if (strcmp(head->field[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* The median of (run, case idx, kernel) read from the database; NaN if none. */
+static double db_median(struct fa_store *s, int64_t run_id, int idx, const char *kernel)
+{
+	sqlite3_stmt *st;
+	double v = NAN;
+	if (sqlite3_prepare_v2(fa_store_db(s),
+			       "SELECT r.median_ms FROM results r JOIN cases c ON c.id = r.case_id"
+			       " WHERE r.run_id = ? AND c.idx = ? AND r.kernel = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return v;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int(st, 2, idx);
+	sqlite3_bind_text(st, 3, kernel, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Checks every CSV row's speedup against the medians in the database, for
+ * the given baseline. Returns the number of rows with a speedup. */
+static int check_csv_speedups(struct fa_store *s, const char *csv, const char *baseline)
+{
+	const char *p = csv;
+	struct csv_record head, rec;
+	int n_rows = 0, n_speedups = 0, rc;
+	int c_idx, c_kernel, c_speedup, c_reason;
+	if (csv_next(&p, &head) != 1) {
+		fa_test_fail(__FILE__, __LINE__, "no CSV header");
+		return 0;
+	}
+	c_idx = csv_col(&head, "case_idx");
+	c_kernel = csv_col(&head, "kernel");
+	c_speedup = csv_col(&head, "speedup");
+	c_reason = csv_col(&head, "reason");
+	FA_CHECK(c_idx == 1 && c_kernel > 0 && c_speedup > 0 && c_reason > 0);
+	while ((rc = csv_next(&p, &rec)) == 1) {
+		const char *kernel = rec.field[c_kernel];
+		double base, mine, want;
+		n_rows++;
+		FA_CHECKF(rec.n == head.n, "row %d has %d fields, the header %d", n_rows, rec.n, head.n);
+		if (rec.n != head.n) {
+			csv_free(&rec);
+			continue;
+		}
+		base = db_median(s, FA_FIXTURE_RUN_MAIN, atoi(rec.field[c_idx]), baseline);
+		mine = db_median(s, FA_FIXTURE_RUN_MAIN, atoi(rec.field[c_idx]), kernel);
+		want = strcmp(kernel, baseline) != 0 && !isnan(base) && !isnan(mine) ? base / mine : NAN;
+		if (isnan(want)) {
+			FA_CHECKF(rec.field[c_speedup][0] == '\0', "case %s %s: speedup '%s', want none",
+				  rec.field[c_idx], kernel, rec.field[c_speedup]);
+		} else {
+			FA_CHECKF(strtod(rec.field[c_speedup], NULL) == want,
+				  "case %s %s: speedup '%s', want %.17g", rec.field[c_idx], kernel,
+				  rec.field[c_speedup], want);
+			n_speedups++;
+		}
+		/* the reason with quotes and a comma reads back whole */
+		if (strstr(rec.field[c_reason], "workspace"))
+			FA_CHECK(strcmp(rec.field[c_reason],
+					"cpu: workspace allocation of 96 MiB failed: \"Cannot allocate "
+					"memory\", errno 12") == 0);
+		csv_free(&rec);
+	}
+	FA_CHECK(rc == 0);
+	FA_CHECKF(n_rows == 24, "%d CSV rows, want 24 (one per result)", n_rows);
+	csv_free(&head);
+	return n_speedups;
+}
+
+FA_TEST(report, baseline_option_changes_speedups)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_err err;
+	enum fa_rc rc;
+	char *md, *csv, *p;
+	FA_REQUIRE(s);
+
+	/* default: cpu_dense (the dense kernel) is the baseline */
+	csv = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && csv);
+	/* timed: cpu_dense on every case but 5 (skipped), cpu_flash on every
+	 * case but 6 (error), cpu_flash_tiled on 0, 1, 5, 6 and 7 (fail and
+	 * timeout are timed too). Speedups need both: 6 for cpu_flash, 4 for
+	 * cpu_flash_tiled (not 5) */
+	FA_CHECK(check_csv_speedups(s, csv, "cpu_dense") == 6 + 4);
+	free(csv);
+	csv = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, "cpu_flash", &rc, &err);
+	FA_REQUIRE(rc == FA_OK && csv);
+	/* against cpu_flash: cpu_dense 6 (not 5, 6), cpu_flash_tiled 4 (not 6) */
+	FA_CHECK(check_csv_speedups(s, csv, "cpu_flash") == 6 + 4);
+	free(csv);
+
+	/* markdown: the baseline's columns come first and it has no x column */
+	md = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, "cpu_flash", &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	p = strstr(md, "\n| #");
+	FA_REQUIRE(p);
+	FA_CHECK(strstr(p, "cpu_flash ms") && strstr(p, "cpu_dense ms") &&
+		 strstr(p, "cpu_flash ms") < strstr(p, "cpu_dense ms"));
+	FA_CHECK(strstr(p, "cpu_dense x") && strstr(p, "cpu_flash_tiled x"));
+	FA_CHECK(!strstr(p, "cpu_flash x"));
+	FA_CHECK(strstr(md, "x: speedup over cpu_flash (its median / this kernel's)"));
+	free(md);
+	md = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECK(strstr(md, "cpu_flash x") && !strstr(md, "cpu_dense x"));
+	free(md);
+
+	/* a baseline that did not run */
+	md = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, "cuda_flash", &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECKF(strcmp(err.msg, "baseline kernel 'cuda_flash' has no results in run 2") == 0,
+		  "message '%s'", err.msg);
+	free(md);
+	fa_store_close(s);
+}
+
+FA_TEST(report, failures_come_first)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_err err;
+	enum fa_rc rc;
+	char *md, *failures, *results, *fail, *error, *timeout;
+	FA_REQUIRE(s);
+	md = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	failures = strstr(md, "\n## Failures\n");
+	results = strstr(md, "\n## Results");
+	FA_REQUIRE(failures && results);
+	FA_CHECK(failures < results);
+	/* one line each, in case order, before the table */
+	fail = strstr(md, "\n- FAIL cpu_flash_tiled on case 1 `batch=2,");
+	error = strstr(md, "\n- error cpu_flash on case 6 `");
+	timeout = strstr(md, "\n- timeout cpu_flash_tiled on case 7 `");
+	FA_CHECK(fail && error && timeout);
+	FA_CHECK(fail > failures && fail < error && error < timeout && timeout < results);
+	FA_CHECK(strstr(fail, ": max_abs 0.0123 > 0.0001 at b=1 t=300 h=5 d=17\n") != NULL);
+	/* skips are not failures */
+	FA_CHECK(!strstr(failures, "- skip"));
+	free(md);
+	/* a run where everything passed or was skipped has no such section */
+	md = report_text(s, FA_FIXTURE_RUN_BASE, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECK(!strstr(md, "## Failures"));
+	free(md);
+	fa_store_close(s);
+}
+
+/* A run of one decode case and one kernel without "dense" in its name. */
+FA_TEST(report, single_case_without_dense_kernel)
+{
+	char path[1200];
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result r;
+	struct fa_err err;
+	double x[3] = {0.5, 0.25, 0.75};
+	int64_t run_id;
+	enum fa_rc rc;
+	char *md, *json;
+
+	snprintf(path, sizeof path, "%s/one.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-25T21:40:00Z";
+	ri.suite_name = "decode";
+	ri.seed = 5;
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &run_id, &err) == FA_OK);
+	memset(&c, 0, sizeof c);
+	c.p = (struct fa_problem){.batch = 1, .heads = 32, .kv_heads = 8, .q_len = 1, .kv_len = 8192,
+				  .head_dim = 128, .head_dim_v = 128, .dtype = FA_DTYPE_BF16,
+				  .total_q = 1, .total_k = 8192, .scale = 0.0883883476f};
+	c.key = "decode-key";
+	memset(&r, 0, sizeof r);
+	r.kernel = "cuda_flash_decode";
+	r.params = "";
+	r.status = FA_STATUS_PASS;
+	r.t.n = 3;
+	r.samples = x;
+	r.t.median_ms = 0.5;
+	r.gbps = 1234.7;
+	r.tflops = 0.25;
+	r.checked = 1;
+	r.st.max_abs = 0.001953125;
+	r.st.same_max_abs = -1;
+	r.st.worst_index = -1;
+	r.tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+	FA_REQUIRE(fa_store_case_commit(s, run_id, &c, &r, 1, NULL, &err) == FA_OK);
+
+	md = report_text(s, run_id, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	/* no parameter varies: only the index column; GB/s for a decode case;
+	 * no baseline, so no speedup column */
+	FA_CHECKF(strstr(md, "| #   | cuda_flash_decode ms | cuda_flash_decode GB/s | "
+			     "cuda_flash_decode max_abs |\n") != NULL,
+		  "header not found in:\n%s", md);
+	FA_CHECK(strstr(md, "|   0 |                0.500 |                   1235 |") != NULL);
+	FA_CHECK(strstr(md, "Common to every case: batch=1, heads=32, kv_heads=8, q_len=1, "
+			    "kv_len=8192, head_dim=128, head_dim_v=128, dtype=bf16, mask=none, "
+			    "layout=bshd, input=normal.") != NULL);
+	FA_CHECK(!strstr(md, " x |") && !strstr(md, "speedup over"));
+	FA_CHECK(strstr(md, "- status: incomplete") != NULL);
+	free(md);
+	json = report_text(s, run_id, FA_FMT_JSON, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && json);
+	FA_CHECK(strstr(json, "\"baseline\": null,") != NULL);
+	FA_CHECK(strstr(json, "\"speedup\": null,") != NULL);
+	FA_CHECK(strstr(json, "\"gbps\": 1234.7,") != NULL);
+	FA_CHECK(strstr(json, "\"max_abs\": 0.001953125,") != NULL);
+	free(json);
+	fa_store_close(s);
+}
+
+/* A run stored before any case finished. */
+FA_TEST(report, empty_run)
+{
+	char path[1200];
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_err err;
+	int64_t run_id;
+	enum fa_rc rc;
+	char *text;
+	snprintf(path, sizeof path, "%s/empty.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-25T21:40:00Z";
+	ri.seed = 5;
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &run_id, &err) == FA_OK);
+	text = report_text(s, run_id, FA_FMT_MD, NULL, &rc, &err);
+	FA_CHECK(rc == FA_OK && text && strstr(text, "No cases were stored.\n"));
+	free(text);
+	text = report_text(s, run_id, FA_FMT_CSV, NULL, &rc, &err);
+	FA_CHECK(rc == FA_OK && text && strncmp(text, "run_id,case_idx,case_key,", 25) == 0 &&
+		 strchr(text, '\n') == text + strlen(text) - 1);
+	free(text);
+	text = report_text(s, run_id, FA_FMT_JSON, NULL, &rc, &err);
+	FA_CHECK(rc == FA_OK && text && strstr(text, "\"results\": []\n}\n"));
+	free(text);
+	fa_store_close(s);
+}
+
+/* One kernel run with two sets of params (a tuning run) gets a column per
+ * set; an explicit scale shows in its shortest float form, only where set. */
+FA_TEST(report, kernel_params_and_scale)
+{
+	char path[1200], key[2][16];
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result r[2];
+	struct fa_err err;
+	double x[2] = {1.0, 2.0};
+	int64_t run_id;
+	enum fa_rc rc;
+	char *md;
+
+	snprintf(path, sizeof path, "%s/params.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	memset(&ri, 0, sizeof ri);
+	ri.seed = 3;
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &run_id, &err) == FA_OK);
+	for (int i = 0; i < 2; i++) {
+		memset(&c, 0, sizeof c);
+		c.index = i;
+		c.p = (struct fa_problem){.batch = 1, .heads = 4, .kv_heads = 4, .q_len = 64,
+					  .kv_len = 64, .head_dim = 64, .head_dim_v = 64,
+					  .total_q = 64, .total_k = 64,
+					  .scale = i ? 0.3f : 0.125f};
+		c.scale_set = i;
+		snprintf(key[i], sizeof key[i], "k%d", i);
+		c.key = key[i];
+		memset(r, 0, sizeof r);
+		for (int k = 0; k < 2; k++) {
+			r[k].kernel = "cuda_flash";
+			r[k].params = k ? "block=128" : "block=64";
+			r[k].status = FA_STATUS_PASS;
+			r[k].t.n = 2;
+			r[k].samples = x;
+			r[k].t.median_ms = 1.0 + k;
+			r[k].tflops = 10.0 / (1 + k);
+			r[k].st.same_max_abs = -1;
+			r[k].st.worst_index = -1;
+			r[k].tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+		}
+		FA_REQUIRE(fa_store_case_commit(s, run_id, &c, r, 2, NULL, &err) == FA_OK);
+	}
+	md = report_text(s, run_id, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECKF(strstr(md, "| #   | scale | cuda_flash[block=128] ms | cuda_flash[block=128] "
+			     "TFLOP/s | cuda_flash[block=128] max_abs | cuda_flash[block=64] ms |") !=
+			  NULL,
+		  "header not found in:\n%s", md);
+	FA_CHECK(strstr(md, "|   0 |       |") != NULL);
+	FA_CHECK(strstr(md, "|   1 |   0.3 |") != NULL);
+	free(md);
+	/* either set can be the baseline, by its column name */
+	md = report_text(s, run_id, FA_FMT_MD, "cuda_flash[block=64]", &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECK(strstr(md, "| cuda_flash[block=128] x |") != NULL);
+	FA_CHECK(strstr(md, "0.500x") != NULL);
+	free(md);
+	fa_store_close(s);
+}

@@ -1,0 +1,37 @@
+/* ref.h - the dense attention reference on the CPU.
+ *
+ * Inputs are read in their dtype and converted exactly to fp32; scores,
+ * softmax and the output are accumulated in fp64. Every mask, GQA by index
+ * mapping (no copies), varlen and prefix-LM. Only the requested rows are
+ * computed, each exactly, on all threads.
+ *
+ * The input-precision pass (for the flash-attention rule) mirrors what the
+ * same attention computed in the input dtype gives: scores accumulated in
+ * fp32 and rounded to the dtype, softmax in fp32 with P rounded to the dtype,
+ * P V accumulated in fp32 and rounded to the dtype. For fp32 inputs it is
+ * plain fp32 arithmetic.
+ */
+#ifndef FA_REF_H
+#define FA_REF_H
+
+#include <stdint.h>
+
+#include "../harness/check.h"
+#include "../kernels/common/fa_problem.h"
+
+/* Computes the reference for rows[0..n_rows) (row id T * heads + h, see
+ * struct fa_ref) into ref, which takes ownership of a copy of the row list.
+ * q, k, v are host buffers laid out as p describes. same_precision != 0 also
+ * fills ref->same. nthreads <= 0 uses all CPUs. *cancel (may be NULL) stops
+ * early with FA_ERR_CANCELLED. On error ref is left empty. */
+enum fa_rc fa_ref_compute(const struct fa_problem *p, const int32_t *cu_seqlens_q,
+			  const int32_t *cu_seqlens_k, const int32_t *prefix_lens, const void *q,
+			  const void *k, const void *v, const int64_t *rows, int64_t n_rows,
+			  int same_precision, int nthreads, volatile int *cancel, struct fa_ref *ref,
+			  struct fa_err *err);
+
+/* Sequence index and position within it of packed query token T. */
+void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,
+		   int32_t *t);
+
+#endif /* FA_REF_H */

@@ -1,0 +1,92 @@
+/* cmd_report.c - `fabench report`: the tables of a stored run. */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "report.h"
+#include "store.h"
+#include "util.h"
+
+static const char usage_text[] =
+	"usage: fabench report [--run ID|LABEL|latest] [--db PATH] [--format md|csv|json]\n"
+	"                      [--baseline KERNEL] [--output FILE]";
+
+static void help(void)
+{
+	printf("%s\n\n"
+	       "Writes the results of a stored run: one table per suite, rows are cases (the\n"
+	       "parameters that vary), columns per kernel (median time, TFLOP/s or GB/s,\n"
+	       "speedup against the baseline kernel, max error, status). Failures, errors and\n"
+	       "timeouts are listed first with their reasons.\n\n"
+	       "options:\n"
+	       "  --run SPEC        a run id, a label (its latest run) or latest (default)\n"
+	       "  --db PATH         database (default results/fabench.db, or $FABENCH_DB)\n"
+	       "  --format FMT      md (default), csv (one row per result) or json\n"
+	       "  --baseline NAME   kernel the speedup is measured against (default: the\n"
+	       "                    run's dense kernel)\n"
+	       "  --output FILE     write to FILE instead of standard output\n",
+	       usage_text);
+}
+
+int fa_cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"run", required_argument, 0, 'r'},      {"db", required_argument, 0, 'd'},
+		{"format", required_argument, 0, 'f'},   {"baseline", required_argument, 0, 'b'},
+		{"output", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	const char *run = "latest", *db = fa_cmd_default_db(), *output = NULL;
+	struct fa_report_opts ro = {FA_FMT_MD, NULL};
+	struct fa_store *store = NULL;
+	struct fa_err err;
+	int64_t run_id;
+	int c, status = FA_EXIT_OK;
+	FILE *out = stdout;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': run = optarg; break;
+		case 'd': db = optarg; break;
+		case 'f':
+			ro.format = fa_report_format_parse(optarg);
+			if (ro.format < 0)
+				return fa_cmd_usage_error("report", usage_text,
+							  "--format '%s' must be md, csv or json", optarg);
+			break;
+		case 'b': ro.baseline = optarg; break;
+		case 'o': output = optarg; break;
+		case 'h': help(); return FA_EXIT_OK;
+		default:
+			return fa_cmd_usage_error("report", usage_text, "unknown option '%s'",
+						  argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fa_cmd_usage_error("report", usage_text, "unexpected argument '%s'",
+					  argv[optind]);
+	fa_err_clear(&err);
+	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+		return fa_cmd_fail("report", &err);
+	if (fa_store_find_run(store, run, &run_id, &err) != FA_OK) {
+		fa_store_close(store);
+		return fa_cmd_fail("report", &err);
+	}
+	if (output) {
+		if (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w"))) {
+			fprintf(stderr, "fabench report: cannot write '%s': %s\n", output,
+				strerror(errno));
+			fa_store_close(store);
+			return FA_EXIT_FAIL;
+		}
+	}
+	if (fa_report_write(store, run_id, &ro, out, &err) != FA_OK)
+		status = fa_cmd_fail("report", &err);
+	if (output && fclose(out) != 0) {
+		fprintf(stderr, "fabench report: cannot write '%s': %s\n", output, strerror(errno));
+		status = FA_EXIT_FAIL;
+	}
+	fa_store_close(store);
+	return status;
+}

@@ -1,0 +1,571 @@
+/* cmd_run.c - `fabench run`: expand a suite, run every case on one backend,
+ * commit each case as soon as it finishes, then summarise (and write a
+ * report when asked). Input errors are found before the database is opened,
+ * so a bad suite leaves it as it was. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "data.h"
+#include "isolate.h"
+#include "parallel.h"
+#include "plan.h"
+#include "report.h"
+#include "runner.h"
+#include "store.h"
+#include "suite.h"
+#include "util.h"
+
+static const char usage_text[] =
+	"usage: fabench run SUITE.yaml [--backend cpu|cuda|hip|auto] [--kernels GLOB,...]\n"
+	"                  [--where EXPR] [--db PATH] [--label TEXT] [--seed N] [--dry-run]\n"
+	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
+	"                  [--threads N] [--isolate] [--dump DIR] [--report FILE] [--quiet]";
+
+static void help(void)
+{
+	printf("%s\n\n"
+	       "Runs every case of SUITE.yaml on one backend: inputs drawn from a counter-based\n"
+	       "RNG (seed printed; --seed replays), the output poisoned, one checked launch\n"
+	       "against the dense fp64 reference, then timed samples until the stopping rule\n"
+	       "holds. Each case is committed to the database as soon as it finishes.\n\n"
+	       "options:\n"
+	       "  --backend NAME     cpu, cuda, hip or auto (default: the best one loaded)\n"
+	       "  --kernels LIST     comma-separated kernel names or globs (cpu_flash,cuda_*)\n"
+	       "  --where EXPR       keep only cases for which EXPR holds ('head_dim == 128')\n"
+	       "  --db PATH          database (default results/fabench.db, or $FABENCH_DB)\n"
+	       "  --label TEXT       a label for the run (compare and report find runs by it)\n"
+	       "  --seed N           data seed (overrides the suite's)\n"
+	       "  --dry-run          show what would run, with skip reasons; write nothing\n"
+	       "  --mem-budget SIZE  skip kernels needing more memory (e.g. 8G; default 75%%\n"
+	       "                     of the device's free memory)\n"
+	       "  --timeout SECONDS  per case and kernel (overrides the suite's timeout_s)\n"
+	       "  --cache MODE       cold (flush the L2 before each sample) or hot\n"
+	       "  --threads N        CPU threads for kernels and the reference\n"
+	       "  --isolate          run each case in a worker process: a kernel that faults\n"
+	       "                     is stored as error, one that hangs as timeout, and the\n"
+	       "                     run goes on\n"
+	       "  --dump DIR         write q, k, v, outputs and reference as .npy files\n"
+	       "  --report FILE      write the markdown report of this run to FILE\n"
+	       "  --quiet            no per-case progress lines\n\n"
+	       "exit status: 0 all passed (skips allowed), 1 a case failed, errored or timed\n"
+	       "out, 2 bad usage or input (nothing written), 130 interrupted (finished cases\n"
+	       "are kept; the run is marked incomplete)\n",
+	       usage_text);
+}
+
+static volatile int g_cancel;
+
+static void on_signal(int sig)
+{
+	g_cancel = 1;
+	signal(sig, SIG_DFL); /* a second signal ends the process at once */
+}
+
+struct run_cli {
+	const char *suite, *backend, *kernels, *where, *db, *label, *dump, *report;
+	const char *seed_text, *budget_text, *timeout_text, *cache_text, *threads_text;
+	uint64_t seed;
+	int dry_run, quiet, threads, cache, isolate;
+	double budget, timeout;
+	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
+};
+
+static int parse_args(int argc, char **argv, struct run_cli *o)
+{
+	static const struct option longopts[] = {
+		{"backend", required_argument, 0, 'b'}, {"kernels", required_argument, 0, 'k'},
+		{"where", required_argument, 0, 'w'},   {"db", required_argument, 0, 'd'},
+		{"label", required_argument, 0, 'l'},   {"seed", required_argument, 0, 's'},
+		{"dry-run", no_argument, 0, 'n'},       {"mem-budget", required_argument, 0, 'm'},
+		{"timeout", required_argument, 0, 't'}, {"cache", required_argument, 0, 'c'},
+		{"threads", required_argument, 0, 'j'}, {"dump", required_argument, 0, 'D'},
+		{"report", required_argument, 0, 'r'},  {"quiet", no_argument, 0, 'q'},
+		{"isolate", no_argument, 0, 'I'},       {"worker-fd", required_argument, 0, 'F'},
+		{"worker-case", required_argument, 0, 'C'},
+		{"worker-from", required_argument, 0, 'K'},
+		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+	int c;
+	char *end;
+	memset(o, 0, sizeof *o);
+	o->backend = "auto";
+	o->db = fa_cmd_default_db();
+	o->cache = -1;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b': o->backend = optarg; break;
+		case 'k': o->kernels = optarg; break;
+		case 'w': o->where = optarg; break;
+		case 'd': o->db = optarg; break;
+		case 'l': o->label = optarg; break;
+		case 's':
+			o->seed_text = optarg;
+			errno = 0;
+			o->seed = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg || optarg[0] == '-')
+				return fa_cmd_usage_error("run", usage_text,
+							  "--seed '%s' is not a non-negative integer",
+							  optarg);
+			if (o->seed == 0)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--seed 0 is reserved; use 1 or more");
+			break;
+		case 'n': o->dry_run = 1; break;
+		case 'm':
+			o->budget_text = optarg;
+			if (fa_parse_size(optarg, &o->budget) != 0 || o->budget <= 0)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--mem-budget '%s' is not a size like 8G",
+							  optarg);
+			break;
+		case 't':
+			o->timeout_text = optarg;
+			o->timeout = strtod(optarg, &end);
+			if (*end || !(o->timeout > 0))
+				return fa_cmd_usage_error("run", usage_text,
+							  "--timeout '%s' must be a positive number",
+							  optarg);
+			break;
+		case 'c':
+			o->cache_text = optarg;
+			if (strcmp(optarg, "cold") == 0)
+				o->cache = FA_CACHE_COLD;
+			else if (strcmp(optarg, "hot") == 0)
+				o->cache = FA_CACHE_HOT;
+			else
+				return fa_cmd_usage_error("run", usage_text,
+							  "--cache '%s' must be cold or hot", optarg);
+			break;
+		case 'j':
+			o->threads_text = optarg;
+			o->threads = (int)strtol(optarg, &end, 10);
+			if (*end || o->threads < 1 || o->threads > 4096)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--threads '%s' must be 1 to 4096", optarg);
+			break;
+		case 'D': o->dump = optarg; break;
+		case 'r': o->report = optarg; break;
+		case 'q': o->quiet = 1; break;
+		case 'I': o->isolate = 1; break;
+		case 'F': o->worker_fd = atoi(optarg); break;
+		case 'C': o->worker_case = atoi(optarg); break;
+		case 'K': o->worker_from = atoi(optarg); break;
+		case 'h': help(); return -1;
+		default:
+			return fa_cmd_usage_error("run", usage_text, "unknown option '%s'",
+						  argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return fa_cmd_usage_error("run", usage_text, "missing SUITE.yaml");
+	if (optind + 1 < argc)
+		return fa_cmd_usage_error("run", usage_text, "unexpected argument '%s'",
+					  argv[optind + 1]);
+	o->suite = argv[optind];
+	return 0;
+}
+
+struct tally {
+	int count[5];
+};
+
+static void print_case_line(const struct fa_plan *plan, int ci, int n_cases,
+			    const struct fa_case_kernel *ks, const struct fa_result *res, int n,
+			    double elapsed_s, double eta_s)
+{
+	char eta[32] = "";
+	if (eta_s >= 0)
+		snprintf(eta, sizeof eta, "  eta %d:%02d", (int)(eta_s / 60), (int)fmod(eta_s, 60));
+	printf("[%*d/%d] %s\n", (int)(n_cases >= 1000 ? 4 : n_cases >= 100 ? 3 : 2), ci + 1, n_cases,
+	       plan->labels[ci]);
+	for (int i = 0; i < n; i++) {
+		const struct fa_result *r = &res[i];
+		if (r->status == FA_STATUS_PASS || r->status == FA_STATUS_FAIL) {
+			printf("      %-24s %-7s %10.4g ms %9.4g TFLOP/s  max_abs %.2e", ks[i].k->name,
+			       fa_status_name(r->status), r->t.median_ms, r->tflops, r->st.max_abs);
+			if (r->status == FA_STATUS_FAIL)
+				printf("  (%s)", r->reason);
+			printf("\n");
+		} else {
+			printf("      %-24s %-7s %s\n", ks[i].k->name, fa_status_name(r->status),
+			       r->reason);
+		}
+	}
+	(void)elapsed_s;
+	if (eta[0])
+		printf("%s\n", eta + 2);
+	fflush(stdout);
+}
+
+/* ---- worker mode (--isolate's children) ---- */
+
+struct worker_ctx {
+	int fd, from;
+	char *sent;
+};
+
+static void worker_on_start(void *vctx, const struct fa_case *c, int i)
+{
+	struct worker_ctx *w = vctx;
+	(void)c;
+	fa_isolate_send_start(w->fd, i < 0 ? -1 : w->from + i);
+}
+
+static void worker_on_result(void *vctx, const struct fa_case *c, int i, const struct fa_result *res)
+{
+	struct worker_ctx *w = vctx;
+	struct fa_samples smp = {(double *)res->samples, res->samples ? res->t.n : 0, 0};
+	(void)c;
+	fa_isolate_send_result(w->fd, w->from + i, res, &smp);
+	w->sent[i] = 1;
+}
+
+/* Runs kernels from o->worker_from on of case o->worker_case and reports
+ * over o->worker_fd. Exit status 0, or 3 when the device became unusable. */
+static int run_worker(const struct run_cli *o, const struct fa_suite *suite,
+		      const struct fa_plan *plan, struct fa_runner_cfg *rcfg)
+{
+	struct fa_err err;
+	struct fa_runner *runner;
+	int ci = o->worker_case, from = o->worker_from, n;
+	struct worker_ctx w;
+	enum fa_rc rc;
+	if (ci < 0 || ci >= suite->n_cases || from < 0 || from >= plan->n_kernels[ci]) {
+		fprintf(stderr, "fabench run: worker: no case %d kernel %d\n", ci, from);
+		return FA_EXIT_USAGE;
+	}
+	n = plan->n_kernels[ci] - from;
+	struct fa_result *res = calloc((size_t)n, sizeof *res);
+	struct fa_samples *smp = calloc((size_t)n, sizeof *smp);
+	w.fd = o->worker_fd;
+	w.from = from;
+	w.sent = calloc((size_t)n, 1);
+	if (!res || !smp || !w.sent) {
+		free(res);
+		free(smp);
+		free(w.sent);
+		return FA_EXIT_FAIL;
+	}
+	rcfg->progress = worker_on_result;
+	rcfg->on_start = worker_on_start;
+	rcfg->progress_ctx = &w;
+	fa_err_clear(&err);
+	runner = fa_runner_new(plan->slot, rcfg, &err);
+	if (!runner)
+		return fa_cmd_fail("run", &err);
+	rc = fa_runner_run_case(runner, &suite->cases[ci], plan->kernels[ci] + from, n, res, smp,
+				&err);
+	for (int i = 0; i < n; i++)
+		if (!w.sent[i] && res[i].status >= 0 && (rc == FA_OK || res[i].status == FA_STATUS_SKIP))
+			worker_on_result(&w, &suite->cases[ci], i, &res[i]);
+	if (rc != FA_OK && rc != FA_ERR_STICKY)
+		fa_cmd_fail("run", &err);
+	for (int i = 0; i < n; i++)
+		fa_samples_free(&smp[i]);
+	free(res);
+	free(smp);
+	free(w.sent);
+	fa_runner_free(runner);
+	return rc == FA_ERR_STICKY ? 3 : rc == FA_OK ? FA_EXIT_OK : FA_EXIT_FAIL;
+}
+
+/* The worker's command line: what decides the cases and how they run. */
+static const char **worker_argv(const struct run_cli *o, const char *backend)
+{
+	static const char *v[40];
+	int n = 0;
+	v[n++] = "fabench";
+	v[n++] = "run";
+	v[n++] = o->suite;
+	v[n++] = "--backend";
+	v[n++] = backend;
+	v[n++] = "--quiet";
+#define ADD(flag, val)          \
+	if (val) {              \
+		v[n++] = flag;  \
+		v[n++] = val;   \
+	}
+	ADD("--kernels", o->kernels);
+	ADD("--where", o->where);
+	ADD("--seed", o->seed_text);
+	ADD("--threads", o->threads_text);
+	ADD("--timeout", o->timeout_text);
+	ADD("--cache", o->cache_text);
+	ADD("--mem-budget", o->budget_text);
+	ADD("--dump", o->dump);
+#undef ADD
+	v[n] = NULL;
+	return v;
+}
+
+static void fill_run_info(struct fa_run_info *ri, const struct fa_suite *s,
+			  const struct fa_backend_slot *slot, const struct run_cli *o, char *time_buf,
+			  char *commit, char *host, const char *cmdline)
+{
+	char dirty[4096];
+	char *git_rev[] = {"git", "rev-parse", "HEAD", NULL};
+	char *git_st[] = {"git", "status", "--porcelain", "--untracked-files=no", NULL};
+	memset(ri, 0, sizeof *ri);
+	fa_time_iso(time_buf, 32);
+	ri->started_at = time_buf;
+	if (fa_run_capture(git_rev, commit, 64) != 0)
+		commit[0] = '\0';
+	ri->git_commit = commit;
+	ri->git_dirty = -1;
+	if (commit[0])
+		ri->git_dirty = fa_run_capture(git_st, dirty, sizeof dirty) == 0 ? dirty[0] != '\0' : -1;
+	if (gethostname(host, 255) != 0)
+		snprintf(host, 256, "unknown");
+	host[255] = '\0';
+	ri->host = host;
+	ri->backend = slot->name;
+	ri->device_name = slot->info.name;
+	ri->device_arch = slot->info.arch;
+	ri->driver = slot->info.driver;
+	ri->runtime = slot->info.runtime;
+	ri->suite_path = s->path;
+	ri->suite_name = s->name;
+	ri->suite_hash = s->hash;
+	ri->command_line = cmdline;
+	ri->label = o->label ? o->label : "";
+	ri->seed = s->seed;
+	ri->version = FA_VERSION;
+	ri->source = "fabench";
+}
+
+int fa_cmd_run(int argc, char **argv)
+{
+	struct run_cli o;
+	struct fa_suite suite;
+	struct fa_registry reg;
+	struct fa_plan plan;
+	struct fa_err err;
+	struct fa_store *store = NULL;
+	struct fa_runner *runner = NULL;
+	struct fa_runner_cfg rcfg;
+	struct fa_run_info ri;
+	struct tally tal;
+	int64_t run_id = 0;
+	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0;
+	char time_buf[32], commit[64], host[256], *cmdline = NULL;
+	double t0 = fa_now_s();
+	enum fa_rc frc;
+
+	if (rc != 0)
+		return rc < 0 ? FA_EXIT_OK : rc;
+	fa_err_clear(&err);
+	memset(&suite, 0, sizeof suite);
+	memset(&plan, 0, sizeof plan);
+	memset(&tal, 0, sizeof tal);
+
+	/* everything that can be wrong with the input is found before the database opens */
+	if (fa_suite_load(o.suite, o.seed, &suite, &err) != FA_OK)
+		return fa_cmd_fail("run", &err);
+	if (o.where && fa_suite_filter(&suite, o.where, &err) != FA_OK) {
+		fa_suite_free(&suite);
+		return fa_cmd_fail("run", &err);
+	}
+	if (fa_cmd_registry(&reg, &err) != FA_OK) {
+		fa_suite_free(&suite);
+		return fa_cmd_fail("run", &err);
+	}
+	if (fa_plan_build(&plan, &suite, &reg, o.backend, o.kernels, &err) != FA_OK) {
+		exit_status = fa_cmd_fail("run", &err);
+		goto out;
+	}
+	if (o.worker_fd <= 0)
+		printf("fabench %s: suite %s (%s), %d cases, backend %s (%s), seed %llu\n",
+		       FA_VERSION, suite.name, suite.path, suite.n_cases, plan.slot->name,
+		       plan.slot->info.name, (unsigned long long)suite.seed);
+	if (plan.n_pairs == 0) {
+		fprintf(stderr,
+			"fabench run: nothing to run: no kernel of backend %s matches the suite's "
+			"kernels%s%s\n",
+			plan.slot->name, o.kernels ? " and --kernels " : "", o.kernels ? o.kernels : "");
+		exit_status = FA_EXIT_USAGE;
+		goto out;
+	}
+
+	memset(&rcfg, 0, sizeof rcfg);
+	rcfg.mem_budget_bytes = o.budget;
+	rcfg.timeout_s = o.timeout;
+	rcfg.cache = o.cache;
+	rcfg.nthreads = o.threads > 0 ? o.threads : fa_cpu_threads();
+	rcfg.cancel = &g_cancel;
+	rcfg.dump_dir = o.dump;
+	if (o.worker_fd > 0) {
+		exit_status = run_worker(&o, &suite, &plan, &rcfg);
+		goto out;
+	}
+	runner = fa_runner_new(plan.slot, &rcfg, &err);
+	if (!runner) {
+		exit_status = fa_cmd_fail("run", &err);
+		goto out;
+	}
+	if (o.dry_run) {
+		fa_plan_print_dry(&plan, &suite, runner, stdout);
+		goto out;
+	}
+
+	cmdline = fa_join_argv(argc + 1, argv - 1);
+	if (fa_store_open(o.db, 1, &store, &err) != FA_OK) {
+		exit_status = fa_cmd_fail("run", &err);
+		goto out;
+	}
+	fill_run_info(&ri, &suite, plan.slot, &o, time_buf, commit, host, cmdline ? cmdline : "");
+	if (fa_store_run_begin(store, &ri, &run_id, &err) != FA_OK) {
+		exit_status = fa_cmd_fail("run", &err);
+		goto out;
+	}
+	printf("run %lld -> %s%s\n", (long long)run_id, o.db, o.quiet ? "" : "\n");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	for (int ci = 0; ci < suite.n_cases && !g_cancel; ci++) {
+		const struct fa_case *c = &suite.cases[ci];
+		int n = plan.n_kernels[ci];
+		struct fa_result *res;
+		struct fa_samples *smp;
+		if (n == 0)
+			continue;
+		res = calloc((size_t)n, sizeof *res);
+		smp = calloc((size_t)n, sizeof *smp);
+		if (!res || !smp) {
+			free(res);
+			free(smp);
+			fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
+			exit_status = fa_cmd_fail("run", &err);
+			break;
+		}
+		fa_err_clear(&err);
+		if (o.isolate) {
+			struct fa_isolate_case ic;
+			ic.worker_argv = worker_argv(&o, plan.slot->name);
+			ic.case_index = ci;
+			ic.n_kernels = n;
+			ic.kernels = plan.kernels[ci];
+			ic.kernel_timeout_s = o.timeout > 0 ? o.timeout : c->measure->timeout_s;
+			ic.setup_timeout_s = ic.kernel_timeout_s;
+			ic.cancel = &g_cancel;
+			frc = fa_isolate_run_case(&ic, res, smp, &err);
+			for (int i = 0; i < n; i++)
+				if (res[i].flops == 0) { /* a result the worker could not send */
+					res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q,
+									c->cu_seqlens_k, c->prefix_lens);
+					res[i].bytes = fa_problem_bytes(&c->p);
+					res[i].mem_bytes = fa_runner_mem_estimate(c, &plan.kernels[ci][i]);
+					res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;
+					res[i].tel.temp_c = res[i].tel.power_w = NAN;
+					res[i].tel.throttle_reasons = -1;
+				}
+		} else {
+			frc = fa_runner_run_case(runner, c, plan.kernels[ci], n, res, smp, &err);
+		}
+		if (frc == FA_OK || frc == FA_ERR_STICKY) {
+			struct fa_err serr;
+			fa_err_clear(&serr);
+			if (fa_store_case_commit(store, run_id, c, res, n, NULL, &serr) != FA_OK) {
+				exit_status = fa_cmd_fail("run", &serr);
+				frc = FA_ERR_DB;
+			} else {
+				n_done++;
+				for (int i = 0; i < n; i++)
+					tal.count[res[i].status]++;
+				fa_plan_tally_case(&plan, ci, res, n);
+				if (!o.quiet) {
+					double el = fa_now_s() - t0;
+					double done = fa_plan_progress(&plan, ci);
+					double eta = done > 0 && ci + 1 < suite.n_cases
+							     ? el * (1.0 / done - 1.0)
+							     : -1;
+					print_case_line(&plan, ci, suite.n_cases, plan.kernels[ci], res, n,
+							el, eta);
+				}
+			}
+		}
+		if (frc == FA_OK && err.rc != FA_OK) /* e.g. a dump that failed */
+			fprintf(stderr, "fabench run: warning: %s\n", err.msg);
+		for (int i = 0; i < n; i++)
+			fa_samples_free(&smp[i]);
+		free(res);
+		free(smp);
+		if (frc == FA_ERR_STICKY) {
+			fprintf(stderr,
+				"fabench run: the device is unusable after case %d: %s\n"
+				"fabench run: stopping; the %d finished cases are stored (run %lld, "
+				"incomplete); --isolate runs each case in its own process\n",
+				ci, err.msg, n_done, (long long)run_id);
+			exit_status = FA_EXIT_FAIL;
+			break;
+		}
+		if (frc == FA_ERR_DB)
+			break;
+		if (frc == FA_ERR_CANCELLED)
+			break;
+		if (frc != FA_OK) {
+			exit_status = fa_cmd_fail("run", &err);
+			break;
+		}
+	}
+	if (g_cancel) {
+		fprintf(stderr, "fabench run: interrupted; %d finished cases are stored in run %lld "
+				"(marked incomplete)\n",
+			n_done, (long long)run_id);
+		exit_status = FA_EXIT_SIGNAL;
+	}
+	{
+		int complete = !g_cancel && exit_status != FA_EXIT_USAGE &&
+			       (exit_status == FA_EXIT_OK || exit_status == FA_EXIT_FAIL);
+		struct fa_err e2;
+		fa_err_clear(&e2);
+		if (fa_store_run_end(store, run_id, complete ? "complete" : "incomplete", &e2) != FA_OK)
+			fa_cmd_fail("run", &e2);
+	}
+	if (tal.count[FA_STATUS_FAIL] || tal.count[FA_STATUS_ERROR] || tal.count[FA_STATUS_TIMEOUT])
+		if (exit_status == FA_EXIT_OK)
+			exit_status = FA_EXIT_FAIL;
+
+	if (o.report && exit_status != FA_EXIT_SIGNAL) {
+		struct fa_report_opts ro = {FA_FMT_MD, NULL};
+		FILE *f;
+		struct fa_err e3;
+		fa_err_clear(&e3);
+		if (fa_mkdir_parent(o.report) != 0 || !(f = fopen(o.report, "w"))) {
+			fprintf(stderr, "fabench run: cannot write report '%s': %s\n", o.report,
+				strerror(errno));
+			if (exit_status == FA_EXIT_OK)
+				exit_status = FA_EXIT_FAIL;
+		} else {
+			if (fa_report_write(store, run_id, &ro, f, &e3) != FA_OK)
+				fa_cmd_fail("run", &e3);
+			fclose(f);
+		}
+	}
+	fa_plan_print_summary(&plan, &suite, stdout);
+	printf("\n%d cases in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n", n_done,
+	       fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
+	       tal.count[FA_STATUS_SKIP], tal.count[FA_STATUS_ERROR], tal.count[FA_STATUS_TIMEOUT]);
+	printf("results: %s (run %lld)\n", o.db, (long long)run_id);
+	if (o.report)
+		printf("report:  %s\n", o.report);
+	if (o.dump)
+		printf("dumps:   %s\n", o.dump);
+	printf("seed:    %llu (replay with --seed %llu)\n", (unsigned long long)suite.seed,
+	       (unsigned long long)suite.seed);
+out:
+	fa_runner_free(runner);
+	if (store)
+		fa_store_close(store);
+	free(cmdline);
+	fa_plan_free(&plan);
+	fa_registry_free(&reg);
+	fa_suite_free(&suite);
+	return exit_status;
+}

@@ -1,0 +1,264 @@
+/* isolate.c - worker processes for `run --isolate`: the record protocol over
+ * a pipe, and the parent's loop that turns a dead or silent worker into an
+ * `error` or `timeout` result and starts the next one. */
+#include "isolate.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REC_MAGIC 0x46414953u /* "FAIS" */
+#define REC_START 1
+#define REC_RESULT 2
+/* Slack on top of a kernel's own timeouts (check launch + sampling) before
+ * the parent decides a worker is stuck: process start, CUDA context creation,
+ * a slow download. */
+#define GRACE_S 5.0
+
+static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph"};
+
+struct rec_hdr {
+	uint32_t magic;
+	int32_t type, index, n_samples, timing;
+};
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+void fa_isolate_send_start(int fd, int i)
+{
+	struct rec_hdr h = {REC_MAGIC, REC_START, i, 0, 0};
+	write_all(fd, &h, sizeof h);
+}
+
+void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
+			    const struct fa_samples *samples)
+{
+	struct rec_hdr h = {REC_MAGIC, REC_RESULT, i, samples ? samples->n : 0, 0};
+	for (int t = 0; t < (int)(sizeof timing_names / sizeof timing_names[0]); t++)
+		if (res->timing && strcmp(res->timing, timing_names[t]) == 0)
+			h.timing = t;
+	if (write_all(fd, &h, sizeof h) != 0 || write_all(fd, res, sizeof *res) != 0)
+		return;
+	if (h.n_samples > 0)
+		write_all(fd, samples->ms, sizeof(double) * (size_t)h.n_samples);
+}
+
+/* Reads exactly n bytes, waiting at most until deadline. 0 ok, 1 EOF,
+ * 2 timeout, 3 cancelled, -1 error. */
+static int read_all(int fd, void *buf, size_t n, double deadline, volatile int *cancel)
+{
+	char *p = buf;
+	while (n > 0) {
+		double left = deadline - fa_now_s();
+		struct pollfd pfd = {fd, POLLIN, 0};
+		if (cancel && *cancel)
+			return 3;
+		if (left <= 0)
+			return 2;
+		int pr = poll(&pfd, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			return 1;
+		if (r < 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
+{
+	int fds[2], n = 0;
+	char ci[32], fr[32];
+	const char *args[128];
+	pid_t pid;
+	if (pipe(fds) != 0)
+		return -1;
+	for (int i = 0; ic->worker_argv[i] && n < 120; i++)
+		args[n++] = ic->worker_argv[i];
+	snprintf(ci, sizeof ci, "%d", ic->case_index);
+	snprintf(fr, sizeof fr, "%d", from);
+	args[n++] = "--worker-fd";
+	args[n++] = "3";
+	args[n++] = "--worker-case";
+	args[n++] = ci;
+	args[n++] = "--worker-from";
+	args[n++] = fr;
+	args[n] = NULL;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		if (fds[1] != 3) {
+			dup2(fds[1], 3);
+			close(fds[1]);
+		}
+		close(fds[0]);
+		signal(SIGINT, SIG_IGN); /* the parent decides when to stop */
+		execv("/proc/self/exe", (char *const *)args);
+		_exit(127);
+	}
+	close(fds[1]);
+	*rfd = fds[0];
+	return pid;
+}
+
+static void describe_exit(int st, char *buf, size_t size)
+{
+	if (WIFSIGNALED(st))
+		snprintf(buf, size, "worker killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else if (WIFEXITED(st))
+		snprintf(buf, size, "worker exited with status %d", WEXITSTATUS(st));
+	else
+		snprintf(buf, size, "worker stopped");
+}
+
+static void set_reason(struct fa_result *r, int status, const char *why)
+{
+	r->status = status;
+	snprintf(r->reason, sizeof r->reason, "%s", why);
+}
+
+enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_result *results,
+			       struct fa_samples *samples, struct fa_err *err)
+{
+	int next = 0;
+	for (int i = 0; i < ic->n_kernels; i++) {
+		memset(&results[i], 0, sizeof results[i]);
+		results[i].status = -1;
+		samples[i].n = 0;
+	}
+	while (next < ic->n_kernels) {
+		int rfd = -1, current = -1, st = 0, outcome = 0;
+		double deadline = fa_now_s() + 2 * ic->setup_timeout_s + GRACE_S;
+		pid_t pid = spawn_worker(ic, next, &rfd);
+		if (pid < 0)
+			return fa_err_set(err, FA_ERR_INTERNAL, "cannot start a worker: %s",
+					  strerror(errno));
+		for (;;) {
+			struct rec_hdr h;
+			outcome = read_all(rfd, &h, sizeof h, deadline, ic->cancel);
+			if (outcome != 0)
+				break;
+			if (h.magic != REC_MAGIC || h.index < -1 || h.index >= ic->n_kernels) {
+				outcome = -1;
+				break;
+			}
+			if (h.type == REC_START) {
+				current = h.index;
+				deadline = fa_now_s() +
+					   (h.index < 0 ? 2 * ic->setup_timeout_s
+							: 2 * ic->kernel_timeout_s) + GRACE_S;
+				continue;
+			}
+			struct fa_result r;
+			double *ms = NULL;
+			if ((outcome = read_all(rfd, &r, sizeof r, deadline, ic->cancel)) != 0)
+				break;
+			if (h.n_samples > 0) {
+				ms = malloc(sizeof(double) * (size_t)h.n_samples);
+				if (!ms || (outcome = read_all(rfd, ms, sizeof(double) *
+									(size_t)h.n_samples,
+							       deadline, ic->cancel)) != 0) {
+					free(ms);
+					if (!ms)
+						outcome = -1;
+					break;
+				}
+			}
+			const struct fa_case_kernel *ck = &ic->kernels[h.index];
+			/* pointers in the record belong to the worker: rebind them */
+			r.kernel = ck->k->name;
+			r.backend = ck->slot->name;
+			r.params = ck->params_text;
+			r.timing = timing_names[h.timing >= 0 && h.timing < 5 ? h.timing : 0];
+			fa_samples_free(&samples[h.index]);
+			samples[h.index].ms = ms;
+			samples[h.index].n = samples[h.index].cap = h.n_samples;
+			r.samples = ms;
+			results[h.index] = r;
+			if (h.index + 1 > next)
+				next = h.index + 1;
+			current = -2; /* between kernels */
+		}
+		close(rfd);
+		if (outcome == 2 || outcome == 3)
+			kill(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (outcome == 3)
+			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
+		if (next >= ic->n_kernels)
+			break;
+		char why[256];
+		if (outcome == 2)
+			snprintf(why, sizeof why, "no answer from the worker for %.0f s; killed",
+				 (current < 0 ? 2 * ic->setup_timeout_s : 2 * ic->kernel_timeout_s) +
+					 GRACE_S);
+		else
+			describe_exit(st, why, sizeof why);
+		int status = outcome == 2 ? FA_STATUS_TIMEOUT : FA_STATUS_ERROR;
+		if (current == -1) { /* died or hung preparing the case: nothing can run */
+			char full[320];
+			snprintf(full, sizeof full, "%s (while preparing inputs and reference)", why);
+			for (int i = next; i < ic->n_kernels; i++)
+				if (results[i].status < 0)
+					set_reason(&results[i], status, full);
+			break;
+		}
+		if (current >= 0) {
+			set_reason(&results[current], status, why);
+			next = current + 1;
+		} else if (results[next].status < 0) {
+			/* died between kernels: the next one never started; try it again
+			 * once in a fresh worker, then give up on it */
+			set_reason(&results[next], FA_STATUS_ERROR, why);
+			next++;
+		}
+	}
+	for (int i = 0; i < ic->n_kernels; i++) {
+		const struct fa_case_kernel *ck = &ic->kernels[i];
+		if (results[i].status >= 0 && results[i].kernel)
+			continue;
+		results[i].kernel = ck->k->name;
+		results[i].backend = ck->slot->name;
+		results[i].params = ck->params_text;
+		results[i].timing = "";
+		results[i].st.same_max_abs = -1;
+		results[i].st.worst_index = -1;
+		if (results[i].status < 0)
+			set_reason(&results[i], FA_STATUS_ERROR, "no result from the worker");
+	}
+	return FA_OK;
+}

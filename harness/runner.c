@@ -1,0 +1,846 @@
+/* runner.c - one case on one backend.
+ *
+ * For a case: estimate memory per kernel and skip what does not fit or is
+ * not supported; allocate and fill Q, K, V (on the device when the backend
+ * can, with the same bits as the host); compute the reference for the
+ * checked rows; then per kernel: poison the output, launch once, check it,
+ * and take timed samples under the stopping rule. A watchdog thread turns
+ * the per-kernel timeout (and a signal) into the cancel flag that CPU
+ * kernels poll.
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../kernels/common/fa_dtype.h"
+#include "../reference/ref.h"
+#include "check.h"
+#include "data.h"
+#include "npy.h"
+#include "util.h"
+
+/* Share of the free device memory a case may use by default: the rest is
+ * left for the runtime, the host's own use, and fragmentation. */
+#define FA_DEFAULT_BUDGET_FRACTION 0.75
+/* Checked rows whose reference costs more multiply-adds than this go to the
+ * GPU reference under `reference: auto` (a few seconds of CPU time). */
+#define FA_REF_CPU_AUTO_LIMIT 4.0e9
+/* Cold samples discard measurements taken below this share of the maximum
+ * SM clock (nvbench's throttling rule). */
+#define FA_THROTTLE_FRACTION 0.75
+
+struct fa_runner {
+	struct fa_backend_slot *slot;
+	struct fa_runner_cfg cfg;
+	double budget;
+	/* watchdog */
+	pthread_t wd;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int wd_running, wd_stop;
+	double deadline; /* 0: disarmed */
+	volatile int kcancel; /* what kernels and the reference poll */
+	int timed_out;
+	/* best observed GFLOP/s per kernel (by pointer), to skip hopeless cases */
+	const struct fa_kernel *rate_k[64];
+	double rate_gflops[64];
+	int n_rates;
+};
+
+static void *watchdog_main(void *arg)
+{
+	struct fa_runner *r = arg;
+	pthread_mutex_lock(&r->mu);
+	while (!r->wd_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000 * 1000; /* poll every 10 ms */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+		if (r->cfg.cancel && *r->cfg.cancel)
+			r->kcancel = 1;
+		if (r->deadline > 0 && fa_now_s() > r->deadline) {
+			r->timed_out = 1;
+			r->kcancel = 1;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void arm(struct fa_runner *r, double seconds)
+{
+	pthread_mutex_lock(&r->mu);
+	r->kcancel = r->cfg.cancel && *r->cfg.cancel;
+	r->timed_out = 0;
+	r->deadline = seconds > 0 ? fa_now_s() + seconds : 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void disarm(struct fa_runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->deadline = 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
+struct fa_runner *fa_runner_new(struct fa_backend_slot *slot, const struct fa_runner_cfg *cfg,
+				struct fa_err *err)
+{
+	struct fa_runner *r = calloc(1, sizeof *r);
+	if (!r) {
+		fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	r->slot = slot;
+	r->cfg = *cfg;
+	if (r->cfg.nthreads <= 0)
+		r->cfg.nthreads = 1;
+	r->budget = cfg->mem_budget_bytes;
+	if (r->budget <= 0) {
+		struct fa_device_info info;
+		if (slot->be.iface.device_info(slot->be.context, &info) == 0 && info.mem_free_bytes > 0)
+			r->budget = FA_DEFAULT_BUDGET_FRACTION * (double)info.mem_free_bytes;
+		else
+			r->budget = 1.0 * (1 << 30);
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (pthread_create(&r->wd, NULL, watchdog_main, r) != 0) {
+		fa_err_set(err, FA_ERR_INTERNAL, "cannot start the watchdog thread: %s",
+			   strerror(errno));
+		pthread_mutex_destroy(&r->mu);
+		pthread_cond_destroy(&r->cv);
+		free(r);
+		return NULL;
+	}
+	r->wd_running = 1;
+	return r;
+}
+
+void fa_runner_free(struct fa_runner *r)
+{
+	if (!r)
+		return;
+	if (r->wd_running) {
+		pthread_mutex_lock(&r->mu);
+		r->wd_stop = 1;
+		pthread_cond_signal(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		pthread_join(r->wd, NULL);
+	}
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+double fa_runner_budget(const struct fa_runner *r)
+{
+	return r->budget;
+}
+
+void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
+			 struct fa_backend_slot *slot)
+{
+	size_t len = 0;
+	memset(ck, 0, sizeof *ck);
+	ck->k = k;
+	ck->slot = slot;
+	for (int i = 0; i < k->n_params && i < FA_KERNEL_MAX_PARAMS; i++) {
+		ck->params[i] = k->params[i].default_value;
+		len += (size_t)snprintf(ck->params_text + len, sizeof ck->params_text - len, "%s%s=%d",
+					i ? "," : "", k->params[i].name, ck->params[i]);
+		if (len >= sizeof ck->params_text)
+			len = sizeof ck->params_text - 1;
+	}
+}
+
+static double io_bytes(const struct fa_problem *p)
+{
+	double e = 0;
+	for (int t = FA_TENSOR_Q; t <= FA_TENSOR_O; t++)
+		e += (double)fa_tensor_elems(p, t);
+	return e * fa_dtype_size(p->dtype) + 3.0 * 4 * (p->batch + 1);
+}
+
+double fa_runner_mem_estimate(const struct fa_case *c, const struct fa_case_kernel *ck)
+{
+	const struct fa_problem *p = &c->p;
+	double ws = ck->k->workspace_bytes ? (double)ck->k->workspace_bytes(p, ck->params) : 0;
+	double scores = (double)ck->k->score_bytes * p->batch * p->heads * (double)p->q_len * p->kv_len;
+	return io_bytes(p) + (ws > scores ? ws : scores);
+}
+
+static double *rate_slot(struct fa_runner *r, const struct fa_kernel *k)
+{
+	for (int i = 0; i < r->n_rates; i++)
+		if (r->rate_k[i] == k)
+			return &r->rate_gflops[i];
+	if (r->n_rates < 64) {
+		r->rate_k[r->n_rates] = k;
+		r->rate_gflops[r->n_rates] = 0;
+		return &r->rate_gflops[r->n_rates++];
+	}
+	return NULL;
+}
+
+/* ---- per-case state ---- */
+
+struct case_bufs {
+	void *q, *k, *v, *o;
+	int32_t *cu_q, *cu_k, *prefix; /* backend copies */
+	void *hq, *hk, *hv;            /* host inputs for the CPU reference (may alias q/k/v) */
+	void *ho;                      /* host copy of an output */
+	int host_inputs_owned;
+	size_t o_bytes;
+};
+
+static void bufs_free(struct fa_backend_slot *s, struct case_bufs *b)
+{
+	void *ctx = s->be.context;
+	void *dev[] = {b->q, b->k, b->v, b->o, b->cu_q, b->cu_k, b->prefix};
+	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+		if (dev[i])
+			s->be.iface.free(ctx, dev[i]);
+	if (b->host_inputs_owned) {
+		free(b->hq);
+		free(b->hk);
+		free(b->hv);
+	}
+	if (!s->info.host_memory)
+		free(b->ho);
+	memset(b, 0, sizeof *b);
+}
+
+static enum fa_rc be_fail(struct fa_backend_slot *s, int code, const char *what, struct fa_err *err)
+{
+	char buf[512];
+	int sticky = s->be.iface.is_sticky && s->be.iface.is_sticky(s->be.context, code);
+	fa_err_set(err, sticky ? FA_ERR_STICKY : FA_ERR_BACKEND, "%s failed: %s", what,
+		   fa_backend_strerror(s, code, buf, sizeof buf));
+	return sticky ? FA_ERR_STICKY : FA_ERR_BACKEND;
+}
+
+static enum fa_rc dev_alloc(struct fa_backend_slot *s, size_t bytes, void **p, const char *what,
+			    struct fa_err *err)
+{
+	int rc = s->be.iface.alloc(s->be.context, bytes, p);
+	if (rc != 0) {
+		char b[32], buf[256];
+		fa_format_bytes((double)bytes, b, sizeof b);
+		snprintf(buf, sizeof buf, "allocating %s (%s)", what, b);
+		return be_fail(s, rc, buf, err);
+	}
+	return FA_OK;
+}
+
+static enum fa_rc setup_inputs(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
+			       int need_host, struct fa_err *err)
+{
+	struct fa_backend_slot *s = r->slot;
+	const struct fa_problem *p = &c->p;
+	void *ctx = s->be.context;
+	int elt = fa_dtype_size(p->dtype);
+	void **dst[3] = {&b->q, &b->k, &b->v};
+	void **host[3] = {&b->hq, &b->hk, &b->hv};
+	static const char *const names[3] = {"Q", "K", "V"};
+	enum fa_rc rc;
+	int code;
+
+	b->o_bytes = (size_t)fa_tensor_elems(p, FA_TENSOR_O) * (size_t)elt;
+	for (int t = 0; t < 3; t++) {
+		size_t bytes = (size_t)fa_tensor_elems(p, t) * (size_t)elt;
+		if ((rc = dev_alloc(s, bytes, dst[t], names[t], err)) != FA_OK)
+			return rc;
+	}
+	if ((rc = dev_alloc(s, b->o_bytes, &b->o, "O", err)) != FA_OK)
+		return rc;
+	if (p->varlen) {
+		size_t cb = sizeof(int32_t) * (size_t)(p->batch + 1);
+		if ((rc = dev_alloc(s, cb, (void **)&b->cu_q, "cu_seqlens_q", err)) != FA_OK ||
+		    (rc = dev_alloc(s, cb, (void **)&b->cu_k, "cu_seqlens_k", err)) != FA_OK)
+			return rc;
+		if ((code = s->be.iface.upload(ctx, b->cu_q, c->cu_seqlens_q, cb)) != 0 ||
+		    (code = s->be.iface.upload(ctx, b->cu_k, c->cu_seqlens_k, cb)) != 0)
+			return be_fail(s, code, "uploading cu_seqlens", err);
+	}
+	if (c->prefix_lens) {
+		size_t pb = sizeof(int32_t) * (size_t)p->batch;
+		if ((rc = dev_alloc(s, pb, (void **)&b->prefix, "prefix_lens", err)) != FA_OK)
+			return rc;
+		if ((code = s->be.iface.upload(ctx, b->prefix, c->prefix_lens, pb)) != 0)
+			return be_fail(s, code, "uploading prefix_lens", err);
+	}
+
+	if (s->info.host_memory) {
+		/* the backend's buffers are host memory: fill in place */
+		for (int t = 0; t < 3; t++) {
+			fa_data_fill(p, t, c->dist, c->seed, *dst[t], r->cfg.nthreads);
+			*host[t] = *dst[t];
+		}
+		b->ho = b->o;
+		return FA_OK;
+	}
+	b->ho = malloc(b->o_bytes ? b->o_bytes : 1);
+	if (!b->ho)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of host memory for the output copy");
+	if (need_host || !s->be.iface.fill_random) {
+		b->host_inputs_owned = 1;
+		for (int t = 0; t < 3; t++) {
+			size_t bytes = (size_t)fa_tensor_elems(p, t) * (size_t)elt;
+			*host[t] = malloc(bytes ? bytes : 1);
+			if (!*host[t])
+				return fa_err_set(err, FA_ERR_NOMEM, "out of host memory for %s",
+						  names[t]);
+			fa_data_fill(p, t, c->dist, c->seed, *host[t], r->cfg.nthreads);
+		}
+	}
+	for (int t = 0; t < 3; t++) {
+		size_t bytes = (size_t)fa_tensor_elems(p, t) * (size_t)elt;
+		if (s->be.iface.fill_random)
+			code = s->be.iface.fill_random(ctx, *dst[t], p, t, c->dist, c->seed);
+		else
+			code = s->be.iface.upload(ctx, *dst[t], *host[t], bytes);
+		if (code != 0)
+			return be_fail(s, code, "filling inputs", err);
+	}
+	if ((code = s->be.iface.synchronize(ctx)) != 0)
+		return be_fail(s, code, "filling inputs", err);
+	return FA_OK;
+}
+
+static void launch_args(struct fa_runner *r, const struct fa_case *c, const struct case_bufs *b,
+			const struct fa_case_kernel *ck, void *ws, size_t ws_bytes,
+			struct fa_launch_args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->p = &c->p;
+	a->q = b->q;
+	a->k = b->k;
+	a->v = b->v;
+	a->o = b->o;
+	a->cu_seqlens_q = b->cu_q;
+	a->cu_seqlens_k = b->cu_k;
+	a->prefix_lens = b->prefix;
+	a->params = ck ? ck->params : NULL;
+	a->workspace = ws;
+	a->workspace_bytes = ws_bytes;
+	a->stream = NULL;
+	a->backend_ctx = r->slot->be.context;
+	a->cancel = &r->kcancel;
+	a->nthreads = r->cfg.nthreads;
+}
+
+/* Where the reference of case c is computed: 1 on the GPU, 0 on the CPU. */
+static int ref_on_gpu(const struct fa_runner *r, const struct fa_case *c, int64_t n_rows)
+{
+	const struct fa_check_cfg *cc = c->check;
+	const struct fa_problem *p = &c->p;
+	if (!r->slot->be.iface.reference || r->slot->info.host_memory || cc->rule == FA_RULE_FA)
+		return 0;
+	if (cc->reference == FA_REF_GPU)
+		return 1;
+	if (cc->reference == FA_REF_CPU)
+		return 0;
+	return (double)n_rows * p->kv_len * (p->head_dim + p->head_dim_v) > FA_REF_CPU_AUTO_LIMIT;
+}
+
+static enum fa_rc compute_reference(struct fa_runner *r, const struct fa_case *c,
+				    struct case_bufs *b, struct fa_ref *ref, int on_gpu,
+				    struct fa_err *err)
+{
+	const struct fa_problem *p = &c->p;
+	int64_t *rows = NULL, n = 0;
+	enum fa_rc rc;
+	if ((rc = fa_check_select_rows(p, c->check, c->seed, &rows, &n, err)) != FA_OK)
+		return rc;
+	arm(r, r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s);
+	if (on_gpu) {
+		struct fa_launch_args a;
+		memset(ref, 0, sizeof *ref);
+		ref->rows = rows;
+		ref->n_rows = n;
+		ref->out = malloc(sizeof(double) * (size_t)(n * p->head_dim_v + 1));
+		if (!ref->out) {
+			disarm(r);
+			fa_ref_free(ref);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory for the reference");
+		}
+		launch_args(r, c, b, NULL, NULL, 0, &a);
+		int code = r->slot->be.iface.reference(r->slot->be.context, &a, rows, n, ref->out);
+		disarm(r);
+		if (code != 0) {
+			fa_ref_free(ref);
+			return be_fail(r->slot, code, "the GPU reference", err);
+		}
+		return FA_OK;
+	}
+	rc = fa_ref_compute(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens, b->hq, b->hk, b->hv,
+			    rows, n, c->check->rule == FA_RULE_FA, r->cfg.nthreads, &r->kcancel, ref,
+			    err);
+	disarm(r);
+	free(rows);
+	if (rc == FA_ERR_CANCELLED && r->timed_out && !(r->cfg.cancel && *r->cfg.cancel)) {
+		err->rc = FA_OK;
+		return fa_err_set(err, FA_ERR_TIMEOUT, "the reference ran past the timeout of %g s",
+				  r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s);
+	}
+	return rc;
+}
+
+/* ---- timing ---- */
+
+struct sample_ctx {
+	struct fa_runner *r;
+	const struct fa_case_kernel *ck;
+	struct fa_launch_args *a;
+	void *ev0, *ev1;
+	int cold;
+	void *graph;
+	int graph_n;
+	struct fa_telemetry tel;
+	int have_tel;
+};
+
+static int one_sample(void *vctx, double *ms, struct fa_err *err)
+{
+	struct sample_ctx *sc = vctx;
+	struct fa_backend_slot *s = sc->r->slot;
+	void *ctx = s->be.context;
+	int code;
+	if (sc->cold && s->be.iface.flush_cache && (code = s->be.iface.flush_cache(ctx)) != 0)
+		return be_fail(s, code, "flushing the cache", err);
+	if ((code = s->be.iface.event_record(ctx, sc->ev0)) != 0)
+		return be_fail(s, code, "recording an event", err);
+	if (sc->graph)
+		code = s->be.iface.graph_launch(ctx, sc->graph);
+	else
+		code = sc->ck->k->launch(sc->a);
+	if (code == FA_KERNEL_CANCELLED && s->info.host_memory)
+		return fa_err_set(err, FA_ERR_TIMEOUT, "cancelled");
+	if (code != 0)
+		return be_fail(s, code, "launch", err);
+	if ((code = s->be.iface.event_record(ctx, sc->ev1)) != 0)
+		return be_fail(s, code, "recording an event", err);
+	if ((code = s->be.iface.event_elapsed_ms(ctx, sc->ev0, sc->ev1, ms)) != 0)
+		return be_fail(s, code, "timing", err);
+	if (sc->graph && sc->graph_n > 0)
+		*ms /= sc->graph_n;
+	if (s->be.iface.telemetry) {
+		struct fa_telemetry t;
+		if (s->be.iface.telemetry(ctx, &t) == 0) {
+			sc->tel = t;
+			sc->have_tel = 1;
+			if (t.sm_clock_max_mhz > 0 && t.sm_clock_mhz > 0 &&
+			    t.sm_clock_mhz < FA_THROTTLE_FRACTION * t.sm_clock_max_mhz)
+				return 1; /* throttled: drop this sample */
+		}
+	}
+	return 0;
+}
+
+static void result_init(struct fa_result *res, const struct fa_case_kernel *ck)
+{
+	memset(res, 0, sizeof *res);
+	res->kernel = ck->k->name;
+	res->backend = ck->slot->name;
+	res->params = ck->params_text;
+	res->timing = "";
+	res->st.same_max_abs = -1;
+	res->st.worst_index = -1;
+	res->tel.sm_clock_mhz = res->tel.sm_clock_max_mhz = NAN;
+	res->tel.temp_c = res->tel.power_w = NAN;
+	res->tel.throttle_reasons = -1;
+}
+
+static void set_status(struct fa_result *res, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_status(struct fa_result *res, int status, const char *fmt, ...)
+{
+	va_list ap;
+	res->status = status;
+	va_start(ap, fmt);
+	vsnprintf(res->reason, sizeof res->reason, fmt, ap);
+	va_end(ap);
+}
+
+static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
+			    const struct fa_ref *ref, const char *kernel, struct fa_err *err);
+
+/* Runs kernel ck on the prepared case. Returns FA_OK (status in res),
+ * FA_ERR_STICKY or FA_ERR_CANCELLED. */
+static enum fa_rc run_kernel(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
+			     const struct fa_ref *ref, const struct fa_case_kernel *ck,
+			     struct fa_result *res, struct fa_samples *samples, struct fa_err *err)
+{
+	struct fa_backend_slot *s = r->slot;
+	void *ctx = s->be.context;
+	const struct fa_problem *p = &c->p;
+	struct fa_launch_args a;
+	struct fa_measure_cfg mc = *c->measure;
+	struct sample_ctx sc;
+	void *ws = NULL;
+	size_t ws_bytes = ck->k->workspace_bytes ? ck->k->workspace_bytes(p, ck->params) : 0;
+	double timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : mc.timeout_s;
+	struct fa_err kerr;
+	enum fa_rc rc = FA_OK;
+	int code;
+
+	fa_err_clear(&kerr);
+	if (ws_bytes && (rc = dev_alloc(s, ws_bytes, &ws, "workspace", &kerr)) != FA_OK)
+		goto backend_error;
+	launch_args(r, c, b, ck, ws, ws_bytes, &a);
+
+	/* the check launch, on a poisoned output */
+	if ((code = s->be.iface.memset(ctx, b->o, FA_POISON_BYTE, b->o_bytes)) != 0 ||
+	    (code = s->be.iface.synchronize(ctx)) != 0) {
+		rc = be_fail(s, code, "poisoning the output", &kerr);
+		goto backend_error;
+	}
+	arm(r, timeout);
+	code = ck->k->launch(&a);
+	if (code == 0)
+		code = s->be.iface.synchronize(ctx);
+	disarm(r);
+	if (code == FA_KERNEL_CANCELLED) {
+		if (r->cfg.cancel && *r->cfg.cancel) {
+			rc = FA_ERR_CANCELLED;
+			goto out;
+		}
+		set_status(res, FA_STATUS_TIMEOUT, "check launch ran past the timeout of %g s", timeout);
+		goto out;
+	}
+	if (code != 0) {
+		rc = be_fail(s, code, "launch", &kerr);
+		goto backend_error;
+	}
+	if (!s->info.host_memory &&
+	    (code = s->be.iface.download(ctx, b->ho, b->o, b->o_bytes)) != 0) {
+		rc = be_fail(s, code, "downloading the output", &kerr);
+		goto backend_error;
+	}
+	res->checked = 1;
+	{
+		int v = fa_check_compare(p, c->cu_seqlens_q, b->ho, ref, c->check, &res->st, res->rule,
+					 sizeof res->rule, res->reason, sizeof res->reason);
+		res->status = v == FA_VERDICT_PASS ? FA_STATUS_PASS : FA_STATUS_FAIL;
+		if (v == FA_VERDICT_PASS)
+			res->reason[0] = '\0';
+	}
+	if (r->cfg.dump_dir && (rc = dump_case(r, c, b, ref, ck->k->name, &kerr)) != FA_OK) {
+		/* a dump that cannot be written is the run's problem, not the kernel's */
+		fa_err_set(err, kerr.rc, "%s", kerr.msg);
+		rc = FA_OK;
+	}
+
+	/* timed samples */
+	if (r->cfg.cache >= 0)
+		mc.cache = r->cfg.cache;
+	memset(&sc, 0, sizeof sc);
+	sc.r = r;
+	sc.ck = ck;
+	sc.a = &a;
+	sc.cold = !s->info.host_memory && mc.cache != FA_CACHE_HOT;
+	res->timing = s->info.host_memory ? "cpu" : sc.cold ? "cold" : "hot";
+	if ((code = s->be.iface.event_create(ctx, &sc.ev0)) != 0 ||
+	    (code = s->be.iface.event_create(ctx, &sc.ev1)) != 0) {
+		rc = be_fail(s, code, "creating events", &kerr);
+		goto timing_error;
+	}
+	if (mc.graph_launches > 0 && s->be.iface.graph_create && !sc.cold) {
+		if ((code = s->be.iface.graph_create(ctx, ck->k, &a, mc.graph_launches, &sc.graph)) ==
+		    0) {
+			sc.graph_n = mc.graph_launches;
+			res->timing = "graph";
+		} else {
+			sc.graph = NULL; /* fall back to single launches */
+		}
+	}
+	arm(r, timeout);
+	rc = fa_measure_run(&mc, one_sample, &sc, fa_now_s() + timeout, &r->kcancel, samples,
+			    &res->t, &kerr);
+	disarm(r);
+	if (sc.graph)
+		s->be.iface.graph_destroy(ctx, sc.graph);
+	if (sc.have_tel)
+		res->tel = sc.tel;
+	if (rc == FA_ERR_TIMEOUT || (res->t.stop == FA_STOP_CANCELLED && r->timed_out)) {
+		res->t.stop = FA_STOP_TIMEOUT; /* sampling cut short; what was taken stays */
+		rc = FA_OK;
+	}
+	if (r->cfg.cancel && *r->cfg.cancel) {
+		rc = FA_ERR_CANCELLED;
+		goto timing_done;
+	}
+	if (rc != FA_OK)
+		goto timing_error;
+	res->samples = samples->ms;
+	if (res->t.n > 0 && res->t.median_ms > 0) {
+		res->tflops = res->flops / (res->t.median_ms * 1e-3) / 1e12;
+		res->gbps = res->bytes / (res->t.median_ms * 1e-3) / 1e9;
+		double *rate = rate_slot(r, ck->k);
+		if (rate && res->tflops * 1e3 > *rate)
+			*rate = res->tflops * 1e3;
+	}
+	goto timing_done;
+timing_error:
+	set_status(res, FA_STATUS_ERROR, "%s", kerr.msg);
+	res->samples = samples->ms;
+	if (kerr.rc == FA_ERR_STICKY)
+		rc = FA_ERR_STICKY;
+	else
+		rc = FA_OK;
+timing_done:
+	if (sc.ev0)
+		s->be.iface.event_destroy(ctx, sc.ev0);
+	if (sc.ev1)
+		s->be.iface.event_destroy(ctx, sc.ev1);
+	goto out;
+backend_error:
+	set_status(res, FA_STATUS_ERROR, "%s", kerr.msg);
+	if (kerr.rc != FA_ERR_STICKY)
+		rc = FA_OK;
+out:
+	if (ws)
+		s->be.iface.free(ctx, ws);
+	if (rc == FA_ERR_STICKY)
+		fa_err_set(err, FA_ERR_STICKY, "%s", kerr.msg);
+	return rc;
+}
+
+enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
+			      const struct fa_case_kernel *ks, int n, struct fa_result *results,
+			      struct fa_samples *samples, struct fa_err *err)
+{
+	const struct fa_problem *p = &c->p;
+	struct case_bufs b;
+	struct fa_ref ref;
+	int runnable = 0, need_host, on_gpu;
+	double flops = fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+	double bytes = fa_problem_bytes(p);
+	double timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s;
+	char why[512], need[32], have[32];
+	enum fa_rc rc = FA_OK;
+	struct fa_err cerr;
+
+	memset(&b, 0, sizeof b);
+	memset(&ref, 0, sizeof ref);
+	for (int i = 0; i < n; i++) {
+		struct fa_result *res = &results[i];
+		double mem = fa_runner_mem_estimate(c, &ks[i]);
+		double *rate = rate_slot(r, ks[i].k);
+		result_init(res, &ks[i]);
+		samples[i].n = 0;
+		res->flops = flops;
+		res->bytes = bytes;
+		res->mem_bytes = mem;
+		res->status = -1; /* to run */
+		if (!fa_kernel_supports(ks[i].k, p, why, sizeof why)) {
+			set_status(res, FA_STATUS_SKIP, "%s", why);
+		} else if (mem > r->budget) {
+			fa_format_bytes(mem, need, sizeof need);
+			fa_format_bytes(r->budget, have, sizeof have);
+			set_status(res, FA_STATUS_SKIP, "needs %s, over the memory budget of %s", need,
+				   have);
+		} else if (rate && *rate > 0 && flops / (*rate * 1e9) > timeout) {
+			set_status(res, FA_STATUS_SKIP,
+				   "one launch would take about %.0f s at the %.3g GFLOP/s this "
+				   "kernel reached earlier, over the timeout of %g s",
+				   flops / (*rate * 1e9), *rate, timeout);
+		} else {
+			runnable++;
+		}
+	}
+	if (!runnable)
+		return FA_OK;
+
+	fa_err_clear(&cerr);
+	if (r->cfg.on_start)
+		r->cfg.on_start(r->cfg.progress_ctx, c, -1);
+	on_gpu = 0;
+	need_host = 1;
+	{
+		/* decide the reference's place before filling: the CPU one needs host inputs */
+		int64_t *rows = NULL, nr = 0;
+		if ((rc = fa_check_select_rows(p, c->check, c->seed, &rows, &nr, &cerr)) == FA_OK) {
+			on_gpu = ref_on_gpu(r, c, nr);
+			need_host = !on_gpu;
+		}
+		free(rows);
+	}
+	if (rc == FA_OK)
+		rc = setup_inputs(r, c, &b, need_host, &cerr);
+	if (rc == FA_OK)
+		rc = compute_reference(r, c, &b, &ref, on_gpu, &cerr);
+	if (rc != FA_OK) {
+		int status = rc == FA_ERR_TIMEOUT ? FA_STATUS_TIMEOUT : FA_STATUS_ERROR;
+		if (rc == FA_ERR_CANCELLED && r->cfg.cancel && *r->cfg.cancel) {
+			bufs_free(r->slot, &b);
+			fa_ref_free(&ref);
+			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
+		}
+		for (int i = 0; i < n; i++)
+			if (results[i].status < 0)
+				set_status(&results[i], status, "%s", cerr.msg);
+		bufs_free(r->slot, &b);
+		fa_ref_free(&ref);
+		if (rc == FA_ERR_STICKY)
+			return fa_err_set(err, FA_ERR_STICKY, "%s", cerr.msg);
+		return FA_OK;
+	}
+
+	rc = FA_OK;
+	for (int i = 0; i < n; i++) {
+		if (results[i].status >= 0) {
+			if (r->cfg.progress)
+				r->cfg.progress(r->cfg.progress_ctx, c, i, &results[i]);
+			continue;
+		}
+		results[i].status = FA_STATUS_PASS;
+		if (r->cfg.on_start)
+			r->cfg.on_start(r->cfg.progress_ctx, c, i);
+		rc = run_kernel(r, c, &b, &ref, &ks[i], &results[i], &samples[i], err);
+		if (rc == FA_ERR_CANCELLED)
+			break;
+		if (r->cfg.progress)
+			r->cfg.progress(r->cfg.progress_ctx, c, i, &results[i]);
+		if (rc == FA_ERR_STICKY) {
+			for (int j = i + 1; j < n; j++)
+				if (results[j].status < 0)
+					set_status(&results[j], FA_STATUS_ERROR,
+						   "not run: the device became unusable");
+			break;
+		}
+	}
+	bufs_free(r->slot, &b);
+	fa_ref_free(&ref);
+	if (rc == FA_ERR_CANCELLED)
+		return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
+	return rc;
+}
+
+/* ---- --dump: .npy files of inputs, output and reference ---- */
+
+/* Writes tensor buf (dtype) as <f2 (fp16) or <f4 (fp32, and bf16 widened
+ * exactly) with the shape of its layout. */
+static enum fa_rc dump_tensor(const char *path, const struct fa_problem *p, int t, const void *buf,
+			      struct fa_err *err)
+{
+	int64_t tokens, shape[4];
+	int32_t heads, dim;
+	int ndim;
+	int64_t n = fa_tensor_elems(p, t);
+	enum fa_rc rc;
+	fa_tensor_shape(p, t, &tokens, &heads, &dim);
+	int64_t len = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->q_len : p->kv_len;
+	if (p->varlen) {
+		ndim = 3;
+		if (p->layout == FA_LAYOUT_BSHD) {
+			shape[0] = tokens; shape[1] = heads;
+		} else {
+			shape[0] = heads; shape[1] = tokens;
+		}
+		shape[2] = dim;
+	} else {
+		ndim = 4;
+		shape[0] = p->batch;
+		if (p->layout == FA_LAYOUT_BSHD) {
+			shape[1] = len; shape[2] = heads;
+		} else {
+			shape[1] = heads; shape[2] = len;
+		}
+		shape[3] = dim;
+	}
+	if (p->dtype == FA_DTYPE_FP16)
+		return fa_npy_write(path, "<f2", shape, ndim, buf, n, 2, err);
+	if (p->dtype == FA_DTYPE_FP32)
+		return fa_npy_write(path, "<f4", shape, ndim, buf, n, 4, err);
+	float *w = malloc(sizeof(float) * (size_t)(n ? n : 1));
+	if (!w)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory for a dump");
+	for (int64_t i = 0; i < n; i++)
+		w[i] = fa_load_f32(buf, p->dtype, i);
+	rc = fa_npy_write(path, "<f4", shape, ndim, w, n, 4, err);
+	free(w);
+	return rc;
+}
+
+static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
+			    const struct fa_ref *ref, const char *kernel, struct fa_err *err)
+{
+	char path[1024];
+	const char *dir = r->cfg.dump_dir;
+	const struct fa_problem *p = &c->p;
+	enum fa_rc rc;
+	void *hq = b->hq, *hk = b->hk, *hv = b->hv;
+	int own = 0;
+	if (fa_mkdir_p(dir) != 0)
+		return fa_err_set(err, FA_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
+	snprintf(path, sizeof path, "%s/case%04d_out_%s.npy", dir, c->index, kernel);
+	if ((rc = dump_tensor(path, p, FA_TENSOR_O, b->ho, err)) != FA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_q.npy", dir, c->index);
+	if (access(path, F_OK) == 0)
+		return FA_OK; /* inputs and reference already written for an earlier kernel */
+	if (!hq) { /* device-filled inputs: regenerate the same bits on the host */
+		own = 1;
+		void **h[3] = {&hq, &hk, &hv};
+		for (int t = 0; t < 3; t++) {
+			*h[t] = malloc((size_t)fa_tensor_elems(p, t) * (size_t)fa_dtype_size(p->dtype) + 1);
+			if (!*h[t]) {
+				free(hq); free(hk); free(hv);
+				return fa_err_set(err, FA_ERR_NOMEM, "out of memory for a dump");
+			}
+			fa_data_fill(p, t, c->dist, c->seed, *h[t], r->cfg.nthreads);
+		}
+	}
+	const void *src[3] = {hq, hk, hv};
+	static const char *const names[3] = {"q", "k", "v"};
+	for (int t = 0; t < 3 && rc == FA_OK; t++) {
+		snprintf(path, sizeof path, "%s/case%04d_%s.npy", dir, c->index, names[t]);
+		rc = dump_tensor(path, p, t, src[t], err);
+	}
+	if (own) {
+		free(hq); free(hk); free(hv);
+	}
+	if (rc != FA_OK)
+		return rc;
+	int64_t shape[2] = {ref->n_rows, p->head_dim_v};
+	snprintf(path, sizeof path, "%s/case%04d_ref.npy", dir, c->index);
+	if ((rc = fa_npy_write(path, "<f8", shape, 2, ref->out, ref->n_rows * p->head_dim_v, 8, err)) !=
+	    FA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_ref_rows.npy", dir, c->index);
+	if ((rc = fa_npy_write(path, "<i8", shape, 1, ref->rows, ref->n_rows, 8, err)) != FA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d.json", dir, c->index);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+	fprintf(f, "{\"index\": %d, \"key\": \"%s\", \"seed\": %llu, \"scale\": %.9g, "
+		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"varlen\": %d, "
+		   "\"cu_seqlens_q\": [",
+		c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
+		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->varlen);
+	for (int i = 0; p->varlen && i <= p->batch; i++)
+		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_q[i]);
+	fprintf(f, "], \"cu_seqlens_k\": [");
+	for (int i = 0; p->varlen && i <= p->batch; i++)
+		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_k[i]);
+	fprintf(f, "], \"ref_rows\": \"row = token * heads + head\", "
+		   "\"note\": \"bf16 tensors are stored widened to float32 (exact)\"}\n");
+	if (fclose(f) != 0)
+		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+	return FA_OK;
+}

@@ -1,0 +1,72 @@
+/* runner.h - runs one case on one backend: memory estimate, inputs, the
+ * reference, then for each kernel a poisoned check launch and the timed
+ * samples. Prints nothing; the run command reports progress through a
+ * callback and stores what comes back.
+ */
+#ifndef FA_RUNNER_H
+#define FA_RUNNER_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "measure.h"
+#include "store.h"
+#include "suite.h"
+
+/* A kernel chosen for a case, with the values of its tunables. */
+struct fa_case_kernel {
+	const struct fa_kernel *k;
+	struct fa_backend_slot *slot;
+	int32_t params[FA_KERNEL_MAX_PARAMS];
+	char params_text[256]; /* "block_q=16,block_k=64" */
+};
+
+/* Sets ck's parameters to the kernel's defaults. */
+void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
+			 struct fa_backend_slot *slot);
+
+struct fa_runner;
+
+/* Called after each kernel of a case finished (result complete). */
+typedef void (*fa_runner_progress_fn)(void *ctx, const struct fa_case *c, int kernel_index,
+				      const struct fa_result *res);
+
+/* Called before kernel kernel_index of a case starts (-1: before the inputs
+ * and the reference are prepared). */
+typedef void (*fa_runner_start_fn)(void *ctx, const struct fa_case *c, int kernel_index);
+
+struct fa_runner_cfg {
+	double mem_budget_bytes; /* 0: half of the device's free memory */
+	double timeout_s;        /* > 0 overrides the suite's timeout_s */
+	int32_t cache;           /* >= 0 overrides the suite's cache mode */
+	int32_t nthreads;        /* CPU threads for kernels and the reference */
+	volatile int *cancel;    /* set by a signal handler: stop as soon as possible */
+	const char *dump_dir;    /* write .npy files of every case run here (NULL: no) */
+	fa_runner_progress_fn progress; /* may be NULL */
+	fa_runner_start_fn on_start;    /* may be NULL */
+	void *progress_ctx;
+};
+
+/* Creates a runner for a loaded backend; starts the watchdog thread.
+ * Returns NULL with err filled on failure. */
+struct fa_runner *fa_runner_new(struct fa_backend_slot *slot, const struct fa_runner_cfg *cfg,
+				struct fa_err *err);
+void fa_runner_free(struct fa_runner *r);
+
+/* The memory budget in bytes this runner applies. */
+double fa_runner_budget(const struct fa_runner *r);
+
+/* Bytes case c needs to run kernel ck (inputs, outputs, workspace, scores). */
+double fa_runner_mem_estimate(const struct fa_case *c, const struct fa_case_kernel *ck);
+
+/* Runs c for kernels ks[0..n). results[i] and samples[i] receive kernel i's
+ * outcome (samples[i].ms is malloc'd: free with fa_samples_free). Returns
+ * FA_OK when every kernel has a result (pass, fail, skip, error, timeout),
+ * FA_ERR_CANCELLED when stopped by the cancel flag (results incomplete),
+ * FA_ERR_STICKY when the device became unusable (the failing kernel and the
+ * ones after it are marked error; err says why). */
+enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
+			      const struct fa_case_kernel *ks, int n, struct fa_result *results,
+			      struct fa_samples *samples, struct fa_err *err);
+
+#endif /* FA_RUNNER_H */

@@ -1,0 +1,310 @@
+/* test_backend.c - build/libfabench-test.so: a plugin backend named "test"
+ * whose kernels misbehave on purpose, so the harness's handling of wrong
+ * results, NaN, unwritten outputs, hangs, crashes and planted slowdowns can
+ * be tested on any machine. Loaded through FABENCH_PLUGINS; its kernels are
+ * test-only (visible with FABENCH_TEST_KERNELS=1).
+ *
+ * Every kernel computes attention with a plain per-row loop (fp32, online
+ * softmax), then does its misdeed.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../harness/backend_impl.h"
+#include "../../harness/parallel.h"
+#include "../../kernels/common/fa_dtype.h"
+
+#define ERR_NOMEM (-1)
+
+struct ev {
+	struct timespec ts;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct job {
+	const struct fa_launch_args *a;
+	int skip_last_row;
+};
+
+static void rows(void *vctx, int64_t begin, int64_t end, int thread)
+{
+	struct job *j = vctx;
+	const struct fa_launch_args *a = j->a;
+	const struct fa_problem *p = a->p;
+	int g = p->heads / p->kv_heads;
+	float acc[1024];
+	(void)thread;
+	for (int64_t row = begin; row < end; row++) {
+		int64_t T = row / p->heads;
+		int h = (int)(row % p->heads), b = 0;
+		if (j->skip_last_row && row == (int64_t)p->total_q * p->heads - 1)
+			continue;
+		while (b + 1 < p->batch && fa_seq_q_start(p, a->cu_seqlens_q, b + 1) <= T)
+			b++;
+		int32_t t = (int32_t)(T - fa_seq_q_start(p, a->cu_seqlens_q, b));
+		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b);
+		int32_t lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
+		int32_t pre = fa_seq_prefix(p, a->prefix_lens, b);
+		const int64_t qo = fa_q_offset(p, a->cu_seqlens_q, b, t, h);
+		float m = -INFINITY, l = 0;
+		for (int d = 0; d < p->head_dim_v; d++)
+			acc[d] = 0;
+		for (int32_t k = 0; k < lk; k++) {
+			if (!fa_mask_allows(p->mask, t, k, lq, lk, pre, p->window))
+				continue;
+			int64_t ko = fa_k_offset(p, a->cu_seqlens_k, b, k, h / g);
+			int64_t vo = fa_v_offset(p, a->cu_seqlens_k, b, k, h / g);
+			float s = 0;
+			for (int d = 0; d < p->head_dim; d++)
+				s += fa_load_f32(a->q, p->dtype, qo + d) * fa_load_f32(a->k, p->dtype, ko + d);
+			s *= p->scale;
+			float mn = s > m ? s : m, c = expf(m - mn), e = expf(s - mn);
+			l = l * c + e;
+			for (int d = 0; d < p->head_dim_v; d++)
+				acc[d] = acc[d] * c + e * fa_load_f32(a->v, p->dtype, vo + d);
+			m = mn;
+		}
+		int64_t oo = fa_o_offset(p, a->cu_seqlens_q, b, t, h);
+		for (int d = 0; d < p->head_dim_v; d++)
+			fa_store_f32(a->o, p->dtype, oo + d, l > 0 ? acc[d] / l : 0.0f);
+	}
+}
+
+static int attention(const struct fa_launch_args *a, int skip_last_row)
+{
+	struct job j = {a, skip_last_row};
+	if (a->p->head_dim_v > 1024)
+		return -3;
+	fa_parallel_for((int64_t)a->p->total_q * a->p->heads, 16, a->nthreads, rows, &j);
+	return 0;
+}
+
+static int k_correct(const struct fa_launch_args *a)
+{
+	return attention(a, 0);
+}
+
+static int k_wrong(const struct fa_launch_args *a)
+{
+	int rc = attention(a, 0);
+	/* one element off by 0.5: far beyond any tolerance */
+	fa_store_f32(a->o, a->p->dtype, 0, fa_load_f32(a->o, a->p->dtype, 0) + 0.5f);
+	return rc;
+}
+
+static int k_nan(const struct fa_launch_args *a)
+{
+	int rc = attention(a, 0);
+	fa_store_f32(a->o, a->p->dtype, 1, NAN);
+	return rc;
+}
+
+static int k_unwritten(const struct fa_launch_args *a)
+{
+	return attention(a, 1);
+}
+
+static int k_hang(const struct fa_launch_args *a)
+{
+	/* spins until the harness's watchdog cancels it (or forever without one) */
+	while (!(a->cancel && *a->cancel)) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return FA_KERNEL_CANCELLED;
+}
+
+static int k_spin(const struct fa_launch_args *a)
+{
+	/* ignores the cancel flag: only killing the process stops it (--isolate) */
+	volatile int forever = 1;
+	(void)a;
+	while (forever) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static int k_crash(const struct fa_launch_args *a)
+{
+	(void)a;
+	raise(SIGSEGV);
+	return 0;
+}
+
+/* Computes, then busy-waits delay_pct percent of the compute time: a fixed
+ * relative slowdown for testing compare's detection. */
+static int k_delay(const struct fa_launch_args *a)
+{
+	double t0 = now_s();
+	int rc = attention(a, 0);
+	double t1 = now_s();
+	double until = t1 + (t1 - t0) * (double)a->params[0] / 100.0;
+	while (now_s() < until)
+		;
+	return rc;
+}
+
+static const int32_t delay_allowed[] = {0, 1, 2, 5, 10, 50};
+static const struct fa_kernel_param delay_params[] = {
+	{"delay_pct", 0, delay_allowed, 6, 0, 0, "extra busy time, percent of the compute time"},
+};
+
+#define ALL_DTYPES ((1u << FA_DTYPE_FP32) | (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
+static const struct fa_kernel kernels[] = {
+	{"test_correct", "naive fp32 attention (right)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
+	 NULL, NULL, k_correct, 1},
+	{"test_wrong", "right, then one element off by 0.5", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
+	 0, NULL, NULL, k_wrong, 1},
+	{"test_nan", "right, then one NaN", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
+	 k_nan, 1},
+	{"test_unwritten", "leaves the last row unwritten", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
+	 NULL, NULL, k_unwritten, 1},
+	{"test_hang", "never finishes unless cancelled", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
+	 NULL, NULL, k_hang, 1},
+	{"test_spin", "never finishes, ignoring cancellation", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
+	 0, NULL, NULL, k_spin, 1},
+	{"test_crash", "raises SIGSEGV", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
+	 k_crash, 1},
+	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
+	 0, delay_params, 1, NULL, NULL, k_delay, 1},
+};
+
+static int t_info(void *ctx, struct fa_device_info *out)
+{
+	(void)ctx;
+	memset(out, 0, sizeof *out);
+	snprintf(out->name, sizeof out->name, "test device (host memory)");
+	snprintf(out->arch, sizeof out->arch, "test");
+	out->mem_total_bytes = out->mem_free_bytes = (int64_t)4 << 30;
+	out->sm_count = 1;
+	out->host_memory = 1;
+	return 0;
+}
+
+static int t_alloc(void *ctx, size_t bytes, void **ptr)
+{
+	(void)ctx;
+	*ptr = malloc(bytes ? bytes : 1);
+	return *ptr ? 0 : ERR_NOMEM;
+}
+
+static void t_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static int t_copy(void *ctx, void *d, const void *s, size_t n)
+{
+	(void)ctx;
+	memcpy(d, s, n);
+	return 0;
+}
+
+static int t_memset(void *ctx, void *d, int b, size_t n)
+{
+	(void)ctx;
+	memset(d, b, n);
+	return 0;
+}
+
+static int t_sync(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static int t_ev_create(void *ctx, void **e)
+{
+	(void)ctx;
+	*e = calloc(1, sizeof(struct ev));
+	return *e ? 0 : ERR_NOMEM;
+}
+
+static int t_ev_record(void *ctx, void *e)
+{
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &((struct ev *)e)->ts);
+	return 0;
+}
+
+static int t_ev_elapsed(void *ctx, void *a, void *b, double *ms)
+{
+	struct timespec *x = &((struct ev *)a)->ts, *y = &((struct ev *)b)->ts;
+	(void)ctx;
+	*ms = (double)(y->tv_sec - x->tv_sec) * 1e3 + (double)(y->tv_nsec - x->tv_nsec) * 1e-6;
+	return 0;
+}
+
+static void t_ev_destroy(void *ctx, void *e)
+{
+	(void)ctx;
+	free(e);
+}
+
+static int t_count(void *ctx)
+{
+	(void)ctx;
+	return (int)(sizeof kernels / sizeof kernels[0]);
+}
+
+static const struct fa_kernel *t_get(void *ctx, int i)
+{
+	(void)ctx;
+	return &kernels[i];
+}
+
+static const char *t_strerror(void *ctx, int code)
+{
+	(void)ctx;
+	return code == ERR_NOMEM ? "out of memory" : code == FA_KERNEL_CANCELLED ? "cancelled"
+										  : "test error";
+}
+
+static void t_shutdown(void *ctx)
+{
+	(void)ctx;
+}
+
+int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,
+			   size_t why_size);
+int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,
+			   size_t why_size)
+{
+	if (harness_api_version != FA_BACKEND_API_VERSION) {
+		snprintf(why, why_size, "test plugin knows backend API %d, harness has %d",
+			 FA_BACKEND_API_VERSION, harness_api_version);
+		return -1;
+	}
+	memset(out, 0, sizeof *out);
+	out->api_version = FA_BACKEND_API_VERSION;
+	out->name = "test";
+	out->iface.device_info = t_info;
+	out->iface.alloc = t_alloc;
+	out->iface.free = t_free;
+	out->iface.upload = t_copy;
+	out->iface.download = t_copy;
+	out->iface.memset = t_memset;
+	out->iface.synchronize = t_sync;
+	out->iface.event_create = t_ev_create;
+	out->iface.event_record = t_ev_record;
+	out->iface.event_elapsed_ms = t_ev_elapsed;
+	out->iface.event_destroy = t_ev_destroy;
+	out->iface.kernel_count = t_count;
+	out->iface.kernel_get = t_get;
+	out->iface.error_string = t_strerror;
+	out->iface.shutdown = t_shutdown;
+	return 0;
+}

@@ -1,0 +1,424 @@
+/* test_e2e.c - end-to-end tests: build/fabench run as a user runs it, the
+ * database read back with SQLite, kills in the middle of a run, bad input on
+ * the command line, and the misbehaving kernels of the test plugin. */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "test.h"
+
+/* One integer from a query on db (or -1 on error). */
+static long long q_int(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_busy_timeout(h, 5000);
+	if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(h));
+		goto out;
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/* One text value (malloc'd, "" when none). */
+static char *q_text(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	char *v = NULL;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_text(st, 0))
+		v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v ? v : strdup("");
+}
+
+static void path_in(char *buf, size_t size, const char *dir, const char *name)
+{
+	snprintf(buf, size, "%s/%s", dir, name);
+	unlink(buf);
+}
+
+static int exists(const char *p)
+{
+	struct stat s;
+	return stat(p, &s) == 0;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+FA_TEST(e2e, smoke_run_stores_everything)
+{
+	char db[1024], rep[1024];
+	const char *dir = fa_test_tmpdir();
+	struct fa_proc_result r, l;
+	path_in(db, sizeof db, dir, "smoke.db");
+	path_in(rep, sizeof rep, dir, "smoke.md");
+	fa_proc_run((char *[]){"run", "suites/smoke.yaml", "--backend", "cpu", "--db", db,
+			       "--report", rep, "--quiet", NULL},
+		    NULL, 600, &r);
+	FA_CHECKF(r.status == 0, "status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+	fa_proc_run((char *[]){"list", "suites/smoke.yaml", NULL}, NULL, 60, &l);
+	FA_REQUIRE(l.status == 0);
+	int n_cases = atoi(l.out);
+	FA_CHECK(n_cases >= 20);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECKF(q_int(db, "SELECT count(*) FROM cases") == n_cases, "cases %lld, listed %d",
+		  q_int(db, "SELECT count(*) FROM cases"), n_cases);
+	/* both CPU kernels ran every case, and every supported one passed */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2LL * n_cases);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status NOT IN ('pass','skip')") == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 2LL * n_cases);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+			   "(unwritten != 0 OR nan_count != 0 OR tflops <= 0 OR median_ms <= 0 "
+			   "OR n_samples < 1 OR rows_checked < 1)") == 0);
+	/* every raw sample is there, and the median is one of them or between two */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND n_samples != "
+			   "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND median_ms < "
+			   "(SELECT min(time_ms) FROM samples s WHERE s.result_id = r.id)") == 0);
+	/* every mask, dtype and a varlen case made it into the database */
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT mask) FROM cases") == 4);
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT dtype) FROM cases") == 3);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE varlen = 1") >= 1);
+	char *rtext = fa_test_read_file(rep, NULL);
+	FA_CHECKF(rtext && strstr(rtext, "cpu_flash") && strstr(rtext, "cpu_dense"),
+		  "report %s missing or without kernels", rep);
+	free(rtext);
+	FA_CHECK(strstr(r.out, "results:") != NULL);
+	fa_proc_free(&r);
+	fa_proc_free(&l);
+}
+
+FA_TEST(e2e, bad_suite_exits_2_and_writes_nothing)
+{
+	char db[1024], expect_path[1024];
+	const char *dir = fa_test_tmpdir();
+	struct fa_proc_result r;
+	path_in(db, sizeof db, dir, "bad.db");
+	/* first a good run, so there is a database that must stay as it was */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	long long runs = q_int(db, "SELECT count(*) FROM runs");
+	long long results = q_int(db, "SELECT count(*) FROM results");
+	fa_proc_run((char *[]){"run", "suites/bad/unknown_key.yaml", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2, "status %d", r.status);
+	snprintf(expect_path, sizeof expect_path, "%s/suites/bad/unknown_key.err", fa_test_root());
+	char *expect = fa_test_read_file(expect_path, NULL);
+	FA_CHECKF(expect && strcmp(expect, r.err) == 0, "stderr differs from %s:\n%s", expect_path,
+		  r.err);
+	free(expect);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == runs);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == results);
+	fa_proc_free(&r);
+	/* a bad suite never creates a database */
+	path_in(db, sizeof db, dir, "never.db");
+	fa_proc_run((char *[]){"run", "suites/bad/unknown_key.yaml", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2);
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, unknown_kernel_points_at_suite)
+{
+	char suite[1024], text[1200];
+	const char *dir = fa_test_tmpdir();
+	struct fa_proc_result r;
+	FILE *f;
+	path_in(suite, sizeof suite, dir, "k.yaml");
+	f = fopen(suite, "w");
+	FA_REQUIRE(f != NULL);
+	fprintf(f, "suite: k\nkernels: [cpu_dense, cpu_flsh]\ndefaults: {heads: 1, head_dim: 8, "
+		   "seq_len: 4}\n");
+	fclose(f);
+	fa_proc_run((char *[]){"list", suite, NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0); /* list does not resolve kernels */
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", suite, "--dry-run", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2);
+	snprintf(text, sizeof text, "%s:2:22: unknown kernel 'cpu_flsh' (did you mean 'cpu_flash'?)",
+		 suite);
+	FA_CHECKF(strstr(r.err, text) != NULL, "stderr:\n%s\nexpected to contain:\n%s", r.err, text);
+	FA_CHECK(strstr(r.err, "^") != NULL);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--kernels", "cpu_nope", "--dry-run",
+			       NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2);
+	FA_CHECK(strstr(r.err, "unknown kernel 'cpu_nope'") != NULL);
+	fa_proc_free(&r);
+}
+
+/* Starts tests/suites/many.yaml, waits until `cases` cases are committed,
+ * sends sig, and returns the exit status. */
+static int interrupt_run(const char *db, int cases, int sig)
+{
+	pid_t pid = fa_proc_start((char *[]){"run", "tests/suites/many.yaml", "--backend", "cpu",
+					     "--db", (char *)db, "--quiet", NULL},
+				  NULL);
+	for (int i = 0; i < 600; i++) {
+		sleep_ms(50);
+		if (exists(db) && q_int(db, "SELECT count(*) FROM cases") >= cases)
+			break;
+	}
+	kill(pid, sig);
+	return fa_proc_wait(pid);
+}
+
+FA_TEST(e2e, kill9_keeps_finished_cases)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "kill.db");
+	int st = interrupt_run(db, 3, SIGKILL);
+	FA_CHECKF(st == 128 + SIGKILL, "status %d", st);
+	long long cases = q_int(db, "SELECT count(*) FROM cases");
+	FA_CHECKF(cases >= 3 && cases < 100, "cases %lld", cases);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	/* every stored case is whole: both kernels, each with all its samples */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2 * cases);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE n_samples != "
+			   "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status != 'pass'") == 0);
+	/* the database still takes new runs */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--run", "1", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "report of the killed run: status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, sigint_stops_cleanly)
+{
+	char db[1024];
+	path_in(db, sizeof db, fa_test_tmpdir(), "int.db");
+	int st = interrupt_run(db, 2, SIGINT);
+	FA_CHECKF(st == 130, "status %d", st);
+	long long cases = q_int(db, "SELECT count(*) FROM cases");
+	FA_CHECK(cases >= 2 && cases < 100);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
+			   "finished_at IS NOT NULL") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2 * cases);
+}
+
+FA_TEST(e2e, misbehaving_kernels_are_caught)
+{
+	char db[1024], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "plugin.db");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s",
+		 p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 48 && mask == causal", "--kernels",
+			       "test_correct,test_wrong,test_nan,test_unwritten,test_hang",
+			       "--timeout", "1", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 5);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel='test_correct' AND "
+			   "status='pass'") == 1);
+	char *why = q_text(db, "SELECT reason FROM results WHERE kernel='test_wrong' AND status='fail'");
+	FA_CHECKF(strstr(why, "max_abs") != NULL, "test_wrong: '%s'", why);
+	free(why);
+	why = q_text(db, "SELECT reason FROM results WHERE kernel='test_nan' AND status='fail'");
+	FA_CHECKF(strstr(why, "NaN") != NULL, "test_nan: '%s'", why);
+	free(why);
+	FA_CHECK(q_int(db, "SELECT nan_count FROM results WHERE kernel='test_nan'") == 1);
+	FA_CHECK(q_int(db, "SELECT unwritten FROM results WHERE kernel='test_unwritten' AND "
+			   "status='fail'") == 32); /* one row of head_dim 32 */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel='test_hang' AND "
+			   "status='timeout'") == 1);
+	/* without the variable the test kernels do not exist */
+	env[1] = NULL;
+	fa_proc_run((char *[]){"kernels", NULL}, env, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "test_wrong") == NULL);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, dry_run_writes_nothing)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "dry.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--dry-run",
+			       "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "8 to run, 0 to skip") != NULL);
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+	/* a tiny budget skips everything, with the reason */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--dry-run",
+			       "--mem-budget", "1K", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "over the memory budget of 1.00 KiB") != NULL);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, seed_replays_inputs)
+{
+	char d1[1024], d2[1024], d3[1024], f1[1100], f2[1100], f3[1100];
+	const char *dir = fa_test_tmpdir();
+	struct fa_proc_result r;
+	size_t n1 = 0, n2 = 0, n3 = 0;
+	snprintf(d1, sizeof d1, "%s/dump1", dir);
+	snprintf(d2, sizeof d2, "%s/dump2", dir);
+	snprintf(d3, sizeof d3, "%s/dump3", dir);
+	char *dirs[3] = {d1, d2, d3};
+	char *seeds[3] = {"5", "5", "6"};
+	for (int i = 0; i < 3; i++) {
+		char db[1024];
+		path_in(db, sizeof db, dir, "seed.db");
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--where",
+				       "q_len == 16 && mask == none", "--seed", seeds[i], "--dump",
+				       dirs[i], "--db", db, "--quiet", NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+		fa_proc_free(&r);
+	}
+	snprintf(f1, sizeof f1, "%s/case0000_q.npy", d1);
+	snprintf(f2, sizeof f2, "%s/case0000_q.npy", d2);
+	snprintf(f3, sizeof f3, "%s/case0000_q.npy", d3);
+	char *a = fa_test_read_file(f1, &n1), *b = fa_test_read_file(f2, &n2),
+	     *c = fa_test_read_file(f3, &n3);
+	FA_REQUIRE(a && b && c);
+	FA_CHECK(n1 == n2 && n1 > 128 && memcmp(a, b, n1) == 0);
+	FA_CHECK(n1 == n3 && memcmp(a, c, n1) != 0);
+	/* the header says what numpy needs: float32, shape (batch, seq, heads, dim) */
+	FA_CHECK(memcmp(a, "\x93NUMPY", 6) == 0 && strstr(a + 10, "'<f4'") &&
+		 strstr(a + 10, "(1, 16, 2, 32)"));
+	free(a);
+	free(b);
+	free(c);
+	snprintf(f1, sizeof f1, "%s/case0000_out_cpu_flash.npy", d1);
+	FA_CHECK(exists(f1));
+	snprintf(f1, sizeof f1, "%s/case0000_ref.npy", d1);
+	FA_CHECK(exists(f1));
+}
+
+FA_TEST(e2e, report_formats)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "rep.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--label", "first", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--run", "first", "--format", "csv", NULL}, NULL,
+		    60, &r);
+	FA_CHECK(r.status == 0);
+	int lines = 0;
+	for (char *c = r.out; *c; c++)
+		lines += *c == '\n';
+	FA_CHECKF(lines == 1 + 8, "csv has %d lines:\n%s", lines, r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && r.out[0] == '{');
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--run", "nosuch", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status != 0 && strstr(r.err, "no run 'nosuch'") != NULL);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, every_command_has_help)
+{
+	static const char *const cmds[] = {"run", "list", "kernels", "devices", "report", "calibrate"};
+	struct fa_proc_result r;
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "usage: fabench %s", cmds[i]);
+		fa_proc_run((char *[]){(char *)cmds[i], "--help", NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strncmp(r.out, want, strlen(want)) == 0,
+			  "%s --help: status %d, out '%.40s'", cmds[i], r.status, r.out);
+		fa_proc_free(&r);
+	}
+	fa_proc_run((char *[]){"--version", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strncmp(r.out, "fabench ", 8) == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"frobnicate", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "not a command"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--bogus", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "unknown option '--bogus'"));
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, where_filters_cases)
+{
+	struct fa_proc_result r;
+	fa_proc_run((char *[]){"list", "tests/suites/tiny.yaml", "--where", "q_len == 16", NULL}, NULL,
+		    60, &r);
+	FA_CHECK(r.status == 0 && atoi(r.out) == 2);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"list", "tests/suites/tiny.yaml", "--where", "q_len == = 16", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--where:1:") != NULL);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, isolate_survives_crash_and_hang)
+{
+	char db[1024], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "iso.db");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	/* two cases; in each, a kernel that ignores cancellation and one that
+	 * crashes the process sit between two that are right */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct,test_spin,test_crash,test_delay",
+			       "--timeout", "1", "--isolate", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel IN ('test_correct', "
+			   "'test_delay') AND status = 'pass' AND n_samples > 0") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_spin' AND "
+			   "status = 'timeout'") == 2);
+	char *why = q_text(db, "SELECT reason FROM results WHERE kernel = 'test_crash'");
+	FA_CHECKF(strstr(why, "signal 11") != NULL, "test_crash: '%s'", why);
+	free(why);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_crash' AND "
+			   "status = 'error'") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+}

@@ -49,6 +49,7 @@ PLUGIN_TEST_OBJ := $(PLUGIN_TEST_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/harness/
 FABENCH := $(BUILD)/fabench
 TESTBIN := $(BUILD)/fabench-test
 TEST_PLUGIN := $(BUILD)/libfabench-test.so
+TEST_PLUGIN_SLOW := $(BUILD)/slow/libfabench-test.so
 
 DEPS_OK := build/.deps-ok
 
@@ -82,30 +83,47 @@ $(DEPS_OK): tools/ensure-deps
 	@tools/ensure-deps
 	@touch $@
 
+# V=1 shows the full commands
+Q := $(if $(V),,@)
+say = $(if $(V),,@echo "  $(1) $(2)")
+
 $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/pic/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+	$(call say,CC,$< (pic))
+	$(Q)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 
 $(FABENCH): $(MAIN_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESTBIN): $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TEST_PLUGIN): $(PLUGIN_TEST_OBJ)
-	$(CC) $(LDFLAGS) -shared -o $@ $^ -lm -pthread
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -lm -pthread
+
+# The same test plugin, 10% slower in test_correct: the B side of the A/B tests.
+$(TEST_PLUGIN_SLOW): $(PLUGIN_TEST_SRC) harness/parallel.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -DFA_TEST_EXTRA_PCT=10 $(LDFLAGS) -shared -o $@ $^ -lm -pthread
 
 cuda: $(CUDA_PLUGIN)
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
 $(CUDA_PLUGIN): $(CUDA_OBJ)
-	$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
+	$(call say,LINK,$@)
+	$(Q)$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
 
 # The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
 run: all
@@ -116,7 +134,7 @@ run: all
 test-unit: $(TESTBIN)
 	$(TESTBIN)
 
-test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(ALL_CUDA)
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ALL_CUDA)
 	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
 
 clean:

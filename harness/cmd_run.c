@@ -25,7 +25,8 @@ static const char usage_text[] =
 	"usage: fabench run SUITE.yaml [--backend cpu|cuda|hip|auto] [--kernels GLOB,...]\n"
 	"                  [--where EXPR] [--db PATH] [--label TEXT] [--seed N] [--dry-run]\n"
 	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
-	"                  [--threads N] [--isolate] [--dump DIR] [--report FILE] [--quiet]";
+	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
+	"                  [--ab PLUGIN_A:PLUGIN_B] [--dump DIR] [--report FILE] [--quiet]";
 
 static void help(void)
 {
@@ -47,6 +48,12 @@ static void help(void)
 	       "  --timeout SECONDS  per case and kernel (overrides the suite's timeout_s)\n"
 	       "  --cache MODE       cold (flush the L2 before each sample) or hot\n"
 	       "  --threads N        CPU threads for kernels and the reference\n"
+	       "  --param K.N=V,...  set tunable N of kernel K (a name or glob); several\n"
+	       "                     values sweep it: the kernel runs once per combination\n"
+	       "                     (fabench kernels lists the tunables)\n"
+	       "  --ab A.so:B.so     load two builds of a backend plugin and measure them\n"
+	       "                     interleaved per case (A then B); stored as two runs\n"
+	       "                     labelled LABEL-a and LABEL-b (LABEL from --label, else ab)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"
 	       "                     is stored as error, one that hangs as timeout, and the\n"
 	       "                     run goes on\n"
@@ -69,7 +76,9 @@ static void on_signal(int sig)
 
 struct run_cli {
 	const char *suite, *backend, *kernels, *where, *db, *label, *dump, *report;
-	const char *seed_text, *budget_text, *timeout_text, *cache_text, *threads_text;
+	const char *seed_text, *budget_text, *timeout_text, *cache_text, *threads_text, *ab;
+	char *params[64];
+	int n_params;
 	uint64_t seed;
 	int dry_run, quiet, threads, cache, isolate;
 	double budget, timeout;
@@ -87,6 +96,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"threads", required_argument, 0, 'j'}, {"dump", required_argument, 0, 'D'},
 		{"report", required_argument, 0, 'r'},  {"quiet", no_argument, 0, 'q'},
 		{"isolate", no_argument, 0, 'I'},       {"worker-fd", required_argument, 0, 'F'},
+		{"param", required_argument, 0, 'P'},   {"ab", required_argument, 0, 'A'},
 		{"worker-case", required_argument, 0, 'C'},
 		{"worker-from", required_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
@@ -154,6 +164,12 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		case 'r': o->report = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'I': o->isolate = 1; break;
+		case 'P':
+			if (o->n_params >= 64)
+				return fa_cmd_usage_error("run", usage_text, "too many --param options");
+			o->params[o->n_params++] = optarg;
+			break;
+		case 'A': o->ab = optarg; break;
 		case 'F': o->worker_fd = atoi(optarg); break;
 		case 'C': o->worker_case = atoi(optarg); break;
 		case 'K': o->worker_from = atoi(optarg); break;
@@ -169,6 +185,12 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		return fa_cmd_usage_error("run", usage_text, "unexpected argument '%s'",
 					  argv[optind + 1]);
 	o->suite = argv[optind];
+	if (o->ab && (o->isolate || o->dry_run))
+		return fa_cmd_usage_error("run", usage_text, "--ab does not go with %s",
+					  o->isolate ? "--isolate" : "--dry-run");
+	if (o->ab && !strchr(o->ab, ':'))
+		return fa_cmd_usage_error("run", usage_text,
+					  "--ab '%s' must name two plugins: A.so:B.so", o->ab);
 	return 0;
 }
 
@@ -176,31 +198,46 @@ struct tally {
 	int count[5];
 };
 
+/* "312 TFLOP/s", "41.2 GFLOP/s", "850 MFLOP/s": three significant digits. */
+static void format_rate(double tflops, char *buf, size_t size)
+{
+	static const char *const units[] = {"TFLOP/s", "GFLOP/s", "MFLOP/s", "kFLOP/s"};
+	int u = 0;
+	while (u < 3 && tflops < 1.0 && tflops > 0) {
+		tflops *= 1000;
+		u++;
+	}
+	snprintf(buf, size, "%.3g %s", tflops, units[u]);
+}
+
 static void print_case_line(const struct fa_plan *plan, int ci, int n_cases,
 			    const struct fa_case_kernel *ks, const struct fa_result *res, int n,
 			    double elapsed_s, double eta_s)
 {
-	char eta[32] = "";
-	if (eta_s >= 0)
-		snprintf(eta, sizeof eta, "  eta %d:%02d", (int)(eta_s / 60), (int)fmod(eta_s, 60));
+	(void)elapsed_s;
 	printf("[%*d/%d] %s\n", (int)(n_cases >= 1000 ? 4 : n_cases >= 100 ? 3 : 2), ci + 1, n_cases,
 	       plan->labels[ci]);
 	for (int i = 0; i < n; i++) {
 		const struct fa_result *r = &res[i];
-		if (r->status == FA_STATUS_PASS || r->status == FA_STATUS_FAIL) {
-			printf("      %-24s %-7s %10.4g ms %9.4g TFLOP/s  max_abs %.2e", ks[i].k->name,
-			       fa_status_name(r->status), r->t.median_ms, r->tflops, r->st.max_abs);
+		char name[300], rate[32];
+		int swept = 0;
+		for (int j = 0; j < n; j++)
+			swept |= j != i && ks[j].k == ks[i].k;
+		snprintf(name, sizeof name, swept ? "%s[%s]" : "%s", ks[i].k->name, ks[i].params_text);
+		if ((r->status == FA_STATUS_PASS || r->status == FA_STATUS_FAIL) && r->t.n > 0) {
+			format_rate(r->tflops, rate, sizeof rate);
+			printf("      %-24s %-7s %10.4g ms %14s  max_abs %.2e", name,
+			       fa_status_name(r->status), r->t.median_ms, rate, r->st.max_abs);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");
 		} else {
-			printf("      %-24s %-7s %s\n", ks[i].k->name, fa_status_name(r->status),
-			       r->reason);
+			printf("      %-24s %-7s %s\n", name, fa_status_name(r->status), r->reason);
 		}
 	}
-	(void)elapsed_s;
-	if (eta[0])
-		printf("%s\n", eta + 2);
+	if (eta_s >= 1)
+		printf("      %.0f%% done, about %d:%02d left\n", 100.0 * fa_plan_progress(plan, ci),
+		       (int)(eta_s / 60), (int)fmod(eta_s, 60));
 	fflush(stdout);
 }
 
@@ -279,7 +316,7 @@ static int run_worker(const struct run_cli *o, const struct fa_suite *suite,
 /* The worker's command line: what decides the cases and how they run. */
 static const char **worker_argv(const struct run_cli *o, const char *backend)
 {
-	static const char *v[40];
+	static const char *v[48];
 	int n = 0;
 	v[n++] = "fabench";
 	v[n++] = "run";
@@ -300,6 +337,10 @@ static const char **worker_argv(const struct run_cli *o, const char *backend)
 	ADD("--cache", o->cache_text);
 	ADD("--mem-budget", o->budget_text);
 	ADD("--dump", o->dump);
+	for (int i = 0; i < o->n_params && n < 36; i++) {
+		v[n++] = "--param";
+		v[n++] = o->params[i];
+	}
 #undef ADD
 	v[n] = NULL;
 	return v;
@@ -340,6 +381,173 @@ static void fill_run_info(struct fa_run_info *ri, const struct fa_suite *s,
 	ri->source = "fabench";
 }
 
+/* ---- --ab: two builds of a plugin, interleaved per case ---- */
+
+/* A plugin path: the .so itself, or a build folder holding libfabench-*.so. */
+static void plugin_path(const char *spec, char *buf, size_t size)
+{
+	static const char *const names[] = {"cuda", "hip", "test"};
+	snprintf(buf, size, "%s", spec);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char p[1024];
+		snprintf(p, sizeof p, "%s/libfabench-%s.so", spec, names[i]);
+		if (access(p, R_OK) == 0) {
+			snprintf(buf, size, "%s", p);
+			return;
+		}
+	}
+}
+
+static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_registry *reg,
+		  int argc, char **argv)
+{
+	char spec[2048], path[2][1024], label[2][256], time_buf[32], commit[64], host[256];
+	const char *base = o->label ? o->label : "ab";
+	struct fa_backend_slot *slot[2];
+	struct fa_plan plan[2];
+	struct fa_runner *runner[2] = {NULL, NULL};
+	struct fa_store *store = NULL;
+	int64_t run_id[2] = {0, 0};
+	struct fa_err err;
+	struct fa_runner_cfg rcfg;
+	struct tally tal;
+	int status = FA_EXIT_OK, n_done = 0;
+	char *cmdline = NULL, *colon;
+	double t0 = fa_now_s();
+
+	memset(plan, 0, sizeof plan);
+	memset(&tal, 0, sizeof tal);
+	fa_err_clear(&err);
+	snprintf(spec, sizeof spec, "%s", o->ab);
+	colon = strchr(spec, ':');
+	*colon = '\0';
+	plugin_path(spec, path[0], sizeof path[0]);
+	plugin_path(colon + 1, path[1], sizeof path[1]);
+	for (int i = 0; i < 2; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "ab-%c", 'a' + i);
+		if (fa_registry_load_plugin(reg, path[i], NULL, &err) != FA_OK)
+			return fa_cmd_fail("run", &err);
+		slot[i] = &reg->slots[reg->n - 1];
+		snprintf(label[i], sizeof label[i], "%s-%c", base, 'a' + i);
+		if (fa_plan_build_slot(&plan[i], suite, reg, slot[i], o->kernels, o->params, o->n_params,
+				       &err) != FA_OK) {
+			status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+	}
+	if (strcmp(slot[0]->name, slot[1]->name) != 0) {
+		fprintf(stderr, "fabench run: --ab needs two builds of one backend; got %s and %s\n",
+			slot[0]->name, slot[1]->name);
+		status = FA_EXIT_USAGE;
+		goto out;
+	}
+	if (plan[0].n_pairs == 0) {
+		fprintf(stderr, "fabench run: nothing to run on backend %s\n", slot[0]->name);
+		status = FA_EXIT_USAGE;
+		goto out;
+	}
+	memset(&rcfg, 0, sizeof rcfg);
+	rcfg.mem_budget_bytes = o->budget;
+	rcfg.timeout_s = o->timeout;
+	rcfg.cache = o->cache;
+	rcfg.nthreads = o->threads > 0 ? o->threads : fa_cpu_threads();
+	rcfg.cancel = &g_cancel;
+	for (int i = 0; i < 2; i++)
+		if (!(runner[i] = fa_runner_new(slot[i], &rcfg, &err))) {
+			status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+	printf("fabench %s: suite %s (%s), %d cases, A/B of %s:\n  A %s\n  B %s\n", FA_VERSION,
+	       suite->name, suite->path, suite->n_cases, slot[0]->name, path[0], path[1]);
+	if (fa_store_open(o->db, 1, &store, &err) != FA_OK) {
+		status = fa_cmd_fail("run", &err);
+		goto out;
+	}
+	cmdline = fa_join_argv(argc + 1, argv - 1);
+	for (int i = 0; i < 2; i++) {
+		struct fa_run_info ri;
+		struct run_cli oi = *o;
+		oi.label = label[i];
+		fill_run_info(&ri, suite, slot[i], &oi, time_buf, commit, host, cmdline ? cmdline : "");
+		if (fa_store_run_begin(store, &ri, &run_id[i], &err) != FA_OK) {
+			status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+	}
+	printf("runs %lld (%s) and %lld (%s) -> %s\n\n", (long long)run_id[0], label[0],
+	       (long long)run_id[1], label[1], o->db);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (int ci = 0; ci < suite->n_cases && !g_cancel && status == FA_EXIT_OK; ci++) {
+		const struct fa_case *c = &suite->cases[ci];
+		for (int side = 0; side < 2 && !g_cancel; side++) {
+			int n = plan[side].n_kernels[ci];
+			if (n == 0)
+				continue;
+			struct fa_result *res = calloc((size_t)n, sizeof *res);
+			struct fa_samples *smp = calloc((size_t)n, sizeof *smp);
+			enum fa_rc frc = FA_ERR_NOMEM;
+			if (res && smp)
+				frc = fa_runner_run_case(runner[side], c, plan[side].kernels[ci], n, res,
+							 smp, &err);
+			if (frc == FA_OK || frc == FA_ERR_STICKY) {
+				if (fa_store_case_commit(store, run_id[side], c, res, n, NULL, &err) !=
+				    FA_OK) {
+					status = fa_cmd_fail("run", &err);
+				} else {
+					for (int i = 0; i < n; i++)
+						tal.count[res[i].status]++;
+					fa_plan_tally_case(&plan[side], ci, res, n);
+					if (!o->quiet) {
+						printf("%c ", 'A' + side);
+						print_case_line(&plan[side], ci, suite->n_cases,
+								plan[side].kernels[ci], res, n, 0, -1);
+					}
+				}
+				if (frc == FA_ERR_STICKY) {
+					fprintf(stderr, "fabench run: %s\n", err.msg);
+					status = FA_EXIT_FAIL;
+				}
+			} else if (frc != FA_ERR_CANCELLED) {
+				status = fa_cmd_fail("run", &err);
+			}
+			for (int i = 0; smp && i < n; i++)
+				fa_samples_free(&smp[i]);
+			free(res);
+			free(smp);
+		}
+		if (status == FA_EXIT_OK)
+			n_done++;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct fa_err e2;
+		fa_err_clear(&e2);
+		fa_store_run_end(store, run_id[i], g_cancel || status != FA_EXIT_OK ? "incomplete"
+										       : "complete",
+				 &e2);
+	}
+	if (g_cancel)
+		status = FA_EXIT_SIGNAL;
+	else if (status == FA_EXIT_OK &&
+		 (tal.count[FA_STATUS_FAIL] || tal.count[FA_STATUS_ERROR] || tal.count[FA_STATUS_TIMEOUT]))
+		status = FA_EXIT_FAIL;
+	printf("\n%d cases on each side in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n",
+	       n_done, fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
+	       tal.count[FA_STATUS_SKIP], tal.count[FA_STATUS_ERROR], tal.count[FA_STATUS_TIMEOUT]);
+	printf("results: %s (runs %lld and %lld)\ncompare: fabench compare --db %s %s %s\n", o->db,
+	       (long long)run_id[0], (long long)run_id[1], o->db, label[0], label[1]);
+out:
+	for (int i = 0; i < 2; i++) {
+		fa_runner_free(runner[i]);
+		fa_plan_free(&plan[i]);
+	}
+	if (store)
+		fa_store_close(store);
+	free(cmdline);
+	return status;
+}
+
 int fa_cmd_run(int argc, char **argv)
 {
 	struct run_cli o;
@@ -376,7 +584,12 @@ int fa_cmd_run(int argc, char **argv)
 		fa_suite_free(&suite);
 		return fa_cmd_fail("run", &err);
 	}
-	if (fa_plan_build(&plan, &suite, &reg, o.backend, o.kernels, &err) != FA_OK) {
+	if (o.ab) {
+		exit_status = run_ab(&o, &suite, &reg, argc, argv);
+		goto out;
+	}
+	if (fa_plan_build(&plan, &suite, &reg, o.backend, o.kernels, o.params, o.n_params, &err) !=
+	    FA_OK) {
 		exit_status = fa_cmd_fail("run", &err);
 		goto out;
 	}

@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,11 @@ static int csv_matches(char **pats, int n, const char *name)
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The case key without the parameters every case shares. */
 static char **make_labels(const struct fa_suite *s)
 {
@@ -132,20 +138,33 @@ static char **make_labels(const struct fa_suite *s)
 	/* count, for each name=value token, the cases it appears in */
 	for (int i = 0; i < s->n_cases; i++) {
 		char *k = strdup(s->cases[i].key ? s->cases[i].key : ""), *save = NULL;
-		for (char *t = strtok_r(k, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		for (char *t = k ? strtok_r(k, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+			char *d = strdup(t);
 			if (ntok == cap) {
+				char **nt = realloc(tok, sizeof *tok * (size_t)(cap ? cap * 2 : 256));
+				if (!nt) {
+					free(d);
+					break;
+				}
+				tok = nt;
 				cap = cap ? cap * 2 : 256;
-				tok = realloc(tok, sizeof *tok * (size_t)cap);
 			}
-			tok[ntok++] = strdup(t);
+			if (d)
+				tok[ntok++] = d;
 		}
 		free(k);
 	}
-	qsort(tok, (size_t)ntok, sizeof *tok, (int (*)(const void *, const void *))strcmp);
+	qsort(tok, (size_t)ntok, sizeof *tok, cmp_str);
 	for (int i = 0; i < s->n_cases; i++) {
 		char *k = strdup(s->cases[i].key ? s->cases[i].key : ""), *save = NULL;
-		size_t len = strlen(k) + 2;
+		size_t len = (k ? strlen(k) : 0) + 32;
 		char *out = calloc(len, 1);
+		if (!k || !out) {
+			free(k);
+			free(out);
+			labels[i] = NULL;
+			continue;
+		}
 		for (char *t = strtok_r(k, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 			/* binary search for the token's run of equal entries */
 			int lo = 0, hi = ntok;
@@ -176,8 +195,167 @@ static char **make_labels(const struct fa_suite *s)
 	return labels;
 }
 
+/* Most combinations one kernel may sweep in a run. */
+#define FA_MAX_VARIANTS 4096
+
+/* Values of one --param for one kernel. */
+struct pvals {
+	int32_t v[256];
+	int n;
+};
+
+static int param_allowed(const struct fa_kernel_param *kp, int32_t v)
+{
+	if (!kp->allowed)
+		return v >= kp->min_value && v <= kp->max_value;
+	for (int i = 0; i < kp->n_allowed; i++)
+		if (kp->allowed[i] == v)
+			return 1;
+	return 0;
+}
+
+/* Parses the --param specs that apply to kernel k into vals[param index]
+ * (n == 0: default). Errors name the spec. */
+static enum fa_rc kernel_param_values(const struct fa_kernel *k, char *const *specs, int n_specs,
+				      struct pvals *vals, struct fa_err *err)
+{
+	for (int i = 0; i < n_specs; i++) {
+		char pat[128], name[64];
+		const char *eq = strchr(specs[i], '='), *dot;
+		if (!eq)
+			continue; /* checked by the caller */
+		dot = eq;
+		while (dot > specs[i] && *dot != '.')
+			dot--;
+		snprintf(pat, sizeof pat, "%.*s", (int)(dot - specs[i]), specs[i]);
+		snprintf(name, sizeof name, "%.*s", (int)(eq - dot - 1), dot + 1);
+		if (!fa_kernel_match(pat, k->name))
+			continue;
+		for (int pi = 0; pi < k->n_params && pi < FA_KERNEL_MAX_PARAMS; pi++) {
+			const struct fa_kernel_param *kp = &k->params[pi];
+			if (strcmp(kp->name, name) != 0)
+				continue;
+			char *list = strdup(eq + 1), *save = NULL;
+			vals[pi].n = 0;
+			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				char *end;
+				long v = strtol(t, &end, 10);
+				if (*end || end == t || v < INT32_MIN || v > INT32_MAX ||
+				    !param_allowed(kp, (int32_t)v)) {
+					char allowed[256] = "";
+					size_t len = 0;
+					if (kp->allowed)
+						for (int a = 0; a < kp->n_allowed; a++)
+							len += (size_t)snprintf(allowed + len,
+										sizeof allowed - len,
+										"%s%d", a ? ", " : "",
+										kp->allowed[a]);
+					else
+						snprintf(allowed, sizeof allowed, "%d to %d",
+							 kp->min_value, kp->max_value);
+					fa_err_set(err, FA_ERR_USAGE,
+						   "--param %s: '%s' is not an allowed value of %s.%s "
+						   "(allowed: %s)",
+						   specs[i], t, k->name, kp->name, allowed);
+					free(list);
+					return FA_ERR_USAGE;
+				}
+				if (vals[pi].n < 256)
+					vals[pi].v[vals[pi].n++] = (int32_t)v;
+			}
+			free(list);
+		}
+	}
+	return FA_OK;
+}
+
+/* The variants of kernel k: the cartesian product of its parameter values. */
+static enum fa_rc make_variants(struct fa_plan_kstat *ks, struct fa_backend_slot *slot,
+				char *const *specs, int n_specs, struct fa_err *err)
+{
+	struct pvals vals[FA_KERNEL_MAX_PARAMS];
+	int np = ks->k->n_params < FA_KERNEL_MAX_PARAMS ? ks->k->n_params : FA_KERNEL_MAX_PARAMS;
+	long total = 1;
+	enum fa_rc rc;
+	memset(vals, 0, sizeof vals);
+	if ((rc = kernel_param_values(ks->k, specs, n_specs, vals, err)) != FA_OK)
+		return rc;
+	for (int pi = 0; pi < np; pi++)
+		total *= vals[pi].n ? vals[pi].n : 1;
+	if (total > FA_MAX_VARIANTS)
+		return fa_err_set(err, FA_ERR_USAGE,
+				  "--param: %ld combinations for %s, more than %d", total,
+				  ks->k->name, FA_MAX_VARIANTS);
+	ks->variants = calloc((size_t)total, sizeof *ks->variants);
+	if (!ks->variants)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+	for (long c = 0; c < total; c++) {
+		struct fa_case_kernel *ck = &ks->variants[c];
+		long rest = c;
+		fa_case_kernel_init(ck, ks->k, slot);
+		/* the last parameter varies fastest */
+		for (int pi = np - 1; pi >= 0; pi--) {
+			if (!vals[pi].n)
+				continue;
+			ck->params[pi] = vals[pi].v[rest % vals[pi].n];
+			rest /= vals[pi].n;
+		}
+		fa_case_kernel_text(ck);
+	}
+	ks->n_variants = (int32_t)total;
+	return FA_OK;
+}
+
+/* Every --param spec must be well formed and reach a parameter of some
+ * kernel of the backend. */
+static enum fa_rc check_param_specs(struct fa_plan *pl, char *const *specs, int n_specs,
+				    struct fa_err *err)
+{
+	for (int i = 0; i < n_specs; i++) {
+		const char *eq = strchr(specs[i], '='), *dot = eq;
+		int found = 0;
+		while (dot && dot > specs[i] && *dot != '.')
+			dot--;
+		if (!eq || !dot || *dot != '.' || dot == specs[i] || eq == dot + 1 || !eq[1])
+			return fa_err_set(err, FA_ERR_USAGE,
+					  "--param '%s' must look like KERNEL.NAME=VALUE[,VALUE...]",
+					  specs[i]);
+		for (int j = 0; j < pl->n_kstats && !found; j++) {
+			const struct fa_kernel *k = pl->kstats[j].k;
+			char pat[128];
+			snprintf(pat, sizeof pat, "%.*s", (int)(dot - specs[i]), specs[i]);
+			if (!fa_kernel_match(pat, k->name))
+				continue;
+			for (int pi = 0; pi < k->n_params; pi++)
+				if (strlen(k->params[pi].name) == (size_t)(eq - dot - 1) &&
+				    strncmp(k->params[pi].name, dot + 1, (size_t)(eq - dot - 1)) == 0)
+					found = 1;
+		}
+		if (!found)
+			return fa_err_set(err, FA_ERR_USAGE,
+					  "--param '%s': no kernel of backend %s matching '%.*s' has a "
+					  "parameter '%.*s' (see fabench kernels)",
+					  specs[i], pl->slot->name, (int)(dot - specs[i]), specs[i],
+					  (int)(eq - dot - 1), dot + 1);
+	}
+	return FA_OK;
+}
+
 enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa_registry *reg,
-			 const char *backend, const char *kernels_csv, struct fa_err *err)
+			 const char *backend, const char *kernels_csv, char *const *params,
+			 int n_params, struct fa_err *err)
+{
+	struct fa_backend_slot *slot = NULL;
+	enum fa_rc rc;
+	memset(pl, 0, sizeof *pl);
+	if ((rc = pick_backend(reg, backend, &slot, err)) != FA_OK)
+		return rc;
+	return fa_plan_build_slot(pl, s, reg, slot, kernels_csv, params, n_params, err);
+}
+
+enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, struct fa_registry *reg,
+			      struct fa_backend_slot *slot, const char *kernels_csv,
+			      char *const *params, int n_params, struct fa_err *err)
 {
 	char **cli = NULL, hint[128], *csv = NULL;
 	int ncli = 0;
@@ -185,8 +363,7 @@ enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa
 	enum fa_rc rc = FA_OK;
 
 	memset(pl, 0, sizeof *pl);
-	if ((rc = pick_backend(reg, backend, &pl->slot, err)) != FA_OK)
-		return rc;
+	pl->slot = slot;
 	if (kernels_csv) {
 		char *save = NULL;
 		csv = strdup(kernels_csv);
@@ -225,14 +402,22 @@ enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory");
 		goto done;
 	}
+	int max_per_case = 0;
 	for (int j = 0; j < nk; j++) {
 		const struct fa_kernel *k = pl->slot->be.iface.kernel_get(pl->slot->be.context, j);
 		if (fa_kernel_visible(k))
 			pl->kstats[pl->n_kstats++].k = k;
 	}
+	if ((rc = check_param_specs(pl, params, n_params, err)) != FA_OK)
+		goto done;
+	for (int j = 0; j < pl->n_kstats; j++) {
+		if ((rc = make_variants(&pl->kstats[j], pl->slot, params, n_params, err)) != FA_OK)
+			goto done;
+		max_per_case += pl->kstats[j].n_variants;
+	}
 	for (int ci = 0; ci < s->n_cases; ci++) {
 		const struct fa_case *c = &s->cases[ci];
-		pl->kernels[ci] = calloc((size_t)(pl->n_kstats + 1), sizeof **pl->kernels);
+		pl->kernels[ci] = calloc((size_t)(max_per_case + 1), sizeof **pl->kernels);
 		if (!pl->kernels[ci]) {
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory");
 			goto done;
@@ -241,7 +426,8 @@ enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa
 			const struct fa_kernel *k = pl->kstats[j].k;
 			if (!set_matches(c->kernels, k->name) || !csv_matches(cli, ncli, k->name))
 				continue;
-			fa_case_kernel_init(&pl->kernels[ci][pl->n_kernels[ci]++], k, pl->slot);
+			for (int v = 0; v < pl->kstats[j].n_variants; v++)
+				pl->kernels[ci][pl->n_kernels[ci]++] = pl->kstats[j].variants[v];
 		}
 		pl->n_pairs += pl->n_kernels[ci];
 		/* work: FLOPs (plus a constant per case for set-up) times kernels */
@@ -274,6 +460,8 @@ void fa_plan_free(struct fa_plan *pl)
 	free(pl->n_kernels);
 	free(pl->labels);
 	free(pl->work_cum);
+	for (int j = 0; pl->kstats && j < pl->n_kstats; j++)
+		free(pl->kstats[j].variants);
 	free(pl->kstats);
 	memset(pl, 0, sizeof *pl);
 }

@@ -15,6 +15,8 @@
 
 struct fa_plan_kstat {
 	const struct fa_kernel *k;
+	struct fa_case_kernel *variants; /* one per combination of --param values */
+	int32_t n_variants;
 	int32_t count[5];        /* by enum fa_status */
 	double log_speedup_sum;  /* over cases where both it and the baseline were timed */
 	int32_t n_speedup;
@@ -33,13 +35,23 @@ struct fa_plan {
 	const struct fa_kernel *baseline; /* first kernel named *dense*, or NULL */
 };
 
-/* Chooses the backend ("auto": cuda, then hip, then cpu, whichever loaded),
- * checks every kernel pattern of the suite (errors at the pattern's
- * file:line:col) and of kernels_csv (may be NULL), and lists each case's
- * kernels. Errors: FA_ERR_USAGE (backend not available, bad --kernels) or
- * FA_ERR_INPUT (unknown kernel in the suite). pl is freeable on error. */
+/* Chooses the backend ("auto": cuda, then hip, then cpu, whichever loaded;
+ * or a slot name such as a plugin loaded for --ab), checks every kernel
+ * pattern of the suite (errors at the pattern's file:line:col) and of
+ * kernels_csv (may be NULL), applies the --param settings
+ * ("KERNEL.NAME=V1,V2,...", KERNEL a name or glob; several values make a
+ * sweep: the kernel runs once per combination), and lists each case's
+ * kernels. Errors: FA_ERR_USAGE (backend not available, bad --kernels or
+ * --param) or FA_ERR_INPUT (unknown kernel in the suite). pl is freeable on
+ * error. */
 enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa_registry *reg,
-			 const char *backend, const char *kernels_csv, struct fa_err *err);
+			 const char *backend, const char *kernels_csv, char *const *params,
+			 int n_params, struct fa_err *err);
+/* The same with the backend given as a loaded slot (used by --ab, where two
+ * slots carry the same backend name). */
+enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, struct fa_registry *reg,
+			      struct fa_backend_slot *slot, const char *kernels_csv,
+			      char *const *params, int n_params, struct fa_err *err);
 void fa_plan_free(struct fa_plan *pl);
 
 /* Share of the run's estimated work done once case ci has finished (0..1). */

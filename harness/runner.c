@@ -150,20 +150,27 @@ double fa_runner_budget(const struct fa_runner *r)
 	return r->budget;
 }
 
-void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
-			 struct fa_backend_slot *slot)
+void fa_case_kernel_text(struct fa_case_kernel *ck)
 {
 	size_t len = 0;
-	memset(ck, 0, sizeof *ck);
-	ck->k = k;
-	ck->slot = slot;
-	for (int i = 0; i < k->n_params && i < FA_KERNEL_MAX_PARAMS; i++) {
-		ck->params[i] = k->params[i].default_value;
+	ck->params_text[0] = '\0';
+	for (int i = 0; i < ck->k->n_params && i < FA_KERNEL_MAX_PARAMS; i++) {
 		len += (size_t)snprintf(ck->params_text + len, sizeof ck->params_text - len, "%s%s=%d",
-					i ? "," : "", k->params[i].name, ck->params[i]);
+					i ? "," : "", ck->k->params[i].name, ck->params[i]);
 		if (len >= sizeof ck->params_text)
 			len = sizeof ck->params_text - 1;
 	}
+}
+
+void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
+			 struct fa_backend_slot *slot)
+{
+	memset(ck, 0, sizeof *ck);
+	ck->k = k;
+	ck->slot = slot;
+	for (int i = 0; i < k->n_params && i < FA_KERNEL_MAX_PARAMS; i++)
+		ck->params[i] = k->params[i].default_value;
+	fa_case_kernel_text(ck);
 }
 
 static double io_bytes(const struct fa_problem *p)

@@ -25,6 +25,9 @@ struct fa_case_kernel {
 void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
 			 struct fa_backend_slot *slot);
 
+/* Rewrites ck->params_text from ck->params. */
+void fa_case_kernel_text(struct fa_case_kernel *ck);
+
 struct fa_runner;
 
 /* Called after each kernel of a case finished (result complete). */

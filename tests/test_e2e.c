@@ -422,3 +422,66 @@ FA_TEST(e2e, isolate_survives_crash_and_hang)
 			   "status = 'error'") == 2);
 	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 }
+
+FA_TEST(e2e, param_sweeps_and_rejects)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "param.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--param", "cpu_flash.block_q=8,32", "--param",
+			       "cpu_flash.block_k=16,32", "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	/* 4 cases x 2 x 2 combinations, each stored with its own params */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 16);
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT params) FROM results") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE params = "
+			   "'block_q=32,block_k=16'") == 4);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--param", "cpu_flash.block_q=7",
+			       "--dry-run", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "allowed: 8, 16, 32, 64"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--param", "cpu_flash.nope=1",
+			       "--dry-run", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "has a parameter 'nope'"));
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, ab_runs_two_builds_interleaved)
+{
+	char db[1024], ab[2100], *env[2];
+	const char *a = getenv("FABENCH_TEST_PLUGIN"), *b = getenv("FABENCH_TEST_PLUGIN_SLOW");
+	struct fa_proc_result r;
+	if (!a || !b) {
+		fa_test_skip("FABENCH_TEST_PLUGIN / FABENCH_TEST_PLUGIN_SLOW not set (run through make test)");
+		return;
+	}
+	path_in(db, sizeof db, fa_test_tmpdir(), "ab.db");
+	snprintf(ab, sizeof ab, "%s:%s", a, b);
+	env[0] = "FABENCH_TEST_KERNELS=1";
+	env[1] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+			       "test_correct", "--label", "pr7", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "fabench compare --db") != NULL);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND label IN "
+			   "('pr7-a', 'pr7-b') AND backend = 'test'") == 2);
+	/* the same cases on both sides */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN runs ra ON ra.id = a.run_id AND "
+			   "ra.label = 'pr7-a' JOIN cases b ON b.key = a.key JOIN runs rb ON "
+			   "rb.id = b.run_id AND rb.label = 'pr7-b'") == 4);
+	/* a and b alternate: b's first case was stored before a's last one */
+	FA_CHECK(q_int(db, "SELECT (SELECT min(c.id) FROM cases c JOIN runs r ON r.id = c.run_id "
+			   "AND r.label = 'pr7-b') < (SELECT max(c.id) FROM cases c JOIN runs r ON "
+			   "r.id = c.run_id AND r.label = 'pr7-a')") == 1);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", "nothing-here.so", NULL}, env,
+		    60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "two plugins"));
+	fa_proc_free(&r);
+}

@@ -171,7 +171,7 @@ static const char *cpu_error_string(void *ctx, int code)
 	case CPU_ERR_NOMEM: return "out of memory";
 	case FA_KERNEL_CANCELLED: return "cancelled";
 	case CPU_ERR_BADARG: return "invalid argument";
-	default: return "kernel error";
+	default: return fa_cpu_kernel_strerror(code);
 	}
 }
 

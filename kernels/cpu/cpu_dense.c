@@ -1,0 +1,284 @@
+/* cpu_dense.c - the naive "math fallback" attention (seed 000's SDPA path):
+ * the whole fp32 score tensor S = scale * Q K^T is materialised in the
+ * workspace for every (sequence, head, query, key), masked entries set to
+ * -inf, then a row softmax in place (P overwrites S), then O = P V over
+ * every key. Three passes over O(batch * heads * q_len * kv_len) memory:
+ * the algorithm flash attention replaces, kept as the baseline to compare
+ * against. Its arithmetic is as vectorised as cpu_flash's (each key or value
+ * row converted once per block of query rows), so a comparison of the two
+ * measures the algorithm, not the code quality.
+ *
+ * Score tensor layout: [batch, heads, q_len, kv_len] (varlen: [total_q,
+ * heads, kv_len] with kv_len the longest sequence's).
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../harness/parallel.h"
+#include "cpu_kernels.h"
+
+/* Query rows per work item: each key and value row is converted once per
+ * block, and 16 rows of scores and accumulators stay in L1/L2. */
+#define DENSE_BLOCK_ROWS 16
+
+size_t fa_cpu_dense_workspace_bytes(const struct fa_problem *p, const int32_t *params)
+{
+	int64_t rows = p->varlen ? (int64_t)p->total_q * p->heads
+				 : (int64_t)p->batch * p->heads * p->q_len;
+	(void)params;
+	return (size_t)rows * (size_t)p->kv_len * sizeof(float);
+}
+
+struct dense_scratch {
+	float *q;   /* DENSE_BLOCK_ROWS x head_dim */
+	float *row; /* max(head_dim, head_dim_v): one key or value row */
+	float *acc; /* DENSE_BLOCK_ROWS x head_dim_v */
+};
+
+struct dense_ctx {
+	const struct fa_launch_args *a;
+	const struct fa_problem *p;
+	float *scores;
+	int64_t *block_start; /* batch + 1: first row block of each sequence */
+	struct dense_scratch *scratch;
+	atomic_int stopped;
+};
+
+/* One work item: rows t0 .. t0 + nr - 1 of sequence b, head h. */
+struct dense_block {
+	int b, h, kvh;
+	int32_t t0, nr, lq, lk;
+};
+
+static int dense_cancelled(struct dense_ctx *c)
+{
+	if (atomic_load_explicit(&c->stopped, memory_order_relaxed))
+		return 1;
+	if (c->a->cancel && *c->a->cancel) {
+		atomic_store(&c->stopped, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* Item idx = (global row block g, head h) with g running over sequences. */
+static void dense_block_of(const struct dense_ctx *c, int64_t idx, struct dense_block *k)
+{
+	const struct fa_problem *p = c->p;
+	const struct fa_launch_args *a = c->a;
+	int64_t g = idx / p->heads;
+	int lo = 0, hi = p->batch - 1;
+	while (lo < hi) { /* the last sequence whose blocks start at or before g */
+		int mid = lo + (hi - lo + 1) / 2;
+		if (c->block_start[mid] <= g)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	k->b = lo;
+	k->h = (int)(idx % p->heads);
+	k->kvh = k->h / (p->heads / p->kv_heads);
+	k->lq = fa_seq_q_len(p, a->cu_seqlens_q, lo);
+	k->lk = fa_seq_kv_len(p, a->cu_seqlens_k, lo);
+	k->t0 = (int32_t)((g - c->block_start[lo]) * DENSE_BLOCK_ROWS);
+	k->nr = k->lq - k->t0 < DENSE_BLOCK_ROWS ? k->lq - k->t0 : DENSE_BLOCK_ROWS;
+}
+
+/* Row t of the block's sequence and head in the score tensor. */
+static float *score_row(const struct dense_ctx *c, const struct dense_block *k, int32_t t)
+{
+	const struct fa_problem *p = c->p;
+	int64_t r = p->varlen ? ((int64_t)c->a->cu_seqlens_q[k->b] + t) * p->heads + k->h
+			      : ((int64_t)k->b * p->heads + k->h) * p->q_len + t;
+	return c->scores + r * p->kv_len;
+}
+
+/* sum_d a[d] b[d]: four lanes of four partial sums, then the lanes. */
+static float dot(const float *restrict a, const float *restrict b, int32_t n)
+{
+	fa_cpu_v4f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+	int32_t d = 0;
+	float s;
+	for (; d + 16 <= n; d += 16) {
+		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
+		s1 += fa_cpu_ld4(a + d + 4) * fa_cpu_ld4(b + d + 4);
+		s2 += fa_cpu_ld4(a + d + 8) * fa_cpu_ld4(b + d + 8);
+		s3 += fa_cpu_ld4(a + d + 12) * fa_cpu_ld4(b + d + 12);
+	}
+	for (; d + 4 <= n; d += 4)
+		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
+	s0 = (s0 + s1) + (s2 + s3);
+	s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+	for (; d < n; d++)
+		s += a[d] * b[d];
+	return s;
+}
+
+/* acc[0..n) += w * v[0..n) */
+static void axpy(float *restrict acc, float w, const float *restrict v, int32_t n)
+{
+	int32_t d = 0;
+	for (; d + 4 <= n; d += 4)
+		fa_cpu_st4(acc + d, fa_cpu_ld4(acc + d) + w * fa_cpu_ld4(v + d));
+	for (; d < n; d++)
+		acc[d] += w * v[d];
+}
+
+/* Pass 1: S[row, j] = scale * q . k_j, or -inf where the mask says no. */
+static void pass_scores(void *vctx, int64_t begin, int64_t end, int thread)
+{
+	struct dense_ctx *c = vctx;
+	const struct fa_problem *p = c->p;
+	const struct fa_launch_args *a = c->a;
+	struct dense_scratch *w = &c->scratch[thread];
+	const int32_t dk = p->head_dim;
+	for (int64_t idx = begin; idx < end; idx++) {
+		struct dense_block k;
+		int32_t lo[DENSE_BLOCK_ROWS], hi[DENSE_BLOCK_ROWS], prefix = 0;
+		float *s[DENSE_BLOCK_ROWS];
+		if (dense_cancelled(c))
+			return;
+		dense_block_of(c, idx, &k);
+		if (p->mask == FA_MASK_PREFIX_LM)
+			prefix = fa_seq_prefix(p, a->prefix_lens, k.b);
+		for (int32_t r = 0; r < k.nr; r++) {
+			fa_cpu_load_row(w->q + (size_t)r * dk, a->q, p->dtype,
+					fa_q_offset(p, a->cu_seqlens_q, k.b, k.t0 + r, k.h), dk);
+			fa_mask_range(p->mask, k.t0 + r, k.lq, k.lk, p->window, &lo[r], &hi[r]);
+			s[r] = score_row(c, &k, k.t0 + r);
+		}
+		for (int32_t j = 0; j < k.lk; j++) {
+			fa_cpu_load_row(w->row, a->k, p->dtype,
+					fa_k_offset(p, a->cu_seqlens_k, k.b, j, k.kvh), dk);
+			for (int32_t r = 0; r < k.nr; r++) {
+				const float *q = w->q + (size_t)r * dk;
+				int allowed = (j >= lo[r] && j < hi[r]) || j < prefix;
+				s[r][j] = allowed ? p->scale * dot(q, w->row, dk) : -INFINITY;
+			}
+		}
+	}
+}
+
+/* Pass 2: each row of S becomes softmax(S) in place; a row with no allowed
+ * key becomes zeros. */
+static void pass_softmax(void *vctx, int64_t begin, int64_t end, int thread)
+{
+	struct dense_ctx *c = vctx;
+	(void)thread;
+	for (int64_t idx = begin; idx < end; idx++) {
+		struct dense_block k;
+		if (dense_cancelled(c))
+			return;
+		dense_block_of(c, idx, &k);
+		for (int32_t r = 0; r < k.nr; r++) {
+			float *s = score_row(c, &k, k.t0 + r), m = -INFINITY, l = 0;
+			for (int32_t j = 0; j < k.lk; j++)
+				m = s[j] > m ? s[j] : m;
+			if (m == -INFINITY) { /* no allowed key (or no key at all) */
+				for (int32_t j = 0; j < k.lk; j++)
+					s[j] = 0;
+				continue;
+			}
+			for (int32_t j = 0; j < k.lk; j++) {
+				s[j] = expf(s[j] - m);
+				l += s[j];
+			}
+			for (int32_t j = 0; j < k.lk; j++)
+				s[j] /= l;
+		}
+	}
+}
+
+/* Pass 3: O[row] = sum_j P[row, j] v_j over every key of the sequence. */
+static void pass_output(void *vctx, int64_t begin, int64_t end, int thread)
+{
+	struct dense_ctx *c = vctx;
+	const struct fa_problem *p = c->p;
+	const struct fa_launch_args *a = c->a;
+	struct dense_scratch *w = &c->scratch[thread];
+	const int32_t dv = p->head_dim_v;
+	for (int64_t idx = begin; idx < end; idx++) {
+		struct dense_block k;
+		const float *s[DENSE_BLOCK_ROWS];
+		if (dense_cancelled(c))
+			return;
+		dense_block_of(c, idx, &k);
+		for (int32_t r = 0; r < k.nr; r++)
+			s[r] = score_row(c, &k, k.t0 + r);
+		memset(w->acc, 0, sizeof(float) * (size_t)k.nr * dv);
+		for (int32_t j = 0; j < k.lk; j++) {
+			fa_cpu_load_row(w->row, a->v, p->dtype,
+					fa_v_offset(p, a->cu_seqlens_k, k.b, j, k.kvh), dv);
+			for (int32_t r = 0; r < k.nr; r++)
+				axpy(w->acc + (size_t)r * dv, s[r][j], w->row, dv);
+		}
+		for (int32_t r = 0; r < k.nr; r++)
+			fa_cpu_store_row(a->o, p->dtype,
+					 fa_o_offset(p, a->cu_seqlens_q, k.b, k.t0 + r, k.h),
+					 w->acc + (size_t)r * dv, dv);
+	}
+}
+
+static int alloc_scratch(struct dense_scratch *w, const struct fa_problem *p)
+{
+	size_t dk = (size_t)p->head_dim, dv = (size_t)p->head_dim_v;
+	w->q = malloc(sizeof(float) * DENSE_BLOCK_ROWS * (dk ? dk : 1));
+	w->row = malloc(sizeof(float) * (dk > dv ? dk : dv ? dv : 1));
+	w->acc = malloc(sizeof(float) * DENSE_BLOCK_ROWS * (dv ? dv : 1));
+	return w->q && w->row && w->acc ? 0 : -1;
+}
+
+int fa_cpu_dense_launch(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	struct dense_ctx c = {.a = a, .p = p};
+	int nthreads = a->nthreads > 0 ? a->nthreads : fa_cpu_threads();
+	size_t need = fa_cpu_dense_workspace_bytes(p, a->params);
+	int64_t items;
+	int rc = 0;
+
+	if (a->cancel && *a->cancel)
+		return FA_KERNEL_CANCELLED;
+	if (need > 0 && (!a->workspace || a->workspace_bytes < need))
+		return FA_CPU_ERR_WORKSPACE;
+	c.scores = a->workspace;
+	atomic_init(&c.stopped, 0);
+	c.block_start = malloc(sizeof(int64_t) * ((size_t)p->batch + 1));
+	c.scratch = calloc((size_t)nthreads, sizeof *c.scratch);
+	if (!c.block_start || !c.scratch) {
+		rc = FA_CPU_ERR_NOMEM;
+		goto done;
+	}
+	for (int t = 0; t < nthreads; t++)
+		if (alloc_scratch(&c.scratch[t], p) != 0) {
+			rc = FA_CPU_ERR_NOMEM;
+			goto done;
+		}
+	c.block_start[0] = 0;
+	for (int b = 0; b < p->batch; b++) {
+		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b);
+		int64_t blocks = lq > 0 ? (lq + DENSE_BLOCK_ROWS - 1) / DENSE_BLOCK_ROWS : 0;
+		c.block_start[b + 1] = c.block_start[b] + blocks;
+	}
+	items = c.block_start[p->batch] * p->heads;
+	/* each pass is a separate sweep over the whole score tensor, as the
+	 * math path's matmul, softmax and matmul are */
+	fa_parallel_for(items, 1, nthreads, pass_scores, &c);
+	if (!atomic_load(&c.stopped))
+		fa_parallel_for(items, 1, nthreads, pass_softmax, &c);
+	if (!atomic_load(&c.stopped))
+		fa_parallel_for(items, 1, nthreads, pass_output, &c);
+	if (atomic_load(&c.stopped))
+		rc = FA_KERNEL_CANCELLED;
+done:
+	for (int t = 0; c.scratch && t < nthreads; t++) {
+		free(c.scratch[t].q);
+		free(c.scratch[t].row);
+		free(c.scratch[t].acc);
+	}
+	free(c.scratch);
+	free(c.block_start);
+	return rc;
+}

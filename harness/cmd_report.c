@@ -1,16 +1,19 @@
 /* cmd_report.c - `fabench report`: the tables of a stored run. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "compare.h"
 #include "report.h"
 #include "store.h"
 #include "util.h"
 
 static const char usage_text[] =
-	"usage: fabench report [--run ID|LABEL|latest] [--db PATH] [--format md|csv|json]\n"
-	"                      [--baseline KERNEL] [--output FILE]";
+	"usage: fabench report [--run ID|LABEL|latest] [--db PATH] [--format md|csv|json|html]\n"
+	"                      [--baseline KERNEL] [--output FILE] [--compare BASE[:HEAD]]\n"
+	"                      [--no-plots]";
 
 static void help(void)
 {
@@ -22,10 +25,13 @@ static void help(void)
 	       "options:\n"
 	       "  --run SPEC        a run id, a label (its latest run) or latest (default)\n"
 	       "  --db PATH         database (default results/fabench.db, or $FABENCH_DB)\n"
-	       "  --format FMT      md (default), csv (one row per result) or json\n"
+	       "  --format FMT      md (default), csv (one row per result), json, or html (one\n"
+	       "                    self-contained page with the plots as inline SVG)\n"
 	       "  --baseline NAME   kernel the speedup is measured against (default: the\n"
 	       "                    run's dense kernel)\n"
-	       "  --output FILE     write to FILE instead of standard output\n",
+	       "  --output FILE     write to FILE instead of standard output\n"
+	       "  --compare B[:H]   html: add fabench compare B H (H defaults to the run)\n"
+	       "  --no-plots        html: leave the plots out (they need gnuplot)\n",
 	       usage_text);
 }
 
@@ -35,9 +41,14 @@ int fa_cmd_report(int argc, char **argv)
 		{"run", required_argument, 0, 'r'},      {"db", required_argument, 0, 'd'},
 		{"format", required_argument, 0, 'f'},   {"baseline", required_argument, 0, 'b'},
 		{"output", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
+		{"compare", required_argument, 0, 'c'},  {"no-plots", no_argument, 0, 'P'},
 		{0, 0, 0, 0}};
 	const char *run = "latest", *db = fa_cmd_default_db(), *output = NULL;
 	struct fa_report_opts ro = {FA_FMT_MD, NULL};
+	struct fa_report_html_opts hro = {NULL, 1};
+	struct fa_compare cmp;
+	char *compare = NULL, *head;
+	char run_text[32];
 	struct fa_store *store = NULL;
 	struct fa_err err;
 	int64_t run_id;
@@ -53,10 +64,13 @@ int fa_cmd_report(int argc, char **argv)
 			ro.format = fa_report_format_parse(optarg);
 			if (ro.format < 0)
 				return fa_cmd_usage_error("report", usage_text,
-							  "--format '%s' must be md, csv or json", optarg);
+							  "--format '%s' must be md, csv, json or html",
+							  optarg);
 			break;
 		case 'b': ro.baseline = optarg; break;
 		case 'o': output = optarg; break;
+		case 'c': compare = optarg; break;
+		case 'P': hro.plots = 0; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
 			return fa_cmd_usage_error("report", usage_text, "unknown option '%s'",
@@ -66,6 +80,11 @@ int fa_cmd_report(int argc, char **argv)
 	if (optind < argc)
 		return fa_cmd_usage_error("report", usage_text, "unexpected argument '%s'",
 					  argv[optind]);
+	if (compare && ro.format != FA_FMT_HTML)
+		return fa_cmd_usage_error("report", usage_text,
+					  "--compare applies to --format html (for the others use "
+					  "fabench compare)");
+	memset(&cmp, 0, sizeof cmp);
 	fa_err_clear(&err);
 	if (fa_store_open(db, 0, &store, &err) != FA_OK)
 		return fa_cmd_fail("report", &err);
@@ -73,20 +92,36 @@ int fa_cmd_report(int argc, char **argv)
 		fa_store_close(store);
 		return fa_cmd_fail("report", &err);
 	}
+	if (compare) {
+		/* BASE:HEAD, or BASE alone against the report's run */
+		if ((head = strchr(compare, ':')))
+			*head++ = '\0';
+		else
+			snprintf(run_text, sizeof run_text, "%" PRId64, run_id);
+		if (fa_compare_build(store, compare, head ? head : run_text, NULL, &cmp, &err) !=
+		    FA_OK) {
+			fa_store_close(store);
+			return fa_cmd_fail("report", &err);
+		}
+		hro.compare = &cmp;
+	}
 	if (output) {
 		if (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w"))) {
 			fprintf(stderr, "fabench report: cannot write '%s': %s\n", output,
 				strerror(errno));
+			fa_compare_free(&cmp);
 			fa_store_close(store);
 			return FA_EXIT_FAIL;
 		}
 	}
-	if (fa_report_write(store, run_id, &ro, out, &err) != FA_OK)
+	if ((ro.format == FA_FMT_HTML ? fa_report_write_html(store, run_id, &ro, &hro, out, &err)
+				      : fa_report_write(store, run_id, &ro, out, &err)) != FA_OK)
 		status = fa_cmd_fail("report", &err);
 	if (output && fclose(out) != 0) {
 		fprintf(stderr, "fabench report: cannot write '%s': %s\n", output, strerror(errno));
 		status = FA_EXIT_FAIL;
 	}
+	fa_compare_free(&cmp);
 	fa_store_close(store);
 	return status;
 }

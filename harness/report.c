@@ -1,5 +1,5 @@
 /* report.c - one run's results as a markdown report, a CSV file (one row per
- * result) or a JSON document, read back from the database.
+ * result), a JSON document or an HTML page, read back from the database.
  *
  * Output is deterministic, so reports can be compared byte for byte against
  * golden files: nothing depends on the clock, rows follow the suite order
@@ -21,6 +21,9 @@
  * CSV (RFC 4180 quoting, LF line ends) and JSON hold the full-precision
  * values: the shortest of %.15g..%.17g that reads back as the same double.
  * Both list results by case index, then kernel name, then row id.
+ *
+ * HTML: the markdown report's content as one self-contained page (see
+ * "HTML" below), with the compare and plots the options ask for.
  */
 #include "report.h"
 
@@ -30,6 +33,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "compare.h"
+#include "plot.h"
 
 /* Cases with at most this many queries per sequence are decode-like (one
  * token, or a few for speculative decoding): memory bound, so their
@@ -622,19 +628,20 @@ static void md_table_free(struct md_table *t)
 	free(t->cols);
 }
 
-/* A table cell: strdup'd, with '|' escaped. NULL when out of memory. */
-static char *md_cell(const char *s)
+/* A table cell: strdup'd, with '|' escaped unless raw (html escapes its
+ * own way). NULL when out of memory. */
+static char *md_cell(const char *s, int raw)
 {
 	size_t n = 0;
 	char *out, *p;
 	for (const char *q = s; *q; q++)
-		n += *q == '|' ? 2 : 1;
+		n += *q == '|' && !raw ? 2 : 1;
 	out = malloc(n + 1);
 	if (!out)
 		return NULL;
 	p = out;
 	for (const char *q = s; *q; q++) {
-		if (*q == '|')
+		if (*q == '|' && !raw)
 			*p++ = '\\';
 		*p++ = *q == '\n' ? ' ' : *q;
 	}
@@ -711,8 +718,8 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 }
 
 /* Builds the results table; *mixed is 1 when it holds both TFLOP/s and GB/s
- * rows. */
-static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed,
+ * rows. raw: cells as they are (for html), else '|' escaped (markdown). */
+static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
 	int n_decode = 0, max_cols = 1 + N_OF(md_params) + 5 * r->nk;
@@ -768,13 +775,13 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
 		default: snprintf(buf, sizeof buf, "%s status", label); break;
 		}
-		if (!(t->cell[j] = md_cell(buf)))
+		if (!(t->cell[j] = md_cell(buf, raw)))
 			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	}
 	for (int c = 0; c < r->cases.nrows; c++)
 		for (int j = 0; j < t->ncols; j++) {
 			md_value(r, &t->cols[j], c, *mixed, buf, sizeof buf);
-			if (!(t->cell[(size_t)(c + 1) * t->ncols + j] = md_cell(buf)))
+			if (!(t->cell[(size_t)(c + 1) * t->ncols + j] = md_cell(buf, raw)))
 				return fa_err_set(err, FA_ERR_NOMEM,
 						  "out of memory writing a report");
 		}
@@ -1057,7 +1064,7 @@ static enum fa_rc write_md(FILE *out, const struct report *r, struct fa_err *err
 		fputs("No kernel ran.\n", out);
 		return FA_OK;
 	}
-	rc = md_build(r, &t, &mixed, err);
+	rc = md_build(r, &t, &mixed, 0, err);
 	if (rc == FA_OK)
 		rc = md_table_print(out, &t, err);
 	if (rc == FA_OK) {
@@ -1226,17 +1233,700 @@ static void write_json(FILE *out, const struct report *r)
 	fputs(r->res.nrows ? "\n  ]\n}\n" : "]\n}\n", out);
 }
 
+/* ---- HTML ----------------------------------------------------------------- */
+
+/* One self-contained page: the markdown report's content as HTML (run
+ * header, failures, the results table with a two-row header: kernels over
+ * their columns), then the compare when one is given, and the plots as
+ * inline SVG. A little CSS makes tables readable: a sticky header,
+ * right-aligned numbers, statuses and verdicts coloured. Nothing is loaded
+ * from elsewhere: no scripts, no fonts, no links. */
+
+static const char html_css[] =
+	"body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',"
+	"Arial,sans-serif;margin:24px;color:#1f2328;background:#fff}\n"
+	"h1{font-size:22px;margin:0 0 12px}\n"
+	"h2{font-size:18px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}\n"
+	"h3{font-size:15px;margin:18px 0 6px}\n"
+	"code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+	"background:#f6f8fa;padding:1px 4px;border-radius:4px;overflow-wrap:anywhere}\n"
+	"dl.run{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:0}\n"
+	"dl.run dt{font-weight:600;color:#57606a}\n"
+	"dl.run dd{margin:0}\n"
+	".wrap{max-height:80vh;overflow:auto;border:1px solid #d0d7de;border-radius:6px;"
+	"margin:8px 0;display:inline-block;max-width:100%}\n"
+	"table{border-collapse:separate;border-spacing:0;font-variant-numeric:tabular-nums}\n"
+	"th,td{padding:3px 10px;border-bottom:1px solid #eaeef2;white-space:nowrap}\n"
+	"thead{position:sticky;top:0;z-index:1}\n"
+	"thead th{background:#f6f8fa;text-align:left;border-bottom:1px solid #d0d7de}\n"
+	"thead th.k{text-align:center;border-left:1px solid #d0d7de}\n"
+	"td.k,th.k1{border-left:1px solid #d0d7de}\n"
+	".n{text-align:right}\n"
+	"tbody tr:hover td{background:#f6f8fa}\n"
+	".pass{color:#1a7f37}\n"
+	".fail{background:#ffebe9;color:#a40e26;font-weight:600}\n"
+	".error,.timeout,.broken,.failing{background:#fff1e5;color:#953800;font-weight:600}\n"
+	".skip,.added,.removed,.untimed{color:#6e7781}\n"
+	".bad{color:#a40e26}\n"
+	".faster,.fixed{background:#dafbe1;color:#116329;font-weight:600}\n"
+	".slower{background:#ffebe9;color:#a40e26;font-weight:600}\n"
+	".same{color:#57606a}\n"
+	".noisy{background:#fff8c5;color:#7d4e00}\n"
+	"ul.failures li{margin:2px 0}\n"
+	"span.badge{display:inline-block;min-width:52px;padding:0 6px;border-radius:4px;"
+	"text-align:center}\n"
+	"figure{margin:16px 0}\n"
+	"figure svg{max-width:100%;height:auto;display:block;border:1px solid #d0d7de;"
+	"border-radius:6px}\n"
+	"figcaption{color:#57606a;font-size:13px;margin-top:4px}\n"
+	"p.note{color:#57606a}\n";
+
+/* Text with &, <, >, " and ' escaped (safe in elements and attributes). */
+static void html_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&#39;", out); break;
+		default: fputc(*s, out); break;
+		}
+	}
+}
+
+static void html_code(FILE *out, const char *s)
+{
+	fputs("<code>", out);
+	html_text(out, s);
+	fputs("</code>", out);
+}
+
+/* A definition of the run header: <dt>name</dt><dd> (the caller closes). */
+static void html_dt(FILE *out, const char *name)
+{
+	fprintf(out, "<dt>%s</dt><dd>", name);
+}
+
+static void html_header(FILE *out, const struct report *r)
+{
+	const struct table *run = &r->run;
+	const char *s, *commit = text_at(run, 0, "git_commit");
+	const struct cell *dirty = cell_at(run, 0, "git_dirty");
+	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
+
+	fprintf(out, "<h1>fabench report: run %" PRId64 "</h1>\n<dl class=\"run\">\n",
+		int_at(run, 0, "id"));
+	html_dt(out, "suite");
+	html_text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
+	if ((s = text_at(run, 0, "suite_path"))) {
+		fputs(" (", out);
+		html_code(out, s);
+		if ((s = text_at(run, 0, "suite_hash"))) {
+			fputs(", hash ", out);
+			html_text(out, s);
+		}
+		fputs(")", out);
+	}
+	fputs("</dd>\n", out);
+	html_dt(out, "backend");
+	html_text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
+	if ((s = text_at(run, 0, "device_name"))) {
+		fputs(" on ", out);
+		html_text(out, s);
+	}
+	if ((s = text_at(run, 0, "device_arch"))) {
+		fputs(", ", out);
+		html_text(out, s);
+	}
+	if ((s = text_at(run, 0, "driver"))) {
+		fputs(", driver ", out);
+		html_text(out, s);
+	}
+	if ((s = text_at(run, 0, "runtime"))) {
+		fputs(", runtime ", out);
+		html_text(out, s);
+	}
+	fputs("</dd>\n", out);
+	html_dt(out, "started");
+	html_text(out, text_at(run, 0, "started_at"));
+	if ((s = text_at(run, 0, "finished_at"))) {
+		fputs(", finished ", out);
+		html_text(out, s);
+	}
+	fputs("</dd>\n", out);
+	html_dt(out, "git");
+	if (commit) {
+		/* 12 hex digits, as in markdown */
+		fputs("<code>", out);
+		fprintf(out, "%.12s", commit);
+		fputs("</code>", out);
+		if (dirty->type == SQLITE_INTEGER)
+			fputs(dirty->i ? " (dirty)" : " (clean)", out);
+	} else {
+		fputs("unknown", out);
+	}
+	fputs("</dd>\n", out);
+	if ((s = text_at(run, 0, "label"))) {
+		html_dt(out, "label");
+		html_text(out, s);
+		fputs("</dd>\n", out);
+	}
+	html_dt(out, "status");
+	html_text(out, text_at(run, 0, "status"));
+	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
+		fputs(" (the run did not finish; the cases below are those it stored)", out);
+	fputs("</dd>\n", out);
+	html_dt(out, "seed");
+	html_text(out, text_at(run, 0, "seed"));
+	fputs("</dd>\n", out);
+	if ((s = text_at(run, 0, "version")) || text_at(run, 0, "host")) {
+		html_dt(out, "by");
+		html_text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
+		if ((s = text_at(run, 0, "version"))) {
+			fputc(' ', out);
+			html_text(out, s);
+		}
+		if ((s = text_at(run, 0, "host"))) {
+			fputs(" on ", out);
+			html_text(out, s);
+		}
+		fputs("</dd>\n", out);
+	}
+	if ((s = text_at(run, 0, "command_line"))) {
+		html_dt(out, "command");
+		html_code(out, s);
+		fputs("</dd>\n", out);
+	}
+	for (int i = 0; i < r->res.nrows; i++) {
+		int st = res_status(r, i);
+		if (st >= 0)
+			counts[st]++;
+	}
+	html_dt(out, "cases");
+	fprintf(out, "%d; results: %d", r->cases.nrows, r->res.nrows);
+	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
+		if (counts[st]) {
+			fprintf(out, "%s<span class=\"%s\">%d %s</span>", first ? " (" : ", ",
+				fa_status_name(st), counts[st], fa_status_name(st));
+			first = 0;
+		}
+	fputs(first ? "</dd>\n</dl>\n" : ")</dd>\n</dl>\n", out);
+}
+
+static void html_failures(FILE *out, const struct report *r)
+{
+	int any = 0;
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k], st;
+			const char *reason;
+			if (row < 0)
+				continue;
+			st = res_status(r, row);
+			if (st != FA_STATUS_FAIL && st != FA_STATUS_ERROR && st != FA_STATUS_TIMEOUT)
+				continue;
+			if (!any)
+				fputs("<h2>Failures</h2>\n<ul class=\"failures\">\n", out);
+			any = 1;
+			fprintf(out, "<li><span class=\"badge %s\">%s</span> ", fa_status_name(st),
+				status_word(st));
+			html_text(out, r->labels[k]);
+			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
+			html_code(out, text_at(&r->cases, c, "key"));
+			if ((reason = res_text(r, row, "reason"))) {
+				fputs(": ", out);
+				html_text(out, reason);
+			}
+			fputs("</li>\n", out);
+		}
+	if (any)
+		fputs("</ul>\n", out);
+}
+
+/* The parameters common to every case (as md_common). */
+static void html_common(FILE *out, const struct report *r)
+{
+	char buf[4096];
+	int n = 0;
+	for (int i = 0; i < N_OF(md_params); i++) {
+		const struct md_param *mp = &md_params[i];
+		const struct cell *c = cell_at(&r->cases, 0, mp->name);
+		if (param_varies(&r->cases, mp->name) || c->type == SQLITE_NULL)
+			continue;
+		if (strcmp(mp->name, "scale") == 0 && !int_at(&r->cases, 0, "scale_set"))
+			continue;
+		param_text(c, buf, sizeof buf);
+		fprintf(out, "%s%s=", n++ ? ", " : "<p>Common to every case: ", mp->name);
+		html_text(out, buf);
+	}
+	for (int i = 0, first = 1; i < N_OF(md_params); i++) {
+		const struct md_param *mp = &md_params[i];
+		if (!mp->same_as || !param_varies(&r->cases, mp->name) ||
+		    !param_same_everywhere(&r->cases, mp->name, mp->same_as))
+			continue;
+		fprintf(out, "%s%s = %s", first ? (n ? "; " : "<p>Common to every case: ") : ", ",
+			mp->name, mp->same_as);
+		first = 0;
+		n++;
+	}
+	if (n)
+		fputs(".</p>\n", out);
+}
+
+/* The class of a results cell: its alignment, the left border of a kernel's
+ * first column, and the status colours. */
+static void html_cell_class(const struct report *r, const struct md_table *t, int j, int c,
+			    char *buf, size_t size)
+{
+	const struct md_col *col = &t->cols[j];
+	int row = col->kind >= MC_MS ? r->grid[(size_t)c * r->nk + col->k] : -1;
+	int st = row >= 0 ? res_status(r, row) : -1;
+	const char *cell = t->cell[(size_t)(c + 1) * t->ncols + j];
+	size_t n = 0;
+	buf[0] = '\0';
+	if (col->right)
+		n += (size_t)snprintf(buf + n, size - n, "n");
+	if (col->kind == MC_MS)
+		n += (size_t)snprintf(buf + n, size - n, "%sk", n ? " " : "");
+	if (col->kind == MC_STATUS && st >= 0)
+		snprintf(buf + n, size - n, "%s%s", n ? " " : "", fa_status_name(st));
+	else if (col->kind == MC_MS && st == FA_STATUS_SKIP && cell[0])
+		snprintf(buf + n, size - n, "%sskip", n ? " " : "");
+	else if (col->kind == MC_ERR && st == FA_STATUS_FAIL)
+		snprintf(buf + n, size - n, "%sbad", n ? " " : "");
+}
+
+static void html_results_table(FILE *out, const struct report *r, const struct md_table *t)
+{
+	char cls[64];
+	/* header row 1: case columns span both rows, kernels span their columns */
+	fputs("<div class=\"wrap\"><table class=\"results\">\n<thead>\n<tr>", out);
+	for (int j = 0; j < t->ncols;) {
+		const struct md_col *col = &t->cols[j];
+		int span = 1;
+		if (col->kind < MC_MS) {
+			fprintf(out, "<th rowspan=\"2\"%s>", col->right ? " class=\"n\"" : "");
+			html_text(out, t->cell[j]);
+			fputs("</th>", out);
+			j++;
+			continue;
+		}
+		while (j + span < t->ncols && t->cols[j + span].kind >= MC_MS &&
+		       t->cols[j + span].k == col->k)
+			span++;
+		fprintf(out, "<th class=\"k\" colspan=\"%d\">", span);
+		html_text(out, r->labels[col->k]);
+		fputs("</th>", out);
+		j += span;
+	}
+	/* header row 2: what each kernel column holds (the markdown header
+	 * without its kernel label) */
+	fputs("</tr>\n<tr>", out);
+	for (int j = 0; j < t->ncols; j++) {
+		const struct md_col *col = &t->cols[j];
+		const char *h = t->cell[j];
+		size_t n = strlen(r->labels[col->k]);
+		if (col->kind < MC_MS)
+			continue;
+		if (strncmp(h, r->labels[col->k], n) == 0 && h[n] == ' ')
+			h += n + 1;
+		fprintf(out, "<th class=\"%s%s\">", col->right ? "n" : "",
+			col->kind == MC_MS ? (col->right ? " k1" : "k1") : "");
+		html_text(out, h);
+		fputs("</th>", out);
+	}
+	fputs("</tr>\n</thead>\n<tbody>\n", out);
+	for (int c = 0; c < t->nrows - 1; c++) {
+		fputs("<tr>", out);
+		for (int j = 0; j < t->ncols; j++) {
+			const struct md_col *col = &t->cols[j];
+			const char *cell = t->cell[(size_t)(c + 1) * t->ncols + j];
+			int row = col->kind >= MC_MS ? r->grid[(size_t)c * r->nk + col->k] : -1;
+			html_cell_class(r, t, j, c, cls, sizeof cls);
+			fputs(cls[0] ? "<td class=\"" : "<td", out);
+			if (cls[0])
+				fprintf(out, "%s\"", cls);
+			fputc('>', out);
+			/* a status column shows "pass" where markdown leaves it empty */
+			if (col->kind == MC_STATUS && !cell[0] && row >= 0 &&
+			    res_status(r, row) == FA_STATUS_PASS)
+				fputs("pass", out);
+			else
+				html_text(out, cell);
+			fputs("</td>", out);
+		}
+		fputs("</tr>\n", out);
+	}
+	fputs("</tbody>\n</table></div>\n", out);
+}
+
+static void html_legend(FILE *out, const struct report *r, int mixed)
+{
+	int n_decode = 0;
+	for (int c = 0; c < r->cases.nrows; c++)
+		n_decode += is_decode(r, c);
+	fputs("<p class=\"note\">ms: median time of the samples. ", out);
+	if (mixed)
+		fprintf(out, "throughput: TFLOP/s for cases with q_len &gt; %d, GB/s (Q, K and V "
+			     "read and O written once) for decode-like cases with q_len &lt;= %d. ",
+			REPORT_DECODE_Q_LEN, REPORT_DECODE_Q_LEN);
+	else if (n_decode)
+		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
+	else
+		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
+	if (r->baseline >= 0) {
+		fputs("x: speedup over ", out);
+		html_text(out, r->labels[r->baseline]);
+		fputs(" (its median / this kernel's). ", out);
+	}
+	fputs("max_abs: largest absolute error against the fp64 reference.</p>\n", out);
+}
+
+/* Skipped results: counts per (kernel, reason), as md_skips. */
+static enum fa_rc html_skips(FILE *out, const struct report *r, struct fa_err *err)
+{
+	const char **reason = malloc(((size_t)r->cases.nrows + 1) * sizeof *reason);
+	int *count = malloc(((size_t)r->cases.nrows + 1) * sizeof *count);
+	int total = 0;
+	if (!reason || !count) {
+		free(reason);
+		free(count);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	}
+	for (int i = 0; i < r->res.nrows; i++)
+		total += res_status(r, i) == FA_STATUS_SKIP;
+	if (total)
+		fprintf(out, "<h3>Skipped (%d)</h3>\n<ul>\n", total);
+	for (int k = 0; total && k < r->nk; k++) {
+		int nd = 0;
+		for (int c = 0; c < r->cases.nrows; c++) {
+			int row = r->grid[(size_t)c * r->nk + k], d;
+			const char *why;
+			if (row < 0 || res_status(r, row) != FA_STATUS_SKIP)
+				continue;
+			why = res_text(r, row, "reason");
+			why = why ? why : "no reason given";
+			for (d = 0; d < nd && strcmp(reason[d], why) != 0; d++)
+				;
+			if (d == nd) {
+				reason[nd] = why;
+				count[nd++] = 0;
+			}
+			count[d]++;
+		}
+		for (int d = 0; d < nd; d++) {
+			fputs("<li>", out);
+			html_text(out, r->labels[k]);
+			fprintf(out, ", %d case%s: ", count[d], count[d] == 1 ? "" : "s");
+			html_text(out, reason[d]);
+			fputs("</li>\n", out);
+		}
+	}
+	if (total)
+		fputs("</ul>\n", out);
+	free(reason);
+	free(count);
+	return FA_OK;
+}
+
+/* One plot as a figure; gnuplot's SVG with its XML prologue dropped and
+ * every id (and reference to one) prefixed with "f<fig>-", so that several
+ * plots can share the page. */
+static void html_svg(FILE *out, const char *svg, int fig, const char *caption)
+{
+	const char *p = strstr(svg, "<svg");
+	char prefix[16];
+	if (!p)
+		return;
+	snprintf(prefix, sizeof prefix, "f%d-", fig);
+	fputs("<figure>\n", out);
+	while (*p) {
+		int at_word = p > svg && (p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n');
+		if (at_word && (strncmp(p, "id=\"", 4) == 0 || strncmp(p, "id='", 4) == 0)) {
+			fprintf(out, "id=%c%s", p[3], prefix);
+			p += 4;
+		} else if (strncmp(p, "href=\"#", 7) == 0 || strncmp(p, "href='#", 7) == 0) {
+			fprintf(out, "href=%c#%s", p[5], prefix);
+			p += 7;
+		} else if (strncmp(p, "url(#", 5) == 0) {
+			fprintf(out, "url(#%s", prefix);
+			p += 5;
+		} else {
+			fputc(*p++, out);
+		}
+	}
+	fputs("<figcaption>", out);
+	html_text(out, caption);
+	fputs("</figcaption>\n</figure>\n", out);
+}
+
+/* Draws one plot into the page. A plot with nothing to show is a note (or
+ * nothing, when quiet), not an error; gnuplot failing is. */
+static enum fa_rc html_plot(FILE *out, struct fa_store *s, const struct fa_plot_opts *po,
+			    int *fig, const char *caption, int quiet, struct fa_err *err)
+{
+	struct fa_err perr;
+	char *svg = NULL;
+	enum fa_rc rc;
+	fa_err_clear(&perr);
+	rc = fa_plot_svg(s, po, &svg, NULL, &perr);
+	if (rc == FA_OK) {
+		html_svg(out, svg, ++*fig, caption);
+	} else if (rc == FA_ERR_NOT_FOUND) {
+		if (!quiet) {
+			fprintf(out, "<p class=\"note\">No %s plot: ", fa_plot_kind_name(po->kind));
+			html_text(out, perr.msg);
+			fputs(".</p>\n", out);
+		}
+		rc = FA_OK;
+	} else {
+		fa_err_set(err, rc, "%s plot: %s", fa_plot_kind_name(po->kind), perr.msg);
+	}
+	free(svg);
+	return rc;
+}
+
+/* "run 1 (label baseline, commit 3f9a1c2e7b5d, 2026-11-20T09:15:02Z)" for
+ * each run of a side. */
+static void html_cmp_side(FILE *out, const char *name, const struct fa_cmp_side *sd)
+{
+	fprintf(out, "<dt>%s</dt><dd>", name);
+	html_code(out, sd->spec);
+	fprintf(out, " (by %s): ", sd->matched_by ? sd->matched_by : "?");
+	for (int i = 0; i < sd->n_runs; i++) {
+		const struct fa_cmp_run *run = &sd->runs[i];
+		fprintf(out, "%srun %" PRId64 " (", i ? "; " : "", run->id);
+		if (run->label && run->label[0]) {
+			fputs("label ", out);
+			html_text(out, run->label);
+			fputs(", ", out);
+		}
+		if (run->git_commit && run->git_commit[0]) {
+			fprintf(out, "commit <code>%.12s</code>%s, ", run->git_commit,
+				run->git_dirty == 1 ? " dirty" : "");
+		}
+		html_text(out, run->started_at);
+		if (run->status && strcmp(run->status, "complete") != 0) {
+			fputs(", ", out);
+			html_text(out, run->status);
+		}
+		fputs(")", out);
+	}
+	fputs("</dd>\n", out);
+}
+
+static void html_sig3(FILE *out, double x)
+{
+	char buf[64];
+	if (!isfinite(x))
+		return;
+	fmt_sig3(x, buf, sizeof buf);
+	fputs(buf, out);
+}
+
+static void html_compare(FILE *out, const struct fa_compare *cmp)
+{
+	int any_reason = 0;
+	fputs("<h2>Compare</h2>\n<dl class=\"run\">\n", out);
+	html_cmp_side(out, "base", &cmp->base);
+	html_cmp_side(out, "head", &cmp->head);
+	fputs("</dl>\n<p>", out);
+	fprintf(out, "%d result%s compared", cmp->n_rows, cmp->n_rows == 1 ? "" : "s");
+	for (int v = 0; v < 4; v++)
+		fprintf(out, "%s<span class=\"%s\">%d %s</span>", v ? ", " : ": ",
+			fa_stats_verdict_name(v), cmp->verdicts[v], fa_stats_verdict_name(v));
+	for (int ch = FA_CMP_BROKEN; ch < FA_CMP_CHANGE_COUNT; ch++)
+		if (cmp->changes[ch])
+			fprintf(out, ", <span class=\"%s\">%d %s</span>", fa_compare_change_name(ch),
+				cmp->changes[ch], fa_compare_change_name(ch));
+	if (isfinite(cmp->geomean_speedup))
+		fprintf(out, "; geometric-mean speedup %.3fx", cmp->geomean_speedup);
+	fputs(".</p>\n", out);
+
+	if (cmp->n_kernels > 0) {
+		fputs("<div class=\"wrap\"><table class=\"kernels\">\n<thead><tr><th>kernel</th>"
+		      "<th class=\"n\">timed</th><th class=\"n\">geomean speedup</th>",
+		      out);
+		for (int v = 0; v < 4; v++)
+			fprintf(out, "<th class=\"n\">%s</th>", fa_stats_verdict_name(v));
+		fputs("</tr></thead>\n<tbody>\n", out);
+		for (int k = 0; k < cmp->n_kernels; k++) {
+			const struct fa_cmp_group *g = &cmp->kernels[k];
+			fputs("<tr><td>", out);
+			html_text(out, g->name);
+			fprintf(out, "</td><td class=\"n\">%d</td><td class=\"n\">", g->n);
+			if (isfinite(g->geomean_speedup))
+				fprintf(out, "%.3fx", g->geomean_speedup);
+			fputs("</td>", out);
+			for (int v = 0; v < 4; v++)
+				fprintf(out, "<td class=\"n\">%d</td>", g->verdicts[v]);
+			fputs("</tr>\n", out);
+		}
+		fputs("</tbody>\n</table></div>\n", out);
+	}
+
+	for (int i = 0; i < cmp->n_rows; i++)
+		any_reason |= cmp->rows[i].change != FA_CMP_TIMED &&
+			      ((cmp->rows[i].head_reason && cmp->rows[i].head_reason[0]) ||
+			       (cmp->rows[i].base_reason && cmp->rows[i].base_reason[0]));
+	fputs("<div class=\"wrap\"><table class=\"compare\">\n<thead><tr>", out);
+	if (cmp->n_suites > 1)
+		fputs("<th>suite</th>", out);
+	/* what was found first, then the case's parameters (a wide table
+	 * scrolls sideways) */
+	fputs("<th class=\"n\">#</th><th>kernel</th><th class=\"n\">base ms</th>"
+	      "<th class=\"n\">head ms</th><th class=\"n\">speedup</th><th>verdict</th>",
+	      out);
+	for (int j = 0, first = 1; j < cmp->n_params; j++)
+		if (cmp->shown[j]) {
+			fputs(first ? "<th class=\"k1\">" : "<th>", out);
+			html_text(out, cmp->param_names[j]);
+			fputs("</th>", out);
+			first = 0;
+		}
+	if (any_reason)
+		fputs("<th>reason</th>", out);
+	fputs("</tr></thead>\n<tbody>\n", out);
+	for (int i = 0; i < cmp->n_rows; i++) {
+		const struct fa_cmp_row *w = &cmp->rows[i];
+		const char *word = w->change == FA_CMP_TIMED ? fa_stats_verdict_name(w->verdict)
+							     : fa_compare_change_name(w->change);
+		fputs("<tr>", out);
+		if (cmp->n_suites > 1) {
+			fputs("<td>", out);
+			html_text(out, w->suite);
+			fputs("</td>", out);
+		}
+		fprintf(out, "<td class=\"n\">%d</td><td>", (int)w->case_idx);
+		html_text(out, w->kernel);
+		if (w->params && w->params[0]) {
+			fputc('[', out);
+			html_text(out, w->params);
+			fputc(']', out);
+		}
+		fputs("</td><td class=\"n\">", out);
+		html_sig3(out, w->base_ms);
+		fputs("</td><td class=\"n\">", out);
+		html_sig3(out, w->head_ms);
+		fputs("</td><td class=\"n\">", out);
+		if (isfinite(w->speedup))
+			fprintf(out, "%.3fx", w->speedup);
+		fprintf(out, "</td><td class=\"%s\">%s</td>", word, word);
+		for (int j = 0, first = 1; j < cmp->n_params; j++)
+			if (cmp->shown[j]) {
+				fputs(first ? "<td class=\"k\">" : "<td>", out);
+				html_text(out, w->values[j]);
+				fputs("</td>", out);
+				first = 0;
+			}
+		if (any_reason) {
+			const char *why = w->head_reason && w->head_reason[0] ? w->head_reason
+									       : w->base_reason;
+			fputs("<td>", out);
+			if (w->change != FA_CMP_TIMED)
+				html_text(out, why);
+			fputs("</td>", out);
+		}
+		fputs("</tr>\n", out);
+	}
+	fputs("</tbody>\n</table></div>\n", out);
+	fputs("<p class=\"note\">speedup: base median / head median (&gt; 1: head is faster). "
+	      "faster / slower: the rank test and the bootstrap interval of the ratio both show a "
+	      "change beyond the minimum effect; same: the interval lies within it; noisy: the "
+	      "samples cannot tell.</p>\n",
+	      out);
+}
+
+static enum fa_rc write_html(FILE *out, struct fa_store *s, int64_t run_id, const struct report *r,
+			     const struct fa_report_html_opts *o, struct fa_err *err)
+{
+	const char *suite = text_at(&r->run, 0, "suite_name");
+	struct md_table t;
+	int mixed = 0, fig = 0, can_plot = o->plots && fa_plot_gnuplot_available();
+	enum fa_rc rc = FA_OK;
+
+	memset(&t, 0, sizeof t);
+	fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+		     "<title>fabench report: run %" PRId64 "</title>\n<style>\n%s</style>\n"
+		     "</head>\n<body>\n",
+		int_at(&r->run, 0, "id"), html_css);
+	html_header(out, r);
+	html_failures(out, r);
+	fputs("<h2>Results", out);
+	if (suite) {
+		fputs(": ", out);
+		html_text(out, suite);
+	}
+	fputs("</h2>\n", out);
+	if (r->cases.nrows == 0) {
+		fputs("<p>No cases were stored.</p>\n", out);
+	} else {
+		html_common(out, r);
+		if (r->nk == 0) {
+			fputs("<p>No kernel ran.</p>\n", out);
+		} else {
+			rc = md_build(r, &t, &mixed, 1, err);
+			if (rc == FA_OK) {
+				html_results_table(out, r, &t);
+				html_legend(out, r, mixed);
+				rc = html_skips(out, r, err);
+			}
+		}
+	}
+	md_table_free(&t);
+	if (o->plots && !can_plot)
+		fputs("<p class=\"note\">Plots are left out: gnuplot is not installed (install the "
+		      "gnuplot-nox package).</p>\n",
+		      out);
+	if (rc == FA_OK && can_plot && r->nk > 0) {
+		struct fa_plot_opts po;
+		memset(&po, 0, sizeof po);
+		po.kind = FA_PLOT_THROUGHPUT;
+		po.format = FA_PLOT_SVG;
+		po.run_id = run_id;
+		rc = html_plot(out, s, &po, &fig,
+			       "Throughput per kernel against sequence length, one panel per "
+			       "head_dim (passed results only).",
+			       0, err);
+		po.kind = FA_PLOT_HEATMAP;
+		if (rc == FA_OK)
+			rc = html_plot(out, s, &po, &fig,
+				       "Tuning: each case's time with each set of params, over the "
+				       "case's best.",
+				       1, err);
+	}
+	if (rc == FA_OK && o->compare) {
+		html_compare(out, o->compare);
+		if (can_plot) {
+			struct fa_plot_opts po;
+			memset(&po, 0, sizeof po);
+			po.kind = FA_PLOT_SPEEDUP;
+			po.format = FA_PLOT_SVG;
+			po.compare = o->compare;
+			rc = html_plot(out, s, &po, &fig,
+				       "Speedup of head over base per result timed on both sides, "
+				       "coloured by verdict.",
+				       0, err);
+		}
+	}
+	fputs("</body>\n</html>\n", out);
+	return rc;
+}
+
 /* ---- Entry ---------------------------------------------------------------- */
 
-enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_report_opts *o,
-			   FILE *out, struct fa_err *err)
+static enum fa_rc report_write(struct fa_store *s, int64_t run_id, const struct fa_report_opts *o,
+			       const struct fa_report_html_opts *h, FILE *out, struct fa_err *err)
 {
+	static const struct fa_report_html_opts no_extras = {NULL, 0};
 	struct report r;
 	enum fa_rc rc;
 
-	if (o->format == FA_FMT_HTML)
-		return fa_err_set(err, FA_ERR_USAGE, "html reports are not implemented yet");
-	if (o->format != FA_FMT_MD && o->format != FA_FMT_CSV && o->format != FA_FMT_JSON)
+	if (o->format != FA_FMT_MD && o->format != FA_FMT_CSV && o->format != FA_FMT_JSON &&
+	    o->format != FA_FMT_HTML)
 		return fa_err_set(err, FA_ERR_USAGE, "unknown report format %d", (int)o->format);
 	rc = report_load(s, run_id, o->baseline, &r, err);
 	if (rc == FA_OK) {
@@ -1244,6 +1934,8 @@ enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_r
 			rc = write_md(out, &r, err);
 		else if (o->format == FA_FMT_CSV)
 			write_csv(out, &r);
+		else if (o->format == FA_FMT_HTML)
+			rc = write_html(out, s, run_id, &r, h ? h : &no_extras, err);
 		else
 			write_json(out, &r);
 	}
@@ -1251,4 +1943,19 @@ enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_r
 	if (rc == FA_OK && (fflush(out) != 0 || ferror(out)))
 		rc = fa_err_set(err, FA_ERR_IO, "cannot write the report of run %" PRId64, run_id);
 	return rc;
+}
+
+enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_report_opts *o,
+			   FILE *out, struct fa_err *err)
+{
+	return report_write(s, run_id, o, NULL, out, err);
+}
+
+enum fa_rc fa_report_write_html(struct fa_store *s, int64_t run_id,
+				const struct fa_report_opts *o,
+				const struct fa_report_html_opts *h, FILE *out, struct fa_err *err)
+{
+	struct fa_report_opts ho = *o;
+	ho.format = FA_FMT_HTML;
+	return report_write(s, run_id, &ho, h, out, err);
 }

@@ -1,4 +1,4 @@
-/* report.h - tables of one run's results: markdown, CSV and JSON.
+/* report.h - tables of one run's results: markdown, CSV, JSON and HTML.
  *
  * One table per suite: rows are cases (only the parameters that vary between
  * them), columns per kernel: median time, TFLOP/s (GB/s for decode-like
@@ -26,13 +26,37 @@ struct fa_report_opts {
 };
 
 /* Writes the report of run_id to out (deterministic: the same database gives
- * the same bytes). Returns FA_OK; FA_ERR_NOT_FOUND for an unknown run or a
- * baseline kernel with no results in it; FA_ERR_USAGE for html (not
- * implemented yet) or an unknown format; FA_ERR_DB, FA_ERR_NOMEM, or
- * FA_ERR_IO when out cannot be written. Nothing is written when the run or
- * the baseline is not found. o->baseline may also name a column
- * "kernel[params]" of a run where one kernel ran with several params. */
+ * the same bytes; for html, without plots, whose SVG is gnuplot's). Html is
+ * one self-contained page: the tables of markdown with a little CSS, the
+ * compare's table, the plots as inline SVG; nothing is loaded from
+ * elsewhere. Returns FA_OK; FA_ERR_NOT_FOUND for an unknown run or a
+ * baseline kernel with no results in it; FA_ERR_USAGE for an unknown
+ * format; FA_ERR_BACKEND when gnuplot fails on a plot; FA_ERR_DB,
+ * FA_ERR_NOMEM, or FA_ERR_IO when out cannot be written. Nothing is written
+ * when the run or the baseline is not found. o->baseline may also name a
+ * column "kernel[params]" of a run where one kernel ran with several
+ * params. */
 enum fa_rc fa_report_write(struct fa_store *s, int64_t run_id, const struct fa_report_opts *o,
 			   FILE *out, struct fa_err *err);
+
+struct fa_compare;
+
+/* What an html report shows beyond the tables. */
+struct fa_report_html_opts {
+	const struct fa_compare *compare; /* shown after the results: its summary and
+	                                     table, with plots its speedup bars; NULL none */
+	int32_t plots;          /* 1: embed plots as inline SVG drawn by gnuplot
+	                           (plot.h): the run's throughput, its tuning heatmap
+	                           when it is a tuning run, the compare's speedups;
+	                           without gnuplot a note says so instead */
+};
+
+/* The html report (o->format is ignored) with the extras of h (NULL:
+ * neither compare nor plots, as fa_report_write gives for FA_FMT_HTML).
+ * Returns as fa_report_write. */
+enum fa_rc fa_report_write_html(struct fa_store *s, int64_t run_id,
+				const struct fa_report_opts *o,
+				const struct fa_report_html_opts *h, FILE *out,
+				struct fa_err *err);
 
 #endif /* FA_REPORT_H */

@@ -1,0 +1,1080 @@
+/* test_plot.c - `fabench plot`: the gnuplot scripts of the four kinds against
+ * golden files (tests/golden/plot_*.gp, byte for byte: labels, colours and
+ * data, without depending on gnuplot's rendering), what the scripts must
+ * hold (every kernel, axis labels with units, consistent colours), the
+ * errors (unknown run, nothing to plot, a bad --where, no tuned kernel,
+ * gnuplot missing or failing, with its temporary folder removed), and, where
+ * gnuplot is installed, real PNG and SVG images of every kind.
+ *
+ * Data: the report fixture (tests/fixture.h) for throughput and speedup,
+ * the history fixture (tests/fixture_history.h) for history, and a tuning
+ * run built here (one kernel with six sets of params) for the heatmap.
+ *
+ * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../harness/compare.h"
+#include "../harness/history.h"
+#include "../harness/measure.h"
+#include "../harness/plot.h"
+#include "fixture.h"
+#include "fixture_history.h"
+#include "proc.h"
+#include "test.h"
+
+/* ---- Golden files --------------------------------------------------------- */
+
+/* Compares actual with tests/golden/<name> (FABENCH_UPDATE_GOLDEN=1 writes
+ * it); on a difference, writes <tmpdir>/<name>.actual and fails with the
+ * first differing line. */
+static void check_golden(const char *name, const char *actual)
+{
+	char path[1200], out[1300];
+	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
+	char *want;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
+	if (update && strcmp(update, "1") == 0) {
+		f = fopen(path, "w");
+		FA_REQUIRE(f);
+		fputs(actual, f);
+		FA_CHECK(fclose(f) == 0);
+		printf("  updated tests/golden/%s\n", name);
+		return;
+	}
+	want = fa_test_read_file(path, NULL);
+	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
+	if (want && strcmp(want, actual) == 0) {
+		unlink(out);
+		free(want);
+		return;
+	}
+	f = fopen(out, "w");
+	if (f) {
+		fputs(actual, f);
+		fclose(f);
+	}
+	if (!want) {
+		fa_test_fail(__FILE__, __LINE__,
+			     "no golden file tests/golden/%s; the output is in %s "
+			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
+			     name, out);
+		return;
+	}
+	{
+		const char *a = want, *b = actual, *la = want, *lb = actual;
+		int line = 1;
+		for (; *a && *a == *b; a++, b++)
+			if (*a == '\n') {
+				line++;
+				la = a + 1;
+				lb = b + 1;
+			}
+		fa_test_fail(__FILE__, __LINE__,
+			     "tests/golden/%s differs at line %d\n  expected: %.*s\n  actual:   %.*s\n"
+			     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
+			     name, line, (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb, path,
+			     out);
+	}
+	free(want);
+}
+
+/* ---- Databases ------------------------------------------------------------- */
+
+static struct fa_store *open_db(const char *path)
+{
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot open '%s': %s", path, err.msg);
+		return NULL;
+	}
+	return s;
+}
+
+/* The report fixture in the test's folder, opened. */
+static struct fa_store *open_fixture(void)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
+	if (fa_fixture_build(path) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
+		return NULL;
+	}
+	return open_db(path);
+}
+
+static struct fa_store *open_history_fixture(void)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/history.db", fa_test_tmpdir());
+	if (fa_fixture_history_build(path) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build the history fixture at '%s'", path);
+		return NULL;
+	}
+	return open_db(path);
+}
+
+/* The tuning run: cuda_flash_mma with block_q 64 / 128 x block_k 32 / 64 /
+ * 128 (six sets, stored in a scrambled order) and cuda_dense without
+ * params, on q_len 512 / 2048 / 8192 x head_dim 64 / 128 (fp16, causal).
+ * block_q=128,block_k=128 is skipped on head_dim 128 (shared memory) and
+ * block_q=64,block_k=32 fails its check on case 0. Times follow a fixed
+ * model: large tiles win on long sequences, small ones on short. */
+#define TUNE_KERNEL "cuda_flash_mma"
+#define TUNE_SETS 6
+#define TUNE_CASES 6
+static const char *const tune_params[TUNE_SETS] = {
+	"block_q=128,block_k=64", "block_q=64,block_k=32",  "block_q=128,block_k=128",
+	"block_q=64,block_k=64",  "block_q=128,block_k=32", "block_q=64,block_k=128",
+};
+
+static enum fa_rc build_tuning_db(const char *path, int64_t *run_id)
+{
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_err err;
+	enum fa_rc rc;
+	char wal[1300];
+
+	unlink(path);
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	unlink(wal);
+	fa_err_clear(&err);
+	rc = fa_store_open(path, 1, &s, &err);
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-27T10:00:00Z";
+	ri.backend = "cuda";
+	ri.device_name = "NVIDIA H100 80GB HBM3";
+	ri.suite_name = "tune-mma";
+	ri.label = "tune";
+	ri.seed = 7;
+	if (rc == FA_OK)
+		rc = fa_store_run_begin(s, &ri, run_id, &err);
+	for (int idx = 0; rc == FA_OK && idx < TUNE_CASES; idx++) {
+		static const int q_lens[3] = {512, 2048, 8192};
+		int q = q_lens[idx % 3], hd = idx < 3 ? 64 : 128;
+		struct fa_case c;
+		struct fa_result res[TUNE_SETS + 1];
+		double samples[TUNE_SETS + 1][5];
+		char key[256];
+		double flops = 2.0 * 16 * 2 * (double)q * q * 2.0 * hd; /* causal: half */
+		memset(&c, 0, sizeof c);
+		c.index = idx;
+		c.p = (struct fa_problem){.batch = 2, .heads = 16, .kv_heads = 16, .q_len = q,
+					  .kv_len = q, .head_dim = hd, .head_dim_v = hd,
+					  .dtype = FA_DTYPE_FP16, .mask = FA_MASK_CAUSAL,
+					  .total_q = 2 * q, .total_k = 2 * q,
+					  .scale = 1.0f / sqrtf((float)hd)};
+		snprintf(key, sizeof key,
+			 "batch=2,heads=16,kv_heads=16,q_len=%d,kv_len=%d,head_dim=%d,head_dim_v=%d,"
+			 "dtype=fp16,mask=causal,layout=bshd,input=normal",
+			 q, q, hd, hd);
+		c.key = key;
+		for (int k = 0; k <= TUNE_SETS; k++) {
+			struct fa_result *r = &res[k];
+			int bq = 0, bk = 0;
+			double tflops;
+			memset(r, 0, sizeof *r);
+			r->kernel = k < TUNE_SETS ? TUNE_KERNEL : "cuda_dense";
+			r->params = k < TUNE_SETS ? tune_params[k] : "";
+			r->backend = "cuda";
+			r->timing = "cold";
+			r->tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+			r->st.same_max_abs = -1;
+			r->st.worst_index = -1;
+			if (k < TUNE_SETS)
+				sscanf(tune_params[k], "block_q=%d,block_k=%d", &bq, &bk);
+			if (bq == 128 && bk == 128 && hd == 128) {
+				r->status = FA_STATUS_SKIP;
+				snprintf(r->reason, sizeof r->reason,
+					 "shared memory 160 KiB exceeds the 99 KiB of a block");
+				continue;
+			}
+			/* efficiency: long sequences like big tiles, short ones
+			 * small; each case has one best set */
+			tflops = k == TUNE_SETS
+					 ? 38
+					 : 310 * (1 - 0.1 * fabs(log2(bq / 64.0) + 0.6 * log2(bk / 32.0) -
+								  idx % 3)) *
+						   (hd == 128 ? 1.08 : 1);
+			for (int i = 0; i < 5; i++)
+				samples[k][i] = flops / (tflops * 1e12) * 1e3 * (1 + 0.003 * (i - 2));
+			r->samples = samples[k];
+			fa_stats_compute(samples[k], 5, &r->t);
+			r->flops = flops;
+			r->tflops = flops / (r->t.median_ms * 1e-3) / 1e12;
+			r->bytes = 2.0 * 4 * 2 * q * 16 * hd;
+			r->gbps = r->bytes / (r->t.median_ms * 1e-3) / 1e9;
+			r->checked = 1;
+			r->st.max_abs = 4.8e-4;
+			r->status = FA_STATUS_PASS;
+			if (idx == 0 && bq == 64 && bk == 32) {
+				r->status = FA_STATUS_FAIL;
+				r->st.max_abs = 0.25;
+				snprintf(r->reason, sizeof r->reason, "max_abs 0.25 > 0.002");
+			}
+		}
+		rc = fa_store_case_commit(s, *run_id, &c, res, TUNE_SETS + 1, NULL, &err);
+	}
+	if (rc == FA_OK)
+		rc = fa_store_run_end(s, *run_id, "complete", &err);
+	if (rc != FA_OK)
+		fprintf(stderr, "tuning db: %s\n", err.msg);
+	fa_store_close(s);
+	return rc;
+}
+
+static struct fa_store *open_tuning_db(int64_t *run_id)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/tuning.db", fa_test_tmpdir());
+	if (build_tuning_db(path, run_id) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build the tuning run at '%s'", path);
+		return NULL;
+	}
+	return open_db(path);
+}
+
+/* ---- Scripts ------------------------------------------------------------------ */
+
+/* The script of o as a malloc'd string; *rc and err get the result. */
+static char *script_text(struct fa_store *s, const struct fa_plot_opts *o, enum fa_rc *rc,
+			 struct fa_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		*rc = FA_ERR_NOMEM;
+		return NULL;
+	}
+	fa_err_clear(err);
+	*rc = fa_plot_script(s, o, f, err);
+	fclose(f);
+	return buf;
+}
+
+static struct fa_plot_opts opts_of(int kind, int format)
+{
+	struct fa_plot_opts o;
+	memset(&o, 0, sizeof o);
+	o.kind = kind;
+	o.format = format;
+	return o;
+}
+
+/* The compare of fixture runs 1 (BASE) and 2 (HEAD). */
+static int fixture_compare(struct fa_store *s, struct fa_compare *cmp)
+{
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (fa_compare_build(s, "1", "2", NULL, cmp, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "compare 1 2: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The history of the nightly runs of the history fixture. */
+static int fixture_history(struct fa_store *s, struct fa_history *h)
+{
+	struct fa_history_opts ho;
+	struct fa_err err;
+	fa_history_opts_init(&ho);
+	ho.label = "nightly";
+	fa_err_clear(&err);
+	if (fa_history_build(s, &ho, h, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "history: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* How often needle occurs in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+FA_TEST(plot, names_and_formats)
+{
+	FA_CHECK(fa_plot_kind_parse("throughput") == FA_PLOT_THROUGHPUT);
+	FA_CHECK(fa_plot_kind_parse("speedup") == FA_PLOT_SPEEDUP);
+	FA_CHECK(fa_plot_kind_parse("history") == FA_PLOT_HISTORY);
+	FA_CHECK(fa_plot_kind_parse("heatmap") == FA_PLOT_HEATMAP);
+	FA_CHECK(fa_plot_kind_parse("pie") == -1 && fa_plot_kind_parse(NULL) == -1);
+	for (int k = FA_PLOT_THROUGHPUT; k <= FA_PLOT_HEATMAP; k++)
+		FA_CHECK(fa_plot_kind_parse(fa_plot_kind_name(k)) == k);
+	FA_CHECK(fa_plot_kind_name(4) == NULL && fa_plot_kind_name(-1) == NULL);
+	FA_CHECK(fa_plot_format_of_path("a/b.png") == FA_PLOT_PNG);
+	FA_CHECK(fa_plot_format_of_path("B.SVG") == FA_PLOT_SVG);
+	FA_CHECK(fa_plot_format_of_path("b.jpg") == -1);
+	FA_CHECK(fa_plot_format_of_path(".png") == -1); /* no name */
+	FA_CHECK(fa_plot_format_of_path("png") == -1 && fa_plot_format_of_path(NULL) == -1);
+}
+
+FA_TEST(plot, kernel_colours_are_stable_and_distinct)
+{
+	static const char *const known[] = {"cpu_dense",       "cpu_flash",      "cpu_flash_tiled",
+					    "cuda_dense",      "cuda_flash",     "cuda_flash_simt",
+					    "cuda_flash_mma", "cuda_flash_decode"};
+	char name[64];
+	/* the shipped kernels never share a colour */
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+		const char *c = fa_plot_kernel_colour(known[i]);
+		FA_CHECKF(c[0] == '#' && strlen(c) == 7, "colour '%s' of %s", c, known[i]);
+		for (size_t j = 0; j < i; j++)
+			FA_CHECKF(strcmp(c, fa_plot_kernel_colour(known[j])) != 0,
+				  "%s and %s share %s", known[i], known[j], c);
+	}
+	/* any other name: the same colour every time, from the palette, and
+	 * names spread over several colours */
+	{
+		const char *seen[64];
+		int n_seen = 0;
+		for (int i = 0; i < 40; i++) {
+			const char *c;
+			int k;
+			snprintf(name, sizeof name, "plugin_kernel_%d", i);
+			c = fa_plot_kernel_colour(name);
+			FA_CHECK(strcmp(c, fa_plot_kernel_colour(name)) == 0);
+			FA_CHECK(c[0] == '#' && strlen(c) == 7);
+			for (k = 0; k < n_seen && strcmp(seen[k], c) != 0; k++)
+				;
+			if (k == n_seen)
+				seen[n_seen++] = c;
+		}
+		FA_CHECKF(n_seen >= 6, "40 names got only %d colours", n_seen);
+	}
+	FA_CHECK(fa_plot_kernel_colour(NULL)[0] == '#');
+}
+
+/* A tuning run's throughput: each set of params is a kernel of its own, and
+ * the seven of them get seven colours (hashing alone would repeat some). */
+FA_TEST(plot, tuning_kernels_get_distinct_colours)
+{
+	int64_t run_id = 0;
+	struct fa_store *s = open_tuning_db(&run_id);
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text, colour[16][8], title[16][64];
+	int n = 0;
+	const char *p, *end;
+	FA_REQUIRE(s);
+	o.run_id = run_id;
+	text = script_text(s, &o, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && text);
+	/* the first panel's series: "lc rgb '#rrggbb' dt 1 pt 7 title 'NAME'" */
+	p = strstr(text, "# panel 1\n");
+	end = strstr(text, "# panel 2\n");
+	FA_REQUIRE(p && end);
+	while ((p = strstr(p, "lc rgb '")) && p < end && n < 16) {
+		if (sscanf(p, "lc rgb '%7[^']' dt 1 pt 7 title '%63[^']'", colour[n], title[n]) == 2)
+			n++;
+		p++;
+	}
+	FA_CHECKF(n == TUNE_SETS + 1, "%d titled series in panel 1", n);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			FA_CHECKF(strcmp(colour[i], colour[j]) != 0, "%s and %s share %s", title[i],
+				  title[j], colour[i]);
+	/* the kernel without params keeps its own colour */
+	for (int i = 0; i < n; i++)
+		if (strcmp(title[i], "cuda_dense") == 0)
+			FA_CHECK(strcmp(colour[i], fa_plot_kernel_colour("cuda_dense")) == 0);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, golden_throughput_script)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
+	if (rc == FA_OK && text)
+		check_golden("plot_throughput.gp", text);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, throughput_script_content)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_SVG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text, want[128];
+	FA_REQUIRE(s);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	text = script_text(s, &o, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && text);
+	FA_CHECK(strstr(text, "set terminal svg size ") && strstr(text, "set output 'plot.svg'"));
+	FA_CHECK(!strstr(text, "pngcairo"));
+	/* four panels: head_dim 64, 72, 128, and the decode case (GB/s) */
+	FA_CHECK(strstr(text, "set multiplot layout 2,2 title 'throughput of run 2 (nightly): "
+			      "suite smoke, cpu on AMD EPYC 7B13 (2 threads)'"));
+	FA_CHECK(strstr(text, "set title 'head_dim 64'") && strstr(text, "set title 'head_dim 72'") &&
+		 strstr(text, "set title 'head_dim 128'") &&
+		 strstr(text, "set title 'head_dim 128, decode-like (q_len <= 16)'"));
+	FA_CHECK(strstr(text, "set title 'head_dim 64'") < strstr(text, "set title 'head_dim 72'"));
+	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 3);
+	FA_CHECK(count_of(text, "set ylabel 'GB/s") == 1);
+	FA_CHECK(strstr(text, "set xlabel 'q_len (queries per sequence, log2 scale)'") &&
+		 strstr(text, "set xlabel 'kv_len (keys per sequence, log2 scale)'"));
+	FA_CHECK(count_of(text, "set logscale x 2") == 4);
+	/* every kernel in a legend, in its own colour */
+	for (int k = 0; k < 3; k++) {
+		static const char *const kn[] = {"cpu_dense", "cpu_flash", "cpu_flash_tiled"};
+		snprintf(want, sizeof want, "lc rgb '%s' title '%s'", fa_plot_kernel_colour(kn[k]),
+			 kn[k]);
+		FA_CHECKF(strstr(text, want), "no legend entry \"%s\"", want);
+	}
+	/* only passed results: cpu_flash_tiled passed on cases 0, 5 and 6 */
+	FA_CHECK(strstr(text, "\n128 0.0361 0\n") && strstr(text, "\n4096 0.0360468 5\n"));
+	/* the mask and the varlen case are told apart in the legend */
+	FA_CHECK(strstr(text, "title 'sliding_window 256, batch 2'") &&
+		 strstr(text, "title 'causal, batch 3, varlen'") &&
+		 strstr(text, "title 'prefix_lm 64, batch 2'"));
+	/* kernel names are drawn as typed: no enhanced-text subscripts */
+	FA_CHECK(strstr(text, "set termoption noenhanced"));
+	free(text);
+	fa_store_close(s);
+}
+
+/* Every timed result that passed is a point, and no other: counted from the
+ * data blocks against the database. */
+FA_TEST(plot, throughput_points_are_the_passed_results)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	int points = 0;
+	FA_REQUIRE(s);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	text = script_text(s, &o, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && text);
+	/* data rows are "x y case": lines starting with a digit inside blocks */
+	for (const char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		double x, y;
+		int idx;
+		if (*p >= '0' && *p <= '9' && sscanf(p, "%lf %lf %d", &x, &y, &idx) == 3)
+			points++;
+	}
+	/* run 2: cpu_dense 7 (skipped on 5), cpu_flash 7 (error on 6),
+	 * cpu_flash_tiled 3 (fail on 1, skips on 2-4, timeout on 7) */
+	FA_CHECKF(points == 17, "%d points, want 17", points);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, throughput_where_filters_cases)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	o.where = "head_dim == 128";
+	text = script_text(s, &o, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && text);
+	FA_CHECK(strstr(text, "set multiplot layout 1,2 "));
+	FA_CHECK(strstr(text, "cases where head_dim == 128'"));
+	FA_CHECK(!strstr(text, "set title 'head_dim 64'") && strstr(text, "set title 'head_dim 128'"));
+	free(text);
+
+	/* nothing left */
+	o.where = "head_dim == 256";
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECKF(strcmp(err.msg, "no passed, timed result of run 2 in the cases where "
+				  "'head_dim == 256'") == 0,
+		  "message '%s'", err.msg);
+	free(text);
+
+	/* an expression that does not parse points into it */
+	o.where = "head_dim == == 1";
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.file, "--where") == 0 && err.line == 1 && err.col > 1);
+	FA_CHECK(strcmp(err.text, "head_dim == == 1") == 0);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, unknown_run_and_bad_options)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text, want[1400];
+	FA_REQUIRE(s);
+	o.run_id = 99;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	snprintf(want, sizeof want, "no run 99 in '%s'", fa_store_path(s));
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	free(text);
+	o.kind = FA_PLOT_HEATMAP;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND && strcmp(err.msg, want) == 0);
+	free(text);
+	o.kind = 9;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot kind 9") == 0);
+	free(text);
+	o.kind = FA_PLOT_THROUGHPUT;
+	o.format = 5;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot format 5") == 0);
+	free(text);
+	/* speedup and history need their data */
+	o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
+	text = script_text(NULL, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a speedup plot needs a compare") == 0);
+	free(text);
+	o.kind = FA_PLOT_HISTORY;
+	text = script_text(NULL, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a history plot needs a history") == 0);
+	free(text);
+	o.kind = FA_PLOT_THROUGHPUT;
+	text = script_text(NULL, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a throughput plot needs a database") == 0);
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, golden_speedup_script)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
+	struct fa_compare cmp;
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	memset(&cmp, 0, sizeof cmp);
+	if (fixture_compare(s, &cmp) == 0) {
+		int timed = 0, bars = 0;
+		o.compare = &cmp;
+		text = script_text(s, &o, &rc, &err);
+		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
+		if (rc == FA_OK && text) {
+			check_golden("plot_speedup.gp", text);
+			/* one bar per timed row, in the block of its verdict */
+			for (int i = 0; i < cmp.n_rows; i++)
+				timed += cmp.rows[i].change == FA_CMP_TIMED;
+			for (int v = 0; v < 4; v++) {
+				char name[32];
+				const char *p;
+				snprintf(name, sizeof name, "$%s << EOD\n", fa_stats_verdict_name(v));
+				p = strstr(text, name);
+				FA_REQUIRE(p);
+				p = strchr(strchr(p, '\n') + 1, '\n') + 1; /* past the comment */
+				for (; strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
+					bars++;
+			}
+			FA_CHECKF(bars == timed, "%d bars, %d timed rows", bars, timed);
+			FA_CHECK(strstr(text, "set xlabel 'speedup = BASE median / HEAD median"));
+			FA_CHECK(strstr(text, "title 'faster (3)'") && strstr(text, "title 'slower (1)'"));
+			/* cpu_flash on case 0 is 15% slower: 1/1.15 */
+			FA_CHECK(strstr(text, "\"0.870x\""));
+		}
+		free(text);
+	}
+	fa_compare_free(&cmp);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, golden_history_script)
+{
+	struct fa_store *s = open_history_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	memset(&h, 0, sizeof h);
+	if (fixture_history(s, &h) == 0) {
+		o.history = &h;
+		text = script_text(s, &o, &rc, &err);
+		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
+		if (rc == FA_OK && text) {
+			check_golden("plot_history.gp", text);
+			/* one panel per case, both kernels in each */
+			FA_CHECK(strstr(text, "set multiplot layout 2,2 "));
+			FA_CHECK(count_of(text, "# panel ") == 3);
+			FA_CHECK(count_of(text, "title 'cpu_flash'") == 3 &&
+				 count_of(text, "title 'cpu_dense'") == 3);
+			/* the planted steps, the spike as two, and the new regression */
+			FA_CHECK(strstr(text, "\"+10%\"") && strstr(text, "\"-6%\"") &&
+				 strstr(text, "\"+7% new\""));
+			FA_CHECK(strstr(text, "set ylabel 'median time (ms)'") &&
+				 strstr(text, "set xlabel 'run (id and date, oldest first)'"));
+			/* the PR run (7) is not among the nightly runs on the x axis */
+			FA_CHECK(strstr(text, "\"6\\n12-06\" 5, \"8\\n12-07\" 6"));
+		}
+		free(text);
+	}
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, golden_heatmap_script)
+{
+	int64_t run_id = 0;
+	struct fa_store *s = open_tuning_db(&run_id);
+	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	o.run_id = run_id;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
+	if (rc == FA_OK && text) {
+		const char *a, *b;
+		int cells = 0;
+		check_golden("plot_heatmap.gp", text);
+		/* the params sorted by value, not as text or as stored */
+		FA_CHECK(strstr(text, "set xtics ('block_q=64,block_k=32' 0, 'block_q=64,block_k=64' 1, "
+				      "'block_q=64,block_k=128' 2, 'block_q=128,block_k=32' 3"));
+		FA_CHECK(strstr(text, "set title 'tuning of cuda_flash_mma: run 1 (tune): suite "
+				      "tune-mma, cuda on NVIDIA H100 80GB HBM3'"));
+		/* 36 cells: 32 timed, three skips and the failure shown as such */
+		a = strstr(text, "$cells << EOD\n");
+		b = strstr(text, "$missing << EOD\n");
+		FA_REQUIRE(a && b);
+		for (const char *p = strchr(strchr(a, '\n') + 1, '\n') + 1;
+		     strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
+			cells++;
+		FA_CHECKF(cells == 32, "%d timed cells", cells);
+		FA_CHECK(strstr(b, "0 0 \"FAIL\"\n") && strstr(b, "5 3 \"skip\"\n") &&
+			 strstr(b, "5 5 \"skip\"\n"));
+		/* each case has exactly one best cell, 1.00 */
+		FA_CHECK(count_of(a, "\"1.00\"") == TUNE_CASES);
+		/* the cases are rows with what differs between them */
+		FA_CHECK(strstr(text, "'#0 q_len 512, head_dim 64: best "));
+		FA_CHECK(strstr(text, "set xlabel 'params of cuda_flash_mma'"));
+		FA_CHECK(strstr(text, "set cblabel 'time / best time of the case (1 = best)'"));
+	}
+	free(text);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, heatmap_needs_a_tuned_kernel)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	int64_t run_id = 0;
+	FA_REQUIRE(s);
+	/* the fixture's runs have one set of params per kernel */
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECKF(strcmp(err.msg, "run 2 has no kernel that ran with several sets of params (a "
+				  "tuning run: fabench run --param KERNEL.NAME=V1,V2,...)") == 0,
+		  "message '%s'", err.msg);
+	free(text);
+	fa_store_close(s);
+
+	s = open_tuning_db(&run_id);
+	FA_REQUIRE(s);
+	o.run_id = run_id;
+	o.kernel = "cuda_dense";
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECKF(strcmp(err.msg, "kernel 'cuda_dense' ran with 1 set of params in the cases of "
+				  "run 1: a heatmap needs two or more") == 0,
+		  "message '%s'", err.msg);
+	free(text);
+	o.kernel = "hip_flash";
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND &&
+		 strcmp(err.msg, "kernel 'hip_flash' has no results in run 1") == 0);
+	free(text);
+	/* named explicitly, and filtered to one head_dim */
+	o.kernel = TUNE_KERNEL;
+	o.where = "head_dim == 64";
+	text = script_text(s, &o, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && text);
+	FA_CHECK(strstr(text, "set yrange [2.5:-0.5]")); /* 3 cases */
+	FA_CHECK(!strstr(text, "\"skip\"")); /* the skips were on head_dim 128 */
+	free(text);
+	fa_store_close(s);
+}
+
+/* ---- Drawing --------------------------------------------------------------------- */
+
+/* The entries of folder dir other than . and .. */
+static int folder_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* Runs fn with TMPDIR set to a fresh folder of the test, then checks that
+ * the plot module left nothing in it. */
+static void set_tmpdir(char *old, size_t size, char *dir, size_t dsize)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(old, size, "%s", t ? t : "");
+	snprintf(dir, dsize, "%s/tmp", fa_test_tmpdir());
+	mkdir(dir, 0777);
+	setenv("TMPDIR", dir, 1);
+}
+
+static void restore_tmpdir(const char *old)
+{
+	if (old[0])
+		setenv("TMPDIR", old, 1);
+	else
+		unsetenv("TMPDIR");
+}
+
+/* Draws o as PNG and SVG into the test's folder and checks the files:
+ * the PNG signature and a size that is more than an empty canvas; the SVG
+ * header and every text in want[]. */
+static void check_images(struct fa_store *s, struct fa_plot_opts o, const char *name,
+			 const char *const *want, int n_want)
+{
+	static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+	char path[1300], old[1024], tmp[1200];
+	struct fa_err err;
+	enum fa_rc rc;
+	size_t len = 0;
+	char *data, *svg = NULL;
+
+	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
+	snprintf(path, sizeof path, "%s/%s.png", fa_test_tmpdir(), name);
+	unlink(path);
+	fa_err_clear(&err);
+	o.format = FA_PLOT_PNG;
+	rc = fa_plot_render(s, &o, path, &err);
+	FA_CHECKF(rc == FA_OK, "%s.png: %s", name, err.msg);
+	data = fa_test_read_file(path, &len);
+	FA_CHECKF(data && len > 8 && memcmp(data, png_sig, 8) == 0, "%s.png is no PNG", name);
+	/* a blank canvas of these sizes compresses to 2 KB (libgd's png) to 6 KB
+	 * (pngcairo); with axes, text and data each kind is over 19 KB with
+	 * libgd and over 50 KB with cairo */
+	FA_CHECKF(len > 12000, "%s.png has only %zu bytes", name, len);
+	free(data);
+
+	snprintf(path, sizeof path, "%s/%s.svg", fa_test_tmpdir(), name);
+	o.format = FA_PLOT_SVG;
+	rc = fa_plot_render(s, &o, path, &err);
+	FA_CHECKF(rc == FA_OK, "%s.svg: %s", name, err.msg);
+	data = fa_test_read_file(path, &len);
+	FA_REQUIRE(data);
+	FA_CHECK(strncmp(data, "<?xml", 5) == 0 || strncmp(data, "<svg", 4) == 0);
+	FA_CHECK(strstr(data, "</svg>") != NULL);
+	for (int i = 0; i < n_want; i++)
+		FA_CHECKF(strstr(data, want[i]), "%s.svg has no '%s'", name, want[i]);
+	/* fa_plot_svg gives the same image */
+	rc = fa_plot_svg(s, &o, &svg, &len, &err);
+	FA_CHECKF(rc == FA_OK && svg && strlen(svg) == len && strcmp(svg, data) == 0,
+		  "fa_plot_svg differs from the file: %s", err.msg);
+	free(svg);
+	free(data);
+	FA_CHECKF(folder_entries(tmp) == 0, "temporary files left in %s", tmp);
+	restore_tmpdir(old);
+}
+
+static int have_gnuplot(void)
+{
+	if (fa_plot_gnuplot_available())
+		return 1;
+	fa_test_skip("gnuplot is not installed (apt-get install gnuplot-nox)");
+	return 0;
+}
+
+FA_TEST(plot, draws_throughput)
+{
+	static const char *const want[] = {
+		"cpu_dense", "cpu_flash", "cpu_flash_tiled", "TFLOP/s", "GB/s",
+		"q_len (queries per sequence, log2 scale)", "head_dim 72",
+	};
+	struct fa_store *s;
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	if (!have_gnuplot())
+		return;
+	s = open_fixture();
+	FA_REQUIRE(s);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	check_images(s, o, "throughput", want, (int)(sizeof want / sizeof want[0]));
+	fa_store_close(s);
+}
+
+FA_TEST(plot, draws_speedup)
+{
+	static const char *const want[] = {
+		"cpu_dense", "cpu_flash", "speedup = BASE median / HEAD median", "faster (3)",
+		"slower (1)", "0.870x",
+	};
+	struct fa_store *s;
+	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
+	struct fa_compare cmp;
+	if (!have_gnuplot())
+		return;
+	s = open_fixture();
+	FA_REQUIRE(s);
+	memset(&cmp, 0, sizeof cmp);
+	if (fixture_compare(s, &cmp) == 0) {
+		o.compare = &cmp;
+		check_images(s, o, "speedup", want, (int)(sizeof want / sizeof want[0]));
+	}
+	fa_compare_free(&cmp);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, draws_history)
+{
+	static const char *const want[] = {
+		"cpu_dense", "cpu_flash", "median time (ms)", "run (id and date, oldest first)",
+		"step: slower", "step: faster", "+7% new",
+	};
+	struct fa_store *s;
+	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
+	struct fa_history h;
+	if (!have_gnuplot())
+		return;
+	s = open_history_fixture();
+	FA_REQUIRE(s);
+	memset(&h, 0, sizeof h);
+	if (fixture_history(s, &h) == 0) {
+		o.history = &h;
+		check_images(s, o, "history", want, (int)(sizeof want / sizeof want[0]));
+	}
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+FA_TEST(plot, draws_heatmap)
+{
+	static const char *const want[] = {
+		"cuda_flash_mma", "block_q=64,block_k=32", "block_q=128,block_k=128",
+		"time / best time of the case (1 = best)", "FAIL", "skip", "1.00",
+	};
+	struct fa_store *s;
+	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
+	int64_t run_id = 0;
+	if (!have_gnuplot())
+		return;
+	s = open_tuning_db(&run_id);
+	FA_REQUIRE(s);
+	o.run_id = run_id;
+	check_images(s, o, "heatmap", want, (int)(sizeof want / sizeof want[0]));
+	fa_store_close(s);
+}
+
+/* Without gnuplot: a clear error, no image, no temporary folder. */
+FA_TEST(plot, gnuplot_missing)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	char path[1300], old[1024], tmp[1200];
+	const char *prev = getenv("FABENCH_GNUPLOT");
+	char saved[1024];
+	struct fa_err err;
+	char *svg = (char *)"x";
+	enum fa_rc rc;
+	FA_REQUIRE(s);
+	snprintf(saved, sizeof saved, "%s", prev ? prev : "");
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
+	snprintf(path, sizeof path, "%s/none.png", fa_test_tmpdir());
+	unlink(path);
+	setenv("FABENCH_GNUPLOT", "gnuplot-that-is-not-installed", 1);
+	FA_CHECK(!fa_plot_gnuplot_available());
+	fa_err_clear(&err);
+	rc = fa_plot_render(s, &o, path, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECKF(strcmp(err.msg, "gnuplot is not installed ('gnuplot-that-is-not-installed' not "
+				  "found in PATH): plots need it; install the gnuplot-nox package "
+				  "(apt-get install gnuplot-nox)") == 0,
+		  "message '%s'", err.msg);
+	FA_CHECK(access(path, F_OK) != 0);
+	fa_err_clear(&err);
+	rc = fa_plot_svg(s, &o, &svg, NULL, &err);
+	FA_CHECK(rc == FA_ERR_NOT_FOUND && svg == NULL);
+	FA_CHECK(folder_entries(tmp) == 0);
+	/* the same through the command, with exit status 1 */
+	{
+		struct fa_proc_result r;
+		char db[1300];
+		snprintf(db, sizeof db, "%s/fixture.db", fa_test_tmpdir());
+		fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--output", path, NULL},
+			    (char *[]){"FABENCH_GNUPLOT=gnuplot-that-is-not-installed", NULL}, 60, &r);
+		FA_CHECKF(r.status == 1 && strstr(r.err, "install the gnuplot-nox package"),
+			  "status %d, stderr '%s'", r.status, r.err);
+		FA_CHECK(access(path, F_OK) != 0);
+		fa_proc_free(&r);
+	}
+	if (saved[0])
+		setenv("FABENCH_GNUPLOT", saved, 1);
+	else
+		unsetenv("FABENCH_GNUPLOT");
+	restore_tmpdir(old);
+	fa_store_close(s);
+}
+
+/* A gnuplot that fails: its exit status and stderr in the message, the
+ * target untouched, the temporary folder removed. A stand-in program (a
+ * script run by execvp, as gnuplot would be) plays gnuplot. */
+FA_TEST(plot, gnuplot_failure_is_reported)
+{
+	struct fa_store *s = open_fixture();
+	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	char fake[1300], path[1300], old[1024], tmp[1200];
+	const char *prev = getenv("FABENCH_GNUPLOT");
+	char saved[1024];
+	struct fa_err err;
+	enum fa_rc rc;
+	FILE *f;
+	FA_REQUIRE(s);
+	snprintf(saved, sizeof saved, "%s", prev ? prev : "");
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
+	f = fopen(fake, "w");
+	FA_REQUIRE(f);
+	/* it checks that it was given the script in its working folder */
+	fputs("#!/bin/sh\n"
+	      "test \"$1\" = plot.gp && test -s plot.gp || exit 9\n"
+	      "echo '\"plot.gp\" line 3: undefined variable: nonsense' >&2\n"
+	      "exit 3\n",
+	      f);
+	FA_REQUIRE(fclose(f) == 0);
+	FA_REQUIRE(chmod(fake, 0755) == 0);
+	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
+	snprintf(path, sizeof path, "%s/out.png", fa_test_tmpdir());
+	f = fopen(path, "w"); /* an older image stays as it was */
+	FA_REQUIRE(f);
+	fputs("old", f);
+	FA_REQUIRE(fclose(f) == 0);
+	setenv("FABENCH_GNUPLOT", fake, 1);
+	fa_err_clear(&err);
+	rc = fa_plot_render(s, &o, path, &err);
+	FA_CHECK(rc == FA_ERR_BACKEND);
+	FA_CHECKF(strcmp(err.msg, "gnuplot failed with exit status 3: \"plot.gp\" line 3: "
+				  "undefined variable: nonsense") == 0,
+		  "message '%s'", err.msg);
+	{
+		char *kept = fa_test_read_file(path, NULL);
+		FA_CHECK(kept && strcmp(kept, "old") == 0);
+		free(kept);
+	}
+	FA_CHECKF(folder_entries(tmp) == 0, "temporary files left in %s", tmp);
+	if (saved[0])
+		setenv("FABENCH_GNUPLOT", saved, 1);
+	else
+		unsetenv("FABENCH_GNUPLOT");
+	restore_tmpdir(old);
+	fa_store_close(s);
+}
+
+/* ---- The command -------------------------------------------------------------------- */
+
+FA_TEST(plot, command_usage_errors)
+{
+	static const struct {
+		const char *args[8];
+		const char *err;
+	} cases[] = {
+		{{"plot", NULL}, "KIND is required"},
+		{{"plot", "pie", NULL}, "unknown plot kind 'pie'"},
+		{{"plot", "speedup", "1", NULL}, "a speedup plot needs BASE and HEAD"},
+		{{"plot", "throughput", "extra", NULL}, "unexpected argument 'extra'"},
+		{{"plot", "throughput", "--output", "a.jpg", NULL},
+		 "--output 'a.jpg' must end in .png or .svg"},
+		{{"plot", "speedup", "1", "2", "--where", "q_len > 1", NULL},
+		 "--where applies to throughput, heatmap and history plots, not speedup"},
+		{{"plot", "history", "--run", "2", NULL}, "--run applies to throughput and heatmap"},
+		{{"plot", "throughput", "--since", "2026-01-01", NULL},
+		 "--since applies to history plots, not throughput"},
+		{{"plot", "throughput", "--size", "10x10", NULL}, "--size '10x10' must be"},
+		{{"plot", "throughput", "--bogus", NULL}, "unknown option '--bogus'"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fa_proc_result r;
+		fa_proc_run((char *const *)cases[i].args, NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, cases[i].err) &&
+				  strstr(r.err, "usage: fabench plot"),
+			  "case %zu: status %d, stderr '%s'", i, r.status, r.err);
+		fa_proc_free(&r);
+	}
+}
+
+/* The command draws into --output and prints the path; --script writes the
+ * script without gnuplot. */
+FA_TEST(plot, command_writes_image_and_script)
+{
+	char db[1300], out[1300], script[1300];
+	struct fa_store *s = open_fixture();
+	struct fa_proc_result r;
+	char *text;
+	FA_REQUIRE(s);
+	fa_store_close(s);
+	snprintf(db, sizeof db, "%s/fixture.db", fa_test_tmpdir());
+	snprintf(script, sizeof script, "%s/sub/tp.gp", fa_test_tmpdir());
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--run", "nightly", "--script",
+			       script, "--output", "x.svg", NULL},
+		    (char *[]){"FABENCH_GNUPLOT=gnuplot-that-is-not-installed", NULL}, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d, stderr '%s'", r.status, r.err);
+	text = fa_test_read_file(script, NULL);
+	/* label nightly: its latest run is 3, the incomplete one */
+	FA_CHECK(text && strstr(text, "set output 'plot.svg'") &&
+		 strstr(text, "throughput of run 3 (nightly)"));
+	free(text);
+	fa_proc_free(&r);
+	if (!have_gnuplot())
+		return;
+	snprintf(out, sizeof out, "%s/speedup.svg", fa_test_tmpdir());
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "baseline", "2", "--output", out,
+			       "--title", "my <title>", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strncmp(r.out, out, strlen(out)) == 0,
+		  "status %d, stdout '%s', stderr '%s'", r.status, r.out, r.err);
+	text = fa_test_read_file(out, NULL);
+	FA_CHECK(text && strstr(text, "my &lt;title"));
+	free(text);
+	fa_proc_free(&r);
+	/* nothing to plot: exit status 1 */
+	fa_proc_run((char *[]){"plot", "heatmap", "--db", db, "--output", out, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "has no kernel that ran with several sets"),
+		  "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+}

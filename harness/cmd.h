@@ -20,6 +20,9 @@ int fa_cmd_kernels(int argc, char **argv);
 int fa_cmd_devices(int argc, char **argv);
 int fa_cmd_report(int argc, char **argv);
 int fa_cmd_calibrate(int argc, char **argv);
+int fa_cmd_compare(int argc, char **argv);
+int fa_cmd_history(int argc, char **argv);
+int fa_cmd_plot(int argc, char **argv);
 
 /* Prints e to stderr ("fabench CMD: error: ..." or file:line:col with a
  * caret) and returns the exit status for it: 2 for usage and input errors,

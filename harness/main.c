@@ -19,8 +19,11 @@ static const struct cmd commands[] = {
 	{"list", fa_cmd_list, "show a suite's expanded cases without running them"},
 	{"kernels", fa_cmd_kernels, "list the registered kernels and what they support"},
 	{"devices", fa_cmd_devices, "list the backends, their devices, and why one did not load"},
-	{"report", fa_cmd_report, "tables of a stored run (markdown, CSV, JSON)"},
+	{"report", fa_cmd_report, "tables of a stored run (markdown, CSV, JSON, HTML)"},
 	{"calibrate", fa_cmd_calibrate, "measure this device's copy bandwidth and matrix rate"},
+	{"compare", fa_cmd_compare, "two runs side by side, a verdict per result (PR table)"},
+	{"history", fa_cmd_history, "each result over the runs, with steps (nightly job)"},
+	{"plot", fa_cmd_plot, "charts of stored results through gnuplot (PNG, SVG)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,534 @@
+/* test_history.c - `fabench history`: golden markdown and CSV of the fixture
+ * database (tests/fixture.h: two complete runs and an incomplete one) and of
+ * the nightly fixture (tests/fixture_history.h: twelve nights with planted
+ * steps, a spike, a new regression and a new failure), the steps, commit
+ * ranges and filters behind them through the API, and the command's exit
+ * statuses and --where errors.
+ *
+ * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/history.h"
+#include "../harness/report.h"
+#include "fixture.h"
+#include "fixture_history.h"
+#include "proc.h"
+#include "test.h"
+
+/* ---- Helpers ----------------------------------------------------------------- */
+
+static const char *db_path(const char *name)
+{
+	static char path[2][1200];
+	static int k;
+	k ^= 1;
+	snprintf(path[k], sizeof path[k], "%s/%s", fa_test_tmpdir(), name);
+	return path[k];
+}
+
+/* Builds the fixture (nightly = 0) or the nightly fixture and opens it. */
+static struct fa_store *open_db(int nightly)
+{
+	const char *path = db_path(nightly ? "nightly.db" : "fixture.db");
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	if ((nightly ? fa_fixture_history_build(path) : fa_fixture_build(path)) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
+		return NULL;
+	}
+	fa_err_clear(&err);
+	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
+		return NULL;
+	}
+	return s;
+}
+
+static char *history_text(const struct fa_history *h, int format, enum fa_rc *rc)
+{
+	struct fa_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		*rc = FA_ERR_NOMEM;
+		return NULL;
+	}
+	fa_err_clear(&err);
+	*rc = fa_history_write(h, format, f, &err);
+	fclose(f);
+	return buf;
+}
+
+static int first_difference(const char *a, const char *b, char *la, char *lb, size_t size)
+{
+	int line = 1;
+	const char *sa = a, *sb = b;
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			sa = a + 1;
+			sb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	snprintf(la, size, "%.*s", (int)strcspn(sa, "\n"), sa);
+	snprintf(lb, size, "%.*s", (int)strcspn(sb, "\n"), sb);
+	return line;
+}
+
+/* As test_compare.c: byte-for-byte against tests/golden/<name>. */
+static void check_golden(const char *name, const char *actual)
+{
+	char path[1200], out[1300], la[512], lb[512];
+	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
+	char *want;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
+	if (update && strcmp(update, "1") == 0) {
+		f = fopen(path, "w");
+		FA_REQUIRE(f);
+		fputs(actual, f);
+		FA_CHECK(fclose(f) == 0);
+		printf("  updated tests/golden/%s\n", name);
+		return;
+	}
+	want = fa_test_read_file(path, NULL);
+	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
+	if (want && strcmp(want, actual) == 0) {
+		unlink(out);
+		free(want);
+		return;
+	}
+	f = fopen(out, "w");
+	if (f) {
+		fputs(actual, f);
+		fclose(f);
+	}
+	if (!want) {
+		fa_test_fail(__FILE__, __LINE__,
+			     "no golden file tests/golden/%s; the output is in %s "
+			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
+			     name, out);
+		return;
+	}
+	int line = first_difference(want, actual, la, lb, sizeof la);
+	fa_test_fail(__FILE__, __LINE__,
+		     "tests/golden/%s differs at line %d\n  expected: %s\n  actual:   %s\n"
+		     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
+		     name, line, la, lb, path, out);
+	free(want);
+}
+
+static const struct fa_hist_series *series_of(const struct fa_history *h, int idx,
+					      const char *kernel)
+{
+	for (int i = 0; i < h->n_series; i++)
+		if (h->series[i].case_idx == idx && strcmp(h->series[i].kernel, kernel) == 0)
+			return &h->series[i];
+	return NULL;
+}
+
+/* The run id of a series' point. */
+static int64_t run_at(const struct fa_history *h, const struct fa_hist_series *sr, int point)
+{
+	return h->runs[sr->points[point].run].id;
+}
+
+/* ---- Golden output ----------------------------------------------------------------- */
+
+FA_TEST(history, golden_fixture)
+{
+	struct fa_store *s = open_db(0);
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc;
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_history_build(s, NULL, &h, &err) == FA_OK);
+	char *md = history_text(&h, FA_FMT_MD, &rc);
+	FA_CHECK(rc == FA_OK && md);
+	if (md)
+		check_golden("history_main.md", md);
+	char *csv = history_text(&h, FA_FMT_CSV, &rc);
+	FA_CHECK(rc == FA_OK && csv);
+	if (csv)
+		check_golden("history_main.csv", csv);
+	free(md);
+	free(csv);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+FA_TEST(history, golden_nightly)
+{
+	struct fa_store *s = open_db(1);
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc;
+	FA_REQUIRE(s);
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	char *md = history_text(&h, FA_FMT_MD, &rc);
+	FA_CHECK(rc == FA_OK && md);
+	if (md)
+		check_golden("history_nightly.md", md);
+	char *json = history_text(&h, FA_FMT_JSON, &rc);
+	FA_CHECK(rc == FA_OK && json);
+	if (json)
+		check_golden("history_nightly.json", json);
+	free(md);
+	free(json);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+/* ---- Steps and the values behind the tables ----------------------------------------- */
+
+FA_TEST(history, fixture_two_runs)
+{
+	struct fa_store *s = open_db(0);
+	struct fa_history h;
+	struct fa_err err;
+	const struct fa_hist_series *sr;
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_history_build(s, NULL, &h, &err) == FA_OK);
+	/* the incomplete run 3 is left out by default */
+	FA_REQUIRE(h.n_runs == 2);
+	FA_CHECK(h.runs[0].id == 1 && h.runs[1].id == 2);
+	FA_CHECK(h.n_series == 24); /* 8 cases x 3 kernels */
+	/* cpu_flash on case 0: 15% slower at run 2, the latest: new */
+	sr = series_of(&h, 0, "cpu_flash");
+	FA_REQUIRE(sr && sr->n_points == 2 && sr->n_steps == 1);
+	FA_CHECK(sr->steps[0].at == 1 && sr->steps[0].prev == 0);
+	FA_CHECK_NEAR(sr->steps[0].change, 0.15, 0.003);
+	FA_CHECK(sr->steps[0].new_regression && sr->new_regression);
+	FA_CHECK_NEAR(sr->change_prev, 0.15, 0.003);
+	FA_CHECK(sr->best == 0 && sr->latest == 1);
+	/* 8% faster on 1, 2 and 5: steps, not regressions */
+	for (int c = 1; c <= 5; c++) {
+		sr = series_of(&h, c, "cpu_flash");
+		FA_REQUIRE(sr);
+		if (c == 1 || c == 2 || c == 5) {
+			FA_CHECKF(sr->n_steps == 1 && sr->steps[0].change < -0.07 &&
+					  !sr->new_regression,
+				  "case %d: %d steps", c, sr->n_steps);
+		} else {
+			FA_CHECKF(sr->n_steps == 0, "case %d: %d steps", c, sr->n_steps);
+		}
+	}
+	/* cpu_dense moves < 1%: no step anywhere */
+	for (int c = 0; c < FA_FIXTURE_CASES; c++) {
+		sr = series_of(&h, c, "cpu_dense");
+		FA_REQUIRE(sr);
+		FA_CHECKF(sr->n_steps == 0, "dense case %d: %d steps", c, sr->n_steps);
+	}
+	/* a skipped result has a point without a median */
+	sr = series_of(&h, 5, "cpu_dense");
+	FA_CHECK(sr->n_points == 2 && sr->n_timed == 0 && sr->latest == -1 && sr->best == -1 &&
+		 isnan(sr->points[1].median_ms) && sr->points[1].status == FA_STATUS_SKIP);
+	/* cpu_flash errors on case 6 in run 2 */
+	sr = series_of(&h, 6, "cpu_flash");
+	FA_CHECK(sr && sr->n_points == 2 && sr->n_timed == 1 && sr->latest == 0 &&
+		 sr->points[1].status == FA_STATUS_ERROR && isnan(sr->change_prev));
+	/* the noise of a point: standard error of the median, from the samples */
+	sr = series_of(&h, 0, "cpu_dense");
+	FA_CHECK(sr->points[0].n_samples == 12 && sr->points[1].n_samples == 10);
+	FA_CHECK(sr->points[0].sigma_ms > 0 &&
+		 sr->points[0].sigma_ms < 0.01 * sr->points[0].median_ms);
+	FA_CHECK(h.n_new_regressions == 1);
+	fa_history_free(&h);
+
+	/* with the incomplete run: run 3 is the latest; it has cases 0-2 only,
+	 * so the step at run 2 is no longer new */
+	struct fa_history_opts o;
+	fa_history_opts_init(&o);
+	o.include_incomplete = 1;
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 3 && h.n_new_regressions == 0);
+	sr = series_of(&h, 0, "cpu_flash");
+	FA_CHECK(sr && sr->n_points == 3 && sr->n_steps == 1 && sr->steps[0].at == 1 &&
+		 !sr->new_regression);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+FA_TEST(history, nightly_steps)
+{
+	struct fa_store *s = open_db(1);
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	const struct fa_hist_series *sr;
+	char commit[48], c2[48];
+	FA_REQUIRE(s);
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_REQUIRE(h.n_runs == FA_FIXTURE_HISTORY_NIGHTLY);
+	for (int n = 1; n <= FA_FIXTURE_HISTORY_NIGHTLY; n++)
+		FA_CHECK(h.runs[n - 1].id == FA_FIXTURE_HISTORY_NIGHT_RUN(n));
+	FA_CHECK(h.n_series == 6);
+
+	/* flat with drift: no step */
+	sr = series_of(&h, 0, "cpu_dense");
+	FA_REQUIRE(sr);
+	FA_CHECK(sr->n_points == 12 && sr->n_timed == 12 && sr->n_steps == 0);
+	/* 10% slower from night 5: one step, from night 4's commit to night 5's */
+	sr = series_of(&h, 0, "cpu_flash");
+	FA_REQUIRE(sr && sr->n_steps == 1);
+	FA_CHECK(run_at(&h, sr, sr->steps[0].at) == FA_FIXTURE_HISTORY_NIGHT_RUN(5));
+	FA_CHECK(run_at(&h, sr, sr->steps[0].prev) == FA_FIXTURE_HISTORY_NIGHT_RUN(4));
+	FA_CHECK_NEAR(sr->steps[0].change, 0.10, 0.01);
+	FA_CHECK(!sr->steps[0].new_regression);
+	FA_CHECK_NEAR(sr->steps[0].before_ms, 12.0, 0.1);
+	/* 6% faster from night 8 (the PR run between nights 6 and 7 is not
+	 * selected, so night 7 follows night 6 directly) */
+	sr = series_of(&h, 1, "cpu_flash");
+	FA_REQUIRE(sr && sr->n_steps == 1);
+	FA_CHECK(run_at(&h, sr, sr->steps[0].at) == FA_FIXTURE_HISTORY_NIGHT_RUN(8));
+	FA_CHECK_NEAR(sr->steps[0].change, -0.06, 0.01);
+	FA_CHECK_NEAR(sr->change_prev, 0.0, 0.015);
+	FA_CHECK(run_at(&h, sr, sr->best) >= FA_FIXTURE_HISTORY_NIGHT_RUN(8));
+	/* a spike on night 7: up and down again */
+	sr = series_of(&h, 2, "cpu_flash");
+	FA_REQUIRE(sr && sr->n_steps == 2);
+	FA_CHECK(run_at(&h, sr, sr->steps[0].at) == FA_FIXTURE_HISTORY_NIGHT_RUN(7));
+	FA_CHECK(run_at(&h, sr, sr->steps[1].at) == FA_FIXTURE_HISTORY_NIGHT_RUN(8));
+	FA_CHECK(sr->steps[0].change > 0.2 && sr->steps[1].change < -0.15);
+	FA_CHECK(!sr->new_regression);
+	/* 7% slower on the latest night: the new regression */
+	sr = series_of(&h, 2, "cpu_dense");
+	FA_REQUIRE(sr && sr->n_steps == 1);
+	FA_CHECK(sr->steps[0].at == 11 && sr->new_regression && sr->steps[0].new_regression);
+	FA_CHECK_NEAR(sr->steps[0].change, 0.07, 0.01);
+	fa_fixture_history_commit(FA_FIXTURE_HISTORY_NIGHT_RUN(11), commit, sizeof commit);
+	fa_fixture_history_commit(FA_FIXTURE_HISTORY_NIGHT_RUN(12), c2, sizeof c2);
+	FA_CHECK(strcmp(h.runs[sr->points[sr->steps[0].prev].run].git_commit, commit) == 0);
+	FA_CHECK(strcmp(h.runs[sr->points[sr->steps[0].at].run].git_commit, c2) == 0);
+	/* a failure on the latest night: no median there, no step */
+	sr = series_of(&h, 1, "cpu_dense");
+	FA_REQUIRE(sr);
+	FA_CHECK(sr->n_points == 12 && sr->n_timed == 11 && sr->n_steps == 0 &&
+		 sr->points[11].status == FA_STATUS_FAIL && sr->latest == 10);
+	FA_CHECK(h.n_new_regressions == 1 && h.n_steps == 5);
+	fa_history_free(&h);
+
+	/* without --label the 30% slower PR run sits between nights 6 and 7: a
+	 * one-point segment, two more steps in every series */
+	fa_history_opts_init(&o);
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == FA_FIXTURE_HISTORY_NIGHTLY + 1);
+	sr = series_of(&h, 0, "cpu_dense");
+	FA_REQUIRE(sr && sr->n_steps == 2);
+	FA_CHECK(run_at(&h, sr, sr->steps[0].at) == FA_FIXTURE_HISTORY_PR_RUN);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+/* ---- Filters ---------------------------------------------------------------------------- */
+
+FA_TEST(history, filters)
+{
+	struct fa_store *s = open_db(1);
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+
+	/* --since: nights 9 to 12 (a date, or a time of day) */
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	o.since = "2026-12-09";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 4 && h.runs[0].id == FA_FIXTURE_HISTORY_NIGHT_RUN(9));
+	FA_CHECK(h.n_new_regressions == 1);
+	fa_history_free(&h);
+	o.since = "2026-12-08T03:00:01Z";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 4);
+	fa_history_free(&h);
+
+	/* --kernel: a glob */
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	o.kernel = "*_fl?sh";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_series == 3 && h.n_new_regressions == 0);
+	for (int i = 0; i < h.n_series; i++)
+		FA_CHECK(strcmp(h.series[i].kernel, "cpu_flash") == 0);
+	fa_history_free(&h);
+
+	/* --where: the suite language on the stored cases */
+	static const struct {
+		const char *where;
+		int cases;
+	} wh[] = {
+		{"q_len == 1", 1},
+		{"head_dim == 128 && mask == none", 2},
+		{"gqa == 4 || mask == causal", 2},
+		{"tokens >= 1024 and not (mask == causal)", 1},
+		{"dtype == bf16", 0},
+	};
+	for (size_t i = 0; i < sizeof wh / sizeof wh[0]; i++) {
+		fa_history_opts_init(&o);
+		o.label = "nightly";
+		o.where = wh[i].where;
+		FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+		FA_CHECKF(h.n_series == 2 * wh[i].cases, "'%s': %d series", wh[i].where,
+			  h.n_series);
+		fa_history_free(&h);
+	}
+
+	/* --suite, --label: exact names; nothing matching is an empty history */
+	fa_history_opts_init(&o);
+	o.suite = "smoke";
+	o.label = "pr";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 1 && h.runs[0].id == FA_FIXTURE_HISTORY_PR_RUN && h.n_steps == 0);
+	fa_history_free(&h);
+	o.suite = "vit";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 0 && h.n_series == 0);
+	enum fa_rc rc;
+	char *md = history_text(&h, FA_FMT_MD, &rc);
+	FA_CHECK(rc == FA_OK && md && strstr(md, "No results match"));
+	free(md);
+	fa_history_free(&h);
+	/* filter text is data, never SQL */
+	o.suite = NULL;
+	o.label = "nightly' OR '1'='1";
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == 0);
+	fa_history_free(&h);
+
+	/* --include-incomplete: the killed night 13 joins */
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	o.include_incomplete = 1;
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_runs == FA_FIXTURE_HISTORY_NIGHTLY + 1);
+	FA_CHECK(h.runs[h.n_runs - 1].id == FA_FIXTURE_HISTORY_INCOMPLETE_RUN);
+	FA_CHECK(strcmp(h.runs[h.n_runs - 1].status, "incomplete") == 0);
+	/* it has no case 2, so the step of night 12 is not at the latest run */
+	FA_CHECK(h.n_new_regressions == 0);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
+FA_TEST(history, bad_options)
+{
+	struct fa_store *s = open_db(0);
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	FA_REQUIRE(s);
+	static const char *const dates[] = {"yesterday", "2026-13-01", "2026-11-5", "2026-11-05T1",
+					    "2026-11-05 03:00", ""};
+	for (size_t i = 0; i < sizeof dates / sizeof dates[0]; i++) {
+		fa_history_opts_init(&o);
+		o.since = dates[i];
+		fa_err_clear(&err);
+		FA_CHECKF(fa_history_build(s, &o, &h, &err) == FA_ERR_USAGE, "since '%s'", dates[i]);
+		FA_CHECK(strstr(err.msg, "--since") != NULL && h.series == NULL);
+	}
+	fa_history_opts_init(&o);
+	o.where = "q_len == = 16";
+	fa_err_clear(&err);
+	FA_CHECK(fa_history_build(s, &o, &h, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.file, "--where") == 0 && err.line == 1 && err.col == 10);
+	FA_CHECK(strcmp(err.text, "q_len == = 16") == 0);
+	fa_history_opts_init(&o);
+	o.where = "colour == red";
+	fa_err_clear(&err);
+	FA_CHECK(fa_history_build(s, &o, &h, &err) == FA_ERR_INPUT && err.col == 1);
+	fa_history_opts_init(&o);
+	o.min_effect = -0.1;
+	fa_err_clear(&err);
+	FA_CHECK(fa_history_build(s, &o, &h, &err) == FA_ERR_USAGE);
+	fa_history_opts_init(&o);
+	o.kernel = "";
+	fa_err_clear(&err);
+	FA_CHECK(fa_history_build(s, &o, &h, &err) == FA_ERR_USAGE);
+	fa_history_free(&h); /* harmless after a failure */
+	fa_store_close(s);
+}
+
+/* ---- The command -------------------------------------------------------------------------- */
+
+FA_TEST(history, command_exit_status)
+{
+	struct fa_proc_result r;
+	struct fa_store *s = open_db(1);
+	char db[1200];
+	FA_REQUIRE(s);
+	fa_store_close(s);
+	snprintf(db, sizeof db, "%s", db_path("nightly.db"));
+	/* the nightly job: a new regression exits 1 after writing the page */
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 1, "status %d: %s", r.status, r.err);
+	FA_CHECK(strncmp(r.out, "# fabench history\n", 18) == 0 &&
+		 strstr(r.out, "## New regressions"));
+	FA_CHECK(strstr(r.err, "1 new regression at the latest run") != NULL);
+	fa_proc_free(&r);
+	/* without that kernel: 0 */
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", "--kernel", "cpu_flash",
+			       "--format", "csv", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	int lines = 0;
+	for (const char *p = r.out; *p; p++)
+		lines += *p == '\n';
+	FA_CHECK(lines == 1 + 3 * FA_FIXTURE_HISTORY_NIGHTLY);
+	fa_proc_free(&r);
+	/* a 10% threshold hides the 7% step */
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", "--min-effect", "10",
+			       "--format", "json", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "\"new_regressions\": 0"));
+	fa_proc_free(&r);
+	/* a bad expression points into it, as fabench run --where does */
+	fa_proc_run((char *[]){"history", "--db", db, "--where", "q_len == = 16", NULL}, NULL, 60,
+		    &r);
+	FA_CHECK(r.status == 2);
+	FA_CHECKF(strncmp(r.err, "--where:1:10: ", 14) == 0 && strstr(r.err, " 1 | q_len == = 16\n") &&
+			  strstr(r.err, "^"),
+		  "stderr:\n%s", r.err);
+	fa_proc_free(&r);
+	static const char *const bad[][4] = {
+		{"history", "--since", "last-week", NULL},
+		{"history", "--format", "html", NULL},
+		{"history", "--min-effect", "x", NULL},
+		{"history", "extra", NULL},
+		{"history", "--bogus", NULL},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *argv[8];
+		int n = 0;
+		for (int k = 0; bad[i][k]; k++)
+			argv[n++] = (char *)bad[i][k];
+		argv[n++] = "--db";
+		argv[n++] = db;
+		argv[n] = NULL;
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == 2, "case %zu: status %d: %s", i, r.status, r.err);
+		fa_proc_free(&r);
+	}
+	char missing[1200];
+	snprintf(missing, sizeof missing, "%s/none.db", fa_test_tmpdir());
+	fa_proc_run((char *[]){"history", "--db", missing, NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && access(missing, F_OK) != 0);
+	fa_proc_free(&r);
+}

@@ -77,7 +77,11 @@ enum fa_verdict { FA_VERDICT_PASS = 0, FA_VERDICT_FAIL = 1 };
 /* Compares a kernel's output o (host copy, dtype p->dtype, the full output
  * buffer) with ref. Fills st, returns FA_VERDICT_PASS or FA_VERDICT_FAIL with
  * the deciding rule name ("tolerance" or "fa") in rule and, on failure, a
- * reason in reason ("max_abs 0.031 > 0.01 at b=0 t=5 h=2 d=17"). */
+ * reason in reason ("max_abs 0.031 > 0.01 at b=0 t=5 h=2 d=17"). Under the fa
+ * rule without ref->same (a reference that has no same-precision pass) the
+ * tolerance rule decides and rule is "tolerance (fa)". Statistics cover the
+ * finite output elements of the reference rows; NaN, Inf and unwritten
+ * elements are counted over the whole output. */
 int fa_check_compare(const struct fa_problem *p, const int32_t *cu_seqlens_q, const void *o,
 		     const struct fa_ref *ref, const struct fa_check_cfg *cfg,
 		     struct fa_err_stats *st, char *rule, size_t rule_size, char *reason,

@@ -24,6 +24,7 @@ static const struct cmd commands[] = {
 	{"compare", fa_cmd_compare, "two runs side by side, a verdict per result (PR table)"},
 	{"history", fa_cmd_history, "each result over the runs, with steps (nightly job)"},
 	{"plot", fa_cmd_plot, "charts of stored results through gnuplot (PNG, SVG)"},
+	{"import", fa_cmd_import, "store results measured by other tools (JSON lines, CSV)"},
 };
 
 static void usage(FILE *f)

@@ -36,10 +36,17 @@
  *            measured), one row per calibration; the latest of a device
  *            name counts.
  *
+ * Imports (fabench import) store another tool's results the same way: a
+ * run whose source is the tool, or rows added to a fabench run (cases
+ * matched by key, new ones appended after its last idx; the tool is
+ * appended to its source, "fabench + torch 2.11.0"). Their stop_reason is
+ * NULL (sampled by the tool, not under fabench's rule), and error counts
+ * the tool did not give (nan_count, rows_checked, ...) are NULL.
+ *
  * Writes: fa_store_run_begin commits the run row at once; each case, its
  * results and their samples are one transaction (BEGIN IMMEDIATE, so two
  * writers queue on the busy timeout instead of deadlocking on a lock
- * upgrade), rolled back whole on any error.
+ * upgrade), rolled back whole on any error. An import is one transaction.
  */
 #include "store.h"
 
@@ -207,6 +214,10 @@ enum stmt_id {
 	ST_FIND_LABEL,
 	ST_CAL_SAVE,
 	ST_CAL_GET,
+	ST_IMPORT_CASE,
+	ST_IMPORT_NEXT_IDX,
+	ST_IMPORT_HAS_RESULT,
+	ST_IMPORT_SOURCE,
 	ST_COUNT
 };
 
@@ -241,6 +252,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 			" VALUES (COALESCE(?, " NOW_SQL "), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_CAL_GET] = ("SELECT copy_gbps, matmul_tflops, matmul_fp32_tflops, method"
 			" FROM calibrations WHERE device_name = ? ORDER BY id DESC LIMIT 1"),
+	[ST_IMPORT_CASE] = "SELECT id FROM cases WHERE run_id = ? AND key = ? ORDER BY idx LIMIT 1",
+	[ST_IMPORT_NEXT_IDX] = "SELECT COALESCE(MAX(idx), -1) + 1 FROM cases WHERE run_id = ?",
+	[ST_IMPORT_HAS_RESULT] = "SELECT 1 FROM results WHERE run_id = ? AND case_id = ? AND"
+				 " kernel = ? AND params = ? LIMIT 1",
+	/* append " + note" unless the source already names it */
+	[ST_IMPORT_SOURCE] = "UPDATE runs SET source = source || ' + ' || ?1 WHERE id = ?2 AND"
+			     " instr(' + ' || source || ' + ', ' + ' || ?1 || ' + ') = 0",
 };
 
 struct fa_store {
@@ -675,7 +693,8 @@ static int insert_result(struct fa_store *s, int64_t run_id, int64_t case_id,
 	const struct fa_telemetry *tel = &r->tel;
 	sqlite3_stmt *st = stmt_get(s, ST_RESULT, err);
 	int timed = r->t.n > 0, checked = r->checked != 0;
-	int stopped = timed || r->t.stop != FA_STOP_CONVERGED;
+	/* a negative stop (an import: sampled by another tool) is stored as NULL */
+	int stopped = (timed || r->t.stop != FA_STOP_CONVERGED) && r->t.stop >= 0;
 	int has_worst = checked && e->worst_index >= 0;
 	int64_t result_id;
 	int i = 1, rc;
@@ -708,14 +727,15 @@ static int insert_result(struct fa_store *s, int64_t run_id, int64_t case_id,
 	bind_real_if(st, &i, checked, e->rel_l2);
 	bind_real_if(st, &i, checked, e->nmse);
 	bind_real_if(st, &i, checked && e->same_max_abs >= 0, e->same_max_abs);
-	bind_int_if(st, &i, checked, e->nan_count);
-	bind_int_if(st, &i, checked, e->inf_count);
-	bind_int_if(st, &i, checked, e->unwritten);
+	/* counts below 0 are unknown (imports); fabench's own are never negative */
+	bind_int_if(st, &i, checked && e->nan_count >= 0, e->nan_count);
+	bind_int_if(st, &i, checked && e->inf_count >= 0, e->inf_count);
+	bind_int_if(st, &i, checked && e->unwritten >= 0, e->unwritten);
 	bind_int_if(st, &i, has_worst, e->worst_index);
 	bind_real_if(st, &i, has_worst, e->worst_out);
 	bind_real_if(st, &i, has_worst, e->worst_ref);
-	bind_int_if(st, &i, checked, e->rows_checked);
-	bind_int_if(st, &i, checked, e->elems_checked);
+	bind_int_if(st, &i, checked && e->rows_checked >= 0, e->rows_checked);
+	bind_int_if(st, &i, checked && e->elems_checked >= 0, e->elems_checked);
 	bind_opt_text(st, &i, r->rule);
 	bind_real(st, &i, r->mem_bytes);
 	bind_real(st, &i, tel->sm_clock_mhz);
@@ -900,4 +920,176 @@ enum fa_rc fa_store_calibration_get(struct fa_store *s, const char *device_name,
 	snprintf(cal->method, sizeof cal->method, "%s", method ? (const char *)method : "");
 	sqlite3_reset(st);
 	return FA_OK;
+}
+
+/* ---- imports: another tool's results, stored in one transaction ---- */
+
+/* Runs a one-row, one-integer query; 1 and *v when it returned a row, 0 when
+ * not, or the SQLite error code negated. */
+static int query_one(sqlite3_stmt *st, int n_bound, int64_t *v)
+{
+	int rc;
+	assert(n_bound == sqlite3_bind_parameter_count(st));
+	(void)n_bound;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*v = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		return 1;
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -rc;
+}
+
+/* Finds or inserts the cases of an import and inserts its results; the
+ * caller holds the transaction. Returns the SQLite code (SQLITE_DONE on
+ * success), or SQLITE_CONSTRAINT with err filled and out->conflict set for a
+ * result the run already holds. */
+static int import_rows(struct fa_store *s, int64_t run_id, int into,
+		       const struct fa_case *cases, int32_t n_cases, const struct fa_result *results,
+		       const int32_t *result_case, int32_t n_results, int64_t *case_ids,
+		       struct fa_store_import_out *out, struct fa_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t next_idx = 0, v;
+	int i, found, rc = SQLITE_DONE;
+
+	if (into) {
+		if (!(st = stmt_get(s, ST_IMPORT_NEXT_IDX, err)))
+			return SQLITE_ERROR;
+		i = 1;
+		bind_int(st, &i, run_id);
+		if ((found = query_one(st, i - 1, &next_idx)) < 0)
+			return -found;
+	}
+	for (int32_t k = 0; k < n_cases; k++) {
+		struct fa_case c = cases[k];
+		if (into) {
+			if (!(st = stmt_get(s, ST_IMPORT_CASE, err)))
+				return SQLITE_ERROR;
+			i = 1;
+			bind_int(st, &i, run_id);
+			bind_text(st, &i, c.key);
+			if ((found = query_one(st, i - 1, &case_ids[k])) < 0)
+				return -found;
+			if (found) {
+				out->cases_matched++;
+				continue;
+			}
+		}
+		if (next_idx > INT32_MAX)
+			return SQLITE_FULL;
+		c.index = (int32_t)next_idx++;
+		if ((rc = insert_case(s, run_id, &c, &case_ids[k], err)) != SQLITE_DONE)
+			return rc;
+		out->cases_added++;
+	}
+	for (int32_t k = 0; k < n_results; k++) {
+		const struct fa_result *r = &results[k];
+		int64_t case_id = case_ids[result_case[k]];
+		if (!(st = stmt_get(s, ST_IMPORT_HAS_RESULT, err)))
+			return SQLITE_ERROR;
+		i = 1;
+		bind_int(st, &i, run_id);
+		bind_int(st, &i, case_id);
+		bind_text(st, &i, r->kernel);
+		bind_text(st, &i, r->params ? r->params : "");
+		if ((found = query_one(st, i - 1, &v)) < 0)
+			return -found;
+		if (found) {
+			out->conflict = k;
+			fa_err_set(err, FA_ERR_INPUT,
+				   "run %" PRId64 " already has a result of kernel '%s'%s%s%s for this case",
+				   run_id, r->kernel, r->params && r->params[0] ? " (" : "",
+				   r->params && r->params[0] ? r->params : "",
+				   r->params && r->params[0] ? ")" : "");
+			return SQLITE_CONSTRAINT;
+		}
+		if ((rc = insert_result(s, run_id, case_id, r, err)) != SQLITE_DONE)
+			return rc;
+	}
+	return SQLITE_DONE;
+}
+
+enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int64_t into_run,
+			   const char *source_note, const struct fa_case *cases, int32_t n_cases,
+			   const struct fa_result *results, const int32_t *result_case,
+			   int32_t n_results, struct fa_store_import_out *out, struct fa_err *err)
+{
+	int64_t run_id = into_run, *case_ids;
+	enum fa_rc frc = FA_OK;
+	int rc, i, found;
+	int32_t conflict;
+	sqlite3_stmt *st;
+
+	memset(out, 0, sizeof *out);
+	out->conflict = -1;
+	for (int32_t k = 0; k < n_results; k++) {
+		if (result_case[k] < 0 || result_case[k] >= n_cases)
+			return fa_err_set(err, FA_ERR_INTERNAL, "import result %d has no case", k);
+		if (!fa_status_name(results[k].status))
+			return fa_err_set(err, FA_ERR_INTERNAL,
+					  "import result %d has unknown status %" PRId32, k,
+					  results[k].status);
+	}
+	if (!(case_ids = calloc((size_t)n_cases + 1, sizeof *case_ids)))
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory importing into '%s'", s->path);
+	rc = exec_sql(s->db, "BEGIN IMMEDIATE");
+	if (rc != SQLITE_OK) {
+		free(case_ids);
+		return db_error(s->db, s->path, rc, err, "cannot start the import");
+	}
+	if (into_run > 0) {
+		/* the run must exist: checked inside the transaction */
+		if (!(st = stmt_get(s, ST_FIND_ID, err))) {
+			frc = FA_ERR_DB;
+			goto rollback;
+		}
+		i = 1;
+		bind_int(st, &i, into_run);
+		found = query_one(st, i - 1, &run_id);
+		if (found <= 0) {
+			frc = found == 0 ? fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'",
+						      into_run, s->path)
+					 : db_error(s->db, s->path, -found, err, "cannot look up a run");
+			goto rollback;
+		}
+	} else {
+		if ((frc = fa_store_run_begin(s, ri, &run_id, err)) != FA_OK ||
+		    (frc = fa_store_run_end(s, run_id, "complete", err)) != FA_OK)
+			goto rollback;
+	}
+	rc = import_rows(s, run_id, into_run > 0, cases, n_cases, results, result_case, n_results,
+			 case_ids, out, err);
+	if (rc == SQLITE_CONSTRAINT && out->conflict >= 0) {
+		frc = FA_ERR_INPUT;
+		goto rollback;
+	}
+	if (rc == SQLITE_DONE && into_run > 0 && source_note && source_note[0]) {
+		if (!(st = stmt_get(s, ST_IMPORT_SOURCE, err))) {
+			frc = FA_ERR_DB;
+			goto rollback;
+		}
+		i = 1;
+		bind_text(st, &i, source_note);
+		bind_int(st, &i, run_id);
+		rc = step_done(st, i - 1);
+	}
+	if (rc == SQLITE_DONE && (rc = exec_sql(s->db, "COMMIT")) == SQLITE_OK) {
+		free(case_ids);
+		out->run_id = run_id;
+		return FA_OK;
+	}
+	/* the message first: ROLLBACK replaces sqlite3_errmsg */
+	frc = db_error(s->db, s->path, rc, err, "cannot import");
+rollback:
+	for (int k = 0; k < ST_COUNT; k++)
+		if (s->stmt[k])
+			sqlite3_reset(s->stmt[k]);
+	exec_sql(s->db, "ROLLBACK");
+	free(case_ids);
+	conflict = out->conflict;
+	memset(out, 0, sizeof *out);
+	out->conflict = frc == FA_ERR_INPUT ? conflict : -1;
+	return frc;
 }

@@ -359,7 +359,7 @@ FA_TEST(e2e, report_formats)
 FA_TEST(e2e, every_command_has_help)
 {
 	static const char *const cmds[] = {"run", "list", "kernels", "devices", "report", "calibrate",
-					   "plot", "compare", "history"};
+					   "plot", "compare", "history", "import"};
 	struct fa_proc_result r;
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		char want[64];

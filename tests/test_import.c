@@ -1,0 +1,1008 @@
+/* test_import.c - fabench import: the bad files of tests/import/ and their
+ * exact messages, the good JSON-lines and CSV files read field by field,
+ * random cases whose imported key must equal the key the suite loader makes,
+ * storing as a new run and into a fabench run (cases matched by key, nothing
+ * written on a conflict), the command end to end beside `fabench run` and
+ * `fabench report`, and bench/peers/torch_sdpa.py: its own unit tests and its
+ * writer's output fed to `fabench import` (both when python3 is present). */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../harness/data.h"
+#include "../harness/import.h"
+#include "../harness/store.h"
+#include "../harness/suite.h"
+#include "../kernels/common/fa_rng.h"
+#include "proc.h"
+#include "test.h"
+
+/* The fewest bad files there are meant to be: a glob that finds fewer (wrong
+ * folder) must not pass quietly. */
+#define MIN_BAD_FILES 30
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* One integer from sql (one int64 parameter bound when it has one), -999 on error. */
+static int64_t q_int(sqlite3 *db, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *st;
+	int64_t v = -999;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(db));
+		return v;
+	}
+	if (sqlite3_bind_parameter_count(st) > 0)
+		sqlite3_bind_int64(st, 1, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* One text value into buf ("" when NULL or no row). */
+static const char *q_text(sqlite3 *db, const char *sql, int64_t arg, char *buf, size_t size)
+{
+	sqlite3_stmt *st;
+	buf[0] = '\0';
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return buf;
+	if (sqlite3_bind_parameter_count(st) > 0)
+		sqlite3_bind_int64(st, 1, arg);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return buf;
+}
+
+static int is_null(sqlite3 *db, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_bind_parameter_count(st) > 0)
+		sqlite3_bind_int64(st, 1, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_type(st, 0) == SQLITE_NULL;
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* A path in the test's folder, removed (with its WAL files) first. */
+static void fresh(char *buf, size_t size, const char *name)
+{
+	char aux[PATH_MAX + 8];
+	snprintf(buf, size, "%s/%s", fa_test_tmpdir(), name);
+	unlink(buf);
+	snprintf(aux, sizeof aux, "%s-wal", buf);
+	unlink(aux);
+	snprintf(aux, sizeof aux, "%s-shm", buf);
+	unlink(aux);
+}
+
+static int exists(const char *p)
+{
+	struct stat s;
+	return stat(p, &s) == 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* Reads path relative to the repository root. */
+static enum fa_rc read_fixture(const char *rel, struct fa_import *im, struct fa_err *err)
+{
+	char cwd[PATH_MAX];
+	enum fa_rc rc;
+	if (!getcwd(cwd, sizeof cwd) || chdir(fa_test_root()) != 0)
+		return FA_ERR_IO;
+	fa_err_clear(err);
+	rc = fa_import_read(rel, FA_IMPORT_AUTO, im, err);
+	if (chdir(cwd) != 0)
+		return FA_ERR_IO;
+	return rc;
+}
+
+/* The case of im with key, or NULL. */
+static const struct fa_case *find_case(const struct fa_import *im, const char *key)
+{
+	for (int32_t i = 0; i < im->n_cases; i++)
+		if (strcmp(im->cases[i].key, key) == 0)
+			return &im->cases[i];
+	return NULL;
+}
+
+/* python3 on the PATH: its full path into buf, or 0 when there is none. */
+static int find_python(char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	char dirs[4096], *save = NULL;
+	snprintf(dirs, sizeof dirs, "%s", path ? path : "/usr/bin:/bin");
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, size, "%s/python3", *d ? d : ".");
+		if (access(buf, X_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Runs argv (argv[0] a path) in the repository root with stdout and stderr
+ * into out_path; returns the exit status, 128 + signal, or -1. Killed after
+ * timeout_s. */
+static int run_program(char *const argv[], const char *out_path, double timeout_s)
+{
+	pid_t pid = fork();
+	int status;
+	double waited = 0;
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || chdir(fa_test_root()) != 0)
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -1;
+		if (waited > timeout_s) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		waited += 0.02;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+/* ---- bad files: exact messages ------------------------------------------------ */
+
+static void check_bad(const char *rel)
+{
+	char expected_path[PATH_MAX], cwd[PATH_MAX];
+	struct fa_import im;
+	struct fa_err err;
+	char *actual = NULL, *expected;
+	size_t actual_len = 0, expected_len = 0;
+	const char *dot = strrchr(rel, '.');
+	FILE *f;
+	enum fa_rc rc;
+	snprintf(expected_path, sizeof expected_path, "%.*s.err", (int)(dot - rel), rel);
+	expected = fa_test_read_file(expected_path, &expected_len);
+	FA_CHECKF(expected != NULL, "%s has no golden file %s", rel, expected_path);
+	fa_err_clear(&err);
+	rc = fa_import_read(rel, FA_IMPORT_AUTO, &im, &err);
+	FA_CHECKF(rc == FA_ERR_INPUT, "%s: read returned %s, expected input", rel, fa_rc_name(rc));
+	FA_CHECKF(im.n_rows == 0 && im.rows == NULL && im.cases == NULL && im.mem == NULL,
+		  "%s: a failed read left rows behind", rel);
+	fa_import_free(&im);
+	if (!getcwd(cwd, sizeof cwd) || !(f = open_memstream(&actual, &actual_len))) {
+		FA_CHECKF(0, "open_memstream failed");
+		free(expected);
+		return;
+	}
+	fa_err_print(&err, f, "fabench import"); /* as the command prints it */
+	fclose(f);
+	if (expected && (actual_len != expected_len || memcmp(actual, expected, actual_len) != 0))
+		FA_CHECKF(0, "%s: error text differs\n--- expected (%s)\n%s--- actual\n%s---", rel,
+			  expected_path, expected, actual);
+	free(actual);
+	free(expected);
+}
+
+FA_TEST(import, golden_errors)
+{
+	char cwd[PATH_MAX];
+	glob_t g;
+	size_t n = 0;
+	FA_REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
+	FA_REQUIRE(chdir(fa_test_root()) == 0);
+	if (glob("tests/import/bad_*.jsonl", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			check_bad(g.gl_pathv[i]);
+		n += g.gl_pathc;
+		globfree(&g);
+	}
+	if (glob("tests/import/bad_*.csv", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			check_bad(g.gl_pathv[i]);
+		n += g.gl_pathc;
+		globfree(&g);
+	}
+	FA_CHECKF(n >= MIN_BAD_FILES, "only %zu bad import files under %s/tests/import", n,
+		  fa_test_root());
+	FA_CHECK(chdir(cwd) == 0);
+}
+
+/* Every .err has its bad file: a renamed fixture must not leave a stale golden. */
+FA_TEST(import, no_orphan_golden_files)
+{
+	char cwd[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	glob_t g;
+	FA_REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
+	FA_REQUIRE(chdir(fa_test_root()) == 0);
+	if (glob("tests/import/*.err", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			size_t len = strlen(g.gl_pathv[i]);
+			snprintf(a, sizeof a, "%.*s.jsonl", (int)(len - 4), g.gl_pathv[i]);
+			snprintf(b, sizeof b, "%.*s.csv", (int)(len - 4), g.gl_pathv[i]);
+			FA_CHECKF(exists(a) || exists(b), "%s has no bad file", g.gl_pathv[i]);
+		}
+		globfree(&g);
+	}
+	FA_CHECK(chdir(cwd) == 0);
+}
+
+/* ---- good files ------------------------------------------------------------------ */
+
+/* The keys and seeds of good_tiny.* are those the suite loader gives
+ * tests/suites/tiny.yaml (seed 7), and the fields are read as written. */
+FA_TEST(import, good_jsonl_fields)
+{
+	struct fa_import im;
+	struct fa_suite s;
+	struct fa_err err;
+	char path[PATH_MAX];
+	const struct fa_import_row *r;
+	FA_REQUIRE(read_fixture("tests/import/good_tiny.jsonl", &im, &err) == FA_OK);
+	snprintf(path, sizeof path, "%s/tests/suites/tiny.yaml", fa_test_root());
+	memset(&s, 0, sizeof s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_suite_load(path, 0, &s, &err) == FA_OK);
+	FA_CHECK(im.format == FA_IMPORT_JSONL);
+	FA_CHECK(im.n_cases == s.n_cases + 1); /* and one case tiny does not have */
+	FA_CHECK(im.n_rows == 6);
+	for (int32_t i = 0; i < s.n_cases; i++) {
+		const struct fa_case *c = find_case(&im, s.cases[i].key);
+		FA_CHECKF(c != NULL, "suite key %s not imported", s.cases[i].key);
+		if (c)
+			FA_CHECKF(c->seed == s.cases[i].seed, "seed of %s: %llu, suite %llu", c->key,
+				  (unsigned long long)c->seed, (unsigned long long)s.cases[i].seed);
+	}
+	FA_CHECK(find_case(&im, "batch=1,heads=2,kv_heads=2,q_len=64,kv_len=64,head_dim=32,"
+				"head_dim_v=32,dtype=fp32,mask=none,layout=bshd,input=normal") != NULL);
+	/* the header */
+	FA_CHECK(strcmp(im.run.source, "peer-tool 1.0") == 0);
+	FA_CHECK(strcmp(im.run.backend, "cuda") == 0 && strcmp(im.run.device_name, "Test GPU") == 0);
+	FA_CHECK(im.run.seed_set && im.run.seed == 7);
+	FA_CHECK(strcmp(im.run.started_at, "2026-11-25T21:40:00Z") == 0);
+	FA_CHECK(im.run.runtime == NULL);
+	/* row 1: the samples decide, not the median written (9.0) */
+	r = &im.rows[0];
+	FA_CHECK(strcmp(r->r.kernel, "peer_a") == 0 && r->r.status == FA_STATUS_PASS);
+	FA_CHECK(r->r.t.n == 4 && r->r.samples && r->r.samples[1] == 0.25);
+	FA_CHECK_NEAR(r->r.t.median_ms, 0.625, 1e-15);
+	FA_CHECK_NEAR(r->r.t.min_ms, 0.25, 1e-15);
+	FA_CHECK_NEAR(r->r.t.stdev_ms, sqrt(0.3125 / 3.0), 1e-12);
+	FA_CHECK(r->r.t.stop < 0);
+	{
+		const struct fa_case *c = &im.cases[r->case_idx];
+		double flops = fa_problem_flops(&c->p, NULL, NULL, NULL);
+		FA_CHECK(flops == 4.0 * 2 * 16 * 16 * 32); /* 4 B H L L D, no mask */
+		FA_CHECK(r->r.flops == flops && r->r.bytes == fa_problem_bytes(&c->p));
+		FA_CHECK_NEAR(r->r.tflops, flops / 0.625e-3 / 1e12, 1e-12);
+	}
+	FA_CHECK(r->r.checked && r->r.st.max_abs == 2.5e-7 && isnan(r->r.st.max_rel));
+	FA_CHECK(r->r.st.nan_count == 0 && r->r.st.inf_count == -1 && r->r.st.rows_checked == 32);
+	FA_CHECK(strcmp(r->r.timing, "cold") == 0 && strcmp(r->r.backend, "cuda") == 0);
+	/* row 2: a median and a count only; params */
+	r = &im.rows[1];
+	FA_CHECK(strcmp(r->r.params, "block=64") == 0 && r->r.t.n == 20 && r->r.samples == NULL);
+	FA_CHECK(r->r.t.median_ms == 0.125 && isnan(r->r.t.mean_ms) && !r->r.checked);
+	FA_CHECK(r->case_idx == im.rows[0].case_idx);
+	/* row 3: every parameter spelled out, min and max given */
+	r = &im.rows[2];
+	FA_CHECK(r->r.t.n == 1 && r->r.t.min_ms == 0.25 && r->r.t.max_ms == 1.0);
+	FA_CHECK(im.cases[r->case_idx].p.mask == FA_MASK_CAUSAL);
+	/* rows 4 and 5: fail and skip with their reasons, \u escapes decoded */
+	FA_CHECK(im.rows[3].r.status == FA_STATUS_FAIL &&
+		 strcmp(im.rows[3].r.reason, "max_abs 0.5 > 0.001") == 0);
+	FA_CHECK(im.rows[4].r.status == FA_STATUS_SKIP && im.rows[4].r.t.n == 0);
+	FA_CHECK(strcmp(im.rows[4].r.reason,
+			"fp32 is not supported \xe2\x80\x94 \"flash\" needs fp16 or bf16") == 0);
+	fa_suite_free(&s);
+	fa_import_free(&im);
+}
+
+/* The CSV form of the same rows reads the same. */
+FA_TEST(import, csv_equals_jsonl)
+{
+	struct fa_import a, b;
+	struct fa_err err;
+	FA_REQUIRE(read_fixture("tests/import/good_tiny.jsonl", &a, &err) == FA_OK);
+	if (read_fixture("tests/import/good_tiny.csv", &b, &err) != FA_OK) {
+		FA_CHECKF(0, "good_tiny.csv: %s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+		fa_import_free(&a);
+		return;
+	}
+	FA_CHECK(b.format == FA_IMPORT_CSV);
+	FA_CHECK(a.n_cases == b.n_cases && a.n_rows == b.n_rows);
+	for (int32_t i = 0; i < a.n_cases && i < b.n_cases; i++)
+		FA_CHECKF(strcmp(a.cases[i].key, b.cases[i].key) == 0 &&
+				  a.cases[i].seed == b.cases[i].seed,
+			  "case %d: %s / %s", i, a.cases[i].key, b.cases[i].key);
+	for (int32_t i = 0; i < a.n_rows && i < b.n_rows; i++) {
+		const struct fa_result *x = &a.rows[i].r, *y = &b.rows[i].r;
+		FA_CHECKF(strcmp(x->kernel, y->kernel) == 0 && strcmp(x->params, y->params) == 0 &&
+				  x->status == y->status && a.rows[i].case_idx == b.rows[i].case_idx,
+			  "row %d differs", i);
+		FA_CHECKF((isnan(x->t.median_ms) && isnan(y->t.median_ms)) ||
+				  x->t.median_ms == y->t.median_ms,
+			  "row %d: median %g / %g", i, x->t.median_ms, y->t.median_ms);
+	}
+	FA_CHECK(b.rows[0].r.t.n == 4 && b.rows[0].r.t.median_ms == 0.625);
+	FA_CHECK(strcmp(b.rows[3].r.reason, "max_abs 0.5 > 0.001, \"tolerance\"") == 0);
+	FA_CHECK(strcmp(b.rows[4].r.reason, "fp32 is not supported\non two lines") == 0);
+	FA_CHECK(b.rows[4].loc.line == 14 && b.rows[5].loc.line == 16); /* a two-line cell */
+	FA_CHECK(strcmp(b.run.source, "peer-tool 1.0") == 0 && b.run.seed == 7);
+	fa_import_free(&a);
+	fa_import_free(&b);
+}
+
+/* Formats told apart by content; CRLF, blank lines, escapes, nulls. */
+FA_TEST(import, parse_details)
+{
+	static const char jsonl[] =
+		"\r\n{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 8, \"kernel\": \"a\", "
+		"\"reason\": \"\\ud83d\\ude00 \\t\\\"x\\\"\", \"dtype\": null}\r\n\r\n"
+		"  {\"heads\":4,\"head_dim\":64,\"q_len\":8,\"kernel\":\"b\",\"status\":\"error\"}";
+	static const char csv[] = "heads,head_dim,seqlens,kv_seqlens,kernel,samples\r\n"
+				  "4,64,3/5;7,\"4 6 8\",a,1e-1 2e-1\r\n";
+	struct fa_import im;
+	struct fa_err err;
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_import_parse("mem", jsonl, sizeof jsonl - 1, FA_IMPORT_AUTO, &im, &err) ==
+		   FA_OK);
+	FA_CHECK(im.format == FA_IMPORT_JSONL && im.n_rows == 2 && im.n_cases == 1);
+	FA_CHECK(strcmp(im.rows[0].r.reason, "\xf0\x9f\x98\x80 \t\"x\"") == 0);
+	FA_CHECK(im.cases[0].p.dtype == FA_DTYPE_FP16); /* null: the suite default */
+	FA_CHECK(im.rows[1].loc.line == 4 && im.rows[1].loc.col == 3);
+	FA_CHECK(im.rows[1].r.status == FA_STATUS_ERROR && im.rows[1].r.t.n == 0);
+	fa_import_free(&im);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_import_parse("mem", csv, sizeof csv - 1, FA_IMPORT_AUTO, &im, &err) == FA_OK);
+	FA_CHECK(im.format == FA_IMPORT_CSV && im.n_rows == 1);
+	FA_CHECK(strcmp(im.cases[0].key, "batch=3,heads=4,kv_heads=4,q_len=7,kv_len=8,head_dim=64,"
+					 "head_dim_v=64,dtype=fp16,mask=none,layout=bshd,input=normal,"
+					 "seqlens=3/5/7,kv_seqlens=4/6/8") == 0);
+	FA_CHECK(im.rows[0].r.t.n == 2);
+	FA_CHECK_NEAR(im.rows[0].r.t.median_ms, 0.15, 1e-15);
+	fa_import_free(&im);
+	/* a file that cannot be read */
+	fa_err_clear(&err);
+	FA_CHECK(fa_import_read("/nonexistent/peers.jsonl", FA_IMPORT_AUTO, &im, &err) ==
+		 FA_ERR_NOT_FOUND);
+	FA_CHECK(strstr(err.msg, "cannot read import file '/nonexistent/peers.jsonl'") != NULL);
+	fa_err_clear(&err);
+	FA_CHECK(fa_import_read(fa_test_tmpdir(), FA_IMPORT_AUTO, &im, &err) == FA_ERR_IO);
+	FA_CHECK(strstr(err.msg, "Is a directory") != NULL);
+}
+
+/* ---- random cases: the import makes the suite loader's key ---------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint32_t rnd(struct rng *r, uint32_t n)
+{
+	r->s = fa_rng_mix64(r->s + 0x9e3779b97f4a7c15ull);
+	return (uint32_t)(r->s % n);
+}
+
+/* One random valid case as a YAML mapping body, a JSON object and a CSV
+ * header + row (the same parameters). */
+static void random_case(struct rng *r, char *yaml, char *json, char *csv_head, char *csv_row,
+			size_t size)
+{
+	static const char *const dtypes[] = {"fp32", "fp16", "bf16"};
+	static const char *const masks[] = {"none", "causal", "prefix_lm", "sliding_window"};
+	static const char *const layouts[] = {"bshd", "bhsd"};
+	static const char *const inputs[] = {"normal", "uniform", "outliers"};
+	static const int heads_opts[] = {1, 2, 4, 6, 8, 12, 16, 32};
+	int heads = heads_opts[rnd(r, 8)], kv = heads, head_dim = 8 + (int)rnd(r, 249);
+	int varlen = rnd(r, 3) == 0, n = 1 + (int)rnd(r, 4), lq[4], lk[4], mink = INT_MAX, maxk = 0;
+	const char *mask = masks[rnd(r, 4)];
+	size_t y = 0, j = 0, h = 0, c = 0;
+	while (rnd(r, 2) && kv > 1 && heads % (kv / 2) == 0 && kv % 2 == 0)
+		kv /= 2;
+	for (int b = 0; b < n; b++) {
+		lq[b] = 1 + (int)rnd(r, 64);
+		lk[b] = rnd(r, 2) ? lq[b] : 1 + (int)rnd(r, 64);
+		mink = lk[b] < mink ? lk[b] : mink;
+		maxk = lk[b] > maxk ? lk[b] : maxk;
+	}
+#define ADD(name, fmt, ...)                                                                  \
+	do {                                                                                 \
+		y += (size_t)snprintf(yaml + y, size - y, "%s" name ": " fmt, y ? ", " : "", \
+				      __VA_ARGS__);                                          \
+		j += (size_t)snprintf(json + j, size - j, "%s\"" name "\": " fmt, j ? ", " : "", \
+				      __VA_ARGS__);                                          \
+	} while (0)
+#define CSV(name, fmt, ...)                                                                  \
+	do {                                                                                 \
+		h += (size_t)snprintf(csv_head + h, size - h, "%s" name, h ? "," : "");     \
+		c += (size_t)snprintf(csv_row + c, size - c, "%s" fmt, c ? "," : "", __VA_ARGS__); \
+	} while (0)
+	ADD("heads", "%d", heads);
+	CSV("heads", "%d", heads);
+	if (kv != heads || rnd(r, 2)) {
+		ADD("kv_heads", "%d", kv);
+		CSV("kv_heads", "%d", kv);
+	}
+	ADD("head_dim", "%d", head_dim);
+	CSV("head_dim", "%d", head_dim);
+	if (rnd(r, 4) == 0) {
+		int dv = 8 + (int)rnd(r, 249);
+		ADD("head_dim_v", "%d", dv);
+		CSV("head_dim_v", "%d", dv);
+	}
+	if (rnd(r, 4)) {
+		const char *d = dtypes[rnd(r, 3)];
+		ADD("dtype", "\"%s\"", d);
+		CSV("dtype", "%s", d);
+	}
+	ADD("mask", "\"%s\"", mask);
+	CSV("mask", "%s", mask);
+	if (rnd(r, 2)) {
+		const char *l = layouts[rnd(r, 2)];
+		ADD("layout", "\"%s\"", l);
+		CSV("layout", "%s", l);
+	}
+	if (rnd(r, 2)) {
+		const char *in = inputs[rnd(r, 3)];
+		ADD("input", "\"%s\"", in);
+		CSV("input", "%s", in);
+	}
+	if (varlen) {
+		char a[64] = "", b[64] = "", ca[64] = "", cb[64] = "";
+		for (int k = 0; k < n; k++) {
+			snprintf(a + strlen(a), sizeof a - strlen(a), "%s%d", k ? ", " : "", lq[k]);
+			snprintf(b + strlen(b), sizeof b - strlen(b), "%s%d", k ? ", " : "", lk[k]);
+			snprintf(ca + strlen(ca), sizeof ca - strlen(ca), "%s%d", k ? "/" : "", lq[k]);
+			snprintf(cb + strlen(cb), sizeof cb - strlen(cb), "%s%d", k ? "/" : "", lk[k]);
+		}
+		ADD("seqlens", "[%s]", a);
+		CSV("seqlens", "%s", ca);
+		ADD("kv_seqlens", "[%s]", b);
+		CSV("kv_seqlens", "%s", cb);
+		if (!strcmp(mask, "prefix_lm") && rnd(r, 2)) {
+			char p[64] = "", cp[64] = "";
+			for (int k = 0; k < n; k++) {
+				int v = (int)rnd(r, (uint32_t)lk[k] + 1);
+				snprintf(p + strlen(p), sizeof p - strlen(p), "%s%d", k ? ", " : "", v);
+				snprintf(cp + strlen(cp), sizeof cp - strlen(cp), "%s%d", k ? "/" : "", v);
+			}
+			ADD("prefix_lens", "[%s]", p);
+			CSV("prefix_lens", "%s", cp);
+		} else if (!strcmp(mask, "prefix_lm")) {
+			int v = (int)rnd(r, (uint32_t)mink + 1);
+			ADD("prefix_len", "%d", v);
+			CSV("prefix_len", "%d", v);
+		}
+	} else {
+		if (lq[0] == lk[0] && rnd(r, 2)) {
+			ADD("seq_len", "%d", lq[0]);
+			CSV("seq_len", "%d", lq[0]);
+		} else {
+			ADD("q_len", "%d", lq[0]);
+			CSV("q_len", "%d", lq[0]);
+			ADD("kv_len", "%d", lk[0]);
+			CSV("kv_len", "%d", lk[0]);
+		}
+		if (n > 1 || rnd(r, 2)) {
+			ADD("batch", "%d", n);
+			CSV("batch", "%d", n);
+		}
+		maxk = mink = lk[0];
+		if (!strcmp(mask, "prefix_lm")) {
+			int v = (int)rnd(r, (uint32_t)lk[0] + 1);
+			ADD("prefix_len", "%d", v);
+			CSV("prefix_len", "%d", v);
+		}
+	}
+	if (!strcmp(mask, "sliding_window")) {
+		int w = 1 + (int)rnd(r, (uint32_t)maxk);
+		ADD("window", "%d", w);
+		CSV("window", "%d", w);
+	}
+	if (rnd(r, 5) == 0) {
+		double sc = (1 + rnd(r, 999)) / 1000.0;
+		ADD("scale", "%g", sc);
+		CSV("scale", "%g", sc);
+	}
+	j += (size_t)snprintf(json + j, size - j, ", \"kernel\": \"k\"");
+	CSV("kernel", "%s", "k");
+#undef ADD
+#undef CSV
+}
+
+FA_TEST(import, random_cases_match_suite_keys)
+{
+	struct rng r = {fa_test_seed()};
+	char yaml[2048], json[2048], head[2048], row[2048], text[8192], path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/case.yaml", fa_test_tmpdir());
+	for (int i = 0; i < 60; i++) {
+		struct fa_suite s;
+		struct fa_import a, b;
+		struct fa_err err;
+		random_case(&r, yaml, json, head, row, sizeof yaml);
+		snprintf(text, sizeof text, "suite: r\nseed: 5\ndefaults: {%s}\n", yaml);
+		FA_REQUIRE(write_file(path, text) == 0);
+		memset(&s, 0, sizeof s);
+		fa_err_clear(&err);
+		if (fa_suite_load(path, 0, &s, &err) != FA_OK) {
+			FA_CHECKF(0, "suite {%s}: %s", yaml, err.msg);
+			continue;
+		}
+		snprintf(text, sizeof text, "{\"run\": {\"seed\": 5}}\n{%s}\n", json);
+		fa_err_clear(&err);
+		if (fa_import_parse("r.jsonl", text, strlen(text), FA_IMPORT_AUTO, &a, &err) != FA_OK) {
+			FA_CHECKF(0, "{%s}: %s:%d:%d: %s", json, err.file, err.line, err.col, err.msg);
+			fa_suite_free(&s);
+			continue;
+		}
+		FA_CHECKF(strcmp(a.cases[0].key, s.cases[0].key) == 0 && a.cases[0].seed == s.cases[0].seed,
+			  "json {%s}: key %s, suite %s", json, a.cases[0].key, s.cases[0].key);
+		FA_CHECK(a.rows[0].r.flops == fa_problem_flops(&s.cases[0].p, s.cases[0].cu_seqlens_q,
+							       s.cases[0].cu_seqlens_k,
+							       s.cases[0].prefix_lens));
+		snprintf(text, sizeof text, "# seed: 5\n%s\n%s\n", head, row);
+		fa_err_clear(&err);
+		if (fa_import_parse("r.csv", text, strlen(text), FA_IMPORT_AUTO, &b, &err) != FA_OK) {
+			FA_CHECKF(0, "csv %s / %s: %s:%d:%d: %s", head, row, err.file, err.line,
+				  err.col, err.msg);
+		} else {
+			FA_CHECKF(strcmp(b.cases[0].key, s.cases[0].key) == 0,
+				  "csv %s / %s: key %s, suite %s", head, row, b.cases[0].key,
+				  s.cases[0].key);
+			fa_import_free(&b);
+		}
+		fa_import_free(&a);
+		fa_suite_free(&s);
+	}
+}
+
+/* ---- storing --------------------------------------------------------------------- */
+
+FA_TEST(import, store_new_run)
+{
+	struct fa_import im;
+	struct fa_store *s;
+	struct fa_err err;
+	struct fa_import_summary sum;
+	struct fa_import_opts o = {NULL, NULL, "fabench import x", "9.9.9"};
+	char buf[256];
+	sqlite3 *db;
+	FA_REQUIRE(read_fixture("tests/import/good_tiny.jsonl", &im, &err) == FA_OK);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(":memory:", 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_import_store(s, &im, &o, &sum, &err) == FA_OK);
+	db = fa_store_db(s);
+	FA_CHECK(sum.run_id == 1 && !sum.into && sum.cases_added == 5 && sum.results == 6);
+	FA_CHECK(sum.by_status[FA_STATUS_PASS] == 4 && sum.by_status[FA_STATUS_FAIL] == 1 &&
+		 sum.by_status[FA_STATUS_SKIP] == 1);
+	FA_CHECK(strcmp(q_text(db, "SELECT source FROM runs WHERE id = ?", 1, buf, sizeof buf),
+			"peer-tool 1.0") == 0);
+	FA_CHECK(strcmp(q_text(db, "SELECT status FROM runs", 0, buf, sizeof buf), "complete") == 0);
+	FA_CHECK(strcmp(q_text(db, "SELECT backend || '|' || device_name || '|' || label || '|' || "
+				   "seed || '|' || version || '|' || started_at || '|' || "
+				   "command_line FROM runs",
+			       0, buf, sizeof buf),
+			"cuda|Test GPU|peers|7|9.9.9|2026-11-25T21:40:00Z|fabench import x") == 0);
+	FA_CHECK(is_null(db, "SELECT git_commit FROM runs", 0) == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases", 0) == 5);
+	FA_CHECK(q_int(db, "SELECT max(idx) FROM cases", 0) == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results", 0) == 6);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM samples", 0) == 4 + 1);
+	/* the first row: recomputed times, given statistics, unknown ones NULL */
+	FA_CHECK(q_int(db, "SELECT n_samples FROM results WHERE id = 1", 0) == 4);
+	FA_CHECK(q_int(db, "SELECT median_ms = 0.625 AND min_ms = 0.25 AND max_ms = 1.0 "
+			   "FROM results WHERE id = 1", 0) == 1);
+	FA_CHECK(q_int(db, "SELECT abs(tflops - flops / 0.625e-3 / 1e12) < 1e-18 AND "
+			   "abs(gbps - bytes / 0.625e-3 / 1e9) < 1e-12 FROM results WHERE id = 1",
+		       0) == 1);
+	FA_CHECK(is_null(db, "SELECT stop_reason FROM results WHERE id = 1", 0) == 1);
+	FA_CHECK(is_null(db, "SELECT inf_count FROM results WHERE id = 1", 0) == 1);
+	FA_CHECK(is_null(db, "SELECT max_rel FROM results WHERE id = 1", 0) == 1);
+	FA_CHECK(q_int(db, "SELECT nan_count FROM results WHERE id = 1", 0) == 0);
+	FA_CHECK(q_int(db, "SELECT checked FROM results WHERE id = 1", 0) == 1);
+	FA_CHECK(strcmp(q_text(db, "SELECT timing FROM results WHERE id = 1", 0, buf, sizeof buf),
+			"cold") == 0);
+	/* the median-only row: no samples, no mean */
+	FA_CHECK(q_int(db, "SELECT n_samples FROM results WHERE kernel = 'peer_b'", 0) == 20);
+	FA_CHECK(is_null(db, "SELECT mean_ms FROM results WHERE kernel = 'peer_b'", 0) == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM samples WHERE result_id = 2", 0) == 0);
+	/* the skip: untimed, unchecked, FLOPs still there */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'skip' AND median_ms IS NULL "
+			   "AND tflops IS NULL AND checked = 0 AND flops > 0",
+		       0) == 1);
+	fa_store_close(s);
+	fa_import_free(&im);
+}
+
+/* A fabench-like run of tiny.yaml (cases and a cpu_flash result each). */
+static int64_t fake_fabench_run(struct fa_store *s, const struct fa_suite *suite)
+{
+	struct fa_run_info ri;
+	struct fa_err err;
+	int64_t run_id = 0;
+	memset(&ri, 0, sizeof ri);
+	ri.git_dirty = -1;
+	ri.backend = "cpu";
+	ri.device_name = "cpu";
+	ri.suite_name = suite->name;
+	ri.suite_hash = suite->hash;
+	ri.seed = suite->seed;
+	ri.source = "fabench";
+	ri.label = "ours";
+	fa_err_clear(&err);
+	if (fa_store_run_begin(s, &ri, &run_id, &err) != FA_OK)
+		return 0;
+	for (int32_t i = 0; i < suite->n_cases; i++) {
+		struct fa_result r;
+		double x = 1.0 + i;
+		memset(&r, 0, sizeof r);
+		r.kernel = "cpu_flash";
+		r.backend = "cpu";
+		r.params = "";
+		r.status = FA_STATUS_PASS;
+		r.t.n = 1;
+		r.t.median_ms = r.t.mean_ms = r.t.min_ms = r.t.max_ms = x;
+		r.samples = &x;
+		r.timing = "cpu";
+		r.tel.sm_clock_mhz = r.tel.sm_clock_max_mhz = r.tel.temp_c = r.tel.power_w = NAN;
+		r.tel.throttle_reasons = -1;
+		if (fa_store_case_commit(s, run_id, &suite->cases[i], &r, 1, NULL, &err) != FA_OK)
+			return 0;
+	}
+	return fa_store_run_end(s, run_id, "complete", &err) == FA_OK ? run_id : 0;
+}
+
+FA_TEST(import, run_into_matches_cases_by_key)
+{
+	struct fa_import im;
+	struct fa_suite suite;
+	struct fa_store *s;
+	struct fa_err err;
+	struct fa_import_summary sum;
+	struct fa_import_opts o = {NULL, "ours", NULL, "9.9.9"};
+	char path[PATH_MAX], buf[256];
+	int64_t run_id;
+	sqlite3 *db;
+	snprintf(path, sizeof path, "%s/tests/suites/tiny.yaml", fa_test_root());
+	memset(&suite, 0, sizeof suite);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_suite_load(path, 0, &suite, &err) == FA_OK);
+	FA_REQUIRE(read_fixture("tests/import/good_tiny.jsonl", &im, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(":memory:", 1, &s, &err) == FA_OK);
+	db = fa_store_db(s);
+	FA_REQUIRE((run_id = fake_fabench_run(s, &suite)) == 1);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_import_store(s, &im, &o, &sum, &err) == FA_OK);
+	FA_CHECK(sum.into && sum.run_id == 1 && sum.cases_matched == 4 && sum.cases_added == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs", 0) == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 1", 0) == 5);
+	FA_CHECK(q_int(db, "SELECT idx FROM cases WHERE q_len = 64", 0) == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 1", 0) == 4 + 6);
+	/* every imported result sits on the case fabench stored for its key */
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT case_id) FROM results WHERE kernel = 'peer_a' AND "
+			   "case_id IN (SELECT case_id FROM results WHERE kernel = 'cpu_flash')",
+		       0) == 4);
+	FA_CHECK(strcmp(q_text(db, "SELECT source FROM runs", 0, buf, sizeof buf),
+			"fabench + peer-tool 1.0") == 0);
+	/* the device differs: said in the note */
+	FA_CHECK(strstr(sum.note, "measured on 'Test GPU', run 1 on 'cpu'") != NULL);
+	/* again: the run holds those results already, so nothing is written */
+	fa_err_clear(&err);
+	FA_CHECK(fa_import_store(s, &im, &o, &sum, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.msg, "run 1 already has a result of kernel 'peer_a' for this case") == 0);
+	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.file, "good_tiny.jsonl"));
+	FA_CHECK(sum.run_id == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases", 0) == 5);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results", 0) == 10);
+	FA_CHECK(strcmp(q_text(db, "SELECT source FROM runs", 0, buf, sizeof buf),
+			"fabench + peer-tool 1.0") == 0);
+	/* a run that is not there */
+	o.run_into = "99";
+	fa_err_clear(&err);
+	FA_CHECK(fa_import_store(s, &im, &o, &sum, &err) == FA_ERR_NOT_FOUND);
+	fa_store_close(s);
+	fa_import_free(&im);
+	fa_suite_free(&suite);
+}
+
+/* ---- end to end: fabench run, import, report ------------------------------------- */
+
+FA_TEST(import, e2e_beside_fabench_run)
+{
+	char db[PATH_MAX], rep[PATH_MAX], buf[512];
+	struct fa_proc_result r;
+	sqlite3 *h = NULL;
+	char *text, *line;
+	fresh(db, sizeof db, "e2e.db");
+	fresh(rep, sizeof rep, "report.md");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--db", db, "--label", "ours", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, "--run-into",
+			       "ours", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "imported 6 results of 5 cases from tests/import/good_tiny.jsonl "
+			       "into run 1 (4 cases matched, 1 added): 4 pass, 1 fail, 1 skip") != NULL);
+	FA_CHECK(strstr(r.err, "note: ") != NULL); /* measured on another device */
+	fa_proc_free(&r);
+	/* the CSV as a run of its own: the same keys as fabench's run */
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.csv", "--db", db, "--label", "csv",
+			       NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_REQUIRE(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM cases a JOIN cases b ON a.key = b.key AND "
+			  "a.seed = b.seed WHERE a.run_id = 1 AND b.run_id = 2",
+		       0) == 5);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM cases WHERE run_id = 1", 0) == 5);
+	FA_CHECK(strcmp(q_text(h, "SELECT source || '/' || label FROM runs WHERE id = 2", 0, buf,
+			       sizeof buf),
+			"peer-tool 1.0/csv") == 0);
+	sqlite3_close(h);
+	/* one report, one table with fabench's kernel and the peer's */
+	fa_proc_run((char *[]){"report", "--db", db, "--run", "ours", "--output", rep, NULL}, NULL,
+		    60, &r);
+	FA_CHECKF(r.status == 0, "report: %s", r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(rep, NULL);
+	FA_REQUIRE(text != NULL);
+	line = strstr(text, "| #");
+	FA_CHECKF(line != NULL, "no table in\n%s", text);
+	if (line) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = '\0';
+		FA_CHECKF(strstr(line, "cpu_flash") && strstr(line, "peer_a") && strstr(line, "peer_b"),
+			  "table header without both kernels: %s", line);
+	}
+	free(text);
+}
+
+FA_TEST(import, e2e_bad_file_writes_nothing)
+{
+	char db[PATH_MAX], none[PATH_MAX], expect_path[PATH_MAX];
+	struct fa_proc_result r;
+	char *expected;
+	sqlite3 *h = NULL;
+	fresh(db, sizeof db, "keep.db");
+	fresh(none, sizeof none, "none.db");
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, NULL}, NULL, 60,
+		    &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	/* the error of the second row: the first row was fine, nothing is kept */
+	fa_proc_run((char *[]){"import", "tests/import/bad_duplicate_result.jsonl", "--db", db, NULL},
+		    NULL, 60, &r);
+	snprintf(expect_path, sizeof expect_path, "%s/tests/import/bad_duplicate_result.err",
+		 fa_test_root());
+	expected = fa_test_read_file(expect_path, NULL);
+	FA_CHECK(r.status == 2);
+	FA_CHECKF(expected && strcmp(r.err, expected) == 0, "stderr:\n%s\nexpected:\n%s", r.err,
+		  expected ? expected : "(none)");
+	free(expected);
+	fa_proc_free(&r);
+	FA_REQUIRE(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM runs", 0) == 1);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results", 0) == 6);
+	sqlite3_close(h);
+	/* a bad file never creates the database */
+	fa_proc_run((char *[]){"import", "tests/import/bad_csv_median.csv", "--db", none, NULL}, NULL,
+		    60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "bad_csv_median.csv:2:16: "));
+	FA_CHECK(!exists(none));
+	fa_proc_free(&r);
+	/* usage */
+	fa_proc_run((char *[]){"import", "--db", none, NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "missing FILE"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.csv", "--run-into", "1", "--label",
+			       "x", "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--label names a new run"));
+	fa_proc_free(&r);
+	/* --run-into a database that is not there: not created */
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.csv", "--run-into", "1", "--db", none,
+			       NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 1 && strstr(r.err, "no database at"));
+	FA_CHECK(!exists(none));
+	fa_proc_free(&r);
+}
+
+/* ---- bench/peers/torch_sdpa.py ------------------------------------------------------ */
+
+FA_TEST(import, python_unit_tests)
+{
+	char py[PATH_MAX], out[PATH_MAX];
+	char *text;
+	int status;
+	if (!find_python(py, sizeof py)) {
+		fa_test_skip("python3 not found on PATH: bench/peers/test_torch_sdpa.py not run");
+		return;
+	}
+	snprintf(out, sizeof out, "%s/unittest.out", fa_test_tmpdir());
+	status = run_program((char *[]){py, "bench/peers/test_torch_sdpa.py", NULL}, out, 120);
+	text = fa_test_read_file(out, NULL);
+	FA_CHECKF(status == 0, "python3 bench/peers/test_torch_sdpa.py: status %d\n%s", status,
+		  text ? text : "");
+	FA_CHECK(text && strstr(text, "OK"));
+	free(text);
+}
+
+/* The script finds fabench's dump by key and reads its .npy files (without
+ * numpy) with the shapes it expects: GQA, both layouts, varlen, bf16 (dumped
+ * as float32) and fp16, per-sequence prefixes. */
+FA_TEST(import, python_reads_fabench_dump)
+{
+	static const char where[] = "kv_heads < heads && head_dim == 72 || varlen && dtype == fp16 "
+				    "|| dtype == fp16 && q_len == 1";
+	static const char code[] =
+		"import struct, sys\n"
+		"sys.path.insert(0, 'bench/peers')\n"
+		"import torch_sdpa as ts\n"
+		"suite, cases = ts.load_cases(sys.argv[1])\n"
+		"dumps = ts.find_dumps(sys.argv[2])\n"
+		"assert sorted(dumps) == sorted(c['key'] for c in cases), sorted(dumps)\n"
+		"for c in cases:\n"
+		"    s, p = ts.Shape(c), dumps[c['key']]\n"
+		"    for t in 'qkv':\n"
+		"        d, shape, raw = ts.read_npy(p + '_%s.npy' % t)\n"
+		"        want = '<f2' if c['dtype'] == 'fp16' else '<f4'\n"
+		"        assert (d, shape) == (want, s.tensor_shape(t)), (c['key'], t, d, shape)\n"
+		"    _, rs, rows = ts.read_npy(p + '_ref_rows.npy')\n"
+		"    _, fs, _ = ts.read_npy(p + '_ref.npy')\n"
+		"    ids = struct.unpack('<%dq' % rs[0], rows)\n"
+		"    assert fs == [rs[0], c['head_dim_v']], (fs, rs)\n"
+		"    assert ids[0] == 0 and ids[-1] == s.total_q * s.heads - 1, ids\n"
+		"print('read', len(cases), 'dumps')\n";
+	char py[PATH_MAX], cases[PATH_MAX], out[PATH_MAX], dump[PATH_MAX], db[PATH_MAX];
+	struct fa_proc_result r;
+	char *text;
+	int status;
+	if (!find_python(py, sizeof py)) {
+		fa_test_skip("python3 not found on PATH: torch_sdpa.py's dump reader not checked");
+		return;
+	}
+	snprintf(cases, sizeof cases, "%s/cases.json", fa_test_tmpdir());
+	snprintf(out, sizeof out, "%s/reader.out", fa_test_tmpdir());
+	snprintf(dump, sizeof dump, "%s/dump", fa_test_tmpdir());
+	fresh(db, sizeof db, "dump.db");
+	fa_proc_run((char *[]){"list", "suites/smoke.yaml", "--where", (char *)where, "--format",
+			       "json", NULL},
+		    NULL, 60, &r);
+	FA_REQUIRE(r.status == 0 && write_file(cases, r.out) == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "suites/smoke.yaml", "--where", (char *)where, "--backend",
+			       "cpu", "--kernels", "cpu_flash", "--db", db, "--dump", dump, "--quiet",
+			       NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	status = run_program((char *[]){py, "-c", (char *)code, cases, dump, NULL}, out, 60);
+	text = fa_test_read_file(out, NULL);
+	FA_CHECKF(status == 0 && text && strstr(text, "read 12 dumps"),
+		  "python3 dump reader: status %d\n%s", status, text ? text : "");
+	free(text);
+}
+
+/* The script's writer, on synthetic results for every case of smoke.yaml
+ * (every mask, varlen, per-sequence prefixes, GQA, layouts, an explicit
+ * scale), makes a file fabench imports: each row's key is checked by the
+ * import against the parameters the script sent. */
+FA_TEST(import, python_writer_output_imports)
+{
+	static const char code[] =
+		"import sys\n"
+		"sys.path.insert(0, 'bench/peers')\n"
+		"import torch_sdpa as ts\n"
+		"suite, cases = ts.load_cases(sys.argv[1])\n"
+		"rows = []\n"
+		"for i, c in enumerate(cases):\n"
+		"    rows.append(ts.result_row(c, 'torch_sdpa_flash', 'pass',\n"
+		"        samples=[0.5 + i, 0.25 + i, 0.75 + i],\n"
+		"        stats={'max_abs': 1e-4, 'rel_l2': float('nan'), 'nan_count': 0,\n"
+		"               'inf_count': 0, 'rows_checked': 8, 'elems_checked': 512}))\n"
+		"    rows.append(ts.result_row(c, 'torch_flex', 'skip', 'no compiler'))\n"
+		"ts.write_jsonl(sys.argv[2], ts.make_header(suite, 'Test GPU', '2.11.0+cu130',\n"
+		"    started_at='2026-11-25T21:40:00Z'), rows)\n";
+	char py[PATH_MAX], cases[PATH_MAX], out[PATH_MAX], jsonl[PATH_MAX], db[PATH_MAX];
+	char buf[256];
+	struct fa_proc_result r;
+	struct fa_suite s;
+	struct fa_err err;
+	sqlite3 *h = NULL;
+	char *text;
+	int status;
+	if (!find_python(py, sizeof py)) {
+		fa_test_skip("python3 not found on PATH: torch_sdpa.py's writer not checked");
+		return;
+	}
+	snprintf(cases, sizeof cases, "%s/cases.json", fa_test_tmpdir());
+	snprintf(out, sizeof out, "%s/writer.out", fa_test_tmpdir());
+	snprintf(jsonl, sizeof jsonl, "%s/peers.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "peers.db");
+	fa_proc_run((char *[]){"list", "suites/smoke.yaml", "--format", "json", NULL}, NULL, 60, &r);
+	FA_REQUIRE(r.status == 0 && write_file(cases, r.out) == 0);
+	fa_proc_free(&r);
+	status = run_program((char *[]){py, "-c", (char *)code, cases, jsonl, NULL}, out, 60);
+	text = fa_test_read_file(out, NULL);
+	FA_CHECKF(status == 0, "python3 writer: status %d\n%s", status, text ? text : "");
+	free(text);
+	if (status != 0)
+		return;
+	fa_proc_run((char *[]){"import", jsonl, "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "import of the script's file: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	memset(&s, 0, sizeof s);
+	fa_err_clear(&err);
+	snprintf(buf, sizeof buf, "%s/suites/smoke.yaml", fa_test_root());
+	FA_REQUIRE(fa_suite_load(buf, 0, &s, &err) == FA_OK);
+	FA_REQUIRE(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM cases", 0) == s.n_cases);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results", 0) == 2LL * s.n_cases);
+	for (int32_t i = 0; i < s.n_cases; i++) {
+		sqlite3_stmt *st;
+		int found = 0;
+		if (sqlite3_prepare_v2(h, "SELECT seed FROM cases WHERE key = ?", -1, &st, NULL) ==
+		    SQLITE_OK) {
+			sqlite3_bind_text(st, 1, s.cases[i].key, -1, SQLITE_STATIC);
+			if (sqlite3_step(st) == SQLITE_ROW)
+				found = strtoull((const char *)sqlite3_column_text(st, 0), NULL, 10) ==
+					s.cases[i].seed;
+			sqlite3_finalize(st);
+		}
+		FA_CHECKF(found, "case %s not imported with its seed", s.cases[i].key);
+	}
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results WHERE kernel = 'torch_sdpa_flash' AND "
+			  "n_samples = 3 AND timing = 'cold' AND checked = 1 AND rel_l2 IS NULL AND "
+			  "nan_count = 0 AND elems_checked = 512",
+		       0) == s.n_cases);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results r JOIN cases c ON c.id = r.case_id WHERE "
+			  "r.kernel = 'torch_sdpa_flash' AND r.median_ms = c.idx + 0.5",
+		       0) == s.n_cases);
+	FA_CHECK(strcmp(q_text(h, "SELECT source || '/' || suite_name || '/' || device_name FROM runs",
+			       0, buf, sizeof buf),
+			"torch 2.11.0+cu130/smoke/Test GPU") == 0);
+	sqlite3_close(h);
+	fa_suite_free(&s);
+}

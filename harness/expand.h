@@ -2,7 +2,10 @@
  * suite's own keys) and expand.c (case parameters: their values, axes, zip,
  * exclude, and the expansion of one file or group into validated cases).
  *
- * Not for other modules: they see struct fa_suite (suite.h) only.
+ * Other modules see struct fa_suite (suite.h), with two exceptions that must
+ * build cases exactly as suites do: import.c (fa_param_value, fa_expand, so
+ * imported rows get the same defaults, checks and keys) and plan.c
+ * (fa_edit_distance, for "did you mean").
  */
 #ifndef FA_EXPAND_H
 #define FA_EXPAND_H

@@ -9,6 +9,7 @@
 #define FA_GPU_H
 
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__) && !defined(__CUDACC__)
+#include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #define FA_GPU_HIP 1
 #define FA_WARP_SIZE warpSize
@@ -60,7 +61,7 @@
 #define cudaErrorNotSupported hipErrorNotSupported
 #define cudaErrorMemoryAllocation hipErrorOutOfMemory
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
-#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamDefault hipStreamDefault
 #define cudaDevAttrClockRate hipDeviceAttributeClockRate
 #define cudaDeviceGetPCIBusId hipDeviceGetPCIBusId
 #define cudaGraph_t hipGraph_t
@@ -73,6 +74,7 @@
 #define cudaGraphDestroy hipGraphDestroy
 #define cudaGraphExecDestroy hipGraphExecDestroy
 #else
+#include <cuda_fp16.h> /* __half2float, __ushort_as_half: same names in hip_fp16.h */
 #include <cuda_runtime.h>
 #define FA_GPU_CUDA 1
 #define FA_WARP_SIZE 32

@@ -1,0 +1,942 @@
+/* test_cuda.c - the CUDA plugin (build/libfabench-cuda.so) on a real device:
+ * its memory, events, errors and services, the device fill against the host
+ * fill bit for bit, the GPU reference against the CPU reference, and the
+ * kernels cuda_dense and cuda_flash_simt against the CPU reference over
+ * masks, GQA, varlen, prefix lengths, both layouts, every dtype and head
+ * sizes 32 to 256; a graph replay; and, in child processes, the fault and
+ * hang test kernels.
+ *
+ * The plugin is looked for next to the test binary ($FABENCH_CUDA_PLUGIN
+ * overrides). When it cannot be loaded (no GPU, no driver, not built) every
+ * test prints "skip: <reason>" and passes.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../harness/backend.h"
+#include "../harness/check.h"
+#include "../harness/data.h"
+#include "../kernels/common/fa_dtype.h"
+#include "../kernels/common/fa_rng.h"
+#include "../reference/ref.h"
+#include "test.h"
+
+extern char **environ;
+
+#define MAXB 4
+/* cudaError_t values the tests expect (driver_types.h) */
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_ILLEGAL_ADDRESS 700
+/* set in the child processes of the fault and hang tests */
+#define CHILD_ENV "FABENCH_CUDA_TEST_CHILD"
+
+static struct fa_registry reg;
+static struct fa_backend_slot *slot;
+static int tried;
+static char skip_why[FA_ERR_MSG_MAX + 32];
+
+static const char *plugin_path(char *buf, size_t size)
+{
+	const char *env = getenv("FABENCH_CUDA_PLUGIN");
+	ssize_t n;
+	char *slash;
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", buf, size - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash && (size_t)(slash - buf) + sizeof "/libfabench-cuda.so" <= size) {
+			strcpy(slash, "/libfabench-cuda.so");
+			return buf;
+		}
+	}
+	snprintf(buf, size, "build/libfabench-cuda.so");
+	return buf;
+}
+
+/* The CUDA backend, loaded on first use and kept for the whole run; NULL
+ * after printing "skip: <reason>" when it cannot be loaded. */
+static struct fa_backend_slot *cuda(void)
+{
+	if (!tried) {
+		struct fa_err err;
+		char path[1024];
+		tried = 1;
+		fa_err_clear(&err);
+		if (fa_registry_load_plugin(&reg, plugin_path(path, sizeof path), "cuda", &err) == FA_OK)
+			slot = fa_registry_backend(&reg, "cuda");
+		else
+			snprintf(skip_why, sizeof skip_why, "cuda plugin: %s", err.msg);
+	}
+	if (!slot)
+		printf("  skip: %s\n", skip_why);
+	return slot;
+}
+
+#define BE (s->be.iface)
+#define CTX (s->be.context)
+
+static const struct fa_kernel *find_kernel(struct fa_backend_slot *s, const char *name)
+{
+	for (int i = 0; i < BE.kernel_count(CTX); i++) {
+		const struct fa_kernel *k = BE.kernel_get(CTX, i);
+		if (strcmp(k->name, name) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/* ---- problems ---- */
+
+struct spec {
+	int batch, heads, kv_heads, head_dim, head_dim_v, dtype, mask, layout, varlen;
+	int32_t window, prefix_len;
+	int32_t lq[MAXB], lk[MAXB]; /* per sequence; without varlen [0] holds for all */
+	int has_prefix;             /* 1: per-sequence prefix_lens below */
+	int32_t prefix[MAXB];
+};
+
+struct tcase {
+	struct fa_problem p;
+	int32_t cu_q[MAXB + 1], cu_k[MAXB + 1], prefix[MAXB];
+	const int32_t *cuq, *cuk, *pl; /* host arrays as the API takes them (NULL: unused) */
+};
+
+static void build(const struct spec *sp, struct tcase *t)
+{
+	struct fa_problem *p = &t->p;
+	memset(t, 0, sizeof *t);
+	p->batch = sp->batch;
+	p->heads = sp->heads;
+	p->kv_heads = sp->kv_heads;
+	p->head_dim = sp->head_dim;
+	p->head_dim_v = sp->head_dim_v;
+	p->dtype = sp->dtype;
+	p->mask = sp->mask;
+	p->layout = sp->layout;
+	p->varlen = sp->varlen;
+	p->window = sp->window;
+	p->prefix_len = sp->prefix_len;
+	p->scale = 1.0f / sqrtf((float)sp->head_dim);
+	for (int b = 0; b < sp->batch; b++) {
+		int32_t lq = sp->varlen ? sp->lq[b] : sp->lq[0], lk = sp->varlen ? sp->lk[b] : sp->lk[0];
+		t->cu_q[b + 1] = t->cu_q[b] + lq;
+		t->cu_k[b + 1] = t->cu_k[b] + lk;
+		p->q_len = lq > p->q_len ? lq : p->q_len;
+		p->kv_len = lk > p->kv_len ? lk : p->kv_len;
+		t->prefix[b] = sp->prefix[b];
+	}
+	p->total_q = t->cu_q[sp->batch];
+	p->total_k = t->cu_k[sp->batch];
+	fa_problem_set_strides(p);
+	t->cuq = sp->varlen ? t->cu_q : NULL;
+	t->cuk = sp->varlen ? t->cu_k : NULL;
+	t->pl = sp->has_prefix ? t->prefix : NULL;
+}
+
+static size_t tensor_bytes(const struct fa_problem *p, int tensor)
+{
+	return (size_t)fa_tensor_elems(p, tensor) * (size_t)fa_dtype_size(p->dtype);
+}
+
+static const char *case_text(const struct tcase *t, char *buf, size_t size)
+{
+	const struct fa_problem *p = &t->p;
+	snprintf(buf, size,
+		 "b=%d h=%d/%d lq=%d lk=%d d=%d/%d dtype=%d mask=%d win=%d pre=%d%s layout=%d%s",
+		 p->batch, p->heads, p->kv_heads, p->q_len, p->kv_len, p->head_dim, p->head_dim_v,
+		 p->dtype, p->mask, p->window, p->prefix_len, t->pl ? "(lens)" : "", p->layout,
+		 p->varlen ? " varlen" : "");
+	return buf;
+}
+
+/* ---- device buffers of one case ---- */
+
+struct bufs {
+	void *q, *k, *v, *o, *cuq, *cuk, *pl, *ws; /* device */
+	void *hq, *hk, *hv, *ho;                   /* host */
+	size_t ws_bytes;
+};
+
+static void bufs_free(struct fa_backend_slot *s, struct bufs *d)
+{
+	void *dev[] = {d->q, d->k, d->v, d->o, d->cuq, d->cuk, d->pl, d->ws};
+	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+		if (dev[i])
+			BE.free(CTX, dev[i]);
+	free(d->hq);
+	free(d->hk);
+	free(d->hv);
+	free(d->ho);
+	memset(d, 0, sizeof *d);
+}
+
+static int upload_new(struct fa_backend_slot *s, const void *host, size_t bytes, void **dev)
+{
+	int code = BE.alloc(CTX, bytes, dev);
+	if (code == 0 && bytes)
+		code = BE.upload(CTX, *dev, host, bytes);
+	return code;
+}
+
+/* Inputs drawn on the host (fa_data_fill) and uploaded; O allocated. */
+static int bufs_init(struct fa_backend_slot *s, const struct tcase *t, int dist, uint64_t seed,
+		     struct bufs *d)
+{
+	const struct fa_problem *p = &t->p;
+	void **host[3] = {&d->hq, &d->hk, &d->hv}, **dev[3] = {&d->q, &d->k, &d->v};
+	size_t b32 = sizeof(int32_t) * (size_t)(p->batch + 1);
+	int code;
+	memset(d, 0, sizeof *d);
+	for (int tn = 0; tn < 3; tn++) {
+		size_t bytes = tensor_bytes(p, tn);
+		*host[tn] = malloc(bytes ? bytes : 1);
+		if (!*host[tn])
+			return -1;
+		fa_data_fill(p, tn, dist, seed, *host[tn], 0);
+		if ((code = upload_new(s, *host[tn], bytes, dev[tn])) != 0)
+			return code;
+	}
+	d->ho = malloc(tensor_bytes(p, FA_TENSOR_O) + 1);
+	if (!d->ho)
+		return -1;
+	if ((code = BE.alloc(CTX, tensor_bytes(p, FA_TENSOR_O), &d->o)) != 0)
+		return code;
+	if (t->cuq && ((code = upload_new(s, t->cuq, b32, &d->cuq)) != 0 ||
+		       (code = upload_new(s, t->cuk, b32, &d->cuk)) != 0))
+		return code;
+	if (t->pl && (code = upload_new(s, t->pl, b32 - sizeof(int32_t), &d->pl)) != 0)
+		return code;
+	return 0;
+}
+
+static void launch_args(struct fa_backend_slot *s, const struct tcase *t, const struct bufs *d,
+			struct fa_launch_args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->p = &t->p;
+	a->q = d->q;
+	a->k = d->k;
+	a->v = d->v;
+	a->o = d->o;
+	a->cu_seqlens_q = d->cuq;
+	a->cu_seqlens_k = d->cuk;
+	a->prefix_lens = d->pl;
+	a->workspace = d->ws;
+	a->workspace_bytes = d->ws_bytes;
+	a->stream = NULL; /* as the runner does: the plugin uses its own stream */
+	a->backend_ctx = CTX;
+}
+
+/* ---- comparisons ---- */
+
+/* Largest error allowed for an output of dtype against the fp64 reference
+ * r: the rounding of the output (half an ulp of the dtype) plus `arith`, the
+ * error of fp32 arithmetic over a few hundred keys. */
+static double out_tol(int dtype, double r, double arith)
+{
+	double half_ulp = dtype == FA_DTYPE_FP16   ? 1.0 / 2048 /* 2^-11 */
+			  : dtype == FA_DTYPE_BF16 ? 1.0 / 256  /* 2^-8 */
+						   : 1e-5;      /* fp32: arithmetic only */
+	return arith + half_ulp * 1.001 * (fabs(r) + arith);
+}
+
+/* All rows of t on the CPU (fp64). */
+static int cpu_reference(const struct tcase *t, const struct bufs *d, struct fa_ref *ref)
+{
+	const struct fa_problem *p = &t->p;
+	int64_t n = (int64_t)p->total_q * p->heads;
+	int64_t *rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+	struct fa_err err;
+	enum fa_rc rc;
+	if (!rows)
+		return -1;
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = i;
+	fa_err_clear(&err);
+	rc = fa_ref_compute(p, t->cuq, t->cuk, t->pl, d->hq, d->hk, d->hv, rows, n, 0, 0, NULL, ref,
+			    &err);
+	free(rows);
+	if (rc != FA_OK)
+		fa_test_fail(__FILE__, __LINE__, "cpu reference: %s", err.msg);
+	return rc == FA_OK ? 0 : -1;
+}
+
+/* Checks d->ho (downloaded output) against ref: no element unwritten, none
+ * NaN or Inf, every one within out_tol. Returns the number of bad elements. */
+static int64_t compare_output(const struct tcase *t, const struct bufs *d, const struct fa_ref *ref,
+			      double arith, const char *what)
+{
+	const struct fa_problem *p = &t->p;
+	int64_t n_elems = fa_tensor_elems(p, FA_TENSOR_O), bad = 0, unwritten = 0, nonfinite = 0;
+	char text[256];
+	for (int64_t e = 0; e < n_elems; e++) {
+		if (fa_is_poison(d->ho, p->dtype, e))
+			unwritten++;
+		else if (!isfinite(fa_load_f32(d->ho, p->dtype, e)))
+			nonfinite++;
+	}
+	FA_CHECKF(unwritten == 0 && nonfinite == 0, "%s: %lld unwritten, %lld NaN/Inf of %lld (%s)",
+		  what, (long long)unwritten, (long long)nonfinite, (long long)n_elems,
+		  case_text(t, text, sizeof text));
+	for (int64_t r = 0; r < ref->n_rows; r++) {
+		int64_t T = ref->rows[r] / p->heads;
+		int h = (int)(ref->rows[r] % p->heads);
+		int64_t base = fa_tensor_offset(p, FA_TENSOR_O, T, h);
+		for (int c = 0; c < p->head_dim_v; c++) {
+			double want = ref->out[r * p->head_dim_v + c];
+			double got = fa_load_f32(d->ho, p->dtype, base + c);
+			if (!(fabs(got - want) <= out_tol(p->dtype, want, arith))) {
+				if (bad++ < 3)
+					fa_test_fail(__FILE__, __LINE__,
+						     "%s: T=%lld h=%d c=%d got %.9g want %.9g (%s)",
+						     what, (long long)T, h, c, got, want,
+						     case_text(t, text, sizeof text));
+			}
+		}
+	}
+	FA_CHECKF(bad == 0, "%s: %lld elements out of tolerance", what, (long long)bad);
+	return bad + unwritten + nonfinite;
+}
+
+/* Poisons O, launches k, waits, downloads O into d->ho. */
+static int run_kernel(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
+		      struct bufs *d)
+{
+	struct fa_launch_args a;
+	size_t ob = tensor_bytes(&t->p, FA_TENSOR_O);
+	int code;
+	if (k->workspace_bytes) {
+		d->ws_bytes = k->workspace_bytes(&t->p, NULL);
+		if (d->ws_bytes && (code = BE.alloc(CTX, d->ws_bytes, &d->ws)) != 0)
+			return code;
+	}
+	launch_args(s, t, d, &a);
+	if ((code = BE.memset(CTX, d->o, FA_POISON_BYTE, ob)) != 0 || (code = k->launch(&a)) != 0 ||
+	    (code = BE.synchronize(CTX)) != 0 || (code = BE.download(CTX, d->ho, d->o, ob)) != 0)
+		return code;
+	return 0;
+}
+
+/* ---- the kernel cases: every mask, GQA, varlen with empty sequences and
+ * prefix lengths, q_len above and below kv_len, both layouts, all dtypes,
+ * head sizes 32, 72, 80, 128, 256 and unequal ones ---- */
+
+static const struct spec kernel_cases[] = {
+	/* batch heads kv  D   Dv  dtype          mask                    layout          varlen */
+	{2, 2, 2, 32, 32, FA_DTYPE_FP32, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {100}, {100}, 0, {0}},
+	{1, 3, 3, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {130}, {130}, 0, {0}},
+	{2, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 37, 0, {96}, {160},
+	 0, {0}},
+	{1, 2, 1, 128, 128, FA_DTYPE_FP32, FA_MASK_PREFIX_LM, FA_LAYOUT_BHSD, 0, 0, 50, {150}, {100}, 0,
+	 {0}},
+	{1, 8, 2, 256, 256, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {70}, {200}, 0, {0}},
+	{2, 2, 1, 256, 256, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {65}, {33}, 0, {0}},
+	/* varlen: an empty sequence, one with no keys (its row must be 0) */
+	{4, 4, 1, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 1, 0, 0, {0, 63, 130, 1},
+	 {5, 63, 200, 0}, 0, {0}},
+	{4, 2, 2, 72, 72, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 9, {40, 17, 90, 65},
+	 {40, 30, 64, 129}, 1, {3, 0, 70, 200}},
+	/* causal with q_len > kv_len: the first 70 rows attend nothing */
+	{1, 2, 2, 80, 80, FA_DTYPE_FP32, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {100}, {30}, 0, {0}},
+	/* window 1: the diagonal only */
+	{2, 2, 1, 32, 32, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BHSD, 0, 1, 0, {50}, {77},
+	 0, {0}},
+	/* unequal and odd head sizes */
+	{1, 2, 2, 192, 128, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {80}, {90}, 0, {0}},
+	{3, 3, 1, 33, 17, FA_DTYPE_FP32, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 1, 20, 0,
+	 {33, 70, 2}, {64, 70, 100}, 0, {0}},
+	{1, 1, 1, 40, 256, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BHSD, 0, 0, 300, {129}, {129}, 0,
+	 {0}},
+};
+
+static void check_kernel(const char *name, int dist, double arith)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	uint64_t seed;
+	if (!s)
+		return;
+	k = find_kernel(s, name);
+	FA_REQUIRE(k != NULL);
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof kernel_cases / sizeof kernel_cases[0]; i++) {
+		struct tcase t;
+		struct bufs d;
+		struct fa_ref ref;
+		char why[256], what[64];
+		int code;
+		build(&kernel_cases[i], &t);
+		snprintf(what, sizeof what, "%s case %zu", name, i);
+		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "%s: unsupported: %s", what, why);
+		code = bufs_init(s, &t, dist, seed + i, &d);
+		FA_CHECKF(code == 0, "%s: setting up: %d", what, code);
+		if (code == 0) {
+			code = run_kernel(s, k, &t, &d);
+			FA_CHECKF(code == 0, "%s: %s", what, BE.error_string(CTX, code));
+		}
+		if (code == 0 && cpu_reference(&t, &d, &ref) == 0) {
+			compare_output(&t, &d, &ref, arith, what);
+			fa_ref_free(&ref);
+		}
+		bufs_free(s, &d);
+	}
+}
+
+/* fp32 arithmetic error on N(0, 1) inputs: scores of a few units, sums of
+ * a few hundred keys */
+#define ARITH_NORMAL 3e-5
+/* outlier tokens (x8) make scores ~64x and values ~8x larger: fp32 score
+ * errors of ~1e-4 and outputs up to ~28 (still far below what an overflow or
+ * a missed rescale does) */
+#define ARITH_OUTLIERS 3e-3
+
+FA_TEST(cuda, dense_matches_reference)
+{
+	check_kernel("cuda_dense", FA_DIST_NORMAL, ARITH_NORMAL);
+}
+
+FA_TEST(cuda, flash_simt_matches_reference)
+{
+	check_kernel("cuda_flash_simt", FA_DIST_NORMAL, ARITH_NORMAL);
+}
+
+/* outliers overflow any softmax that does not subtract its running max */
+FA_TEST(cuda, flash_simt_outliers)
+{
+	check_kernel("cuda_flash_simt", FA_DIST_OUTLIERS, ARITH_OUTLIERS);
+}
+
+FA_TEST(cuda, kernels_refuse_what_they_cannot_run)
+{
+	struct fa_backend_slot *s = cuda();
+	struct tcase t;
+	struct spec sp = {1, 2, 2, 300, 64, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0,
+			  {16}, {16}, 0, {0}};
+	struct bufs d;
+	struct fa_launch_args a;
+	const struct fa_kernel *flash, *dense;
+	char why[256] = "";
+	if (!s)
+		return;
+	flash = find_kernel(s, "cuda_flash_simt");
+	dense = find_kernel(s, "cuda_dense");
+	FA_REQUIRE(flash && dense);
+	build(&sp, &t);
+	FA_CHECK(!fa_kernel_supports(flash, &t.p, why, sizeof why));
+	FA_CHECKF(strstr(why, "300") != NULL, "reason '%s' does not name head_dim 300", why);
+	FA_CHECK(flash->supports(&t.p, why, sizeof why) == 0); /* its own check agrees */
+	t.p.head_dim = 64;
+	t.p.kv_heads = 3; /* 2 heads over 3 kv heads */
+	FA_CHECK(flash->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECK(dense->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strstr(why, "kv_heads 3") != NULL, "reason '%s'", why);
+	/* the launchers check too, and the dense kernel its workspace */
+	memset(&d, 0, sizeof d);
+	launch_args(s, &t, &d, &a);
+	FA_CHECK(flash->launch(&a) == CUDA_ERROR_INVALID_VALUE);
+	t.p.kv_heads = 2;
+	FA_CHECK(dense->workspace_bytes(&t.p, NULL) == (size_t)2 * 16 * 16 * 4);
+	FA_CHECK(dense->launch(&a) == CUDA_ERROR_INVALID_VALUE); /* no workspace given */
+	FA_CHECK(BE.synchronize(CTX) == 0);                       /* and nothing broke */
+}
+
+/* ---- device fill ---- */
+
+static void fill_case(struct fa_backend_slot *s, const struct tcase *t, int dist, uint64_t seed,
+		      int64_t *mismatches)
+{
+	const struct fa_problem *p = &t->p;
+	char text[256];
+	for (int tn = FA_TENSOR_Q; tn <= FA_TENSOR_O; tn++) {
+		size_t bytes = tensor_bytes(p, tn);
+		unsigned char *host = malloc(bytes + 1), *back = malloc(bytes + 1);
+		void *dev = NULL;
+		int code;
+		if (!host || !back) {
+			FA_CHECK(!"out of memory");
+			free(host);
+			free(back);
+			return;
+		}
+		/* the same poison on both sides: any element not written shows */
+		memset(host, 0xa5, bytes);
+		fa_data_fill(p, tn, dist, seed, host, 0);
+		code = BE.alloc(CTX, bytes, &dev);
+		if (code == 0)
+			code = BE.memset(CTX, dev, 0xa5, bytes);
+		if (code == 0)
+			code = BE.fill_random(CTX, dev, p, tn, dist, seed);
+		if (code == 0)
+			code = BE.synchronize(CTX);
+		if (code == 0)
+			code = BE.download(CTX, back, dev, bytes);
+		FA_CHECKF(code == 0, "fill: %s", BE.error_string(CTX, code));
+		if (code == 0 && memcmp(host, back, bytes) != 0) {
+			size_t first = 0;
+			while (first < bytes && host[first] == back[first])
+				first++;
+			(*mismatches)++;
+			fa_test_fail(__FILE__, __LINE__,
+				     "fill differs: tensor %d dist %d, first byte %zu of %zu (%s)", tn,
+				     dist, first, bytes, case_text(t, text, sizeof text));
+		}
+		if (dev)
+			BE.free(CTX, dev);
+		free(host);
+		free(back);
+	}
+}
+
+FA_TEST(cuda, fill_matches_host_bit_for_bit)
+{
+	struct fa_backend_slot *s = cuda();
+	uint64_t seed;
+	int64_t mismatches = 0;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	for (int dtype = 0; dtype < FA_DTYPE_COUNT; dtype++)
+		for (int dist = 0; dist < FA_DIST_COUNT; dist++)
+			for (int layout = 0; layout < FA_LAYOUT_COUNT; layout++)
+				for (int varlen = 0; varlen < 2; varlen++) {
+					struct spec sp = {3,      6,      2, 20, 12, dtype,
+							  FA_MASK_NONE, layout, varlen, 0, 0,
+							  {17, 0, 40}, {23, 9, 5}, 0, {0}};
+					struct tcase t;
+					build(&sp, &t);
+					fill_case(s, &t, dist, seed, &mismatches);
+				}
+	/* more rows than one grid covers (65536 blocks x 8 rows): the grid-stride loop */
+	{
+		struct spec sp = {1, 2, 1, 4, 3, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0,
+				  {300000}, {7}, 0, {0}};
+		struct tcase t;
+		build(&sp, &t);
+		fill_case(s, &t, FA_DIST_OUTLIERS, seed, &mismatches);
+	}
+	FA_CHECKF(mismatches == 0, "%lld fills differ", (long long)mismatches);
+}
+
+/* ---- GPU reference ---- */
+
+static void check_gpu_reference(struct fa_backend_slot *s, const struct spec *sp, uint64_t seed,
+				int dist)
+{
+	struct tcase t;
+	struct bufs d;
+	struct fa_ref ref;
+	struct fa_launch_args a;
+	char text[256];
+	int code;
+	build(sp, &t);
+	code = bufs_init(s, &t, dist, seed, &d);
+	FA_CHECKF(code == 0, "setting up: %d", code);
+	if (code == 0 && cpu_reference(&t, &d, &ref) == 0) {
+		double *out = malloc(sizeof(double) * (size_t)(ref.n_rows * t.p.head_dim_v + 1));
+		int64_t bad = 0;
+		FA_REQUIRE(out != NULL);
+		launch_args(s, &t, &d, &a);
+		code = BE.reference(CTX, &a, ref.rows, ref.n_rows, out);
+		FA_CHECKF(code == 0, "gpu reference: %s", BE.error_string(CTX, code));
+		for (int64_t i = 0; code == 0 && i < ref.n_rows * t.p.head_dim_v; i++) {
+			double want = ref.out[i];
+			/* fp32 scores against fp64 ones: ~1e-6 of the weights */
+			if (!(fabs(out[i] - want) <= 1e-5 * (fabs(want) + 1.0)) && bad++ < 3)
+				fa_test_fail(__FILE__, __LINE__,
+					     "gpu reference row %lld col %lld: %.12g, cpu %.12g (%s)",
+					     (long long)(i / t.p.head_dim_v),
+					     (long long)(i % t.p.head_dim_v), out[i], want,
+					     case_text(&t, text, sizeof text));
+		}
+		FA_CHECKF(bad == 0, "%lld values differ", (long long)bad);
+		free(out);
+		fa_ref_free(&ref);
+	}
+	bufs_free(s, &d);
+}
+
+FA_TEST(cuda, reference_matches_cpu)
+{
+	struct fa_backend_slot *s = cuda();
+	uint64_t seed;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof kernel_cases / sizeof kernel_cases[0]; i++)
+		check_gpu_reference(s, &kernel_cases[i], seed + i, FA_DIST_NORMAL);
+	{
+		/* the largest head sizes, and long rows */
+		struct spec big = {1, 2, 1, 512, 512, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW,
+				   FA_LAYOUT_BSHD, 0, 2500, 0, {3}, {3000}, 0, {0}};
+		check_gpu_reference(s, &big, seed, FA_DIST_NORMAL);
+	}
+	{
+		/* 20000 rows of 512 outputs: more than one batch of device scratch */
+		struct spec many = {1, 1, 1, 4, 512, FA_DTYPE_FP32, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0,
+				    0, 0, {20000}, {8}, 0, {0}};
+		check_gpu_reference(s, &many, seed, FA_DIST_NORMAL);
+	}
+}
+
+FA_TEST(cuda, reference_refuses_bad_rows)
+{
+	struct fa_backend_slot *s = cuda();
+	struct spec sp = {1, 2, 2, 8, 8, FA_DTYPE_FP32, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {4},
+			  {4}, 0, {0}};
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	int64_t rows[2] = {0, 8}; /* 4 tokens x 2 heads: row 8 does not exist */
+	double out[16];
+	if (!s)
+		return;
+	build(&sp, &t);
+	FA_REQUIRE(bufs_init(s, &t, FA_DIST_UNIFORM, 1, &d) == 0);
+	launch_args(s, &t, &d, &a);
+	FA_CHECK(BE.reference(CTX, &a, rows, 2, out) == CUDA_ERROR_INVALID_VALUE);
+	rows[1] = 7;
+	FA_CHECK(BE.reference(CTX, &a, rows, 2, out) == 0);
+	bufs_free(s, &d);
+}
+
+/* ---- the backend's services ---- */
+
+FA_TEST(cuda, device_memory_and_events)
+{
+	struct fa_backend_slot *s = cuda();
+	struct fa_device_info info;
+	unsigned char host[4096], back[4096];
+	void *dev = NULL, *e0 = NULL, *e1 = NULL;
+	double ms = -1;
+	if (!s)
+		return;
+	FA_REQUIRE(BE.device_info(CTX, &info) == 0);
+	FA_CHECK(info.name[0] != '\0');
+	FA_CHECKF(strncmp(info.arch, "sm_", 3) == 0, "arch '%s'", info.arch);
+	FA_CHECK(info.sm_count > 0 && info.mem_total_bytes > 0 && info.l2_bytes > 0);
+	FA_CHECK(info.mem_free_bytes > 0 && info.mem_free_bytes <= info.mem_total_bytes);
+	FA_CHECK(info.clock_mhz > 0 && info.driver[0] && info.runtime[0] && !info.host_memory);
+
+	for (size_t i = 0; i < sizeof host; i++)
+		host[i] = (unsigned char)(i * 7 + 3);
+	FA_REQUIRE(BE.alloc(CTX, sizeof host, &dev) == 0 && dev);
+	FA_CHECK(BE.upload(CTX, dev, host, sizeof host) == 0);
+	FA_CHECK(BE.memset(CTX, (char *)dev + 100, 0x5a, 50) == 0);
+	FA_CHECK(BE.download(CTX, back, dev, sizeof back) == 0);
+	memset(host + 100, 0x5a, 50);
+	FA_CHECK(memcmp(host, back, sizeof host) == 0);
+	BE.free(CTX, dev);
+
+	FA_REQUIRE(BE.event_create(CTX, &e0) == 0 && BE.event_create(CTX, &e1) == 0);
+	FA_CHECK(BE.event_record(CTX, e0) == 0);
+	FA_CHECK(BE.flush_cache(CTX) == 0); /* some real work between the marks */
+	FA_CHECK(BE.event_record(CTX, e1) == 0);
+	FA_CHECK(BE.event_elapsed_ms(CTX, e0, e1, &ms) == 0);
+	FA_CHECKF(ms > 0 && ms < 1000, "flush took %g ms", ms);
+	BE.event_destroy(CTX, e0);
+	BE.event_destroy(CTX, e1);
+	FA_CHECK(BE.synchronize(CTX) == 0);
+}
+
+FA_TEST(cuda, errors_have_names_and_stickiness)
+{
+	struct fa_backend_slot *s = cuda();
+	if (!s)
+		return;
+	FA_CHECK(strstr(BE.error_string(CTX, CUDA_ERROR_ILLEGAL_ADDRESS), "cudaErrorIllegalAddress"));
+	FA_CHECK(strstr(BE.error_string(CTX, CUDA_ERROR_INVALID_VALUE), "cudaErrorInvalidValue"));
+	FA_CHECK(BE.is_sticky(CTX, CUDA_ERROR_ILLEGAL_ADDRESS) == 1);
+	FA_CHECK(BE.is_sticky(CTX, 719) == 1); /* cudaErrorLaunchFailure */
+	FA_CHECK(BE.is_sticky(CTX, CUDA_ERROR_INVALID_VALUE) == 0);
+	FA_CHECK(BE.is_sticky(CTX, 2) == 0); /* cudaErrorMemoryAllocation */
+}
+
+FA_TEST(cuda, refuses_unknown_harness_version)
+{
+	char path[1024], why[512] = "";
+	struct fa_backend be;
+	fa_backend_plugin_init_fn init;
+	void *dl = dlopen(plugin_path(path, sizeof path), RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		printf("  skip: cuda plugin: cannot load %s: %s\n", path, dlerror());
+		return;
+	}
+	*(void **)&init = dlsym(dl, FA_PLUGIN_INIT_SYMBOL);
+	FA_REQUIRE(init != NULL);
+	/* refused before any CUDA call, so this runs without a GPU too */
+	FA_CHECK(init(FA_BACKEND_API_VERSION + 41, &be, why, sizeof why) != 0);
+	FA_CHECKF(strstr(why, "42") && strstr(why, "1"), "reason '%s' names both versions", why);
+	dlclose(dl);
+}
+
+FA_TEST(cuda, telemetry_known_or_unknown)
+{
+	struct fa_backend_slot *s = cuda();
+	struct fa_telemetry tel;
+	int code;
+	if (!s)
+		return;
+	code = BE.telemetry(CTX, &tel);
+	if (code == 0) {
+		FA_CHECKF(tel.sm_clock_mhz > 0, "sm clock %g", tel.sm_clock_mhz);
+		FA_CHECK(isnan(tel.sm_clock_max_mhz) || tel.sm_clock_max_mhz >= tel.sm_clock_mhz);
+	} else {
+		printf("  note: no telemetry: %s\n", BE.error_string(CTX, code));
+		FA_CHECK(isnan(tel.sm_clock_mhz) && tel.throttle_reasons == -1);
+	}
+}
+
+FA_TEST(cuda, graph_replays_launches)
+{
+	struct fa_backend_slot *s = cuda();
+	struct spec sp = {2, 4, 2, 64, 64, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+			  {90}, {90}, 0, {0}};
+	const struct fa_kernel *k;
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	struct fa_ref ref;
+	void *graph = NULL;
+	size_t ob;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_simt");
+	FA_REQUIRE(k != NULL);
+	build(&sp, &t);
+	ob = tensor_bytes(&t.p, FA_TENSOR_O);
+	FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, fa_test_seed(), &d) == 0);
+	launch_args(s, &t, &d, &a);
+	FA_CHECK(BE.graph_create(CTX, k, &a, 3, &graph) == 0 && graph);
+	/* capturing runs nothing: the poison must still be there afterwards */
+	FA_CHECK(BE.memset(CTX, d.o, FA_POISON_BYTE, ob) == 0);
+	FA_CHECK(BE.synchronize(CTX) == 0);
+	if (graph) {
+		FA_CHECK(BE.graph_launch(CTX, graph) == 0);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		FA_CHECK(BE.download(CTX, d.ho, d.o, ob) == 0);
+		if (cpu_reference(&t, &d, &ref) == 0) {
+			compare_output(&t, &d, &ref, ARITH_NORMAL, "graph of cuda_flash_simt");
+			fa_ref_free(&ref);
+		}
+		BE.graph_destroy(CTX, graph);
+	}
+	bufs_free(s, &d);
+}
+
+FA_TEST(cuda, calibrate_measures)
+{
+	struct fa_backend_slot *s = cuda();
+	struct fa_calibration cal;
+	int code;
+	if (!s)
+		return;
+	code = BE.calibrate(CTX, &cal);
+	FA_REQUIRE(code == 0);
+	printf("  %s: copy %.0f GB/s, 16-bit %.1f TFLOP/s, fp32 %.1f TFLOP/s\n", cal.method,
+	       cal.copy_gbps, cal.matmul_tflops, cal.matmul_fp32_tflops);
+	FA_CHECK(cal.copy_gbps > 10 && cal.matmul_fp32_tflops > 0.1 && cal.method[0]);
+	FA_CHECK(strstr(cal.method, "cublasGemmEx") ? cal.matmul_tflops > cal.matmul_fp32_tflops
+					      : cal.matmul_tflops == 0);
+}
+
+FA_TEST(cuda, shutdown_and_reload)
+{
+	struct fa_registry r2;
+	struct fa_err err;
+	char path[1024];
+	void *p = NULL;
+	if (!cuda())
+		return;
+	/* a second instance of the plugin in the same process, then its shutdown */
+	memset(&r2, 0, sizeof r2);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_registry_load_plugin(&r2, plugin_path(path, sizeof path), "cuda2", &err) ==
+		   FA_OK);
+	FA_CHECK(r2.slots[0].be.iface.alloc(r2.slots[0].be.context, 1000, &p) == 0 && p);
+	FA_CHECK(r2.slots[0].be.iface.flush_cache(r2.slots[0].be.context) == 0);
+	r2.slots[0].be.iface.free(r2.slots[0].be.context, p);
+	fa_registry_free(&r2);
+	/* the first instance is untouched */
+	FA_CHECK(slot->be.iface.synchronize(slot->be.context) == 0);
+}
+
+/* ---- the test kernels, in child processes (a fault ends the process's
+ * use of the device; a hang never returns) ---- */
+
+struct child {
+	pid_t pid;
+	int out_fd;
+	char out[4096];
+	size_t n;
+};
+
+/* Runs this test binary on test `name` with CHILD_ENV=role set. */
+static int child_start(const char *name, const char *role, struct child *c)
+{
+	char exe[1024], env_kv[64], **envp;
+	char *argv[3];
+	int fds[2], n_env = 0, rc;
+	posix_spawn_file_actions_t fa;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	memset(c, 0, sizeof *c);
+	if (n <= 0 || pipe(fds) != 0)
+		return -1;
+	exe[n] = '\0';
+	while (environ[n_env])
+		n_env++;
+	envp = calloc((size_t)n_env + 2, sizeof *envp);
+	if (!envp)
+		return -1;
+	memcpy(envp, environ, sizeof *envp * (size_t)n_env);
+	snprintf(env_kv, sizeof env_kv, "%s=%s", CHILD_ENV, role);
+	envp[n_env] = env_kv;
+	argv[0] = exe;
+	argv[1] = (char *)name;
+	argv[2] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, fds[0]);
+	rc = posix_spawn(&c->pid, exe, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
+	close(fds[1]);
+	c->out_fd = fds[0];
+	if (rc != 0) {
+		close(fds[0]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the child's output until `want` appears, it closes, or timeout_s
+ * passes. Returns 1 when want was seen. */
+static int child_read_until(struct child *c, const char *want, double timeout_s)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = {c->out_fd, POLLIN, 0};
+		double left;
+		ssize_t n;
+		c->out[c->n] = '\0';
+		if (want && strstr(c->out, want))
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = timeout_s - ((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+			return 0;
+		n = read(c->out_fd, c->out + c->n, sizeof c->out - 1 - c->n);
+		if (n <= 0)
+			return 0;
+		c->n += (size_t)n;
+	}
+}
+
+/* Reaps the child, killing it first when kill_it or when it has not exited
+ * within grace_s seconds; returns its exit status, or 128 + signal. */
+static int child_end(struct child *c, int kill_it, double grace_s)
+{
+	int st = 0;
+	pid_t got = 0;
+	for (double waited = 0; !kill_it && waited < grace_s; waited += 0.05) {
+		got = waitpid(c->pid, &st, WNOHANG);
+		if (got != 0)
+			break;
+		usleep(50000);
+	}
+	if (got == 0) {
+		kill(c->pid, SIGKILL);
+		while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR) {
+		}
+	}
+	close(c->out_fd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* In the child: launches test kernel `name` on a tiny problem; returns the
+ * launch code, and with *sync the next synchronization's. */
+static int child_launch(struct fa_backend_slot *s, const char *name, int *sync_code, int wait)
+{
+	struct spec sp = {1, 1, 1, 8, 8, FA_DTYPE_FP32, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {1},
+			  {1}, 0, {0}};
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	const struct fa_kernel *k = find_kernel(s, name);
+	int code;
+	if (!k || !k->test_only)
+		return -1;
+	build(&sp, &t);
+	memset(&d, 0, sizeof d);
+	launch_args(s, &t, &d, &a);
+	code = k->launch(&a);
+	printf("child: %s launched: %d\n", name, code);
+	fflush(stdout);
+	if (code == 0 && wait)
+		*sync_code = BE.synchronize(CTX);
+	return code;
+}
+
+FA_TEST(cuda, test_fault_is_sticky)
+{
+	const char *role = getenv(CHILD_ENV);
+	struct child c;
+	int status;
+	if (role && strcmp(role, "fault") == 0) {
+		struct fa_backend_slot *s = cuda();
+		int sync_code = 0;
+		FA_REQUIRE(s != NULL);
+		FA_CHECK(child_launch(s, "cuda_test_fault", &sync_code, 1) == 0);
+		printf("child: sync %d sticky %d\n", sync_code, BE.is_sticky(CTX, sync_code));
+		FA_CHECK(sync_code == CUDA_ERROR_ILLEGAL_ADDRESS);
+		FA_CHECK(BE.is_sticky(CTX, sync_code));
+		/* and it stays: the device is unusable from now on */
+		FA_CHECK(BE.synchronize(CTX) != 0);
+		return;
+	}
+	if (!cuda())
+		return;
+	FA_REQUIRE(child_start("cuda/test_fault_is_sticky", "fault", &c) == 0);
+	child_read_until(&c, "unit: ", 60);
+	status = child_end(&c, 0, 10);
+	FA_CHECKF(status == 0 && strstr(c.out, "ok cuda/test_fault_is_sticky"),
+		  "child exited %d:\n%s", status, c.out);
+}
+
+FA_TEST(cuda, test_hang_never_returns)
+{
+	const char *role = getenv(CHILD_ENV);
+	struct child c;
+	int seen, status;
+	if (role && strcmp(role, "hang") == 0) {
+		struct fa_backend_slot *s = cuda();
+		int sync_code = 0;
+		FA_REQUIRE(s != NULL);
+		child_launch(s, "cuda_test_hang", &sync_code, 1);
+		printf("child: returned from the hang: %d\n", sync_code); /* never, unless broken */
+		return;
+	}
+	if (!cuda())
+		return;
+	FA_REQUIRE(child_start("cuda/test_hang_never_returns", "hang", &c) == 0);
+	seen = child_read_until(&c, "cuda_test_hang launched: 0", 60);
+	/* give a broken kernel the time to return; a real hang stays put */
+	if (seen)
+		child_read_until(&c, "returned", 1.5);
+	status = child_end(&c, 1, 0);
+	FA_CHECKF(seen, "the hang kernel did not launch:\n%s", c.out);
+	FA_CHECKF(!strstr(c.out, "returned") && status == 128 + SIGKILL,
+		  "the hang kernel ended (status %d):\n%s", status, c.out);
+}

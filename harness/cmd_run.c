@@ -26,7 +26,8 @@ static const char usage_text[] =
 	"                  [--where EXPR] [--db PATH] [--label TEXT] [--seed N] [--dry-run]\n"
 	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
-	"                  [--ab PLUGIN_A:PLUGIN_B] [--dump DIR] [--report FILE] [--quiet]";
+	"                  [--ab PLUGIN_A:PLUGIN_B] [--repeat N] [--dump DIR] [--report FILE]\n"
+	"                  [--quiet]";
 
 static void help(void)
 {
@@ -54,6 +55,8 @@ static void help(void)
 	       "  --ab A.so:B.so     load two builds of a backend plugin and measure them\n"
 	       "                     interleaved per case (A then B); stored as two runs\n"
 	       "                     labelled LABEL-a and LABEL-b (LABEL from --label, else ab)\n"
+	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
+	       "                     the copies of a case share its key)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"
 	       "                     is stored as error, one that hangs as timeout, and the\n"
 	       "                     run goes on\n"
@@ -83,6 +86,7 @@ struct run_cli {
 	int dry_run, quiet, threads, cache, isolate;
 	double budget, timeout;
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
+	int repeat; /* run the whole suite this many times (--repeat) */
 };
 
 static int parse_args(int argc, char **argv, struct run_cli *o)
@@ -97,6 +101,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"report", required_argument, 0, 'r'},  {"quiet", no_argument, 0, 'q'},
 		{"isolate", no_argument, 0, 'I'},       {"worker-fd", required_argument, 0, 'F'},
 		{"param", required_argument, 0, 'P'},   {"ab", required_argument, 0, 'A'},
+		{"repeat", required_argument, 0, 'R'},
 		{"worker-case", required_argument, 0, 'C'},
 		{"worker-from", required_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
@@ -106,6 +111,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 	o->backend = "auto";
 	o->db = fa_cmd_default_db();
 	o->cache = -1;
+	o->repeat = 1;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -170,6 +176,12 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			o->params[o->n_params++] = optarg;
 			break;
 		case 'A': o->ab = optarg; break;
+		case 'R':
+			o->repeat = (int)strtol(optarg, &end, 10);
+			if (*end || o->repeat < 1 || o->repeat > 1000)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--repeat '%s' must be 1 to 1000", optarg);
+			break;
 		case 'F': o->worker_fd = atoi(optarg); break;
 		case 'C': o->worker_case = atoi(optarg); break;
 		case 'K': o->worker_from = atoi(optarg); break;
@@ -210,13 +222,12 @@ static void format_rate(double tflops, char *buf, size_t size)
 	snprintf(buf, size, "%.3g %s", tflops, units[u]);
 }
 
-static void print_case_line(const struct fa_plan *plan, int ci, int n_cases,
+static void print_case_line(const struct fa_plan *plan, int ci, int step, int total,
 			    const struct fa_case_kernel *ks, const struct fa_result *res, int n,
-			    double elapsed_s, double eta_s)
+			    double done, double eta_s)
 {
-	(void)elapsed_s;
-	printf("[%*d/%d] %s\n", (int)(n_cases >= 1000 ? 4 : n_cases >= 100 ? 3 : 2), ci + 1, n_cases,
-	       plan->labels[ci]);
+	printf("[%*d/%d] %s\n", (int)(total >= 1000 ? 4 : total >= 100 ? 3 : 2), step + 1, total,
+	       plan->labels[ci] ? plan->labels[ci] : "");
 	for (int i = 0; i < n; i++) {
 		const struct fa_result *r = &res[i];
 		char name[300], rate[32];
@@ -236,8 +247,8 @@ static void print_case_line(const struct fa_plan *plan, int ci, int n_cases,
 		}
 	}
 	if (eta_s >= 1)
-		printf("      %.0f%% done, about %d:%02d left\n", 100.0 * fa_plan_progress(plan, ci),
-		       (int)(eta_s / 60), (int)fmod(eta_s, 60));
+		printf("      %.0f%% done, about %d:%02d left\n", 100.0 * done, (int)(eta_s / 60),
+		       (int)fmod(eta_s, 60));
 	fflush(stdout);
 }
 
@@ -501,7 +512,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 					fa_plan_tally_case(&plan[side], ci, res, n);
 					if (!o->quiet) {
 						printf("%c ", 'A' + side);
-						print_case_line(&plan[side], ci, suite->n_cases,
+						print_case_line(&plan[side], ci, ci, suite->n_cases,
 								plan[side].kernels[ci], res, n, 0, -1);
 					}
 				}
@@ -641,9 +652,13 @@ int fa_cmd_run(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	for (int ci = 0; ci < suite.n_cases && !g_cancel; ci++) {
-		const struct fa_case *c = &suite.cases[ci];
+	for (int step = 0; step < suite.n_cases * o.repeat && !g_cancel; step++) {
+		/* --repeat: the whole suite again, the copies numbered after the first */
+		int ci = step % suite.n_cases, rep = step / suite.n_cases;
+		struct fa_case cc = suite.cases[ci];
+		const struct fa_case *c = &cc;
 		int n = plan.n_kernels[ci];
+		cc.index += rep * suite.n_cases;
 		struct fa_result *res;
 		struct fa_samples *smp;
 		if (n == 0)
@@ -694,12 +709,12 @@ int fa_cmd_run(int argc, char **argv)
 				fa_plan_tally_case(&plan, ci, res, n);
 				if (!o.quiet) {
 					double el = fa_now_s() - t0;
-					double done = fa_plan_progress(&plan, ci);
-					double eta = done > 0 && ci + 1 < suite.n_cases
+					double done = (rep + fa_plan_progress(&plan, ci)) / o.repeat;
+					double eta = done > 0 && step + 1 < suite.n_cases * o.repeat
 							     ? el * (1.0 / done - 1.0)
 							     : -1;
-					print_case_line(&plan, ci, suite.n_cases, plan.kernels[ci], res, n,
-							el, eta);
+					print_case_line(&plan, ci, step, suite.n_cases * o.repeat,
+							plan.kernels[ci], res, n, done, eta);
 				}
 			}
 		}

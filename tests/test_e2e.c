@@ -486,3 +486,22 @@ FA_TEST(e2e, ab_runs_two_builds_interleaved)
 	FA_CHECK(r.status == 2 && strstr(r.err, "two plugins"));
 	fa_proc_free(&r);
 }
+
+FA_TEST(e2e, repeat_runs_the_suite_again)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "repeat.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--repeat", "3", "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	/* 4 cases three times, numbered 0..11, each key three times */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 12);
+	FA_CHECK(q_int(db, "SELECT max(idx) FROM cases") == 11);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM (SELECT key FROM cases GROUP BY key "
+			   "HAVING count(*) = 3)") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
+			   "WHERE a.key != b.key") == 0);
+}

@@ -3,8 +3,8 @@
  * params), a verdict per pair from the raw samples, and the comparison
  * written as markdown for a PR comment, CSV or JSON.
  *
- * Also the reader of stored results and the text helpers that history.c
- * shares (the second half of compare.h).
+ * Also the reader of stored results and the case-parameter columns that
+ * history.c shares (the second half of compare.h).
  *
  * Output is deterministic: rows follow the suite order, groups are sorted by
  * name, the bootstrap seed of a row is a hash of the row, and nothing
@@ -12,7 +12,6 @@
  */
 #include "compare.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -23,13 +22,10 @@
 
 #include "report.h"
 #include "suite.h"
+#include "table.h"
 #include "util.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-/* Digits of a commit hash printed in tables: 12 name a commit unambiguously
- * in practice (as report.c prints them). */
-#define SHORT_COMMIT 12
 
 /* ---- Arena ------------------------------------------------------------------- */
 
@@ -89,191 +85,6 @@ void fa_compare_arena_free(struct fa_cmp_arena *a)
 	}
 }
 
-/* ---- Text helpers ------------------------------------------------------------ */
-
-void fa_compare_md_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		if (strchr("\\`*[]<|", *s))
-			fputc('\\', f);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-	}
-}
-
-void fa_compare_md_code(FILE *f, const char *s)
-{
-	int run = 0, longest = 0;
-	for (const char *p = s; *p; p++) {
-		run = *p == '`' ? run + 1 : 0;
-		longest = run > longest ? run : longest;
-	}
-	for (int i = 0; i <= longest; i++)
-		fputc('`', f);
-	fputs(longest ? " " : "", f);
-	for (const char *p = s; *p; p++)
-		fputc(*p == '\n' ? ' ' : *p, f);
-	fputs(longest ? " " : "", f);
-	for (int i = 0; i <= longest; i++)
-		fputc('`', f);
-}
-
-void fa_compare_csv_text(FILE *f, const char *s)
-{
-	if (!s)
-		return;
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-void fa_compare_fmt_sig3(double x, char *buf, size_t size)
-{
-	char e[32];
-	int exp10, decimals;
-	if (isnan(x)) {
-		buf[0] = '\0';
-		return;
-	}
-	if (x == 0 || !isfinite(x)) {
-		snprintf(buf, size, "%g", x);
-		return;
-	}
-	/* the exponent after rounding to 3 digits (9.996 -> 1.00e+01) */
-	snprintf(e, sizeof e, "%.2e", x);
-	exp10 = atoi(strchr(e, 'e') + 1);
-	decimals = exp10 >= 2 ? 0 : 2 - exp10;
-	snprintf(buf, size, "%.*f", decimals, x);
-}
-
-void fa_compare_fmt_real(double x, char *buf, size_t size)
-{
-	if (isnan(x)) {
-		buf[0] = '\0';
-		return;
-	}
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, size, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			return;
-	}
-}
-
-void fa_compare_json_real(FILE *f, double x)
-{
-	char buf[64];
-	if (!isfinite(x)) { /* JSON has no NaN or Inf */
-		fputs("null", f);
-		return;
-	}
-	fa_compare_fmt_real(x, buf, sizeof buf);
-	fputs(buf, f);
-}
-
-void fa_compare_json_param(FILE *f, int j, const char *value)
-{
-	if (!value[0])
-		fputs("null", f);
-	else if (fa_compare_param_numeric(j))
-		fputs(value, f); /* an integer, or a float written by fmt_float */
-	else
-		fa_json_string(f, value);
-}
-
-/* A markdown table cell with '|' escaped and line breaks flattened. */
-static char *md_cell(const char *s)
-{
-	size_t n = 0;
-	char *out, *p;
-	for (const char *q = s; *q; q++)
-		n += *q == '|' ? 2 : 1;
-	if (!(out = malloc(n + 1)))
-		return NULL;
-	p = out;
-	for (const char *q = s; *q; q++) {
-		if (*q == '|')
-			*p++ = '\\';
-		*p++ = *q == '\n' || *q == '\r' ? ' ' : *q;
-	}
-	*p = '\0';
-	return out;
-}
-
-enum fa_rc fa_compare_table_init(struct fa_md_table *t, int ncols, struct fa_err *err)
-{
-	memset(t, 0, sizeof *t);
-	t->ncols = ncols;
-	t->right = calloc((size_t)ncols, sizeof *t->right);
-	if (!t->right)
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
-	return FA_OK;
-}
-
-enum fa_rc fa_compare_table_add(struct fa_md_table *t, const char *text, struct fa_err *err)
-{
-	size_t at = (size_t)t->nrows * t->ncols + t->col;
-	if (t->col == 0 && (t->nrows + 1) * t->ncols > t->cap) {
-		int32_t cap = t->cap ? t->cap * 2 : 16 * t->ncols;
-		char **nc = realloc(t->cell, (size_t)cap * sizeof *nc);
-		if (!nc)
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
-		memset(nc + t->cap, 0, (size_t)(cap - t->cap) * sizeof *nc);
-		t->cell = nc;
-		t->cap = cap;
-	}
-	if (!(t->cell[at] = md_cell(text ? text : "")))
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
-	if (++t->col == t->ncols) {
-		t->col = 0;
-		t->nrows++;
-	}
-	return FA_OK;
-}
-
-void fa_compare_table_print(FILE *f, const struct fa_md_table *t)
-{
-	int w[64];
-	assert(t->ncols <= N_OF(w));
-	for (int j = 0; j < t->ncols; j++) {
-		w[j] = 3; /* the shortest separator, "---" */
-		for (int i = 0; i < t->nrows; i++) {
-			int n = (int)strlen(t->cell[(size_t)i * t->ncols + j]);
-			w[j] = n > w[j] ? n : w[j];
-		}
-	}
-	for (int row = 0; row < t->nrows; row++) {
-		for (int j = 0; j < t->ncols; j++)
-			fprintf(f, t->right[j] && row ? "%s%*s" : "%s%-*s", j ? " | " : "| ", w[j],
-				t->cell[(size_t)row * t->ncols + j]);
-		fputs(" |\n", f);
-		if (row > 0)
-			continue;
-		for (int j = 0; j < t->ncols; j++) {
-			fputs(j ? " | " : "| ", f);
-			for (int i = 0; i < w[j] - 1; i++)
-				fputc('-', f);
-			fputc(t->right[j] ? ':' : '-', f);
-		}
-		fputs(" |\n", f);
-	}
-}
-
-void fa_compare_table_free(struct fa_md_table *t)
-{
-	for (int i = 0; t->cell && i < t->cap; i++)
-		free(t->cell[i]);
-	free(t->cell);
-	free(t->right);
-	memset(t, 0, sizeof *t);
-}
-
 /* ---- Case parameters --------------------------------------------------------- */
 
 const char *const fa_compare_param_names[FA_CMP_N_PARAMS] = {
@@ -322,8 +133,9 @@ void fa_compare_shown(const char *const *const *values, int n, int32_t *shown)
 	}
 }
 
-void fa_compare_md_common(FILE *f, const char *const *const *values, int n,
-			  const int32_t *shown)
+/* "Common to every case: heads=8, dtype=fp32; kv_len = q_len.\n\n" for
+ * those values (nothing when there is nothing to say). */
+static void md_common(FILE *f, const char *const *const *values, int n, const int32_t *shown)
 {
 	int k = 0;
 	if (n == 0)
@@ -333,7 +145,7 @@ void fa_compare_md_common(FILE *f, const char *const *const *values, int n,
 			continue;
 		fprintf(f, "%s%s=", k++ ? ", " : "Common to every case: ",
 			fa_compare_param_names[j]);
-		fa_compare_md_text(f, values[0][j]);
+		fa_table_md_text(f, values[0][j]);
 	}
 	for (int j = 0, first = 1; j < FA_CMP_N_PARAMS; j++) {
 		int partner = param_partner[j];
@@ -349,15 +161,88 @@ void fa_compare_md_common(FILE *f, const char *const *const *values, int n,
 		fputs(".\n\n", f);
 }
 
-/* A float parameter (scale is a float32) in the fewest digits that give the
- * same float back: 0.3, not 0.30000001192092896. */
-static void fmt_float(double x, char *buf, size_t size)
+enum fa_rc fa_compare_suite_table(FILE *f, const char *title, const char *suite,
+				  const char *const *const *values, int n,
+				  const char *const *tail, const int32_t *tail_right, int n_tail,
+				  int32_t *shown, struct fa_table *t, struct fa_err *err)
 {
-	for (int prec = 6; prec <= 9; prec++) {
-		snprintf(buf, size, "%.*g", prec, x);
-		if ((float)strtod(buf, NULL) == (float)x)
-			return;
+	int ncols = 1 + n_tail, c = 0;
+	enum fa_rc rc;
+
+	fa_compare_shown(values, n, shown);
+	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
+		ncols += shown[j];
+	fprintf(f, "\n## %s", title);
+	if (suite[0]) {
+		fputs(": ", f);
+		fa_table_md_text(f, suite);
 	}
+	fputs("\n\n", f);
+	md_common(f, values, n, shown);
+	rc = fa_table_init(t, ncols, err);
+	if (rc != FA_OK)
+		return rc;
+	t->right[c++] = 1;
+	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
+		if (shown[j])
+			t->right[c++] = fa_compare_param_numeric(j);
+	for (int j = 0; j < n_tail; j++)
+		t->right[c++] = tail_right[j];
+	rc = fa_table_add_md(t, "#", err);
+	for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
+		if (shown[j])
+			rc = fa_table_add_md(t, fa_compare_param_names[j], err);
+	for (int j = 0; rc == FA_OK && j < n_tail; j++)
+		rc = fa_table_add_md(t, tail[j], err);
+	return rc;
+}
+
+void fa_compare_json_run(FILE *f, int64_t id, const char *started_at, const char *git_commit,
+			 int32_t git_dirty, const char *label, const char *status,
+			 const char *suite)
+{
+	fprintf(f, "\"id\": %" PRId64 ", \"started_at\": ", id);
+	fa_json_string(f, started_at);
+	fputs(", \"git_commit\": ", f);
+	fa_json_string(f, git_commit);
+	if (git_dirty >= 0)
+		fprintf(f, ", \"git_dirty\": %s", git_dirty ? "true" : "false");
+	else
+		fputs(", \"git_dirty\": null", f);
+	fputs(", \"label\": ", f);
+	fa_json_string(f, label);
+	fputs(", \"status\": ", f);
+	fa_json_string(f, status);
+	fputs(", \"suite\": ", f);
+	fa_json_string(f, suite);
+}
+
+void fa_compare_json_row_key(FILE *f, const char *suite, int32_t case_idx, const char *key,
+			     const char *kernel, const char *params)
+{
+	fputs("\"suite\": ", f);
+	fa_json_string(f, suite);
+	fprintf(f, ", \"case_idx\": %d, \"key\": ", case_idx);
+	fa_json_string(f, key);
+	fputs(", \"kernel\": ", f);
+	fa_json_string(f, kernel);
+	fputs(", \"params\": ", f);
+	fa_json_string(f, params);
+}
+
+void fa_compare_json_case(FILE *f, const char *const *values)
+{
+	fputs("\"case\": {", f);
+	for (int j = 0; j < FA_CMP_N_PARAMS; j++) {
+		fprintf(f, "%s\"%s\": ", j ? ", " : "", fa_compare_param_names[j]);
+		if (!values[j][0])
+			fputs("null", f);
+		else if (fa_compare_param_numeric(j))
+			fputs(values[j], f); /* an integer, or a float from fa_table_fmt_float */
+		else
+			fa_json_string(f, values[j]);
+	}
+	fputs("}", f);
 }
 
 /* ---- Reading results ----------------------------------------------------------- */
@@ -408,7 +293,7 @@ static const char *param_value(sqlite3_stmt *st, int j, struct fa_cmp_arena **a)
 		if (strcmp(fa_compare_param_names[j], "scale") == 0 &&
 		    !sqlite3_column_int(st, RQ_SCALE_SET))
 			return fa_compare_arena_strdup(a, "");
-		fmt_float(sqlite3_column_double(st, i), buf, sizeof buf);
+		fa_table_fmt_float(sqlite3_column_double(st, i), buf, sizeof buf);
 		return fa_compare_arena_strdup(a, buf);
 	case SQLITE_TEXT: return fa_compare_arena_strdup(a, col_text(st, i));
 	default: return fa_compare_arena_strdup(a, "");
@@ -1148,7 +1033,7 @@ static void md_commit(FILE *f, const struct fa_cmp_run *r)
 		return;
 	}
 	/* as git describe --dirty */
-	fprintf(f, "git %.*s%s", SHORT_COMMIT, r->git_commit, r->git_dirty == 1 ? "-dirty" : "");
+	fprintf(f, "git %.*s%s", FA_TABLE_SHORT_COMMIT, r->git_commit, r->git_dirty == 1 ? "-dirty" : "");
 }
 
 /* "run 2 (nightly, git 8c4e2a1f9d3b (dirty), 2026-11-25T21:40:00Z)" */
@@ -1157,7 +1042,7 @@ static void md_run(FILE *f, const struct fa_cmp_run *r)
 	fprintf(f, "run %" PRId64 " (", r->id);
 	if (r->label[0]) {
 		fputs("label ", f);
-		fa_compare_md_text(f, r->label);
+		fa_table_md_text(f, r->label);
 		fputs(", ", f);
 	}
 	md_commit(f, r);
@@ -1170,7 +1055,7 @@ static void md_run(FILE *f, const struct fa_cmp_run *r)
 static void md_side(FILE *f, const char *name, const struct fa_cmp_side *side)
 {
 	fprintf(f, "- %s ", name);
-	fa_compare_md_code(f, side->spec);
+	fa_table_md_code(f, side->spec);
 	fputs(": ", f);
 	if (side->n_runs == 1) {
 		md_run(f, &side->runs[0]);
@@ -1189,10 +1074,10 @@ static void md_side(FILE *f, const char *name, const struct fa_cmp_side *side)
 /* "cpu on AMD EPYC 7B13 (2 threads)" of a run. */
 static void md_device(FILE *f, const struct fa_cmp_run *r)
 {
-	fa_compare_md_text(f, r->backend[0] ? r->backend : "unknown");
+	fa_table_md_text(f, r->backend[0] ? r->backend : "unknown");
 	if (r->device_name[0]) {
 		fputs(" on ", f);
-		fa_compare_md_text(f, r->device_name);
+		fa_table_md_text(f, r->device_name);
 	}
 }
 
@@ -1206,9 +1091,9 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 	const struct fa_perf_cfg *p = &cmp->opts.perf;
 	int same = 1;
 	fputs("# fabench compare: ", f);
-	fa_compare_md_text(f, cmp->base.spec);
+	fa_table_md_text(f, cmp->base.spec);
 	fputs(" vs ", f);
-	fa_compare_md_text(f, cmp->head.spec);
+	fa_table_md_text(f, cmp->head.spec);
 	fputs("\n\n", f);
 	md_side(f, "base", &cmp->base);
 	md_side(f, "head", &cmp->head);
@@ -1260,13 +1145,13 @@ static void md_kernel(FILE *f, const struct fa_cmp_row *row)
 {
 	char buf[1200];
 	kernel_label(row, buf, sizeof buf);
-	fa_compare_md_text(f, buf);
+	fa_table_md_text(f, buf);
 }
 
 static void md_case_ref(FILE *f, const struct fa_cmp_row *row)
 {
 	fprintf(f, " on case %d ", row->case_idx);
-	fa_compare_md_code(f, row->key);
+	fa_table_md_code(f, row->key);
 }
 
 /* Broken, fixed and still failing results one by one; added, removed and
@@ -1303,7 +1188,7 @@ static enum fa_rc md_changes(FILE *f, const struct fa_compare *cmp, struct fa_er
 					status_word(row->head_status));
 			if (why[0]) {
 				fputs(row->change == FA_CMP_FIXED ? " (was: " : ": ", f);
-				fa_compare_md_text(f, why);
+				fa_table_md_text(f, why);
 				fputs(row->change == FA_CMP_FIXED ? ")" : "", f);
 			}
 			fputs("\n", f);
@@ -1373,14 +1258,14 @@ static enum fa_rc md_summary(FILE *f, const struct fa_compare *cmp, struct fa_er
 {
 	static const char *const head[] = {"", "results", "speedup (geomean)",
 					   "FASTER", "SLOWER", "same", "noisy"};
-	struct fa_md_table t;
+	struct fa_table t;
 	char buf[256];
-	enum fa_rc rc = fa_compare_table_init(&t, N_OF(head), err);
+	enum fa_rc rc = fa_table_init(&t, N_OF(head), err);
 	int total = cmp->verdicts[0] + cmp->verdicts[1] + cmp->verdicts[2] + cmp->verdicts[3];
 	for (int j = 1; j < N_OF(head); j++)
 		t.right[j] = 1;
 	for (int j = 0; rc == FA_OK && j < N_OF(head); j++)
-		rc = fa_compare_table_add(&t, head[j], err);
+		rc = fa_table_add_md(&t, head[j], err);
 	for (int g = 0; rc == FA_OK && g <= cmp->n_kernels + cmp->n_suites; g++) {
 		const struct fa_cmp_group *grp = g < cmp->n_kernels ? &cmp->kernels[g]
 						 : g < cmp->n_kernels + cmp->n_suites
@@ -1393,28 +1278,29 @@ static enum fa_rc md_summary(FILE *f, const struct fa_compare *cmp, struct fa_er
 				 grp->name);
 		else
 			snprintf(buf, sizeof buf, "all");
-		rc = fa_compare_table_add(&t, buf, err);
+		rc = fa_table_add_md(&t, buf, err);
 		snprintf(buf, sizeof buf, "%d", n);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		speedup_text(grp ? grp->geomean_speedup : cmp->geomean_speedup, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		for (int k = 0; rc == FA_OK && k < 4; k++) {
 			static const int vorder[] = {FA_PERF_FASTER, FA_PERF_SLOWER, FA_PERF_SAME,
 						     FA_PERF_NOISY};
 			snprintf(buf, sizeof buf, "%d", v[vorder[k]]);
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		}
 	}
 	if (rc == FA_OK) {
 		fputs("\n## Summary\n\n", f);
-		fa_compare_table_print(f, &t);
+		rc = fa_table_print_md(f, &t, err);
+	}
+	if (rc == FA_OK)
 		fputs("\nspeedup: geometric mean of base median / head median over the results "
 		      "timed on both sides (above 1: head is faster).\n",
 		      f);
-	}
-	fa_compare_table_free(&t);
+	fa_table_free(&t);
 	return rc;
 }
 
@@ -1422,79 +1308,53 @@ static enum fa_rc md_summary(FILE *f, const struct fa_compare *cmp, struct fa_er
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, struct fa_err *err)
 {
+	static const char *const tail[] = {"kernel", "base ms", "head ms", "speedup", "verdict"};
+	static const int32_t tail_right[] = {0, 1, 1, 1, 0};
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0, ncols = 1 + 5;
-	struct fa_md_table t;
+	int n = 0;
+	struct fa_table t;
 	char buf[640];
-	enum fa_rc rc = FA_OK;
+	enum fa_rc rc;
 
 	if (!vals)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
 	for (int i = 0; i < cmp->n_rows; i++)
 		if (cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0)
 			vals[n++] = cmp->rows[i].values;
-	fa_compare_shown(vals, n, shown);
-	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		ncols += shown[j];
-	fputs("\n## Performance", f);
-	if (suite[0]) {
-		fputs(": ", f);
-		fa_compare_md_text(f, suite);
-	}
-	fputs("\n\n", f);
-	fa_compare_md_common(f, vals, n, shown);
+	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, N_OF(tail),
+				    shown, &t, err);
 	free(vals);
-	rc = fa_compare_table_init(&t, ncols, err);
-	if (rc == FA_OK) {
-		int c = 0;
-		t.right[c++] = 1;
-		for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-			if (shown[j])
-				t.right[c++] = fa_compare_param_numeric(j);
-		t.right[c++] = 0;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		t.right[c++] = 0;
-		rc = fa_compare_table_add(&t, "#", err);
-	}
-	for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
-		if (shown[j])
-			rc = fa_compare_table_add(&t, fa_compare_param_names[j], err);
-	static const char *const tail[] = {"kernel", "base ms", "head ms", "speedup", "verdict"};
-	for (int j = 0; rc == FA_OK && j < N_OF(tail); j++)
-		rc = fa_compare_table_add(&t, tail[j], err);
 	for (int i = 0; rc == FA_OK && i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
 		snprintf(buf, sizeof buf, "%d", row->case_idx);
-		rc = fa_compare_table_add(&t, buf, err);
+		rc = fa_table_add_md(&t, buf, err);
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])
-				rc = fa_compare_table_add(&t, row->values[j], err);
+				rc = fa_table_add_md(&t, row->values[j], err);
 		kernel_label(row, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
-		fa_compare_fmt_sig3(row->base_ms, buf, sizeof buf);
+			rc = fa_table_add_md(&t, buf, err);
+		fa_table_fmt_sig3(row->base_ms, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
-		fa_compare_fmt_sig3(row->head_ms, buf, sizeof buf);
+			rc = fa_table_add_md(&t, buf, err);
+		fa_table_fmt_sig3(row->head_ms, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		speedup_text(row->speedup, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		snprintf(buf, sizeof buf, "%s%s", verdict_word(row->verdict),
 			 row->perf.low_samples ? "*" : "");
 		*any_low |= row->perf.low_samples;
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 	}
 	if (rc == FA_OK)
-		fa_compare_table_print(f, &t);
-	fa_compare_table_free(&t);
+		rc = fa_table_print_md(f, &t, err);
+	fa_table_free(&t);
 	return rc;
 }
 
@@ -1555,15 +1415,6 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 
 /* ---- CSV and JSON ---------------------------------------------------------------- */
 
-static void csv_real(FILE *f, double x)
-{
-	char buf[64];
-	if (isfinite(x)) {
-		fa_compare_fmt_real(x, buf, sizeof buf);
-		fputs(buf, f);
-	}
-}
-
 static const char *status_csv(int st)
 {
 	return st < 0 ? "" : fa_status_name(st);
@@ -1581,44 +1432,44 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *r = &cmp->rows[i];
 		int timed = r->change == FA_CMP_TIMED;
-		fa_compare_csv_text(f, r->suite);
+		fa_table_csv_text(f, r->suite);
 		fprintf(f, ",%d,", r->case_idx);
-		fa_compare_csv_text(f, r->key);
+		fa_table_csv_text(f, r->key);
 		for (int j = 0; j < FA_CMP_N_PARAMS; j++) {
 			fputc(',', f);
-			fa_compare_csv_text(f, r->values[j]);
+			fa_table_csv_text(f, r->values[j]);
 		}
 		fputc(',', f);
-		fa_compare_csv_text(f, r->kernel);
+		fa_table_csv_text(f, r->kernel);
 		fputc(',', f);
-		fa_compare_csv_text(f, r->params);
+		fa_table_csv_text(f, r->params);
 		fputc(',', f);
-		fa_compare_csv_text(f, r->base_params);
+		fa_table_csv_text(f, r->base_params);
 		fprintf(f, ",%s,%s,%s,%d,%d,", fa_compare_change_name(r->change),
 			status_csv(r->base_status), status_csv(r->head_status), r->n_base, r->n_head);
-		csv_real(f, r->base_ms);
+		fa_table_csv_real(f, r->base_ms);
 		fputc(',', f);
-		csv_real(f, r->head_ms);
+		fa_table_csv_real(f, r->head_ms);
 		fputc(',', f);
-		csv_real(f, r->speedup);
+		fa_table_csv_real(f, r->speedup);
 		fputc(',', f);
 		if (timed) {
-			csv_real(f, r->perf.ratio);
+			fa_table_csv_real(f, r->perf.ratio);
 			fputc(',', f);
-			csv_real(f, r->perf.lo);
+			fa_table_csv_real(f, r->perf.lo);
 			fputc(',', f);
-			csv_real(f, r->perf.hi);
+			fa_table_csv_real(f, r->perf.hi);
 			fputc(',', f);
-			csv_real(f, r->perf.p);
+			fa_table_csv_real(f, r->perf.p);
 			fputc(',', f);
-			csv_real(f, r->perf.effect);
+			fa_table_csv_real(f, r->perf.effect);
 			fprintf(f, ",%s,%d,", fa_stats_verdict_name(r->verdict), r->perf.low_samples);
 		} else {
 			fputs(",,,,,,,", f);
 		}
-		fa_compare_csv_text(f, r->base_reason);
+		fa_table_csv_text(f, r->base_reason);
 		fputc(',', f);
-		fa_compare_csv_text(f, r->head_reason);
+		fa_table_csv_text(f, r->head_reason);
 		fputc('\n', f);
 	}
 }
@@ -1632,20 +1483,9 @@ static void json_side(FILE *f, const char *name, const struct fa_cmp_side *side)
 	fputs(", \"runs\": [", f);
 	for (int i = 0; i < side->n_runs; i++) {
 		const struct fa_cmp_run *r = &side->runs[i];
-		fprintf(f, "%s\n    {\"id\": %" PRId64 ", \"started_at\": ", i ? "," : "", r->id);
-		fa_json_string(f, r->started_at);
-		fputs(", \"git_commit\": ", f);
-		fa_json_string(f, r->git_commit);
-		if (r->git_dirty >= 0)
-			fprintf(f, ", \"git_dirty\": %s", r->git_dirty ? "true" : "false");
-		else
-			fputs(", \"git_dirty\": null", f);
-		fputs(", \"label\": ", f);
-		fa_json_string(f, r->label);
-		fputs(", \"status\": ", f);
-		fa_json_string(f, r->status);
-		fputs(", \"suite\": ", f);
-		fa_json_string(f, r->suite_name);
+		fputs(i ? ",\n    {" : "\n    {", f);
+		fa_compare_json_run(f, r->id, r->started_at, r->git_commit, r->git_dirty, r->label,
+				    r->status, r->suite_name);
 		fputs(", \"backend\": ", f);
 		fa_json_string(f, r->backend);
 		fputs(", \"device\": ", f);
@@ -1668,7 +1508,7 @@ static void json_groups(FILE *f, const char *name, const struct fa_cmp_group *g,
 		fprintf(f, "%s\n      {\"name\": ", i ? "," : "");
 		fa_json_string(f, g[i].name);
 		fprintf(f, ", \"n\": %d, \"geomean_speedup\": ", g[i].n);
-		fa_compare_json_real(f, g[i].geomean_speedup);
+		fa_table_json_real(f, g[i].geomean_speedup);
 		fputs(", \"verdicts\": ", f);
 		json_verdicts(f, g[i].verdicts);
 		fputs("}", f);
@@ -1683,12 +1523,12 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 	json_side(f, "base", &cmp->base);
 	json_side(f, "head", &cmp->head);
 	fputs("  \"options\": {\"alpha\": ", f);
-	fa_compare_json_real(f, p->alpha);
+	fa_table_json_real(f, p->alpha);
 	fputs(", \"min_effect\": ", f);
-	fa_compare_json_real(f, p->min_effect);
+	fa_table_json_real(f, p->min_effect);
 	fprintf(f, ", \"resamples\": %d, \"level\": ",
 		p->resamples > 0 ? p->resamples : FA_STATS_BOOT_RESAMPLES);
-	fa_compare_json_real(f, p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL);
+	fa_table_json_real(f, p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL);
 	fprintf(f, ", \"seed\": \"%" PRIu64 "\", \"ignore_params\": %s},\n", p->seed,
 		cmp->opts.ignore_params ? "true" : "false");
 	fputs("  \"summary\": {\n    \"changes\": {", f);
@@ -1697,7 +1537,7 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 	fputs("},\n    \"verdicts\": ", f);
 	json_verdicts(f, cmp->verdicts);
 	fputs(",\n    \"geomean_speedup\": ", f);
-	fa_compare_json_real(f, cmp->geomean_speedup);
+	fa_table_json_real(f, cmp->geomean_speedup);
 	fprintf(f, ",\n    \"regressions\": %d,\n", cmp->n_regressions);
 	json_groups(f, "kernels", cmp->kernels, cmp->n_kernels);
 	fputs(",\n", f);
@@ -1706,14 +1546,7 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *r = &cmp->rows[i];
 		fputs(i ? ",\n    {" : "\n    {", f);
-		fputs("\"suite\": ", f);
-		fa_json_string(f, r->suite);
-		fprintf(f, ", \"case_idx\": %d, \"key\": ", r->case_idx);
-		fa_json_string(f, r->key);
-		fputs(", \"kernel\": ", f);
-		fa_json_string(f, r->kernel);
-		fputs(", \"params\": ", f);
-		fa_json_string(f, r->params);
+		fa_compare_json_row_key(f, r->suite, r->case_idx, r->key, r->kernel, r->params);
 		fputs(", \"base_params\": ", f);
 		fa_json_string(f, r->base_params);
 		fprintf(f, ",\n     \"change\": \"%s\", \"base_status\": ",
@@ -1733,34 +1566,31 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		fa_json_string(f, r->head_reason);
 		fprintf(f, ",\n     \"n_base\": %d, \"n_head\": %d, \"base_ms\": ", r->n_base,
 			r->n_head);
-		fa_compare_json_real(f, r->base_ms);
+		fa_table_json_real(f, r->base_ms);
 		fputs(", \"head_ms\": ", f);
-		fa_compare_json_real(f, r->head_ms);
+		fa_table_json_real(f, r->head_ms);
 		fputs(", \"speedup\": ", f);
-		fa_compare_json_real(f, r->speedup);
+		fa_table_json_real(f, r->speedup);
 		if (r->change == FA_CMP_TIMED) {
 			fputs(",\n     \"verdict\": ", f);
 			fa_json_string(f, fa_stats_verdict_name(r->verdict));
 			fputs(", \"ratio\": ", f);
-			fa_compare_json_real(f, r->perf.ratio);
+			fa_table_json_real(f, r->perf.ratio);
 			fputs(", \"ratio_lo\": ", f);
-			fa_compare_json_real(f, r->perf.lo);
+			fa_table_json_real(f, r->perf.lo);
 			fputs(", \"ratio_hi\": ", f);
-			fa_compare_json_real(f, r->perf.hi);
+			fa_table_json_real(f, r->perf.hi);
 			fputs(", \"p\": ", f);
-			fa_compare_json_real(f, r->perf.p);
+			fa_table_json_real(f, r->perf.p);
 			fputs(", \"effect\": ", f);
-			fa_compare_json_real(f, r->perf.effect);
+			fa_table_json_real(f, r->perf.effect);
 			fprintf(f, ", \"low_samples\": %s", r->perf.low_samples ? "true" : "false");
 		} else {
 			fputs(",\n     \"verdict\": null", f);
 		}
-		fputs(",\n     \"case\": {", f);
-		for (int j = 0; j < FA_CMP_N_PARAMS; j++) {
-			fprintf(f, "%s\"%s\": ", j ? ", " : "", fa_compare_param_names[j]);
-			fa_compare_json_param(f, j, r->values[j]);
-		}
-		fputs("}}", f);
+		fputs(",\n     ", f);
+		fa_compare_json_case(f, r->values);
+		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);
 }

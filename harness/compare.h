@@ -195,8 +195,9 @@ enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,
 void fa_compare_free(struct fa_compare *cmp);
 
 /* ---- Shared with history.c ---------------------------------------------------
- * The reader of stored results and the text helpers that compare and history
- * both use. Not an interface for other modules: read the structs above. */
+ * The reader of stored results and the case-parameter columns that compare
+ * and history both use (their text helpers are table.h's). Not an interface
+ * for other modules: read the structs above. */
 
 struct fa_case;
 
@@ -245,37 +246,35 @@ void fa_compare_result_case(const struct fa_cmp_result *r, struct fa_case *c);
  * head_dim_v = head_dim, kv_seqlens = seqlens) everywhere. */
 void fa_compare_shown(const char *const *const *values, int n, int32_t *shown);
 
-/* "Common to every case: heads=8, dtype=fp32; kv_len = q_len.\n\n" for
- * those values (nothing when there is nothing to say). */
-void fa_compare_md_common(FILE *f, const char *const *const *values, int n,
-			  const int32_t *shown);
+/* The start of a markdown table of one suite's rows, as compare and history
+ * print them: "\n## <title>: <suite>\n\n" (no ": <suite>" when suite is
+ * ""), then "Common to every case: heads=8, dtype=fp32; kv_len = q_len.\n\n"
+ * for the parameters that do not vary among the n value arrays values[i]
+ * (nothing when there is nothing to say), and *t initialised with the
+ * columns "#", the parameters that vary (shown[j] = 1, as
+ * fa_compare_shown) and the n_tail columns of tail (their headers and their
+ * alignment, tail_right), its header row added. Returns FA_OK or
+ * FA_ERR_NOMEM; *t is to be freed with fa_table_free either way. */
+struct fa_table;
+enum fa_rc fa_compare_suite_table(FILE *f, const char *title, const char *suite,
+				  const char *const *const *values, int n,
+				  const char *const *tail, const int32_t *tail_right, int n_tail,
+				  int32_t *shown, struct fa_table *t, struct fa_err *err);
 
-/* Markdown text with markup characters escaped; a code span. */
-void fa_compare_md_text(FILE *f, const char *s);
-void fa_compare_md_code(FILE *f, const char *s);
-/* A CSV field (RFC 4180 quoting). */
-void fa_compare_csv_text(FILE *f, const char *s);
-/* Three significant digits (1234, 123, 12.3, 1.23, 0.0123); full precision
- * (the shortest %.15g..%.17g that reads back); NaN gives "". */
-void fa_compare_fmt_sig3(double x, char *buf, size_t size);
-void fa_compare_fmt_real(double x, char *buf, size_t size);
-/* A JSON number, null for NaN and infinities. */
-void fa_compare_json_real(FILE *f, double x);
-/* Parameter j's text value in JSON: a number, a string, or null when "". */
-void fa_compare_json_param(FILE *f, int j, const char *value);
+/* The JSON fields (without braces) that a run's object has in compare and
+ * history: "id", "started_at", "git_commit", "git_dirty" (true, false, or
+ * null for -1), "label", "status" and "suite". */
+void fa_compare_json_run(FILE *f, int64_t id, const char *started_at, const char *git_commit,
+			 int32_t git_dirty, const char *label, const char *status,
+			 const char *suite);
 
-/* A markdown table: cells added row by row, printed with every column
- * padded to its widest cell, numbers right-aligned (as report.c's). */
-struct fa_md_table {
-	int32_t ncols, nrows, cap;
-	int32_t col;           /* the next cell's column in the row being added */
-	int32_t *right;        /* per column */
-	char **cell;           /* nrows * ncols */
-};
-enum fa_rc fa_compare_table_init(struct fa_md_table *t, int ncols, struct fa_err *err);
-/* Appends a cell (copied); the row ends after ncols cells. */
-enum fa_rc fa_compare_table_add(struct fa_md_table *t, const char *text, struct fa_err *err);
-void fa_compare_table_print(FILE *f, const struct fa_md_table *t);
-void fa_compare_table_free(struct fa_md_table *t);
+/* The JSON fields (without braces) that name a compare row or a history
+ * series: "suite", "case_idx", "key", "kernel" and "params". */
+void fa_compare_json_row_key(FILE *f, const char *suite, int32_t case_idx, const char *key,
+			     const char *kernel, const char *params);
+
+/* "case": {...}: the case parameters values[0..FA_CMP_N_PARAMS) in JSON,
+ * each a number, a string, or null where it is "". */
+void fa_compare_json_case(FILE *f, const char *const *values);
 
 #endif /* FA_COMPARE_H */

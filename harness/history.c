@@ -22,12 +22,10 @@
 #include "report.h"
 #include "stats.h"
 #include "suite.h"
+#include "table.h"
 #include "util.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-/* Commit digits printed, as report.c and compare.c print them. */
-#define SHORT_COMMIT 12
 
 /* sqrt(pi / 2): the standard error of the median of n normal samples is
  * this times sigma / sqrt(n) (for large n). */
@@ -449,10 +447,10 @@ static const char *status_word(int st)
 
 static void md_kernel(FILE *f, const struct fa_hist_series *sr)
 {
-	fa_compare_md_text(f, sr->kernel);
+	fa_table_md_text(f, sr->kernel);
 	if (sr->params[0]) {
 		fputs("[", f);
-		fa_compare_md_text(f, sr->params);
+		fa_table_md_text(f, sr->params);
 		fputs("]", f);
 	}
 }
@@ -475,18 +473,18 @@ static void step_where(const struct fa_history *h, const struct fa_hist_series *
 	if (!a->git_commit[0] || !b->git_commit[0])
 		snprintf(buf, size, "run %" PRId64, b->id);
 	else if (strcmp(a->git_commit, b->git_commit) == 0)
-		snprintf(buf, size, "run %" PRId64 " (%.*s, same commit)", b->id, SHORT_COMMIT,
+		snprintf(buf, size, "run %" PRId64 " (%.*s, same commit)", b->id, FA_TABLE_SHORT_COMMIT,
 			 b->git_commit);
 	else
-		snprintf(buf, size, "run %" PRId64 " (%.*s..%.*s)", b->id, SHORT_COMMIT,
-			 a->git_commit, SHORT_COMMIT, b->git_commit);
+		snprintf(buf, size, "run %" PRId64 " (%.*s..%.*s)", b->id, FA_TABLE_SHORT_COMMIT,
+			 a->git_commit, FA_TABLE_SHORT_COMMIT, b->git_commit);
 }
 
 static void md_run(FILE *f, const struct fa_hist_run *r)
 {
 	fprintf(f, "run %" PRId64 " (%s", r->id, r->started_at);
 	if (r->git_commit[0])
-		fprintf(f, ", git %.*s", SHORT_COMMIT, r->git_commit);
+		fprintf(f, ", git %.*s", FA_TABLE_SHORT_COMMIT, r->git_commit);
 	if (r->git_commit[0] && r->git_dirty == 1)
 		fputs("-dirty", f);
 	fputs(")", f);
@@ -510,23 +508,23 @@ static void md_header(FILE *f, const struct fa_history *h)
 		fputs("- selection:", f);
 		if (o->label) {
 			fputs(k++ ? ", label " : " label ", f);
-			fa_compare_md_text(f, o->label);
+			fa_table_md_text(f, o->label);
 		}
 		if (o->since) {
 			fputs(k++ ? ", since " : " since ", f);
-			fa_compare_md_text(f, o->since);
+			fa_table_md_text(f, o->since);
 		}
 		if (o->suite) {
 			fputs(k++ ? ", suite " : " suite ", f);
-			fa_compare_md_text(f, o->suite);
+			fa_table_md_text(f, o->suite);
 		}
 		if (o->kernel) {
 			fputs(k++ ? ", kernel " : " kernel ", f);
-			fa_compare_md_code(f, o->kernel);
+			fa_table_md_code(f, o->kernel);
 		}
 		if (o->where) {
 			fputs(k++ ? ", where " : " where ", f);
-			fa_compare_md_code(f, o->where);
+			fa_table_md_code(f, o->where);
 		}
 		fputs("\n", f);
 	}
@@ -550,9 +548,9 @@ static void md_regressions(FILE *f, const struct fa_history *h)
 			fputs("- ", f);
 			md_kernel(f, sr);
 			fprintf(f, " on case %d ", sr->case_idx);
-			fa_compare_md_code(f, sr->key);
-			fa_compare_fmt_sig3(st->before_ms, a, sizeof a);
-			fa_compare_fmt_sig3(st->after_ms, b, sizeof b);
+			fa_table_md_code(f, sr->key);
+			fa_table_fmt_sig3(st->before_ms, a, sizeof a);
+			fa_table_fmt_sig3(st->after_ms, b, sizeof b);
 			pct_text(st->change, pct, sizeof pct);
 			step_where(h, sr, st, buf, sizeof buf);
 			fprintf(f, ": %s -> %s ms (%s) at %s\n", a, b, pct, buf);
@@ -569,12 +567,17 @@ static int series_untimed_last(const struct fa_hist_series *sr)
 static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suite,
 			   struct fa_err *err)
 {
-	static const char *const tail[] = {"kernel",   "runs",        "latest ms", "best ms",
-					   "best run", "vs previous", "steps"};
+	/* the status column only where a series' latest point did not pass */
+	static const char *const heads[] = {"kernel",      "runs",        "latest ms",
+					    "best ms",     "best run",    "vs previous",
+					    "latest status", "steps"};
+	static const int32_t right[] = {0, 1, 1, 1, 1, 1, 0, 0};
+	const int status_col = 6;
 	const char *const **vals = malloc(((size_t)h->n_series + 1) * sizeof *vals);
-	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0, ncols = 1 + N_OF(tail), any_status = 0;
-	struct fa_md_table t;
+	const char *tail[N_OF(heads)];
+	int32_t shown[FA_CMP_N_PARAMS], tail_right[N_OF(heads)];
+	int n = 0, n_tail = 0, any_status = 0;
+	struct fa_table t;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -585,83 +588,54 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 			vals[n++] = h->series[i].values;
 			any_status |= series_untimed_last(&h->series[i]);
 		}
-	fa_compare_shown(vals, n, shown);
-	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		ncols += shown[j];
-	ncols += any_status;
-	fputs("\n## History", f);
-	if (suite[0]) {
-		fputs(": ", f);
-		fa_compare_md_text(f, suite);
-	}
-	fputs("\n\n", f);
-	fa_compare_md_common(f, vals, n, shown);
+	for (int j = 0; j < N_OF(heads); j++)
+		if (j != status_col || any_status) {
+			tail[n_tail] = heads[j];
+			tail_right[n_tail++] = right[j];
+		}
+	rc = fa_compare_suite_table(f, "History", suite, vals, n, tail, tail_right, n_tail, shown,
+				    &t, err);
 	free(vals);
-	rc = fa_compare_table_init(&t, ncols, err);
-	if (rc == FA_OK) {
-		int c = 0;
-		t.right[c++] = 1;
-		for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-			if (shown[j])
-				t.right[c++] = fa_compare_param_numeric(j);
-		/* kernel, runs, latest, best, best run, vs previous, [status], steps */
-		t.right[c++] = 0;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		t.right[c++] = 1;
-		rc = fa_compare_table_add(&t, "#", err);
-	}
-	for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
-		if (shown[j])
-			rc = fa_compare_table_add(&t, fa_compare_param_names[j], err);
-	for (int j = 0; rc == FA_OK && j < N_OF(tail); j++) {
-		if (j == N_OF(tail) - 1 && any_status)
-			rc = fa_compare_table_add(&t, "latest status", err);
-		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, tail[j], err);
-	}
 	for (int i = 0; rc == FA_OK && i < h->n_series; i++) {
 		const struct fa_hist_series *sr = &h->series[i];
 		size_t len = 0;
 		if (strcmp(sr->suite, suite) != 0)
 			continue;
 		snprintf(buf, sizeof buf, "%d", sr->case_idx);
-		rc = fa_compare_table_add(&t, buf, err);
+		rc = fa_table_add_md(&t, buf, err);
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])
-				rc = fa_compare_table_add(&t, sr->values[j], err);
+				rc = fa_table_add_md(&t, sr->values[j], err);
 		if (sr->params[0])
 			snprintf(buf, sizeof buf, "%s[%s]", sr->kernel, sr->params);
 		else
 			snprintf(buf, sizeof buf, "%s", sr->kernel);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		if (sr->n_timed == sr->n_points)
 			snprintf(buf, sizeof buf, "%d", sr->n_points);
 		else
 			snprintf(buf, sizeof buf, "%d of %d", sr->n_timed, sr->n_points);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
-		fa_compare_fmt_sig3(sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN, buf,
+			rc = fa_table_add_md(&t, buf, err);
+		fa_table_fmt_sig3(sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN, buf,
 				    sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
-		fa_compare_fmt_sig3(sr->best >= 0 ? sr->points[sr->best].median_ms : NAN, buf,
+			rc = fa_table_add_md(&t, buf, err);
+		fa_table_fmt_sig3(sr->best >= 0 ? sr->points[sr->best].median_ms : NAN, buf,
 				    sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		buf[0] = '\0';
 		if (sr->best >= 0)
 			snprintf(buf, sizeof buf, "%" PRId64, h->runs[sr->points[sr->best].run].id);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		pct_text(sr->change_prev, buf, sizeof buf);
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 		if (rc == FA_OK && any_status)
-			rc = fa_compare_table_add(
+			rc = fa_table_add_md(
 				&t,
 				series_untimed_last(sr) ? status_word(sr->points[sr->n_points - 1].status)
 							: "",
@@ -677,11 +651,11 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 						st->new_regression ? " NEW" : "");
 		}
 		if (rc == FA_OK)
-			rc = fa_compare_table_add(&t, buf, err);
+			rc = fa_table_add_md(&t, buf, err);
 	}
 	if (rc == FA_OK)
-		fa_compare_table_print(f, &t);
-	fa_compare_table_free(&t);
+		rc = fa_table_print_md(f, &t, err);
+	fa_table_free(&t);
 	return rc;
 }
 
@@ -715,15 +689,6 @@ static enum fa_rc write_md(FILE *f, const struct fa_history *h, struct fa_err *e
 }
 
 /* ---- CSV and JSON ---------------------------------------------------------------- */
-
-static void csv_real(FILE *f, double x)
-{
-	char buf[64];
-	if (isfinite(x)) {
-		fa_compare_fmt_real(x, buf, sizeof buf);
-		fputs(buf, f);
-	}
-}
 
 /* The segment mean of each point (NaN untimed) and the step starting at
  * it (or NULL), for CSV and JSON. */
@@ -768,51 +733,32 @@ static void write_csv(FILE *f, const struct fa_history *h)
 			const struct fa_hist_step *st;
 			double seg;
 			point_segment(sr, p, &seg, &st);
-			fa_compare_csv_text(f, sr->suite);
+			fa_table_csv_text(f, sr->suite);
 			fprintf(f, ",%d,", sr->case_idx);
-			fa_compare_csv_text(f, sr->key);
+			fa_table_csv_text(f, sr->key);
 			fputc(',', f);
-			fa_compare_csv_text(f, sr->kernel);
+			fa_table_csv_text(f, sr->kernel);
 			fputc(',', f);
-			fa_compare_csv_text(f, sr->params);
+			fa_table_csv_text(f, sr->params);
 			fprintf(f, ",%" PRId64 ",", r->id);
-			fa_compare_csv_text(f, r->started_at);
+			fa_table_csv_text(f, r->started_at);
 			fputc(',', f);
-			fa_compare_csv_text(f, r->git_commit);
+			fa_table_csv_text(f, r->git_commit);
 			fputc(',', f);
-			fa_compare_csv_text(f, r->label);
+			fa_table_csv_text(f, r->label);
 			fprintf(f, ",%s,%d,", pt->status >= 0 ? fa_status_name(pt->status) : "",
 				pt->n_samples);
-			csv_real(f, pt->median_ms);
+			fa_table_csv_real(f, pt->median_ms);
 			fputc(',', f);
-			csv_real(f, pt->sigma_ms);
+			fa_table_csv_real(f, pt->sigma_ms);
 			fputc(',', f);
-			csv_real(f, seg);
+			fa_table_csv_real(f, seg);
 			fputc(',', f);
 			if (st)
-				csv_real(f, st->change);
+				fa_table_csv_real(f, st->change);
 			fprintf(f, ",%d\n", st ? st->new_regression : 0);
 		}
 	}
-}
-
-static void json_run(FILE *f, const struct fa_hist_run *r)
-{
-	fprintf(f, "{\"id\": %" PRId64 ", \"started_at\": ", r->id);
-	fa_json_string(f, r->started_at);
-	fputs(", \"git_commit\": ", f);
-	fa_json_string(f, r->git_commit);
-	if (r->git_dirty >= 0)
-		fprintf(f, ", \"git_dirty\": %s", r->git_dirty ? "true" : "false");
-	else
-		fputs(", \"git_dirty\": null", f);
-	fputs(", \"label\": ", f);
-	fa_json_string(f, r->label);
-	fputs(", \"status\": ", f);
-	fa_json_string(f, r->status);
-	fputs(", \"suite\": ", f);
-	fa_json_string(f, r->suite_name);
-	fputs("}", f);
 }
 
 static void json_opt(FILE *f, const char *name, const char *v)
@@ -839,36 +785,32 @@ static void write_json(FILE *f, const struct fa_history *h)
 	json_opt(f, "where", o->where);
 	fprintf(f, ", \"include_incomplete\": %s, \"min_effect\": ",
 		o->include_incomplete ? "true" : "false");
-	fa_compare_json_real(f, o->min_effect);
+	fa_table_json_real(f, o->min_effect);
 	fprintf(f, "},\n  \"steps\": %d, \"new_regressions\": %d,\n  \"runs\": [", h->n_steps,
 		h->n_new_regressions);
 	for (int i = 0; i < h->n_runs; i++) {
-		fputs(i ? ",\n    " : "\n    ", f);
-		json_run(f, &h->runs[i]);
+		const struct fa_hist_run *r = &h->runs[i];
+		fputs(i ? ",\n    {" : "\n    {", f);
+		fa_compare_json_run(f, r->id, r->started_at, r->git_commit, r->git_dirty, r->label,
+				    r->status, r->suite_name);
+		fputs("}", f);
 	}
 	fputs(h->n_runs ? "\n  ],\n  \"series\": [" : "],\n  \"series\": [", f);
 	for (int i = 0; i < h->n_series; i++) {
 		const struct fa_hist_series *sr = &h->series[i];
 		fputs(i ? ",\n    {" : "\n    {", f);
-		fputs("\"suite\": ", f);
-		fa_json_string(f, sr->suite);
-		fprintf(f, ", \"case_idx\": %d, \"key\": ", sr->case_idx);
-		fa_json_string(f, sr->key);
-		fputs(", \"kernel\": ", f);
-		fa_json_string(f, sr->kernel);
-		fputs(", \"params\": ", f);
-		fa_json_string(f, sr->params);
+		fa_compare_json_row_key(f, sr->suite, sr->case_idx, sr->key, sr->kernel, sr->params);
 		fputs(",\n     \"latest_ms\": ", f);
-		fa_compare_json_real(f, sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN);
+		fa_table_json_real(f, sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN);
 		fputs(", \"best_ms\": ", f);
-		fa_compare_json_real(f, sr->best >= 0 ? sr->points[sr->best].median_ms : NAN);
+		fa_table_json_real(f, sr->best >= 0 ? sr->points[sr->best].median_ms : NAN);
 		fputs(", \"best_run\": ", f);
 		if (sr->best >= 0)
 			fprintf(f, "%" PRId64, h->runs[sr->points[sr->best].run].id);
 		else
 			fputs("null", f);
 		fputs(", \"change_prev\": ", f);
-		fa_compare_json_real(f, sr->change_prev);
+		fa_table_json_real(f, sr->change_prev);
 		fprintf(f, ", \"new_regression\": %s,\n     \"points\": [",
 			sr->new_regression ? "true" : "false");
 		for (int p = 0; p < sr->n_points; p++) {
@@ -878,9 +820,9 @@ static void write_json(FILE *f, const struct fa_history *h)
 				p ? ", " : "", h->runs[pt->run].id,
 				pt->status >= 0 ? fa_status_name(pt->status) : "unknown",
 				pt->n_samples);
-			fa_compare_json_real(f, pt->median_ms);
+			fa_table_json_real(f, pt->median_ms);
 			fputs(", \"sigma_ms\": ", f);
-			fa_compare_json_real(f, pt->sigma_ms);
+			fa_table_json_real(f, pt->sigma_ms);
 			fputs("}", f);
 		}
 		fputs("],\n     \"steps\": [", f);
@@ -895,19 +837,16 @@ static void write_json(FILE *f, const struct fa_history *h)
 			fputs(", \"to_commit\": ", f);
 			fa_json_string(f, b->git_commit);
 			fputs(", \"before_ms\": ", f);
-			fa_compare_json_real(f, st->before_ms);
+			fa_table_json_real(f, st->before_ms);
 			fputs(", \"after_ms\": ", f);
-			fa_compare_json_real(f, st->after_ms);
+			fa_table_json_real(f, st->after_ms);
 			fputs(", \"change\": ", f);
-			fa_compare_json_real(f, st->change);
+			fa_table_json_real(f, st->change);
 			fprintf(f, ", \"new_regression\": %s}", st->new_regression ? "true" : "false");
 		}
-		fputs("],\n     \"case\": {", f);
-		for (int j = 0; j < FA_CMP_N_PARAMS; j++) {
-			fprintf(f, "%s\"%s\": ", j ? ", " : "", fa_compare_param_names[j]);
-			fa_compare_json_param(f, j, sr->values[j]);
-		}
-		fputs("}}", f);
+		fputs("],\n     ", f);
+		fa_compare_json_case(f, sr->values);
+		fputs("}", f);
 	}
 	fputs(h->n_series ? "\n  ]\n}\n" : "]\n}\n", f);
 }

@@ -36,6 +36,8 @@
 
 #include "compare.h"
 #include "plot.h"
+#include "table.h"
+#include "util.h"
 
 /* Cases with at most this many queries per sequence are decode-like (one
  * token, or a few for speculative decoding): memory bound, so their
@@ -457,72 +459,15 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	return FA_OK;
 }
 
-/* ---- Number formats ------------------------------------------------------- */
+/* ---- The results table (markdown and HTML) ------------------------------- */
 
-/* Three significant digits, fixed point: 1234, 123, 12.3, 1.23, 0.0123. */
-static void fmt_sig3(double x, char *buf, size_t size)
-{
-	char e[32];
-	int exp10, decimals;
-	if (x == 0 || !isfinite(x)) {
-		snprintf(buf, size, "%g", x);
-		return;
-	}
-	/* the exponent after rounding to 3 digits (9.996 -> 1.00e+01) */
-	snprintf(e, sizeof e, "%.2e", x);
-	exp10 = atoi(strchr(e, 'e') + 1);
-	decimals = exp10 >= 2 ? 0 : 2 - exp10;
-	snprintf(buf, size, "%.*f", decimals, x);
-}
-
-/* Errors span many decades: 2.38e-07. */
+/* Errors span many decades: 2.38e-07. (The other formats are table.h's.) */
 static void fmt_err(double x, char *buf, size_t size)
 {
 	if (x == 0)
 		snprintf(buf, size, "0");
 	else
 		snprintf(buf, size, "%.2e", x);
-}
-
-/* Full precision: the shortest %.Ng (N = 15..17) that reads back exactly. */
-static void fmt_real(double x, char *buf, size_t size)
-{
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, size, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			return;
-	}
-}
-
-/* ---- Markdown ------------------------------------------------------------- */
-
-/* Text that markdown would otherwise read as markup (a '|' would also end a
- * table cell). '_' is left alone: inside words (cpu_flash) it is literal. */
-static void md_text(FILE *out, const char *s)
-{
-	for (; s && *s; s++) {
-		if (strchr("\\`*[]<|", *s))
-			fputc('\\', out);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
-	}
-}
-
-/* s as a code span: fenced with one backtick more than the longest run in s. */
-static void md_code(FILE *out, const char *s)
-{
-	int run = 0, longest = 0;
-	for (const char *p = s; *p; p++) {
-		run = *p == '`' ? run + 1 : 0;
-		longest = run > longest ? run : longest;
-	}
-	for (int i = 0; i <= longest; i++)
-		fputc('`', out);
-	fputs(longest ? " " : "", out);
-	for (const char *p = s; *p; p++)
-		fputc(*p == '\n' ? ' ' : *p, out);
-	fputs(longest ? " " : "", out);
-	for (int i = 0; i <= longest; i++)
-		fputc('`', out);
 }
 
 /* A case parameter shown in the table when it varies. */
@@ -552,23 +497,12 @@ static int cell_equal(const struct cell *a, const struct cell *b)
 	}
 }
 
-/* A float parameter (scale is a float32) in the fewest digits that give the
- * same float back: 0.3, not 0.30000001192092896. */
-static void fmt_float(double x, char *buf, size_t size)
-{
-	for (int prec = 6; prec <= 9; prec++) {
-		snprintf(buf, size, "%.*g", prec, x);
-		if ((float)strtod(buf, NULL) == (float)x)
-			return;
-	}
-}
-
 /* A parameter's value as the markdown report shows it ("" for NULL). */
 static void param_text(const struct cell *c, char *buf, size_t size)
 {
 	switch (c->type) {
 	case SQLITE_INTEGER: snprintf(buf, size, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT: fmt_float(c->d, buf, size); break;
+	case SQLITE_FLOAT: fa_table_fmt_float(c->d, buf, size); break;
 	case SQLITE_TEXT: snprintf(buf, size, "%s", c->s); break;
 	default: buf[0] = '\0'; break;
 	}
@@ -614,22 +548,22 @@ struct md_col {
 	int right;         /* right-aligned (numbers) */
 };
 
+/* The results table: what each column shows, and the text of its cells
+ * (the header, then one row per case). */
 struct md_table {
-	int ncols, nrows; /* nrows counts the header */
-	struct md_col *cols;
-	char **cell;      /* nrows * ncols, malloc'd strings */
+	struct md_col *cols;   /* cells.ncols */
+	struct fa_table cells;
 };
 
 static void md_table_free(struct md_table *t)
 {
-	for (int i = 0; t->cell && i < t->ncols * t->nrows; i++)
-		free(t->cell[i]);
-	free(t->cell);
+	fa_table_free(&t->cells);
 	free(t->cols);
 }
 
 /* A table cell: strdup'd, with '|' escaped unless raw (html escapes its
- * own way). NULL when out of memory. */
+ * own way) and line feeds as spaces. NULL when out of memory. Unlike
+ * fa_table_add_md it keeps a carriage return, as the report always has. */
 static char *md_cell(const char *s, int raw)
 {
 	size_t n = 0;
@@ -684,13 +618,13 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	switch (col->kind) {
 	case MC_MS:
 		if (res_real(r, row, "median_ms", &v))
-			fmt_sig3(v, buf, size);
+			fa_table_fmt_sig3(v, buf, size);
 		break;
 	case MC_TPUT: {
 		int decode = is_decode(r, c);
 		if (res_real(r, row, decode ? "gbps" : "tflops", &v) && v > 0) {
 			size_t n;
-			fmt_sig3(v, buf, size);
+			fa_table_fmt_sig3(v, buf, size);
 			n = strlen(buf);
 			if (mixed)
 				snprintf(buf + n, size - n, " %s", decode ? "GB/s" : "TFLOP/s");
@@ -700,7 +634,7 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	case MC_X:
 		v = speedup_of(r, row);
 		if (v > 0) {
-			fmt_sig3(v, buf, size);
+			fa_table_fmt_sig3(v, buf, size);
 			strncat(buf, "x", size - strlen(buf) - 1);
 		}
 		break;
@@ -717,13 +651,25 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	}
 }
 
+/* Appends the cell text s to t (as md_cell makes it). */
+static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_err *err)
+{
+	char *cell = md_cell(s, raw);
+	enum fa_rc rc = cell ? fa_table_add(&t->cells, cell, NULL) : FA_ERR_NOMEM;
+	free(cell);
+	if (rc != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	return FA_OK;
+}
+
 /* Builds the results table; *mixed is 1 when it holds both TFLOP/s and GB/s
  * rows. raw: cells as they are (for html), else '|' escaped (markdown). */
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, max_cols = 1 + N_OF(md_params) + 5 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 5 * r->nk;
 	char buf[4096];
+	enum fa_rc rc;
 
 	memset(t, 0, sizeof *t);
 	for (int c = 0; c < r->cases.nrows; c++)
@@ -733,13 +679,13 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 	t->cols = calloc((size_t)max_cols, sizeof *t->cols);
 	if (!t->cols)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
-	t->cols[t->ncols++] = (struct md_col){MC_IDX, NULL, 0, 1};
+	t->cols[ncols++] = (struct md_col){MC_IDX, NULL, 0, 1};
 	for (int i = 0; i < N_OF(md_params); i++)
 		if (param_is_column(&r->cases, &md_params[i])) {
 			int numeric = 1;
 			for (int c = 0; c < r->cases.nrows; c++)
 				numeric &= cell_at(&r->cases, c, md_params[i].name)->type != SQLITE_TEXT;
-			t->cols[t->ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
+			t->cols[ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
 		}
 	for (int k = 0; k < r->nk; k++) {
 		int not_pass = 0;
@@ -747,22 +693,21 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			int row = r->grid[(size_t)c * r->nk + k];
 			not_pass |= row >= 0 && res_status(r, row) != FA_STATUS_PASS;
 		}
-		t->cols[t->ncols++] = (struct md_col){MC_MS, NULL, k, 1};
-		t->cols[t->ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
+		t->cols[ncols++] = (struct md_col){MC_MS, NULL, k, 1};
+		t->cols[ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
 		if (r->baseline >= 0 && k != r->baseline)
-			t->cols[t->ncols++] = (struct md_col){MC_X, NULL, k, 1};
-		t->cols[t->ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
+			t->cols[ncols++] = (struct md_col){MC_X, NULL, k, 1};
+		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
 		if (not_pass)
-			t->cols[t->ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
+			t->cols[ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
 	}
 
-	t->nrows = 1 + r->cases.nrows;
-	t->cell = calloc((size_t)t->nrows * t->ncols, sizeof *t->cell);
-	if (!t->cell)
+	if (fa_table_init(&t->cells, ncols, NULL) != FA_OK)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
-	for (int j = 0; j < t->ncols; j++) {
+	for (int j = 0; j < ncols; j++) {
 		const struct md_col *col = &t->cols[j];
 		const char *label = r->labels[col->k];
+		t->cells.right[j] = col->right;
 		switch (col->kind) {
 		case MC_IDX: snprintf(buf, sizeof buf, "#"); break;
 		case MC_PARAM: snprintf(buf, sizeof buf, "%s", col->param); break;
@@ -775,137 +720,167 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
 		default: snprintf(buf, sizeof buf, "%s status", label); break;
 		}
-		if (!(t->cell[j] = md_cell(buf, raw)))
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		if ((rc = md_add(t, buf, raw, err)) != FA_OK)
+			return rc;
 	}
 	for (int c = 0; c < r->cases.nrows; c++)
-		for (int j = 0; j < t->ncols; j++) {
+		for (int j = 0; j < ncols; j++) {
 			md_value(r, &t->cols[j], c, *mixed, buf, sizeof buf);
-			if (!(t->cell[(size_t)(c + 1) * t->ncols + j] = md_cell(buf, raw)))
-				return fa_err_set(err, FA_ERR_NOMEM,
-						  "out of memory writing a report");
+			if ((rc = md_add(t, buf, raw, err)) != FA_OK)
+				return rc;
 		}
 	return FA_OK;
 }
 
-/* Prints t with every column padded to its widest cell. */
-static enum fa_rc md_table_print(FILE *out, const struct md_table *t, struct fa_err *err)
+/* ---- Around the table: markdown and HTML --------------------------------- */
+
+/* How the report's parts other than the results table are marked up. The
+ * markdown report and the HTML page say the same things in the same order
+ * (the run header, the failures, the parameters common to every case, the
+ * legend, the skips); only these differ. */
+struct markup {
+	void (*text)(FILE *out, const char *s); /* text, escaped */
+	void (*code)(FILE *out, const char *s); /* a code span */
+	void (*word)(FILE *out, const char *s); /* a value fabench wrote (hash,
+	                                           status, seed, version):
+	                                           markdown prints it as it is */
+	void (*tag)(FILE *out, const char *cls); /* opens a span of class cls */
+	const char *tag_end;
+	/* the results table (md_build's with raw cells when raw) */
+	int raw;
+	enum fa_rc (*table)(FILE *out, const struct report *r, const struct md_table *t,
+			    struct fa_err *err);
+	const char *title, *title_end;       /* around "fabench report: run N" */
+	const char *dt, *dt_end, *dd_end;    /* a line of the run header:
+	                                        dt NAME dt_end VALUE dd_end */
+	const char *by;                      /* the name of the "fabench 0.1.0 on
+	                                        host" line (NULL: none) */
+	const char *finished;                /* between the start and end times */
+	const char *commit, *commit_end;     /* around the commit's digits */
+	const char *header_end;              /* after the run header */
+	const char *h2, *h2_end, *h3, *h3_end; /* headings */
+	const char *p, *p_end;               /* a paragraph */
+	const char *before_table;            /* after the paragraph before the table */
+	const char *note, *note_end;         /* the legend */
+	const char *failures, *list, *li, *li_end, *list_end; /* lists: the
+	                                        failures', the others' */
+	const char *lt, *gt;                 /* "<", ">" */
+};
+
+/* A line of the run header up to its value (name NULL: no name). */
+static void field(FILE *out, const struct markup *m, const char *name)
 {
-	int *w = calloc((size_t)t->ncols, sizeof *w);
-	if (!w)
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
-	for (int j = 0; j < t->ncols; j++) {
-		w[j] = 3; /* the shortest separator, "---" */
-		for (int i = 0; i < t->nrows; i++) {
-			int n = (int)strlen(t->cell[(size_t)i * t->ncols + j]);
-			w[j] = n > w[j] ? n : w[j];
-		}
+	fputs(m->dt, out);
+	if (name) {
+		fputs(name, out);
+		fputs(m->dt_end, out);
 	}
-	for (int row = 0; row < t->nrows; row++) {
-		for (int j = 0; j < t->ncols; j++)
-			fprintf(out, t->cols[j].right && row ? "%s%*s" : "%s%-*s", j ? " | " : "| ",
-				w[j], t->cell[(size_t)row * t->ncols + j]);
-		fputs(" |\n", out);
-		if (row > 0)
-			continue;
-		for (int j = 0; j < t->ncols; j++) {
-			fputs(j ? " | " : "| ", out);
-			for (int i = 0; i < w[j] - 1; i++)
-				fputc('-', out);
-			fputc(t->cols[j].right ? ':' : '-', out);
-		}
-		fputs(" |\n", out);
-	}
-	free(w);
-	return FA_OK;
 }
 
-static void md_header(FILE *out, const struct report *r)
+static void write_header(FILE *out, const struct report *r, const struct markup *m)
 {
 	const struct table *run = &r->run;
 	const char *s, *commit = text_at(run, 0, "git_commit");
 	const struct cell *dirty = cell_at(run, 0, "git_dirty");
 	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
 
-	fprintf(out, "# fabench report: run %" PRId64 "\n\n", int_at(run, 0, "id"));
-	fputs("- suite: ", out);
-	md_text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
+	fprintf(out, "%sfabench report: run %" PRId64 "%s", m->title, int_at(run, 0, "id"),
+		m->title_end);
+	field(out, m, "suite");
+	m->text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
 	if ((s = text_at(run, 0, "suite_path"))) {
 		fputs(" (", out);
-		md_code(out, s);
-		if ((s = text_at(run, 0, "suite_hash")))
-			fprintf(out, ", hash %s", s);
+		m->code(out, s);
+		if ((s = text_at(run, 0, "suite_hash"))) {
+			fputs(", hash ", out);
+			m->word(out, s);
+		}
 		fputs(")", out);
 	}
-	fputs("\n- backend: ", out);
-	md_text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
+	fputs(m->dd_end, out);
+	field(out, m, "backend");
+	m->text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
 	if ((s = text_at(run, 0, "device_name"))) {
 		fputs(" on ", out);
-		md_text(out, s);
+		m->text(out, s);
 	}
 	if ((s = text_at(run, 0, "device_arch"))) {
 		fputs(", ", out);
-		md_text(out, s);
+		m->text(out, s);
 	}
 	if ((s = text_at(run, 0, "driver"))) {
 		fputs(", driver ", out);
-		md_text(out, s);
+		m->text(out, s);
 	}
 	if ((s = text_at(run, 0, "runtime"))) {
 		fputs(", runtime ", out);
-		md_text(out, s);
+		m->text(out, s);
 	}
-	fputs("\n- started: ", out);
-	md_text(out, text_at(run, 0, "started_at"));
+	fputs(m->dd_end, out);
+	field(out, m, "started");
+	m->text(out, text_at(run, 0, "started_at"));
 	if ((s = text_at(run, 0, "finished_at"))) {
-		fputs(", finished: ", out);
-		md_text(out, s);
+		fputs(m->finished, out);
+		m->text(out, s);
 	}
-	fputs("\n- git: ", out);
+	fputs(m->dd_end, out);
+	field(out, m, "git");
 	if (commit) {
-		/* 12 hex digits name a commit unambiguously in practice */
-		fprintf(out, "%.12s", commit);
+		fprintf(out, "%s%.*s%s", m->commit, FA_TABLE_SHORT_COMMIT, commit, m->commit_end);
 		if (dirty->type == SQLITE_INTEGER)
 			fputs(dirty->i ? " (dirty)" : " (clean)", out);
 	} else {
 		fputs("unknown", out);
 	}
+	fputs(m->dd_end, out);
 	if ((s = text_at(run, 0, "label"))) {
-		fputs("\n- label: ", out);
-		md_text(out, s);
+		field(out, m, "label");
+		m->text(out, s);
+		fputs(m->dd_end, out);
 	}
-	fprintf(out, "\n- status: %s", text_at(run, 0, "status"));
+	field(out, m, "status");
+	m->word(out, text_at(run, 0, "status"));
 	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
 		fputs(" (the run did not finish; the cases below are those it stored)", out);
-	fprintf(out, "\n- seed: %s\n", text_at(run, 0, "seed"));
+	fputs(m->dd_end, out);
+	field(out, m, "seed");
+	m->word(out, text_at(run, 0, "seed"));
+	fputs(m->dd_end, out);
 	if ((s = text_at(run, 0, "version")) || text_at(run, 0, "host")) {
-		fputs("- ", out);
-		md_text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
-		if ((s = text_at(run, 0, "version")))
-			fprintf(out, " %s", s);
+		field(out, m, m->by);
+		m->text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
+		if ((s = text_at(run, 0, "version"))) {
+			fputc(' ', out);
+			m->word(out, s);
+		}
 		if ((s = text_at(run, 0, "host"))) {
 			fputs(" on ", out);
-			md_text(out, s);
+			m->text(out, s);
 		}
-		fputs("\n", out);
+		fputs(m->dd_end, out);
 	}
 	if ((s = text_at(run, 0, "command_line"))) {
-		fputs("- command: ", out);
-		md_code(out, s);
-		fputs("\n", out);
+		field(out, m, "command");
+		m->code(out, s);
+		fputs(m->dd_end, out);
 	}
 	for (int i = 0; i < r->res.nrows; i++) {
 		int st = res_status(r, i);
 		if (st >= 0)
 			counts[st]++;
 	}
-	fprintf(out, "- cases: %d; results: %d", r->cases.nrows, r->res.nrows);
+	field(out, m, "cases");
+	fprintf(out, "%d; results: %d", r->cases.nrows, r->res.nrows);
 	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
 		if (counts[st]) {
-			fprintf(out, "%s%d %s", first ? " (" : ", ", counts[st], fa_status_name(st));
+			fputs(first ? " (" : ", ", out);
+			m->tag(out, fa_status_name(st));
+			fprintf(out, "%d %s%s", counts[st], fa_status_name(st), m->tag_end);
 			first = 0;
 		}
-	fputs(first ? "\n" : ")\n", out);
+	fputs(first ? "" : ")", out);
+	fputs(m->dd_end, out);
+	fputs(m->header_end, out);
 }
 
 static const char *status_word(int st)
@@ -913,8 +888,9 @@ static const char *status_word(int st)
 	return st == FA_STATUS_FAIL ? "FAIL" : fa_status_name(st);
 }
 
-static void md_failures(FILE *out, const struct report *r)
+static void write_failures(FILE *out, const struct report *r, const struct markup *m)
 {
+	char badge[64];
 	int any = 0;
 	for (int c = 0; c < r->cases.nrows; c++)
 		for (int k = 0; k < r->nk; k++) {
@@ -926,24 +902,29 @@ static void md_failures(FILE *out, const struct report *r)
 			if (st != FA_STATUS_FAIL && st != FA_STATUS_ERROR && st != FA_STATUS_TIMEOUT)
 				continue;
 			if (!any)
-				fputs("\n## Failures\n\n", out);
+				fprintf(out, "%sFailures%s%s", m->h2, m->h2_end, m->failures);
 			any = 1;
-			fprintf(out, "- %s ", status_word(st));
-			md_text(out, r->labels[k]);
+			snprintf(badge, sizeof badge, "badge %s", fa_status_name(st));
+			fputs(m->li, out);
+			m->tag(out, badge);
+			fprintf(out, "%s%s ", status_word(st), m->tag_end);
+			m->text(out, r->labels[k]);
 			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
-			md_code(out, text_at(&r->cases, c, "key"));
+			m->code(out, text_at(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {
 				fputs(": ", out);
-				md_text(out, reason);
+				m->text(out, reason);
 			}
-			fputs("\n", out);
+			fputs(m->li_end, out);
 		}
+	if (any)
+		fputs(m->list_end, out);
 }
 
 /* The parameters common to every case, and the pairs that are equal in
  * every case (so have no column of their own):
  *   Common to every case: heads=8, dtype=fp32; kv_len = q_len. */
-static void md_common(FILE *out, const struct report *r)
+static void write_common(FILE *out, const struct report *r, const struct markup *m)
 {
 	char buf[4096];
 	int n = 0;
@@ -955,26 +936,30 @@ static void md_common(FILE *out, const struct report *r)
 		if (strcmp(mp->name, "scale") == 0 && !int_at(&r->cases, 0, "scale_set"))
 			continue;
 		param_text(c, buf, sizeof buf);
-		fprintf(out, "%s%s=", n++ ? ", " : "Common to every case: ", mp->name);
-		md_text(out, buf);
+		if (!n++)
+			fprintf(out, "%sCommon to every case: ", m->p);
+		fprintf(out, "%s%s=", n > 1 ? ", " : "", mp->name);
+		m->text(out, buf);
 	}
 	for (int i = 0, first = 1; i < N_OF(md_params); i++) {
 		const struct md_param *mp = &md_params[i];
 		if (!mp->same_as || !param_varies(&r->cases, mp->name) ||
 		    !param_same_everywhere(&r->cases, mp->name, mp->same_as))
 			continue;
-		fprintf(out, "%s%s = %s", first ? (n ? "; " : "Common to every case: ") : ", ",
-			mp->name, mp->same_as);
+		if (!n)
+			fprintf(out, "%sCommon to every case: ", m->p);
+		fprintf(out, "%s%s = %s", first ? (n ? "; " : "") : ", ", mp->name, mp->same_as);
 		first = 0;
 		n++;
 	}
 	if (n)
-		fputs(".\n\n", out);
+		fprintf(out, ".%s%s", m->p_end, m->before_table);
 }
 
 /* Counts per distinct (kernel, reason) of the skipped results, kernels in
  * column order, reasons in order of their first case. */
-static enum fa_rc md_skips(FILE *out, const struct report *r, struct fa_err *err)
+static enum fa_rc write_skips(FILE *out, const struct report *r, const struct markup *m,
+			      struct fa_err *err)
 {
 	const char **reason = malloc(((size_t)r->cases.nrows + 1) * sizeof *reason);
 	int *count = malloc(((size_t)r->cases.nrows + 1) * sizeof *count);
@@ -987,7 +972,7 @@ static enum fa_rc md_skips(FILE *out, const struct report *r, struct fa_err *err
 	for (int i = 0; i < r->res.nrows; i++)
 		total += res_status(r, i) == FA_STATUS_SKIP;
 	if (total)
-		fprintf(out, "\nSkipped (%d):\n\n", total);
+		fprintf(out, "%sSkipped (%d)%s%s", m->h3, total, m->h3_end, m->list);
 	for (int k = 0; total && k < r->nk; k++) {
 		int nd = 0; /* distinct reasons of kernel k (a few) */
 		for (int c = 0; c < r->cases.nrows; c++) {
@@ -1006,93 +991,145 @@ static enum fa_rc md_skips(FILE *out, const struct report *r, struct fa_err *err
 			count[d]++;
 		}
 		for (int d = 0; d < nd; d++) {
-			fputs("- ", out);
-			md_text(out, r->labels[k]);
+			fputs(m->li, out);
+			m->text(out, r->labels[k]);
 			fprintf(out, ", %d case%s: ", count[d], count[d] == 1 ? "" : "s");
-			md_text(out, reason[d]);
-			fputs("\n", out);
+			m->text(out, reason[d]);
+			fputs(m->li_end, out);
 		}
 	}
+	if (total)
+		fputs(m->list_end, out);
 	free(reason);
 	free(count);
 	return FA_OK;
 }
 
-static void md_legend(FILE *out, const struct report *r, int mixed)
+static void write_legend(FILE *out, const struct report *r, const struct markup *m, int mixed)
 {
 	int n_decode = 0;
 	for (int c = 0; c < r->cases.nrows; c++)
 		n_decode += is_decode(r, c);
-	fputs("\nms: median time of the samples. ", out);
+	fprintf(out, "%sms: median time of the samples. ", m->note);
 	if (mixed)
-		fprintf(out, "throughput: TFLOP/s for cases with q_len > %d, GB/s (Q, K and V "
-			     "read and O written once) for decode-like cases with q_len <= %d. ",
-			REPORT_DECODE_Q_LEN, REPORT_DECODE_Q_LEN);
+		fprintf(out, "throughput: TFLOP/s for cases with q_len %s %d, GB/s (Q, K and V "
+			     "read and O written once) for decode-like cases with q_len %s= %d. ",
+			m->gt, REPORT_DECODE_Q_LEN, m->lt, REPORT_DECODE_Q_LEN);
 	else if (n_decode)
 		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
 	else
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
 	if (r->baseline >= 0) {
 		fputs("x: speedup over ", out);
-		md_text(out, r->labels[r->baseline]);
+		m->text(out, r->labels[r->baseline]);
 		fputs(" (its median / this kernel's). ", out);
 	}
-	fputs("max_abs: largest absolute error against the fp64 reference.\n", out);
+	fprintf(out, "max_abs: largest absolute error against the fp64 reference.%s", m->note_end);
 }
 
-static enum fa_rc write_md(FILE *out, const struct report *r, struct fa_err *err)
+/* The report without what html adds after it (plots, compare): the run
+ * header, the failures and the results of the run's suite. */
+static enum fa_rc write_body(FILE *out, const struct report *r, const struct markup *m,
+			     struct fa_err *err)
 {
-	struct md_table t;
 	const char *suite = text_at(&r->run, 0, "suite_name");
+	struct md_table t;
 	int mixed;
 	enum fa_rc rc;
 
-	md_header(out, r);
-	md_failures(out, r);
-	fputs("\n## Results", out);
+	write_header(out, r, m);
+	write_failures(out, r, m);
+	fprintf(out, "%sResults", m->h2);
 	if (suite) {
 		fputs(": ", out);
-		md_text(out, suite);
+		m->text(out, suite);
 	}
-	fputs("\n\n", out);
+	fputs(m->h2_end, out);
 	if (r->cases.nrows == 0) {
-		fputs("No cases were stored.\n", out);
+		fprintf(out, "%sNo cases were stored.%s", m->p, m->p_end);
 		return FA_OK;
 	}
-	md_common(out, r);
+	write_common(out, r, m);
 	if (r->nk == 0) {
-		fputs("No kernel ran.\n", out);
+		fprintf(out, "%sNo kernel ran.%s", m->p, m->p_end);
 		return FA_OK;
 	}
-	rc = md_build(r, &t, &mixed, 0, err);
+	rc = md_build(r, &t, &mixed, m->raw, err);
 	if (rc == FA_OK)
-		rc = md_table_print(out, &t, err);
+		rc = m->table(out, r, &t, err);
 	if (rc == FA_OK) {
-		md_legend(out, r, mixed);
-		rc = md_skips(out, r, err);
+		write_legend(out, r, m, mixed);
+		rc = write_skips(out, r, m, err);
 	}
 	md_table_free(&t);
 	return rc;
 }
 
-/* ---- CSV ------------------------------------------------------------------ */
+/* ---- Markdown ------------------------------------------------------------- */
 
-static void csv_text(FILE *out, const char *s)
+static void md_word(FILE *out, const char *s)
 {
-	if (!s)
-		return;
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
+	fprintf(out, "%s", s);
 }
+
+static void md_tag(FILE *out, const char *cls)
+{
+	(void)out; /* markdown has no classes */
+	(void)cls;
+}
+
+/* The results table with every column padded to its widest cell. */
+static enum fa_rc md_results_table(FILE *out, const struct report *r, const struct md_table *t,
+				   struct fa_err *err)
+{
+	(void)r;
+	if (fa_table_print_md(out, &t->cells, NULL) != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	return FA_OK;
+}
+
+static const struct markup md_markup = {
+	.text = fa_table_md_text,
+	.code = fa_table_md_code,
+	.word = md_word,
+	.tag = md_tag,
+	.tag_end = "",
+	.raw = 0,
+	.table = md_results_table,
+	.title = "# ",
+	.title_end = "\n\n",
+	.dt = "- ",
+	.dt_end = ": ",
+	.dd_end = "\n",
+	.by = NULL,
+	.finished = ", finished: ",
+	.commit = "",
+	.commit_end = "",
+	.header_end = "",
+	.h2 = "\n## ",
+	.h2_end = "\n\n",
+	.h3 = "\n",
+	.h3_end = ":\n\n",
+	.p = "",
+	.p_end = "\n",
+	.before_table = "\n",
+	.note = "\n",
+	.note_end = "\n",
+	.failures = "",
+	.list = "",
+	.li = "- ",
+	.li_end = "\n",
+	.list_end = "",
+	.lt = "<",
+	.gt = ">",
+};
+
+static enum fa_rc write_md(FILE *out, const struct report *r, struct fa_err *err)
+{
+	return write_body(out, r, &md_markup, err);
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
 
 static void csv_cell(FILE *out, const struct cell *c)
 {
@@ -1100,10 +1137,10 @@ static void csv_cell(FILE *out, const struct cell *c)
 	switch (c->type) {
 	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
 	case SQLITE_FLOAT:
-		fmt_real(c->d, buf, sizeof buf);
+		fa_table_fmt_real(c->d, buf, sizeof buf);
 		fputs(buf, out);
 		break;
-	case SQLITE_TEXT: csv_text(out, c->s); break;
+	case SQLITE_TEXT: fa_table_csv_text(out, c->s); break;
 	default: break;
 	}
 }
@@ -1127,7 +1164,7 @@ static void write_csv(FILE *out, const struct report *r)
 		int i = r->order[o], c = r->res_case[i];
 		fprintf(out, "%" PRId64 ",%" PRId64 ",", int_at(&r->run, 0, "id"),
 			int_at(&r->cases, c, "idx"));
-		csv_text(out, text_at(&r->cases, c, "key"));
+		fa_table_csv_text(out, text_at(&r->cases, c, "key"));
 		for (int j = CASE_FIRST_PARAM; j < CASE_END_PARAM; j++) {
 			fputc(',', out);
 			csv_cell(out, cell_at(&r->cases, c, case_cols[j]));
@@ -1137,7 +1174,7 @@ static void write_csv(FILE *out, const struct report *r)
 			if (strcmp(csv_result_cols[j], "speedup") == 0) {
 				double x = speedup_of(r, i);
 				if (x > 0) {
-					fmt_real(x, buf, sizeof buf);
+					fa_table_fmt_real(x, buf, sizeof buf);
 					fputs(buf, out);
 				}
 			} else {
@@ -1150,43 +1187,12 @@ static void write_csv(FILE *out, const struct report *r)
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (*p < 0x20)
-				fprintf(out, "\\u%04x", *p);
-			else
-				fputc(*p, out);
-		}
-	}
-	fputc('"', out);
-}
-
-static void json_real(FILE *out, double x)
-{
-	char buf[64];
-	if (!isfinite(x)) { /* JSON has no Inf or NaN */
-		fputs("null", out);
-		return;
-	}
-	fmt_real(x, buf, sizeof buf);
-	fputs(buf, out);
-}
-
 static void json_cell(FILE *out, const struct cell *c)
 {
 	switch (c->type) {
 	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT: json_real(out, c->d); break;
-	case SQLITE_TEXT: json_string(out, c->s); break;
+	case SQLITE_FLOAT: fa_table_json_real(out, c->d); break;
+	case SQLITE_TEXT: fa_json_string(out, c->s); break;
 	default: fputs("null", out); break;
 	}
 }
@@ -1201,7 +1207,7 @@ static void write_json(FILE *out, const struct report *r)
 	}
 	fputs("  },\n  \"baseline\": ", out);
 	if (r->baseline >= 0)
-		json_string(out, r->labels[r->baseline]);
+		fa_json_string(out, r->labels[r->baseline]);
 	else
 		fputs("null", out);
 	fputs(",\n  \"results\": [", out);
@@ -1222,7 +1228,7 @@ static void write_json(FILE *out, const struct report *r)
 			if (strcmp(result_cols[j], "gbps") == 0) {
 				fputs(",\n      \"speedup\": ", out);
 				if (x > 0)
-					json_real(out, x);
+					fa_table_json_real(out, x);
 				else
 					fputs("null", out);
 			}
@@ -1281,7 +1287,8 @@ static const char html_css[] =
 	"figcaption{color:#57606a;font-size:13px;margin-top:4px}\n"
 	"p.note{color:#57606a}\n";
 
-/* Text with &, <, >, " and ' escaped (safe in elements and attributes). */
+/* Text with &, <, >, " and ' escaped (safe in elements and attributes);
+ * NULL writes nothing. */
 static void html_text(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
@@ -1303,176 +1310,9 @@ static void html_code(FILE *out, const char *s)
 	fputs("</code>", out);
 }
 
-/* A definition of the run header: <dt>name</dt><dd> (the caller closes). */
-static void html_dt(FILE *out, const char *name)
+static void html_tag(FILE *out, const char *cls)
 {
-	fprintf(out, "<dt>%s</dt><dd>", name);
-}
-
-static void html_header(FILE *out, const struct report *r)
-{
-	const struct table *run = &r->run;
-	const char *s, *commit = text_at(run, 0, "git_commit");
-	const struct cell *dirty = cell_at(run, 0, "git_dirty");
-	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
-
-	fprintf(out, "<h1>fabench report: run %" PRId64 "</h1>\n<dl class=\"run\">\n",
-		int_at(run, 0, "id"));
-	html_dt(out, "suite");
-	html_text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
-	if ((s = text_at(run, 0, "suite_path"))) {
-		fputs(" (", out);
-		html_code(out, s);
-		if ((s = text_at(run, 0, "suite_hash"))) {
-			fputs(", hash ", out);
-			html_text(out, s);
-		}
-		fputs(")", out);
-	}
-	fputs("</dd>\n", out);
-	html_dt(out, "backend");
-	html_text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
-	if ((s = text_at(run, 0, "device_name"))) {
-		fputs(" on ", out);
-		html_text(out, s);
-	}
-	if ((s = text_at(run, 0, "device_arch"))) {
-		fputs(", ", out);
-		html_text(out, s);
-	}
-	if ((s = text_at(run, 0, "driver"))) {
-		fputs(", driver ", out);
-		html_text(out, s);
-	}
-	if ((s = text_at(run, 0, "runtime"))) {
-		fputs(", runtime ", out);
-		html_text(out, s);
-	}
-	fputs("</dd>\n", out);
-	html_dt(out, "started");
-	html_text(out, text_at(run, 0, "started_at"));
-	if ((s = text_at(run, 0, "finished_at"))) {
-		fputs(", finished ", out);
-		html_text(out, s);
-	}
-	fputs("</dd>\n", out);
-	html_dt(out, "git");
-	if (commit) {
-		/* 12 hex digits, as in markdown */
-		fputs("<code>", out);
-		fprintf(out, "%.12s", commit);
-		fputs("</code>", out);
-		if (dirty->type == SQLITE_INTEGER)
-			fputs(dirty->i ? " (dirty)" : " (clean)", out);
-	} else {
-		fputs("unknown", out);
-	}
-	fputs("</dd>\n", out);
-	if ((s = text_at(run, 0, "label"))) {
-		html_dt(out, "label");
-		html_text(out, s);
-		fputs("</dd>\n", out);
-	}
-	html_dt(out, "status");
-	html_text(out, text_at(run, 0, "status"));
-	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
-		fputs(" (the run did not finish; the cases below are those it stored)", out);
-	fputs("</dd>\n", out);
-	html_dt(out, "seed");
-	html_text(out, text_at(run, 0, "seed"));
-	fputs("</dd>\n", out);
-	if ((s = text_at(run, 0, "version")) || text_at(run, 0, "host")) {
-		html_dt(out, "by");
-		html_text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
-		if ((s = text_at(run, 0, "version"))) {
-			fputc(' ', out);
-			html_text(out, s);
-		}
-		if ((s = text_at(run, 0, "host"))) {
-			fputs(" on ", out);
-			html_text(out, s);
-		}
-		fputs("</dd>\n", out);
-	}
-	if ((s = text_at(run, 0, "command_line"))) {
-		html_dt(out, "command");
-		html_code(out, s);
-		fputs("</dd>\n", out);
-	}
-	for (int i = 0; i < r->res.nrows; i++) {
-		int st = res_status(r, i);
-		if (st >= 0)
-			counts[st]++;
-	}
-	html_dt(out, "cases");
-	fprintf(out, "%d; results: %d", r->cases.nrows, r->res.nrows);
-	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
-		if (counts[st]) {
-			fprintf(out, "%s<span class=\"%s\">%d %s</span>", first ? " (" : ", ",
-				fa_status_name(st), counts[st], fa_status_name(st));
-			first = 0;
-		}
-	fputs(first ? "</dd>\n</dl>\n" : ")</dd>\n</dl>\n", out);
-}
-
-static void html_failures(FILE *out, const struct report *r)
-{
-	int any = 0;
-	for (int c = 0; c < r->cases.nrows; c++)
-		for (int k = 0; k < r->nk; k++) {
-			int row = r->grid[(size_t)c * r->nk + k], st;
-			const char *reason;
-			if (row < 0)
-				continue;
-			st = res_status(r, row);
-			if (st != FA_STATUS_FAIL && st != FA_STATUS_ERROR && st != FA_STATUS_TIMEOUT)
-				continue;
-			if (!any)
-				fputs("<h2>Failures</h2>\n<ul class=\"failures\">\n", out);
-			any = 1;
-			fprintf(out, "<li><span class=\"badge %s\">%s</span> ", fa_status_name(st),
-				status_word(st));
-			html_text(out, r->labels[k]);
-			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
-			html_code(out, text_at(&r->cases, c, "key"));
-			if ((reason = res_text(r, row, "reason"))) {
-				fputs(": ", out);
-				html_text(out, reason);
-			}
-			fputs("</li>\n", out);
-		}
-	if (any)
-		fputs("</ul>\n", out);
-}
-
-/* The parameters common to every case (as md_common). */
-static void html_common(FILE *out, const struct report *r)
-{
-	char buf[4096];
-	int n = 0;
-	for (int i = 0; i < N_OF(md_params); i++) {
-		const struct md_param *mp = &md_params[i];
-		const struct cell *c = cell_at(&r->cases, 0, mp->name);
-		if (param_varies(&r->cases, mp->name) || c->type == SQLITE_NULL)
-			continue;
-		if (strcmp(mp->name, "scale") == 0 && !int_at(&r->cases, 0, "scale_set"))
-			continue;
-		param_text(c, buf, sizeof buf);
-		fprintf(out, "%s%s=", n++ ? ", " : "<p>Common to every case: ", mp->name);
-		html_text(out, buf);
-	}
-	for (int i = 0, first = 1; i < N_OF(md_params); i++) {
-		const struct md_param *mp = &md_params[i];
-		if (!mp->same_as || !param_varies(&r->cases, mp->name) ||
-		    !param_same_everywhere(&r->cases, mp->name, mp->same_as))
-			continue;
-		fprintf(out, "%s%s = %s", first ? (n ? "; " : "<p>Common to every case: ") : ", ",
-			mp->name, mp->same_as);
-		first = 0;
-		n++;
-	}
-	if (n)
-		fputs(".</p>\n", out);
+	fprintf(out, "<span class=\"%s\">", cls);
 }
 
 /* The class of a results cell: its alignment, the left border of a kernel's
@@ -1483,7 +1323,7 @@ static void html_cell_class(const struct report *r, const struct md_table *t, in
 	const struct md_col *col = &t->cols[j];
 	int row = col->kind >= MC_MS ? r->grid[(size_t)c * r->nk + col->k] : -1;
 	int st = row >= 0 ? res_status(r, row) : -1;
-	const char *cell = t->cell[(size_t)(c + 1) * t->ncols + j];
+	const char *cell = fa_table_cell(&t->cells, c + 1, j);
 	size_t n = 0;
 	buf[0] = '\0';
 	if (col->right)
@@ -1498,22 +1338,25 @@ static void html_cell_class(const struct report *r, const struct md_table *t, in
 		snprintf(buf + n, size - n, "%sbad", n ? " " : "");
 }
 
-static void html_results_table(FILE *out, const struct report *r, const struct md_table *t)
+static enum fa_rc html_results_table(FILE *out, const struct report *r, const struct md_table *t,
+				     struct fa_err *err)
 {
+	int ncols = t->cells.ncols;
 	char cls[64];
+	(void)err; /* it allocates nothing */
 	/* header row 1: case columns span both rows, kernels span their columns */
 	fputs("<div class=\"wrap\"><table class=\"results\">\n<thead>\n<tr>", out);
-	for (int j = 0; j < t->ncols;) {
+	for (int j = 0; j < ncols;) {
 		const struct md_col *col = &t->cols[j];
 		int span = 1;
 		if (col->kind < MC_MS) {
 			fprintf(out, "<th rowspan=\"2\"%s>", col->right ? " class=\"n\"" : "");
-			html_text(out, t->cell[j]);
+			html_text(out, fa_table_cell(&t->cells, 0, j));
 			fputs("</th>", out);
 			j++;
 			continue;
 		}
-		while (j + span < t->ncols && t->cols[j + span].kind >= MC_MS &&
+		while (j + span < ncols && t->cols[j + span].kind >= MC_MS &&
 		       t->cols[j + span].k == col->k)
 			span++;
 		fprintf(out, "<th class=\"k\" colspan=\"%d\">", span);
@@ -1524,9 +1367,9 @@ static void html_results_table(FILE *out, const struct report *r, const struct m
 	/* header row 2: what each kernel column holds (the markdown header
 	 * without its kernel label) */
 	fputs("</tr>\n<tr>", out);
-	for (int j = 0; j < t->ncols; j++) {
+	for (int j = 0; j < ncols; j++) {
 		const struct md_col *col = &t->cols[j];
-		const char *h = t->cell[j];
+		const char *h = fa_table_cell(&t->cells, 0, j);
 		size_t n = strlen(r->labels[col->k]);
 		if (col->kind < MC_MS)
 			continue;
@@ -1538,11 +1381,11 @@ static void html_results_table(FILE *out, const struct report *r, const struct m
 		fputs("</th>", out);
 	}
 	fputs("</tr>\n</thead>\n<tbody>\n", out);
-	for (int c = 0; c < t->nrows - 1; c++) {
+	for (int c = 0; c < t->cells.nrows - 1; c++) {
 		fputs("<tr>", out);
-		for (int j = 0; j < t->ncols; j++) {
+		for (int j = 0; j < ncols; j++) {
 			const struct md_col *col = &t->cols[j];
-			const char *cell = t->cell[(size_t)(c + 1) * t->ncols + j];
+			const char *cell = fa_table_cell(&t->cells, c + 1, j);
 			int row = col->kind >= MC_MS ? r->grid[(size_t)c * r->nk + col->k] : -1;
 			html_cell_class(r, t, j, c, cls, sizeof cls);
 			fputs(cls[0] ? "<td class=\"" : "<td", out);
@@ -1560,76 +1403,44 @@ static void html_results_table(FILE *out, const struct report *r, const struct m
 		fputs("</tr>\n", out);
 	}
 	fputs("</tbody>\n</table></div>\n", out);
-}
-
-static void html_legend(FILE *out, const struct report *r, int mixed)
-{
-	int n_decode = 0;
-	for (int c = 0; c < r->cases.nrows; c++)
-		n_decode += is_decode(r, c);
-	fputs("<p class=\"note\">ms: median time of the samples. ", out);
-	if (mixed)
-		fprintf(out, "throughput: TFLOP/s for cases with q_len &gt; %d, GB/s (Q, K and V "
-			     "read and O written once) for decode-like cases with q_len &lt;= %d. ",
-			REPORT_DECODE_Q_LEN, REPORT_DECODE_Q_LEN);
-	else if (n_decode)
-		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
-	else
-		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
-	if (r->baseline >= 0) {
-		fputs("x: speedup over ", out);
-		html_text(out, r->labels[r->baseline]);
-		fputs(" (its median / this kernel's). ", out);
-	}
-	fputs("max_abs: largest absolute error against the fp64 reference.</p>\n", out);
-}
-
-/* Skipped results: counts per (kernel, reason), as md_skips. */
-static enum fa_rc html_skips(FILE *out, const struct report *r, struct fa_err *err)
-{
-	const char **reason = malloc(((size_t)r->cases.nrows + 1) * sizeof *reason);
-	int *count = malloc(((size_t)r->cases.nrows + 1) * sizeof *count);
-	int total = 0;
-	if (!reason || !count) {
-		free(reason);
-		free(count);
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
-	}
-	for (int i = 0; i < r->res.nrows; i++)
-		total += res_status(r, i) == FA_STATUS_SKIP;
-	if (total)
-		fprintf(out, "<h3>Skipped (%d)</h3>\n<ul>\n", total);
-	for (int k = 0; total && k < r->nk; k++) {
-		int nd = 0;
-		for (int c = 0; c < r->cases.nrows; c++) {
-			int row = r->grid[(size_t)c * r->nk + k], d;
-			const char *why;
-			if (row < 0 || res_status(r, row) != FA_STATUS_SKIP)
-				continue;
-			why = res_text(r, row, "reason");
-			why = why ? why : "no reason given";
-			for (d = 0; d < nd && strcmp(reason[d], why) != 0; d++)
-				;
-			if (d == nd) {
-				reason[nd] = why;
-				count[nd++] = 0;
-			}
-			count[d]++;
-		}
-		for (int d = 0; d < nd; d++) {
-			fputs("<li>", out);
-			html_text(out, r->labels[k]);
-			fprintf(out, ", %d case%s: ", count[d], count[d] == 1 ? "" : "s");
-			html_text(out, reason[d]);
-			fputs("</li>\n", out);
-		}
-	}
-	if (total)
-		fputs("</ul>\n", out);
-	free(reason);
-	free(count);
 	return FA_OK;
 }
+
+static const struct markup html_markup = {
+	.text = html_text,
+	.code = html_code,
+	.word = html_text,
+	.tag = html_tag,
+	.tag_end = "</span>",
+	.raw = 1,
+	.table = html_results_table,
+	.title = "<h1>",
+	.title_end = "</h1>\n<dl class=\"run\">\n",
+	.dt = "<dt>",
+	.dt_end = "</dt><dd>",
+	.dd_end = "</dd>\n",
+	.by = "by",
+	.finished = ", finished ",
+	.commit = "<code>",
+	.commit_end = "</code>",
+	.header_end = "</dl>\n",
+	.h2 = "<h2>",
+	.h2_end = "</h2>\n",
+	.h3 = "<h3>",
+	.h3_end = "</h3>\n",
+	.p = "<p>",
+	.p_end = "</p>\n",
+	.before_table = "",
+	.note = "<p class=\"note\">",
+	.note_end = "</p>\n",
+	.failures = "<ul class=\"failures\">\n",
+	.list = "<ul>\n",
+	.li = "<li>",
+	.li_end = "</li>\n",
+	.list_end = "</ul>\n",
+	.lt = "&lt;",
+	.gt = "&gt;",
+};
 
 /* One plot as a figure; gnuplot's SVG with its XML prologue dropped and
  * every id (and reference to one) prefixed with "f<fig>-", so that several
@@ -1704,8 +1515,8 @@ static void html_cmp_side(FILE *out, const char *name, const struct fa_cmp_side 
 			fputs(", ", out);
 		}
 		if (run->git_commit && run->git_commit[0]) {
-			fprintf(out, "commit <code>%.12s</code>%s, ", run->git_commit,
-				run->git_dirty == 1 ? " dirty" : "");
+			fprintf(out, "commit <code>%.*s</code>%s, ", FA_TABLE_SHORT_COMMIT,
+				run->git_commit, run->git_dirty == 1 ? " dirty" : "");
 		}
 		html_text(out, run->started_at);
 		if (run->status && strcmp(run->status, "complete") != 0) {
@@ -1722,7 +1533,7 @@ static void html_sig3(FILE *out, double x)
 	char buf[64];
 	if (!isfinite(x))
 		return;
-	fmt_sig3(x, buf, sizeof buf);
+	fa_table_fmt_sig3(x, buf, sizeof buf);
 	fputs(buf, out);
 }
 
@@ -1842,41 +1653,15 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 static enum fa_rc write_html(FILE *out, struct fa_store *s, int64_t run_id, const struct report *r,
 			     const struct fa_report_html_opts *o, struct fa_err *err)
 {
-	const char *suite = text_at(&r->run, 0, "suite_name");
-	struct md_table t;
-	int mixed = 0, fig = 0, can_plot = o->plots && fa_plot_gnuplot_available();
-	enum fa_rc rc = FA_OK;
+	int fig = 0, can_plot = o->plots && fa_plot_gnuplot_available();
+	enum fa_rc rc;
 
-	memset(&t, 0, sizeof t);
 	fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 		     "<title>fabench report: run %" PRId64 "</title>\n<style>\n%s</style>\n"
 		     "</head>\n<body>\n",
 		int_at(&r->run, 0, "id"), html_css);
-	html_header(out, r);
-	html_failures(out, r);
-	fputs("<h2>Results", out);
-	if (suite) {
-		fputs(": ", out);
-		html_text(out, suite);
-	}
-	fputs("</h2>\n", out);
-	if (r->cases.nrows == 0) {
-		fputs("<p>No cases were stored.</p>\n", out);
-	} else {
-		html_common(out, r);
-		if (r->nk == 0) {
-			fputs("<p>No kernel ran.</p>\n", out);
-		} else {
-			rc = md_build(r, &t, &mixed, 1, err);
-			if (rc == FA_OK) {
-				html_results_table(out, r, &t);
-				html_legend(out, r, mixed);
-				rc = html_skips(out, r, err);
-			}
-		}
-	}
-	md_table_free(&t);
+	rc = write_body(out, r, &html_markup, err);
 	if (o->plots && !can_plot)
 		fputs("<p class=\"note\">Plots are left out: gnuplot is not installed (install the "
 		      "gnuplot-nox package).</p>\n",

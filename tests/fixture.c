@@ -6,6 +6,9 @@
  * time is the case's exact FLOPs over an assumed CPU throughput per kernel,
  * scaled per case and per run; samples are spread about it by fixed offsets.
  * Nothing here is random, so the database is the same on every build.
+ *
+ * Also what the tests of those modules share to open it (and their other
+ * test databases) in a test's folder.
  */
 #include "fixture.h"
 
@@ -18,6 +21,7 @@
 
 #include "../harness/store.h"
 #include "../harness/util.h"
+#include "test.h"
 
 #define FX_NCASES FA_FIXTURE_CASES
 
@@ -288,20 +292,25 @@ static int fx_set_finished(struct fa_store *s, int64_t run_id, const char *at)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-enum fa_rc fa_fixture_build(const char *db_path)
+enum fa_rc fa_fixture_create(const char *db_path, struct fa_store **s, struct fa_err *err)
 {
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	enum fa_rc rc;
 	char path[1100];
-
-	fa_err_clear(&err);
 	unlink(db_path);
 	snprintf(path, sizeof path, "%s-wal", db_path);
 	unlink(path);
 	snprintf(path, sizeof path, "%s-shm", db_path);
 	unlink(path);
-	rc = fa_store_open(db_path, 1, &s, &err);
+	return fa_store_open(db_path, 1, s, err);
+}
+
+enum fa_rc fa_fixture_build(const char *db_path)
+{
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	enum fa_rc rc;
+
+	fa_err_clear(&err);
+	rc = fa_fixture_create(db_path, &s, &err);
 	for (int ri = 0; rc == FA_OK && ri < 3; ri++) {
 		const struct fx_run *run = &fx_runs[ri];
 		int64_t run_id;
@@ -329,4 +338,38 @@ enum fa_rc fa_fixture_build(const char *db_path)
 	if (rc != FA_OK)
 		fprintf(stderr, "fixture '%s': %s\n", db_path, err.msg);
 	return rc;
+}
+
+const char *fa_fixture_path(void)
+{
+	static char path[1200];
+	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
+	return path;
+}
+
+struct fa_store *fa_fixture_open(void)
+{
+	return fa_fixture_open_built(fa_fixture_path(), fa_fixture_build, "the fixture");
+}
+
+struct fa_store *fa_fixture_open_built(const char *path, enum fa_rc (*build)(const char *path),
+				       const char *what)
+{
+	if (build(path) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot build %s at '%s'", what, path);
+		return NULL;
+	}
+	return fa_fixture_open_db(path);
+}
+
+struct fa_store *fa_fixture_open_db(const char *path)
+{
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "cannot open '%s': %s", path, err.msg);
+		return NULL;
+	}
+	return s;
 }

@@ -1,5 +1,6 @@
 /* fixture.h - a small fabench database with realistic variety, for golden
- * tests of report, compare and history.
+ * tests of report, compare and history, and the helpers those tests share
+ * to open it (or another test database) in a test's folder.
  *
  * Three runs of suite "smoke" (suites/smoke.yaml) on the CPU backend, with
  * the same 8 cases (same keys) in the same order:
@@ -38,9 +39,33 @@
 #define FA_FIXTURE_RUN_PARTIAL 3
 #define FA_FIXTURE_CASES 8
 
+struct fa_store;
+
 /* Builds the database at db_path, replacing any file there (and its -wal /
  * -shm companions). Returns FA_OK, or an error after printing its message
  * to stderr. */
 enum fa_rc fa_fixture_build(const char *db_path);
+
+/* For the builders of test databases: removes db_path and its -wal and -shm
+ * companions, then creates an empty database there. Returns as
+ * fa_store_open with create set (*s NULL on failure). */
+enum fa_rc fa_fixture_create(const char *db_path, struct fa_store **s, struct fa_err *err);
+
+/* <the test's folder>/fixture.db, where fa_fixture_open builds the fixture
+ * (a static buffer). */
+const char *fa_fixture_path(void);
+
+/* Builds the fixture at fa_fixture_path() and opens it. Returns the store
+ * (the caller closes it), or NULL after recording a test failure. */
+struct fa_store *fa_fixture_open(void);
+
+/* Builds a test database at path with build (what names it in the failure
+ * message) and opens it. Returns as fa_fixture_open. */
+struct fa_store *fa_fixture_open_built(const char *path, enum fa_rc (*build)(const char *path),
+				       const char *what);
+
+/* Opens the existing database at path. Returns the store (the caller closes
+ * it), or NULL after recording a test failure. */
+struct fa_store *fa_fixture_open_db(const char *path);
 
 #endif /* FA_TEST_FIXTURE_H */

@@ -12,10 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../harness/store.h"
 #include "../harness/util.h"
+#include "fixture.h"
+#include "test.h"
 
 #define FH_CASES 3
 #define FH_KERNELS 2
@@ -135,15 +136,9 @@ enum fa_rc fa_fixture_history_build(const char *db_path)
 	struct fa_store *s = NULL;
 	struct fa_err err;
 	enum fa_rc rc;
-	char path[1100];
 
 	fa_err_clear(&err);
-	unlink(db_path);
-	snprintf(path, sizeof path, "%s-wal", db_path);
-	unlink(path);
-	snprintf(path, sizeof path, "%s-shm", db_path);
-	unlink(path);
-	rc = fa_store_open(db_path, 1, &s, &err);
+	rc = fa_fixture_create(db_path, &s, &err);
 	for (int64_t id = 1; rc == FA_OK && id <= FA_FIXTURE_HISTORY_RUNS; id++) {
 		int night = night_of(id);
 		int n_cases = id == FA_FIXTURE_HISTORY_INCOMPLETE_RUN ? 2 : FH_CASES;
@@ -200,4 +195,17 @@ enum fa_rc fa_fixture_history_build(const char *db_path)
 	if (rc != FA_OK)
 		fprintf(stderr, "history fixture '%s': %s\n", db_path, err.msg);
 	return rc;
+}
+
+const char *fa_fixture_history_path(void)
+{
+	static char path[1200];
+	snprintf(path, sizeof path, "%s/nightly.db", fa_test_tmpdir());
+	return path;
+}
+
+struct fa_store *fa_fixture_history_open(void)
+{
+	return fa_fixture_open_built(fa_fixture_history_path(), fa_fixture_history_build,
+				     "the history fixture");
 }

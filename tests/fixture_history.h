@@ -32,6 +32,8 @@
 
 #include "../harness/err.h"
 
+struct fa_store;
+
 #define FA_FIXTURE_HISTORY_NIGHTLY 12 /* complete nightly runs */
 #define FA_FIXTURE_HISTORY_RUNS 14    /* every run */
 #define FA_FIXTURE_HISTORY_PR_RUN 7
@@ -44,6 +46,15 @@
  * -shm companions). Returns FA_OK, or an error after printing its message
  * to stderr. */
 enum fa_rc fa_fixture_history_build(const char *db_path);
+
+/* <the test's folder>/nightly.db, where fa_fixture_history_open builds the
+ * database (a static buffer). */
+const char *fa_fixture_history_path(void);
+
+/* Builds the database at fa_fixture_history_path() and opens it. Returns
+ * the store (the caller closes it), or NULL after recording a test
+ * failure. */
+struct fa_store *fa_fixture_history_open(void);
 
 /* The git commit of run id (40 hex digits) into buf (at least 41 bytes). */
 void fa_fixture_history_commit(int64_t run_id, char *buf, size_t size);

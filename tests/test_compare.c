@@ -18,35 +18,11 @@
 #include "../harness/compare.h"
 #include "../harness/report.h"
 #include "fixture.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
 
 /* ---- Helpers ----------------------------------------------------------------- */
-
-static const char *fixture_path(void)
-{
-	static char path[1200];
-	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
-	return path;
-}
-
-/* Builds the fixture in the test's folder and opens it. NULL on failure
- * (recorded). */
-static struct fa_store *open_fixture(void)
-{
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	if (fa_fixture_build(fixture_path()) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", fixture_path());
-		return NULL;
-	}
-	fa_err_clear(&err);
-	if (fa_store_open(fixture_path(), 0, &s, &err) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
-		return NULL;
-	}
-	return s;
-}
 
 /* The comparison written as format, malloc'd. */
 static char *compare_text(const struct fa_compare *cmp, int format, enum fa_rc *rc)
@@ -63,69 +39,6 @@ static char *compare_text(const struct fa_compare *cmp, int format, enum fa_rc *
 	*rc = fa_compare_write(cmp, format, f, &err);
 	fclose(f);
 	return buf;
-}
-
-static int first_difference(const char *a, const char *b, char *la, char *lb, size_t size)
-{
-	int line = 1;
-	const char *sa = a, *sb = b;
-	while (*a && *a == *b) {
-		if (*a == '\n') {
-			line++;
-			sa = a + 1;
-			sb = b + 1;
-		}
-		a++;
-		b++;
-	}
-	snprintf(la, size, "%.*s", (int)strcspn(sa, "\n"), sa);
-	snprintf(lb, size, "%.*s", (int)strcspn(sb, "\n"), sb);
-	return line;
-}
-
-/* Compares actual with tests/golden/<name> byte for byte; on a difference
- * writes actual to <tmpdir>/<name>.actual and fails with the first
- * differing line. FABENCH_UPDATE_GOLDEN=1 writes the golden file instead. */
-static void check_golden(const char *name, const char *actual)
-{
-	char path[1200], out[1300], la[512], lb[512];
-	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
-	char *want;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
-	if (update && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		FA_REQUIRE(f);
-		fputs(actual, f);
-		FA_CHECK(fclose(f) == 0);
-		printf("  updated tests/golden/%s\n", name);
-		return;
-	}
-	want = fa_test_read_file(path, NULL);
-	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
-	if (want && strcmp(want, actual) == 0) {
-		unlink(out);
-		free(want);
-		return;
-	}
-	f = fopen(out, "w");
-	if (f) {
-		fputs(actual, f);
-		fclose(f);
-	}
-	if (!want) {
-		fa_test_fail(__FILE__, __LINE__,
-			     "no golden file tests/golden/%s; the output is in %s "
-			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
-			     name, out);
-		return;
-	}
-	int line = first_difference(want, actual, la, lb, sizeof la);
-	fa_test_fail(__FILE__, __LINE__,
-		     "tests/golden/%s differs at line %d\n  expected: %s\n  actual:   %s\n"
-		     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
-		     name, line, la, lb, path, out);
-	free(want);
 }
 
 /* The row of (case idx, kernel), or NULL. */
@@ -154,7 +67,7 @@ static int csv_fields(const char *line, size_t len)
 
 FA_TEST(compare, golden_base_vs_main)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_err err;
 	enum fa_rc rc;
@@ -166,15 +79,15 @@ FA_TEST(compare, golden_base_vs_main)
 	md = compare_text(&cmp, FA_FMT_MD, &rc);
 	FA_CHECK(rc == FA_OK && md);
 	if (md)
-		check_golden("compare_main.md", md);
+		fa_golden_check("compare_main.md", md, strlen(md));
 	csv = compare_text(&cmp, FA_FMT_CSV, &rc);
 	FA_CHECK(rc == FA_OK && csv);
 	if (csv)
-		check_golden("compare_main.csv", csv);
+		fa_golden_check("compare_main.csv", csv, strlen(csv));
 	json = compare_text(&cmp, FA_FMT_JSON, &rc);
 	FA_CHECK(rc == FA_OK && json);
 	if (json)
-		check_golden("compare_main.json", json);
+		fa_golden_check("compare_main.json", json, strlen(json));
 	/* a second build gives the same bytes (bootstrap seeds are per row) */
 	struct fa_compare again;
 	FA_REQUIRE(fa_compare_build(s, "baseline", "2", NULL, &again, &err) == FA_OK);
@@ -193,7 +106,7 @@ FA_TEST(compare, golden_base_vs_main)
 
 FA_TEST(compare, fixture_verdicts)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_err err;
 	const struct fa_cmp_row *r;
@@ -290,7 +203,7 @@ FA_TEST(compare, fixture_verdicts)
 
 FA_TEST(compare, swapped_sides_mirror)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare ab, ba;
 	struct fa_err err;
 	FA_REQUIRE(s);
@@ -312,7 +225,7 @@ FA_TEST(compare, swapped_sides_mirror)
 
 FA_TEST(compare, same_run_is_all_same)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_err err;
 	FA_REQUIRE(s);
@@ -329,7 +242,7 @@ FA_TEST(compare, same_run_is_all_same)
 
 FA_TEST(compare, options_change_verdicts)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_compare_opts o;
 	struct fa_err err;
@@ -368,7 +281,7 @@ FA_TEST(compare, options_change_verdicts)
 
 FA_TEST(compare, run_specs_and_pooling)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_err err;
 	const struct fa_cmp_row *r;
@@ -426,7 +339,7 @@ FA_TEST(compare, run_specs_and_pooling)
 
 FA_TEST(compare, csv_and_json_shape)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_compare cmp;
 	struct fa_err err;
 	enum fa_rc rc;
@@ -483,8 +396,8 @@ FA_TEST(compare, csv_and_json_shape)
 FA_TEST(compare, command_exit_status)
 {
 	struct fa_proc_result r;
-	struct fa_store *s = open_fixture();
-	char *db = (char *)fixture_path();
+	struct fa_store *s = fa_fixture_open();
+	char *db = (char *)fa_fixture_path();
 	FA_REQUIRE(s);
 	fa_store_close(s);
 	fa_proc_run((char *[]){"compare", "--db", db, "1", "2", NULL}, NULL, 60, &r);

@@ -17,37 +17,11 @@
 #include "../harness/report.h"
 #include "fixture.h"
 #include "fixture_history.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
 
 /* ---- Helpers ----------------------------------------------------------------- */
-
-static const char *db_path(const char *name)
-{
-	static char path[2][1200];
-	static int k;
-	k ^= 1;
-	snprintf(path[k], sizeof path[k], "%s/%s", fa_test_tmpdir(), name);
-	return path[k];
-}
-
-/* Builds the fixture (nightly = 0) or the nightly fixture and opens it. */
-static struct fa_store *open_db(int nightly)
-{
-	const char *path = db_path(nightly ? "nightly.db" : "fixture.db");
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	if ((nightly ? fa_fixture_history_build(path) : fa_fixture_build(path)) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
-		return NULL;
-	}
-	fa_err_clear(&err);
-	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
-		return NULL;
-	}
-	return s;
-}
 
 static char *history_text(const struct fa_history *h, int format, enum fa_rc *rc)
 {
@@ -63,67 +37,6 @@ static char *history_text(const struct fa_history *h, int format, enum fa_rc *rc
 	*rc = fa_history_write(h, format, f, &err);
 	fclose(f);
 	return buf;
-}
-
-static int first_difference(const char *a, const char *b, char *la, char *lb, size_t size)
-{
-	int line = 1;
-	const char *sa = a, *sb = b;
-	while (*a && *a == *b) {
-		if (*a == '\n') {
-			line++;
-			sa = a + 1;
-			sb = b + 1;
-		}
-		a++;
-		b++;
-	}
-	snprintf(la, size, "%.*s", (int)strcspn(sa, "\n"), sa);
-	snprintf(lb, size, "%.*s", (int)strcspn(sb, "\n"), sb);
-	return line;
-}
-
-/* As test_compare.c: byte-for-byte against tests/golden/<name>. */
-static void check_golden(const char *name, const char *actual)
-{
-	char path[1200], out[1300], la[512], lb[512];
-	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
-	char *want;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
-	if (update && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		FA_REQUIRE(f);
-		fputs(actual, f);
-		FA_CHECK(fclose(f) == 0);
-		printf("  updated tests/golden/%s\n", name);
-		return;
-	}
-	want = fa_test_read_file(path, NULL);
-	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
-	if (want && strcmp(want, actual) == 0) {
-		unlink(out);
-		free(want);
-		return;
-	}
-	f = fopen(out, "w");
-	if (f) {
-		fputs(actual, f);
-		fclose(f);
-	}
-	if (!want) {
-		fa_test_fail(__FILE__, __LINE__,
-			     "no golden file tests/golden/%s; the output is in %s "
-			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
-			     name, out);
-		return;
-	}
-	int line = first_difference(want, actual, la, lb, sizeof la);
-	fa_test_fail(__FILE__, __LINE__,
-		     "tests/golden/%s differs at line %d\n  expected: %s\n  actual:   %s\n"
-		     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
-		     name, line, la, lb, path, out);
-	free(want);
 }
 
 static const struct fa_hist_series *series_of(const struct fa_history *h, int idx,
@@ -145,7 +58,7 @@ static int64_t run_at(const struct fa_history *h, const struct fa_hist_series *s
 
 FA_TEST(history, golden_fixture)
 {
-	struct fa_store *s = open_db(0);
+	struct fa_store *s = fa_fixture_open();
 	struct fa_history h;
 	struct fa_err err;
 	enum fa_rc rc;
@@ -155,11 +68,11 @@ FA_TEST(history, golden_fixture)
 	char *md = history_text(&h, FA_FMT_MD, &rc);
 	FA_CHECK(rc == FA_OK && md);
 	if (md)
-		check_golden("history_main.md", md);
+		fa_golden_check("history_main.md", md, strlen(md));
 	char *csv = history_text(&h, FA_FMT_CSV, &rc);
 	FA_CHECK(rc == FA_OK && csv);
 	if (csv)
-		check_golden("history_main.csv", csv);
+		fa_golden_check("history_main.csv", csv, strlen(csv));
 	free(md);
 	free(csv);
 	fa_history_free(&h);
@@ -168,7 +81,7 @@ FA_TEST(history, golden_fixture)
 
 FA_TEST(history, golden_nightly)
 {
-	struct fa_store *s = open_db(1);
+	struct fa_store *s = fa_fixture_history_open();
 	struct fa_history_opts o;
 	struct fa_history h;
 	struct fa_err err;
@@ -181,11 +94,11 @@ FA_TEST(history, golden_nightly)
 	char *md = history_text(&h, FA_FMT_MD, &rc);
 	FA_CHECK(rc == FA_OK && md);
 	if (md)
-		check_golden("history_nightly.md", md);
+		fa_golden_check("history_nightly.md", md, strlen(md));
 	char *json = history_text(&h, FA_FMT_JSON, &rc);
 	FA_CHECK(rc == FA_OK && json);
 	if (json)
-		check_golden("history_nightly.json", json);
+		fa_golden_check("history_nightly.json", json, strlen(json));
 	free(md);
 	free(json);
 	fa_history_free(&h);
@@ -196,7 +109,7 @@ FA_TEST(history, golden_nightly)
 
 FA_TEST(history, fixture_two_runs)
 {
-	struct fa_store *s = open_db(0);
+	struct fa_store *s = fa_fixture_open();
 	struct fa_history h;
 	struct fa_err err;
 	const struct fa_hist_series *sr;
@@ -265,7 +178,7 @@ FA_TEST(history, fixture_two_runs)
 
 FA_TEST(history, nightly_steps)
 {
-	struct fa_store *s = open_db(1);
+	struct fa_store *s = fa_fixture_history_open();
 	struct fa_history_opts o;
 	struct fa_history h;
 	struct fa_err err;
@@ -341,7 +254,7 @@ FA_TEST(history, nightly_steps)
 
 FA_TEST(history, filters)
 {
-	struct fa_store *s = open_db(1);
+	struct fa_store *s = fa_fixture_history_open();
 	struct fa_history_opts o;
 	struct fa_history h;
 	struct fa_err err;
@@ -430,7 +343,7 @@ FA_TEST(history, filters)
 
 FA_TEST(history, bad_options)
 {
-	struct fa_store *s = open_db(0);
+	struct fa_store *s = fa_fixture_open();
 	struct fa_history_opts o;
 	struct fa_history h;
 	struct fa_err err;
@@ -471,11 +384,11 @@ FA_TEST(history, bad_options)
 FA_TEST(history, command_exit_status)
 {
 	struct fa_proc_result r;
-	struct fa_store *s = open_db(1);
+	struct fa_store *s = fa_fixture_history_open();
 	char db[1200];
 	FA_REQUIRE(s);
 	fa_store_close(s);
-	snprintf(db, sizeof db, "%s", db_path("nightly.db"));
+	snprintf(db, sizeof db, "%s", fa_fixture_history_path());
 	/* the nightly job: a new regression exits 1 after writing the page */
 	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 1, "status %d: %s", r.status, r.err);

@@ -23,81 +23,9 @@
 #include "../harness/plot.h"
 #include "../harness/report.h"
 #include "fixture.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
-
-/* Compares actual with tests/golden/<name> (FABENCH_UPDATE_GOLDEN=1 writes
- * it); on a difference, writes <tmpdir>/<name>.actual and fails with the
- * first differing line. */
-static void check_golden(const char *name, const char *actual)
-{
-	char path[1200], out[1300];
-	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
-	char *want;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
-	if (update && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		FA_REQUIRE(f);
-		fputs(actual, f);
-		FA_CHECK(fclose(f) == 0);
-		printf("  updated tests/golden/%s\n", name);
-		return;
-	}
-	want = fa_test_read_file(path, NULL);
-	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
-	if (want && strcmp(want, actual) == 0) {
-		unlink(out);
-		free(want);
-		return;
-	}
-	f = fopen(out, "w");
-	if (f) {
-		fputs(actual, f);
-		fclose(f);
-	}
-	if (!want) {
-		fa_test_fail(__FILE__, __LINE__,
-			     "no golden file tests/golden/%s; the output is in %s "
-			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
-			     name, out);
-		return;
-	}
-	{
-		const char *a = want, *b = actual, *la = want, *lb = actual;
-		int line = 1;
-		for (; *a && *a == *b; a++, b++)
-			if (*a == '\n') {
-				line++;
-				la = a + 1;
-				lb = b + 1;
-			}
-		fa_test_fail(__FILE__, __LINE__,
-			     "tests/golden/%s differs at line %d\n  expected: %.*s\n  actual:   %.*s\n"
-			     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
-			     name, line, (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb, path,
-			     out);
-	}
-	free(want);
-}
-
-static struct fa_store *open_fixture(void)
-{
-	char path[1200];
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
-	if (fa_fixture_build(path) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
-		return NULL;
-	}
-	fa_err_clear(&err);
-	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
-		return NULL;
-	}
-	return s;
-}
 
 /* The html report of run_id with extras h (may be NULL) as a malloc'd
  * string; *rc and err get the result. */
@@ -174,7 +102,7 @@ static int well_formed(const char *html)
 
 FA_TEST(html, golden_main)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_report_opts o = {FA_FMT_HTML, NULL};
 	struct fa_err err;
 	enum fa_rc rc;
@@ -185,7 +113,7 @@ FA_TEST(html, golden_main)
 	text = html_text_of(s, FA_FIXTURE_RUN_MAIN, NULL, &rc, &err);
 	FA_CHECKF(rc == FA_OK, "report: %s", err.msg);
 	if (rc == FA_OK && text) {
-		check_golden("report_main.html", text);
+		fa_golden_check("report_main.html", text, strlen(text));
 		FA_CHECK(well_formed(text));
 	}
 	/* fa_report_write with the html format gives the same page */
@@ -201,7 +129,7 @@ FA_TEST(html, golden_main)
 
 FA_TEST(html, golden_partial_and_base)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
@@ -209,7 +137,7 @@ FA_TEST(html, golden_partial_and_base)
 	text = html_text_of(s, FA_FIXTURE_RUN_PARTIAL, NULL, &rc, &err);
 	FA_CHECKF(rc == FA_OK, "report: %s", err.msg);
 	if (rc == FA_OK && text) {
-		check_golden("report_partial.html", text);
+		fa_golden_check("report_partial.html", text, strlen(text));
 		FA_CHECK(well_formed(text));
 		FA_CHECK(strstr(text, "<dt>status</dt><dd>incomplete (the run did not finish"));
 		FA_CHECK(!strstr(text, "<h2>Failures</h2>"));
@@ -223,7 +151,7 @@ FA_TEST(html, golden_partial_and_base)
 
 FA_TEST(html, golden_with_compare)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_report_html_opts h = {NULL, 0};
 	struct fa_compare cmp;
 	struct fa_err err;
@@ -238,7 +166,7 @@ FA_TEST(html, golden_with_compare)
 	FA_CHECKF(rc == FA_OK, "report: %s", err.msg);
 	if (rc == FA_OK && text) {
 		const char *c = strstr(text, "<h2>Compare</h2>");
-		check_golden("report_compare.html", text);
+		fa_golden_check("report_compare.html", text, strlen(text));
 		FA_CHECK(well_formed(text));
 		FA_REQUIRE(c);
 		/* one table row per compare row, each with its verdict or change */
@@ -259,7 +187,7 @@ FA_TEST(html, golden_with_compare)
 
 FA_TEST(html, tables_and_classes)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
@@ -355,7 +283,7 @@ FA_TEST(html, escapes_text)
 /* Asked for plots without gnuplot: the page says why they are missing. */
 FA_TEST(html, plots_without_gnuplot)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_report_html_opts h = {NULL, 1};
 	const char *prev = getenv("FABENCH_GNUPLOT");
 	char saved[1024];
@@ -438,7 +366,7 @@ FA_TEST(html, embeds_plots_as_inline_svg)
 		fa_test_skip("gnuplot is not installed (apt-get install gnuplot-nox)");
 		return;
 	}
-	s = open_fixture();
+	s = fa_fixture_open();
 	FA_REQUIRE(s);
 	text = page_with_plots(s, path, sizeof path);
 	FA_REQUIRE(text);
@@ -513,7 +441,7 @@ FA_TEST(html, renders_in_chromium)
 		fa_test_skip("%s is not installed (apt-get install chromium)", chromium);
 		return;
 	}
-	s = open_fixture();
+	s = fa_fixture_open();
 	FA_REQUIRE(s);
 	if (fa_plot_gnuplot_available()) {
 		text = page_with_plots(s, path, sizeof path);
@@ -557,12 +485,12 @@ FA_TEST(html, renders_in_chromium)
 FA_TEST(html, command_options)
 {
 	char db[1300], out[1300];
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_proc_result r;
 	char *text;
 	FA_REQUIRE(s);
 	fa_store_close(s);
-	snprintf(db, sizeof db, "%s/fixture.db", fa_test_tmpdir());
+	snprintf(db, sizeof db, "%s", fa_fixture_path());
 	snprintf(out, sizeof out, "%s/cmd/report.html", fa_test_tmpdir());
 	fa_proc_run((char *[]){"report", "--db", db, "--run", "2", "--format", "html", "--compare",
 			       "baseline", "--no-plots", "--output", out, NULL},

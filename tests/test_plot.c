@@ -26,102 +26,11 @@
 #include "../harness/plot.h"
 #include "fixture.h"
 #include "fixture_history.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
 
-/* ---- Golden files --------------------------------------------------------- */
-
-/* Compares actual with tests/golden/<name> (FABENCH_UPDATE_GOLDEN=1 writes
- * it); on a difference, writes <tmpdir>/<name>.actual and fails with the
- * first differing line. */
-static void check_golden(const char *name, const char *actual)
-{
-	char path[1200], out[1300];
-	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
-	char *want;
-	FILE *f;
-	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
-	if (update && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		FA_REQUIRE(f);
-		fputs(actual, f);
-		FA_CHECK(fclose(f) == 0);
-		printf("  updated tests/golden/%s\n", name);
-		return;
-	}
-	want = fa_test_read_file(path, NULL);
-	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
-	if (want && strcmp(want, actual) == 0) {
-		unlink(out);
-		free(want);
-		return;
-	}
-	f = fopen(out, "w");
-	if (f) {
-		fputs(actual, f);
-		fclose(f);
-	}
-	if (!want) {
-		fa_test_fail(__FILE__, __LINE__,
-			     "no golden file tests/golden/%s; the output is in %s "
-			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
-			     name, out);
-		return;
-	}
-	{
-		const char *a = want, *b = actual, *la = want, *lb = actual;
-		int line = 1;
-		for (; *a && *a == *b; a++, b++)
-			if (*a == '\n') {
-				line++;
-				la = a + 1;
-				lb = b + 1;
-			}
-		fa_test_fail(__FILE__, __LINE__,
-			     "tests/golden/%s differs at line %d\n  expected: %.*s\n  actual:   %.*s\n"
-			     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
-			     name, line, (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb, path,
-			     out);
-	}
-	free(want);
-}
-
 /* ---- Databases ------------------------------------------------------------- */
-
-static struct fa_store *open_db(const char *path)
-{
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	fa_err_clear(&err);
-	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot open '%s': %s", path, err.msg);
-		return NULL;
-	}
-	return s;
-}
-
-/* The report fixture in the test's folder, opened. */
-static struct fa_store *open_fixture(void)
-{
-	char path[1200];
-	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
-	if (fa_fixture_build(path) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
-		return NULL;
-	}
-	return open_db(path);
-}
-
-static struct fa_store *open_history_fixture(void)
-{
-	char path[1200];
-	snprintf(path, sizeof path, "%s/history.db", fa_test_tmpdir());
-	if (fa_fixture_history_build(path) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the history fixture at '%s'", path);
-		return NULL;
-	}
-	return open_db(path);
-}
 
 /* The tuning run: cuda_flash_mma with block_q 64 / 128 x block_k 32 / 64 /
  * 128 (six sets, stored in a scrambled order) and cuda_dense without
@@ -143,13 +52,9 @@ static enum fa_rc build_tuning_db(const char *path, int64_t *run_id)
 	struct fa_run_info ri;
 	struct fa_err err;
 	enum fa_rc rc;
-	char wal[1300];
 
-	unlink(path);
-	snprintf(wal, sizeof wal, "%s-wal", path);
-	unlink(wal);
 	fa_err_clear(&err);
-	rc = fa_store_open(path, 1, &s, &err);
+	rc = fa_fixture_create(path, &s, &err);
 	memset(&ri, 0, sizeof ri);
 	ri.started_at = "2026-11-27T10:00:00Z";
 	ri.backend = "cuda";
@@ -241,7 +146,7 @@ static struct fa_store *open_tuning_db(int64_t *run_id)
 		fa_test_fail(__FILE__, __LINE__, "cannot build the tuning run at '%s'", path);
 		return NULL;
 	}
-	return open_db(path);
+	return fa_fixture_open_db(path);
 }
 
 /* ---- Scripts ------------------------------------------------------------------ */
@@ -401,7 +306,7 @@ FA_TEST(plot, tuning_kernels_get_distinct_colours)
 
 FA_TEST(plot, golden_throughput_script)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -411,14 +316,14 @@ FA_TEST(plot, golden_throughput_script)
 	text = script_text(s, &o, &rc, &err);
 	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
 	if (rc == FA_OK && text)
-		check_golden("plot_throughput.gp", text);
+		fa_golden_check("plot_throughput.gp", text, strlen(text));
 	free(text);
 	fa_store_close(s);
 }
 
 FA_TEST(plot, throughput_script_content)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_SVG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -464,7 +369,7 @@ FA_TEST(plot, throughput_script_content)
  * data blocks against the database. */
 FA_TEST(plot, throughput_points_are_the_passed_results)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -490,7 +395,7 @@ FA_TEST(plot, throughput_points_are_the_passed_results)
 
 FA_TEST(plot, throughput_where_filters_cases)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -526,7 +431,7 @@ FA_TEST(plot, throughput_where_filters_cases)
 
 FA_TEST(plot, unknown_run_and_bad_options)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -569,7 +474,7 @@ FA_TEST(plot, unknown_run_and_bad_options)
 
 FA_TEST(plot, golden_speedup_script)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
 	struct fa_compare cmp;
 	struct fa_err err;
@@ -583,7 +488,7 @@ FA_TEST(plot, golden_speedup_script)
 		text = script_text(s, &o, &rc, &err);
 		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
 		if (rc == FA_OK && text) {
-			check_golden("plot_speedup.gp", text);
+			fa_golden_check("plot_speedup.gp", text, strlen(text));
 			/* one bar per timed row, in the block of its verdict */
 			for (int i = 0; i < cmp.n_rows; i++)
 				timed += cmp.rows[i].change == FA_CMP_TIMED;
@@ -611,7 +516,7 @@ FA_TEST(plot, golden_speedup_script)
 
 FA_TEST(plot, golden_history_script)
 {
-	struct fa_store *s = open_history_fixture();
+	struct fa_store *s = fa_fixture_history_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
 	struct fa_history h;
 	struct fa_err err;
@@ -624,7 +529,7 @@ FA_TEST(plot, golden_history_script)
 		text = script_text(s, &o, &rc, &err);
 		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
 		if (rc == FA_OK && text) {
-			check_golden("plot_history.gp", text);
+			fa_golden_check("plot_history.gp", text, strlen(text));
 			/* one panel per case, both kernels in each */
 			FA_CHECK(strstr(text, "set multiplot layout 2,2 "));
 			FA_CHECK(count_of(text, "# panel ") == 3);
@@ -659,7 +564,7 @@ FA_TEST(plot, golden_heatmap_script)
 	if (rc == FA_OK && text) {
 		const char *a, *b;
 		int cells = 0;
-		check_golden("plot_heatmap.gp", text);
+		fa_golden_check("plot_heatmap.gp", text, strlen(text));
 		/* the params sorted by value, not as text or as stored */
 		FA_CHECK(strstr(text, "set xtics ('block_q=64,block_k=32' 0, 'block_q=64,block_k=64' 1, "
 				      "'block_q=64,block_k=128' 2, 'block_q=128,block_k=32' 3"));
@@ -688,7 +593,7 @@ FA_TEST(plot, golden_heatmap_script)
 
 FA_TEST(plot, heatmap_needs_a_tuned_kernel)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
 	struct fa_err err;
 	enum fa_rc rc;
@@ -747,23 +652,37 @@ static int folder_entries(const char *dir)
 	return n;
 }
 
-/* Runs fn with TMPDIR set to a fresh folder of the test, then checks that
- * the plot module left nothing in it. */
+/* Sets the environment variable name to value, its value before into old
+ * ("" when it was not set). */
+static void env_set(const char *name, const char *value, char *old, size_t size)
+{
+	const char *t = getenv(name);
+	snprintf(old, size, "%s", t ? t : "");
+	setenv(name, value, 1);
+}
+
+/* Gives name back the value env_set kept (unset when that was ""). */
+static void env_restore(const char *name, const char *old)
+{
+	if (old[0])
+		setenv(name, old, 1);
+	else
+		unsetenv(name);
+}
+
+/* Sets TMPDIR to a fresh folder of the test (into dir), its value before
+ * into old, so that a test can check that the plot module left nothing in
+ * it. */
 static void set_tmpdir(char *old, size_t size, char *dir, size_t dsize)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(old, size, "%s", t ? t : "");
 	snprintf(dir, dsize, "%s/tmp", fa_test_tmpdir());
 	mkdir(dir, 0777);
-	setenv("TMPDIR", dir, 1);
+	env_set("TMPDIR", dir, old, size);
 }
 
 static void restore_tmpdir(const char *old)
 {
-	if (old[0])
-		setenv("TMPDIR", old, 1);
-	else
-		unsetenv("TMPDIR");
+	env_restore("TMPDIR", old);
 }
 
 /* Draws o as PNG and SVG into the test's folder and checks the files:
@@ -822,21 +741,48 @@ static int have_gnuplot(void)
 	return 0;
 }
 
+/* Draws a plot of kind from its data (the report fixture's run 2, or the
+ * compare of its runs 1 and 2; the nightly runs of the history fixture; the
+ * tuning run) and checks the images (check_images). */
+static void check_drawing(int kind, const char *name, const char *const *want, int n_want)
+{
+	struct fa_store *s;
+	struct fa_plot_opts o = opts_of(kind, FA_PLOT_PNG);
+	struct fa_compare cmp;
+	struct fa_history h;
+	int64_t run_id = FA_FIXTURE_RUN_MAIN;
+	int have_data = 1;
+	if (!have_gnuplot())
+		return;
+	s = kind == FA_PLOT_HISTORY   ? fa_fixture_history_open()
+	    : kind == FA_PLOT_HEATMAP ? open_tuning_db(&run_id)
+				      : fa_fixture_open();
+	FA_REQUIRE(s);
+	memset(&cmp, 0, sizeof cmp);
+	memset(&h, 0, sizeof h);
+	if (kind == FA_PLOT_SPEEDUP) {
+		have_data = fixture_compare(s, &cmp) == 0;
+		o.compare = &cmp;
+	} else if (kind == FA_PLOT_HISTORY) {
+		have_data = fixture_history(s, &h) == 0;
+		o.history = &h;
+	} else {
+		o.run_id = run_id;
+	}
+	if (have_data)
+		check_images(s, o, name, want, n_want);
+	fa_compare_free(&cmp);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
 FA_TEST(plot, draws_throughput)
 {
 	static const char *const want[] = {
 		"cpu_dense", "cpu_flash", "cpu_flash_tiled", "TFLOP/s", "GB/s",
 		"q_len (queries per sequence, log2 scale)", "head_dim 72",
 	};
-	struct fa_store *s;
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	if (!have_gnuplot())
-		return;
-	s = open_fixture();
-	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	check_images(s, o, "throughput", want, (int)(sizeof want / sizeof want[0]));
-	fa_store_close(s);
+	check_drawing(FA_PLOT_THROUGHPUT, "throughput", want, (int)(sizeof want / sizeof want[0]));
 }
 
 FA_TEST(plot, draws_speedup)
@@ -845,20 +791,7 @@ FA_TEST(plot, draws_speedup)
 		"cpu_dense", "cpu_flash", "speedup = BASE median / HEAD median", "faster (3)",
 		"slower (1)", "0.870x",
 	};
-	struct fa_store *s;
-	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
-	struct fa_compare cmp;
-	if (!have_gnuplot())
-		return;
-	s = open_fixture();
-	FA_REQUIRE(s);
-	memset(&cmp, 0, sizeof cmp);
-	if (fixture_compare(s, &cmp) == 0) {
-		o.compare = &cmp;
-		check_images(s, o, "speedup", want, (int)(sizeof want / sizeof want[0]));
-	}
-	fa_compare_free(&cmp);
-	fa_store_close(s);
+	check_drawing(FA_PLOT_SPEEDUP, "speedup", want, (int)(sizeof want / sizeof want[0]));
 }
 
 FA_TEST(plot, draws_history)
@@ -867,20 +800,7 @@ FA_TEST(plot, draws_history)
 		"cpu_dense", "cpu_flash", "median time (ms)", "run (id and date, oldest first)",
 		"step: slower", "step: faster", "+7% new",
 	};
-	struct fa_store *s;
-	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
-	struct fa_history h;
-	if (!have_gnuplot())
-		return;
-	s = open_history_fixture();
-	FA_REQUIRE(s);
-	memset(&h, 0, sizeof h);
-	if (fixture_history(s, &h) == 0) {
-		o.history = &h;
-		check_images(s, o, "history", want, (int)(sizeof want / sizeof want[0]));
-	}
-	fa_history_free(&h);
-	fa_store_close(s);
+	check_drawing(FA_PLOT_HISTORY, "history", want, (int)(sizeof want / sizeof want[0]));
 }
 
 FA_TEST(plot, draws_heatmap)
@@ -889,36 +809,24 @@ FA_TEST(plot, draws_heatmap)
 		"cuda_flash_mma", "block_q=64,block_k=32", "block_q=128,block_k=128",
 		"time / best time of the case (1 = best)", "FAIL", "skip", "1.00",
 	};
-	struct fa_store *s;
-	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	int64_t run_id = 0;
-	if (!have_gnuplot())
-		return;
-	s = open_tuning_db(&run_id);
-	FA_REQUIRE(s);
-	o.run_id = run_id;
-	check_images(s, o, "heatmap", want, (int)(sizeof want / sizeof want[0]));
-	fa_store_close(s);
+	check_drawing(FA_PLOT_HEATMAP, "heatmap", want, (int)(sizeof want / sizeof want[0]));
 }
 
 /* Without gnuplot: a clear error, no image, no temporary folder. */
 FA_TEST(plot, gnuplot_missing)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	char path[1300], old[1024], tmp[1200];
-	const char *prev = getenv("FABENCH_GNUPLOT");
-	char saved[1024];
+	char path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	char *svg = (char *)"x";
 	enum fa_rc rc;
 	FA_REQUIRE(s);
-	snprintf(saved, sizeof saved, "%s", prev ? prev : "");
 	o.run_id = FA_FIXTURE_RUN_MAIN;
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/none.png", fa_test_tmpdir());
 	unlink(path);
-	setenv("FABENCH_GNUPLOT", "gnuplot-that-is-not-installed", 1);
+	env_set("FABENCH_GNUPLOT", "gnuplot-that-is-not-installed", saved, sizeof saved);
 	FA_CHECK(!fa_plot_gnuplot_available());
 	fa_err_clear(&err);
 	rc = fa_plot_render(s, &o, path, &err);
@@ -936,7 +844,7 @@ FA_TEST(plot, gnuplot_missing)
 	{
 		struct fa_proc_result r;
 		char db[1300];
-		snprintf(db, sizeof db, "%s/fixture.db", fa_test_tmpdir());
+		snprintf(db, sizeof db, "%s", fa_fixture_path());
 		fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--output", path, NULL},
 			    (char *[]){"FABENCH_GNUPLOT=gnuplot-that-is-not-installed", NULL}, 60, &r);
 		FA_CHECKF(r.status == 1 && strstr(r.err, "install the gnuplot-nox package"),
@@ -944,10 +852,7 @@ FA_TEST(plot, gnuplot_missing)
 		FA_CHECK(access(path, F_OK) != 0);
 		fa_proc_free(&r);
 	}
-	if (saved[0])
-		setenv("FABENCH_GNUPLOT", saved, 1);
-	else
-		unsetenv("FABENCH_GNUPLOT");
+	env_restore("FABENCH_GNUPLOT", saved);
 	restore_tmpdir(old);
 	fa_store_close(s);
 }
@@ -957,16 +862,13 @@ FA_TEST(plot, gnuplot_missing)
  * script run by execvp, as gnuplot would be) plays gnuplot. */
 FA_TEST(plot, gnuplot_failure_is_reported)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	char fake[1300], path[1300], old[1024], tmp[1200];
-	const char *prev = getenv("FABENCH_GNUPLOT");
-	char saved[1024];
+	char fake[1300], path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	enum fa_rc rc;
 	FILE *f;
 	FA_REQUIRE(s);
-	snprintf(saved, sizeof saved, "%s", prev ? prev : "");
 	o.run_id = FA_FIXTURE_RUN_MAIN;
 	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
 	f = fopen(fake, "w");
@@ -985,7 +887,7 @@ FA_TEST(plot, gnuplot_failure_is_reported)
 	FA_REQUIRE(f);
 	fputs("old", f);
 	FA_REQUIRE(fclose(f) == 0);
-	setenv("FABENCH_GNUPLOT", fake, 1);
+	env_set("FABENCH_GNUPLOT", fake, saved, sizeof saved);
 	fa_err_clear(&err);
 	rc = fa_plot_render(s, &o, path, &err);
 	FA_CHECK(rc == FA_ERR_BACKEND);
@@ -998,10 +900,7 @@ FA_TEST(plot, gnuplot_failure_is_reported)
 		free(kept);
 	}
 	FA_CHECKF(folder_entries(tmp) == 0, "temporary files left in %s", tmp);
-	if (saved[0])
-		setenv("FABENCH_GNUPLOT", saved, 1);
-	else
-		unsetenv("FABENCH_GNUPLOT");
+	env_restore("FABENCH_GNUPLOT", saved);
 	restore_tmpdir(old);
 	fa_store_close(s);
 }
@@ -1043,12 +942,12 @@ FA_TEST(plot, command_usage_errors)
 FA_TEST(plot, command_writes_image_and_script)
 {
 	char db[1300], out[1300], script[1300];
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_proc_result r;
 	char *text;
 	FA_REQUIRE(s);
 	fa_store_close(s);
-	snprintf(db, sizeof db, "%s/fixture.db", fa_test_tmpdir());
+	snprintf(db, sizeof db, "%s", fa_fixture_path());
 	snprintf(script, sizeof script, "%s/sub/tp.gp", fa_test_tmpdir());
 	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--run", "nightly", "--script",
 			       script, "--output", "x.svg", NULL},

@@ -15,27 +15,8 @@
 
 #include "../harness/report.h"
 #include "fixture.h"
+#include "golden.h"
 #include "test.h"
-
-/* Builds the fixture in the test's folder and opens it. NULL on failure
- * (recorded). */
-static struct fa_store *open_fixture(void)
-{
-	char path[1200];
-	struct fa_store *s = NULL;
-	struct fa_err err;
-	snprintf(path, sizeof path, "%s/fixture.db", fa_test_tmpdir());
-	if (fa_fixture_build(path) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot build the fixture at '%s'", path);
-		return NULL;
-	}
-	fa_err_clear(&err);
-	if (fa_store_open(path, 0, &s, &err) != FA_OK) {
-		fa_test_fail(__FILE__, __LINE__, "cannot open the fixture: %s", err.msg);
-		return NULL;
-	}
-	return s;
-}
 
 /* The report as a malloc'd string; *rc gets the return code, err its error. */
 static char *report_text(struct fa_store *s, int64_t run_id, int format, const char *baseline,
@@ -55,75 +36,9 @@ static char *report_text(struct fa_store *s, int64_t run_id, int format, const c
 	return buf;
 }
 
-/* The line number (1-based) where a and b first differ, and that line of
- * each into la / lb. */
-static int first_difference(const char *a, const char *b, char *la, char *lb, size_t size)
-{
-	int line = 1;
-	const char *sa = a, *sb = b;
-	while (*a && *a == *b) {
-		if (*a == '\n') {
-			line++;
-			sa = a + 1;
-			sb = b + 1;
-		}
-		a++;
-		b++;
-	}
-	snprintf(la, size, "%.*s", (int)strcspn(sa, "\n"), sa);
-	snprintf(lb, size, "%.*s", (int)strcspn(sb, "\n"), sb);
-	return line;
-}
-
-/* Compares actual with tests/golden/<name>; on a difference writes actual to
- * <tmpdir>/<name>.actual and fails with the first differing line. With
- * FABENCH_UPDATE_GOLDEN=1, writes the golden file instead. */
-static void check_golden(const char *name, const char *actual)
-{
-	char path[1200], out[1300], la[512], lb[512];
-	const char *update = getenv("FABENCH_UPDATE_GOLDEN");
-	char *want;
-	FILE *f;
-	int line;
-	snprintf(path, sizeof path, "%s/tests/golden/%s", fa_test_root(), name);
-	if (update && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		FA_REQUIRE(f);
-		fputs(actual, f);
-		FA_CHECK(fclose(f) == 0);
-		printf("  updated tests/golden/%s\n", name);
-		return;
-	}
-	want = fa_test_read_file(path, NULL);
-	snprintf(out, sizeof out, "%s/%s.actual", fa_test_tmpdir(), name);
-	if (want && strcmp(want, actual) == 0) {
-		unlink(out); /* from an earlier failure */
-		free(want);
-		return;
-	}
-	f = fopen(out, "w");
-	if (f) {
-		fputs(actual, f);
-		fclose(f);
-	}
-	if (!want) {
-		fa_test_fail(__FILE__, __LINE__,
-			     "no golden file tests/golden/%s; the output is in %s "
-			     "(FABENCH_UPDATE_GOLDEN=1 creates it)",
-			     name, out);
-		return;
-	}
-	line = first_difference(want, actual, la, lb, sizeof la);
-	fa_test_fail(__FILE__, __LINE__,
-		     "tests/golden/%s differs at line %d\n  expected: %s\n  actual:   %s\n"
-		     "  see: diff -u %s %s\n  (FABENCH_UPDATE_GOLDEN=1 accepts the new output)",
-		     name, line, la, lb, path, out);
-	free(want);
-}
-
 static void golden_test(int64_t run_id, int format, const char *name)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
@@ -131,7 +46,7 @@ static void golden_test(int64_t run_id, int format, const char *name)
 	text = report_text(s, run_id, format, NULL, &rc, &err);
 	FA_CHECKF(rc == FA_OK, "report: %s", err.msg);
 	if (rc == FA_OK && text)
-		check_golden(name, text);
+		fa_golden_check(name, text, strlen(text));
 	free(text);
 	fa_store_close(s);
 }
@@ -150,7 +65,7 @@ FA_TEST(report, golden_partial_md)
 
 FA_TEST(report, unknown_run)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char want[1400];
@@ -168,7 +83,7 @@ FA_TEST(report, unknown_run)
 
 FA_TEST(report, html_and_unknown_formats)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
@@ -337,7 +252,7 @@ static int check_csv_speedups(struct fa_store *s, const char *csv, const char *b
 
 FA_TEST(report, baseline_option_changes_speedups)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *md, *csv, *p;
@@ -385,7 +300,7 @@ FA_TEST(report, baseline_option_changes_speedups)
 
 FA_TEST(report, failures_come_first)
 {
-	struct fa_store *s = open_fixture();
+	struct fa_store *s = fa_fixture_open();
 	struct fa_err err;
 	enum fa_rc rc;
 	char *md, *failures, *results, *fail, *error, *timeout;

@@ -1,0 +1,223 @@
+/* table.c - markdown, CSV and JSON text, number formats and markdown tables
+ * for the report, compare and history writers (table.h).
+ */
+#include "table.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Text ------------------------------------------------------------------- */
+
+void fa_table_md_text(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (strchr("\\`*[]<|", *s))
+			fputc('\\', f);
+		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+	}
+}
+
+void fa_table_md_code(FILE *f, const char *s)
+{
+	int run = 0, longest = 0;
+	for (const char *p = s; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		longest = run > longest ? run : longest;
+	}
+	for (int i = 0; i <= longest; i++)
+		fputc('`', f);
+	fputs(longest ? " " : "", f);
+	for (const char *p = s; *p; p++)
+		fputc(*p == '\n' ? ' ' : *p, f);
+	fputs(longest ? " " : "", f);
+	for (int i = 0; i <= longest; i++)
+		fputc('`', f);
+}
+
+void fa_table_csv_text(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void fa_table_csv_real(FILE *f, double x)
+{
+	char buf[64];
+	if (isfinite(x)) {
+		fa_table_fmt_real(x, buf, sizeof buf);
+		fputs(buf, f);
+	}
+}
+
+void fa_table_json_real(FILE *f, double x)
+{
+	char buf[64];
+	if (!isfinite(x)) { /* JSON has no NaN or Inf */
+		fputs("null", f);
+		return;
+	}
+	fa_table_fmt_real(x, buf, sizeof buf);
+	fputs(buf, f);
+}
+
+/* ---- Numbers ---------------------------------------------------------------- */
+
+void fa_table_fmt_sig3(double x, char *buf, size_t size)
+{
+	char e[32];
+	int exp10, decimals;
+	if (isnan(x)) {
+		buf[0] = '\0';
+		return;
+	}
+	if (x == 0 || !isfinite(x)) {
+		snprintf(buf, size, "%g", x);
+		return;
+	}
+	/* the exponent after rounding to 3 digits (9.996 -> 1.00e+01) */
+	snprintf(e, sizeof e, "%.2e", x);
+	exp10 = atoi(strchr(e, 'e') + 1);
+	decimals = exp10 >= 2 ? 0 : 2 - exp10;
+	snprintf(buf, size, "%.*f", decimals, x);
+}
+
+void fa_table_fmt_real(double x, char *buf, size_t size)
+{
+	if (isnan(x)) {
+		buf[0] = '\0';
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, size, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+void fa_table_fmt_float(double x, char *buf, size_t size)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, size, "%.*g", prec, x);
+		if ((float)strtod(buf, NULL) == (float)x)
+			return;
+	}
+}
+
+/* ---- Tables ------------------------------------------------------------------ */
+
+enum fa_rc fa_table_init(struct fa_table *t, int ncols, struct fa_err *err)
+{
+	memset(t, 0, sizeof *t);
+	t->ncols = ncols;
+	t->right = calloc((size_t)ncols + 1, sizeof *t->right);
+	if (!t->right)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
+	return FA_OK;
+}
+
+/* Appends owned (a malloc'd cell, or NULL when that allocation failed). */
+static enum fa_rc table_put(struct fa_table *t, char *owned, struct fa_err *err)
+{
+	size_t at = (size_t)t->nrows * t->ncols + t->col;
+	if (owned && t->col == 0 && (t->nrows + 1) * t->ncols > t->cap) {
+		int32_t cap = t->cap ? t->cap * 2 : 16 * t->ncols;
+		char **nc = realloc(t->cell, (size_t)cap * sizeof *nc);
+		if (!nc) {
+			free(owned);
+			owned = NULL;
+		} else {
+			memset(nc + t->cap, 0, (size_t)(cap - t->cap) * sizeof *nc);
+			t->cell = nc;
+			t->cap = cap;
+		}
+	}
+	if (!owned)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
+	t->cell[at] = owned;
+	if (++t->col == t->ncols) {
+		t->col = 0;
+		t->nrows++;
+	}
+	return FA_OK;
+}
+
+enum fa_rc fa_table_add(struct fa_table *t, const char *text, struct fa_err *err)
+{
+	return table_put(t, strdup(text ? text : ""), err);
+}
+
+enum fa_rc fa_table_add_md(struct fa_table *t, const char *text, struct fa_err *err)
+{
+	const char *s = text ? text : "";
+	size_t n = 0;
+	char *out, *p;
+	for (const char *q = s; *q; q++)
+		n += *q == '|' ? 2 : 1;
+	if ((out = malloc(n + 1))) {
+		p = out;
+		for (const char *q = s; *q; q++) {
+			if (*q == '|')
+				*p++ = '\\';
+			*p++ = *q == '\n' || *q == '\r' ? ' ' : *q;
+		}
+		*p = '\0';
+	}
+	return table_put(t, out, err);
+}
+
+const char *fa_table_cell(const struct fa_table *t, int row, int col)
+{
+	return t->cell[(size_t)row * t->ncols + col];
+}
+
+enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *err)
+{
+	int *w = calloc((size_t)t->ncols + 1, sizeof *w);
+	if (!w)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a table");
+	for (int j = 0; j < t->ncols; j++) {
+		w[j] = 3; /* the shortest separator, "---" */
+		for (int i = 0; i < t->nrows; i++) {
+			int n = (int)strlen(fa_table_cell(t, i, j));
+			w[j] = n > w[j] ? n : w[j];
+		}
+	}
+	for (int row = 0; row < t->nrows; row++) {
+		for (int j = 0; j < t->ncols; j++)
+			fprintf(f, t->right[j] && row ? "%s%*s" : "%s%-*s", j ? " | " : "| ", w[j],
+				fa_table_cell(t, row, j));
+		fputs(" |\n", f);
+		if (row > 0)
+			continue;
+		for (int j = 0; j < t->ncols; j++) {
+			fputs(j ? " | " : "| ", f);
+			for (int i = 0; i < w[j] - 1; i++)
+				fputc('-', f);
+			fputc(t->right[j] ? ':' : '-', f);
+		}
+		fputs(" |\n", f);
+	}
+	free(w);
+	return FA_OK;
+}
+
+void fa_table_free(struct fa_table *t)
+{
+	for (int i = 0; t->cell && i < t->cap; i++)
+		free(t->cell[i]);
+	free(t->cell);
+	free(t->right);
+	memset(t, 0, sizeof *t);
+}

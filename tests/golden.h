@@ -1,0 +1,23 @@
+/* golden.h - golden-file checks for the tests of report, html, plot,
+ * compare and history: an output compared byte for byte with a file under
+ * tests/golden/ (as git's test_cmp compares expect and actual).
+ *
+ * On a difference the output is written to <test folder>/<name>.actual and
+ * the test fails with the first line that differs and the diff command to
+ * run. FABENCH_UPDATE_GOLDEN=1 writes the golden file from the output
+ * instead of comparing: read its diff before committing it.
+ */
+#ifndef FA_TEST_GOLDEN_H
+#define FA_TEST_GOLDEN_H
+
+#include <stddef.h>
+
+/* Compares the len bytes of actual with tests/golden/<name> (name is the
+ * path below tests/golden, e.g. "report_main.md"). Returns 1 when they are
+ * the same (and removes a <name>.actual an earlier failure left), 0 after
+ * recording a failure: no golden file, or one that differs. With
+ * FABENCH_UPDATE_GOLDEN=1 writes the golden file and returns 1, or 0 after
+ * recording that it cannot. */
+int fa_golden_check(const char *name, const char *actual, size_t len);
+
+#endif /* FA_TEST_GOLDEN_H */

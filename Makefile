@@ -10,6 +10,8 @@
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+# every core by default: the CUDA plugin's instances take minutes one by one
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
 VARIANT ?= release
 ifeq ($(VARIANT),release)
@@ -60,11 +62,15 @@ CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o)
 CUDA_PLUGIN := $(BUILD)/libfabench-cuda.so
 NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90a,code=sm_90a
-NVCC_FLAGS := -std=c++17 -O3 -g -lineinfo $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
+NVCC_FLAGS := -std=c++17 -O3 -lineinfo $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
 	-Xptxas -warn-spills --expt-relaxed-constexpr -MMD -MP $(NVCC_EXTRA)
+# The plugin is not built with sanitizers (nvcc's device code cannot be),
+# so the san variant leaves it out rather than build it twice.
 ifneq ($(NVCC),)
 ifneq ($(CUDA_SRC),)
+ifneq ($(VARIANT),san)
 ALL_CUDA := $(CUDA_PLUGIN)
+endif
 endif
 endif
 

@@ -52,9 +52,12 @@ static void help(void)
 	       "  --param K.N=V,...  set tunable N of kernel K (a name or glob); several\n"
 	       "                     values sweep it: the kernel runs once per combination\n"
 	       "                     (fabench kernels lists the tunables)\n"
-	       "  --ab A.so:B.so     load two builds of a backend plugin and measure them\n"
-	       "                     interleaved per case (A then B); stored as two runs\n"
-	       "                     labelled LABEL-a and LABEL-b (LABEL from --label, else ab)\n"
+	       "  --ab A.so:B.so     load two builds of a backend plugin (files or build\n"
+	       "                     folders) and measure them on each case with their\n"
+	       "                     samples taken in turn (A B A B ...), so drift of the\n"
+	       "                     machine hits both alike; stored as two runs labelled\n"
+	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
+	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side\n"
 	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
 	       "                     the copies of a case share its key)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"
@@ -200,6 +203,11 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 	if (o->ab && (o->isolate || o->dry_run))
 		return fa_cmd_usage_error("run", usage_text, "--ab does not go with %s",
 					  o->isolate ? "--isolate" : "--dry-run");
+	for (int i = 0; !o->ab && i < o->n_params; i++)
+		if ((o->params[i][0] == 'a' || o->params[i][0] == 'b') && o->params[i][1] == ':')
+			return fa_cmd_usage_error("run", usage_text,
+						  "--param '%s': a side (a: or b:) goes with --ab only",
+						  o->params[i]);
 	if (o->ab && !strchr(o->ab, ':'))
 		return fa_cmd_usage_error("run", usage_text,
 					  "--ab '%s' must name two plugins: A.so:B.so", o->ab);
@@ -321,7 +329,7 @@ static int run_worker(const struct run_cli *o, const struct fa_suite *suite,
 	free(smp);
 	free(w.sent);
 	fa_runner_free(runner);
-	return rc == FA_ERR_STICKY ? 3 : rc == FA_OK ? FA_EXIT_OK : FA_EXIT_FAIL;
+	return rc == FA_ERR_STICKY ? FA_WORKER_STICKY : rc == FA_OK ? FA_EXIT_OK : FA_EXIT_FAIL;
 }
 
 /* The worker's command line: what decides the cases and how they run. */
@@ -392,7 +400,7 @@ static void fill_run_info(struct fa_run_info *ri, const struct fa_suite *s,
 	ri->source = "fabench";
 }
 
-/* ---- --ab: two builds of a plugin, interleaved per case ---- */
+/* ---- --ab: two builds of a plugin, sampled in turn on each case ---- */
 
 /* A plugin path: the .so itself, or a build folder holding libfabench-*.so. */
 static void plugin_path(const char *spec, char *buf, size_t size)
@@ -435,13 +443,23 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	plugin_path(spec, path[0], sizeof path[0]);
 	plugin_path(colon + 1, path[1], sizeof path[1]);
 	for (int i = 0; i < 2; i++) {
-		char name[16];
-		snprintf(name, sizeof name, "ab-%c", 'a' + i);
+		/* --param applies to both sides; "a:" or "b:" in front, to one */
+		char *side_params[64];
+		int ns = 0;
+		for (int j = 0; j < o->n_params; j++) {
+			const char *pp = o->params[j];
+			if ((pp[0] == 'a' || pp[0] == 'b') && pp[1] == ':') {
+				if (pp[0] == 'a' + i)
+					side_params[ns++] = (char *)pp + 2;
+			} else {
+				side_params[ns++] = (char *)pp;
+			}
+		}
 		if (fa_registry_load_plugin(reg, path[i], NULL, &err) != FA_OK)
 			return fa_cmd_fail("run", &err);
 		slot[i] = &reg->slots[reg->n - 1];
 		snprintf(label[i], sizeof label[i], "%s-%c", base, 'a' + i);
-		if (fa_plan_build_slot(&plan[i], suite, reg, slot[i], o->kernels, o->params, o->n_params,
+		if (fa_plan_build_slot(&plan[i], suite, reg, slot[i], o->kernels, side_params, ns,
 				       &err) != FA_OK) {
 			status = fa_cmd_fail("run", &err);
 			goto out;
@@ -464,6 +482,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	rcfg.cache = o->cache;
 	rcfg.nthreads = o->threads > 0 ? o->threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
+	rcfg.interleave = 1;
 	for (int i = 0; i < 2; i++)
 		if (!(runner[i] = fa_runner_new(slot[i], &rcfg, &err))) {
 			status = fa_cmd_fail("run", &err);
@@ -476,11 +495,15 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		goto out;
 	}
 	cmdline = fa_join_argv(argc + 1, argv - 1);
+	char group[96];
+	fa_time_iso(time_buf, sizeof time_buf);
+	snprintf(group, sizeof group, "%s/%ld/%s", time_buf, (long)getpid(), base);
 	for (int i = 0; i < 2; i++) {
 		struct fa_run_info ri;
 		struct run_cli oi = *o;
 		oi.label = label[i];
 		fill_run_info(&ri, suite, slot[i], &oi, time_buf, commit, host, cmdline ? cmdline : "");
+		ri.ab_group = group; /* compare pairs the samples of these two runs */
 		if (fa_store_run_begin(store, &ri, &run_id[i], &err) != FA_OK) {
 			status = fa_cmd_fail("run", &err);
 			goto out;
@@ -492,43 +515,59 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	signal(SIGTERM, on_signal);
 	for (int ci = 0; ci < suite->n_cases && !g_cancel && status == FA_EXIT_OK; ci++) {
 		const struct fa_case *c = &suite->cases[ci];
-		for (int side = 0; side < 2 && !g_cancel; side++) {
-			int n = plan[side].n_kernels[ci];
-			if (n == 0)
+		struct fa_result *res[2] = {NULL, NULL};
+		struct fa_samples *smp[2] = {NULL, NULL};
+		enum fa_rc frc[2] = {FA_OK, FA_OK};
+		int n[2] = {plan[0].n_kernels[ci], plan[1].n_kernels[ci]}, done[2] = {0, 0};
+		for (int side = 0; side < 2; side++) {
+			res[side] = calloc((size_t)n[side] + 1, sizeof *res[side]);
+			smp[side] = calloc((size_t)n[side] + 1, sizeof *smp[side]);
+			if (!res[side] || !smp[side])
+				frc[side] = fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
+		}
+		/* both sides prepared, then their samples taken in turn: A B A B ... */
+		for (int side = 0; side < 2; side++)
+			if (frc[side] == FA_OK)
+				frc[side] = fa_runner_prepare(runner[side], c, plan[side].kernels[ci],
+							      n[side], res[side], smp[side], &err);
+		while (!g_cancel && ((frc[0] == FA_OK && !done[0]) || (frc[1] == FA_OK && !done[1])))
+			for (int side = 0; side < 2; side++)
+				if (frc[side] == FA_OK && !done[side])
+					frc[side] = fa_runner_sample(runner[side], &done[side], &err);
+		for (int side = 0; side < 2; side++) {
+			fa_runner_finish(runner[side]);
+			if (g_cancel)
 				continue;
-			struct fa_result *res = calloc((size_t)n, sizeof *res);
-			struct fa_samples *smp = calloc((size_t)n, sizeof *smp);
-			enum fa_rc frc = FA_ERR_NOMEM;
-			if (res && smp)
-				frc = fa_runner_run_case(runner[side], c, plan[side].kernels[ci], n, res,
-							 smp, &err);
-			if (frc == FA_OK || frc == FA_ERR_STICKY) {
-				if (fa_store_case_commit(store, run_id[side], c, res, n, NULL, &err) !=
-				    FA_OK) {
+			if (frc[side] == FA_OK || frc[side] == FA_ERR_STICKY) {
+				if (fa_store_case_commit(store, run_id[side], c, res[side], n[side], NULL,
+							 &err) != FA_OK) {
 					status = fa_cmd_fail("run", &err);
 				} else {
-					for (int i = 0; i < n; i++)
-						tal.count[res[i].status]++;
-					fa_plan_tally_case(&plan[side], ci, res, n);
+					for (int i = 0; i < n[side]; i++)
+						tal.count[res[side][i].status]++;
+					fa_plan_tally_case(&plan[side], ci, res[side], n[side]);
 					if (!o->quiet) {
 						printf("%c ", 'A' + side);
 						print_case_line(&plan[side], ci, ci, suite->n_cases,
-								plan[side].kernels[ci], res, n, 0, -1);
+								plan[side].kernels[ci], res[side],
+								n[side], 0, -1);
 					}
 				}
-				if (frc == FA_ERR_STICKY) {
+				if (frc[side] == FA_ERR_STICKY) {
 					fprintf(stderr, "fabench run: %s\n", err.msg);
 					status = FA_EXIT_FAIL;
 				}
-			} else if (frc != FA_ERR_CANCELLED) {
+			} else if (frc[side] != FA_ERR_CANCELLED) {
 				status = fa_cmd_fail("run", &err);
 			}
-			for (int i = 0; smp && i < n; i++)
-				fa_samples_free(&smp[i]);
-			free(res);
-			free(smp);
 		}
-		if (status == FA_EXIT_OK)
+		for (int side = 0; side < 2; side++) {
+			for (int i = 0; smp[side] && i < n[side]; i++)
+				fa_samples_free(&smp[side][i]);
+			free(res[side]);
+			free(smp[side]);
+		}
+		if (status == FA_EXIT_OK && !g_cancel)
 			n_done++;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -624,6 +663,7 @@ int fa_cmd_run(int argc, char **argv)
 	rcfg.nthreads = o.threads > 0 ? o.threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
 	rcfg.dump_dir = o.dump;
+	rcfg.interleave = o.worker_fd <= 0; /* a worker's parent times each kernel in turn */
 	if (o.worker_fd > 0) {
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);
 		goto out;

@@ -513,7 +513,7 @@ static int query_ids(sqlite3 *db, const char *sql, const char *arg, int64_t **id
 
 static const char run_sql[] =
 	"SELECT id, started_at, git_commit, git_dirty, label, status, suite_name, backend, "
-	"device_name, host FROM runs WHERE id = ?";
+	"device_name, host, ab_group FROM runs WHERE id = ?";
 
 /* Resolves spec into side->runs (arena), oldest first. */
 static enum fa_rc resolve_side(struct fa_store *s, const char *spec, struct fa_cmp_side *side,
@@ -590,7 +590,8 @@ static enum fa_rc resolve_side(struct fa_store *s, const char *spec, struct fa_c
 			r->backend = fa_compare_arena_strdup(a, col_text(st, 7));
 			r->device_name = fa_compare_arena_strdup(a, col_text(st, 8));
 			r->host = fa_compare_arena_strdup(a, col_text(st, 9));
-			if (!r->host)
+			r->ab_group = fa_compare_arena_strdup(a, col_text(st, 10));
+			if (!r->host || !r->ab_group)
 				rc = SQLITE_NOMEM;
 		} else if (rc == SQLITE_DONE) {
 			rc = SQLITE_ERROR; /* deleted under us */
@@ -774,7 +775,14 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 		h = fa_fnv1a64(h, row->kernel, strlen(row->kernel) + 1);
 		h = fa_fnv1a64(h, row->params, strlen(row->params) + 1);
 		cfg.seed ^= h; /* independent resampling per row, whatever the row order */
-		rc = fa_stats_verdict(bx, n_bs, hx, n_hs, &cfg, &row->perf, err);
+		/* one result a side from the two runs of one --ab: sample i of each
+		 * was taken one after the other, so compare them in pairs */
+		row->paired = cmp->paired && nb == 1 && n - nb == 1 && n_bs >= 6 && n_hs >= 6;
+		if (row->paired)
+			rc = fa_stats_verdict_paired(bx, hx, n_bs < n_hs ? n_bs : n_hs, &cfg,
+						     &row->perf, err);
+		else
+			rc = fa_stats_verdict(bx, n_bs, hx, n_hs, &cfg, &row->perf, err);
 		if (rc == FA_OK) {
 			row->verdict = row->perf.verdict;
 			row->speedup = row->base_ms / row->head_ms;
@@ -961,6 +969,10 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
 		rc = resolve_side(s, base_spec, &cmp->base, &cmp->arena, err);
 	if (rc == FA_OK)
 		rc = resolve_side(s, head_spec, &cmp->head, &cmp->arena, err);
+	if (rc == FA_OK && cmp->base.n_runs == 1 && cmp->head.n_runs == 1 &&
+	    cmp->base.runs[0].id != cmp->head.runs[0].id && cmp->base.runs[0].ab_group[0] &&
+	    strcmp(cmp->base.runs[0].ab_group, cmp->head.runs[0].ab_group) == 0)
+		cmp->paired = 1;
 	if (rc == FA_OK)
 		rc = read_side(s, cmp, 0, &e, &n, err);
 	if (rc == FA_OK)
@@ -1113,13 +1125,20 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 		fputs(" (**different devices: the times do not compare like for like**)", f);
 	}
 	fprintf(f,
-		"\n- verdicts: %d FASTER, %d SLOWER, %d same, %d noisy (Mann-Whitney p < %g and "
-		"the %g%% bootstrap interval of the time ratio beyond %g%%)\n",
+		"\n- verdicts: %d FASTER, %d SLOWER, %d same, %d noisy (faster or slower: %s p < %g "
+		"and the %g%% bootstrap interval of the time ratio beyond %g%%, or excluding 1 and "
+		"narrow with the median ratio beyond it)\n",
 		cmp->verdicts[FA_PERF_FASTER], cmp->verdicts[FA_PERF_SLOWER],
-		cmp->verdicts[FA_PERF_SAME], cmp->verdicts[FA_PERF_NOISY], p->alpha,
+		cmp->verdicts[FA_PERF_SAME], cmp->verdicts[FA_PERF_NOISY],
+		cmp->paired ? "sign test" : "Mann-Whitney", p->alpha,
 		(p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100, p->min_effect * 100);
 	if (cmp->opts.ignore_params)
 		fputs("- matched by case key and kernel, kernel params ignored\n", f);
+	if (cmp->paired)
+		fputs("- paired: the two runs of one `run --ab` took their samples in turn, so each "
+		      "row compares sample i of both sides (sign test, bootstrap of the median of "
+		      "head/base)\n",
+		      f);
 	fprintf(f,
 		"- correctness: %d broken, %d fixed, %d still failing; %d added, %d removed, "
 		"%d not timed on both sides\n",

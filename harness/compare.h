@@ -89,6 +89,7 @@ struct fa_cmp_run {
 	const char *backend;
 	const char *device_name;
 	const char *host;
+	const char *ab_group;    /* "" unless the run is one side of a run --ab */
 };
 
 /* BASE or HEAD: the spec as given and the runs it named (oldest first). */
@@ -122,6 +123,7 @@ struct fa_cmp_row {
 	                            when a result has no samples); NaN when untimed */
 	double speedup;          /* base_ms / head_ms: > 1 HEAD is faster; NaN unless TIMED */
 	int32_t verdict;         /* enum fa_perf_verdict when TIMED, else -1 */
+	int32_t paired;          /* 1: decided on paired samples (fa_stats_verdict_paired) */
 	struct fa_perf_result perf; /* the verdict's details when TIMED (ratio is
 	                               head / base, the inverse of speedup) */
 	const char *base_params; /* BASE's params: equal to params (HEAD's, or BASE's for a
@@ -141,6 +143,8 @@ struct fa_compare {
 	struct fa_compare_opts opts;     /* the options it was built with */
 	const char *db_path;
 	struct fa_cmp_side base, head;
+	int32_t paired; /* 1: BASE and HEAD are the two runs of one `run --ab`, so
+	                   rows with one result a side compare samples in pairs */
 
 	/* The case parameters, in the report's order (batch, heads, kv_heads,
 	 * q_len, kv_len, head_dim, head_dim_v, dtype, mask, prefix_len, window,

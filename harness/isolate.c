@@ -160,7 +160,7 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 		samples[i].n = 0;
 	}
 	while (next < ic->n_kernels) {
-		int rfd = -1, current = -1, st = 0, outcome = 0;
+		int rfd = -1, current = -1, st = 0, outcome = 0, first = next;
 		double deadline = fa_now_s() + 2 * ic->setup_timeout_s + GRACE_S;
 		pid_t pid = spawn_worker(ic, next, &rfd);
 		if (pid < 0)
@@ -221,6 +221,10 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
 		if (next >= ic->n_kernels)
 			break;
+		/* a worker whose device became unusable reports the kernel that broke it
+		 * and exits with FA_WORKER_STICKY: the rest run in a fresh worker */
+		if (outcome == 1 && WIFEXITED(st) && WEXITSTATUS(st) == FA_WORKER_STICKY && next > first)
+			continue;
 		char why[256];
 		if (outcome == 2)
 			snprintf(why, sizeof why, "no answer from the worker for %.0f s; killed",

@@ -16,6 +16,10 @@
 #include "runner.h"
 #include "store.h"
 
+/* The exit status of a worker whose device became unusable (a CUDA sticky
+ * error) after it reported the kernel that caused it. */
+#define FA_WORKER_STICKY 3
+
 /* Worker side: report that kernel i (-1: set-up) starts / finished. */
 void fa_isolate_send_start(int fd, int i);
 void fa_isolate_send_result(int fd, int i, const struct fa_result *res,

@@ -102,76 +102,86 @@ static double rel_noise(double mean, double m2, int n)
 	return sqrt(m2 / (n - 1)) / mean;
 }
 
+void fa_measure_start(struct fa_measure_state *m, const struct fa_measure_cfg *cfg,
+		      struct fa_samples *out)
+{
+	memset(m, 0, sizeof *m);
+	m->cfg = *cfg;
+	if (m->cfg.max_samples <= 0)
+		m->cfg.max_samples = 1000;
+	m->out = out;
+	m->warm_left = cfg->warmup > 0 ? cfg->warmup : 0;
+	m->stop = FA_STOP_MAX_SAMPLES;
+	out->n = 0;
+}
+
+static int stop_with(struct fa_measure_state *m, int stop)
+{
+	m->stop = stop;
+	m->done = 1;
+	return 1;
+}
+
+int fa_measure_step(struct fa_measure_state *m, fa_sample_fn fn, void *ctx, double deadline_s,
+		    volatile int *cancel, enum fa_rc *rc, struct fa_err *err)
+{
+	double ms = 0;
+	int r;
+	*rc = FA_OK;
+	if (m->done)
+		return 1;
+	if (cancel && *cancel)
+		return stop_with(m, FA_STOP_CANCELLED);
+	if (deadline_s > 0 && fa_now_s() > deadline_s)
+		return stop_with(m, FA_STOP_TIMEOUT);
+	if (m->out->n >= m->cfg.max_samples)
+		return stop_with(m, FA_STOP_MAX_SAMPLES);
+	r = fn(ctx, &ms, err);
+	if (r != 0 && r != 1) {
+		*rc = (enum fa_rc)r;
+		return stop_with(m, FA_STOP_ERROR);
+	}
+	if (m->warm_left > 0) {
+		m->warm_left--;
+		return 0;
+	}
+	if (r == 1) { /* dropped (throttled): counts toward time, not samples */
+		if (++m->discarded > 4 * m->cfg.max_samples)
+			return stop_with(m, FA_STOP_MAX_SAMPLES);
+		return 0;
+	}
+	if ((*rc = samples_push(m->out, ms, err)) != FA_OK)
+		return stop_with(m, FA_STOP_ERROR);
+	m->total_ms += ms;
+	double d = ms - m->mean;
+	m->mean += d / m->out->n;
+	m->m2 += d * (ms - m->mean);
+	if (m->out->n >= m->cfg.min_samples && m->total_ms >= m->cfg.min_time_ms &&
+	    rel_noise(m->mean, m->m2, m->out->n) <= m->cfg.max_noise)
+		return stop_with(m, FA_STOP_CONVERGED);
+	if (m->total_ms >= m->cfg.max_time_ms && m->out->n >= 1)
+		return stop_with(m, FA_STOP_MAX_TIME);
+	if (m->out->n >= m->cfg.max_samples)
+		return stop_with(m, FA_STOP_MAX_SAMPLES);
+	return 0;
+}
+
+void fa_measure_finish(const struct fa_measure_state *m, struct fa_time_stats *st)
+{
+	fa_stats_compute(m->out->ms, m->out->n, st);
+	st->discarded = m->discarded;
+	st->stop = m->stop;
+}
+
 enum fa_rc fa_measure_run(const struct fa_measure_cfg *cfg, fa_sample_fn fn, void *ctx,
 			  double deadline_s, volatile int *cancel, struct fa_samples *out,
 			  struct fa_time_stats *st, struct fa_err *err)
 {
-	double total_ms = 0, mean = 0, m2 = 0, ms;
-	int discarded = 0, rc, stop = FA_STOP_MAX_SAMPLES;
-	int max_samples = cfg->max_samples > 0 ? cfg->max_samples : 1000;
-	enum fa_rc ret = FA_OK;
-
-	out->n = 0;
-	for (int i = 0; i < cfg->warmup; i++) {
-		if (cancel && *cancel) {
-			stop = FA_STOP_CANCELLED;
-			goto done;
-		}
-		if (deadline_s > 0 && fa_now_s() > deadline_s) {
-			stop = FA_STOP_TIMEOUT;
-			goto done;
-		}
-		rc = fn(ctx, &ms, err);
-		if (rc < 0 || rc > 1) {
-			stop = FA_STOP_ERROR;
-			ret = (enum fa_rc)rc;
-			goto done;
-		}
-	}
-	while (out->n < max_samples) {
-		if (cancel && *cancel) {
-			stop = FA_STOP_CANCELLED;
-			break;
-		}
-		if (deadline_s > 0 && fa_now_s() > deadline_s) {
-			stop = FA_STOP_TIMEOUT;
-			break;
-		}
-		rc = fn(ctx, &ms, err);
-		if (rc == 1) { /* dropped (throttled): counts toward time, not samples */
-			discarded++;
-			if (discarded > 4 * max_samples) {
-				stop = FA_STOP_MAX_SAMPLES;
-				break;
-			}
-			continue;
-		}
-		if (rc != 0) {
-			stop = FA_STOP_ERROR;
-			ret = (enum fa_rc)rc;
-			break;
-		}
-		if ((ret = samples_push(out, ms, err)) != FA_OK) {
-			stop = FA_STOP_ERROR;
-			break;
-		}
-		total_ms += ms;
-		double d = ms - mean;
-		mean += d / out->n;
-		m2 += d * (ms - mean);
-		if (out->n >= cfg->min_samples && total_ms >= cfg->min_time_ms &&
-		    rel_noise(mean, m2, out->n) <= cfg->max_noise) {
-			stop = FA_STOP_CONVERGED;
-			break;
-		}
-		if (total_ms >= cfg->max_time_ms && out->n >= 1) {
-			stop = FA_STOP_MAX_TIME;
-			break;
-		}
-	}
-done:
-	fa_stats_compute(out->ms, out->n, st);
-	st->discarded = discarded;
-	st->stop = stop;
-	return ret;
+	struct fa_measure_state m;
+	enum fa_rc rc = FA_OK;
+	fa_measure_start(&m, cfg, out);
+	while (!fa_measure_step(&m, fn, ctx, deadline_s, cancel, &rc, err))
+		;
+	fa_measure_finish(&m, st);
+	return rc;
 }

@@ -78,6 +78,24 @@ enum fa_rc fa_measure_run(const struct fa_measure_cfg *cfg, fa_sample_fn fn, voi
 			  double deadline_s, volatile int *cancel, struct fa_samples *out,
 			  struct fa_time_stats *st, struct fa_err *err);
 
+/* The same rule one sample at a time, so that several kernels can be
+ * sampled in turn (A B A B ...), sharing whatever the machine does meanwhile.
+ * start() sets up; step() takes one warm-up launch or sample and returns 1
+ * once sampling has stopped (with *rc the error of a failing sample, else
+ * FA_OK); finish() fills st. */
+struct fa_measure_state {
+	struct fa_measure_cfg cfg;
+	struct fa_samples *out;
+	int32_t warm_left, discarded, stop, done;
+	double total_ms, mean, m2;
+};
+
+void fa_measure_start(struct fa_measure_state *m, const struct fa_measure_cfg *cfg,
+		      struct fa_samples *out);
+int fa_measure_step(struct fa_measure_state *m, fa_sample_fn fn, void *ctx, double deadline_s,
+		    volatile int *cancel, enum fa_rc *rc, struct fa_err *err);
+void fa_measure_finish(const struct fa_measure_state *m, struct fa_time_stats *st);
+
 /* Seconds on CLOCK_MONOTONIC. */
 double fa_now_s(void);
 

@@ -223,6 +223,8 @@ struct report {
 	int baseline;     /* kernel column, -1 none */
 	int *grid;        /* result row of (case row, kernel column), -1 none */
 	int *order;       /* result rows by case, kernel name, id (CSV, JSON) */
+	int have_cal;     /* the run's device has a calibration: % of peak is shown */
+	struct fa_calibration cal;
 };
 
 static void report_free(struct report *r)
@@ -363,6 +365,14 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	if (rc == FA_OK && r->run.nrows == 0)
 		return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
 				  fa_store_path(s));
+	if (rc == FA_OK) {
+		/* the device's latest calibration, when there is one, for % of peak */
+		const char *dev = text_at(&r->run, 0, "device_name");
+		struct fa_err cerr;
+		fa_err_clear(&cerr);
+		r->have_cal = dev && fa_store_calibration_get(s, dev, &r->cal, &cerr) == FA_OK &&
+			      (r->cal.matmul_tflops > 0 || r->cal.copy_gbps > 0);
+	}
 	if (rc == FA_OK)
 		rc = table_load(s, case_cols, N_OF(case_cols), "cases WHERE run_id = ? ORDER BY idx",
 				run_id, &r->cases, err);
@@ -539,7 +549,7 @@ static int param_is_column(const struct table *cases, const struct md_param *mp)
 	return param_varies(cases, mp->name);
 }
 
-enum md_col_kind { MC_IDX, MC_PARAM, MC_MS, MC_TPUT, MC_X, MC_ERR, MC_STATUS };
+enum md_col_kind { MC_IDX, MC_PARAM, MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_STATUS };
 
 struct md_col {
 	int kind;
@@ -631,6 +641,19 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 		}
 		break;
 	}
+	case MC_PEAK: {
+		/* decode-like rows against the copy bandwidth, the rest against the
+		 * matrix rate of their precision */
+		int decode = is_decode(r, c);
+		const char *dt = text_at(&r->cases, c, "dtype");
+		double ceil = decode ? r->cal.copy_gbps
+			      : dt && strcmp(dt, "fp32") == 0 && r->cal.matmul_fp32_tflops > 0
+				      ? r->cal.matmul_fp32_tflops
+				      : r->cal.matmul_tflops;
+		if (ceil > 0 && res_real(r, row, decode ? "gbps" : "tflops", &v) && v > 0)
+			snprintf(buf, size, "%.0f%%", 100.0 * v / ceil);
+		break;
+	}
 	case MC_X:
 		v = speedup_of(r, row);
 		if (v > 0) {
@@ -667,7 +690,7 @@ static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_e
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 5 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 6 * r->nk;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -695,6 +718,8 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		}
 		t->cols[ncols++] = (struct md_col){MC_MS, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
+		if (r->have_cal)
+			t->cols[ncols++] = (struct md_col){MC_PEAK, NULL, k, 1};
 		if (r->baseline >= 0 && k != r->baseline)
 			t->cols[ncols++] = (struct md_col){MC_X, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
@@ -716,6 +741,7 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			snprintf(buf, sizeof buf, "%s %s", label,
 				 *mixed ? "throughput" : n_decode ? "GB/s" : "TFLOP/s");
 			break;
+		case MC_PEAK: snprintf(buf, sizeof buf, "%s %% peak", label); break;
 		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
 		default: snprintf(buf, sizeof buf, "%s status", label); break;
@@ -1019,6 +1045,12 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
 	else
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
+	if (r->have_cal)
+		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
+			     "calibrate: %.1f TFLOP/s 16-bit matrix product%s, %.0f GB/s copy). ",
+			r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0 ? ", fp32 cases against the "
+									       "fp32 rate" : "",
+			r->cal.copy_gbps);
 	if (r->baseline >= 0) {
 		fputs("x: speedup over ", out);
 		m->text(out, r->labels[r->baseline]);

@@ -37,6 +37,8 @@
  * SM clock (nvbench's throttling rule). */
 #define FA_THROTTLE_FRACTION 0.75
 
+struct fa_runner_case;
+
 struct fa_runner {
 	struct fa_backend_slot *slot;
 	struct fa_runner_cfg cfg;
@@ -49,6 +51,7 @@ struct fa_runner {
 	double deadline; /* 0: disarmed */
 	volatile int kcancel; /* what kernels and the reference poll */
 	int timed_out;
+	struct fa_runner_case *cur; /* the case between prepare and finish */
 	/* best observed GFLOP/s per kernel (by pointer), to skip hopeless cases */
 	const struct fa_kernel *rate_k[64];
 	double rate_gflops[64];
@@ -133,6 +136,7 @@ void fa_runner_free(struct fa_runner *r)
 {
 	if (!r)
 		return;
+	fa_runner_finish(r);
 	if (r->wd_running) {
 		pthread_mutex_lock(&r->mu);
 		r->wd_stop = 1;
@@ -485,48 +489,91 @@ static void set_status(struct fa_result *res, int status, const char *fmt, ...)
 static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
 			    const struct fa_ref *ref, const char *kernel, struct fa_err *err);
 
-/* Runs kernel ck on the prepared case. Returns FA_OK (status in res),
- * FA_ERR_STICKY or FA_ERR_CANCELLED. */
-static enum fa_rc run_kernel(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
-			     const struct fa_ref *ref, const struct fa_case_kernel *ck,
-			     struct fa_result *res, struct fa_samples *samples, struct fa_err *err)
+/* One kernel of the current case: its launch, check and sampler. */
+struct kstate {
+	const struct fa_case_kernel *ck;
+	struct fa_result *res;
+	struct fa_samples *samples;
+	struct fa_launch_args a;
+	void *ws;
+	struct sample_ctx sc;
+	struct fa_measure_state ms;
+	double timeout, deadline;
+	int sampling; /* 1 while samples are still to be taken */
+	int reported; /* the progress callback has seen its result */
+	int abandoned; /* not run because the device became unusable: its result
+	                  is final here, but not reported, so that a worker's
+	                  parent (--isolate) runs it again in a fresh process */
+};
+
+/* The case being run: prepared by fa_runner_prepare, sampled in turn by
+ * fa_runner_sample, released by fa_runner_finish. */
+struct fa_runner_case {
+	const struct fa_case *c;
+	struct case_bufs b;
+	struct fa_ref ref;
+	struct kstate *ks;
+	int n, next;
+	int prepared;
+};
+
+static void kstate_release(struct fa_runner *r, struct kstate *k)
 {
 	struct fa_backend_slot *s = r->slot;
 	void *ctx = s->be.context;
+	if (k->sc.graph)
+		s->be.iface.graph_destroy(ctx, k->sc.graph);
+	if (k->sc.ev0)
+		s->be.iface.event_destroy(ctx, k->sc.ev0);
+	if (k->sc.ev1)
+		s->be.iface.event_destroy(ctx, k->sc.ev1);
+	if (k->ws)
+		s->be.iface.free(ctx, k->ws);
+	k->sc.graph = k->sc.ev0 = k->sc.ev1 = k->ws = NULL;
+}
+
+/* The checked launch of kernel k on a poisoned output, then its sampler set
+ * up. Returns FA_OK (status in k->res; k->sampling set when it is to be
+ * timed), FA_ERR_STICKY or FA_ERR_CANCELLED. */
+static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, struct kstate *k,
+			       struct fa_err *err)
+{
+	struct fa_backend_slot *s = r->slot;
+	void *ctx = s->be.context;
+	const struct fa_case *c = rc_->c;
 	const struct fa_problem *p = &c->p;
-	struct fa_launch_args a;
+	struct case_bufs *b = &rc_->b;
+	const struct fa_case_kernel *ck = k->ck;
+	struct fa_result *res = k->res;
 	struct fa_measure_cfg mc = *c->measure;
-	struct sample_ctx sc;
-	void *ws = NULL;
 	size_t ws_bytes = ck->k->workspace_bytes ? ck->k->workspace_bytes(p, ck->params) : 0;
-	double timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : mc.timeout_s;
 	struct fa_err kerr;
 	enum fa_rc rc = FA_OK;
 	int code;
 
 	fa_err_clear(&kerr);
-	if (ws_bytes && (rc = dev_alloc(s, ws_bytes, &ws, "workspace", &kerr)) != FA_OK)
+	k->timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : mc.timeout_s;
+	if (ws_bytes && (rc = dev_alloc(s, ws_bytes, &k->ws, "workspace", &kerr)) != FA_OK)
 		goto backend_error;
-	launch_args(r, c, b, ck, ws, ws_bytes, &a);
+	launch_args(r, c, b, ck, k->ws, ws_bytes, &k->a);
 
-	/* the check launch, on a poisoned output */
 	if ((code = s->be.iface.memset(ctx, b->o, FA_POISON_BYTE, b->o_bytes)) != 0 ||
 	    (code = s->be.iface.synchronize(ctx)) != 0) {
 		rc = be_fail(s, code, "poisoning the output", &kerr);
 		goto backend_error;
 	}
-	arm(r, timeout);
-	code = ck->k->launch(&a);
+	arm(r, k->timeout);
+	code = ck->k->launch(&k->a);
 	if (code == 0)
 		code = s->be.iface.synchronize(ctx);
 	disarm(r);
 	if (code == FA_KERNEL_CANCELLED) {
-		if (r->cfg.cancel && *r->cfg.cancel) {
-			rc = FA_ERR_CANCELLED;
-			goto out;
-		}
-		set_status(res, FA_STATUS_TIMEOUT, "check launch ran past the timeout of %g s", timeout);
-		goto out;
+		if (r->cfg.cancel && *r->cfg.cancel)
+			return FA_ERR_CANCELLED;
+		set_status(res, FA_STATUS_TIMEOUT, "check launch ran past the timeout of %g s",
+			   k->timeout);
+		kstate_release(r, k);
+		return FA_OK;
 	}
 	if (code != 0) {
 		rc = be_fail(s, code, "launch", &kerr);
@@ -539,100 +586,128 @@ static enum fa_rc run_kernel(struct fa_runner *r, const struct fa_case *c, struc
 	}
 	res->checked = 1;
 	{
-		int v = fa_check_compare(p, c->cu_seqlens_q, b->ho, ref, c->check, &res->st, res->rule,
-					 sizeof res->rule, res->reason, sizeof res->reason);
+		int v = fa_check_compare(p, c->cu_seqlens_q, b->ho, &rc_->ref, c->check, &res->st,
+					 res->rule, sizeof res->rule, res->reason, sizeof res->reason);
 		res->status = v == FA_VERDICT_PASS ? FA_STATUS_PASS : FA_STATUS_FAIL;
 		if (v == FA_VERDICT_PASS)
 			res->reason[0] = '\0';
 	}
-	if (r->cfg.dump_dir && (rc = dump_case(r, c, b, ref, ck->k->name, &kerr)) != FA_OK) {
+	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, ck->k->name, &kerr) != FA_OK) {
 		/* a dump that cannot be written is the run's problem, not the kernel's */
 		fa_err_set(err, kerr.rc, "%s", kerr.msg);
-		rc = FA_OK;
+		fa_err_clear(&kerr);
 	}
 
-	/* timed samples */
+	/* the sampler */
 	if (r->cfg.cache >= 0)
 		mc.cache = r->cfg.cache;
-	memset(&sc, 0, sizeof sc);
-	sc.r = r;
-	sc.ck = ck;
-	sc.a = &a;
-	sc.cold = !s->info.host_memory && mc.cache != FA_CACHE_HOT;
-	res->timing = s->info.host_memory ? "cpu" : sc.cold ? "cold" : "hot";
-	if ((code = s->be.iface.event_create(ctx, &sc.ev0)) != 0 ||
-	    (code = s->be.iface.event_create(ctx, &sc.ev1)) != 0) {
+	memset(&k->sc, 0, sizeof k->sc);
+	k->sc.r = r;
+	k->sc.ck = ck;
+	k->sc.a = &k->a;
+	k->sc.cold = !s->info.host_memory && mc.cache != FA_CACHE_HOT;
+	res->timing = s->info.host_memory ? "cpu" : k->sc.cold ? "cold" : "hot";
+	if ((code = s->be.iface.event_create(ctx, &k->sc.ev0)) != 0 ||
+	    (code = s->be.iface.event_create(ctx, &k->sc.ev1)) != 0) {
 		rc = be_fail(s, code, "creating events", &kerr);
-		goto timing_error;
+		goto backend_error;
 	}
-	if (mc.graph_launches > 0 && s->be.iface.graph_create && !sc.cold) {
-		if ((code = s->be.iface.graph_create(ctx, ck->k, &a, mc.graph_launches, &sc.graph)) ==
-		    0) {
-			sc.graph_n = mc.graph_launches;
+	if (mc.graph_launches > 0 && s->be.iface.graph_create && !k->sc.cold) {
+		if (s->be.iface.graph_create(ctx, ck->k, &k->a, mc.graph_launches, &k->sc.graph) == 0) {
+			k->sc.graph_n = mc.graph_launches;
 			res->timing = "graph";
 		} else {
-			sc.graph = NULL; /* fall back to single launches */
+			k->sc.graph = NULL; /* fall back to single launches */
 		}
 	}
-	arm(r, timeout);
-	rc = fa_measure_run(&mc, one_sample, &sc, fa_now_s() + timeout, &r->kcancel, samples,
-			    &res->t, &kerr);
-	disarm(r);
-	if (sc.graph)
-		s->be.iface.graph_destroy(ctx, sc.graph);
-	if (sc.have_tel)
-		res->tel = sc.tel;
-	if (rc == FA_ERR_TIMEOUT || (res->t.stop == FA_STOP_CANCELLED && r->timed_out)) {
-		res->t.stop = FA_STOP_TIMEOUT; /* sampling cut short; what was taken stays */
-		rc = FA_OK;
-	}
-	if (r->cfg.cancel && *r->cfg.cancel) {
-		rc = FA_ERR_CANCELLED;
-		goto timing_done;
-	}
-	if (rc != FA_OK)
-		goto timing_error;
-	res->samples = samples->ms;
-	if (res->t.n > 0 && res->t.median_ms > 0) {
-		res->tflops = res->flops / (res->t.median_ms * 1e-3) / 1e12;
-		res->gbps = res->bytes / (res->t.median_ms * 1e-3) / 1e9;
-		double *rate = rate_slot(r, ck->k);
-		if (rate && res->tflops * 1e3 > *rate)
-			*rate = res->tflops * 1e3;
-	}
-	goto timing_done;
-timing_error:
-	set_status(res, FA_STATUS_ERROR, "%s", kerr.msg);
-	res->samples = samples->ms;
-	if (kerr.rc == FA_ERR_STICKY)
-		rc = FA_ERR_STICKY;
-	else
-		rc = FA_OK;
-timing_done:
-	if (sc.ev0)
-		s->be.iface.event_destroy(ctx, sc.ev0);
-	if (sc.ev1)
-		s->be.iface.event_destroy(ctx, sc.ev1);
-	goto out;
+	fa_measure_start(&k->ms, &mc, k->samples);
+	k->deadline = fa_now_s() + k->timeout;
+	k->sampling = 1;
+	return FA_OK;
 backend_error:
 	set_status(res, FA_STATUS_ERROR, "%s", kerr.msg);
-	if (kerr.rc != FA_ERR_STICKY)
-		rc = FA_OK;
-out:
-	if (ws)
-		s->be.iface.free(ctx, ws);
-	if (rc == FA_ERR_STICKY)
+	kstate_release(r, k);
+	if (kerr.rc == FA_ERR_STICKY) {
 		fa_err_set(err, FA_ERR_STICKY, "%s", kerr.msg);
-	return rc;
+		return FA_ERR_STICKY;
+	}
+	return FA_OK;
 }
 
-enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
-			      const struct fa_case_kernel *ks, int n, struct fa_result *results,
-			      struct fa_samples *samples, struct fa_err *err)
+/* One sample of kernel k. Returns FA_OK, FA_ERR_STICKY or FA_ERR_CANCELLED. */
+static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa_err *err)
+{
+	struct fa_err kerr;
+	enum fa_rc rc = FA_OK;
+	int done;
+	fa_err_clear(&kerr);
+	arm(r, k->deadline - fa_now_s() > 0 ? k->deadline - fa_now_s() : 1e-3);
+	done = fa_measure_step(&k->ms, one_sample, &k->sc, k->deadline, &r->kcancel, &rc, &kerr);
+	disarm(r);
+	if (!done)
+		return FA_OK;
+	k->sampling = 0;
+	fa_measure_finish(&k->ms, &k->res->t);
+	if (k->sc.have_tel)
+		k->res->tel = k->sc.tel;
+	k->res->samples = k->samples->ms;
+	if (r->cfg.cancel && *r->cfg.cancel) {
+		kstate_release(r, k);
+		return FA_ERR_CANCELLED;
+	}
+	if (rc == FA_ERR_TIMEOUT ||
+	    (k->res->t.stop == FA_STOP_CANCELLED && r->timed_out)) {
+		k->res->t.stop = FA_STOP_TIMEOUT; /* sampling cut short; what was taken stays */
+		rc = FA_OK;
+	}
+	if (rc != FA_OK) {
+		set_status(k->res, FA_STATUS_ERROR, "%s", kerr.msg);
+		kstate_release(r, k);
+		if (kerr.rc == FA_ERR_STICKY) {
+			fa_err_set(err, FA_ERR_STICKY, "%s", kerr.msg);
+			return FA_ERR_STICKY;
+		}
+		return FA_OK;
+	}
+	if (k->res->t.n > 0 && k->res->t.median_ms > 0) {
+		k->res->tflops = k->res->flops / (k->res->t.median_ms * 1e-3) / 1e12;
+		k->res->gbps = k->res->bytes / (k->res->t.median_ms * 1e-3) / 1e9;
+		double *rate = rate_slot(r, k->ck->k);
+		if (rate && k->res->tflops * 1e3 > *rate)
+			*rate = k->res->tflops * 1e3;
+	}
+	kstate_release(r, k);
+	return FA_OK;
+}
+
+/* Hands kernel i's final result to the progress callback, once. */
+static void report(struct fa_runner *r, struct fa_runner_case *cs, int i)
+{
+	if (cs->ks[i].reported || cs->ks[i].abandoned)
+		return;
+	cs->ks[i].reported = 1;
+	if (r->cfg.progress)
+		r->cfg.progress(r->cfg.progress_ctx, cs->c, i, cs->ks[i].res);
+}
+
+/* Marks every kernel still to run as errored with why (the device is gone). */
+static void mark_rest(struct fa_runner_case *cs, const char *why, int abandon)
+{
+	for (int j = 0; j < cs->n; j++) {
+		if (cs->ks[j].res->status < 0) {
+			set_status(cs->ks[j].res, FA_STATUS_ERROR, "%s", why);
+			cs->ks[j].abandoned = abandon;
+		}
+		cs->ks[j].sampling = 0;
+	}
+}
+
+enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
+			     const struct fa_case_kernel *ks, int n, struct fa_result *results,
+			     struct fa_samples *samples, struct fa_err *err)
 {
 	const struct fa_problem *p = &c->p;
-	struct case_bufs b;
-	struct fa_ref ref;
+	struct fa_runner_case *cs;
 	int runnable = 0, need_host, on_gpu;
 	double flops = fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
 	double bytes = fa_problem_bytes(p);
@@ -641,12 +716,24 @@ enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
 	enum fa_rc rc = FA_OK;
 	struct fa_err cerr;
 
-	memset(&b, 0, sizeof b);
-	memset(&ref, 0, sizeof ref);
+	fa_runner_finish(r); /* a case left unfinished */
+	cs = calloc(1, sizeof *cs);
+	if (cs)
+		cs->ks = calloc((size_t)(n ? n : 1), sizeof *cs->ks);
+	if (!cs || !cs->ks) {
+		free(cs);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+	}
+	r->cur = cs;
+	cs->c = c;
+	cs->n = n;
 	for (int i = 0; i < n; i++) {
 		struct fa_result *res = &results[i];
 		double mem = fa_runner_mem_estimate(c, &ks[i]);
 		double *rate = rate_slot(r, ks[i].k);
+		cs->ks[i].ck = &ks[i];
+		cs->ks[i].res = res;
+		cs->ks[i].samples = &samples[i];
 		result_init(res, &ks[i]);
 		samples[i].n = 0;
 		res->flops = flops;
@@ -687,53 +774,136 @@ enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
 		free(rows);
 	}
 	if (rc == FA_OK)
-		rc = setup_inputs(r, c, &b, need_host, &cerr);
+		rc = setup_inputs(r, c, &cs->b, need_host, &cerr);
 	if (rc == FA_OK)
-		rc = compute_reference(r, c, &b, &ref, on_gpu, &cerr);
+		rc = compute_reference(r, c, &cs->b, &cs->ref, on_gpu, &cerr);
+	cs->prepared = 1;
 	if (rc != FA_OK) {
 		int status = rc == FA_ERR_TIMEOUT ? FA_STATUS_TIMEOUT : FA_STATUS_ERROR;
-		if (rc == FA_ERR_CANCELLED && r->cfg.cancel && *r->cfg.cancel) {
-			bufs_free(r->slot, &b);
-			fa_ref_free(&ref);
+		if (rc == FA_ERR_CANCELLED && r->cfg.cancel && *r->cfg.cancel)
 			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
-		}
+		mark_rest(cs, cerr.msg, rc == FA_ERR_STICKY);
 		for (int i = 0; i < n; i++)
-			if (results[i].status < 0)
-				set_status(&results[i], status, "%s", cerr.msg);
-		bufs_free(r->slot, &b);
-		fa_ref_free(&ref);
+			if (results[i].status == FA_STATUS_ERROR && status == FA_STATUS_TIMEOUT)
+				results[i].status = FA_STATUS_TIMEOUT;
 		if (rc == FA_ERR_STICKY)
 			return fa_err_set(err, FA_ERR_STICKY, "%s", cerr.msg);
 		return FA_OK;
 	}
-
-	rc = FA_OK;
+	if (!r->cfg.interleave)
+		return FA_OK; /* fa_runner_sample checks and samples one kernel after another */
 	for (int i = 0; i < n; i++) {
-		if (results[i].status >= 0) {
-			if (r->cfg.progress)
-				r->cfg.progress(r->cfg.progress_ctx, c, i, &results[i]);
+		if (results[i].status >= 0)
 			continue;
-		}
 		results[i].status = FA_STATUS_PASS;
 		if (r->cfg.on_start)
 			r->cfg.on_start(r->cfg.progress_ctx, c, i);
-		rc = run_kernel(r, c, &b, &ref, &ks[i], &results[i], &samples[i], err);
+		rc = check_kernel(r, cs, &cs->ks[i], err);
 		if (rc == FA_ERR_CANCELLED)
-			break;
-		if (r->cfg.progress)
-			r->cfg.progress(r->cfg.progress_ctx, c, i, &results[i]);
+			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
 		if (rc == FA_ERR_STICKY) {
-			for (int j = i + 1; j < n; j++)
-				if (results[j].status < 0)
-					set_status(&results[j], FA_STATUS_ERROR,
-						   "not run: the device became unusable");
-			break;
+			mark_rest(cs, "not run: the device became unusable", 1);
+			return FA_ERR_STICKY;
 		}
 	}
-	bufs_free(r->slot, &b);
-	fa_ref_free(&ref);
-	if (rc == FA_ERR_CANCELLED)
-		return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
+	return FA_OK;
+}
+
+enum fa_rc fa_runner_sample(struct fa_runner *r, int *done, struct fa_err *err)
+{
+	struct fa_runner_case *cs = r->cur;
+	enum fa_rc rc;
+	*done = 1;
+	if (!cs || !cs->prepared)
+		return FA_OK;
+	if (!r->cfg.interleave) {
+		/* one kernel at a time: check it, then sample it to the end */
+		for (; cs->next < cs->n; cs->next++) {
+			struct kstate *k = &cs->ks[cs->next];
+			if (k->sampling)
+				break;
+			if (k->res->status >= 0 && !k->ws && !k->sc.ev0)
+				continue; /* skipped or finished */
+			if (k->res->status < 0) {
+				k->res->status = FA_STATUS_PASS;
+				if (r->cfg.on_start)
+					r->cfg.on_start(r->cfg.progress_ctx, cs->c, cs->next);
+				rc = check_kernel(r, cs, k, err);
+				if (rc == FA_ERR_CANCELLED)
+					return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
+				if (rc == FA_ERR_STICKY) {
+					mark_rest(cs, "not run: the device became unusable", 1);
+					return FA_ERR_STICKY;
+				}
+				if (k->sampling)
+					break;
+				report(r, cs, cs->next);
+			}
+		}
+		if (cs->next >= cs->n)
+			return FA_OK;
+		struct kstate *k = &cs->ks[cs->next];
+		rc = sample_kernel(r, k, err);
+		if (rc == FA_ERR_STICKY)
+			mark_rest(cs, "not run: the device became unusable", 1);
+		if (rc != FA_OK)
+			return rc;
+		if (!k->sampling)
+			report(r, cs, cs->next);
+		*done = 0;
+		return FA_OK;
+	}
+	/* interleaved: the next kernel still sampling, in turn */
+	for (int tries = 0; tries < cs->n; tries++) {
+		struct kstate *k = &cs->ks[cs->next];
+		cs->next = (cs->next + 1) % cs->n;
+		if (!k->sampling)
+			continue;
+		rc = sample_kernel(r, k, err);
+		if (rc == FA_ERR_STICKY)
+			mark_rest(cs, "not run: the device became unusable", 1);
+		if (rc != FA_OK)
+			return rc;
+		*done = 0;
+		return FA_OK;
+	}
+	return FA_OK;
+}
+
+void fa_runner_finish(struct fa_runner *r)
+{
+	struct fa_runner_case *cs = r->cur;
+	if (!cs)
+		return;
+	for (int i = 0; i < cs->n; i++) {
+		kstate_release(r, &cs->ks[i]);
+		if (cs->ks[i].res->status < 0)
+			set_status(cs->ks[i].res, FA_STATUS_ERROR, "not run");
+		report(r, cs, i);
+	}
+	bufs_free(r->slot, &cs->b);
+	fa_ref_free(&cs->ref);
+	free(cs->ks);
+	free(cs);
+	r->cur = NULL;
+}
+
+enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
+			      const struct fa_case_kernel *ks, int n, struct fa_result *results,
+			      struct fa_samples *samples, struct fa_err *err)
+{
+	int done = 0;
+	enum fa_rc rc = fa_runner_prepare(r, c, ks, n, results, samples, err);
+	while (rc == FA_OK && !done)
+		rc = fa_runner_sample(r, &done, err);
+	if (rc == FA_ERR_CANCELLED) {
+		struct fa_runner_cfg saved = r->cfg;
+		r->cfg.progress = NULL; /* an interrupted case is not reported */
+		fa_runner_finish(r);
+		r->cfg = saved;
+		return rc;
+	}
+	fa_runner_finish(r);
 	return rc;
 }
 

@@ -45,6 +45,10 @@ struct fa_runner_cfg {
 	int32_t nthreads;        /* CPU threads for kernels and the reference */
 	volatile int *cancel;    /* set by a signal handler: stop as soon as possible */
 	const char *dump_dir;    /* write .npy files of every case run here (NULL: no) */
+	/* 1: check every kernel of a case first, then take their samples in turn
+	 * (A B C A B C ...), so they share the machine's state; 0: one kernel
+	 * after another (worker processes, whose parent times each kernel) */
+	int32_t interleave;
 	fa_runner_progress_fn progress; /* may be NULL */
 	fa_runner_start_fn on_start;    /* may be NULL */
 	void *progress_ctx;
@@ -71,5 +75,17 @@ double fa_runner_mem_estimate(const struct fa_case *c, const struct fa_case_kern
 enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,
 			      const struct fa_case_kernel *ks, int n, struct fa_result *results,
 			      struct fa_samples *samples, struct fa_err *err);
+
+/* The same in steps, so that the kernels of two runners (--ab) can be
+ * sampled in turn: prepare() does the skips, inputs, reference and (when
+ * interleaving) every checked launch; sample() takes one sample of the next
+ * kernel still sampling and sets *done when none is left; finish() reports
+ * progress and frees the case. Return codes as fa_runner_run_case; after
+ * any return of prepare() or sample(), finish() must be called. */
+enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
+			     const struct fa_case_kernel *ks, int n, struct fa_result *results,
+			     struct fa_samples *samples, struct fa_err *err);
+enum fa_rc fa_runner_sample(struct fa_runner *r, int *done, struct fa_err *err);
+void fa_runner_finish(struct fa_runner *r);
 
 #endif /* FA_RUNNER_H */

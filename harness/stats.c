@@ -388,6 +388,29 @@ static double min_exact_p(int na, int nb)
 	return fmin(1.0, 2 / c);
 }
 
+/* The verdict from a result's ratio, interval, p and effect (see stats.h). */
+static int decide(const struct fa_perf_result *res, const struct fa_perf_cfg *c)
+{
+	double e = c->min_effect;
+	/* significant (rank test and interval agree on a direction) and either
+	 * the whole interval is beyond e, or the interval is narrow (not noisy)
+	 * and the best estimate is beyond e */
+	int narrow = res->hi - res->lo <= FA_STATS_NOISY_WIDTH * e;
+	int faster = res->hi < 1 - e || (res->hi < 1 && res->ratio < 1 - e && narrow);
+	int slower = res->lo > 1 + e || (res->lo > 1 && res->ratio > 1 + e && narrow);
+	if (res->p < c->alpha && faster && res->effect < 0.5)
+		return FA_PERF_FASTER;
+	if (res->p < c->alpha && slower && res->effect > 0.5)
+		return FA_PERF_SLOWER;
+	if (res->lo >= 1 - e && res->hi <= 1 + e)
+		return FA_PERF_SAME;
+	if (res->hi - res->lo > FA_STATS_NOISY_WIDTH * e)
+		return FA_PERF_NOISY;
+	if (res->ratio >= 1 - e && res->ratio <= 1 + e)
+		return FA_PERF_SAME;
+	return FA_PERF_NOISY;
+}
+
 enum fa_rc fa_stats_verdict(const double *base, int nb, const double *head, int nh,
 			    const struct fa_perf_cfg *cfg, struct fa_perf_result *out,
 			    struct fa_err *err)
@@ -435,21 +458,92 @@ enum fa_rc fa_stats_verdict(const double *base, int nb, const double *head, int 
 				      &res.hi, err);
 	if (rc != FA_OK)
 		return rc;
-	int beyond_lo = res.hi < 1 - e, beyond_hi = res.lo > 1 + e;
-	if (res.p < c.alpha && beyond_lo && mw.effect < 0.5)
-		res.verdict = FA_PERF_FASTER;
-	else if (res.p < c.alpha && beyond_hi && mw.effect > 0.5)
-		res.verdict = FA_PERF_SLOWER;
-	else if (res.lo >= 1 - e && res.hi <= 1 + e)
-		res.verdict = FA_PERF_SAME;
-	else if (res.hi - res.lo > FA_STATS_NOISY_WIDTH * e)
-		res.verdict = FA_PERF_NOISY;
-	else if (res.ratio >= 1 - e && res.ratio <= 1 + e)
-		res.verdict = FA_PERF_SAME;
-	else
-		res.verdict = FA_PERF_NOISY;
+	res.verdict = decide(&res, &c);
 	*out = res;
 	return FA_OK;
+}
+
+/* Two-sided p of the sign test: k of n differences positive (ties dropped
+ * before), exact binomial(n, 1/2) through log-gamma. */
+static double sign_test_p(int k, int n)
+{
+	double tail = 0;
+	int m = k < n - k ? k : n - k;
+	if (n == 0)
+		return 1;
+	for (int i = 0; i <= m; i++)
+		tail += exp(lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) - n * log(2.0));
+	return tail * 2 > 1 ? 1 : tail * 2;
+}
+
+enum fa_rc fa_stats_verdict_paired(const double *base, const double *head, int n,
+				   const struct fa_perf_cfg *cfg, struct fa_perf_result *out,
+				   struct fa_err *err)
+{
+	struct fa_perf_cfg c;
+	struct fa_perf_result res;
+	double *d = NULL, *sd = NULL, *meds = NULL;
+	int *cnt = NULL, pos = 0, neg = 0;
+	enum fa_rc rc;
+	if (cfg)
+		c = *cfg;
+	else
+		fa_stats_verdict_defaults(&c);
+	if (c.resamples == 0)
+		c.resamples = FA_STATS_BOOT_RESAMPLES;
+	if (c.level == 0)
+		c.level = FA_STATS_BOOT_LEVEL;
+	if (!(c.alpha > 0 && c.alpha < 1))
+		return fa_err_set(err, FA_ERR_INPUT, "alpha %g outside (0, 1)", c.alpha);
+	if (!(c.min_effect >= 0 && c.min_effect < 1))
+		return fa_err_set(err, FA_ERR_INPUT, "min_effect %g outside [0, 1)", c.min_effect);
+	if (c.resamples < 0 || c.resamples > FA_STATS_BOOT_MAX_RESAMPLES)
+		return fa_err_set(err, FA_ERR_INPUT, "resamples %d outside 0..%d", c.resamples,
+				  FA_STATS_BOOT_MAX_RESAMPLES);
+	if ((rc = check_samples(base, n, "base", 1, err)) != FA_OK ||
+	    (rc = check_samples(head, n, "head", 1, err)) != FA_OK)
+		return rc;
+	d = alloc_array((size_t)n, sizeof *d, err);
+	meds = alloc_array((size_t)c.resamples, sizeof *meds, err);
+	cnt = alloc_array((size_t)n, sizeof *cnt, err);
+	if (!d || !meds || !cnt) {
+		rc = FA_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		d[i] = log(head[i] / base[i]);
+		pos += d[i] > 0;
+		neg += d[i] < 0;
+	}
+	if ((rc = sorted_copy(d, n, "log ratios", 0, &sd, err)) != FA_OK)
+		goto out;
+	res.ratio = exp(fa_stats_quantile_sorted(sd, n, 0.5));
+	res.p = sign_test_p(pos, pos + neg);
+	res.effect = pos + neg ? (double)pos / (pos + neg) : 0.5;
+	res.n_base = res.n_head = n;
+	res.lo = res.hi = NAN;
+	res.low_samples = n < 6; /* the sign test cannot reach 0.05 with fewer pairs */
+	if (res.low_samples) {
+		double e = c.min_effect;
+		res.verdict = res.ratio < 1 - e ? FA_PERF_FASTER
+			      : res.ratio > 1 + e ? FA_PERF_SLOWER
+						  : FA_PERF_SAME;
+		*out = res;
+		goto out;
+	}
+	for (int r = 0; r < c.resamples; r++)
+		meds[r] = exp(resample_median(sd, n, c.seed, 3, (uint64_t)r, cnt));
+	qsort(meds, (size_t)c.resamples, sizeof *meds, cmp_double);
+	res.lo = fa_stats_quantile_sorted(meds, c.resamples, (1 - c.level) / 2);
+	res.hi = fa_stats_quantile_sorted(meds, c.resamples, (1 + c.level) / 2);
+	res.verdict = decide(&res, &c);
+	*out = res;
+out:
+	free(d);
+	free(sd);
+	free(meds);
+	free(cnt);
+	return rc;
 }
 
 /* ---- Change points ------------------------------------------------------------ */

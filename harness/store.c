@@ -1,7 +1,8 @@
 /* store.c - the SQLite database of runs, cases, results and raw samples:
  * opening and migrating the file, and the prepared statements that write it.
  *
- * Schema version 1 (PRAGMA user_version = 1). Conventions: times are ISO
+ * Schema version 2 (PRAGMA user_version = 2; version 2 added runs.ab_group).
+ * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
  * 0 or -1; seeds are uint64 and do not fit SQLite's signed integers, so they
@@ -12,7 +13,9 @@
  *            'incomplete' from fa_store_run_begin until fa_store_run_end
  *            says 'complete', so a killed run stays 'incomplete'. git_dirty
  *            is 1/0, NULL unknown; label NULL when none; source is
- *            'fabench' or the tool an import came from.
+ *            'fabench' or the tool an import came from. ab_group is shared
+ *            by the two runs of one `run --ab` (their samples were taken in
+ *            turn, so compare pairs them), NULL otherwise.
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -197,6 +200,9 @@ static const char *const migrations[] = {
 	"  method TEXT\n"
 	");\n"
 	"CREATE INDEX calibrations_by_device ON calibrations(device_name, id);\n",
+	/* 1 -> 2: the two runs of one `run --ab` share a group, so compare can
+	 * pair their samples (they were taken in turn) */
+	"ALTER TABLE runs ADD COLUMN ab_group TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -225,9 +231,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_BEGIN] =
 		"INSERT INTO runs (started_at, git_commit, git_dirty, host, backend, device_name,"
 		" device_arch, driver, runtime, suite_path, suite_name, suite_hash, command_line,"
-		" label, seed, version, source, status)"
+		" label, seed, version, source, ab_group, status)"
 		" VALUES (COALESCE(?, " NOW_SQL "), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		" COALESCE(?, 'fabench'), 'incomplete')",
+		" COALESCE(?, 'fabench'), ?, 'incomplete')",
 	[ST_RUN_END] = "UPDATE runs SET status = ?, finished_at = " NOW_SQL " WHERE id = ?",
 	[ST_CASE] = "INSERT INTO cases (run_id, idx, key, batch, heads, kv_heads, q_len, kv_len,"
 		    " head_dim, head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
@@ -576,6 +582,7 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 	bind_u64_text(st, &i, ri->seed);
 	bind_opt_text(st, &i, ri->version);
 	bind_opt_text(st, &i, ri->source);
+	bind_opt_text(st, &i, ri->ab_group);
 	rc = step_done(st, i - 1);
 	if (rc != SQLITE_DONE) {
 		enum fa_rc frc = db_error(s->db, s->path, rc, err, "cannot record the run");

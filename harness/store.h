@@ -22,7 +22,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 1
+#define FA_STORE_SCHEMA_VERSION 2
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than
@@ -53,6 +53,7 @@ struct fa_run_info {
 	uint64_t seed;
 	const char *version;      /* fabench version */
 	const char *source;       /* "fabench", or the tool of an import */
+	const char *ab_group;     /* shared by the two runs of one --ab, else NULL */
 };
 
 /* Inserts a run with status 'incomplete' and commits; *run_id is its id.

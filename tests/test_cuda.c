@@ -940,3 +940,75 @@ FA_TEST(cuda, test_hang_never_returns)
 	FA_CHECKF(!strstr(c.out, "returned") && status == 128 + SIGKILL,
 		  "the hang kernel ended (status %d):\n%s", status, c.out);
 }
+
+/* ---- fabench run on the GPU: faults and hangs, with and without --isolate ---- */
+
+#include <sqlite3.h>
+
+#include "proc.h"
+
+static long long db_int(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+FA_TEST(cuda, run_isolate_survives_fault_and_hang)
+{
+	char db[1100];
+	struct fa_proc_result r;
+	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
+	if (!cuda())
+		return;
+	snprintf(db, sizeof db, "%s/isolate.db", fa_test_tmpdir());
+	unlink(db);
+	/* one case: a right kernel, one that faults the GPU, one that hangs it */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--where",
+			       "q_len == 48 && mask == causal", "--kernels",
+			       "cuda_flash_simt,cuda_test_fault,cuda_test_hang", "--timeout", "2",
+			       "--isolate", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+			    "status = 'pass'") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
+			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_hang' AND "
+			    "status = 'timeout'") == 1);
+}
+
+FA_TEST(cuda, run_sticky_fault_ends_the_run)
+{
+	char db[1100];
+	struct fa_proc_result r;
+	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
+	if (!cuda())
+		return;
+	snprintf(db, sizeof db, "%s/sticky.db", fa_test_tmpdir());
+	unlink(db);
+	/* without --isolate: the fault leaves the context unusable; the run stops
+	 * with the finished case stored and says why */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
+			       "cuda_flash_simt,cuda_test_fault", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	FA_CHECKF(strstr(r.err, "the device is unusable after case 0") &&
+			  strstr(r.err, "--isolate"),
+		  "stderr: %s", r.err);
+	fa_proc_free(&r);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM cases") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+			    "status = 'pass'") == 1);
+	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
+			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
+}

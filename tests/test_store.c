@@ -189,7 +189,7 @@ FA_TEST(store, memory_database)
 	struct fa_err err;
 	fa_err_clear(&err);
 	FA_REQUIRE(fa_store_open(":memory:", 1, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 1);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	fa_store_close(s);
 }
 
@@ -224,7 +224,7 @@ FA_TEST(store, reopen_keeps_data)
 	s = NULL;
 	/* create = 0: the file must be there and keep its run */
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 1);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs", 0) == 1);
 	FA_CHECK(fa_store_find_run(s, "first", &found, &err) == FA_OK);
 	FA_CHECK(found == id);
@@ -244,7 +244,7 @@ FA_TEST(store, migrates_an_empty_version_0_file)
 	sqlite3_close(raw);
 	fa_err_clear(&err);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 1);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs", 0) == 0);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM notes", 0) == 1);
 	fa_store_close(s);
@@ -285,13 +285,13 @@ FA_TEST(store, newer_schema_refused)
 	fa_store_close(s);
 	raw = raw_open(path);
 	FA_REQUIRE(raw);
-	FA_REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 3", NULL, NULL, NULL) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	s = NOT_NULL;
 	FA_CHECK(fa_store_open(path, 1, &s, &err) == FA_ERR_DB);
 	FA_CHECK(s == NULL);
 	snprintf(want, sizeof want,
-		 "database '%s' has schema version 3, newer than this fabench supports (1)", path);
+		 "database '%s' has schema version 99, newer than this fabench supports (%d)", path, FA_STORE_SCHEMA_VERSION);
 	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
 }
 
@@ -1101,5 +1101,28 @@ FA_TEST(store, calibrations)
 	FA_CHECK(got.matmul_fp32_tflops == 51.5);
 	FA_CHECK(strcmp(got.method, cal.method) == 0);
 	FA_CHECK(fa_store_calibration_get(s, "AMD EPYC", &got, &err) == FA_ERR_NOT_FOUND);
+	fa_store_close(s);
+}
+
+FA_TEST(store, migrates_version_1_to_2)
+{
+	char path[1024];
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	sqlite3 *raw = NULL;
+	snprintf(path, sizeof path, "%s/v1.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	/* make it a version-1 file: no ab_group column */
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; PRAGMA user_version = 1",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 2);
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE "
+					   "name = 'ab_group'", 0) == 1);
 	fa_store_close(s);
 }

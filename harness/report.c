@@ -1047,7 +1047,7 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
 	if (r->have_cal)
 		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
-			     "calibrate: %.1f TFLOP/s 16-bit matrix product%s, %.0f GB/s copy). ",
+			     "calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g GB/s copy). ",
 			r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0 ? ", fp32 cases against the "
 									       "fp32 rate" : "",
 			r->cal.copy_gbps);

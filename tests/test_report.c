@@ -492,3 +492,53 @@ FA_TEST(report, kernel_params_and_scale)
 	free(md);
 	fa_store_close(s);
 }
+
+FA_TEST(report, percent_of_calibrated_peak)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_device_info dev;
+	struct fa_calibration cal;
+	struct fa_err err;
+	enum fa_rc rc;
+	char *md, want[64];
+	FA_REQUIRE(s != NULL);
+	/* no calibration of the fixture's device: no column */
+	md = report_text(s, FA_FIXTURE_RUN_BASE, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(md != NULL);
+	FA_CHECK(strstr(md, "% peak") == NULL);
+	free(md);
+	memset(&dev, 0, sizeof dev);
+	memset(&cal, 0, sizeof cal);
+	snprintf(dev.name, sizeof dev.name, "AMD EPYC 7B13 (2 threads)");
+	cal.copy_gbps = 100.0;
+	cal.matmul_tflops = 0.010;
+	cal.matmul_fp32_tflops = 0.0001; /* 0.1 TFLOP/s: the fixture's fp32 cases against it */
+	snprintf(cal.method, sizeof cal.method, "test");
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_calibration_save(s, "cpu", &dev, &cal, "2026-11-26T00:00:00Z", &err) ==
+		   FA_OK);
+	md = report_text(s, FA_FIXTURE_RUN_BASE, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(md != NULL && rc == FA_OK);
+	FA_CHECK(strstr(md, "cpu_flash % peak") != NULL);
+	FA_CHECK(strstr(md, "% peak: throughput over the device's latest calibration") != NULL);
+	/* a timed fp32 prefill result's cell: its TFLOP/s over the fp32 rate */
+	{
+		sqlite3_stmt *st = NULL;
+		double tf = 0;
+		if (sqlite3_prepare_v2(fa_store_db(s),
+				       "SELECT r.tflops FROM results r JOIN cases c ON c.id = r.case_id "
+				       "WHERE r.run_id = ? AND r.kernel = 'cpu_flash' AND r.tflops > 0 "
+				       "AND c.dtype = 'fp32' AND c.q_len > 16 ORDER BY r.id LIMIT 1",
+				       -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, FA_FIXTURE_RUN_BASE);
+			if (sqlite3_step(st) == SQLITE_ROW)
+				tf = sqlite3_column_double(st, 0);
+		}
+		sqlite3_finalize(st);
+		FA_REQUIRE(tf > 0);
+		snprintf(want, sizeof want, " %.0f%% |", 100.0 * tf / 0.0001);
+		FA_CHECKF(strstr(md, want) != NULL, "no cell '%s' in:\n%s", want, md);
+	}
+	free(md);
+	fa_store_close(s);
+}

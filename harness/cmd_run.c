@@ -611,7 +611,7 @@ int fa_cmd_run(int argc, char **argv)
 	struct fa_run_info ri;
 	struct tally tal;
 	int64_t run_id = 0;
-	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0;
+	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0, stopped = 0;
 	char time_buf[32], commit[64], host[256], *cmdline = NULL;
 	double t0 = fa_now_s();
 	enum fa_rc frc;
@@ -771,14 +771,18 @@ int fa_cmd_run(int argc, char **argv)
 				"incomplete); --isolate runs each case in its own process\n",
 				ci, err.msg, n_done, (long long)run_id);
 			exit_status = FA_EXIT_FAIL;
+			stopped = 1;
 			break;
 		}
-		if (frc == FA_ERR_DB)
+		if (frc == FA_ERR_DB) {
+			stopped = 1;
 			break;
+		}
 		if (frc == FA_ERR_CANCELLED)
 			break;
 		if (frc != FA_OK) {
 			exit_status = fa_cmd_fail("run", &err);
+			stopped = 1;
 			break;
 		}
 	}
@@ -789,7 +793,8 @@ int fa_cmd_run(int argc, char **argv)
 		exit_status = FA_EXIT_SIGNAL;
 	}
 	{
-		int complete = !g_cancel && exit_status != FA_EXIT_USAGE &&
+		/* complete: every case ran (failures included), nothing stopped it */
+		int complete = !g_cancel && !stopped && exit_status != FA_EXIT_USAGE &&
 			       (exit_status == FA_EXIT_OK || exit_status == FA_EXIT_FAIL);
 		struct fa_err e2;
 		fa_err_clear(&e2);

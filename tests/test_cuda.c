@@ -452,6 +452,148 @@ FA_TEST(cuda, kernels_refuse_what_they_cannot_run)
 	FA_CHECK(BE.synchronize(CTX) == 0);                       /* and nothing broke */
 }
 
+/* ---- tensor-core kernels: split-KV and block order ---- */
+
+/* A case, the cuda_flash_mma* kernel that runs it, and why it is here. */
+struct mma_case {
+	const char *kernel;
+	struct spec sp;
+};
+
+static const struct mma_case mma_cases[] = {
+	/* decode over a long cache, GQA 4 packed: what auto splits */
+	{"cuda_flash_mma", {2, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+			    {1}, {1000}, 0, {0}}},
+	/* speculative decode, causal bottom-right, the other layout and type */
+	{"cuda_flash_mma", {2, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0,
+			    {3}, {777}, 0, {0}}},
+	/* varlen: a sequence without keys (zeros) and one much longer */
+	{"cuda_flash_mma", {3, 4, 1, 64, 64, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 1, 0, 0,
+			    {1, 2, 1}, {500, 0, 1300}, 0, {0}}},
+	/* prefill: causal rows whose ranges end at different tiles */
+	{"cuda_flash_mma", {1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+			    {300}, {300}, 0, {0}}},
+	{"cuda_flash_mma", {1, 2, 1, 256, 256, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0,
+			    100, {200}, {200}, 0, {0}}},
+	{"cuda_flash_mma", {1, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0,
+			    50, 0, {150}, {600}, 0, {0}}},
+	{"cuda_flash_mma_d192_128", {2, 4, 4, 192, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD,
+				     0, 0, 0, {5}, {700}, 0, {0}}},
+	{"cuda_flash_mma_d72_masked", {1, 4, 1, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL,
+				       FA_LAYOUT_BSHD, 0, 0, 0, {2}, {900}, 0, {0}}},
+	{"cuda_flash_mma_d72_pad80", {1, 4, 1, 72, 72, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0,
+				      0, 0, {1}, {333}, 0, {0}}},
+};
+
+/* Runs k on t with tunables tun (splits, order), its workspace allocated as
+ * the harness does, and checks the output under the fa rule (suites'
+ * default) against the fp64 reference. */
+static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
+		      const int32_t tun[2], uint64_t seed, const char *what)
+{
+	struct bufs d;
+	struct fa_ref ref;
+	struct fa_launch_args a;
+	struct fa_check_cfg cfg;
+	struct fa_err_stats st;
+	struct fa_err err;
+	int64_t n = (int64_t)t->p.total_q * t->p.heads, *rows;
+	char rule[32], reason[256], text[256];
+	size_t ob = tensor_bytes(&t->p, FA_TENSOR_O);
+	int code = bufs_init(s, t, FA_DIST_NORMAL, seed, &d);
+	FA_CHECKF(code == 0, "%s: setting up: %d", what, code);
+	d.ws_bytes = k->workspace_bytes(&t->p, tun);
+	if (code == 0 && d.ws_bytes)
+		code = BE.alloc(CTX, d.ws_bytes, &d.ws);
+	launch_args(s, t, &d, &a);
+	a.params = tun;
+	if (code == 0 && ((code = BE.memset(CTX, d.o, FA_POISON_BYTE, ob)) != 0 ||
+			  (code = k->launch(&a)) != 0 || (code = BE.synchronize(CTX)) != 0 ||
+			  (code = BE.download(CTX, d.ho, d.o, ob)) != 0))
+		FA_CHECKF(0, "%s: %s", what, BE.error_string(CTX, code));
+	rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+	FA_REQUIRE(rows != NULL);
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = i;
+	fa_err_clear(&err);
+	if (code == 0 && fa_ref_compute(&t->p, t->cuq, t->cuk, t->pl, d.hq, d.hk, d.hv, rows, n, 0,
+					0, NULL, &ref, &err) == FA_OK) {
+		fa_check_defaults(&cfg); /* the suites' default rule and limits */
+		FA_CHECKF(fa_check_compare(&t->p, t->cuq, d.ho, &ref, &cfg, &st, rule, sizeof rule,
+					   reason, sizeof reason) == FA_VERDICT_PASS,
+			  "%s splits=%d order=%d: %s (%s)", what, tun[0], tun[1], reason,
+			  case_text(t, text, sizeof text));
+		FA_CHECKF(st.unwritten == 0 && st.nan_count == 0 && st.inf_count == 0,
+			  "%s splits=%d: %lld unwritten, %lld NaN", what, tun[0],
+			  (long long)st.unwritten, (long long)st.nan_count);
+		fa_ref_free(&ref);
+	}
+	free(rows);
+	bufs_free(s, &d);
+}
+
+/* Every split count (none, 2, odd, more splits than some ranges have tiles,
+ * the cap) and both block orders give the reference's answer. */
+FA_TEST(cuda, flash_mma_split_kv_and_order)
+{
+	static const int32_t tunables[][2] = {{0, 0}, {1, 0}, {2, 0}, {7, 0}, {64, 0}, {0, 1}, {5, 1}};
+	struct fa_backend_slot *s = cuda();
+	uint64_t seed;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
+		const struct fa_kernel *k = find_kernel(s, mma_cases[i].kernel);
+		struct tcase t;
+		char why[256], what[96];
+		FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 2);
+		build(&mma_cases[i].sp, &t);
+		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
+		for (size_t j = 0; j < sizeof tunables / sizeof tunables[0]; j++) {
+			snprintf(what, sizeof what, "%s case %zu", k->name, i);
+			check_mma(s, k, &t, tunables[j], seed + i, what);
+		}
+	}
+}
+
+/* Auto splits a grid that would leave the device idle (decode) and only
+ * that; an explicit count is honoured; a split launch without its workspace
+ * is refused. */
+FA_TEST(cuda, flash_mma_split_kv_heuristic)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct spec decode = {1, 32, 8, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0,
+			      0, {1}, {8192}, 0, {0}};
+	struct spec prefill = decode;
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	const int32_t auto_[2] = {0, 0}, one[2] = {1, 0}, four[2] = {4, 0};
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL);
+	build(&decode, &t);
+	/* 8 CTAs (one per KV head) on 100+ SMs: split */
+	FA_CHECK(k->workspace_bytes(&t.p, auto_) > 0);
+	FA_CHECK(k->workspace_bytes(&t.p, NULL) == k->workspace_bytes(&t.p, auto_));
+	FA_CHECK(k->workspace_bytes(&t.p, one) == 0);
+	FA_CHECK(k->workspace_bytes(&t.p, four) == (size_t)4 * 32 * (128 + 1) * sizeof(float));
+	prefill.lq[0] = 8192;
+	build(&prefill, &t);
+	FA_CHECK(k->workspace_bytes(&t.p, auto_) == 0); /* 64 x 32 CTAs: no split */
+	FA_CHECK(k->workspace_bytes(&t.p, four) > 0);
+	/* a split launch with no workspace is refused, and nothing breaks */
+	build(&decode, &t);
+	FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+	launch_args(s, &t, &d, &a);
+	a.params = four;
+	FA_CHECK(k->launch(&a) == CUDA_ERROR_INVALID_VALUE);
+	FA_CHECK(BE.synchronize(CTX) == 0);
+	bufs_free(s, &d);
+}
+
 /* ---- device fill ---- */
 
 static void fill_case(struct fa_backend_slot *s, const struct tcase *t, int dist, uint64_t seed,

@@ -208,6 +208,11 @@ static __device__ __forceinline__ float fa_mma_shfl_xor(float v, int mask)
 	return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 
+static __device__ __forceinline__ float fa_mma_shfl(float v, int src_lane)
+{
+	return __shfl_sync(0xffffffffu, v, src_lane);
+}
+
 /* 1 when pred is true in any lane of the warp. */
 static __device__ __forceinline__ int fa_mma_any(int pred)
 {
@@ -391,8 +396,13 @@ struct params {
 	float scale_log2; /* p.scale * log2(e) > 0: scores go straight to the exp2 domain */
 	int32_t group;    /* heads / kv_heads */
 	int32_t packed;   /* 1: a CTA stacks the rows of all query heads of one KV head */
-	int32_t m_tiles;  /* gridDim.x */
-	int32_t reverse;  /* 1: blockIdx.x 0 takes the last (heaviest, causal) tile */
+	int32_t m_tiles;  /* query tiles per (sequence, head or KV head) */
+	int32_t reverse;  /* 1: the grid starts with the last (heaviest, causal) tiles */
+	int32_t tile_major; /* 1: block order tile by tile across heads, else head by head */
+	int32_t splits;   /* >1: split-KV, each CTA takes one of `splits` key ranges */
+	float *ws_o;      /* split-KV: [splits][ws_rows][DV] fp32 partial O (normalised) */
+	float *ws_lse;    /* split-KV: [splits][ws_rows] log2-sum-exp2 of the range */
+	int64_t ws_rows;  /* total_q * heads */
 };
 
 /* Copy one 16-byte chunk, column chunk c of a row, to dst + IMM.
@@ -559,7 +569,17 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	const struct fa_problem &p = prm.p;
 	const int warp = tid >> 5, lane = tid & 31;
 	const int g = lane >> 2, t4 = lane & 3; /* fragment row group, thread in group */
-	const int b = bz;
+	/* block -> (query tile, head) in launch order: head by head (x fastest,
+	 * the tiles of one head side by side share its K/V in L2), or tile by
+	 * tile across every head (the heaviest causal tiles of all heads first:
+	 * longest-processing-time order, a shorter tail) */
+	if (prm.tile_major) {
+		const int gy = prm.packed ? p.kv_heads : p.heads;
+		const int lin = by * prm.m_tiles + bx;
+		bx = lin / gy;
+		by = lin - bx * gy;
+	}
+	const int b = bz / prm.splits, sp = bz - b * prm.splits; /* sequence, key range */
 	const int x = prm.reverse ? prm.m_tiles - 1 - bx : bx;
 
 	/* ---- this CTA's rows ---- */
@@ -595,8 +615,14 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	}
 	const int key_begin = pfx > 0 ? 0 : lo_first;
 	const int key_end = hi_last > pfx ? hi_last : pfx;
-	const int n_begin = key_begin / BN;
-	const int n_end = key_end > key_begin ? (key_end + BN - 1) / BN : n_begin;
+	int n_begin = key_begin / BN;
+	int n_end = key_end > key_begin ? (key_end + BN - 1) / BN : n_begin;
+	if (prm.splits > 1) { /* split-KV: this CTA's share of the tiles, maybe none */
+		const int per = (n_end - n_begin + prm.splits - 1) / prm.splits;
+		const int nb = n_begin + sp * per;
+		n_begin = nb < n_end ? nb : n_end;
+		n_end = nb + per < n_end ? nb + per : n_end;
+	}
 
 	/* ---- global bases ---- */
 	const uint16_t *kbase = prm.k + fa_k_offset(&p, prm.cu_k, b, 0, hk);
@@ -863,6 +889,38 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		}); /* chunk */
 	}
 
+	/* ---- split-KV epilogue: O / l and the range's log2-sum-exp2 in fp32 to
+	 * the workspace, straight from the fragments; combine_kernel merges ---- */
+	if (prm.splits > 1) {
+		fa_mma_cp_async_wait<0>();
+		const int64_t tok0 = fa_seq_q_start(&p, prm.cu_q, b);
+		float *const ws_o = prm.ws_o + sp * prm.ws_rows * DV + 2 * t4;
+		float *const ws_lse = prm.ws_lse + sp * prm.ws_rows;
+#pragma unroll
+		for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+			for (int hf = 0; hf < 2; ++hf) {
+				float l = l_run[mt][hf];
+				l += fa_mma_shfl_xor(l, 1);
+				l += fa_mma_shfl_xor(l, 2);
+				const int R = row0 + warp * RPW + mt * 16 + hf * 8 + g;
+				if (R >= rows_total)
+					continue;
+				int h, i;
+				row_head_pos(prm.packed, h0, lq, R, h, i);
+				const int64_t wr = (tok0 + i) * p.heads + h;
+				const float inv = l > 0.f ? 1.f / l : 0.f;
+				float *dst = ws_o + wr * DV;
+#pragma unroll
+				for (int j = 0; j < NO; ++j)
+					*reinterpret_cast<float2 *>(dst + 8 * j) =
+						make_float2(o[mt][j][2 * hf] * inv, o[mt][j][2 * hf + 1] * inv);
+				if (t4 == 0) /* no key in range: -inf, weight 0 in the merge */
+					ws_lse[wr] = l > 0.f ? m_run[mt][hf] + log2f(l) : -INFINITY;
+			}
+		return;
+	}
+
 	/* ---- epilogue: O / l, staged through shared memory, 16-byte stores ---- */
 	fa_mma_cp_async_wait<0>(); /* nothing may still land in the Q tile */
 	fa_mma_syncthreads();
@@ -909,6 +967,156 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	}
 }
 
+/* Split-KV merge: row r of the output (r = token * heads + h) from the
+ * `splits` partial rows of the workspace, O = sum_s 2^(lse_s - M) O_s /
+ * sum_s 2^(lse_s - M) with M the largest lse_s; a row whose every range was
+ * empty (-inf) gets zeros. One warp per row, two columns per lane. */
+template <int DV, class T>
+static __device__ __forceinline__ void combine_row(const params &prm, int64_t r, int lane)
+{
+	const struct fa_problem &p = prm.p;
+	const int S = prm.splits; /* 2..64: lane holds the lse of splits lane, lane + 32 */
+	const float l0 = lane < S ? prm.ws_lse[lane * prm.ws_rows + r] : -INFINITY;
+	const float l1 = lane + 32 < S ? prm.ws_lse[(lane + 32) * prm.ws_rows + r] : -INFINITY;
+	float mx = fmaxf(l0, l1);
+#pragma unroll
+	for (int d = 16; d > 0; d >>= 1)
+		mx = fmaxf(mx, fa_mma_shfl_xor(mx, d));
+	const float mu = mx == -INFINITY ? 0.f : mx; /* every range empty: weights 0 */
+	const float w0 = fa_mma_exp2(l0 - mu), w1 = fa_mma_exp2(l1 - mu);
+	float wsum = w0 + w1;
+#pragma unroll
+	for (int d = 16; d > 0; d >>= 1)
+		wsum += fa_mma_shfl_xor(wsum, d);
+	const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+	const int64_t t = r / p.heads;
+	const int h = (int)(r - t * p.heads);
+	const int64_t off = p.varlen ? t * p.o_stride_s + (int64_t)h * p.o_stride_h
+				     : (t / p.q_len) * p.o_stride_b + (t % p.q_len) * p.o_stride_s +
+					       (int64_t)h * p.o_stride_h;
+	uint16_t *dst = prm.o + off;
+	const float *src = prm.ws_o + r * DV;
+	const int64_t sstride = prm.ws_rows * DV;
+	const int dv = p.head_dim_v; /* the real width (the d72 instances compute 80) */
+	constexpr int CN = (DV + 63) / 64; /* column pairs per lane */
+	float acc[CN][2] = {};
+	for (int s = 0; s < S; ++s) { /* every lane takes part in the shuffle */
+		const float w = fa_mma_shfl(s < 32 ? w0 : w1, s & 31);
+#pragma unroll
+		for (int ci = 0; ci < CN; ++ci) {
+			const int c = 2 * lane + 64 * ci;
+			if (c < dv) {
+				const float2 v = *reinterpret_cast<const float2 *>(src + s * sstride + c);
+				acc[ci][0] = fmaf(w, v.x, acc[ci][0]);
+				acc[ci][1] = fmaf(w, v.y, acc[ci][1]);
+			}
+		}
+	}
+#pragma unroll
+	for (int ci = 0; ci < CN; ++ci) {
+		const int c = 2 * lane + 64 * ci;
+		if (c < dv)
+			*reinterpret_cast<uint32_t *>(dst + c) =
+				fa_mma_pack2<T>(acc[ci][0] * inv, acc[ci][1] * inv);
+	}
+}
+
+/* The split-KV choice (host code), shared by the launcher and the
+ * workspace size: `requested` > 0 is taken as given (capped at the number
+ * of key tiles); 0 (auto) splits only when the grid fills less than 80% of
+ * one wave of `slots` resident CTAs, then takes the fewest splits whose
+ * wave efficiency (CTAs / whole waves of slots) is within 95% of the best
+ * found: the waves argument of FlashAttention-2's num_splits_heuristic,
+ * which settles for 85%. The decode sweep in docs/BENCHMARKS.md set the
+ * 95% (at 85% batch 1 took 29 splits where 32 was 9% faster). Auto never
+ * takes more than auto_max splits: the bound that keeps the fp32 partial
+ * outputs (written and read back once per split) under a quarter of the
+ * K/V bytes. Decode has few query rows per key and splits freely; a short
+ * prefill under one wave (ViT at 1k tokens: 128 CTAs) does not: there two
+ * splits measured 11-13% slower than none (H100, one call). */
+static inline int choose_splits(int64_t ctas, int64_t slots, int key_tiles, int requested,
+				int auto_max)
+{
+	const int cap = key_tiles < 64 ? (key_tiles > 0 ? key_tiles : 1) : 64;
+	if (requested > 0)
+		return requested < cap ? requested : cap;
+	if (ctas <= 0 || slots <= 0 || (double)ctas >= 0.8 * (double)slots || auto_max < 2)
+		return 1;
+	double eff[65], best = 0.0;
+	for (int s = 1; s <= (cap < auto_max ? cap : auto_max); ++s) {
+		eff[s] = 0.0;
+		const int per = (key_tiles + s - 1) / s;
+		if (s > 1 && (key_tiles + per - 1) / per < s)
+			continue; /* some range would be empty */
+		const double waves = (double)(ctas * s) / (double)slots;
+		eff[s] = waves / ceil(waves);
+		best = eff[s] > best ? eff[s] : best;
+	}
+	for (int s = 1; s <= (cap < auto_max ? cap : auto_max); ++s)
+		if (eff[s] >= 0.95 * best)
+			return s;
+	return 1;
+}
+
+/* The tunables of every cuda_flash_mma* kernel, in the order of their
+ * table (flash_mma_table.cu). */
+enum { PARAM_SPLITS = 0, PARAM_ORDER = 1 };
+
+/* CTAs of this instance resident at once on the current device (host
+ * code): SMs times the CTAs per SM the instance is built for. */
+template <class CFG>
+static int64_t resident_ctas()
+{
+	int dev = 0, sms = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0; /* unknown: choose_splits() then never splits on its own */
+	}
+	return (int64_t)sms * CFG::MINB;
+}
+
+/* Grid of problem p (host code): query tiles, grid.y (heads, or KV heads
+ * when packed), GQA packing, and the split-KV count. */
+struct shape {
+	int m_tiles, gy, packed, splits;
+};
+
+template <class CFG>
+static shape grid_shape(const struct fa_problem *p, const int32_t *tun)
+{
+	shape g;
+	const int group = p->kv_heads > 0 ? p->heads / p->kv_heads : 1;
+	/* GQA packing: a short query (decode, speculative decode) fills less
+	 * than one tile per head; stacking the heads of a group in one tile
+	 * reads K/V once per KV head instead of once per query head, and never
+	 * widens a tile's key range (every row still has position < q_len). */
+	g.packed = group > 1 && p->q_len < CFG::BM;
+	const int64_t rows = g.packed ? (int64_t)group * p->q_len : p->q_len;
+	g.m_tiles = (int)((rows + CFG::BM - 1) / CFG::BM);
+	g.gy = g.packed ? p->kv_heads : p->heads;
+	const double kv_bytes = (double)p->total_k * p->kv_heads * (p->head_dim + p->head_dim_v) * 2;
+	const double split_bytes = (double)p->total_q * p->heads * (CFG::DV + 1) * 4 * 2;
+	const double auto_max = split_bytes > 0 ? 0.25 * kv_bytes / split_bytes : 0;
+	g.splits = choose_splits((int64_t)g.m_tiles * g.gy * p->batch, resident_ctas<CFG>(),
+				 (p->kv_len + CFG::BN - 1) / CFG::BN, tun ? tun[PARAM_SPLITS] : 0,
+				 auto_max > 64 ? 64 : (int)auto_max);
+	while (g.splits > 1 && (int64_t)p->batch * g.splits > 65535)
+		--g.splits; /* grid.z = batch x splits */
+	return g;
+}
+
+/* Workspace of split-KV (host code): fp32 O and one lse per row and split. */
+template <class CFG>
+static size_t workspace_bytes(const struct fa_problem *p, const int32_t *tun)
+{
+	const shape g = grid_shape<CFG>(p, tun);
+	if (g.splits <= 1)
+		return 0;
+	return (size_t)g.splits * (size_t)p->total_q * (size_t)p->heads * (CFG::DV + 1) *
+	       sizeof(float);
+}
+
 /* Fill the kernel argument and the grid (x, y, z) for problem a->p (host
  * code). Returns 0 when there is nothing to launch (an empty problem). */
 template <class CFG>
@@ -925,21 +1133,24 @@ static int make_params(const struct fa_launch_args *a, params *prm, unsigned gri
 	prm->prefix_lens = a->prefix_lens;
 	prm->scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	prm->group = p->heads / p->kv_heads;
-	/* GQA packing: a short query (decode, speculative decode) fills less
-	 * than one tile per head; stacking the heads of a group in one tile
-	 * reads K/V once per KV head instead of once per query head, and never
-	 * widens a tile's key range (every row still has position < q_len). */
-	prm->packed = prm->group > 1 && p->q_len < CFG::BM;
-	const int64_t rows = prm->packed ? (int64_t)prm->group * p->q_len : p->q_len;
-	prm->m_tiles = (int32_t)((rows + CFG::BM - 1) / CFG::BM);
+	const shape g = grid_shape<CFG>(p, a->params);
+	prm->packed = g.packed;
+	prm->m_tiles = g.m_tiles;
 	/* causal and prefix-LM: the last query tiles see the most keys; start
 	 * them first so the short ones fill the tail of the grid */
 	prm->reverse = p->mask == FA_MASK_CAUSAL || p->mask == FA_MASK_PREFIX_LM;
-	/* x fastest: the CTAs of one (sequence, head) run side by side and share
-	 * its K/V in L2 */
+	prm->tile_major = a->params ? a->params[PARAM_ORDER] : 0;
 	grid[0] = (unsigned)prm->m_tiles;
-	grid[1] = (unsigned)(prm->packed ? p->kv_heads : p->heads);
-	grid[2] = (unsigned)p->batch;
+	grid[1] = (unsigned)g.gy;
+	prm->splits = g.splits;
+	prm->ws_rows = (int64_t)p->total_q * p->heads;
+	prm->ws_o = NULL;
+	prm->ws_lse = NULL;
+	if (prm->splits > 1) {
+		prm->ws_o = static_cast<float *>(a->workspace);
+		prm->ws_lse = prm->ws_o + prm->splits * prm->ws_rows * CFG::DV;
+	}
+	grid[2] = (unsigned)(p->batch * prm->splits);
 	return prm->m_tiles > 0 && p->batch > 0 && p->heads > 0;
 }
 
@@ -969,6 +1180,14 @@ static cudaError_t configure()
 	return e;
 }
 
+template <int DV, class T>
+__global__ void __launch_bounds__(128) combine_kernel(const params prm)
+{
+	const int64_t r = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+	if (r < prm.ws_rows)
+		combine_row<DV, T>(prm, r, (int)(threadIdx.x & 31));
+}
+
 template <class CFG, class T>
 static int launch_typed(const struct fa_launch_args *a)
 {
@@ -979,8 +1198,16 @@ static int launch_typed(const struct fa_launch_args *a)
 	unsigned grid[3];
 	if (!make_params<CFG>(a, &prm, grid))
 		return 0;
-	flash_kernel<CFG, T><<<dim3(grid[0], grid[1], grid[2]), CFG::NT, CFG::SMEM_BYTES,
-			       fa_cuda_stream_of(a)>>>(prm);
+	if (prm.splits > 1 && (!a->workspace || a->workspace_bytes < workspace_bytes<CFG>(a->p, a->params)))
+		return (int)cudaErrorInvalidValue; /* the harness allocates workspace_bytes() */
+	cudaStream_t st = fa_cuda_stream_of(a);
+	flash_kernel<CFG, T><<<dim3(grid[0], grid[1], grid[2]), CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+	if (prm.splits > 1) {
+		const cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return (int)e;
+		combine_kernel<CFG::DV, T><<<(unsigned)((prm.ws_rows + 3) / 4), 128, 0, st>>>(prm);
+	}
 	return (int)cudaGetLastError();
 }
 

@@ -14,6 +14,14 @@
  * Launchers only launch, on a->stream: no allocation, no synchronisation.
  * They return 0, or the cudaError_t of cudaFuncSetAttribute (first call of
  * an instance) or of cudaGetLastError() after the launch.
+ *
+ * Tunables (a->params, in this order): splits (split-KV: each (query tile,
+ * head) CTA becomes `splits` CTAs over consecutive key ranges, writing fp32
+ * partial outputs to the workspace that a second kernel merges; 0 = auto,
+ * which splits only grids that fill less than one wave, as in decode) and
+ * order (1, the default: query tile by query tile across all heads, the
+ * heaviest causal tiles first, a longest-processing-time order; 0: head by
+ * head, as FlashAttention-2's grid).
  */
 #ifndef FA_FLASH_MMA_H
 #define FA_FLASH_MMA_H
@@ -48,6 +56,16 @@ int fa_cuda_mma_smem_bytes_d256(void);
 int fa_cuda_mma_smem_bytes_d192_128(void);
 int fa_cuda_mma_smem_bytes_d72_pad80(void);
 int fa_cuda_mma_smem_bytes_d72_masked(void);
+/* Split-KV workspace of problem p under the tunables params (NULL: the
+ * defaults); 0 when the launch does not split. */
+size_t fa_cuda_mma_workspace_d64(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d80(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d96(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d128(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d256(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d192_128(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d72_pad80(const struct fa_problem *p, const int32_t *params);
+size_t fa_cuda_mma_workspace_d72_masked(const struct fa_problem *p, const int32_t *params);
 
 #ifdef __cplusplus
 }

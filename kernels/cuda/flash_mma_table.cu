@@ -116,6 +116,18 @@ static int main_supports(const struct fa_problem *p, char *why, size_t why_size)
 	return supports_common(p, p->head_dim, p->head_dim, smem, why, why_size);
 }
 
+static size_t main_workspace(const struct fa_problem *p, const int32_t *params)
+{
+	switch (p->head_dim) {
+	case 64: return fa_cuda_mma_workspace_d64(p, params);
+	case 80: return fa_cuda_mma_workspace_d80(p, params);
+	case 96: return fa_cuda_mma_workspace_d96(p, params);
+	case 128: return fa_cuda_mma_workspace_d128(p, params);
+	case 256: return fa_cuda_mma_workspace_d256(p, params);
+	default: return 0;
+	}
+}
+
 static int main_launch(const struct fa_launch_args *a)
 {
 	switch (a->p->head_dim) {
@@ -148,6 +160,18 @@ static int d72_masked_supports(const struct fa_problem *p, char *why, size_t why
 	return supports_common(p, 72, 72, fa_cuda_mma_smem_bytes_d72_masked(), why, why_size);
 }
 
+/* Tunables, in the order fa_mma::PARAM_* (flash_mma.cuh) reads them. */
+static const int32_t order_allowed[] = {0, 1};
+static const struct fa_kernel_param mma_params[] = {
+	{"splits", 0, NULL, 0, 0, 64,
+	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
+	 "(split only a grid under 80% of one wave of resident CTAs, e.g. decode)"},
+	{"order", 1, order_allowed, 2, 0, 1,
+	 "block order: 1 = query tile by query tile across all heads, heaviest causal tiles "
+	 "first; 0 = head by head"},
+};
+#define N_MMA_PARAMS 2
+
 /* Positional initialisers (C++17 has no designated ones), in the order of
  * struct fa_kernel: name, description, dtypes, head_dim_min, head_dim_max,
  * head_dims, n_head_dims, score_bytes, params, n_params, supports,
@@ -155,17 +179,21 @@ static int d72_masked_supports(const struct fa_problem *p, char *why, size_t why
 static const struct fa_kernel mma_kernels[] = {
 	{"cuda_flash_mma",
 	 "FA2 forward on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async), fp32 accumulation",
-	 FP16_BF16, 64, 256, main_dims, 5, 0, NULL, 0, main_supports, NULL, main_launch, 0},
+	 FP16_BF16, 64, 256, main_dims, 5, 0, mma_params, N_MMA_PARAMS, main_supports, main_workspace,
+	 main_launch, 0},
 	{"cuda_flash_mma_d192_128",
 	 "cuda_flash_mma at head_dim 192, head_dim_v 128 (MLA-style prefill)", FP16_BF16, 128, 192,
-	 d192_dims, 1, 0, NULL, 0, d192_128_supports, NULL, fa_cuda_mma_launch_d192_128, 0},
+	 d192_dims, 1, 0, mma_params, N_MMA_PARAMS, d192_128_supports,
+	 fa_cuda_mma_workspace_d192_128, fa_cuda_mma_launch_d192_128, 0},
 	{"cuda_flash_mma_d72_pad80",
 	 "cuda_flash_mma at head_dim 72 computed as 80: zero columns in shared memory, no copies",
-	 FP16_BF16, 72, 72, d72_dims, 1, 0, NULL, 0, d72_pad80_supports, NULL,
+	 FP16_BF16, 72, 72, d72_dims, 1, 0, mma_params, N_MMA_PARAMS, d72_pad80_supports,
+	 fa_cuda_mma_workspace_d72_pad80,
 	 fa_cuda_mma_launch_d72_pad80, 0},
 	{"cuda_flash_mma_d72_masked",
 	 "cuda_flash_mma at head_dim 72 with every load predicated at the true width",
-	 FP16_BF16, 72, 72, d72_dims, 1, 0, NULL, 0, d72_masked_supports, NULL,
+	 FP16_BF16, 72, 72, d72_dims, 1, 0, mma_params, N_MMA_PARAMS, d72_masked_supports,
+	 fa_cuda_mma_workspace_d72_masked,
 	 fa_cuda_mma_launch_d72_masked, 0},
 };
 

@@ -21,3 +21,8 @@ extern "C" int fa_cuda_mma_smem_bytes_d72_masked(void)
 {
 	return cfg::SMEM_BYTES;
 }
+
+extern "C" size_t fa_cuda_mma_workspace_d72_masked(const struct fa_problem *p, const int32_t *params)
+{
+	return fa_mma::workspace_bytes<cfg>(p, params);
+}

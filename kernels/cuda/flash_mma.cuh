@@ -48,6 +48,7 @@
 #endif
 #include "../../harness/backend_impl.h"
 #include "../common/fa_problem.h"
+#include "../common/fa_split.h"
 #include "cuda_kernels.h"
 
 namespace fa_mma {
@@ -1021,43 +1022,6 @@ static __device__ __forceinline__ void combine_row(const params &prm, int64_t r,
 	}
 }
 
-/* The split-KV choice (host code), shared by the launcher and the
- * workspace size: `requested` > 0 is taken as given (capped at the number
- * of key tiles); 0 (auto) splits only when the grid fills less than 80% of
- * one wave of `slots` resident CTAs, then takes the fewest splits whose
- * wave efficiency (CTAs / whole waves of slots) is within 95% of the best
- * found: the waves argument of FlashAttention-2's num_splits_heuristic,
- * which settles for 85%. The decode sweep in docs/BENCHMARKS.md set the
- * 95% (at 85% batch 1 took 29 splits where 32 was 9% faster). Auto never
- * takes more than auto_max splits: the bound that keeps the fp32 partial
- * outputs (written and read back once per split) under a quarter of the
- * K/V bytes. Decode has few query rows per key and splits freely; a short
- * prefill under one wave (ViT at 1k tokens: 128 CTAs) does not: there two
- * splits measured 11-13% slower than none (H100, one call). */
-static inline int choose_splits(int64_t ctas, int64_t slots, int key_tiles, int requested,
-				int auto_max)
-{
-	const int cap = key_tiles < 64 ? (key_tiles > 0 ? key_tiles : 1) : 64;
-	if (requested > 0)
-		return requested < cap ? requested : cap;
-	if (ctas <= 0 || slots <= 0 || (double)ctas >= 0.8 * (double)slots || auto_max < 2)
-		return 1;
-	double eff[65], best = 0.0;
-	for (int s = 1; s <= (cap < auto_max ? cap : auto_max); ++s) {
-		eff[s] = 0.0;
-		const int per = (key_tiles + s - 1) / s;
-		if (s > 1 && (key_tiles + per - 1) / per < s)
-			continue; /* some range would be empty */
-		const double waves = (double)(ctas * s) / (double)slots;
-		eff[s] = waves / ceil(waves);
-		best = eff[s] > best ? eff[s] : best;
-	}
-	for (int s = 1; s <= (cap < auto_max ? cap : auto_max); ++s)
-		if (eff[s] >= 0.95 * best)
-			return s;
-	return 1;
-}
-
 /* The tunables of every cuda_flash_mma* kernel, in the order of their
  * table (flash_mma_table.cu). */
 enum { PARAM_SPLITS = 0, PARAM_ORDER = 1 };
@@ -1071,7 +1035,7 @@ static int64_t resident_ctas()
 	if (cudaGetDevice(&dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
 		(void)cudaGetLastError();
-		return 0; /* unknown: choose_splits() then never splits on its own */
+		return 0; /* unknown: fa_split_count() then never splits on its own */
 	}
 	return (int64_t)sms * CFG::MINB;
 }
@@ -1095,14 +1059,9 @@ static shape grid_shape(const struct fa_problem *p, const int32_t *tun)
 	const int64_t rows = g.packed ? (int64_t)group * p->q_len : p->q_len;
 	g.m_tiles = (int)((rows + CFG::BM - 1) / CFG::BM);
 	g.gy = g.packed ? p->kv_heads : p->heads;
-	const double kv_bytes = (double)p->total_k * p->kv_heads * (p->head_dim + p->head_dim_v) * 2;
-	const double split_bytes = (double)p->total_q * p->heads * (CFG::DV + 1) * 4 * 2;
-	const double auto_max = split_bytes > 0 ? 0.25 * kv_bytes / split_bytes : 0;
-	g.splits = choose_splits((int64_t)g.m_tiles * g.gy * p->batch, resident_ctas<CFG>(),
-				 (p->kv_len + CFG::BN - 1) / CFG::BN, tun ? tun[PARAM_SPLITS] : 0,
-				 auto_max > 64 ? 64 : (int)auto_max);
-	while (g.splits > 1 && (int64_t)p->batch * g.splits > 65535)
-		--g.splits; /* grid.z = batch x splits */
+	g.splits = fa_split_count(p, (int64_t)g.m_tiles * g.gy * p->batch, resident_ctas<CFG>(),
+				  (p->kv_len + CFG::BN - 1) / CFG::BN, CFG::DV,
+				  tun ? tun[PARAM_SPLITS] : 0);
 	return g;
 }
 

@@ -31,6 +31,7 @@
 
 #include "expr.h"
 #include "suite.h"
+#include "table.h"
 #include "util.h"
 
 /* Cases with at most this many queries per sequence are decode-like and
@@ -1148,36 +1149,9 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 
 /* ---- Heatmap ---------------------------------------------------------------------- */
 
-/* Compares two params strings "a=1,b=2" value by value: numbers as numbers,
- * other text as text. */
-static int cmp_params(const char *a, const char *b)
-{
-	while (*a && *b) {
-		size_t na = strcspn(a, ","), nb = strcspn(b, ",");
-		const char *va = memchr(a, '=', na), *vb = memchr(b, '=', nb);
-		int c = strncmp(a, b, na < nb ? na : nb);
-		if (va && vb && va - a == vb - b && strncmp(a, b, (size_t)(va - a)) == 0) {
-			char *ea, *eb;
-			double x = strtod(va + 1, &ea), y = strtod(vb + 1, &eb);
-			if (ea == a + na && eb == b + nb && ea != va + 1 && eb != vb + 1) {
-				c = (x > y) - (x < y);
-			}
-		} else if (c == 0) {
-			c = (na > nb) - (na < nb);
-		}
-		if (c)
-			return c;
-		if (na != nb)
-			return (na > nb) - (na < nb);
-		a += na + (a[na] == ',');
-		b += nb + (b[nb] == ',');
-	}
-	return (*a != 0) - (*b != 0);
-}
-
 static int cmp_params_p(const void *a, const void *b)
 {
-	return cmp_params(*(const char *const *)a, *(const char *const *)b);
+	return fa_table_params_cmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* 1 when the item "name=value" (n bytes) is in every params string of sets. */

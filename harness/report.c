@@ -272,9 +272,21 @@ static double speedup_of(const struct report *r, int row)
 	return mb / mk;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* Column labels "kernel" or "kernel[params]": by kernel name, then by
+ * params with numbers as numbers (splits=2 before splits=16). */
+static int cmp_label(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t nx = strcspn(x, "["), ny = strcspn(y, "[");
+	int c = strncmp(x, y, nx < ny ? nx : ny);
+	char px[512], py[512];
+	if (c || nx != ny)
+		return c ? c : (nx > ny) - (nx < ny);
+	if (!x[nx] || !y[ny])
+		return (x[nx] != 0) - (y[ny] != 0);
+	snprintf(px, sizeof px, "%.*s", (int)strcspn(x + nx + 1, "]"), x + nx + 1);
+	snprintf(py, sizeof py, "%.*s", (int)strcspn(y + ny + 1, "]"), y + ny + 1);
+	return fa_table_params_cmp(px, py);
 }
 
 static const struct report *sort_ctx; /* qsort has no context argument */
@@ -293,9 +305,30 @@ static int cmp_order(const void *a, const void *b)
 	return int_at(&r->res, x, "id") < int_at(&r->res, y, "id") ? -1 : 1;
 }
 
+/* 1 when the item params[0..n) ("name=value") appears in the params of
+ * every result of kernel k. */
+static int param_item_common(const struct report *r, const char *k, const char *item, size_t n)
+{
+	for (int i = 0; i < r->res.nrows; i++) {
+		const char *ki = res_text(r, i, "kernel"), *p = res_text(r, i, "params");
+		int found = 0;
+		if (strcmp(ki, k) != 0)
+			continue;
+		while (p && *p && !found) {
+			size_t m = strcspn(p, ",");
+			found = m == n && strncmp(p, item, n) == 0;
+			p += m + (p[m] == ',');
+		}
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
 /* The column label of every result row into r->res_label: its kernel, or
  * kernel[params] when that kernel ran with more than one set of params in
- * this run (a tuning run). */
+ * this run (a tuning run), naming only the params that differ between its
+ * sets ("cuda_flash_mma[splits=4]" when every set has order=1). */
 static enum fa_rc label_results(struct report *r, struct fa_err *err)
 {
 	int n = r->res.nrows, nd = 0;
@@ -331,10 +364,22 @@ static enum fa_rc label_results(struct report *r, struct fa_err *err)
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 			break;
 		}
-		if (several[d] && p && p[0])
-			snprintf(r->res_label[i], len, "%s[%s]", k, p);
-		else
+		if (several[d] && p && p[0]) {
+			size_t at = (size_t)snprintf(r->res_label[i], len, "%s[", k);
+			int first = 1;
+			for (const char *q = p; *q;) {
+				size_t m = strcspn(q, ",");
+				if (!param_item_common(r, k, q, m)) {
+					at += (size_t)snprintf(r->res_label[i] + at, len - at, "%s%.*s",
+							       first ? "" : ",", (int)m, q);
+					first = 0;
+				}
+				q += m + (q[m] == ',');
+			}
+			snprintf(r->res_label[i] + at, len - at, "]");
+		} else {
 			snprintf(r->res_label[i], len, "%s", k);
+		}
 	}
 	free(kname);
 	free(kparams);
@@ -420,7 +465,7 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		if (k == r->nk)
 			r->labels[r->nk++] = r->res_label[i];
 	}
-	qsort(r->labels, (size_t)r->nk, sizeof *r->labels, cmp_str);
+	qsort(r->labels, (size_t)r->nk, sizeof *r->labels, cmp_label);
 
 	/* the baseline: asked for by label or kernel name, else the first
 	 * kernel (by row id) with "dense" in its name; it moves to the first

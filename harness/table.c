@@ -221,3 +221,30 @@ void fa_table_free(struct fa_table *t)
 	free(t->right);
 	memset(t, 0, sizeof *t);
 }
+
+/* ---- Params ---- */
+
+int fa_table_params_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		size_t na = strcspn(a, ","), nb = strcspn(b, ",");
+		const char *va = memchr(a, '=', na), *vb = memchr(b, '=', nb);
+		int c = strncmp(a, b, na < nb ? na : nb);
+		if (va && vb && va - a == vb - b && strncmp(a, b, (size_t)(va - a)) == 0) {
+			char *ea, *eb;
+			double x = strtod(va + 1, &ea), y = strtod(vb + 1, &eb);
+			if (ea == a + na && eb == b + nb && ea != va + 1 && eb != vb + 1) {
+				c = (x > y) - (x < y);
+			}
+		} else if (c == 0) {
+			c = (na > nb) - (na < nb);
+		}
+		if (c)
+			return c;
+		if (na != nb)
+			return (na > nb) - (na < nb);
+		a += na + (a[na] == ',');
+		b += nb + (b[nb] == ',');
+	}
+	return (*a != 0) - (*b != 0);
+}

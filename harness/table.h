@@ -92,4 +92,11 @@ enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *e
 /* Frees every cell and zeroes t. */
 void fa_table_free(struct fa_table *t);
 
+/* ---- Params ------------------------------------------------------------------ */
+
+/* Compares two params strings "a=1,b=2" item by item: values that are both
+ * numbers as numbers (block_q=8 before block_q=16), other text as text.
+ * strcmp's sign convention. */
+int fa_table_params_cmp(const char *a, const char *b);
+
 #endif /* FA_TABLE_H */

@@ -429,7 +429,9 @@ FA_TEST(report, empty_run)
 }
 
 /* One kernel run with two sets of params (a tuning run) gets a column per
- * set; an explicit scale shows in its shortest float form, only where set. */
+ * set, named by the params that differ and ordered by their values as
+ * numbers; an explicit scale shows in its shortest float form, only where
+ * set. */
 FA_TEST(report, kernel_params_and_scale)
 {
 	char path[1200], key[2][16];
@@ -463,7 +465,7 @@ FA_TEST(report, kernel_params_and_scale)
 		memset(r, 0, sizeof r);
 		for (int k = 0; k < 2; k++) {
 			r[k].kernel = "cuda_flash";
-			r[k].params = k ? "block=128" : "block=64";
+			r[k].params = k ? "block=128,order=1" : "block=64,order=1";
 			r[k].status = FA_STATUS_PASS;
 			r[k].t.n = 2;
 			r[k].samples = x;
@@ -477,10 +479,11 @@ FA_TEST(report, kernel_params_and_scale)
 	}
 	md = report_text(s, run_id, FA_FMT_MD, NULL, &rc, &err);
 	FA_REQUIRE(rc == FA_OK && md);
-	FA_CHECKF(strstr(md, "| #   | scale | cuda_flash[block=128] ms | cuda_flash[block=128] "
-			     "TFLOP/s | cuda_flash[block=128] max_abs | cuda_flash[block=64] ms |") !=
+	FA_CHECKF(strstr(md, "| #   | scale | cuda_flash[block=64] ms | cuda_flash[block=64] "
+			     "TFLOP/s | cuda_flash[block=64] max_abs | cuda_flash[block=128] ms |") !=
 			  NULL,
 		  "header not found in:\n%s", md);
+	FA_CHECK(strstr(md, "order=1]") == NULL); /* common to both sets: not in the names */
 	FA_CHECK(strstr(md, "|   0 |       |") != NULL);
 	FA_CHECK(strstr(md, "|   1 |   0.3 |") != NULL);
 	free(md);

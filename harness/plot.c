@@ -1157,17 +1157,9 @@ static int cmp_params_p(const void *a, const void *b)
 /* 1 when the item "name=value" (n bytes) is in every params string of sets. */
 static int item_common(const char *item, size_t n, char *const *sets, int nsets)
 {
-	for (int i = 0; i < nsets; i++) {
-		const char *p = sets[i];
-		int found = 0;
-		while (*p && !found) {
-			size_t m = strcspn(p, ",");
-			found = m == n && strncmp(p, item, n) == 0;
-			p += m + (p[m] == ',');
-		}
-		if (!found)
+	for (int i = 0; i < nsets; i++)
+		if (!fa_table_params_has(sets[i], item, n))
 			return 0;
-	}
 	return 1;
 }
 

@@ -309,19 +309,10 @@ static int cmp_order(const void *a, const void *b)
  * every result of kernel k. */
 static int param_item_common(const struct report *r, const char *k, const char *item, size_t n)
 {
-	for (int i = 0; i < r->res.nrows; i++) {
-		const char *ki = res_text(r, i, "kernel"), *p = res_text(r, i, "params");
-		int found = 0;
-		if (strcmp(ki, k) != 0)
-			continue;
-		while (p && *p && !found) {
-			size_t m = strcspn(p, ",");
-			found = m == n && strncmp(p, item, n) == 0;
-			p += m + (p[m] == ',');
-		}
-		if (!found)
+	for (int i = 0; i < r->res.nrows; i++)
+		if (strcmp(res_text(r, i, "kernel"), k) == 0 &&
+		    !fa_table_params_has(res_text(r, i, "params"), item, n))
 			return 0;
-	}
 	return 1;
 }
 

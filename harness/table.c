@@ -248,3 +248,14 @@ int fa_table_params_cmp(const char *a, const char *b)
 	}
 	return (*a != 0) - (*b != 0);
 }
+
+int fa_table_params_has(const char *params, const char *item, size_t n)
+{
+	while (params && *params) {
+		size_t m = strcspn(params, ",");
+		if (m == n && strncmp(params, item, n) == 0)
+			return 1;
+		params += m + (params[m] == ',');
+	}
+	return 0;
+}

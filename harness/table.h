@@ -99,4 +99,7 @@ void fa_table_free(struct fa_table *t);
  * strcmp's sign convention. */
 int fa_table_params_cmp(const char *a, const char *b);
 
+/* 1 when params ("a=1,b=2", may be NULL) has the item item[0..n) ("b=2"). */
+int fa_table_params_has(const char *params, const char *item, size_t n);
+
 #endif /* FA_TABLE_H */

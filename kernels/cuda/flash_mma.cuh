@@ -543,6 +543,14 @@ static __device__ __forceinline__ void row_head_pos(int packed, int h0, int lq, 
 	}
 }
 
+/* The sum of v over the 4 lanes of a quad (the lanes holding one row of a
+ * C fragment). */
+static __device__ __forceinline__ float quad_sum(float v)
+{
+	v += fa_mma_shfl_xor(v, 1);
+	return v + fa_mma_shfl_xor(v, 2);
+}
+
 /* Lazy rescaling: the running max m used for P = exp2(S - m) is moved only
  * when a new score exceeds it by more than 2^RESCALE_SLACK; until then P
  * may reach 2^8 = 256, exact enough in fp32 sums and far below fp16's
@@ -901,9 +909,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
 			for (int hf = 0; hf < 2; ++hf) {
-				float l = l_run[mt][hf];
-				l += fa_mma_shfl_xor(l, 1);
-				l += fa_mma_shfl_xor(l, 2);
+				const float l = quad_sum(l_run[mt][hf]);
 				const int R = row0 + warp * RPW + mt * 16 + hf * 8 + g;
 				if (R >= rows_total)
 					continue;
@@ -930,9 +936,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
 		for (int hf = 0; hf < 2; ++hf) {
-			float l = l_run[mt][hf];
-			l += fa_mma_shfl_xor(l, 1);
-			l += fa_mma_shfl_xor(l, 2);
+			const float l = quad_sum(l_run[mt][hf]);
 			const float inv = l > 0.f ? 1.f / l : 0.f; /* no allowed key: zeros */
 			static_for<NO>([&](auto j_c) {
 				constexpr int j = decltype(j_c)::value;

@@ -19,7 +19,13 @@
  * m16 tiles); every K/V fragment a warp loads feeds MT mma per n8 tile.
  * K/V tiles stream through an ST-stage cp.async ring, one __syncthreads per
  * tile; causal/prefix/window tiles that no row of the CTA may see are never
- * loaded, and the grid starts with the heaviest (last) query tiles.
+ * loaded, and the grid starts with the heaviest (last) query tiles: by
+ * default tile by tile across all heads (tunable `order`).
+ *
+ * Split-KV (tunable `splits`, auto by fa_split_count() in
+ * kernels/common/fa_split.h): each CTA takes one of `splits` consecutive
+ * ranges of its key tiles and writes O / l and log2(l) + m of its rows in
+ * fp32 to the workspace; combine_kernel merges the ranges of each row.
  *
  * Conventions (kernels/common/fa_problem.h): masks aligned bottom-right;
  * prefix-LM = [0, prefix) plus causal; sliding window = `window` keys ending

@@ -94,50 +94,51 @@ static int supports_common(const struct fa_problem *p, int d, int dv, int smem_b
 
 static const int32_t main_dims[] = {64, 80, 96, 128, 256};
 
-static int main_smem(int d)
+/* The instances behind cuda_flash_mma, one per head size. */
+static const struct {
+	int32_t d;
+	int (*smem)(void);
+	size_t (*workspace)(const struct fa_problem *, const int32_t *);
+	int (*launch)(const struct fa_launch_args *);
+} main_instances[] = {
+	{64, fa_cuda_mma_smem_bytes_d64, fa_cuda_mma_workspace_d64, fa_cuda_mma_launch_d64},
+	{80, fa_cuda_mma_smem_bytes_d80, fa_cuda_mma_workspace_d80, fa_cuda_mma_launch_d80},
+	{96, fa_cuda_mma_smem_bytes_d96, fa_cuda_mma_workspace_d96, fa_cuda_mma_launch_d96},
+	{128, fa_cuda_mma_smem_bytes_d128, fa_cuda_mma_workspace_d128, fa_cuda_mma_launch_d128},
+	{256, fa_cuda_mma_smem_bytes_d256, fa_cuda_mma_workspace_d256, fa_cuda_mma_launch_d256},
+};
+
+/* The index of head size d in main_instances, or -1. */
+static int main_instance(int d)
 {
-	switch (d) {
-	case 64: return fa_cuda_mma_smem_bytes_d64();
-	case 80: return fa_cuda_mma_smem_bytes_d80();
-	case 96: return fa_cuda_mma_smem_bytes_d96();
-	case 128: return fa_cuda_mma_smem_bytes_d128();
-	case 256: return fa_cuda_mma_smem_bytes_d256();
-	default: return -1;
-	}
+	for (int i = 0; i < (int)(sizeof main_instances / sizeof main_instances[0]); i++)
+		if (main_instances[i].d == d)
+			return i;
+	return -1;
 }
 
 static int main_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
-	const int smem = main_smem(p->head_dim);
-	if (smem < 0) {
+	const int i = main_instance(p->head_dim);
+	if (i < 0) {
 		snprintf(why, why_size, "head_dim %d not instantiated", p->head_dim);
 		return 0;
 	}
-	return supports_common(p, p->head_dim, p->head_dim, smem, why, why_size);
+	return supports_common(p, p->head_dim, p->head_dim, main_instances[i].smem(), why,
+			       why_size);
 }
 
 static size_t main_workspace(const struct fa_problem *p, const int32_t *params)
 {
-	switch (p->head_dim) {
-	case 64: return fa_cuda_mma_workspace_d64(p, params);
-	case 80: return fa_cuda_mma_workspace_d80(p, params);
-	case 96: return fa_cuda_mma_workspace_d96(p, params);
-	case 128: return fa_cuda_mma_workspace_d128(p, params);
-	case 256: return fa_cuda_mma_workspace_d256(p, params);
-	default: return 0;
-	}
+	const int i = main_instance(p->head_dim);
+	return i < 0 ? 0 : main_instances[i].workspace(p, params);
 }
 
 static int main_launch(const struct fa_launch_args *a)
 {
-	switch (a->p->head_dim) {
-	case 64: return fa_cuda_mma_launch_d64(a);
-	case 80: return fa_cuda_mma_launch_d80(a);
-	case 96: return fa_cuda_mma_launch_d96(a);
-	case 128: return fa_cuda_mma_launch_d128(a);
-	case 256: return fa_cuda_mma_launch_d256(a);
-	default: return (int)cudaErrorInvalidValue; /* supports() said no */
-	}
+	const int i = main_instance(a->p->head_dim);
+	return i < 0 ? (int)cudaErrorInvalidValue /* supports() said no */
+		     : main_instances[i].launch(a);
 }
 
 /* ---- the single-shape instances ---- */
@@ -170,7 +171,7 @@ static const struct fa_kernel_param mma_params[] = {
 	 "block order: 1 = query tile by query tile across all heads, heaviest causal tiles "
 	 "first; 0 = head by head"},
 };
-#define N_MMA_PARAMS 2
+#define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 
 /* Positional initialisers (C++17 has no designated ones), in the order of
  * struct fa_kernel: name, description, dtypes, head_dim_min, head_dim_max,

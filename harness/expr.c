@@ -70,6 +70,7 @@ struct fa_expr {
 	int wclass; /* T_WORD: enum word_class */
 	int64_t i;  /* N_INT value, N_WORD index, N_NAME id */
 	double d;   /* N_NUM value */
+	int height; /* nodes on the longest path down from here, this one included */
 	struct fa_expr *a, *b;
 };
 
@@ -97,6 +98,7 @@ struct parser {
 	struct fa_err *err;
 	struct token tok; /* the current token */
 	int failed;
+	int nesting; /* '(' and prefix operators open around the current token */
 };
 
 /* ---- errors */
@@ -343,7 +345,41 @@ static struct fa_expr *node_new(struct parser *ps, int kind, int type)
 	}
 	e->kind = kind;
 	e->type = type;
+	e->height = 1;
 	return e;
+}
+
+/* Gives e its children a and b (b may be NULL) and the height they make; 0,
+ * or -1 with the error at pos when the tree grows deeper than
+ * FA_EXPR_MAX_HEIGHT (the evaluator and fa_expr_free recurse that deep). */
+static int attach(struct parser *ps, struct fa_expr *e, int pos, struct fa_expr *a,
+		  struct fa_expr *b)
+{
+	int h = a->height > (b ? b->height : 0) ? a->height : b->height;
+	e->a = a;
+	e->b = b;
+	e->height = h + 1;
+	if (e->height - 1 > FA_EXPR_MAX_HEIGHT) { /* leaves are height 1 */
+		perr(ps, pos, "expression too deep: more than %d operators inside one another",
+		     FA_EXPR_MAX_HEIGHT);
+		return -1;
+	}
+	return 0;
+}
+
+/* Enters one more level of '(' or prefix operator at pos: 0, or -1 with the
+ * error when more than FA_EXPR_MAX_NESTING are open (the parser recurses once
+ * per level). Every successful call is paired with ps->nesting--. */
+static int nest(struct parser *ps, int pos)
+{
+	if (ps->nesting >= FA_EXPR_MAX_NESTING) {
+		perr(ps, pos, "expression nested too deeply: more than %d parentheses or prefix "
+			      "operators open",
+		     FA_EXPR_MAX_NESTING);
+		return -1;
+	}
+	ps->nesting++;
+	return 0;
 }
 
 void fa_expr_free(struct fa_expr *e)
@@ -424,8 +460,11 @@ static struct fa_expr *parse_atom(struct parser *ps)
 		return e;
 	}
 	case K_LPAREN:
+		if (nest(ps, t.pos) != 0)
+			return NULL;
 		advance(ps);
 		e = parse_or(ps);
+		ps->nesting--;
 		if (!e)
 			return NULL;
 		if (ps->tok.kind != K_RPAREN) {
@@ -453,8 +492,11 @@ static struct fa_expr *parse_unary(struct parser *ps)
 {
 	if (is_op(ps, "-")) {
 		int pos = ps->tok.pos;
+		if (nest(ps, pos) != 0)
+			return NULL;
 		advance(ps);
 		struct fa_expr *a = parse_unary(ps), *e;
+		ps->nesting--;
 		if (!a)
 			return NULL;
 		if (!is_number(a)) {
@@ -466,7 +508,10 @@ static struct fa_expr *parse_unary(struct parser *ps)
 			fa_expr_free(a);
 			return NULL;
 		}
-		e->a = a;
+		if (attach(ps, e, pos, a, NULL) != 0) {
+			fa_expr_free(e);
+			return NULL;
+		}
 		return e;
 	}
 	return parse_atom(ps);
@@ -544,8 +589,10 @@ static struct fa_expr *binary(struct parser *ps, int kind, int pos, const char *
 	}
 	if (!(e = node_new(ps, kind, type)))
 		goto fail;
-	e->a = a;
-	e->b = b;
+	if (attach(ps, e, pos, a, b) != 0) {
+		fa_expr_free(e);
+		return NULL;
+	}
 	return e;
 fail:
 	fa_expr_free(a);
@@ -602,8 +649,11 @@ static struct fa_expr *parse_not(struct parser *ps)
 {
 	if (is_op(ps, "!")) {
 		int pos = ps->tok.pos;
+		if (nest(ps, pos) != 0)
+			return NULL;
 		advance(ps);
 		struct fa_expr *a = parse_not(ps), *e;
+		ps->nesting--;
 		if (!a)
 			return NULL;
 		if (!is_condition(a)) {
@@ -615,7 +665,10 @@ static struct fa_expr *parse_not(struct parser *ps)
 			fa_expr_free(a);
 			return NULL;
 		}
-		e->a = a;
+		if (attach(ps, e, pos, a, NULL) != 0) {
+			fa_expr_free(e);
+			return NULL;
+		}
 		return e;
 	}
 	return parse_cmp(ps);

@@ -26,6 +26,14 @@
 struct fa_expr;
 struct fa_case;
 
+/* Limits that keep the recursive parser, evaluator and fa_expr_free within a
+ * small stack whatever the input: parentheses and prefix operators ('-', '!',
+ * 'not') open at once, and operators inside one another in the tree (a chain
+ * `a + b + c` is a chain of operators, one inside the next). Beyond either the
+ * parse fails, pointing at the token that went past it. */
+#define FA_EXPR_MAX_NESTING 256
+#define FA_EXPR_MAX_HEIGHT 1024
+
 /* Parses text. loc is where text's first character sits in its file (for
  * error columns); it may be NULL. Sets *out (free with fa_expr_free), or
  * NULL with err filled. */

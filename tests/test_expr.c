@@ -213,3 +213,95 @@ FA_TEST(expr, error_without_location)
 	FA_CHECK(strcmp(err.msg, "unexpected end of expression at column 8") == 0);
 	FA_CHECK(err.file[0] == '\0');
 }
+
+/* head, n x open, mid, n x close, tail (malloc'd). */
+static char *nested(const char *head, const char *open, int n, const char *mid, const char *close,
+		    const char *tail)
+{
+	size_t hl = strlen(head), ol = strlen(open), ml = strlen(mid), cl = strlen(close);
+	size_t tl = strlen(tail);
+	char *s = malloc(hl + (ol + cl) * (size_t)n + ml + tl + 1), *w = s;
+	if (!s)
+		return NULL;
+	memcpy(w, head, hl);
+	w += hl;
+	for (int i = 0; i < n; i++, w += ol)
+		memcpy(w, open, ol);
+	memcpy(w, mid, ml);
+	w += ml;
+	for (int i = 0; i < n; i++, w += cl)
+		memcpy(w, close, cl);
+	memcpy(w, tail, tl + 1);
+	return s;
+}
+
+/* Parses text built by nested(); expects it to hold on c (want_col 0) or to
+ * fail at want_col with want_msg. */
+static void limit_case(char *text, const struct fa_case *c, int want_col, const char *want_msg,
+		       int line)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (!text) {
+		fa_test_fail(__FILE__, line, "out of memory");
+		return;
+	}
+	enum fa_rc rc = fa_expr_parse(text, NULL, &e, &err);
+	if (want_col == 0) {
+		if (rc != FA_OK || !fa_expr_eval(e, c))
+			fa_test_fail(__FILE__, line, "'%.60s...' (%zu chars) should parse and hold: %s",
+				     text, strlen(text), err.msg);
+	} else {
+		char want[256];
+		snprintf(want, sizeof want, "%s at column %d", want_msg, want_col);
+		if (rc != FA_ERR_INPUT || e || strcmp(err.msg, want) != 0)
+			fa_test_fail(__FILE__, line, "'%.60s...': got rc %d '%s', expected '%s'", text,
+				     rc, err.msg, want);
+	}
+	fa_expr_free(e);
+	free(text);
+}
+
+#define LIMIT(text, col, msg) limit_case(text, &c, col, msg, __LINE__)
+
+/* Parentheses and prefix operators nest at most FA_EXPR_MAX_NESTING deep, and
+ * operators at most FA_EXPR_MAX_HEIGHT inside one another: right at the
+ * limit the expression works, one past it the error points at the token
+ * that went past, and far past it (13k parentheses killed the parser's
+ * stack; 100k operators the evaluator's) it is the same error. */
+FA_TEST(expr, nesting_and_height_limits)
+{
+	static const char nest_msg[] =
+		"expression nested too deeply: more than 256 parentheses or prefix operators open";
+	static const char height_msg[] =
+		"expression too deep: more than 1024 operators inside one another";
+	struct fa_case c = make_case();
+	FA_REQUIRE(FA_EXPR_MAX_NESTING == 256 && FA_EXPR_MAX_HEIGHT == 1024);
+	/* parentheses: the 257th '(' is at column 257 */
+	LIMIT(nested("", "(", 256, "heads == 32", ")", ""), 0, NULL);
+	LIMIT(nested("", "(", 257, "heads == 32", ")", ""), 257, nest_msg);
+	LIMIT(nested("", "(", 13000, "heads == 32", ")", ""), 257, nest_msg);
+	/* '!' and 'not' (256 is even: heads holds) */
+	LIMIT(nested("", "!", 256, "heads", "", ""), 0, NULL);
+	LIMIT(nested("", "!", 257, "heads", "", ""), 257, nest_msg);
+	LIMIT(nested("", "not ", 257, "heads", "", ""), 1025, nest_msg);
+	LIMIT(nested("", "!", 100000, "heads", "", ""), 257, nest_msg);
+	/* unary minus, also spaced out: "- - - heads" */
+	LIMIT(nested("", "-", 256, "heads == 32", "", ""), 0, NULL);
+	LIMIT(nested("", "- ", 257, "heads == 32", "", ""), 513, nest_msg);
+	LIMIT(nested("", "-", 100000, "heads == 32", "", ""), 257, nest_msg);
+	/* the levels add up: 128 x "(-" is 256; one '(' more, and the last '-'
+	 * is the 257th */
+	LIMIT(nested("", "(-", 128, "heads", ")", " == 32"), 0, NULL);
+	LIMIT(nested("(", "(-", 128, "heads", ")", ") == 32"), 257, nest_msg);
+	/* chains: in heads + 1 + 1 ... each '+' is inside the next; 1024
+	 * operators are fine, the 1025th is refused where it stands */
+	LIMIT(nested("heads", " + 1", 1023, "", "", " == 1055"), 0, NULL);
+	LIMIT(nested("heads", " + 1", 1024, "", "", " == 1056"), 5 + 4 * 1024 + 2, height_msg);
+	LIMIT(nested("heads", " + 1", 100000, "", "", " > 0"), 5 + 4 * 1024 + 2, height_msg);
+	LIMIT(nested("heads == 32", " || heads == 1", 1023, "", "", ""), 0, NULL);
+	LIMIT(nested("heads == 32", " || heads == 1", 100000, "", "", ""), 11 + 14 * 1023 + 2,
+	      height_msg);
+	LIMIT(nested("heads", " && heads", 100000, "", "", ""), 5 + 9 * 1024 + 2, height_msg);
+}

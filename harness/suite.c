@@ -23,6 +23,17 @@
  * caught separately, by file identity). */
 #define MAX_INCLUDE_DEPTH 32
 
+/* Limits on a file's YAML, checked on a streaming pass before libyaml builds
+ * the document (check_yaml_shape). A real suite nests about 7 deep (file,
+ * groups, a group, axes, a list of lists, a range) and uses a few anchors;
+ * libyaml takes time quadratic in the depth of flow collections (400 KB of
+ * '[' took minutes) and in the number of anchors, and an alias makes its
+ * anchor's nodes count again wherever it is used (a list of aliases to a
+ * long list is a quadratic "billion laughs"). */
+#define MAX_YAML_DEPTH 64
+#define MAX_YAML_ANCHORS 256
+#define MAX_YAML_ALIAS_NODES 100000
+
 /* What a file and a group both have. */
 struct scope {
 	fa_bindings defaults; /* file: inherited then own; group: own only */
@@ -895,6 +906,117 @@ static enum fa_rc yaml_error(struct load *ld, yaml_parser_t *parser, const char 
 	return fa_err_at(ld->err, &l, "%s", problem);
 }
 
+/* An anchor seen by check_yaml_shape: its name and the nodes it stands for. */
+struct anchor {
+	char *name;
+	int64_t nodes;
+};
+
+/* An open collection: the node count when it started, its anchor or NULL. */
+struct open_node {
+	int64_t start;
+	char *anchor;
+};
+
+/* Records anchor a (ownership moves to the table) standing for n nodes; the
+ * caller checked that the table has room. */
+static void add_anchor(struct anchor *anchors, int *n_anchors, char *a, int64_t n)
+{
+	for (int i = 0; i < *n_anchors; i++)
+		if (strcmp(anchors[i].name, a) == 0) { /* YAML lets an anchor be redefined */
+			free(anchors[i].name);
+			anchors[i] = (struct anchor){a, n};
+			return;
+		}
+	anchors[(*n_anchors)++] = (struct anchor){a, n};
+}
+
+/* Streams the events of buf and refuses, at the offending node, nesting
+ * deeper than MAX_YAML_DEPTH, more than MAX_YAML_ANCHORS anchors, and aliases
+ * that together stand for more than MAX_YAML_ALIAS_NODES nodes. Stops
+ * quietly at a syntax error: loading the document reports it, in the same
+ * words. */
+static enum fa_rc check_yaml_shape(struct load *ld, const char *file, const char *buf, size_t len)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	struct open_node open[MAX_YAML_DEPTH + 1];
+	struct anchor anchors[MAX_YAML_ANCHORS];
+	int depth = 0, n_anchors = 0;
+	int64_t nodes = 0, alias_nodes = 0;
+	enum fa_rc rc = FA_OK;
+	if (!yaml_parser_initialize(&p))
+		return nomem(ld);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	while (rc == FA_OK && yaml_parser_parse(&p, &ev)) {
+		struct fa_loc l = {file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1};
+		const yaml_char_t *anchor = NULL;
+		int type = ev.type;
+		if (type == YAML_SCALAR_EVENT)
+			anchor = ev.data.scalar.anchor;
+		else if (type == YAML_SEQUENCE_START_EVENT)
+			anchor = ev.data.sequence_start.anchor;
+		else if (type == YAML_MAPPING_START_EVENT)
+			anchor = ev.data.mapping_start.anchor;
+		if (anchor && n_anchors == MAX_YAML_ANCHORS) {
+			rc = fa_err_at(ld->err, &l, "more than %d yaml anchors in one file",
+				       MAX_YAML_ANCHORS);
+		} else if (type == YAML_SCALAR_EVENT) {
+			nodes++;
+			if (anchor) {
+				char *a = strdup((const char *)anchor);
+				if (!a)
+					rc = nomem(ld);
+				else
+					add_anchor(anchors, &n_anchors, a, 1);
+			}
+		} else if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+			if (depth == MAX_YAML_DEPTH) {
+				rc = fa_err_at(ld->err, &l, "yaml nested more than %d levels deep",
+					       MAX_YAML_DEPTH);
+			} else {
+				open[depth] = (struct open_node){nodes, NULL};
+				if (anchor && !(open[depth].anchor = strdup((const char *)anchor)))
+					rc = nomem(ld);
+				depth++;
+				nodes++;
+			}
+		} else if ((type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) &&
+			   depth > 0) {
+			depth--;
+			if (open[depth].anchor)
+				add_anchor(anchors, &n_anchors, open[depth].anchor,
+					   nodes - open[depth].start);
+			open[depth].anchor = NULL;
+		} else if (type == YAML_ALIAS_EVENT) {
+			const char *a = (const char *)ev.data.alias.anchor;
+			int64_t n = 0;
+			for (int i = 0; i < n_anchors; i++)
+				if (strcmp(anchors[i].name, a) == 0)
+					n = anchors[i].nodes;
+			/* an alias inside its own anchor counts what is open so far */
+			for (int i = 0; i < depth; i++)
+				if (open[i].anchor && strcmp(open[i].anchor, a) == 0)
+					n = nodes - open[i].start;
+			nodes += n;
+			alias_nodes += n;
+			if (alias_nodes > MAX_YAML_ALIAS_NODES)
+				rc = fa_err_at(ld->err, &l,
+					       "yaml aliases stand for more than %d nodes in one file",
+					       MAX_YAML_ALIAS_NODES);
+		}
+		yaml_event_delete(&ev);
+		if (type == YAML_STREAM_END_EVENT)
+			break;
+	}
+	for (int i = 0; i < depth; i++)
+		free(open[i].anchor);
+	for (int i = 0; i < n_anchors; i++)
+		free(anchors[i].name);
+	yaml_parser_delete(&p);
+	return rc;
+}
+
 static enum fa_rc load_file(struct load *ld, const char *path, const char *as_written,
 			    const struct file_state *parent, const struct fa_loc *entry)
 {
@@ -947,6 +1069,8 @@ static enum fa_rc load_file(struct load *ld, const char *path, const char *as_wr
 		return nomem(ld);
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	if ((rc = check_yaml_shape(ld, fs.src.file, buf, len)) != FA_OK)
+		goto out_parser;
 	if (!yaml_parser_load(&parser, &doc)) {
 		rc = yaml_error(ld, &parser, fs.src.file, buf, len);
 		goto out_parser;

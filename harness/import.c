@@ -1674,40 +1674,17 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 
 enum fa_rc fa_import_read(const char *path, int format, struct fa_import *im, struct fa_err *err)
 {
-	FILE *f;
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
+	char *buf, why[160];
+	size_t len;
 	enum fa_rc rc;
 	memset(im, 0, sizeof *im);
-	if (!(f = fopen(path, "rb")))
-		return fa_err_set(err, errno == ENOENT ? FA_ERR_NOT_FOUND : FA_ERR_IO,
-				  "cannot read import file '%s': %s", path, strerror(errno));
-	for (;;) {
-		if (len + 1 >= cap) {
-			size_t nc = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, nc);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'", path);
-			}
-			buf = nb;
-			cap = nc;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		int e = errno;
-		free(buf);
-		fclose(f);
-		return fa_err_set(err, FA_ERR_IO, "cannot read import file '%s': %s", path,
-				  strerror(e));
-	}
-	fclose(f);
-	buf[len] = '\0';
+	rc = fa_read_file(path, FA_IMPORT_FILE_MAX, &buf, &len, NULL, why, sizeof why);
+	if (rc == FA_ERR_NOMEM)
+		return fa_err_set(err, rc, "out of memory reading '%s'", path);
+	if (rc == FA_ERR_INPUT)
+		return fa_err_set(err, rc, "import file '%s' %s", path, why);
+	if (rc != FA_OK)
+		return fa_err_set(err, rc, "cannot read import file '%s': %s", path, why);
 	rc = fa_import_parse(path, buf, len, format, im, err);
 	free(buf);
 	return rc;

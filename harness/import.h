@@ -57,11 +57,17 @@ struct fa_import {
 	void *mem;                      /* private: the storage all of the above points into */
 };
 
+/* The largest file fa_import_read takes. A result file of the peer scripts
+ * is a few MiB (bench/peers/); a file this large is a mistake, and the
+ * limit keeps such a mistake from taking the machine's memory. */
+#define FA_IMPORT_FILE_MAX ((size_t)256 << 20)
+
 /* Reads and validates the file at path (format: enum fa_import_format).
  * Returns FA_OK with im filled (free with fa_import_free); FA_ERR_INPUT with
- * err at FILE:LINE:COL for anything wrong in the file; FA_ERR_NOT_FOUND or
- * FA_ERR_IO when it cannot be read; FA_ERR_NOMEM. On error im is empty
- * (freeable). */
+ * err at FILE:LINE:COL for anything wrong in the file, and (without a
+ * position) for a path that is not a regular file or is larger than
+ * FA_IMPORT_FILE_MAX; FA_ERR_NOT_FOUND or FA_ERR_IO when it cannot be read;
+ * FA_ERR_NOMEM. On error im is empty (freeable). */
 enum fa_rc fa_import_read(const char *path, int format, struct fa_import *im, struct fa_err *err);
 
 /* The same from text[0..len) named name (used in messages). */

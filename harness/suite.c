@@ -651,43 +651,6 @@ static const struct key_handler file_keys[] = {
 
 /* ---- files */
 
-/* Reads path whole; returns malloc'd bytes (NUL-terminated) or NULL with errno. */
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, got;
-	int saved;
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			char *nb;
-			cap = cap ? cap * 2 : 8192;
-			if (!(nb = realloc(buf, cap))) {
-				free(buf);
-				fclose(f);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, 4096, f);
-		n += got;
-	} while (got > 0);
-	if (ferror(f)) {
-		saved = errno ? errno : EIO;
-		free(buf);
-		fclose(f);
-		errno = saved;
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
 /* Adds a file (its name as built) and its settings slot; returns the index or -1. */
 static int32_t add_file(struct load *ld, const char *name)
 {
@@ -1028,13 +991,19 @@ static enum fa_rc load_file(struct load *ld, const char *path, const char *as_wr
 	char *buf;
 	int32_t set;
 	enum fa_rc rc;
-	if (stat(path, &st) != 0 || !(buf = read_all(path, &len))) {
-		int e = errno;
+	char why[160];
+	if ((rc = fa_read_file(path, FA_SUITE_FILE_MAX, &buf, &len, &st, why, sizeof why)) !=
+	    FA_OK) {
+		if (rc == FA_ERR_NOMEM)
+			return nomem(ld);
+		if (rc == FA_ERR_INPUT && parent)
+			return fa_err_at(ld->err, entry, "include '%s' %s", as_written, why);
+		if (rc == FA_ERR_INPUT)
+			return fa_err_set(ld->err, rc, "suite file '%s' %s", path, why);
 		if (parent)
 			return fa_err_at(ld->err, entry, "cannot read included file '%s': %s", as_written,
-					 strerror(e));
-		return fa_err_set(ld->err, e == ENOENT ? FA_ERR_NOT_FOUND : FA_ERR_IO,
-				  "cannot read suite file '%s': %s", path, strerror(e));
+					 why);
+		return fa_err_set(ld->err, rc, "cannot read suite file '%s': %s", path, why);
 	}
 	for (int i = 0; i < ld->depth; i++)
 		if (ld->chain[i].dev == st.st_dev && ld->chain[i].ino == st.st_ino) {

@@ -55,6 +55,10 @@ struct fa_suite {
 	int32_t n_sets;
 };
 
+/* The largest suite or included file read (a suite is a page of YAML; this
+ * only stops a mistake such as `include: /dev/zero`'s cousins, a huge file). */
+#define FA_SUITE_FILE_MAX ((size_t)16 << 20)
+
 /* Parses path (and the files it includes), expands the axes and validates
  * every case. seed_override != 0 replaces the suite's seed (--seed; 0 means
  * none). On error fills err with file:line:col and leaves s empty (freeable). */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,113 @@ void fa_exe_dir(char *buf, size_t size)
 		return;
 	*slash = '\0';
 	snprintf(buf, size, "%s", path);
+}
+
+/* What a file that is not a regular file is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISFIFO(mode))
+		return "a fifo";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a plain file";
+}
+
+enum fa_rc fa_read_file(const char *path, size_t max_bytes, char **buf, size_t *len,
+			struct stat *st_out, char *why, size_t why_size)
+{
+	struct stat st;
+	char *b = NULL, max_text[32];
+	size_t n = 0, cap;
+	int fd, flags, e;
+	*buf = NULL;
+	*len = 0;
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		snprintf(why, why_size, "%s", strerror(e));
+		return e == ENOENT ? FA_ERR_NOT_FOUND : FA_ERR_IO;
+	}
+	if (fstat(fd, &st) != 0) {
+		e = errno;
+		close(fd);
+		snprintf(why, why_size, "%s", strerror(e));
+		return FA_ERR_IO;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(why, why_size, "is not a regular file (%s)", file_kind(st.st_mode));
+		return FA_ERR_INPUT;
+	}
+	fa_format_bytes((double)max_bytes, max_text, sizeof max_text);
+	if (st.st_size < 0 || (uintmax_t)st.st_size > max_bytes) {
+		close(fd);
+		snprintf(why, why_size, "is too large (%jd bytes; at most %s)", (intmax_t)st.st_size,
+			 max_text);
+		return FA_ERR_INPUT;
+	}
+	/* a regular file does not block; reads go back to plain blocking ones */
+	if ((flags = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+		e = errno;
+		close(fd);
+		snprintf(why, why_size, "%s", strerror(e));
+		return FA_ERR_IO;
+	}
+	/* the size from fstat plus one byte (to see growth past it); files of
+	 * /proc say 0 and are read in growing steps, never past max_bytes + 1 */
+	cap = (size_t)st.st_size + 2;
+	if (cap < 4096)
+		cap = 4096;
+	for (;;) {
+		ssize_t got;
+		if (n + 1 >= cap || !b) {
+			size_t nc = b ? cap * 2 : cap;
+			char *nb;
+			if (nc > max_bytes + 2)
+				nc = max_bytes + 2;
+			if (!(nb = realloc(b, nc))) {
+				free(b);
+				close(fd);
+				snprintf(why, why_size, "out of memory");
+				return FA_ERR_NOMEM;
+			}
+			b = nb;
+			cap = nc;
+		}
+		got = read(fd, b + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			e = errno;
+			free(b);
+			close(fd);
+			snprintf(why, why_size, "%s", strerror(e));
+			return FA_ERR_IO;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+		if (n > max_bytes) {
+			free(b);
+			close(fd);
+			snprintf(why, why_size, "is too large (more than %s)", max_text);
+			return FA_ERR_INPUT;
+		}
+	}
+	close(fd);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	if (st_out)
+		*st_out = st;
+	return FA_OK;
 }
 
 int fa_parse_size(const char *s, double *bytes)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "err.h"
 
@@ -22,6 +23,22 @@ int fa_mkdir_parent(const char *file_path);
 /* Folder of the running executable (from /proc/self/exe) into buf; "" when
  * unknown. */
 void fa_exe_dir(char *buf, size_t size);
+
+/* Reads the regular file at path whole, for the readers of input files
+ * (suites, includes, import). Refuses anything else before reading a byte: a
+ * directory, a device such as /dev/zero, a FIFO (opened without blocking, so
+ * a FIFO with no writer cannot hang the caller), and files larger than
+ * max_bytes (also when one grows while it is read).
+ * Returns FA_OK with *buf (malloc'd, NUL-terminated, the caller frees it),
+ * *len and, when st is not NULL, the file's stat. Otherwise *buf is NULL and
+ * why holds what is wrong, to follow the file's name in a message:
+ *   FA_ERR_INPUT      "is not a regular file (a character device)",
+ *                     "is too large (20971520 bytes; at most 16.0 MiB)";
+ *   FA_ERR_NOT_FOUND  strerror(ENOENT);
+ *   FA_ERR_IO         strerror of another failure;
+ *   FA_ERR_NOMEM      "out of memory". */
+enum fa_rc fa_read_file(const char *path, size_t max_bytes, char **buf, size_t *len,
+			struct stat *st, char *why, size_t why_size);
 
 /* Parses a size: a number with an optional K, M, G or T suffix (powers of
  * 1024, an optional trailing 'B' or 'iB'). Returns 0 and *bytes, or -1. */

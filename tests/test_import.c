@@ -403,8 +403,10 @@ FA_TEST(import, parse_details)
 		 FA_ERR_NOT_FOUND);
 	FA_CHECK(strstr(err.msg, "cannot read import file '/nonexistent/peers.jsonl'") != NULL);
 	fa_err_clear(&err);
-	FA_CHECK(fa_import_read(fa_test_tmpdir(), FA_IMPORT_AUTO, &im, &err) == FA_ERR_IO);
-	FA_CHECK(strstr(err.msg, "Is a directory") != NULL);
+	/* a folder is refused before reading (tests/test_hostile.c has the
+	 * devices, FIFOs and files too large) */
+	FA_CHECK(fa_import_read(fa_test_tmpdir(), FA_IMPORT_AUTO, &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(strstr(err.msg, "is not a regular file (a directory)") != NULL);
 }
 
 /* ---- random cases: the import makes the suite loader's key ---------------------- */

@@ -9,6 +9,7 @@
  */
 #include "expand.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -314,6 +315,17 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 		return type_error(src, param, n);
 	if (!(out->d > 0))
 		return fa_err_at(src->err, &l, "%s %s must be positive", pi->name, text);
+	/* The kernels get it as a float: one that rounds to inf, to zero or to a
+	 * denormal computes nothing meaningful. 0x1.ffffffp+127 is FLT_MAX plus
+	 * half its ulp, the first double that rounds to inf (checked before the
+	 * conversion, which is undefined out of range). */
+	if (out->d >= 0x1.ffffffp+127)
+		return fa_err_at(src->err, &l, "%s %s is out of range for the kernels' fp32 (max 3.4e38)",
+				 pi->name, text);
+	if ((float)out->d < FLT_MIN)
+		return fa_err_at(src->err, &l,
+				 "%s %s is out of range for the kernels' fp32 (min normal 1.2e-38)",
+				 pi->name, text);
 	return FA_OK;
 }
 

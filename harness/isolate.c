@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,7 +97,7 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 	int fds[2], n = 0;
 	char ci[32], fr[32];
 	const char *args[128];
-	pid_t pid;
+	pid_t pid, parent;
 	if (pipe(fds) != 0)
 		return -1;
 	for (int i = 0; ic->worker_argv[i] && n < 120; i++)
@@ -112,6 +113,7 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 	args[n] = NULL;
 	fflush(stdout);
 	fflush(stderr);
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
@@ -119,6 +121,13 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 		return -1;
 	}
 	if (pid == 0) {
+		/* A worker dies with the parent (kill -9 of the run): else it would go
+		 * on computing, and on a GPU hold the device. The death signal goes
+		 * with the thread that forked, which waits for this worker; if the
+		 * parent died before prctl, the worker already has a new parent. It
+		 * survives execv. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
 		if (fds[1] != 3) {
 			dup2(fds[1], 3);
 			close(fds[1]);

@@ -23,6 +23,11 @@
  * caught separately, by file identity). */
 #define MAX_INCLUDE_DEPTH 32
 
+/* Files read for one suite, every include counted (a file included twice
+ * is read twice: it inherits from each includer). Without a bound, files
+ * that each include the next twice make 2^depth reads. */
+#define MAX_SUITE_FILES 1024
+
 /* Limits on a file's YAML, checked on a streaming pass before libyaml builds
  * the document (check_yaml_shape). A real suite nests about 7 deep (file,
  * groups, a group, axes, a list of lists, a range) and uses a few anchors;
@@ -1019,6 +1024,12 @@ static enum fa_rc load_file(struct load *ld, const char *path, const char *as_wr
 	if (ld->depth == MAX_INCLUDE_DEPTH) {
 		free(buf);
 		return fa_err_at(ld->err, entry, "includes nested more than %d deep", MAX_INCLUDE_DEPTH);
+	}
+	if (ld->s->n_files == MAX_SUITE_FILES) {
+		free(buf);
+		return fa_err_at(ld->err, entry,
+				 "more than %d files included in one suite (each include counts)",
+				 MAX_SUITE_FILES);
 	}
 	if ((set = add_file(ld, path)) < 0) {
 		free(buf);

@@ -644,7 +644,8 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	buf[0] = '\0';
 	switch (col->kind) {
 	case MC_IDX:
-		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx"));
+		/* counted from 1 as `run` and `list` do (idx is stored from 0) */
+		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx") + 1);
 		return;
 	case MC_PARAM:
 		/* like the key: a scale only where the suite gave one */
@@ -971,7 +972,7 @@ static void write_failures(FILE *out, const struct report *r, const struct marku
 			m->tag(out, badge);
 			fprintf(out, "%s%s ", status_word(st), m->tag_end);
 			m->text(out, r->labels[k]);
-			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
+			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx") + 1);
 			m->code(out, text_at(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {
 				fputs(": ", out);
@@ -1678,7 +1679,7 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 			html_text(out, w->suite);
 			fputs("</td>", out);
 		}
-		fprintf(out, "<td class=\"n\">%d</td><td>", (int)w->case_idx);
+		fprintf(out, "<td class=\"n\">%d</td><td>", (int)w->case_idx + 1);
 		html_text(out, w->kernel);
 		if (w->params && w->params[0]) {
 			fputc('[', out);

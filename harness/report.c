@@ -76,6 +76,7 @@ static const char *const run_cols[] = {
 	"host",       "backend",    "device_name", "device_arch", "driver",
 	"runtime",    "suite_path", "suite_name",  "suite_hash",  "command_line",
 	"label",      "seed",       "version",     "source",      "status",
+	"running",
 };
 
 /* The case columns: id and idx, key, the parameters, then the data seed. */
@@ -905,6 +906,14 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	m->word(out, text_at(run, 0, "status"));
 	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
 		fputs(" (the run did not finish; the cases below are those it stored)", out);
+	if ((s = text_at(run, 0, "running"))) {
+		/* set before each case and kernel, cleared when the run ends */
+		fputs("; it stopped in ", out);
+		m->text(out, s);
+		fputs(": a crash or a kill ended the process there (`fabench run --isolate` "
+		      "stores a kernel that crashes as an error and goes on)",
+		      out);
+	}
 	fputs(m->dd_end, out);
 	field(out, m, "seed");
 	m->word(out, text_at(run, 0, "seed"));

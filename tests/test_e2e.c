@@ -594,3 +594,26 @@ FA_TEST(e2e, crash_without_isolate_is_named)
 	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND running IS "
 			   "NULL") == 1);
 }
+
+/* calibrate on the CPU: a matrix rate in a unit that shows it (a CPU's is
+ * well under 1 TFLOP/s and printed as 0.0 TFLOP/s before), stored. */
+FA_TEST(e2e, calibrate_cpu_prints_a_measured_rate)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	const char *line;
+	double rate = 0;
+	char unit[16] = "";
+	snprintf(db, sizeof db, "%s/cal.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"calibrate", "--backend", "cpu", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	line = strstr(r.out, "\nmatrix rate ");
+	FA_REQUIRE(line != NULL);
+	FA_CHECKF(sscanf(line, "\nmatrix rate %lf %15s", &rate, unit) == 2 && rate > 0 &&
+			  (strcmp(unit, "GFLOP/s") == 0 || strcmp(unit, "TFLOP/s") == 0),
+		  "stdout:\n%s", r.out);
+	FA_CHECK(strstr(r.out, " 0.0 ") == NULL);
+	FA_CHECK(strstr(r.out, "stored in ") != NULL);
+	fa_proc_free(&r);
+}

@@ -2,11 +2,14 @@
 #
 #   make            build build/fabench (and build/libfabench-cuda.so where nvcc is)
 #   make run        the main job: suites/smoke.yaml on the best backend present
+#                   (builds the CUDA plugin only where a GPU is usable)
 #   make test       every test that can run on this machine; ends "N passed, N failed"
 #   make VARIANT=san test   the same under AddressSanitizer and UBSan
+#   make test-fresh the README's two commands on a bare Debian 12 chroot (root)
 #
 # Missing Debian packages are installed first by tools/ensure-deps (as root
-# through apt-get; otherwise it prints the command to run and stops).
+# through apt-get, else through sudo; otherwise it prints the command and
+# stops). On a machine without make, ./fabench.sh run|test does that first.
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -74,14 +77,14 @@ endif
 endif
 endif
 
-.PHONY: all run test test-unit cuda deps clean help
+.PHONY: all run test test-unit test-fresh cuda deps clean help
 all: $(FABENCH) $(ALL_CUDA)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found; the CUDA plugin was not built"
 endif
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 deps: $(DEPS_OK)
 $(DEPS_OK): tools/ensure-deps
@@ -132,7 +135,22 @@ $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(Q)$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
 
 # The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
-run: all
+# It builds the CUDA plugin only where a GPU can load it: compiling it takes
+# minutes, wasted on a machine with nvcc and no GPU. A GPU is usable when
+# /dev/nvidia0 exists or `nvidia-smi -L` lists one (asked only for make run).
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifneq ($(ALL_CUDA),)
+GPU_WHY := $(shell test -e /dev/nvidia0 || nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || \
+	echo 'no NVIDIA GPU here (no /dev/nvidia0, nvidia-smi lists none)')
+RUN_CUDA := $(if $(GPU_WHY),,$(ALL_CUDA))
+endif
+endif
+run: $(FABENCH) $(RUN_CUDA)
+ifeq ($(NVCC),)
+	@echo "note: nvcc not found; the CUDA plugin was not built"
+else ifneq ($(GPU_WHY),)
+	@echo "note: $(GPU_WHY): the CUDA plugin is not built for this run; \`make cuda\` builds it"
+endif
 	@mkdir -p results reports
 	$(FABENCH) run suites/smoke.yaml --backend auto --db results/fabench.db \
 		--report reports/latest.md $(FABENCH_ARGS)
@@ -142,6 +160,11 @@ test-unit: $(TESTBIN)
 
 test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ALL_CUDA)
 	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
+
+# The README's two commands on a bare Debian 12 chroot (root, Debian's mirror):
+# tools/test-fresh says what it checks.
+test-fresh:
+	@sh tools/test-fresh
 
 clean:
 	rm -rf build

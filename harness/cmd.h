@@ -26,8 +26,9 @@ int fa_cmd_plot(int argc, char **argv);
 int fa_cmd_import(int argc, char **argv);
 
 /* Prints e to stderr ("fabench CMD: error: ..." or file:line:col with a
- * caret) and returns the exit status for it: 2 for usage and input errors,
- * 1 otherwise. */
+ * caret) and returns the exit status for it: 2 for usage and input errors
+ * and for what the user named that is not there (FA_ERR_NOT_FOUND: a suite
+ * or import file, a database, a run, a kernel), 1 otherwise. */
 int fa_cmd_fail(const char *cmd, const struct fa_err *e);
 
 /* Prints "fabench CMD: MESSAGE" and the usage hint to stderr; returns 2. */

@@ -10,6 +10,18 @@
 
 static const char usage_text[] = "usage: fabench calibrate [--backend NAME] [--db PATH]";
 
+/* "312.4 TFLOP/s", "41.2 GFLOP/s": a rate under 1 TFLOP/s (a CPU's) in
+ * GFLOP/s, so that it does not print as 0.0; "not measured" for 0. */
+static void format_rate(double tflops, char *buf, size_t size)
+{
+	if (!(tflops > 0))
+		snprintf(buf, size, "not measured");
+	else if (tflops >= 1)
+		snprintf(buf, size, "%.1f TFLOP/s", tflops);
+	else
+		snprintf(buf, size, "%.1f GFLOP/s", tflops * 1e3);
+}
+
 static void help(void)
 {
 	printf("%s\n\n"
@@ -35,7 +47,7 @@ int fa_cmd_calibrate(int argc, char **argv)
 	struct fa_calibration cal;
 	struct fa_store *store = NULL;
 	struct fa_err err;
-	char when[32];
+	char when[32], rate[32];
 	int c, status = FA_EXIT_OK, code;
 	opterr = 0;
 	optind = 1;
@@ -84,10 +96,17 @@ int fa_cmd_calibrate(int argc, char **argv)
 		fa_registry_free(&reg);
 		return FA_EXIT_FAIL;
 	}
-	printf("copy bandwidth   %10.1f GB/s (read + write)\n", cal.copy_gbps);
-	printf("matrix rate      %10.1f TFLOP/s (16-bit)\n", cal.matmul_tflops);
-	if (cal.matmul_fp32_tflops > 0)
-		printf("matrix rate fp32 %10.2f TFLOP/s\n", cal.matmul_fp32_tflops);
+	snprintf(rate, sizeof rate, "%.1f GB/s", cal.copy_gbps);
+	printf("copy bandwidth   %s (read + write)\n", rate);
+	format_rate(cal.matmul_tflops, rate, sizeof rate);
+	if (cal.matmul_tflops > 0 && cal.matmul_tflops == cal.matmul_fp32_tflops) {
+		/* the CPU backend has no 16-bit matrix unit: one fp32 rate serves both */
+		printf("matrix rate      %s (fp32; no 16-bit matrix unit used)\n", rate);
+	} else {
+		printf("matrix rate      %s (16-bit)\n", rate);
+		format_rate(cal.matmul_fp32_tflops, rate, sizeof rate);
+		printf("matrix rate fp32 %s\n", rate);
+	}
 	printf("method           %s\n", cal.method);
 	fa_time_iso(when, sizeof when);
 	if (fa_store_open(db, 1, &store, &err) != FA_OK ||

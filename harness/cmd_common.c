@@ -11,7 +11,10 @@ int fa_cmd_fail(const char *cmd, const struct fa_err *e)
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, "fabench %s", cmd);
 	fa_err_print(e, stderr, prefix);
-	return (e->rc == FA_ERR_USAGE || e->rc == FA_ERR_INPUT) ? FA_EXIT_USAGE : FA_EXIT_FAIL;
+	/* a missing file, database, run or kernel the user named is bad input too */
+	return (e->rc == FA_ERR_USAGE || e->rc == FA_ERR_INPUT || e->rc == FA_ERR_NOT_FOUND)
+		       ? FA_EXIT_USAGE
+		       : FA_EXIT_FAIL;
 }
 
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)

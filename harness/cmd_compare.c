@@ -117,14 +117,11 @@ int fa_cmd_compare(int argc, char **argv)
 		return fa_cmd_usage_error("compare", usage_text, "unexpected argument '%s'",
 					  argv[optind + 2]);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK) {
-		fa_cmd_fail("compare", &err);
-		return err.rc == FA_ERR_NOT_FOUND ? FA_EXIT_USAGE : FA_EXIT_FAIL;
-	}
+	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+		return fa_cmd_fail("compare", &err);
 	if (fa_compare_build(store, argv[optind], argv[optind + 1], &co, &cmp, &err) != FA_OK) {
 		fa_store_close(store);
-		status = fa_cmd_fail("compare", &err);
-		return err.rc == FA_ERR_NOT_FOUND ? FA_EXIT_USAGE : status;
+		return fa_cmd_fail("compare", &err);
 	}
 	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
 		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));

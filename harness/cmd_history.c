@@ -106,10 +106,8 @@ int fa_cmd_history(int argc, char **argv)
 		return fa_cmd_usage_error("history", usage_text, "unexpected argument '%s'",
 					  argv[optind]);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK) {
-		fa_cmd_fail("history", &err);
-		return err.rc == FA_ERR_NOT_FOUND ? FA_EXIT_USAGE : FA_EXIT_FAIL;
-	}
+	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+		return fa_cmd_fail("history", &err);
 	if (fa_history_build(store, &ho, &h, &err) != FA_OK) {
 		fa_store_close(store);
 		return fa_cmd_fail("history", &err);

@@ -119,13 +119,19 @@ int fa_cmd_list(int argc, char **argv)
 		fa_suite_free(&s);
 		return fa_cmd_fail("list", &err);
 	}
+	if (where && s.n_cases == 0) {
+		fa_err_set(&err, FA_ERR_INPUT, "no case of suite %s matches --where '%s'", s.name,
+			   where);
+		fa_suite_free(&s);
+		return fa_cmd_fail("list", &err);
+	}
 	if (strcmp(format, "json") == 0) {
 		print_json(&s, stdout);
 	} else {
 		printf("%d cases in suite %s (%s), seed %llu\n", s.n_cases, s.name, s.path,
 		       (unsigned long long)s.seed);
 		for (int i = 0; i < s.n_cases; i++)
-			printf("%5d  %s\n", s.cases[i].index, s.cases[i].key);
+			printf("%5d  %s\n", s.cases[i].index + 1, s.cases[i].key); /* from 1, as run */
 	}
 	fa_suite_free(&s);
 	return FA_EXIT_OK;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "crash.h"
 #include "data.h"
 #include "isolate.h"
 #include "parallel.h"
@@ -258,6 +259,47 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 		printf("      %.0f%% done, about %d:%02d left\n", 100.0 * done, (int)(eta_s / 60),
 		       (int)fmod(eta_s, 60));
 	fflush(stdout);
+}
+
+/* ---- what runs now: in the database and in the crash handler's message ---- */
+
+struct running_mark {
+	struct fa_store *store;
+	int64_t run_id;
+	const struct fa_case_kernel *ks;
+	char what[1024]; /* "case 3/12 KEY" */
+};
+
+/* Marks the case as running, before anything of it runs: committed to the
+ * run's row and kept for the crash handler; stdout is flushed so that the
+ * lines before it survive a crash when output goes to a file. */
+static void mark_case(struct running_mark *m, int step, int total, const struct fa_case *c,
+		      const struct fa_case_kernel *ks, int isolated)
+{
+	struct fa_err e;
+	fa_err_clear(&e);
+	snprintf(m->what, sizeof m->what, "case %d/%d %s", step + 1, total, c->key);
+	m->ks = ks;
+	if (!isolated)
+		fa_crash_set_case(m->what);
+	fa_store_run_running(m->store, m->run_id, m->what, &e);
+	fflush(stdout);
+}
+
+/* The runner's on_start: kernel i of the marked case starts. */
+static void mark_kernel(void *vctx, const struct fa_case *c, int i)
+{
+	struct running_mark *m = vctx;
+	char what[1400];
+	struct fa_err e;
+	(void)c;
+	if (i < 0 || !m->ks)
+		return;
+	fa_err_clear(&e);
+	snprintf(what, sizeof what, "%s kernel %s%s%s%s", m->what, m->ks[i].k->name,
+		 m->ks[i].params_text[0] ? "[" : "", m->ks[i].params_text,
+		 m->ks[i].params_text[0] ? "]" : "");
+	fa_store_run_running(m->store, m->run_id, what, &e);
 }
 
 /* ---- worker mode (--isolate's children) ---- */
@@ -610,6 +652,7 @@ int fa_cmd_run(int argc, char **argv)
 	struct fa_runner_cfg rcfg;
 	struct fa_run_info ri;
 	struct tally tal;
+	struct running_mark mark;
 	int64_t run_id = 0;
 	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0, stopped = 0;
 	char time_buf[32], commit[64], host[256], *cmdline = NULL;
@@ -627,6 +670,12 @@ int fa_cmd_run(int argc, char **argv)
 	if (fa_suite_load(o.suite, o.seed, &suite, &err) != FA_OK)
 		return fa_cmd_fail("run", &err);
 	if (o.where && fa_suite_filter(&suite, o.where, &err) != FA_OK) {
+		fa_suite_free(&suite);
+		return fa_cmd_fail("run", &err);
+	}
+	if (o.where && suite.n_cases == 0) {
+		fa_err_set(&err, FA_ERR_INPUT, "no case of suite %s matches --where '%s'", suite.name,
+			   o.where);
 		fa_suite_free(&suite);
 		return fa_cmd_fail("run", &err);
 	}
@@ -664,6 +713,11 @@ int fa_cmd_run(int argc, char **argv)
 	rcfg.cancel = &g_cancel;
 	rcfg.dump_dir = o.dump;
 	rcfg.interleave = o.worker_fd <= 0; /* a worker's parent times each kernel in turn */
+	memset(&mark, 0, sizeof mark);
+	if (o.worker_fd <= 0 && !o.isolate) {
+		rcfg.on_start = mark_kernel;
+		rcfg.progress_ctx = &mark;
+	}
 	if (o.worker_fd > 0) {
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);
 		goto out;
@@ -691,6 +745,10 @@ int fa_cmd_run(int argc, char **argv)
 	printf("run %lld -> %s%s\n", (long long)run_id, o.db, o.quiet ? "" : "\n");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	mark.store = store;
+	mark.run_id = run_id;
+	if (!o.isolate)
+		fa_crash_install();
 
 	for (int step = 0; step < suite.n_cases * o.repeat && !g_cancel; step++) {
 		/* --repeat: the whole suite again, the copies numbered after the first */
@@ -713,6 +771,7 @@ int fa_cmd_run(int argc, char **argv)
 			break;
 		}
 		fa_err_clear(&err);
+		mark_case(&mark, step, suite.n_cases * o.repeat, c, plan.kernels[ci], o.isolate);
 		if (o.isolate) {
 			struct fa_isolate_case ic;
 			ic.worker_argv = worker_argv(&o, plan.slot->name);
@@ -786,6 +845,7 @@ int fa_cmd_run(int argc, char **argv)
 			break;
 		}
 	}
+	fa_crash_set_case(NULL);
 	if (g_cancel) {
 		fprintf(stderr, "fabench run: interrupted; %d finished cases are stored in run %lld "
 				"(marked incomplete)\n",

@@ -1169,7 +1169,7 @@ static void md_kernel(FILE *f, const struct fa_cmp_row *row)
 
 static void md_case_ref(FILE *f, const struct fa_cmp_row *row)
 {
-	fprintf(f, " on case %d ", row->case_idx);
+	fprintf(f, " on case %d ", row->case_idx + 1); /* counted from 1, as run shows */
 	fa_table_md_code(f, row->key);
 }
 
@@ -1348,7 +1348,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
-		snprintf(buf, sizeof buf, "%d", row->case_idx);
+		snprintf(buf, sizeof buf, "%d", row->case_idx + 1);
 		rc = fa_table_add_md(&t, buf, err);
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])

@@ -76,6 +76,7 @@ static const char *const run_cols[] = {
 	"host",       "backend",    "device_name", "device_arch", "driver",
 	"runtime",    "suite_path", "suite_name",  "suite_hash",  "command_line",
 	"label",      "seed",       "version",     "source",      "status",
+	"running",
 };
 
 /* The case columns: id and idx, key, the parameters, then the data seed. */
@@ -644,7 +645,8 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	buf[0] = '\0';
 	switch (col->kind) {
 	case MC_IDX:
-		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx"));
+		/* counted from 1 as `run` and `list` do (idx is stored from 0) */
+		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx") + 1);
 		return;
 	case MC_PARAM:
 		/* like the key: a scale only where the suite gave one */
@@ -904,6 +906,14 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	m->word(out, text_at(run, 0, "status"));
 	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
 		fputs(" (the run did not finish; the cases below are those it stored)", out);
+	if ((s = text_at(run, 0, "running"))) {
+		/* set before each case and kernel, cleared when the run ends */
+		fputs("; it stopped in ", out);
+		m->text(out, s);
+		fputs(": a crash or a kill ended the process there (`fabench run --isolate` "
+		      "stores a kernel that crashes as an error and goes on)",
+		      out);
+	}
 	fputs(m->dd_end, out);
 	field(out, m, "seed");
 	m->word(out, text_at(run, 0, "seed"));
@@ -971,7 +981,7 @@ static void write_failures(FILE *out, const struct report *r, const struct marku
 			m->tag(out, badge);
 			fprintf(out, "%s%s ", status_word(st), m->tag_end);
 			m->text(out, r->labels[k]);
-			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
+			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx") + 1);
 			m->code(out, text_at(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {
 				fputs(": ", out);
@@ -1678,7 +1688,7 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 			html_text(out, w->suite);
 			fputs("</td>", out);
 		}
-		fprintf(out, "<td class=\"n\">%d</td><td>", (int)w->case_idx);
+		fprintf(out, "<td class=\"n\">%d</td><td>", (int)w->case_idx + 1);
 		html_text(out, w->kernel);
 		if (w->params && w->params[0]) {
 			fputc('[', out);

@@ -39,6 +39,8 @@
 
 struct fa_runner_case;
 
+const struct fa_case_kernel *volatile fa_runner_running;
+
 struct fa_runner {
 	struct fa_backend_slot *slot;
 	struct fa_runner_cfg cfg;
@@ -543,6 +545,7 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	const struct fa_case *c = rc_->c;
 	const struct fa_problem *p = &c->p;
 	struct case_bufs *b = &rc_->b;
+	fa_runner_running = k->ck;
 	const struct fa_case_kernel *ck = k->ck;
 	struct fa_result *res = k->res;
 	struct fa_measure_cfg mc = *c->measure;
@@ -640,6 +643,7 @@ static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa
 	struct fa_err kerr;
 	enum fa_rc rc = FA_OK;
 	int done;
+	fa_runner_running = k->ck;
 	fa_err_clear(&kerr);
 	arm(r, k->deadline - fa_now_s() > 0 ? k->deadline - fa_now_s() : 1e-3);
 	done = fa_measure_step(&k->ms, one_sample, &k->sc, k->deadline, &r->kcancel, &rc, &kerr);
@@ -715,6 +719,7 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 	char why[512], need[32], have[32];
 	enum fa_rc rc = FA_OK;
 	struct fa_err cerr;
+	fa_runner_running = NULL; /* the inputs and the reference first */
 
 	fa_runner_finish(r); /* a case left unfinished */
 	cs = calloc(1, sizeof *cs);

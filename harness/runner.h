@@ -30,6 +30,11 @@ void fa_case_kernel_text(struct fa_case_kernel *ck);
 
 struct fa_runner;
 
+/* The kernel whose launch, check or sample this process runs now (NULL while
+ * a case's inputs and reference are prepared): the crash handler
+ * (harness/crash.c) names it. */
+extern const struct fa_case_kernel *volatile fa_runner_running;
+
 /* Called after each kernel of a case finished (result complete). */
 typedef void (*fa_runner_progress_fn)(void *ctx, const struct fa_case *c, int kernel_index,
 				      const struct fa_result *res);

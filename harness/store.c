@@ -1,7 +1,8 @@
 /* store.c - the SQLite database of runs, cases, results and raw samples:
  * opening and migrating the file, and the prepared statements that write it.
  *
- * Schema version 2 (PRAGMA user_version = 2; version 2 added runs.ab_group).
+ * Schema version 3 (PRAGMA user_version = 3; version 2 added runs.ab_group,
+ * version 3 runs.running).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -15,7 +16,11 @@
  *            is 1/0, NULL unknown; label NULL when none; source is
  *            'fabench' or the tool an import came from. ab_group is shared
  *            by the two runs of one `run --ab` (their samples were taken in
- *            turn, so compare pairs them), NULL otherwise.
+ *            turn, so compare pairs them), NULL otherwise. running is set
+ *            (and committed) before each case and each kernel starts,
+ *            "case 12/63 KEY kernel NAME", and set to NULL when the run
+ *            ends: a run left 'incomplete' with running set was killed
+ *            there (a kernel that crashed the process without --isolate).
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -203,6 +208,9 @@ static const char *const migrations[] = {
 	/* 1 -> 2: the two runs of one `run --ab` share a group, so compare can
 	 * pair their samples (they were taken in turn) */
 	"ALTER TABLE runs ADD COLUMN ab_group TEXT;\n",
+	/* 2 -> 3: what a run is doing while a kernel runs, so that a process
+	 * killed by a crashing kernel leaves its name behind */
+	"ALTER TABLE runs ADD COLUMN running TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -212,6 +220,7 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSI
 enum stmt_id {
 	ST_RUN_BEGIN,
 	ST_RUN_END,
+	ST_RUN_RUNNING,
 	ST_CASE,
 	ST_RESULT,
 	ST_SAMPLE,
@@ -234,7 +243,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" label, seed, version, source, ab_group, status)"
 		" VALUES (COALESCE(?, " NOW_SQL "), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
 		" COALESCE(?, 'fabench'), ?, 'incomplete')",
-	[ST_RUN_END] = "UPDATE runs SET status = ?, finished_at = " NOW_SQL " WHERE id = ?",
+	[ST_RUN_END] = "UPDATE runs SET status = ?, running = NULL, finished_at = " NOW_SQL
+		       " WHERE id = ?",
+	[ST_RUN_RUNNING] = "UPDATE runs SET running = ? WHERE id = ?",
 	[ST_CASE] = "INSERT INTO cases (run_id, idx, key, batch, heads, kv_heads, q_len, kv_len,"
 		    " head_dim, head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
 		    " seqlens, kv_seqlens, prefix_lens, total_q, total_k, scale, scale_set, seed)"
@@ -618,6 +629,26 @@ enum fa_rc fa_store_run_end(struct fa_store *s, int64_t run_id, const char *stat
 	if (sqlite3_changes(s->db) == 0)
 		return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
 				  s->path);
+	return FA_OK;
+}
+
+enum fa_rc fa_store_run_running(struct fa_store *s, int64_t run_id, const char *what,
+				struct fa_err *err)
+{
+	sqlite3_stmt *st = stmt_get(s, ST_RUN_RUNNING, err);
+	int i = 1, rc;
+	if (!st)
+		return FA_ERR_DB;
+	bind_opt_text(st, &i, what);
+	bind_int(st, &i, run_id);
+	rc = step_done(st, i - 1);
+	if (rc != SQLITE_DONE) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "cannot mark what run %" PRId64 " is running", run_id);
+		enum fa_rc frc = db_error(s->db, s->path, rc, err, msg);
+		sqlite3_reset(st);
+		return frc;
+	}
 	return FA_OK;
 }
 

@@ -22,7 +22,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 2
+#define FA_STORE_SCHEMA_VERSION 3
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than
@@ -62,7 +62,14 @@ struct fa_run_info {
 enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, int64_t *run_id,
 			      struct fa_err *err);
 
-/* Sets the run's status ('complete' or 'incomplete') and finished_at. */
+/* Records (and commits) what the run is doing now, e.g. "case 3/12 KEY
+ * kernel cpu_flash"; NULL clears it. A process that dies before the next
+ * call leaves it in the run (report names it). Returns FA_OK or FA_ERR_DB. */
+enum fa_rc fa_store_run_running(struct fa_store *s, int64_t run_id, const char *what,
+				struct fa_err *err);
+
+/* Sets the run's status ('complete' or 'incomplete') and finished_at, and
+ * clears running. */
 enum fa_rc fa_store_run_end(struct fa_store *s, int64_t run_id, const char *status,
 			    struct fa_err *err);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -506,4 +507,112 @@ FA_TEST(e2e, repeat_runs_the_suite_again)
 			   "HAVING count(*) = 3)") == 4);
 	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
 			   "WHERE a.key != b.key") == 0);
+}
+
+/* Runs fabench with stdout and stderr both going to the file out (as
+ * `fabench run ... >log 2>&1`); returns its status, 128 + signal. */
+static int run_to_file(char *const argv[], char *const env[], const char *out)
+{
+	char *args[64];
+	int n = 0, st = 0;
+	pid_t pid;
+	args[n++] = (char *)fa_proc_bin();
+	for (int i = 0; argv[i] && n < 63; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		FILE *f = fopen(out, "w");
+		if (!f || dup2(fileno(f), 1) < 0 || dup2(fileno(f), 2) < 0 ||
+		    chdir(fa_test_root()) != 0)
+			_exit(126);
+		for (int i = 0; env && env[i]; i++)
+			putenv(env[i]);
+		execv(args[0], args);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+/* A kernel that crashes the process without --isolate: the output (to a
+ * file, so stdout is fully buffered) keeps what came before and names the
+ * case, the kernel and --isolate; the run row names them too, and report
+ * says where the run stopped. */
+FA_TEST(e2e, crash_without_isolate_is_named)
+{
+	char db[1024], log[1024], plug[1100], *env[3], *text, *why;
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	size_t len;
+	int status;
+	path_in(db, sizeof db, fa_test_tmpdir(), "crash.db");
+	path_in(log, sizeof log, fa_test_tmpdir(), "crash.log");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	/* case 2 of 2 (q_len 16, both dtypes): test_correct passes case 1 first */
+	status = run_to_file((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
+					"--where", "q_len == 16", "--kernels", "test_correct,test_crash",
+					"--db", db, NULL},
+			     env, log);
+	/* SIGSEGV, re-raised after the message (also under AddressSanitizer, which
+	 * lets a program install its own handler) */
+	FA_CHECKF(status == 128 + SIGSEGV, "status %d", status);
+	text = fa_test_read_file(log, &len);
+	FA_REQUIRE(text != NULL);
+	FA_CHECKF(strstr(text, "run 1 -> ") != NULL, "the lines before the crash are lost:\n%s",
+		  text);
+	FA_CHECKF(strstr(text, "fabench: crashed (SIGSEGV) in case 1/2 batch=1,") &&
+			  strstr(text, " kernel test_crash; rerun with --isolate to record it "
+				       "as an error and go on\n"),
+		  "log:\n%s", text);
+	free(text);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	why = q_text(db, "SELECT running FROM runs");
+	FA_CHECKF(strncmp(why, "case 1/2 batch=1,", 17) == 0 &&
+			  strstr(why, " kernel test_crash") != NULL,
+		  "running: '%s'", why);
+	free(why);
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "status: incomplete") &&
+			  strstr(r.out, "it stopped in case 1/2 batch=1,") &&
+			  strstr(r.out, "kernel test_crash: a crash or a kill ended the process"),
+		  "status %d\n%s%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* a run that ends clears the mark */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct", "--db", db, "--quiet",
+			       NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND running IS "
+			   "NULL") == 1);
+}
+
+/* calibrate on the CPU: a matrix rate in a unit that shows it (a CPU's is
+ * well under 1 TFLOP/s and printed as 0.0 TFLOP/s before), stored. */
+FA_TEST(e2e, calibrate_cpu_prints_a_measured_rate)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	const char *line;
+	double rate = 0;
+	char unit[16] = "";
+	snprintf(db, sizeof db, "%s/cal.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"calibrate", "--backend", "cpu", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	line = strstr(r.out, "\nmatrix rate ");
+	FA_REQUIRE(line != NULL);
+	FA_CHECKF(sscanf(line, "\nmatrix rate %lf %15s", &rate, unit) == 2 && rate > 0 &&
+			  (strcmp(unit, "GFLOP/s") == 0 || strcmp(unit, "TFLOP/s") == 0),
+		  "stdout:\n%s", r.out);
+	FA_CHECK(strstr(r.out, " 0.0 ") == NULL);
+	FA_CHECK(strstr(r.out, "stored in ") != NULL);
+	fa_proc_free(&r);
 }

@@ -846,7 +846,7 @@ FA_TEST(import, e2e_bad_file_writes_nothing)
 	fa_proc_run((char *[]){"import", "tests/import/good_tiny.csv", "--run-into", "1", "--db", none,
 			       NULL},
 		    NULL, 60, &r);
-	FA_CHECK(r.status == 1 && strstr(r.err, "no database at"));
+	FA_CHECK(r.status == 2 && strstr(r.err, "no database at"));
 	FA_CHECK(!exists(none));
 	fa_proc_free(&r);
 }

@@ -971,9 +971,9 @@ FA_TEST(plot, command_writes_image_and_script)
 	FA_CHECK(text && strstr(text, "my &lt;title"));
 	free(text);
 	fa_proc_free(&r);
-	/* nothing to plot: exit status 1 */
+	/* nothing to plot in the run named: bad input, exit status 2 */
 	fa_proc_run((char *[]){"plot", "heatmap", "--db", db, "--output", out, NULL}, NULL, 60, &r);
-	FA_CHECKF(r.status == 1 && strstr(r.err, "has no kernel that ran with several sets"),
+	FA_CHECKF(r.status == 2 && strstr(r.err, "has no kernel that ran with several sets"),
 		  "status %d, stderr '%s'", r.status, r.err);
 	fa_proc_free(&r);
 }

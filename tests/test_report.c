@@ -312,9 +312,9 @@ FA_TEST(report, failures_come_first)
 	FA_REQUIRE(failures && results);
 	FA_CHECK(failures < results);
 	/* one line each, in case order, before the table */
-	fail = strstr(md, "\n- FAIL cpu_flash_tiled on case 1 `batch=2,");
-	error = strstr(md, "\n- error cpu_flash on case 6 `");
-	timeout = strstr(md, "\n- timeout cpu_flash_tiled on case 7 `");
+	fail = strstr(md, "\n- FAIL cpu_flash_tiled on case 2 `batch=2,");
+	error = strstr(md, "\n- error cpu_flash on case 7 `");
+	timeout = strstr(md, "\n- timeout cpu_flash_tiled on case 8 `");
 	FA_CHECK(fail && error && timeout);
 	FA_CHECK(fail > failures && fail < error && error < timeout && timeout < results);
 	FA_CHECK(strstr(fail, ": max_abs 0.0123 > 0.0001 at b=1 t=300 h=5 d=17\n") != NULL);
@@ -380,7 +380,7 @@ FA_TEST(report, single_case_without_dense_kernel)
 	FA_CHECKF(strstr(md, "| #   | cuda_flash_decode ms | cuda_flash_decode GB/s | "
 			     "cuda_flash_decode max_abs |\n") != NULL,
 		  "header not found in:\n%s", md);
-	FA_CHECK(strstr(md, "|   0 |                0.500 |                   1235 |") != NULL);
+	FA_CHECK(strstr(md, "|   1 |                0.500 |                   1235 |") != NULL);
 	FA_CHECK(strstr(md, "Common to every case: batch=1, heads=32, kv_heads=8, q_len=1, "
 			    "kv_len=8192, head_dim=128, head_dim_v=128, dtype=bf16, mask=none, "
 			    "layout=bshd, input=normal.") != NULL);
@@ -484,8 +484,8 @@ FA_TEST(report, kernel_params_and_scale)
 			  NULL,
 		  "header not found in:\n%s", md);
 	FA_CHECK(strstr(md, "order=1]") == NULL); /* common to both sets: not in the names */
-	FA_CHECK(strstr(md, "|   0 |       |") != NULL);
-	FA_CHECK(strstr(md, "|   1 |   0.3 |") != NULL);
+	FA_CHECK(strstr(md, "|   1 |       |") != NULL);
+	FA_CHECK(strstr(md, "|   2 |   0.3 |") != NULL);
 	free(md);
 	/* either set can be the baseline, by its column name */
 	md = report_text(s, run_id, FA_FMT_MD, "cuda_flash[block=64]", &rc, &err);

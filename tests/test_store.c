@@ -1115,14 +1115,67 @@ FA_TEST(store, migrates_version_1_to_2)
 	fa_err_clear(&err);
 	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
 	fa_store_close(s);
-	/* make it a version-1 file: no ab_group column */
+	/* make it a version-1 file: no ab_group column (nor running, of version 3) */
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; PRAGMA user_version = 1",
+	FA_REQUIRE(sqlite3_exec(raw,
+				"ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN "
+				"running; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 2);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE "
 					   "name = 'ab_group'", 0) == 1);
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE "
+					   "name = 'running'", 0) == 1);
+	fa_store_close(s);
+}
+
+/* Version 3's runs.running: a version-2 file with a run gains the column
+ * (NULL for the old run); a mark is committed at once (another connection
+ * sees it, as a report after a crash would), and run_end clears it. */
+FA_TEST(store, running_mark_migrates_and_clears)
+{
+	char path[1024];
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	struct fa_run_info ri;
+	int64_t old_id = 0, id = 0;
+	sqlite3 *raw = NULL, *other = NULL;
+	sqlite3_stmt *st = NULL;
+	snprintf(path, sizeof path, "%s/v2.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	memset(&ri, 0, sizeof ri);
+	ri.seed = 7;
+	ri.source = "fabench";
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &old_id, &err) == FA_OK);
+	fa_store_close(s);
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN running; PRAGMA user_version = 2",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 3);
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs WHERE running IS NULL", -1) ==
+		 1);
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &id, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_running(s, id, "case 2/5 b1_h2 kernel k'x", &err) == FA_OK);
+	FA_REQUIRE(sqlite3_open_v2(path, &other, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_prepare_v2(other, "SELECT running FROM runs WHERE id = ?", -1, &st,
+				      NULL) == SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	FA_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+	FA_CHECKF(sqlite3_column_text(st, 0) &&
+			  strcmp((const char *)sqlite3_column_text(st, 0),
+				 "case 2/5 b1_h2 kernel k'x") == 0,
+		  "running is '%s'", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_reset(st);
+	FA_REQUIRE(fa_store_run_end(s, id, "complete", &err) == FA_OK);
+	FA_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+	FA_CHECK(sqlite3_column_type(st, 0) == SQLITE_NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(other);
 	fa_store_close(s);
 }

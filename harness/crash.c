@@ -1,0 +1,89 @@
+/* crash.c - the last words of a process that a kernel crashed: which case
+ * and which kernel, and that --isolate would have kept the run going. The
+ * handler runs in whatever state the crash left, so it only formats from
+ * static buffers and calls write(2), then re-raises the signal with its
+ * default action. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crash.h"
+#include "runner.h"
+
+static char g_case[1024];
+static volatile sig_atomic_t g_case_set;
+
+static const struct {
+	int sig;
+	const char *name;
+} crash_signals[] = {
+	{SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},
+	{SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"},
+};
+
+void fa_crash_set_case(const char *what)
+{
+	g_case_set = 0;
+	if (what) {
+		snprintf(g_case, sizeof g_case, "%s", what);
+		g_case_set = 1;
+	}
+}
+
+/* Appends s to buf[*n] without passing cap - 1 (async-signal-safe). */
+static void put(char *buf, size_t *n, size_t cap, const char *s)
+{
+	while (s && *s && *n + 1 < cap)
+		buf[(*n)++] = *s++;
+}
+
+static void on_crash(int sig)
+{
+	char buf[2048];
+	size_t n = 0;
+	const char *name = "a signal";
+	const struct fa_case_kernel *ck = fa_runner_running;
+	for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+		if (crash_signals[i].sig == sig)
+			name = crash_signals[i].name;
+	put(buf, &n, sizeof buf, "\nfabench: crashed (");
+	put(buf, &n, sizeof buf, name);
+	put(buf, &n, sizeof buf, ")");
+	if (g_case_set) {
+		put(buf, &n, sizeof buf, " in ");
+		put(buf, &n, sizeof buf, g_case);
+		if (ck && ck->k) {
+			put(buf, &n, sizeof buf, " kernel ");
+			put(buf, &n, sizeof buf, ck->k->name);
+			if (ck->params_text[0]) {
+				put(buf, &n, sizeof buf, "[");
+				put(buf, &n, sizeof buf, ck->params_text);
+				put(buf, &n, sizeof buf, "]");
+			}
+		} else {
+			put(buf, &n, sizeof buf, " (preparing its inputs and reference)");
+		}
+	}
+	put(buf, &n, sizeof buf, "; rerun with --isolate to record it as an error and go on\n");
+	if (write(STDERR_FILENO, buf, n) < 0) {
+		/* nothing left to tell it to */
+	}
+	/* SA_RESETHAND restored the default action: this ends the process */
+	raise(sig);
+}
+
+void fa_crash_install(void)
+{
+	static int installed;
+	struct sigaction sa;
+	if (installed)
+		return;
+	installed = 1;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_crash;
+	sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+		sigaction(crash_signals[i].sig, &sa, NULL);
+}

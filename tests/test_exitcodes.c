@@ -1,0 +1,251 @@
+/* test_exitcodes.c - one rule for every command's exit status, checked
+ * through build/fabench: 0 ok, 1 a case failed or a runtime error, 2 bad
+ * usage or bad input (missing files, databases, runs, kernels; bad option
+ * values). Each row of the table runs one mistake and checks the status,
+ * that stderr names the bad input, and that the database is byte for byte
+ * what it was (or, where it did not exist, still does not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "test.h"
+
+enum db_rule {
+	DB_SAME, /* @DB (a database with one run) is byte-identical afterwards */
+	DB_NONE, /* @NODB does not exist afterwards */
+};
+
+struct exit_case {
+	const char *args[14]; /* @DB and @NODB are replaced by the paths */
+	int status;
+	const char *says; /* in stderr (stdout for status 0) */
+	enum db_rule db;
+};
+
+static const struct exit_case cases[] = {
+	/* the command itself */
+	{{NULL}, 2, "usage: fabench", DB_NONE},
+	{{"nope"}, 2, "'nope' is not a command", DB_NONE},
+	{{"help", "nope"}, 2, "no command 'nope'", DB_NONE},
+	/* run */
+	{{"run", "--db", "@NODB"}, 2, "missing SUITE.yaml", DB_NONE},
+	{{"run", "no-such-suite.yaml", "--db", "@NODB"}, 2, "'no-such-suite.yaml'", DB_NONE},
+	{{"run", "no-such-suite.yaml", "--db", "@DB"}, 2, "'no-such-suite.yaml'", DB_SAME},
+	{{"run", "suites/bad/duplicate_key.yaml", "--db", "@DB"},
+	 2,
+	 "suites/bad/duplicate_key.yaml:5:3: duplicate key 'heads'",
+	 DB_SAME},
+	{{"run", "tests/suites/tiny.yaml", "--where", "head_dim == 999", "--db", "@DB"},
+	 2,
+	 "no case of suite tiny matches --where 'head_dim == 999'",
+	 DB_SAME},
+	{{"run", "tests/suites/tiny.yaml", "--where", "head_dim ==", "--db", "@DB"},
+	 2,
+	 "--where:1:",
+	 DB_SAME},
+	{{"run", "tests/suites/tiny.yaml", "--kernels", "nope", "--db", "@DB"},
+	 2,
+	 "unknown kernel 'nope'",
+	 DB_SAME},
+	{{"run", "tests/suites/tiny.yaml", "--backend", "nope", "--db", "@NODB"},
+	 2,
+	 "'nope'",
+	 DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--seed", "x1", "--db", "@NODB"}, 2, "'x1'", DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--timeout", "-1", "--db", "@NODB"}, 2, "'-1'", DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--threads", "0", "--db", "@NODB"}, 2, "'0'", DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--cache", "warm", "--db", "@NODB"},
+	 2,
+	 "'warm'",
+	 DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--mem-budget", "lots", "--db", "@NODB"},
+	 2,
+	 "'lots'",
+	 DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--bogus", "--db", "@NODB"}, 2, "'--bogus'", DB_NONE},
+	/* list */
+	{{"list"}, 2, "missing SUITE.yaml", DB_NONE},
+	{{"list", "no-such-suite.yaml"}, 2, "'no-such-suite.yaml'", DB_NONE},
+	{{"list", "tests/suites/tiny.yaml", "--where", "head_dim == 999"},
+	 2,
+	 "no case of suite tiny matches --where 'head_dim == 999'",
+	 DB_NONE},
+	{{"list", "tests/suites/tiny.yaml", "--format", "xml"}, 2, "'xml'", DB_NONE},
+	/* kernels, devices */
+	{{"kernels", "--backend", "nope"}, 2, "'nope'", DB_NONE},
+	{{"kernels", "extra"}, 2, "'extra'", DB_NONE},
+	{{"devices", "extra"}, 2, "'extra'", DB_NONE},
+	/* report */
+	{{"report", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
+	{{"report", "--db", "@DB", "--run", "99"}, 2, "no run '99'", DB_SAME},
+	{{"report", "--db", "@DB", "--run", "no-such-label"}, 2, "'no-such-label'", DB_SAME},
+	{{"report", "--db", "@DB", "--baseline", "nope"}, 2, "'nope'", DB_SAME},
+	{{"report", "--db", "@DB", "--format", "pdf"}, 2, "'pdf'", DB_SAME},
+	/* compare */
+	{{"compare", "--db", "@NODB", "1", "1"}, 2, "no database at '", DB_NONE},
+	{{"compare", "--db", "@DB", "1", "no-such-label"}, 2, "'no-such-label'", DB_SAME},
+	{{"compare", "--db", "@DB", "1"}, 2, "BASE and HEAD are required", DB_SAME},
+	{{"compare", "--db", "@DB", "--alpha", "2", "1", "1"}, 2, "'2'", DB_SAME},
+	/* history */
+	{{"history", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
+	{{"history", "--db", "@DB", "--format", "pdf"}, 2, "'pdf'", DB_SAME},
+	/* plot (--script: no gnuplot needed to get as far as the database) */
+	{{"plot", "throughput", "--db", "@NODB", "--script", "@TMP/p.gp"},
+	 2,
+	 "no database at '",
+	 DB_NONE},
+	{{"plot", "throughput", "--db", "@DB", "--run", "99", "--script", "@TMP/p.gp"},
+	 2,
+	 "no run '99'",
+	 DB_SAME},
+	{{"plot", "heatmap", "--db", "@DB", "--kernel", "nope", "--script", "@TMP/p.gp"},
+	 2,
+	 "'nope'",
+	 DB_SAME},
+	{{"plot", "pie", "--db", "@DB"}, 2, "'pie'", DB_SAME},
+	/* calibrate */
+	{{"calibrate", "--backend", "nope", "--db", "@NODB"}, 2, "'nope'", DB_NONE},
+	{{"calibrate", "extra", "--db", "@NODB"}, 2, "'extra'", DB_NONE},
+	/* import */
+	{{"import", "--db", "@DB"}, 2, "missing FILE", DB_SAME},
+	{{"import", "no-such-file.jsonl", "--db", "@DB"}, 2, "'no-such-file.jsonl'", DB_SAME},
+	{{"import", "no-such-file.jsonl", "--db", "@NODB"}, 2, "'no-such-file.jsonl'", DB_NONE},
+	{{"import", "tests/import/bad_dtype.jsonl", "--db", "@DB"},
+	 2,
+	 "tests/import/bad_dtype.jsonl:1:54: unknown dtype 'fp8'",
+	 DB_SAME},
+	{{"import", "tests/import/good_tiny.csv", "--run-into", "99", "--db", "@DB"},
+	 2,
+	 "99",
+	 DB_SAME},
+	{{"import", "tests/import/good_tiny.csv", "--run-into", "1", "--db", "@NODB"},
+	 2,
+	 "no database at '",
+	 DB_NONE},
+	{{"import", "tests/import/good_tiny.csv", "--format", "xml", "--db", "@DB"},
+	 2,
+	 "'xml'",
+	 DB_SAME},
+};
+
+/* --help of every command: status 0, its usage on stdout. */
+static const char *const commands[] = {"run",     "list",    "kernels",   "devices",
+				       "report",  "compare", "history",   "plot",
+				       "calibrate", "import"};
+
+static char *slurp(const char *path, size_t *len)
+{
+	*len = 0;
+	return fa_test_read_file(path, len);
+}
+
+/* A database with one run of the tiny suite (cpu_flash, two cases). */
+static int make_db(const char *db)
+{
+	struct fa_proc_result r;
+	int ok;
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 16", "--label", "base", "--db",
+			       (char *)db, "--quiet", NULL},
+		    NULL, 120, &r);
+	ok = r.status == 0;
+	if (!ok)
+		fprintf(stderr, "cannot make the database: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	return ok;
+}
+
+FA_TEST(exitcodes, every_mistake_exits_2_and_writes_nothing)
+{
+	char db[1024], nodb[1024], tmp[1024], args[14][1100], *argv[15];
+	const char *dir = fa_test_tmpdir();
+	size_t before_len, after_len;
+	char *before, *after;
+	snprintf(tmp, sizeof tmp, "%s", dir);
+	snprintf(db, sizeof db, "%s/good.db", dir);
+	snprintf(nodb, sizeof nodb, "%s/absent/none.db", dir);
+	FA_REQUIRE(make_db(db));
+	before = slurp(db, &before_len);
+	FA_REQUIRE(before && before_len > 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct exit_case *c = &cases[i];
+		struct fa_proc_result r;
+		char line[2048] = "fabench";
+		struct stat st;
+		int n = 0;
+		for (; n < 14 && c->args[n]; n++) {
+			const char *a = c->args[n];
+			if (strcmp(a, "@DB") == 0)
+				snprintf(args[n], sizeof args[n], "%s", db);
+			else if (strcmp(a, "@NODB") == 0)
+				snprintf(args[n], sizeof args[n], "%s", nodb);
+			else if (strncmp(a, "@TMP", 4) == 0)
+				snprintf(args[n], sizeof args[n], "%s%s", tmp, a + 4);
+			else
+				snprintf(args[n], sizeof args[n], "%s", a);
+			argv[n] = args[n];
+			snprintf(line + strlen(line), sizeof line - strlen(line), " %s", a);
+		}
+		argv[n] = NULL;
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == c->status, "%s: status %d, expected %d\nstderr: %s", line,
+			  r.status, c->status, r.err);
+		FA_CHECKF(strstr(c->status == 0 ? r.out : r.err, c->says) != NULL,
+			  "%s: stderr does not say \"%s\":\n%s", line, c->says, r.err);
+		/* one message, lowercase after the prefix, no final period */
+		FA_CHECKF(c->status == 0 || (strlen(r.err) > 1 && r.err[strlen(r.err) - 2] != '.'),
+			  "%s: stderr ends with a period:\n%s", line, r.err);
+		fa_proc_free(&r);
+		if (c->db == DB_NONE) {
+			FA_CHECKF(stat(nodb, &st) != 0, "%s: created '%s'", line, nodb);
+		} else {
+			after = slurp(db, &after_len);
+			FA_CHECKF(after && after_len == before_len &&
+					  memcmp(after, before, before_len) == 0,
+				  "%s: changed the database", line);
+			free(after);
+		}
+	}
+	free(before);
+}
+
+FA_TEST(exitcodes, help_of_every_command_exits_0)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		struct fa_proc_result r;
+		char usage[64];
+		snprintf(usage, sizeof usage, "usage: fabench %s", commands[i]);
+		fa_proc_run((char *[]){(char *)commands[i], "--help", NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, usage) && r.err[0] == '\0',
+			  "%s --help: status %d\nstdout: %s\nstderr: %s", commands[i], r.status,
+			  r.out, r.err);
+		fa_proc_free(&r);
+		fa_proc_run((char *[]){"help", (char *)commands[i], NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, usage), "help %s: status %d",
+			  commands[i], r.status);
+		fa_proc_free(&r);
+	}
+}
+
+/* A case that fails its check exits 1 (not 2): the input was fine. */
+FA_TEST(exitcodes, failed_case_exits_1)
+{
+	char db[1024], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/fail.db", fa_test_tmpdir());
+	unlink(db);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_wrong", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+}

@@ -11,7 +11,8 @@
  * temporary folder and moves the image where it was asked for.
  *
  * Text is drawn with enhanced text off: kernel names are full of '_', which
- * gnuplot would read as subscripts.
+ * gnuplot would read as subscripts. Text from users is quoted so that
+ * gnuplot never runs it (see "Script text" below).
  */
 #include "plot.h"
 
@@ -255,43 +256,72 @@ static void sb_free(struct sbuf *b)
 
 /* ---- Script text ------------------------------------------------------------ */
 
-/* s as a gnuplot single-quoted string: no escapes inside, '' is a quote.
- * Line breaks become spaces. */
-static void gp_str(FILE *out, const char *s)
+/* Text from the database, the suite or the command line never reaches
+ * gnuplot as code. gnuplot runs `backquoted` text in double-quoted strings
+ * and in bare command text as a shell command, expands @macros outside
+ * quotes, and reads a line break as the end of a command (and a line that
+ * starts with '!' as a shell command). So user text goes only
+ *   - into single-quoted strings (gp_str, gp_text): inside them gnuplot
+ *     does no substitution and knows no escape but '' for a quote; or
+ *   - into quoted columns of datablocks (gp_data_str), whose lines gnuplot
+ *     stores as they are, without substitution. Every data line starts with
+ *     a number written here, so no text can end a block early (a block
+ *     ends at a line starting with its terminator);
+ * and every control character in it (line breaks, CR, tabs, escapes)
+ * becomes a space. The only double-quoted strings in a script are fixed
+ * ones: "\n" between the lines of a title, "'" for a quote that starts a
+ * string (gp_quote). Text is drawn with enhanced text off (gp_begin), so
+ * ^ _ @ { } in names are drawn as they are. */
+static int gp_plain(unsigned char c)
 {
-	fputc('\'', out);
-	for (; s && *s; s++) {
-		if (*s == '\'')
-			fputc('\'', out);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
-	}
-	fputc('\'', out);
+	return c >= 0x20 && c != 0x7f;
 }
 
-/* s as a double-quoted string (backslash escapes; "\n" breaks the line in
- * tic labels). */
-static void gp_dstr(FILE *out, const char *s)
+/* s as a gnuplot string expression of single-quoted strings: inside them
+ * '' is a quote, and nothing else is special. gnuplot reads a string that
+ * starts with '' as the empty string, so a quote at the start of a piece
+ * is the fixed string "'" before it. lines != 0: each line of s is a piece
+ * and "\n" joins them (a line break in titles and tic labels); else line
+ * breaks become spaces. Other control characters become spaces. */
+static void gp_quote(FILE *out, const char *s, int lines)
 {
-	fputc('"', out);
-	for (; s && *s; s++) {
-		if (*s == '\n') {
-			fputs("\\n", out);
-			continue;
+	for (;;) {
+		for (; s && *s == '\''; s++)
+			fputs("\"'\".", out);
+		fputc('\'', out);
+		for (; s && *s && !(lines && *s == '\n'); s++) {
+			if (*s == '\'')
+				fputc('\'', out);
+			fputc(gp_plain((unsigned char)*s) ? *s : ' ', out);
 		}
-		if (*s == '"' || *s == '\\')
-			fputc('\\', out);
-		fputc(*s == '\r' ? ' ' : *s, out);
+		fputc('\'', out);
+		if (!s || !*s)
+			return;
+		fputs(".\"\\n\".", out); /* a line break */
+		s++;
 	}
-	fputc('"', out);
+}
+
+/* s as a single-quoted string (gp_quote), line breaks as spaces. */
+static void gp_str(FILE *out, const char *s)
+{
+	gp_quote(out, s, 0);
+}
+
+/* s as single-quoted strings, its lines joined by "\n" (gp_quote). */
+static void gp_text(FILE *out, const char *s)
+{
+	gp_quote(out, s, 1);
 }
 
 /* s as a quoted column of a datablock: gnuplot has no escape there, so a
- * double quote becomes a single one. */
+ * double quote becomes a single one, and control characters spaces (a
+ * line break would end the row). */
 static void gp_data_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; s && *s; s++)
-		fputc(*s == '"' ? '\'' : *s == '\n' || *s == '\r' ? ' ' : *s, out);
+		fputc(*s == '"' ? '\'' : gp_plain((unsigned char)*s) ? *s : ' ', out);
 	fputc('"', out);
 }
 
@@ -349,7 +379,7 @@ static void pow2_label(double v, char *buf, size_t size)
 }
 
 /* Breaks s (in place) into lines of at most width characters where it has
- * spaces, for titles over narrow panels; write it with gp_dstr. */
+ * spaces, for titles over narrow panels; write it with gp_text. */
 static void wrap(char *s, int width)
 {
 	char *line = s, *space = NULL;
@@ -1590,7 +1620,7 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 			       left_out, left_out == 1 ? "" : "s", left_out == 1 ? "is" : "are");
 	}
 	fputs("set title ", out);
-	gp_dstr(out, sb_str(&title));
+	gp_text(out, sb_str(&title));
 	fputs("\nset ytics (", out);
 	for (int i = 0, y = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *w = &cmp->rows[i];
@@ -1871,7 +1901,7 @@ static enum fa_rc plot_history(const struct fa_plot_opts *o, FILE *out, struct f
 		snprintf(buf, sizeof buf, "%" PRId64 "\n%.5s", h->runs[r].id,
 			 strlen(at) >= 10 ? at + 5 : at);
 		fputs(r ? ", " : "", out);
-		gp_dstr(out, buf);
+		gp_text(out, buf);
 		fprintf(out, " %d", r);
 	}
 	fputs(")\nset xlabel 'run (id and date, oldest first)' offset 0,-0.8\nset ylabel 'median time (ms)'\n"
@@ -1897,7 +1927,7 @@ static enum fa_rc plot_history(const struct fa_plot_opts *o, FILE *out, struct f
 			 (int)s0->case_idx, vals[0] ? " " : "", vals);
 		wrap(buf, 70);
 		fprintf(out, "\n# panel %d\nset title ", p + 1);
-		gp_dstr(out, buf);
+		gp_text(out, buf);
 		fputs("\nplot ", out);
 		for (int i = 0; i < h->n_series; i++) {
 			const struct fa_hist_series *se = &h->series[i];

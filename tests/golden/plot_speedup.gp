@@ -67,7 +67,7 @@ $values << EOD
 12 1.02634 "1.003x"
 13 1.02327 "1.000x"
 EOD
-set title "speedup of HEAD over BASE: BASE run 1, HEAD run 2; geometric mean 1.01x\n10 rows not timed on both sides are not shown (see fabench compare)"
+set title 'speedup of HEAD over BASE: BASE run 1, HEAD run 2; geometric mean 1.01x'."\n".'10 rows not timed on both sides are not shown (see fabench compare)'
 set ytics ('#0 cpu_dense  batch=2 kv_heads=8 q_len=128 kv_len=128 head_dim=64 mask=none' 0, '#0 cpu_flash  batch=2 kv_heads=8 q_len=128 kv_len=128 head_dim=64 mask=none' 1, '#1 cpu_dense  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=64 mask=causal' 2, '#1 cpu_flash  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=64 mask=causal' 3, '#2 cpu_dense  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=128 mask=none' 4, '#2 cpu_flash  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=128 mask=none' 5, '#3 cpu_dense  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=72 mask=causal' 6, '#3 cpu_flash  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=72 mask=causal' 7, '#4 cpu_dense  batch=4 kv_heads=2 q_len=1 kv_len=2048 head_dim=128 mask=none' 8, '#4 cpu_flash  batch=4 kv_heads=2 q_len=1 kv_len=2048 head_dim=128 mask=none' 9, '#5 cpu_flash  batch=2 kv_heads=8 q_len=4096 kv_len=4096 head_dim=64 mask=sliding_window window=256' 10, '#6 cpu_dense  batch=2 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=prefix_lm prefix_len=64' 11, '#7 cpu_dense  batch=3 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=causal seqlens=100/28/256' 12, '#7 cpu_flash  batch=3 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=causal seqlens=100/28/256' 13)
 set yrange [13.7:-0.7]
 set logscale x 2

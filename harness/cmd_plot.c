@@ -17,7 +17,7 @@
 
 static const char usage_text[] =
 	"usage: fabench plot throughput|heatmap [--run SPEC] [--where EXPR] [--kernel NAME]\n"
-	"       fabench plot speedup [--min-effect PCT] [--alpha P] BASE HEAD\n"
+	"       fabench plot speedup [--min-effect PCT] [--alpha P] [--ignore-params] BASE HEAD\n"
 	"       fabench plot history [--since DATE] [--suite NAME] [--kernel GLOB]\n"
 	"                            [--where EXPR] [--label TEXT] [--include-incomplete]\n"
 	"                            [--min-effect PCT]\n"
@@ -50,6 +50,9 @@ static void help(void)
 	       "                        most sets of params); history: a glob on kernel names\n"
 	       "  --min-effect PCT      speedup, history: smallest change reported (default %g)\n"
 	       "  --alpha P             speedup: significance level (default %g)\n"
+	       "  --ignore-params       speedup: match by case and kernel only, as fabench\n"
+	       "                        compare (one kernel run with other tunables in HEAD,\n"
+	       "                        as run --ab with --param a:K.N=V and b:K.N=V gives)\n"
 	       "  --since DATE          history: runs started on or after DATE (YYYY-MM-DD)\n"
 	       "  --suite NAME          history: runs of this suite only\n"
 	       "  --label TEXT          history: runs with this label only\n"
@@ -115,7 +118,8 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		{"label", required_argument, 0, 'l'},    {"include-incomplete", no_argument, 0, 'I'},
 		{"output", required_argument, 0, 'o'},   {"script", required_argument, 0, 'x'},
 		{"title", required_argument, 0, 't'},    {"size", required_argument, 0, 'z'},
-		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+		{"ignore-params", no_argument, 0, 'P'},  {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
 	const char *kind_name;
 	int c, kind;
 	double v;
@@ -152,6 +156,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 			a->history_set = 1;
 			a->history_opt = "--include-incomplete";
 			break;
+		case 'P': a->co.ignore_params = 1; break;
 		case 'o': a->output = optarg; break;
 		case 'x': a->script = optarg; break;
 		case 't': a->po.title = optarg; break;
@@ -209,6 +214,9 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		return fa_cmd_usage_error("plot", usage_text,
 					  "--min-effect applies to speedup and history plots, not %s",
 					  kind_name);
+	if (a->co.ignore_params && kind != FA_PLOT_SPEEDUP)
+		return fa_cmd_usage_error("plot", usage_text,
+					  "--ignore-params applies to speedup plots, not %s", kind_name);
 	if (a->alpha_set && kind != FA_PLOT_SPEEDUP)
 		return fa_cmd_usage_error("plot", usage_text,
 					  "--alpha applies to speedup plots, not %s", kind_name);

@@ -1492,6 +1492,16 @@ static void shown_values(int n, const char *const *names, const int32_t *shown,
 						names[j], values[j]);
 }
 
+/* A compare row's kernel as fabench compare names it: "kernel[params]", or
+ * "kernel[base -> head]" when its sides ran other params (--ignore-params). */
+static void row_label(const struct fa_cmp_row *w, char *buf, size_t size)
+{
+	if (w->base_params && strcmp(w->base_params, w->params) != 0)
+		snprintf(buf, size, "%s[%s -> %s]", w->kernel, w->base_params, w->params);
+	else
+		kernel_label(w->kernel, w->params, buf, size);
+}
+
 /* "label 'nightly' (runs 2, 3)" or "run 1" into b. */
 static void side_text(struct sbuf *b, const struct fa_cmp_side *sd)
 {
@@ -1536,7 +1546,7 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 		}
 		if (w->verdict >= 0 && w->verdict < 4)
 			counts[w->verdict]++;
-		kernel_label(w->kernel, w->params, kl, sizeof kl);
+		row_label(w, kl, sizeof kl);
 		shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
 			     sizeof vals);
 		label_w = (int)fmax(label_w, (double)(strlen(kl) + strlen(vals) + 8 +
@@ -1626,7 +1636,7 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 		const struct fa_cmp_row *w = &cmp->rows[i];
 		if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup))
 			continue;
-		kernel_label(w->kernel, w->params, kl, sizeof kl);
+		row_label(w, kl, sizeof kl);
 		shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
 			     sizeof vals);
 		snprintf(buf, sizeof buf, "%s%s#%d %s%s%s", cmp->n_suites > 1 ? w->suite : "",

@@ -1377,3 +1377,75 @@ FA_TEST(plot, hostile_import_through_the_command)
 		FA_CHECKF(!marks[0], "plot %s: gnuplot ran hostile text: %s", kind_args[k][1], marks);
 	}
 }
+
+/* ---- --ignore-params ------------------------------------------------------------------ */
+
+/* plot speedup --ignore-params pairs one kernel run with other params on
+ * the two sides (run --ab with --param a:K.N=V and b:K.N=W), as fabench
+ * compare --ignore-params does; without it only the kernel without params
+ * is drawn. */
+FA_TEST(plot, speedup_ignore_params)
+{
+	char db[1300], file[1300], script[1300];
+	struct fa_proc_result r;
+	char *text;
+	FILE *f;
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	unlink(db);
+	for (int side = 0; side < 2; side++) {
+		snprintf(file, sizeof file, "%s/ab-%d.jsonl", fa_test_tmpdir(), side);
+		f = fopen(file, "w");
+		FA_REQUIRE(f);
+		fprintf(f, "{\"run\": {\"suite_name\": \"planted\", \"label\": \"pl-%c\"}}\n",
+			side ? 'b' : 'a');
+		for (int q = 128; q <= 512; q *= 2) {
+			/* side b's tuned kernel is 25% slower */
+			double t = q / 100.0, slow = side ? 1.25 : 1;
+			fprintf(f,
+				"{\"heads\": 4, \"head_dim\": 64, \"seq_len\": %d, \"kernel\": \"test_delay\", "
+				"\"params\": \"delay_pct=%d\", \"samples\": [%g, %g, %g, %g, %g, %g]}\n",
+				q, side ? 5 : 0, t * slow, t * slow * 1.01, t * slow * 0.99, t * slow * 1.005,
+				t * slow * 0.995, t * slow);
+			fprintf(f,
+				"{\"heads\": 4, \"head_dim\": 64, \"seq_len\": %d, \"kernel\": \"test_correct\", "
+				"\"samples\": [%g, %g, %g, %g, %g, %g]}\n",
+				q, t, t * 1.01, t * 0.99, t * 1.005, t * 0.995, t);
+		}
+		FA_REQUIRE(fclose(f) == 0);
+		fa_proc_run((char *[]){"import", file, "--db", db, NULL}, NULL, 60, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	snprintf(script, sizeof script, "%s/ab.gp", fa_test_tmpdir());
+	/* without: only test_correct is timed on both sides */
+	unlink(script);
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "pl-a", "pl-b", "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_REQUIRE(text);
+	FA_CHECK(count_of(text, "test_correct") == 3 && !strstr(text, "' 3, "));
+	FA_CHECKF(count_of(text, "test_delay") == 0, "script '%s'", text);
+	free(text);
+	/* with: test_delay's rows too, named by both params, and slower */
+	unlink(script);
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "--ignore-params", "pl-a", "pl-b",
+			       "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "test_delay[delay_pct=0 -> delay_pct=5]") == 3, "script '%s'", text);
+	FA_CHECK(count_of(text, "test_correct") == 3);
+	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
+	free(text);
+	/* only for speedup plots */
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--ignore-params", NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--ignore-params applies to speedup plots, not "
+						 "throughput"),
+		  "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+}

@@ -995,8 +995,10 @@ static int tp_try_split(const struct fa_case *const *cs, int n, int f, unsigned 
 
 /* Splits the panels of t (case_panel, panels[].split) while one has more
  * than PLOT_TP_MAX_VARIANTS variants: the fullest panel first, by the facet
- * that leaves the fewest variants in its fullest part (on a tie the fewest
- * parts), within PLOT_TP_MAX_PANELS panels in all. Returns 0, or -1 when
+ * that splits it into the fewest parts of at most PLOT_TP_MAX_VARIANTS
+ * variants each, else by the one that leaves the fewest variants in its
+ * fullest part (on a tie the fewest parts), within PLOT_TP_MAX_PANELS
+ * panels in all. Returns 0, or -1 when
  * out of memory. */
 static int tp_split_panels(struct tp_state *t)
 {
@@ -1048,7 +1050,11 @@ static int tp_split_panels(struct tp_state *t)
 			if (parts < 2 || t->n_panels - 1 + parts > PLOT_TP_MAX_PANELS ||
 			    mv >= worst_nv)
 				continue;
-			if (best < 0 || mv < best_mv || (mv == best_mv && parts < best_parts)) {
+			/* enough: the fewest parts; else the fewest variants */
+			if (best < 0 ||
+			    (mv <= PLOT_TP_MAX_VARIANTS
+				     ? best_mv > PLOT_TP_MAX_VARIANTS || parts < best_parts
+				     : mv < best_mv || (mv == best_mv && parts < best_parts))) {
 				best = f;
 				best_mv = mv;
 				best_parts = parts;

@@ -337,24 +337,22 @@ FA_TEST(plot, throughput_script_content)
 	FA_REQUIRE(rc == FA_OK && text);
 	FA_CHECK(strstr(text, "set terminal svg size ") && strstr(text, "set output 'plot.svg'"));
 	FA_CHECK(!strstr(text, "pngcairo"));
-	/* seven panels: head_dim 64, whose five variants (masks, batches) are
-	 * more than a panel takes, split by mask; 72, 128, and the decode case
-	 * (GB/s) */
-	FA_CHECK(strstr(text, "set multiplot layout 3,3 title 'throughput of run 2 (nightly): "
+	/* five panels: head_dim 64, whose five variants (four masks of batch
+	 * 2, the varlen batch of 3) are more than a panel takes, split in two by
+	 * batch; 72, 128, and the decode case (GB/s) */
+	FA_CHECK(strstr(text, "set multiplot layout 2,3 title 'throughput of run 2 (nightly): "
 			      "suite smoke, cpu on AMD EPYC 7B13 (2 threads)'"));
-	FA_CHECK(strstr(text, "set title 'head_dim 64, no mask'") &&
-		 strstr(text, "set title 'head_dim 64, causal'") &&
-		 strstr(text, "set title 'head_dim 64, sliding_window 256'") &&
-		 strstr(text, "set title 'head_dim 64, prefix_lm 64'") &&
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 2'") &&
+		 strstr(text, "set title 'head_dim 64, batch 3'") &&
 		 strstr(text, "set title 'head_dim 72'") && strstr(text, "set title 'head_dim 128'") &&
 		 strstr(text, "set title 'head_dim 128, decode-like (q_len <= 16)'"));
-	FA_CHECK(strstr(text, "set title 'head_dim 64, no mask'") <
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 3'") <
 		 strstr(text, "set title 'head_dim 72'"));
-	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 6);
+	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 4);
 	FA_CHECK(count_of(text, "set ylabel 'GB/s") == 1);
 	FA_CHECK(strstr(text, "set xlabel 'q_len (queries per sequence, log2 scale)'") &&
 		 strstr(text, "set xlabel 'kv_len (keys per sequence, log2 scale)'"));
-	FA_CHECK(count_of(text, "set logscale x 2") == 7);
+	FA_CHECK(count_of(text, "set logscale x 2") == 5);
 	/* every kernel in a legend, in its own colour */
 	for (int k = 0; k < 3; k++) {
 		static const char *const kn[] = {"cpu_dense", "cpu_flash", "cpu_flash_tiled"};
@@ -378,10 +376,12 @@ FA_TEST(plot, throughput_script_content)
 	}
 	/* only passed results: cpu_flash_tiled passed on cases 0, 5 and 6 */
 	FA_CHECK(strstr(text, "\n128 0.0361 0\n") && strstr(text, "\n4096 0.0360468 5\n"));
-	/* in the causal panel, the varlen case is told apart from the other by
-	 * what differs between them, and nothing more */
-	FA_CHECK(strstr(text, "title 'batch 2'") && strstr(text, "title 'batch 3, varlen'"));
-	FA_CHECK(!strstr(text, "title 'causal, batch 3, varlen'"));
+	/* in the batch 2 panel the four masks are the variants, named by the
+	 * mask alone (what differs among its cases), and nothing more */
+	FA_CHECK(strstr(text, "title 'no mask'") && strstr(text, "title 'causal'") &&
+		 strstr(text, "title 'sliding_window 256'") && strstr(text, "title 'prefix_lm 64'"));
+	FA_CHECK(count_of(text, "lc rgb '#333333'") == 4);
+	FA_CHECK(!strstr(text, "title 'batch"));
 	/* kernel names are drawn as typed: no enhanced-text subscripts */
 	FA_CHECK(strstr(text, "set termoption noenhanced"));
 	free(text);
@@ -1468,4 +1468,80 @@ FA_TEST(plot, speedup_ignore_params)
 						 "throughput"),
 		  "status %d, stderr '%s'", r.status, r.err);
 	fa_proc_free(&r);
+}
+
+/* ---- Panels of a larger run ---------------------------------------------------------- */
+
+/* Imports rows (JSON lines, the header first) into a new database at
+ * <tmp>/name.db and writes the throughput script of its run into *text. */
+static void import_and_script(const char *name, const char *rows, char **text)
+{
+	char db[1300], file[1300], script[1300];
+	struct fa_proc_result r;
+	FILE *f;
+	*text = NULL;
+	snprintf(db, sizeof db, "%s/%s.db", fa_test_tmpdir(), name);
+	snprintf(file, sizeof file, "%s/%s.jsonl", fa_test_tmpdir(), name);
+	snprintf(script, sizeof script, "%s/%s.gp", fa_test_tmpdir(), name);
+	unlink(db);
+	f = fopen(file, "w");
+	FA_REQUIRE(f);
+	fputs(rows, f);
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", file, "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "import: status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--script", script, NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "plot: status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	*text = fa_test_read_file(script, NULL);
+}
+
+/* One head_dim with 10 batches x 2 dtypes (20 variants): split by batch,
+ * the one facet that leaves at most four variants a panel (dtype would
+ * leave 10), into 10 panels of the two dtypes. 20 head_dims of 6 variants
+ * each: past the 16 panels, nothing is split, and no panel is merged. */
+FA_TEST(plot, throughput_splits_full_panels)
+{
+	char *rows = NULL, *text;
+	size_t len = 0;
+	FILE *b = open_memstream(&rows, &len);
+	FA_REQUIRE(b);
+	fprintf(b, "{\"run\": {\"suite_name\": \"wide\"}}\n");
+	for (int batch = 1; batch <= 10; batch++)
+		for (int d = 0; d < 2; d++)
+			for (int q = 256; q <= 1024; q *= 2)
+				fprintf(b,
+				       "{\"batch\": %d, \"heads\": 4, \"head_dim\": 64, \"dtype\": "
+				       "\"%s\", \"seq_len\": %d, \"kernel\": \"k\", \"median_ms\": %g}\n",
+				       batch, d ? "bf16" : "fp16", q, 0.01 * batch * q / 256);
+	FA_REQUIRE(fclose(b) == 0);
+	import_and_script("wide", rows, &text);
+	free(rows);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "\n# panel ") == 10, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 1'") &&
+		 strstr(text, "set title 'head_dim 64, batch 10'"));
+	FA_CHECK(count_of(text, "title 'fp16'") == 10 && count_of(text, "title 'bf16'") == 10);
+	FA_CHECK(strstr(text, "set multiplot layout 4,3 "));
+	free(text);
+
+	rows = NULL;
+	b = open_memstream(&rows, &len);
+	FA_REQUIRE(b);
+	fprintf(b, "{\"run\": {\"suite_name\": \"tall\"}}\n");
+	for (int hd = 8; hd <= 160; hd += 8)
+		for (int batch = 1; batch <= 6; batch++)
+			fprintf(b,
+			       "{\"batch\": %d, \"heads\": 4, \"head_dim\": %d, \"seq_len\": 512, "
+			       "\"kernel\": \"k\", \"median_ms\": %g}\n",
+			       batch, hd, 0.01 * batch * hd);
+	FA_REQUIRE(fclose(b) == 0);
+	import_and_script("tall", rows, &text);
+	free(rows);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "\n# panel ") == 20, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECK(count_of(text, "title 'batch 6'") == 20);
+	free(text);
 }

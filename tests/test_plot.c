@@ -512,21 +512,29 @@ FA_TEST(plot, golden_speedup_script)
 		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
 		if (rc == FA_OK && text) {
 			fa_golden_check("plot_speedup.gp", text, strlen(text));
-			/* one bar per timed row, in the block of its verdict */
+			/* one bar per timed row, in the block of its kernel (a panel:
+			 * cpu_dense, cpu_flash) and verdict */
 			for (int i = 0; i < cmp.n_rows; i++)
 				timed += cmp.rows[i].change == FA_CMP_TIMED;
-			for (int v = 0; v < 4; v++) {
-				char name[32];
-				const char *p;
-				snprintf(name, sizeof name, "$%s << EOD\n", fa_stats_verdict_name(v));
-				p = strstr(text, name);
-				FA_REQUIRE(p);
-				p = strchr(strchr(p, '\n') + 1, '\n') + 1; /* past the comment */
-				for (; strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
-					bars++;
-			}
+			for (int k = 0; k < 2; k++)
+				for (int v = 0; v < 4; v++) {
+					char name[32];
+					const char *p;
+					snprintf(name, sizeof name, "$k%d_%s << EOD\n", k,
+						 fa_stats_verdict_name(v));
+					p = strstr(text, name);
+					FA_REQUIRE(p);
+					p = strchr(strchr(p, '\n') + 1, '\n') + 1; /* past the comment */
+					for (; strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
+						bars++;
+				}
 			FA_CHECKF(bars == timed, "%d bars, %d timed rows", bars, timed);
-			FA_CHECK(strstr(text, "set xlabel 'speedup = BASE median / HEAD median"));
+			FA_CHECK(!strstr(text, "$k2_"));
+			FA_CHECK(strstr(text, "set title 'cpu_dense'") &&
+				 strstr(text, "set title 'cpu_flash'"));
+			/* a case is a row of every panel, named once, left of the first */
+			FA_CHECK(count_of(text, "'#7  ") == 1 && count_of(text, "set ytics ('") == 1);
+			FA_CHECK(strstr(text, "'speedup = BASE median / HEAD median"));
 			FA_CHECK(strstr(text, "title 'faster (3)'") && strstr(text, "title 'slower (1)'"));
 			/* cpu_flash on case 0 is 15% slower: 1/1.15 */
 			FA_CHECK(strstr(text, "\"0.870x\""));
@@ -1445,7 +1453,7 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECK(count_of(text, "test_correct") == 3 && !strstr(text, "' 3, "));
+	FA_CHECK(count_of(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
 	FA_CHECKF(count_of(text, "test_delay") == 0, "script '%s'", text);
 	free(text);
 	/* with: test_delay's rows too, named by both params, and slower */
@@ -1457,8 +1465,11 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "test_delay[delay_pct=0 -> delay_pct=5]") == 3, "script '%s'", text);
-	FA_CHECK(count_of(text, "test_correct") == 3);
+	FA_CHECKF(count_of(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
+		  "script '%s'", text);
+	FA_CHECK(count_of(text, "set title 'test_correct'") == 1);
+	/* three cases, rows of both panels */
+	FA_CHECK(strstr(text, "set ytics ('#0  q_len=128' 0, '#1  q_len=256' 1, '#2  q_len=512' 2)"));
 	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
 	free(text);
 	/* only for speedup plots */

@@ -1289,8 +1289,8 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 		free(names);
 	}
 	/* panels in up to three columns; each panel is a plot area of about
-	 * 430 x 280 px with its legend right of it (about 7 px a character of
-	 * the 10 pt font, and a line sample) */
+	 * 430 x 280 px with its legend right of it (gnuplot sets a right margin
+	 * of about 8 px a character of the 10 pt font; a line sample is six) */
 	cols = t.n_panels == 1 ? 1 : t.n_panels <= 4 ? 2 : 3;
 	rows = (t.n_panels + cols - 1) / cols;
 	legend_w = 8;
@@ -1305,7 +1305,7 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 	}
 	/* a row is tall enough for the longest legend (about 16 px an entry)
 	 * to stay in one column */
-	gp_begin(out, o, cols * (510 + 7 * (legend_w + 8)),
+	gp_begin(out, o, cols * (510 + 8 * (legend_w + 9)),
 		 70 + rows * (int)fmax(330, 90 + 16 * legend_rows));
 
 	/* data: one block per series, points by x */

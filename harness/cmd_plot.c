@@ -17,7 +17,7 @@
 
 static const char usage_text[] =
 	"usage: fabench plot throughput|heatmap [--run SPEC] [--where EXPR] [--kernel NAME]\n"
-	"       fabench plot speedup [--min-effect PCT] [--alpha P] BASE HEAD\n"
+	"       fabench plot speedup [--min-effect PCT] [--alpha P] [--ignore-params] BASE HEAD\n"
 	"       fabench plot history [--since DATE] [--suite NAME] [--kernel GLOB]\n"
 	"                            [--where EXPR] [--label TEXT] [--include-incomplete]\n"
 	"                            [--min-effect PCT]\n"
@@ -32,9 +32,11 @@ static void help(void)
 	       "              one panel per head_dim; decode-like cases (q_len <= 16) in\n"
 	       "              panels of their own, GB/s against kv_len. Cases that differ in\n"
 	       "              other parameters (mask, dtype, batch...) are separate lines of\n"
-	       "              the kernel's colour, told apart by dash and point type.\n"
-	       "  speedup     fabench compare BASE HEAD as bars: HEAD's speedup over BASE per\n"
-	       "              result, with its bootstrap interval, coloured by verdict.\n"
+	       "              the kernel's colour, told apart by dash and point type; a panel\n"
+	       "              with more than four of them is split by one more parameter.\n"
+	       "  speedup     fabench compare BASE HEAD as bars: one panel per kernel, one row\n"
+	       "              per case, HEAD's speedup over BASE with its bootstrap interval,\n"
+	       "              coloured by verdict.\n"
 	       "  history     fabench history as lines over the runs, one panel per case,\n"
 	       "              the detected steps marked and the means between them dashed.\n"
 	       "  heatmap     a tuning run (fabench run --param KERNEL.NAME=V1,V2): each case\n"
@@ -50,6 +52,9 @@ static void help(void)
 	       "                        most sets of params); history: a glob on kernel names\n"
 	       "  --min-effect PCT      speedup, history: smallest change reported (default %g)\n"
 	       "  --alpha P             speedup: significance level (default %g)\n"
+	       "  --ignore-params       speedup: match by case and kernel only, as fabench\n"
+	       "                        compare (one kernel run with other tunables in HEAD,\n"
+	       "                        as run --ab with --param a:K.N=V and b:K.N=V gives)\n"
 	       "  --since DATE          history: runs started on or after DATE (YYYY-MM-DD)\n"
 	       "  --suite NAME          history: runs of this suite only\n"
 	       "  --label TEXT          history: runs with this label only\n"
@@ -115,7 +120,8 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		{"label", required_argument, 0, 'l'},    {"include-incomplete", no_argument, 0, 'I'},
 		{"output", required_argument, 0, 'o'},   {"script", required_argument, 0, 'x'},
 		{"title", required_argument, 0, 't'},    {"size", required_argument, 0, 'z'},
-		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+		{"ignore-params", no_argument, 0, 'P'},  {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
 	const char *kind_name;
 	int c, kind;
 	double v;
@@ -152,6 +158,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 			a->history_set = 1;
 			a->history_opt = "--include-incomplete";
 			break;
+		case 'P': a->co.ignore_params = 1; break;
 		case 'o': a->output = optarg; break;
 		case 'x': a->script = optarg; break;
 		case 't': a->po.title = optarg; break;
@@ -209,6 +216,9 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		return fa_cmd_usage_error("plot", usage_text,
 					  "--min-effect applies to speedup and history plots, not %s",
 					  kind_name);
+	if (a->co.ignore_params && kind != FA_PLOT_SPEEDUP)
+		return fa_cmd_usage_error("plot", usage_text,
+					  "--ignore-params applies to speedup plots, not %s", kind_name);
 	if (a->alpha_set && kind != FA_PLOT_SPEEDUP)
 		return fa_cmd_usage_error("plot", usage_text,
 					  "--alpha applies to speedup plots, not %s", kind_name);

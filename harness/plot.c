@@ -11,7 +11,8 @@
  * temporary folder and moves the image where it was asked for.
  *
  * Text is drawn with enhanced text off: kernel names are full of '_', which
- * gnuplot would read as subscripts.
+ * gnuplot would read as subscripts. Text from users is quoted so that
+ * gnuplot never runs it (see "Script text" below).
  */
 #include "plot.h"
 
@@ -255,43 +256,72 @@ static void sb_free(struct sbuf *b)
 
 /* ---- Script text ------------------------------------------------------------ */
 
-/* s as a gnuplot single-quoted string: no escapes inside, '' is a quote.
- * Line breaks become spaces. */
-static void gp_str(FILE *out, const char *s)
+/* Text from the database, the suite or the command line never reaches
+ * gnuplot as code. gnuplot runs `backquoted` text in double-quoted strings
+ * and in bare command text as a shell command, expands @macros outside
+ * quotes, and reads a line break as the end of a command (and a line that
+ * starts with '!' as a shell command). So user text goes only
+ *   - into single-quoted strings (gp_str, gp_text): inside them gnuplot
+ *     does no substitution and knows no escape but '' for a quote; or
+ *   - into quoted columns of datablocks (gp_data_str), whose lines gnuplot
+ *     stores as they are, without substitution. Every data line starts with
+ *     a number written here, so no text can end a block early (a block
+ *     ends at a line starting with its terminator);
+ * and every control character in it (line breaks, CR, tabs, escapes)
+ * becomes a space. The only double-quoted strings in a script are fixed
+ * ones: "\n" between the lines of a title, "'" for a quote that starts a
+ * string (gp_quote). Text is drawn with enhanced text off (gp_begin), so
+ * ^ _ @ { } in names are drawn as they are. */
+static int gp_plain(unsigned char c)
 {
-	fputc('\'', out);
-	for (; s && *s; s++) {
-		if (*s == '\'')
-			fputc('\'', out);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
-	}
-	fputc('\'', out);
+	return c >= 0x20 && c != 0x7f;
 }
 
-/* s as a double-quoted string (backslash escapes; "\n" breaks the line in
- * tic labels). */
-static void gp_dstr(FILE *out, const char *s)
+/* s as a gnuplot string expression of single-quoted strings: inside them
+ * '' is a quote, and nothing else is special. gnuplot reads a string that
+ * starts with '' as the empty string, so a quote at the start of a piece
+ * is the fixed string "'" before it. lines != 0: each line of s is a piece
+ * and "\n" joins them (a line break in titles and tic labels); else line
+ * breaks become spaces. Other control characters become spaces. */
+static void gp_quote(FILE *out, const char *s, int lines)
 {
-	fputc('"', out);
-	for (; s && *s; s++) {
-		if (*s == '\n') {
-			fputs("\\n", out);
-			continue;
+	for (;;) {
+		for (; s && *s == '\''; s++)
+			fputs("\"'\".", out);
+		fputc('\'', out);
+		for (; s && *s && !(lines && *s == '\n'); s++) {
+			if (*s == '\'')
+				fputc('\'', out);
+			fputc(gp_plain((unsigned char)*s) ? *s : ' ', out);
 		}
-		if (*s == '"' || *s == '\\')
-			fputc('\\', out);
-		fputc(*s == '\r' ? ' ' : *s, out);
+		fputc('\'', out);
+		if (!s || !*s)
+			return;
+		fputs(".\"\\n\".", out); /* a line break */
+		s++;
 	}
-	fputc('"', out);
+}
+
+/* s as a single-quoted string (gp_quote), line breaks as spaces. */
+static void gp_str(FILE *out, const char *s)
+{
+	gp_quote(out, s, 0);
+}
+
+/* s as single-quoted strings, its lines joined by "\n" (gp_quote). */
+static void gp_text(FILE *out, const char *s)
+{
+	gp_quote(out, s, 1);
 }
 
 /* s as a quoted column of a datablock: gnuplot has no escape there, so a
- * double quote becomes a single one. */
+ * double quote becomes a single one, and control characters spaces (a
+ * line break would end the row). */
 static void gp_data_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; s && *s; s++)
-		fputc(*s == '"' ? '\'' : *s == '\n' || *s == '\r' ? ' ' : *s, out);
+		fputc(*s == '"' ? '\'' : gp_plain((unsigned char)*s) ? *s : ' ', out);
 	fputc('"', out);
 }
 
@@ -349,7 +379,7 @@ static void pow2_label(double v, char *buf, size_t size)
 }
 
 /* Breaks s (in place) into lines of at most width characters where it has
- * spaces, for titles over narrow panels; write it with gp_dstr. */
+ * spaces, for titles over narrow panels; write it with gp_text. */
 static void wrap(char *s, int width)
 {
 	char *line = s, *space = NULL;
@@ -372,6 +402,24 @@ static void gp_log2_axis(FILE *out, double lo, double hi)
 	int a = (int)ceil(log2(lo / M_SQRT2)), b = (int)floor(log2(hi * M_SQRT2));
 	int step = 1 + (b - a) / 12, first = 1;
 	char label[32];
+	if (b <= a) {
+		/* fewer than two powers of two in range (one length, 37 and 50):
+		 * label the lengths themselves */
+		fputs("set logscale x 2\nset xrange [", out);
+		gp_num(out, lo / M_SQRT2);
+		fputc(':', out);
+		gp_num(out, hi * M_SQRT2);
+		fputs("]\nset xtics (", out);
+		for (int i = 0; i < (lo == hi ? 1 : 2); i++) {
+			pow2_label(i ? hi : lo, label, sizeof label);
+			fputs(i ? ", " : "", out);
+			gp_str(out, label);
+			fputc(' ', out);
+			gp_num(out, i ? hi : lo);
+		}
+		fputs(")\n", out);
+		return;
+	}
 	fputs("set logscale x 2\nset xrange [", out);
 	gp_num(out, lo / M_SQRT2);
 	fputc(':', out);
@@ -682,8 +730,13 @@ static void run_title(struct sbuf *b, const struct prun *r, const char *where)
 /* The ways cases differ, as they are named in legends and tic labels. */
 enum facet {
 	F_DTYPE, F_MASK, F_BATCH, F_HEADS, F_KV_HEADS, F_Q_LEN, F_KV_LEN,
-	F_HEAD_DIM, F_HEAD_DIM_V, F_LAYOUT, F_INPUT, F_VARLEN, F_SCALE, F_COUNT
+	F_HEAD_DIM, F_HEAD_DIM_V, F_LAYOUT, F_INPUT, F_VARLEN, F_SCALE,
+	F_MASK_KIND, /* the mask without its window or prefix: splits panels only */
+	F_COUNT
 };
+
+/* Every facet that names a case (F_MASK_KIND is in F_MASK's text). */
+#define FACETS_ALL (((1u << F_COUNT) - 1) & ~(1u << F_MASK_KIND))
 
 static void facet_text(const struct fa_case *c, int f, char *buf, size_t size)
 {
@@ -717,6 +770,9 @@ static void facet_text(const struct fa_case *c, int f, char *buf, size_t size)
 	case F_INPUT: snprintf(buf, size, "input %s", fa_dist_name(c->dist)); break;
 	/* the usual value says nothing: only the unusual one is named */
 	case F_VARLEN: snprintf(buf, size, "%s", p->varlen ? "varlen" : ""); break;
+	case F_MASK_KIND:
+		snprintf(buf, size, "%s", p->mask == FA_MASK_NONE ? "no mask" : fa_mask_name(p->mask));
+		break;
 	default:
 		if (c->scale_set)
 			snprintf(buf, size, "scale %g", (double)p->scale);
@@ -785,15 +841,23 @@ struct tp_point {
 	double x, y;
 };
 
+/* A panel: the cases of one group (prefill or decode-like) that agree on
+ * head_dim and on the group's other split facets. */
 struct tp_panel {
 	int decode;
 	int head_dim;
+	int first;         /* its first case (run.cases index): the order after head_dim */
+	unsigned split;    /* the facets its cases share by construction: head_dim and
+	                      those it was split by */
+	unsigned vary;     /* the facets that vary among its cases: its variants */
+	char **variants;   /* their labels, by first appearance in case order */
+	int n_variants;
 };
 
 struct tp_series {
 	int panel;
 	const char *label; /* kernel column label */
-	int variant;       /* index into the variant labels of its group */
+	int variant;       /* index into its panel's variants */
 };
 
 static int cmp_tp_panel(const void *a, const void *b)
@@ -801,7 +865,9 @@ static int cmp_tp_panel(const void *a, const void *b)
 	const struct tp_panel *x = a, *y = b;
 	if (x->decode != y->decode)
 		return x->decode - y->decode;
-	return (x->head_dim > y->head_dim) - (x->head_dim < y->head_dim);
+	if (x->head_dim != y->head_dim)
+		return (x->head_dim > y->head_dim) - (x->head_dim < y->head_dim);
+	return x->first - y->first;
 }
 
 static const struct tp_point *tp_sort_pts;
@@ -836,19 +902,18 @@ struct tp_state {
 	int n_panels;
 	struct tp_series *series;
 	int n_series;
-	char **variants[2];  /* variant labels per group (0 prefill, 1 decode), by
-	                        first appearance in case order */
-	int n_variants[2];
-	int *case_variant;   /* per case */
+	int *case_panel;     /* per case: its panel, -1 when not plotted */
+	int *case_variant;   /* per case: its variant in its panel */
 };
 
 static void tp_free(struct tp_state *t)
 {
-	for (int g = 0; g < 2; g++) {
-		for (int i = 0; i < t->n_variants[g]; i++)
-			free(t->variants[g][i]);
-		free(t->variants[g]);
+	for (int p = 0; t->panels && p < t->n_panels; p++) {
+		for (int v = 0; v < t->panels[p].n_variants; v++)
+			free(t->panels[p].variants[v]);
+		free(t->panels[p].variants);
 	}
+	free(t->case_panel);
 	free(t->case_variant);
 	free(t->pts);
 	free(t->order);
@@ -862,6 +927,179 @@ static int tp_is_decode(const struct pcase *pc)
 	return pc->c.p.q_len <= PLOT_DECODE_Q_LEN;
 }
 
+/* Past this many variants (lines of one kernel) in a panel, the panel is
+ * split by one more parameter, as long as the plot keeps at most
+ * PLOT_TP_MAX_PANELS panels: a dozen panels of four line styles each read
+ * better than one panel of seventeen, and a larger suite is better narrowed
+ * with --where than drawn in more panels. */
+#define PLOT_TP_MAX_VARIANTS 4
+#define PLOT_TP_MAX_PANELS 16
+
+/* The facets that name the variants of a panel of group g split by split:
+ * all but the split ones and the x axis. */
+static unsigned tp_variant_facets(int g, unsigned split)
+{
+	return FACETS_ALL & ~split & ~(1u << (g ? F_KV_LEN : F_Q_LEN));
+}
+
+/* The number of variants among cs[0..n): distinct labels of the facets in
+ * allowed that vary among them. labels: scratch space for n labels of
+ * size bytes. */
+static int tp_n_variants(const struct fa_case *const *cs, int n, unsigned allowed, char *labels,
+			 size_t size)
+{
+	unsigned m = facets_varying(cs, n, allowed);
+	int nv = 0;
+	for (int i = 0; i < n; i++)
+		facets_label(cs[i], m, labels + (size_t)i * size, size);
+	for (int i = 0; i < n; i++) {
+		int k;
+		for (k = 0; k < i && strcmp(labels + (size_t)k * size, labels + (size_t)i * size) != 0; k++)
+			;
+		nv += k == i;
+	}
+	return nv;
+}
+
+/* Splitting cs[0..n) by facet f: the number of parts, and in *max_variants
+ * the most variants a part has. scratch holds n pointers, labels as in
+ * tp_n_variants. */
+static int tp_try_split(const struct fa_case *const *cs, int n, int f, unsigned allowed,
+			const struct fa_case **scratch, char *labels, size_t size,
+			int *max_variants)
+{
+	int parts = 0;
+	*max_variants = 0;
+	for (int i = 0; i < n; i++) {
+		char a[128], b[128];
+		int j, m = 0, nv;
+		facet_text(cs[i], f, a, sizeof a);
+		for (j = 0; j < i; j++) {
+			facet_text(cs[j], f, b, sizeof b);
+			if (strcmp(a, b) == 0)
+				break;
+		}
+		if (j < i)
+			continue; /* not the part's first case */
+		parts++;
+		for (j = i; j < n; j++) {
+			facet_text(cs[j], f, b, sizeof b);
+			if (strcmp(a, b) == 0)
+				scratch[m++] = cs[j];
+		}
+		nv = tp_n_variants(scratch, m, allowed, labels, size);
+		*max_variants = nv > *max_variants ? nv : *max_variants;
+	}
+	return parts;
+}
+
+/* Splits the panels of t (case_panel, panels[].split) while one has more
+ * than PLOT_TP_MAX_VARIANTS variants: the fullest panel first, by the facet
+ * that splits it into the fewest parts of at most PLOT_TP_MAX_VARIANTS
+ * variants each, else by the one that leaves the fewest variants in its
+ * fullest part (on a tie the fewest parts), within PLOT_TP_MAX_PANELS
+ * panels in all. Returns 0, or -1 when
+ * out of memory. */
+static int tp_split_panels(struct tp_state *t)
+{
+	struct prun *r = &t->run;
+	const size_t size = 256;
+	const struct fa_case **cs = calloc((size_t)r->n_cases + 1, sizeof *cs);
+	const struct fa_case **scratch = calloc((size_t)r->n_cases + 1, sizeof *scratch);
+	char *labels = malloc((size_t)r->n_cases * size + 1);
+	int *done = calloc((size_t)r->n_cases + 1, sizeof *done);
+	int rc = 0;
+
+	if (!cs || !scratch || !labels || !done) {
+		rc = -1;
+		goto out;
+	}
+	for (;;) {
+		int worst = -1, worst_nv = PLOT_TP_MAX_VARIANTS, n = 0, best = -1, best_mv = 0,
+		    best_parts = 0;
+		struct tp_panel *pa;
+		for (int p = 0; p < t->n_panels; p++) {
+			int m = 0, nv;
+			if (done[p])
+				continue;
+			for (int c = 0; c < r->n_cases; c++)
+				if (t->case_panel[c] == p)
+					cs[m++] = &r->cases[c].c;
+			nv = tp_n_variants(cs, m,
+					   tp_variant_facets(t->panels[p].decode, t->panels[p].split),
+					   labels, size);
+			if (nv > worst_nv) {
+				worst = p;
+				worst_nv = nv;
+			}
+		}
+		if (worst < 0)
+			break;
+		pa = &t->panels[worst];
+		for (int c = 0; c < r->n_cases; c++)
+			if (t->case_panel[c] == worst)
+				cs[n++] = &r->cases[c].c;
+		for (int f = 0; f < F_COUNT; f++) {
+			unsigned split = pa->split | 1u << f;
+			int parts, mv;
+			if ((pa->split >> f & 1) || f == (pa->decode ? F_KV_LEN : F_Q_LEN) ||
+			    !facet_varies(cs, n, f))
+				continue;
+			parts = tp_try_split(cs, n, f, tp_variant_facets(pa->decode, split), scratch,
+					     labels, size, &mv);
+			if (parts < 2 || t->n_panels - 1 + parts > PLOT_TP_MAX_PANELS ||
+			    mv >= worst_nv)
+				continue;
+			/* enough: the fewest parts; else the fewest variants */
+			if (best < 0 ||
+			    (mv <= PLOT_TP_MAX_VARIANTS
+				     ? best_mv > PLOT_TP_MAX_VARIANTS || parts < best_parts
+				     : mv < best_mv || (mv == best_mv && parts < best_parts))) {
+				best = f;
+				best_mv = mv;
+				best_parts = parts;
+			}
+		}
+		if (best < 0) {
+			done[worst] = 1;
+			continue;
+		}
+		/* the part of the panel's first case stays; the others are new
+		 * panels, each with its first case */
+		{
+			unsigned split = pa->split | 1u << best;
+			int first_panel = t->n_panels;
+			pa->split = split;
+			for (int c = 0; c < r->n_cases; c++) {
+				char a[128], b[128];
+				int p;
+				if (t->case_panel[c] != worst)
+					continue;
+				facet_text(&r->cases[c].c, best, a, sizeof a);
+				facet_text(&r->cases[t->panels[worst].first].c, best, b, sizeof b);
+				if (strcmp(a, b) == 0)
+					continue;
+				for (p = first_panel; p < t->n_panels; p++) {
+					facet_text(&r->cases[t->panels[p].first].c, best, b, sizeof b);
+					if (strcmp(a, b) == 0)
+						break;
+				}
+				if (p == t->n_panels)
+					t->panels[t->n_panels++] = (struct tp_panel){
+						t->panels[worst].decode, t->panels[worst].head_dim, c,
+						split, 0, NULL, 0};
+				t->case_panel[c] = p;
+			}
+		}
+	}
+out:
+	free(cs);
+	free(scratch);
+	free(labels);
+	free(done);
+	return rc;
+}
+
 /* Collects the points, panels, variants and series of run. */
 static enum fa_rc tp_build(struct tp_state *t, const char *where, struct fa_err *err)
 {
@@ -872,13 +1110,12 @@ static enum fa_rc tp_build(struct tp_state *t, const char *where, struct fa_err 
 
 	t->pts = calloc((size_t)r->n_res + 1, sizeof *t->pts);
 	t->order = calloc((size_t)r->n_res + 1, sizeof *t->order);
-	t->panels = calloc((size_t)r->n_res + 1, sizeof *t->panels);
+	t->panels = calloc((size_t)r->n_cases + 1, sizeof *t->panels);
 	t->series = calloc((size_t)r->n_res + 1, sizeof *t->series);
+	t->case_panel = calloc((size_t)r->n_cases + 1, sizeof *t->case_panel);
 	t->case_variant = calloc((size_t)r->n_cases + 1, sizeof *t->case_variant);
-	t->variants[0] = calloc((size_t)r->n_cases + 1, sizeof(char *));
-	t->variants[1] = calloc((size_t)r->n_cases + 1, sizeof(char *));
-	if (!group || !used || !t->pts || !t->order || !t->panels || !t->series || !t->case_variant ||
-	    !t->variants[0] || !t->variants[1]) {
+	if (!group || !used || !t->pts || !t->order || !t->panels || !t->series ||
+	    !t->case_panel || !t->case_variant) {
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 		goto out;
 	}
@@ -905,55 +1142,81 @@ static enum fa_rc tp_build(struct tp_state *t, const char *where, struct fa_err 
 					"run %" PRId64 " has no passed, timed result to plot", r->id);
 		goto out;
 	}
-	/* variants per group: the facets that vary among its plotted cases, but
-	 * head_dim (the panel) and the x axis */
-	for (int g = 0; g < 2; g++) {
-		unsigned allowed = ~0u & ~(1u << F_HEAD_DIM) & ~(1u << (g ? F_KV_LEN : F_Q_LEN));
-		unsigned m;
+	/* panels: one per group (prefill, decode-like) and head_dim, split by
+	 * more parameters where they hold too many variants */
+	for (int c = 0; c < r->n_cases; c++) {
+		int g, p;
+		t->case_panel[c] = -1;
+		if (!used[c])
+			continue;
+		g = tp_is_decode(&r->cases[c]);
+		for (p = 0; p < t->n_panels; p++)
+			if (t->panels[p].decode == g && t->panels[p].head_dim == r->cases[c].c.p.head_dim)
+				break;
+		if (p == t->n_panels)
+			t->panels[t->n_panels++] = (struct tp_panel){g, r->cases[c].c.p.head_dim, c,
+								    1u << F_HEAD_DIM, 0, NULL, 0};
+		t->case_panel[c] = p;
+	}
+	if (tp_split_panels(t) != 0) {
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+		goto out;
+	}
+	/* sorted: head_dims ascending, then in case order; decode-like ones last */
+	{
+		int *new_of_old = calloc((size_t)t->n_panels + 1, sizeof *new_of_old);
+		if (!new_of_old) {
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+			goto out;
+		}
+		for (int p = 0; p < t->n_panels; p++)
+			t->panels[p].n_variants = p; /* the old index, for now */
+		qsort(t->panels, (size_t)t->n_panels, sizeof *t->panels, cmp_tp_panel);
+		for (int p = 0; p < t->n_panels; p++) {
+			new_of_old[t->panels[p].n_variants] = p;
+			t->panels[p].n_variants = 0;
+		}
+		for (int c = 0; c < r->n_cases; c++)
+			if (t->case_panel[c] >= 0)
+				t->case_panel[c] = new_of_old[t->case_panel[c]];
+		free(new_of_old);
+	}
+	/* each panel's variants: the facets that vary among its cases, but the
+	 * split ones and the x axis */
+	for (int p = 0; p < t->n_panels; p++) {
+		struct tp_panel *pa = &t->panels[p];
 		int n = 0;
 		for (int c = 0; c < r->n_cases; c++)
-			if (used[c] && tp_is_decode(&r->cases[c]) == g)
+			if (t->case_panel[c] == p)
 				group[n++] = &r->cases[c].c;
-		m = facets_varying(group, n, allowed);
+		pa->vary = facets_varying(group, n, tp_variant_facets(pa->decode, pa->split));
+		if (!(pa->variants = calloc((size_t)n + 1, sizeof *pa->variants))) {
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+			goto out;
+		}
 		for (int c = 0; c < r->n_cases; c++) {
 			char label[512];
 			int v;
-			if (!used[c] || tp_is_decode(&r->cases[c]) != g)
+			if (t->case_panel[c] != p)
 				continue;
-			facets_label(&r->cases[c].c, m, label, sizeof label);
-			for (v = 0; v < t->n_variants[g] && strcmp(t->variants[g][v], label) != 0; v++)
+			facets_label(&r->cases[c].c, pa->vary, label, sizeof label);
+			for (v = 0; v < pa->n_variants && strcmp(pa->variants[v], label) != 0; v++)
 				;
-			if (v == t->n_variants[g]) {
-				if (!(t->variants[g][v] = strdup(label))) {
+			if (v == pa->n_variants) {
+				if (!(pa->variants[v] = strdup(label))) {
 					rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 					goto out;
 				}
-				t->n_variants[g]++;
+				pa->n_variants++;
 			}
 			t->case_variant[c] = v;
 		}
 	}
-	/* panels, sorted: head_dims ascending, decode-like ones last */
-	for (int i = 0; i < t->n_pts; i++) {
-		const struct pcase *pc = &r->cases[r->res[t->pts[i].ri].ci];
-		struct tp_panel key = {tp_is_decode(pc), pc->c.p.head_dim};
-		int k;
-		for (k = 0; k < t->n_panels && cmp_tp_panel(&t->panels[k], &key) != 0; k++)
-			;
-		if (k == t->n_panels)
-			t->panels[t->n_panels++] = key;
-	}
-	qsort(t->panels, (size_t)t->n_panels, sizeof *t->panels, cmp_tp_panel);
 	/* series: (panel, kernel label, variant), sorted */
 	for (int i = 0; i < t->n_pts; i++) {
 		const struct pres *p = &r->res[t->pts[i].ri];
-		const struct pcase *pc = &r->cases[p->ci];
-		struct tp_panel key = {tp_is_decode(pc), pc->c.p.head_dim};
-		struct tp_series sk;
+		struct tp_series sk = {t->case_panel[p->ci], p->label, t->case_variant[p->ci]};
 		int k;
-		for (k = 0; cmp_tp_panel(&t->panels[k], &key) != 0; k++)
-			;
-		sk = (struct tp_series){k, p->label, t->case_variant[p->ci]};
 		for (k = 0; k < t->n_series && cmp_tp_series(&t->series[k], &sk) != 0; k++)
 			;
 		if (k == t->n_series)
@@ -962,14 +1225,9 @@ static enum fa_rc tp_build(struct tp_state *t, const char *where, struct fa_err 
 	qsort(t->series, (size_t)t->n_series, sizeof *t->series, cmp_tp_series);
 	for (int i = 0; i < t->n_pts; i++) {
 		const struct pres *p = &r->res[t->pts[i].ri];
-		const struct pcase *pc = &r->cases[p->ci];
-		struct tp_panel key = {tp_is_decode(pc), pc->c.p.head_dim};
-		struct tp_series sk;
+		struct tp_series sk = {t->case_panel[p->ci], p->label, t->case_variant[p->ci]};
 		int k;
-		for (k = 0; cmp_tp_panel(&t->panels[k], &key) != 0; k++)
-			;
-		sk = (struct tp_series){k, p->label, t->case_variant[p->ci]};
-		t->pts[i].panel = k;
+		t->pts[i].panel = sk.panel;
 		for (k = 0; cmp_tp_series(&t->series[k], &sk) != 0; k++)
 			;
 		t->pts[i].series = k;
@@ -980,13 +1238,27 @@ out:
 	return rc;
 }
 
+/* The widest legend entry of panel p in characters (at least 8): its
+ * kernel labels, and its variant labels when it has several. */
+static int tp_legend_width(const struct tp_state *t, int p)
+{
+	size_t longest = 8;
+	for (int k = 0; k < t->n_series; k++)
+		if (t->series[k].panel == p && strlen(t->series[k].label) > longest)
+			longest = strlen(t->series[k].label);
+	for (int v = 0; t->panels[p].n_variants > 1 && v < t->panels[p].n_variants; v++)
+		if (strlen(t->panels[p].variants[v]) > longest)
+			longest = strlen(t->panels[p].variants[v]);
+	return (int)longest;
+}
+
 static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts *o, FILE *out,
 				  struct fa_err *err)
 {
 	struct tp_state t;
 	struct sbuf title = {0};
 	struct colour_map cm;
-	int *order, cols, rows;
+	int *order, cols, rows, legend_w, legend_rows = 0;
 	enum fa_rc rc;
 
 	memset(&t, 0, sizeof t);
@@ -1016,9 +1288,25 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 		}
 		free(names);
 	}
-	cols = t.n_panels == 1 ? 1 : 2;
+	/* panels in up to three columns; each panel is a plot area of about
+	 * 430 x 280 px with its legend right of it (gnuplot sets a right margin
+	 * of about 8 px a character of the 10 pt font; a line sample is six) */
+	cols = t.n_panels == 1 ? 1 : t.n_panels <= 4 ? 2 : 3;
 	rows = (t.n_panels + cols - 1) / cols;
-	gp_begin(out, o, cols == 1 ? 900 : 1400, 60 + 440 * rows);
+	legend_w = 8;
+	for (int p = 0; p < t.n_panels; p++) {
+		int entries = t.panels[p].n_variants > 1 ? t.panels[p].n_variants : 0;
+		legend_w = tp_legend_width(&t, p) > legend_w ? tp_legend_width(&t, p) : legend_w;
+		for (int k = 0; k < t.n_series; k++) /* series come by panel, then kernel */
+			entries += t.series[k].panel == p &&
+				   (k == 0 || t.series[k - 1].panel != p ||
+				    strcmp(t.series[k - 1].label, t.series[k].label) != 0);
+		legend_rows = entries > legend_rows ? entries : legend_rows;
+	}
+	/* a row is tall enough for the longest legend (about 16 px an entry)
+	 * to stay in one column */
+	gp_begin(out, o, cols * (510 + 8 * (legend_w + 9)),
+		 70 + rows * (int)fmax(330, 90 + 16 * legend_rows));
 
 	/* data: one block per series, points by x */
 	for (int k = 0, i = 0; k < t.n_series; k++) {
@@ -1048,38 +1336,27 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 	fputs(" font ',12'\nset grid\nset key outside right top vertical Left reverse\n"
 	      "set yrange [0:*]\nset ytics nomirror\n",
 	      out);
-	{
-		/* the same right margin in every panel, room for the longest
-		 * legend entry (a line sample is about 6 characters), so the
-		 * panels line up */
-		size_t longest = 8;
-		for (int k = 0; k < t.n_series; k++)
-			longest = strlen(t.series[k].label) > longest ? strlen(t.series[k].label) : longest;
-		for (int g = 0; g < 2; g++)
-			for (int v = 0; t.n_variants[g] > 1 && v < t.n_variants[g]; v++)
-				longest = strlen(t.variants[g][v]) > longest ? strlen(t.variants[g][v])
-									   : longest;
-		fprintf(out, "set rmargin %d\n", (int)longest + 8);
-	}
 	for (int pn = 0; pn < t.n_panels; pn++) {
 		const struct tp_panel *pa = &t.panels[pn];
-		int g = pa->decode, first = 1;
+		const struct fa_case *c0 = &t.run.cases[pa->first].c;
+		int first = 1, several = pa->n_variants > 1;
 		double lo = INFINITY, hi = 0;
-		char buf[128];
+		char buf[400], extra[256];
 		for (int i = 0; i < t.n_pts; i++)
 			if (t.pts[i].panel == pn) {
 				lo = fmin(lo, t.pts[i].x);
 				hi = fmax(hi, t.pts[i].x);
 			}
 		fprintf(out, "\n# panel %d\n", pn + 1);
-		if (pa->decode)
-			snprintf(buf, sizeof buf, "head_dim %d, decode-like (q_len <= %d)", pa->head_dim,
-				 PLOT_DECODE_Q_LEN);
-		else
-			snprintf(buf, sizeof buf, "head_dim %d", pa->head_dim);
+		/* titled by what its cases share: head_dim and the other split facets */
+		facets_label(c0, pa->split & ~(1u << F_HEAD_DIM), extra, sizeof extra);
+		snprintf(buf, sizeof buf, "head_dim %d%s%s%s", pa->head_dim, extra[0] ? ", " : "", extra,
+			 pa->decode ? ", decode-like (q_len <= 16)" : "");
 		fputs("set title ", out);
 		gp_str(out, buf);
-		fputs("\n", out);
+		/* room right of the plot for the panel's legend (a line sample is
+		 * about 6 characters); the cells are as wide as the widest */
+		fprintf(out, "\nset rmargin %d\n", tp_legend_width(&t, pn) + 8);
 		gp_log2_axis(out, lo, hi);
 		if (pa->decode)
 			fputs("set xlabel 'kv_len (keys per sequence, log2 scale)'\n"
@@ -1098,7 +1375,7 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 				first ? "" : ", \\\n     ", k, colour_of(&cm, se->label),
 				1 + se->variant % N_DASH_TYPES,
 				point_types[se->variant % N_OF(point_types)]);
-			if (t.n_variants[g] == 1) {
+			if (!several) {
 				fputs("title ", out);
 				gp_str(out, se->label);
 			} else {
@@ -1106,7 +1383,7 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 			}
 			first = 0;
 		}
-		if (t.n_variants[g] > 1) {
+		if (several) {
 			/* the legend: kernels by colour, then variants by dash and
 			 * point type */
 			for (int k = 0; k < t.n_series; k++) {
@@ -1123,17 +1400,12 @@ static enum fa_rc plot_throughput(struct fa_store *s, const struct fa_plot_opts 
 					colour_of(&cm, se->label));
 				gp_str(out, se->label);
 			}
-			for (int v = 0; v < t.n_variants[g]; v++) {
-				int present = 0;
-				for (int k = 0; k < t.n_series && !present; k++)
-					present = t.series[k].panel == pn && t.series[k].variant == v;
-				if (!present)
-					continue;
+			for (int v = 0; v < pa->n_variants; v++) {
 				fprintf(out,
 					", \\\n     keyentry with linespoints lw 1.5 lc rgb '#333333' "
 					"dt %d pt %d title ",
 					1 + v % N_DASH_TYPES, point_types[v % N_OF(point_types)]);
-				gp_str(out, t.variants[g][v]);
+				gp_str(out, pa->variants[v]);
 			}
 		}
 		fputs("\n", out);
@@ -1271,7 +1543,7 @@ static enum fa_rc plot_heatmap(struct fa_store *s, const struct fa_plot_opts *o,
 	qsort(sets, (size_t)nsets, sizeof *sets, cmp_params_p);
 	for (int y = 0; y < ny; y++)
 		cs[y] = &r.cases[row_case[y]].c;
-	facets = facets_varying(cs, ny, ~0u);
+	facets = facets_varying(cs, ny, FACETS_ALL);
 
 	/* cells: each result's median over the best median of its case */
 	ratio = malloc((size_t)ny * nsets * sizeof *ratio);
@@ -1462,6 +1734,16 @@ static void shown_values(int n, const char *const *names, const int32_t *shown,
 						names[j], values[j]);
 }
 
+/* A compare row's kernel as fabench compare names it: "kernel[params]", or
+ * "kernel[base -> head]" when its sides ran other params (--ignore-params). */
+static void row_label(const struct fa_cmp_row *w, char *buf, size_t size)
+{
+	if (w->base_params && strcmp(w->base_params, w->params) != 0)
+		snprintf(buf, size, "%s[%s -> %s]", w->kernel, w->base_params, w->params);
+	else
+		kernel_label(w->kernel, w->params, buf, size);
+}
+
 /* "label 'nightly' (runs 2, 3)" or "run 1" into b. */
 static void side_text(struct sbuf *b, const struct fa_cmp_side *sd)
 {
@@ -1481,19 +1763,46 @@ static const double speedup_tics[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.6
 				      1,    1.1,  1.25, 1.5, 2,   3,    4,   5,    10,  20,
 				      50,   100};
 
+static int row_timed(const struct fa_cmp_row *w)
+{
+	return w->change == FA_CMP_TIMED && w->speedup > 0 && isfinite(w->speedup);
+}
+
+/* Speedup panels: one per kernel (kernel[params]), side by side, with the
+ * cases as rows shared by all (labelled left of the first), so that a case
+ * is named once and the kernels' bars line up. Sizes in pixels. */
+#define SPEEDUP_PANEL_PX 340
+#define SPEEDUP_ROW_PX 20
+#define SPEEDUP_TOP_PX 80
+#define SPEEDUP_BOTTOM_PX 110
+
 static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct fa_err *err)
 {
 	const struct fa_compare *cmp = o->compare;
 	struct sbuf title = {0};
-	int n = 0, left_out = 0, label_w = 10, first = 1, counts[4] = {0};
+	int n = 0, left_out = 0, label_w = 10, counts[4] = {0}, nk = 0, ny = 0, width, height;
+	int *row_k = NULL, *row_y = NULL, *case_row = NULL;
+	char **knames = NULL;
 	double lo = 1, hi = 1;
-	char buf[2048], vals[768], kl[256];
+	char buf[2048], vals[768], kl[512];
+	enum fa_rc rc = FA_OK;
 
 	if (!cmp)
 		return fa_err_set(err, FA_ERR_USAGE, "a speedup plot needs a compare");
+	row_k = calloc((size_t)cmp->n_rows + 1, sizeof *row_k);
+	row_y = calloc((size_t)cmp->n_rows + 1, sizeof *row_y);
+	case_row = calloc((size_t)cmp->n_rows + 1, sizeof *case_row); /* y -> its first row */
+	knames = calloc((size_t)cmp->n_rows + 1, sizeof *knames);
+	if (!row_k || !row_y || !case_row || !knames) {
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+		goto out;
+	}
+	/* the timed rows: their kernel (panel) and case (row), each in order of
+	 * first appearance in the compare's row order */
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *w = &cmp->rows[i];
-		if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup)) {
+		int k, y;
+		if (!row_timed(w)) {
 			left_out++;
 			continue;
 		}
@@ -1506,28 +1815,50 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 		}
 		if (w->verdict >= 0 && w->verdict < 4)
 			counts[w->verdict]++;
-		kernel_label(w->kernel, w->params, kl, sizeof kl);
-		shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
-			     sizeof vals);
-		label_w = (int)fmax(label_w, (double)(strlen(kl) + strlen(vals) + 8 +
-						      (cmp->n_suites > 1 ? strlen(w->suite) : 0)));
+		row_label(w, kl, sizeof kl);
+		for (k = 0; k < nk && strcmp(knames[k], kl) != 0; k++)
+			;
+		if (k == nk && !(knames[nk++] = strdup(kl))) {
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+			goto out;
+		}
+		for (y = 0; y < ny; y++) {
+			const struct fa_cmp_row *f = &cmp->rows[case_row[y]];
+			if (f->case_idx == w->case_idx && strcmp(f->suite, w->suite) == 0)
+				break;
+		}
+		if (y == ny) {
+			case_row[ny++] = i;
+			shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
+				     sizeof vals);
+			label_w = (int)fmax(label_w, (double)(strlen(vals) + 6 +
+							      (cmp->n_suites > 1 ? strlen(w->suite) + 1 : 0)));
+		}
+		row_k[i] = k;
+		row_y[i] = y;
 	}
-	if (n == 0)
-		return fa_err_set(err, FA_ERR_NOT_FOUND,
-				  "no row of the compare was timed on both sides: nothing to plot");
+	if (n == 0) {
+		rc = fa_err_set(err, FA_ERR_NOT_FOUND,
+				"no row of the compare was timed on both sides: nothing to plot");
+		goto out;
+	}
 
-	/* 7 px a character of the 10 pt font for the row labels, 22 px a row */
-	gp_begin(out, o, 900 + 7 * label_w, 200 + 22 * n);
-	/* bars by verdict (one block each, for the legend), then the intervals
-	 * and the value labels */
-	for (int v = 0; v < 4; v++) {
-		gp_block(out, fa_stats_verdict_name(v), "row speedup bar_from bar_to");
-		for (int i = 0, y = 0; i < cmp->n_rows; i++) {
-			const struct fa_cmp_row *w = &cmp->rows[i];
-			if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup))
-				continue;
-			if (w->verdict == v) {
-				fprintf(out, "%d ", y);
+	/* about 7.5 px a character of the 10 pt font for the case labels */
+	width = (int)(7.5 * label_w) + 40 + nk * SPEEDUP_PANEL_PX + 20;
+	height = SPEEDUP_TOP_PX + SPEEDUP_BOTTOM_PX + (int)fmax(160, SPEEDUP_ROW_PX * (ny + 1));
+	gp_begin(out, o, width, height);
+	/* per kernel: bars by verdict (one block each), the intervals and the
+	 * value labels; y is the case's row */
+	for (int k = 0; k < nk; k++) {
+		char name[48];
+		for (int v = 0; v < 4; v++) {
+			snprintf(name, sizeof name, "k%d_%s", k, fa_stats_verdict_name(v));
+			gp_block(out, name, "case_row speedup bar_from bar_to");
+			for (int i = 0; i < cmp->n_rows; i++) {
+				const struct fa_cmp_row *w = &cmp->rows[i];
+				if (!row_timed(w) || row_k[i] != k || w->verdict != v)
+					continue;
+				fprintf(out, "%d ", row_y[i]);
 				gp_num(out, w->speedup);
 				fputc(' ', out);
 				gp_num(out, fmin(w->speedup, 1));
@@ -1535,17 +1866,16 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 				gp_num(out, fmax(w->speedup, 1));
 				fputc('\n', out);
 			}
-			y++;
+			gp_block_end(out);
 		}
-		gp_block_end(out);
-	}
-	gp_block(out, "ci", "row speedup low high (95% bootstrap interval)");
-	for (int i = 0, y = 0; i < cmp->n_rows; i++) {
-		const struct fa_cmp_row *w = &cmp->rows[i];
-		if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup))
-			continue;
-		if (isfinite(w->perf.lo) && isfinite(w->perf.hi) && w->perf.lo > 0) {
-			fprintf(out, "%d ", y);
+		snprintf(name, sizeof name, "k%d_ci", k);
+		gp_block(out, name, "case_row speedup low high (95% bootstrap interval)");
+		for (int i = 0; i < cmp->n_rows; i++) {
+			const struct fa_cmp_row *w = &cmp->rows[i];
+			if (!row_timed(w) || row_k[i] != k || !isfinite(w->perf.lo) ||
+			    !isfinite(w->perf.hi) || !(w->perf.lo > 0))
+				continue;
+			fprintf(out, "%d ", row_y[i]);
 			gp_num(out, w->speedup);
 			fputc(' ', out);
 			gp_num(out, 1 / w->perf.hi);
@@ -1553,28 +1883,27 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 			gp_num(out, 1 / w->perf.lo);
 			fputc('\n', out);
 		}
-		y++;
+		gp_block_end(out);
+		snprintf(name, sizeof name, "k%d_values", k);
+		gp_block(out, name, "case_row x text");
+		for (int i = 0; i < cmp->n_rows; i++) {
+			const struct fa_cmp_row *w = &cmp->rows[i];
+			double x;
+			char txt[32];
+			if (!row_timed(w) || row_k[i] != k)
+				continue;
+			x = fmax(w->speedup, 1);
+			if (isfinite(w->perf.lo) && w->perf.lo > 0)
+				x = fmax(x, 1 / w->perf.lo);
+			snprintf(txt, sizeof txt, "%.3fx", w->speedup);
+			fprintf(out, "%d ", row_y[i]);
+			gp_num(out, x * 1.02);
+			fputc(' ', out);
+			gp_data_str(out, txt);
+			fputc('\n', out);
+		}
+		gp_block_end(out);
 	}
-	gp_block_end(out);
-	gp_block(out, "values", "row x text");
-	for (int i = 0, y = 0; i < cmp->n_rows; i++) {
-		const struct fa_cmp_row *w = &cmp->rows[i];
-		double x;
-		char txt[32];
-		if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup))
-			continue;
-		x = fmax(w->speedup, 1);
-		if (isfinite(w->perf.lo) && w->perf.lo > 0)
-			x = fmax(x, 1 / w->perf.lo);
-		snprintf(txt, sizeof txt, "%.3fx", w->speedup);
-		fprintf(out, "%d ", y);
-		gp_num(out, x * 1.02);
-		fputc(' ', out);
-		gp_data_str(out, txt);
-		fputc('\n', out);
-		y++;
-	}
-	gp_block_end(out);
 
 	if (o->title)
 		sb_add(&title, "%s", o->title);
@@ -1589,37 +1918,22 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 			sb_add(&title, "\n%d row%s not timed on both sides %s not shown (see fabench compare)",
 			       left_out, left_out == 1 ? "" : "s", left_out == 1 ? "is" : "are");
 	}
-	fputs("set title ", out);
-	gp_dstr(out, sb_str(&title));
-	fputs("\nset ytics (", out);
-	for (int i = 0, y = 0; i < cmp->n_rows; i++) {
-		const struct fa_cmp_row *w = &cmp->rows[i];
-		if (w->change != FA_CMP_TIMED || !(w->speedup > 0) || !isfinite(w->speedup))
-			continue;
-		kernel_label(w->kernel, w->params, kl, sizeof kl);
-		shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
-			     sizeof vals);
-		snprintf(buf, sizeof buf, "%s%s#%d %s%s%s", cmp->n_suites > 1 ? w->suite : "",
-			 cmp->n_suites > 1 ? " " : "", (int)w->case_idx, kl, vals[0] ? "  " : "",
-			 vals);
-		fputs(y ? ", " : "", out);
-		gp_str(out, buf);
-		fprintf(out, " %d", y);
-		y++;
-	}
+	fputs("set multiplot title ", out);
+	gp_text(out, sb_str(&title));
+	fputs(" font ',12'\n", out);
 	/* the labels right of the bars need room: a quarter of the range more */
 	lo /= 1.1;
 	hi *= 1.1 * pow(hi / lo, 0.25);
-	fprintf(out, ")\nset yrange [%d.7:-0.7]\nset logscale x 2\nset xrange [", n - 1);
+	fprintf(out, "set yrange [%d.7:-0.7]\nset logscale x 2\nset xrange [", ny - 1);
 	gp_num(out, lo);
 	fputc(':', out);
 	gp_num(out, hi);
 	fputs("]\nset xtics (", out);
 	{
-		/* 1, then outwards the candidates at least a tenth of the axis
+		/* 1, then outwards the candidates at least a sixth of the axis
 		 * (in log) from the last one kept, so labels never overlap */
-		double gap = log(hi / lo) / 10, last;
-		int keep[N_OF(speedup_tics)] = {0}, one = 0;
+		double gap = log(hi / lo) / 6, last;
+		int keep[N_OF(speedup_tics)] = {0}, one = 0, first = 1;
 		while (speedup_tics[one] != 1)
 			one++;
 		keep[one] = 1;
@@ -1646,37 +1960,91 @@ static enum fa_rc plot_speedup(const struct fa_plot_opts *o, FILE *out, struct f
 			first = 0;
 		}
 	}
-	fputs(")\nset xlabel 'speedup = BASE median / HEAD median, log scale (> 1: HEAD is "
-	      "faster; whiskers: 95% bootstrap interval)'\n"
+	fputs(")\nset xlabel 'speedup, log scale'\n"
 	      "set grid xtics\nset tics nomirror\nset ytics scale 0\n"
-	      "set arrow from 1, graph 0 to 1, graph 1 nohead lc rgb '#333333' lw 1.5\n"
-	      "set key outside bottom center horizontal Left reverse\nset bmargin 6\n",
+	      "set arrow from 1, graph 0 to 1, graph 1 nohead lc rgb '#333333' lw 1.5\n",
 	      out);
-	fputs("plot ", out);
-	for (int v = 0, any = 0; v < 4; v++) {
-		/* a verdict without rows still gets a legend entry with its count,
-		 * so the four colours are always explained */
-		snprintf(buf, sizeof buf, "%s (%d)", fa_stats_verdict_name(v), counts[v]);
-		if (counts[v])
+	/* every panel has the same plot area; the key and the note once, at the
+	 * bottom of the image */
+	fprintf(out, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n",
+		1 - (double)SPEEDUP_TOP_PX / height, (double)SPEEDUP_BOTTOM_PX / height);
+	fputs("set key at screen 0.5, screen 0.01 center bottom horizontal maxrows 1 Left reverse\n"
+	      "set label 1 'speedup = BASE median / HEAD median (> 1: HEAD is faster); whiskers: "
+	      "95% bootstrap interval' at screen 0.5, screen ",
+	      out);
+	fprintf(out, "%.4f center\n", 48.0 / height);
+	for (int k = 0; k < nk; k++) {
+		double x0 = (int)(7.5 * label_w) + 40 + k * SPEEDUP_PANEL_PX;
+		fprintf(out, "\n# panel %d\nset lmargin at screen %.4f\nset rmargin at screen %.4f\n",
+			k + 1, x0 / width, (x0 + SPEEDUP_PANEL_PX - 30) / width);
+		fputs("set title ", out);
+		gp_str(out, knames[k]);
+		fputs("\n", out);
+		if (k == 0) {
+			fputs("set ytics (", out);
+			for (int y = 0; y < ny; y++) {
+				const struct fa_cmp_row *w = &cmp->rows[case_row[y]];
+				shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values,
+					     vals, sizeof vals);
+				snprintf(buf, sizeof buf, "%s%s#%d%s%s", cmp->n_suites > 1 ? w->suite : "",
+					 cmp->n_suites > 1 ? " " : "", (int)w->case_idx,
+					 vals[0] ? "  " : "", vals);
+				fputs(y ? ", " : "", out);
+				gp_str(out, buf);
+				fprintf(out, " %d", y);
+			}
+			fputs(")\n", out);
+		} else if (k == 1) {
+			fputs("set ytics format ''\nset ytics ()\nunset label 1\nunset key\n", out);
+		}
+		fputs("plot ", out);
+		/* the verdicts the kernel has (an empty block only makes gnuplot
+		 * warn), its intervals when it has some, its values */
+		for (int v = 0; v < 4; v++) {
+			int rows = 0;
+			for (int i = 0; i < cmp->n_rows; i++)
+				rows += row_timed(&cmp->rows[i]) && row_k[i] == k &&
+					cmp->rows[i].verdict == v;
+			if (rows)
+				fprintf(out,
+					"$k%d_%s using 2:1:3:4:($1-0.35):($1+0.35) with boxxyerror "
+					"fs solid 0.85 noborder lc rgb '%s' notitle, \\\n     ",
+					k, fa_stats_verdict_name(v), verdict_colours[v]);
+		}
+		for (int i = 0; i < cmp->n_rows; i++) {
+			const struct fa_cmp_row *w = &cmp->rows[i];
+			if (row_timed(w) && row_k[i] == k && isfinite(w->perf.lo) &&
+			    isfinite(w->perf.hi) && w->perf.lo > 0) {
+				fprintf(out, "$k%d_ci using 2:1:3:4 with xerrorbars lc rgb '#333333' ps 0 "
+					     "notitle, \\\n     ",
+					k);
+				break;
+			}
+		}
+		fprintf(out, "$k%d_values using 2:1:3 with labels left font ',9' notitle", k);
+		/* the legend: each verdict's colour with its count (also a verdict
+		 * without rows, so the four colours are always explained) */
+		for (int v = 0; k == 0 && v < 4; v++) {
+			snprintf(buf, sizeof buf, "%s (%d)", fa_stats_verdict_name(v), counts[v]);
 			fprintf(out,
-				"%s$%s using 2:1:3:4:($1-0.35):($1+0.35) with boxxyerror "
-				"fs solid 0.85 noborder lc rgb '%s' title ",
-				any ? ", \\\n     " : "", fa_stats_verdict_name(v), verdict_colours[v]);
-		else
-			fprintf(out, "%skeyentry with boxes fs solid 0.85 noborder lc rgb '%s' title ",
-				any ? ", \\\n     " : "", verdict_colours[v]);
-		gp_str(out, buf);
-		any = 1;
+				", \\\n     keyentry with boxes fs solid 0.85 noborder lc rgb '%s' title ",
+				verdict_colours[v]);
+			gp_str(out, buf);
+		}
+		fputs("\n", out);
 	}
-	fputs(", \\\n     $ci using 2:1:3:4 with xerrorbars lc rgb '#333333' ps 0 notitle, \\\n"
-	      "     $values using 2:1:3 with labels left font ',9' notitle\n",
-	      out);
-	if (title.oom) {
-		sb_free(&title);
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
-	}
+	fputs("unset multiplot\n", out);
+	if (title.oom)
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
+out:
 	sb_free(&title);
-	return FA_OK;
+	for (int k = 0; knames && k < nk; k++)
+		free(knames[k]);
+	free(knames);
+	free(row_k);
+	free(row_y);
+	free(case_row);
+	return rc;
 }
 
 /* ---- History --------------------------------------------------------------------------- */
@@ -1871,7 +2239,7 @@ static enum fa_rc plot_history(const struct fa_plot_opts *o, FILE *out, struct f
 		snprintf(buf, sizeof buf, "%" PRId64 "\n%.5s", h->runs[r].id,
 			 strlen(at) >= 10 ? at + 5 : at);
 		fputs(r ? ", " : "", out);
-		gp_dstr(out, buf);
+		gp_text(out, buf);
 		fprintf(out, " %d", r);
 	}
 	fputs(")\nset xlabel 'run (id and date, oldest first)' offset 0,-0.8\nset ylabel 'median time (ms)'\n"
@@ -1897,7 +2265,7 @@ static enum fa_rc plot_history(const struct fa_plot_opts *o, FILE *out, struct f
 			 (int)s0->case_idx, vals[0] ? " " : "", vals);
 		wrap(buf, 70);
 		fprintf(out, "\n# panel %d\nset title ", p + 1);
-		gp_dstr(out, buf);
+		gp_text(out, buf);
 		fputs("\nplot ", out);
 		for (int i = 0; i < h->n_series; i++) {
 			const struct fa_hist_series *se = &h->series[i];

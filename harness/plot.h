@@ -4,12 +4,15 @@
  *   throughput  one run: x = sequence length (q_len; kv_len for decode-like
  *               cases), log2 axis; y = TFLOP/s (GB/s for decode-like cases,
  *               q_len <= 16); one line per kernel, one panel per head_dim
- *               (decode-like cases in panels of their own); cases that differ
- *               in other parameters (mask, dtype, batch, ...) are separate
- *               series of the same colour, told apart by dash and point type.
- *   speedup     a compare (compare.h): one horizontal bar per timed row, the
- *               HEAD-over-BASE speedup on a log axis with its bootstrap
- *               interval, coloured by verdict.
+ *               (decode-like cases in panels of their own), a panel with
+ *               more than four variants (cases that differ in mask, dtype,
+ *               batch, ...) split by one more parameter; the variants are
+ *               series of the kernel's colour, told apart by dash and point
+ *               type, named by what differs within their panel.
+ *   speedup     a compare (compare.h): one panel per kernel, one row per
+ *               case: a horizontal bar per timed row, the HEAD-over-BASE
+ *               speedup on a log axis with its bootstrap interval, coloured
+ *               by verdict.
  *   history     a history (history.h): one panel per case, the median of
  *               each kernel over the runs, the segments between detected
  *               steps as dashed lines and each step marked.

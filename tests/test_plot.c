@@ -4,7 +4,9 @@
  * hold (every kernel, axis labels with units, consistent colours), the
  * errors (unknown run, nothing to plot, a bad --where, no tuned kernel,
  * gnuplot missing or failing, with its temporary folder removed), and, where
- * gnuplot is installed, real PNG and SVG images of every kind.
+ * gnuplot is installed, real PNG and SVG images of every kind, and hostile
+ * text (backquotes, macros, quotes, line breaks) through every kind: never
+ * run by gnuplot, always inside single quotes or datablocks.
  *
  * Data: the report fixture (tests/fixture.h) for throughput and speedup,
  * the history fixture (tests/fixture_history.h) for history, and a tuning
@@ -15,6 +17,7 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -334,31 +337,51 @@ FA_TEST(plot, throughput_script_content)
 	FA_REQUIRE(rc == FA_OK && text);
 	FA_CHECK(strstr(text, "set terminal svg size ") && strstr(text, "set output 'plot.svg'"));
 	FA_CHECK(!strstr(text, "pngcairo"));
-	/* four panels: head_dim 64, 72, 128, and the decode case (GB/s) */
-	FA_CHECK(strstr(text, "set multiplot layout 2,2 title 'throughput of run 2 (nightly): "
+	/* five panels: head_dim 64, whose five variants (four masks of batch
+	 * 2, the varlen batch of 3) are more than a panel takes, split in two by
+	 * batch; 72, 128, and the decode case (GB/s) */
+	FA_CHECK(strstr(text, "set multiplot layout 2,3 title 'throughput of run 2 (nightly): "
 			      "suite smoke, cpu on AMD EPYC 7B13 (2 threads)'"));
-	FA_CHECK(strstr(text, "set title 'head_dim 64'") && strstr(text, "set title 'head_dim 72'") &&
-		 strstr(text, "set title 'head_dim 128'") &&
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 2'") &&
+		 strstr(text, "set title 'head_dim 64, batch 3'") &&
+		 strstr(text, "set title 'head_dim 72'") && strstr(text, "set title 'head_dim 128'") &&
 		 strstr(text, "set title 'head_dim 128, decode-like (q_len <= 16)'"));
-	FA_CHECK(strstr(text, "set title 'head_dim 64'") < strstr(text, "set title 'head_dim 72'"));
-	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 3);
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 3'") <
+		 strstr(text, "set title 'head_dim 72'"));
+	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 4);
 	FA_CHECK(count_of(text, "set ylabel 'GB/s") == 1);
 	FA_CHECK(strstr(text, "set xlabel 'q_len (queries per sequence, log2 scale)'") &&
 		 strstr(text, "set xlabel 'kv_len (keys per sequence, log2 scale)'"));
-	FA_CHECK(count_of(text, "set logscale x 2") == 4);
+	FA_CHECK(count_of(text, "set logscale x 2") == 5);
 	/* every kernel in a legend, in its own colour */
 	for (int k = 0; k < 3; k++) {
 		static const char *const kn[] = {"cpu_dense", "cpu_flash", "cpu_flash_tiled"};
-		snprintf(want, sizeof want, "lc rgb '%s' title '%s'", fa_plot_kernel_colour(kn[k]),
-			 kn[k]);
-		FA_CHECKF(strstr(text, want), "no legend entry \"%s\"", want);
+		const char *entry;
+		int in_colour = 0;
+		snprintf(want, sizeof want, "title '%s'\n", kn[k]);
+		entry = strstr(text, want);
+		if (!entry) {
+			snprintf(want, sizeof want, "title '%s',", kn[k]);
+			entry = strstr(text, want);
+		}
+		/* the line of the entry has the kernel's colour */
+		if (entry) {
+			const char *line = entry;
+			snprintf(want, sizeof want, "lc rgb '%s'", fa_plot_kernel_colour(kn[k]));
+			while (line > text && line[-1] != '\n')
+				line--;
+			in_colour = strstr(line, want) && strstr(line, want) < entry;
+		}
+		FA_CHECKF(entry && in_colour, "no legend entry of %s in its colour", kn[k]);
 	}
 	/* only passed results: cpu_flash_tiled passed on cases 0, 5 and 6 */
 	FA_CHECK(strstr(text, "\n128 0.0361 0\n") && strstr(text, "\n4096 0.0360468 5\n"));
-	/* the mask and the varlen case are told apart in the legend */
-	FA_CHECK(strstr(text, "title 'sliding_window 256, batch 2'") &&
-		 strstr(text, "title 'causal, batch 3, varlen'") &&
-		 strstr(text, "title 'prefix_lm 64, batch 2'"));
+	/* in the batch 2 panel the four masks are the variants, named by the
+	 * mask alone (what differs among its cases), and nothing more */
+	FA_CHECK(strstr(text, "title 'no mask'") && strstr(text, "title 'causal'") &&
+		 strstr(text, "title 'sliding_window 256'") && strstr(text, "title 'prefix_lm 64'"));
+	FA_CHECK(count_of(text, "lc rgb '#333333'") == 4);
+	FA_CHECK(!strstr(text, "title 'batch"));
 	/* kernel names are drawn as typed: no enhanced-text subscripts */
 	FA_CHECK(strstr(text, "set termoption noenhanced"));
 	free(text);
@@ -489,21 +512,29 @@ FA_TEST(plot, golden_speedup_script)
 		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
 		if (rc == FA_OK && text) {
 			fa_golden_check("plot_speedup.gp", text, strlen(text));
-			/* one bar per timed row, in the block of its verdict */
+			/* one bar per timed row, in the block of its kernel (a panel:
+			 * cpu_dense, cpu_flash) and verdict */
 			for (int i = 0; i < cmp.n_rows; i++)
 				timed += cmp.rows[i].change == FA_CMP_TIMED;
-			for (int v = 0; v < 4; v++) {
-				char name[32];
-				const char *p;
-				snprintf(name, sizeof name, "$%s << EOD\n", fa_stats_verdict_name(v));
-				p = strstr(text, name);
-				FA_REQUIRE(p);
-				p = strchr(strchr(p, '\n') + 1, '\n') + 1; /* past the comment */
-				for (; strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
-					bars++;
-			}
+			for (int k = 0; k < 2; k++)
+				for (int v = 0; v < 4; v++) {
+					char name[32];
+					const char *p;
+					snprintf(name, sizeof name, "$k%d_%s << EOD\n", k,
+						 fa_stats_verdict_name(v));
+					p = strstr(text, name);
+					FA_REQUIRE(p);
+					p = strchr(strchr(p, '\n') + 1, '\n') + 1; /* past the comment */
+					for (; strncmp(p, "EOD\n", 4) != 0; p = strchr(p, '\n') + 1)
+						bars++;
+				}
 			FA_CHECKF(bars == timed, "%d bars, %d timed rows", bars, timed);
-			FA_CHECK(strstr(text, "set xlabel 'speedup = BASE median / HEAD median"));
+			FA_CHECK(!strstr(text, "$k2_"));
+			FA_CHECK(strstr(text, "set title 'cpu_dense'") &&
+				 strstr(text, "set title 'cpu_flash'"));
+			/* a case is a row of every panel, named once, left of the first */
+			FA_CHECK(count_of(text, "'#7  ") == 1 && count_of(text, "set ytics ('") == 1);
+			FA_CHECK(strstr(text, "'speedup = BASE median / HEAD median"));
 			FA_CHECK(strstr(text, "title 'faster (3)'") && strstr(text, "title 'slower (1)'"));
 			/* cpu_flash on case 0 is 15% slower: 1/1.15 */
 			FA_CHECK(strstr(text, "\"0.870x\""));
@@ -541,7 +572,7 @@ FA_TEST(plot, golden_history_script)
 			FA_CHECK(strstr(text, "set ylabel 'median time (ms)'") &&
 				 strstr(text, "set xlabel 'run (id and date, oldest first)'"));
 			/* the PR run (7) is not among the nightly runs on the x axis */
-			FA_CHECK(strstr(text, "\"6\\n12-06\" 5, \"8\\n12-07\" 6"));
+			FA_CHECK(strstr(text, "'6'.\"\\n\".'12-06' 5, '8'.\"\\n\".'12-07' 6"));
 		}
 		free(text);
 	}
@@ -976,4 +1007,553 @@ FA_TEST(plot, command_writes_image_and_script)
 	FA_CHECKF(r.status == 2 && strstr(r.err, "has no kernel that ran with several sets"),
 		  "status %d, stderr '%s'", r.status, r.err);
 	fa_proc_free(&r);
+}
+
+/* ---- Hostile text ------------------------------------------------------------------ */
+
+/* Text from suites, labels, kernel names and imported files must never run
+ * as code in gnuplot: it runs `backquoted` text in double-quoted strings and
+ * bare commands as a shell command, expands @macros outside quotes, ends a
+ * command at a line break and runs a line starting with '!' in a shell. */
+
+/* Each hostile string tries every way in, each with its own marker file
+ * DIR/TAG-WAY: a backquote, $(...), a single quote breaking out into
+ * system(), a double-quoted backquote, line breaks with a datablock's
+ * terminator and a shell escape, a CR, a macro, enhanced-text markup. */
+static void hostile_text(char *buf, size_t size, const char *dir, const char *tag)
+{
+	if (strlen(dir) > 200) { /* the test's folder is much shorter */
+		snprintf(buf, size, "%s", tag);
+		return;
+	}
+	snprintf(buf, size,
+		 "%s `touch %s/%s-bq` $(touch %s/%s-sh) ${HOME} @GPVAL_PWD "
+		 "x' . system('touch %s/%s-sq') . 'y \"`touch %s/%s-dq`\"\nEOD\n!touch %s/%s-nl\r"
+		 "set print '%s/%s-pr'\n^_{x}",
+		 tag, dir, tag, dir, tag, dir, tag, dir, tag, dir, tag, dir, tag);
+}
+
+/* NULL when the script text keeps the text containing mark out of gnuplot's
+ * reach, else what is wrong (static storage): outside datablocks mark is
+ * only inside single-quoted strings, no line is unbalanced, no backquote,
+ * '@' or '!' command is outside them and every double-quoted string is a
+ * fixed "\n" or "'"; inside a datablock every line is empty, a comment or starts
+ * with a number, so nothing ends the block early. */
+static const char *script_unsafe(const char *text, const char *mark)
+{
+	static char why[256];
+	size_t n = strlen(text), ml = strlen(mark);
+	char *safe = calloc(n + 1, 1); /* 1: a byte inside quotes or a datablock */
+	int in_block = 0, line_no = 0;
+	const char *p = text;
+
+	if (!safe)
+		return "out of memory";
+	why[0] = '\0';
+	while (*p && !why[0]) {
+		const char *end = strchr(p, '\n');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		line_no++;
+		if (in_block) {
+			if (len == 3 && strncmp(p, "EOD", 3) == 0)
+				in_block = 0;
+			else if (len && !strchr("0123456789+-.#", p[0]))
+				snprintf(why, sizeof why, "line %d of a datablock starts with '%c'",
+					 line_no, p[0]);
+			else
+				memset(safe + (p - text), 1, len);
+		} else {
+			int sq = 0;
+			if (len && p[0] == '!')
+				snprintf(why, sizeof why, "line %d is a shell command", line_no);
+			for (size_t i = 0; i < len && !why[0]; i++) {
+				char c = p[i];
+				if (sq) {
+					if (c == '\'' && i + 1 < len && p[i + 1] == '\'') {
+						safe[p - text + (long)i] = safe[p - text + (long)i + 1] = 1;
+						i++;
+					} else if (c == '\'') {
+						sq = 0;
+					} else {
+						safe[p - text + (long)i] = 1;
+					}
+				} else if (c == '\'') {
+					sq = 1;
+				} else if (c == '#') {
+					break; /* a comment (checked below: mark is not safe there) */
+				} else if (c == '"') {
+					/* the fixed strings "\n" and "'" */
+					if (strncmp(p + i, "\"\\n\"", 4) == 0)
+						i += 3;
+					else if (strncmp(p + i, "\"'\"", 3) == 0)
+						i += 2;
+					else
+						snprintf(why, sizeof why,
+							 "line %d has a double-quoted string other than "
+							 "\"\\n\" or \"'\"",
+							 line_no);
+				} else if (c == '`' || c == '@') {
+					snprintf(why, sizeof why, "line %d has '%c' outside quotes",
+						 line_no, c);
+				}
+			}
+			if (sq && !why[0])
+				snprintf(why, sizeof why, "line %d ends inside a single-quoted string",
+					 line_no);
+			if (len > 6 && p[0] == '$' && strstr(p, " << EOD") == p + len - 7)
+				in_block = 1;
+		}
+		p += len + (end != NULL);
+	}
+	if (!why[0] && in_block)
+		snprintf(why, sizeof why, "a datablock does not end");
+	for (const char *m = text; !why[0] && (m = strstr(m, mark)); m++)
+		for (size_t i = 0; i < ml && !why[0]; i++)
+			if (!safe[m - text + (long)i])
+				snprintf(why, sizeof why, "'%s' outside quotes at byte %ld", mark,
+					 (long)(m - text));
+	free(safe);
+	return why[0] ? why : NULL;
+}
+
+/* The checker itself catches what it must: double-quoted, bare, badly quoted
+ * text, comments, shell lines, blocks ended early or never. */
+FA_TEST(plot, script_checker_catches_unsafe_text)
+{
+	FA_CHECK(script_unsafe("set title 'MARK x'\nplot $a title 'it''s MARK'\n", "MARK") == NULL);
+	FA_CHECK(script_unsafe("$a << EOD\n1 2 \"MARK `x`\"\n\nEOD\nset title 'a'.\"\\n\".'b'\n",
+			       "MARK") == NULL);
+	FA_CHECK(script_unsafe("set title \"'\".'MARK'\n", "MARK") == NULL);
+	FA_CHECK(script_unsafe("set title \"MARK\"\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("set title \"'MARK\"\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("set title 'a' . MARK\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("set title 'it's MARK'\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("# MARK\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("set title `MARK`\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("!MARK\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("$a << EOD\n1 'MARK'\nMARK\nEOD\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("$a << EOD\n1 'MARK'\nEODX\nEOD\n", "MARK") != NULL);
+	FA_CHECK(script_unsafe("$a << EOD\n1 'MARK'\n", "MARK") != NULL);
+}
+
+/* Marker files left in dir, as a list for a message ("" when none). */
+static void markers_left(const char *dir, char *buf, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len = 0;
+	buf[0] = '\0';
+	while (d && (e = readdir(d)))
+		if (strchr(e->d_name, '-') && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s ", e->d_name);
+	if (d)
+		closedir(d);
+}
+
+/* Removes the marker files of dir (an earlier run's). */
+static void remove_markers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[1600];
+	while (d && (e = readdir(d)))
+		if (strchr(e->d_name, '-')) {
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+}
+
+/* Applies sql (one '?' or none) with text bound to every row it names. */
+static int db_update(struct fa_store *s, const char *sql, const char *text)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(fa_store_db(s), sql, -1, &st, NULL);
+	if (rc == SQLITE_OK && text)
+		sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+	sqlite3_finalize(st);
+	FA_CHECKF(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(fa_store_db(s)));
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* Puts hostile text into every text of s a plot shows: the runs' suite,
+ * label, backend and device, the kernel names, params and a case's mask
+ * and dtype (one case only, so that they differ between cases and are
+ * named). label_where picks the runs whose label changes. */
+static void make_hostile(struct fa_store *s, const char *dir, const char *label_where,
+			 char *label, size_t label_size)
+{
+	char h[4096];
+	hostile_text(h, sizeof h, dir, "suite");
+	db_update(s, "UPDATE runs SET suite_name = ?", h);
+	hostile_text(h, sizeof h, dir, "device");
+	db_update(s, "UPDATE runs SET device_name = ?", h);
+	hostile_text(h, sizeof h, dir, "backend");
+	db_update(s, "UPDATE runs SET backend = ?", h);
+	hostile_text(label, label_size, dir, "label");
+	if (label_where) {
+		char sql[256];
+		snprintf(sql, sizeof sql, "UPDATE runs SET label = ? WHERE %s", label_where);
+		db_update(s, sql, label);
+	}
+	hostile_text(h, sizeof h, dir, "kernel");
+	db_update(s, "UPDATE results SET kernel = ? WHERE kernel = 'cpu_flash'", h);
+	hostile_text(h, sizeof h, dir, "params");
+	db_update(s, "UPDATE results SET params = params || ',' || ? WHERE params <> ''", h);
+	hostile_text(h, sizeof h, dir, "mask");
+	db_update(s, "UPDATE cases SET mask = ? WHERE idx = 0", h);
+	hostile_text(h, sizeof h, dir, "dtype");
+	db_update(s, "UPDATE cases SET dtype = ? WHERE idx = 1", h);
+}
+
+/* Writes o's script (checked with script_unsafe against every hostile
+ * string: they all start with "`touch ") and draws it as PNG with gnuplot. */
+static void hostile_draw(struct fa_store *s, struct fa_plot_opts o, const char *dir,
+			 const char *name)
+{
+	char path[1300], *text, marks[2048];
+	const char *why;
+	struct fa_err err;
+	enum fa_rc rc;
+	size_t len = 0;
+
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECKF(rc == FA_OK && text, "%s: %s", name, err.msg);
+	if (text) {
+		FA_CHECKF(count_of(text, "touch ") > 0, "%s: no hostile text in the script", name);
+		why = script_unsafe(text, "touch ");
+		FA_CHECKF(!why, "%s: %s", name, why);
+		why = script_unsafe(text, "system(");
+		FA_CHECKF(!why, "%s: %s", name, why);
+	}
+	free(text);
+	if (!fa_plot_gnuplot_available())
+		return; /* the script is checked; the drawing needs gnuplot */
+	snprintf(path, sizeof path, "%s/out/%s.png", dir, name);
+	fa_err_clear(&err);
+	rc = fa_plot_render(s, &o, path, &err);
+	FA_CHECKF(rc == FA_OK, "%s: %s", name, err.msg);
+	text = fa_test_read_file(path, &len);
+	FA_CHECKF(text && len > 8 && memcmp(text, "\x89PNG", 4) == 0, "%s: no PNG drawn", name);
+	free(text);
+	markers_left(dir, marks, sizeof marks);
+	FA_CHECKF(!marks[0], "%s: gnuplot ran hostile text: %s", name, marks);
+}
+
+/* Hostile suite names, labels, devices, kernel names, params and case
+ * parameters through every kind of plot: the script keeps them quoted and,
+ * drawn by gnuplot, the plot is drawn and no marker file appears. */
+FA_TEST(plot, hostile_text_never_runs)
+{
+	char dir[1300], label[4096];
+	struct fa_store *s;
+	struct fa_plot_opts o;
+	int64_t run_id = 0;
+	have_gnuplot(); /* says so when the drawings are skipped */
+	snprintf(dir, sizeof dir, "%s/hostile", fa_test_tmpdir());
+	mkdir(dir, 0777);
+	remove_markers(dir); /* of an earlier run of the test */
+
+	/* throughput and speedup: the report fixture */
+	s = fa_fixture_open();
+	FA_REQUIRE(s);
+	make_hostile(s, dir, "id = 2", label, sizeof label);
+	o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	o.run_id = FA_FIXTURE_RUN_MAIN;
+	hostile_draw(s, o, dir, "throughput");
+	o.where = "q_len > 0 && heads > 0"; /* the --where text is shown too */
+	hostile_draw(s, o, dir, "throughput-where");
+	{
+		struct fa_compare cmp;
+		struct fa_err err;
+		memset(&cmp, 0, sizeof cmp);
+		fa_err_clear(&err);
+		/* the label as the HEAD spec, as `plot speedup 1 LABEL` */
+		FA_CHECKF(fa_compare_build(s, "1", label, NULL, &cmp, &err) == FA_OK, "compare: %s",
+			  err.msg);
+		o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
+		o.compare = &cmp;
+		if (cmp.n_rows)
+			hostile_draw(s, o, dir, "speedup");
+		hostile_text(label, sizeof label, dir, "title");
+		o.title = label;
+		if (cmp.n_rows)
+			hostile_draw(s, o, dir, "speedup-title");
+		fa_compare_free(&cmp);
+	}
+	fa_store_close(s);
+
+	/* history: the nightly runs of the history fixture, selected by their
+	 * hostile label */
+	s = fa_fixture_history_open();
+	FA_REQUIRE(s);
+	make_hostile(s, dir, "label = 'nightly'", label, sizeof label);
+	{
+		struct fa_history h;
+		struct fa_history_opts ho;
+		struct fa_err err;
+		memset(&h, 0, sizeof h);
+		fa_history_opts_init(&ho);
+		ho.label = label;
+		fa_err_clear(&err);
+		FA_CHECKF(fa_history_build(s, &ho, &h, &err) == FA_OK, "history: %s", err.msg);
+		o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
+		o.history = &h;
+		if (h.n_series)
+			hostile_draw(s, o, dir, "history");
+		fa_history_free(&h);
+	}
+	fa_store_close(s);
+
+	/* heatmap: the tuning run, its params hostile too */
+	s = open_tuning_db(&run_id);
+	FA_REQUIRE(s);
+	make_hostile(s, dir, "1 = 1", label, sizeof label);
+	db_update(s, "UPDATE results SET kernel = ? WHERE kernel = '" TUNE_KERNEL "'", "k@x");
+	o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
+	o.run_id = run_id;
+	hostile_draw(s, o, dir, "heatmap");
+	fa_store_close(s);
+}
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* The ways users reported: a suite named with backquotes through an
+ * imported file's suite_name (plot history --suite, plot throughput), a
+ * label given to plot speedup, a --title; through the command, with
+ * gnuplot drawing. */
+FA_TEST(plot, hostile_import_through_the_command)
+{
+	char dir[1300], db[1400], file[1400], out[1400], suite[4096], label[4096], title[4096];
+	char marks[2048];
+	const char *kind_args[4][12];
+	struct fa_proc_result r;
+	FILE *f;
+	if (!have_gnuplot())
+		return;
+	snprintf(dir, sizeof dir, "%s/hostile", fa_test_tmpdir());
+	mkdir(dir, 0777);
+	remove_markers(dir);
+	snprintf(db, sizeof db, "%s/hostile.db", fa_test_tmpdir());
+	unlink(db);
+	hostile_text(suite, sizeof suite, dir, "isuite");
+	hostile_text(label, sizeof label, dir, "ilabel");
+	hostile_text(title, sizeof title, dir, "ititle");
+	/* two runs of one label, so that the label is a compare's side */
+	for (int run = 0; run < 2; run++) {
+		snprintf(file, sizeof file, "%s/hostile-%d.jsonl", fa_test_tmpdir(), run);
+		f = fopen(file, "w");
+		FA_REQUIRE(f);
+		fputs("{\"run\": {\"suite_name\": ", f);
+		json_str(f, suite);
+		fputs(", \"device_name\": ", f);
+		json_str(f, label);
+		fprintf(f, ", \"started_at\": \"2026-11-0%dT00:00:00Z\", \"label\": ", run + 1);
+		json_str(f, label);
+		fputs("}}\n", f);
+		for (int q = 128; q <= 1024; q *= 2)
+			for (int k = 0; k < 2; k++)
+				fprintf(f,
+					"{\"heads\": 4, \"head_dim\": 64, \"dtype\": \"fp16\", \"seq_len\": %d, "
+					"\"kernel\": \"%s\", \"samples\": [%g, %g, %g]}\n",
+					q, k ? "peer@x" : "peer_b", q * (1 + k + run * 0.1) / 1000,
+					q * (1.01 + k + run * 0.1) / 1000, q * (0.99 + k + run * 0.1) / 1000);
+		FA_REQUIRE(fclose(f) == 0);
+		fa_proc_run((char *[]){"import", file, "--db", db, NULL}, NULL, 60, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	snprintf(out, sizeof out, "%s/out/cmd.png", dir);
+	{
+		const char *a0[] = {"plot", "throughput", "--db", db, "--run", label, "--output", out, NULL};
+		const char *a1[] = {"plot", "speedup", "--db", db, "1", label, "--output", out,
+				    "--title", title, NULL};
+		const char *a2[] = {"plot", "history", "--db", db, "--suite", suite, "--label", label,
+				    "--output", out, NULL};
+		const char *a3[] = {"plot", "heatmap", "--db", db, "--run", label, "--output", out, NULL};
+		memcpy(kind_args[0], a0, sizeof a0);
+		memcpy(kind_args[1], a1, sizeof a1);
+		memcpy(kind_args[2], a2, sizeof a2);
+		memcpy(kind_args[3], a3, sizeof a3);
+	}
+	for (int k = 0; k < 4; k++) {
+		unlink(out);
+		fa_proc_run((char *const *)kind_args[k], NULL, 120, &r);
+		if (k < 3)
+			FA_CHECKF(r.status == 0 && access(out, F_OK) == 0, "plot %s: status %d, stderr '%s'",
+				  kind_args[k][1], r.status, r.err);
+		else /* not a tuning run: nothing drawn, but its message holds the label */
+			FA_CHECKF(r.status == 1 && strstr(r.err, "several sets of params"),
+				  "plot heatmap: status %d, stderr '%s'", r.status, r.err);
+		fa_proc_free(&r);
+		markers_left(dir, marks, sizeof marks);
+		FA_CHECKF(!marks[0], "plot %s: gnuplot ran hostile text: %s", kind_args[k][1], marks);
+	}
+}
+
+/* ---- --ignore-params ------------------------------------------------------------------ */
+
+/* plot speedup --ignore-params pairs one kernel run with other params on
+ * the two sides (run --ab with --param a:K.N=V and b:K.N=W), as fabench
+ * compare --ignore-params does; without it only the kernel without params
+ * is drawn. */
+FA_TEST(plot, speedup_ignore_params)
+{
+	char db[1300], file[1300], script[1300];
+	struct fa_proc_result r;
+	char *text;
+	FILE *f;
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	unlink(db);
+	for (int side = 0; side < 2; side++) {
+		snprintf(file, sizeof file, "%s/ab-%d.jsonl", fa_test_tmpdir(), side);
+		f = fopen(file, "w");
+		FA_REQUIRE(f);
+		fprintf(f, "{\"run\": {\"suite_name\": \"planted\", \"label\": \"pl-%c\"}}\n",
+			side ? 'b' : 'a');
+		for (int q = 128; q <= 512; q *= 2) {
+			/* side b's tuned kernel is 25% slower */
+			double t = q / 100.0, slow = side ? 1.25 : 1;
+			fprintf(f,
+				"{\"heads\": 4, \"head_dim\": 64, \"seq_len\": %d, \"kernel\": \"test_delay\", "
+				"\"params\": \"delay_pct=%d\", \"samples\": [%g, %g, %g, %g, %g, %g]}\n",
+				q, side ? 5 : 0, t * slow, t * slow * 1.01, t * slow * 0.99, t * slow * 1.005,
+				t * slow * 0.995, t * slow);
+			fprintf(f,
+				"{\"heads\": 4, \"head_dim\": 64, \"seq_len\": %d, \"kernel\": \"test_correct\", "
+				"\"samples\": [%g, %g, %g, %g, %g, %g]}\n",
+				q, t, t * 1.01, t * 0.99, t * 1.005, t * 0.995, t);
+		}
+		FA_REQUIRE(fclose(f) == 0);
+		fa_proc_run((char *[]){"import", file, "--db", db, NULL}, NULL, 60, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	snprintf(script, sizeof script, "%s/ab.gp", fa_test_tmpdir());
+	/* without: only test_correct is timed on both sides */
+	unlink(script);
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "pl-a", "pl-b", "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_REQUIRE(text);
+	FA_CHECK(count_of(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
+	FA_CHECKF(count_of(text, "test_delay") == 0, "script '%s'", text);
+	free(text);
+	/* with: test_delay's rows too, named by both params, and slower */
+	unlink(script);
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "--ignore-params", "pl-a", "pl-b",
+			       "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
+		  "script '%s'", text);
+	FA_CHECK(count_of(text, "set title 'test_correct'") == 1);
+	/* three cases, rows of both panels */
+	FA_CHECK(strstr(text, "set ytics ('#0  q_len=128' 0, '#1  q_len=256' 1, '#2  q_len=512' 2)"));
+	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
+	free(text);
+	/* only for speedup plots */
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--ignore-params", NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--ignore-params applies to speedup plots, not "
+						 "throughput"),
+		  "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+}
+
+/* ---- Panels of a larger run ---------------------------------------------------------- */
+
+/* Imports rows (JSON lines, the header first) into a new database at
+ * <tmp>/name.db and writes the throughput script of its run into *text. */
+static void import_and_script(const char *name, const char *rows, char **text)
+{
+	char db[1300], file[1300], script[1300];
+	struct fa_proc_result r;
+	FILE *f;
+	*text = NULL;
+	snprintf(db, sizeof db, "%s/%s.db", fa_test_tmpdir(), name);
+	snprintf(file, sizeof file, "%s/%s.jsonl", fa_test_tmpdir(), name);
+	snprintf(script, sizeof script, "%s/%s.gp", fa_test_tmpdir(), name);
+	unlink(db);
+	f = fopen(file, "w");
+	FA_REQUIRE(f);
+	fputs(rows, f);
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", file, "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "import: status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--script", script, NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "plot: status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	*text = fa_test_read_file(script, NULL);
+}
+
+/* One head_dim with 10 batches x 2 dtypes (20 variants): split by batch,
+ * the one facet that leaves at most four variants a panel (dtype would
+ * leave 10), into 10 panels of the two dtypes. 20 head_dims of 6 variants
+ * each: past the 16 panels, nothing is split, and no panel is merged. */
+FA_TEST(plot, throughput_splits_full_panels)
+{
+	char *rows = NULL, *text;
+	size_t len = 0;
+	FILE *b = open_memstream(&rows, &len);
+	FA_REQUIRE(b);
+	fprintf(b, "{\"run\": {\"suite_name\": \"wide\"}}\n");
+	for (int batch = 1; batch <= 10; batch++)
+		for (int d = 0; d < 2; d++)
+			for (int q = 256; q <= 1024; q *= 2)
+				fprintf(b,
+				       "{\"batch\": %d, \"heads\": 4, \"head_dim\": 64, \"dtype\": "
+				       "\"%s\", \"seq_len\": %d, \"kernel\": \"k\", \"median_ms\": %g}\n",
+				       batch, d ? "bf16" : "fp16", q, 0.01 * batch * q / 256);
+	FA_REQUIRE(fclose(b) == 0);
+	import_and_script("wide", rows, &text);
+	free(rows);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "\n# panel ") == 10, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 1'") &&
+		 strstr(text, "set title 'head_dim 64, batch 10'"));
+	FA_CHECK(count_of(text, "title 'fp16'") == 10 && count_of(text, "title 'bf16'") == 10);
+	FA_CHECK(strstr(text, "set multiplot layout 4,3 "));
+	free(text);
+
+	rows = NULL;
+	b = open_memstream(&rows, &len);
+	FA_REQUIRE(b);
+	fprintf(b, "{\"run\": {\"suite_name\": \"tall\"}}\n");
+	for (int hd = 8; hd <= 160; hd += 8)
+		for (int batch = 1; batch <= 6; batch++)
+			fprintf(b,
+			       "{\"batch\": %d, \"heads\": 4, \"head_dim\": %d, \"seq_len\": 512, "
+			       "\"kernel\": \"k\", \"median_ms\": %g}\n",
+			       batch, hd, 0.01 * batch * hd);
+	FA_REQUIRE(fclose(b) == 0);
+	import_and_script("tall", rows, &text);
+	free(rows);
+	FA_REQUIRE(text);
+	FA_CHECKF(count_of(text, "\n# panel ") == 20, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECK(count_of(text, "title 'batch 6'") == 20);
+	free(text);
 }

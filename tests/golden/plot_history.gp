@@ -162,7 +162,7 @@ $faster5 << EOD
 EOD
 set multiplot layout 2,2 title 'history of 12 runs, 2026-12-01 to 2026-12-12, label nightly; 5 steps found, 1 new regression' font ',12'
 set xrange [-0.5:11.8]
-set xtics ("1\n12-01" 0, "2\n12-02" 1, "3\n12-03" 2, "4\n12-04" 3, "5\n12-05" 4, "6\n12-06" 5, "8\n12-07" 6, "9\n12-08" 7, "10\n12-09" 8, "11\n12-10" 9, "12\n12-11" 10, "13\n12-12" 11)
+set xtics ('1'."\n".'12-01' 0, '2'."\n".'12-02' 1, '3'."\n".'12-03' 2, '4'."\n".'12-04' 3, '5'."\n".'12-05' 4, '6'."\n".'12-06' 5, '8'."\n".'12-07' 6, '9'."\n".'12-08' 7, '10'."\n".'12-09' 8, '11'."\n".'12-10' 9, '12'."\n".'12-11' 10, '13'."\n".'12-12' 11)
 set xlabel 'run (id and date, oldest first)' offset 0,-0.8
 set ylabel 'median time (ms)'
 set grid
@@ -172,7 +172,7 @@ set offsets 0, 0, graph 0.08, graph 0.08
 set rmargin 26
 
 # panel 1
-set title "#0 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=64 mask=causal"
+set title '#0 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=64 mask=causal'
 plot $p0 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $p1 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#0072B2' title 'cpu_flash', \
      $m1 using 1:2 with lines dt 2 lw 1.5 lc rgb '#0072B2' notitle, \
@@ -182,7 +182,7 @@ plot $p0 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_d
      keyentry with points pt 8 ps 2 lw 2 lc rgb '#D73027' title 'step: slower'
 
 # panel 2
-set title "#1 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=128 mask=none"
+set title '#1 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=128 mask=none'
 plot $p2 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $p3 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#0072B2' title 'cpu_flash', \
      $m3 using 1:2 with lines dt 2 lw 1.5 lc rgb '#0072B2' notitle, \
@@ -192,7 +192,7 @@ plot $p2 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_d
      keyentry with points pt 10 ps 2 lw 2 lc rgb '#1A9850' title 'step: faster'
 
 # panel 3
-set title "#2 batch=4 kv_heads=2 q_len=1 kv_len=4096 head_dim=128 mask=none"
+set title '#2 batch=4 kv_heads=2 q_len=1 kv_len=4096 head_dim=128 mask=none'
 plot $p4 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $m4 using 1:2 with lines dt 2 lw 1.5 lc rgb '#7F7F7F' notitle, \
      $slower4 using 1:2 with points pt 8 ps 2.5 lw 2 lc rgb '#D73027' notitle, \

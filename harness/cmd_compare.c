@@ -117,7 +117,7 @@ int fa_cmd_compare(int argc, char **argv)
 		return fa_cmd_usage_error("compare", usage_text, "unexpected argument '%s'",
 					  argv[optind + 2]);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK) {
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK) {
 		fa_cmd_fail("compare", &err);
 		return err.rc == FA_ERR_NOT_FOUND ? FA_EXIT_USAGE : FA_EXIT_FAIL;
 	}

@@ -86,7 +86,7 @@ int fa_cmd_report(int argc, char **argv)
 					  "fabench compare)");
 	memset(&cmp, 0, sizeof cmp);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
 		return fa_cmd_fail("report", &err);
 	if (fa_store_find_run(store, run, &run_id, &err) != FA_OK) {
 		fa_store_close(store);

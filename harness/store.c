@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -460,6 +461,147 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 	if (frc != FA_OK) {
 		fa_store_close(s);
 		return frc;
+	}
+	*out = s;
+	return FA_OK;
+}
+
+/* Whether a path may be written: access() says no (a read-only mount, a
+ * user without rights), or it has no write bit at all (root passes access()
+ * on a file chmod'ed read-only; its owner meant it to stay as it is). */
+static int path_writable(const char *path)
+{
+	struct stat sb;
+	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
+		return 0;
+	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+}
+
+int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	int len;
+	/* "file:" then the path with every byte outside [A-Za-z0-9/._~-]
+	 * percent-encoded ('?', '#', '%' would otherwise end or escape it); an
+	 * absolute path gets an empty authority ("file:///abs") so "//x" is not
+	 * read as a host */
+	len = snprintf(buf, size, "file:%s", path[0] == '/' ? "//" : "");
+	if (len < 0 || (size_t)len >= size)
+		return -1;
+	n = (size_t)len;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') || strchr("/._~-", *p);
+		if (n + (plain ? 1 : 3) >= size)
+			return -1;
+		if (plain) {
+			buf[n++] = (char)*p;
+		} else {
+			buf[n++] = '%';
+			buf[n++] = hex[*p >> 4];
+			buf[n++] = hex[*p & 15];
+		}
+	}
+	len = snprintf(buf + n, size - n, "?mode=ro%s", writable ? "" : "&immutable=1");
+	if (len < 0 || (size_t)len >= size - n)
+		return -1;
+	return 0;
+}
+
+enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struct fa_err *err)
+{
+	struct fa_store *s;
+	struct stat sb;
+	char *dir, *slash, *wal, *uri;
+	size_t uri_size;
+	int writable, version = 0, rc;
+	enum fa_rc frc;
+
+	*out = NULL;
+	if (strcmp(path, ":memory:") == 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "no database at '%s'", path);
+	if (stat(path, &sb) != 0) {
+		if (errno != ENOENT)
+			return fa_err_set(err, FA_ERR_IO, "cannot open database '%s': %s", path,
+					  strerror(errno));
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "no database at '%s'", path);
+	}
+	if (S_ISDIR(sb.st_mode))
+		return fa_err_set(err, FA_ERR_IO, "database '%s' is a folder", path);
+	dir = strdup(path);
+	wal = malloc(strlen(path) + 5);
+	uri_size = 3 * strlen(path) + 64;
+	uri = malloc(uri_size);
+	if (!dir || !wal || !uri) {
+		free(dir);
+		free(wal);
+		free(uri);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	else
+		strcpy(dir, ".");
+	sprintf(wal, "%s-wal", path);
+	/* Immutable (no locks, no -wal/-shm created) where nothing can write
+	 * the file: the file or its folder is read-only. A -wal left beside it
+	 * holds commits the file lacks, so then SQLite must read it: mode=ro
+	 * alone. */
+	writable = (path_writable(path) && path_writable(dir)) || stat(wal, &sb) == 0;
+	free(dir);
+	free(wal);
+	if (fa_store_readonly_uri(path, writable, uri, uri_size) != 0) {
+		free(uri);
+		return fa_err_set(err, FA_ERR_INTERNAL, "database path '%s' too long", path);
+	}
+	s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		free(uri);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+	}
+	rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	free(uri);
+	if (rc != SQLITE_OK) {
+		if (!s->db) {
+			fa_store_close(s);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+		}
+		frc = db_error(s->db, path, rc, err, "cannot open database");
+		fa_store_close(s);
+		return frc;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	/* the first read: a file that is not a database fails here */
+	rc = pragma_int(s->db, "PRAGMA user_version", &version);
+	if (rc != SQLITE_OK) {
+		frc = db_error(s->db, path, rc, err, "cannot read the schema version");
+		fa_store_close(s);
+		return frc;
+	}
+	if (version != FA_STORE_SCHEMA_VERSION) {
+		fa_store_close(s);
+		if (version > FA_STORE_SCHEMA_VERSION || version < 0)
+			return fa_err_set(err, FA_ERR_DB,
+					  "database '%s' has schema version %d, newer than this "
+					  "fabench supports (%d)",
+					  path, version, FA_STORE_SCHEMA_VERSION);
+		if (!writable)
+			return fa_err_set(err, FA_ERR_DB,
+					  "database '%s' has schema version %d and is read-only: "
+					  "this fabench reads version %d (a writer such as fabench "
+					  "import migrates it)",
+					  path, version, FA_STORE_SCHEMA_VERSION);
+		/* an older file that may be written: migrate it as a writer
+		 * would, then read it read-only */
+		frc = fa_store_open(path, 0, &s, err);
+		if (frc != FA_OK)
+			return frc;
+		fa_store_close(s);
+		return fa_store_open_readonly(path, out, err);
 	}
 	*out = s;
 	return FA_OK;

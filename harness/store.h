@@ -10,6 +10,7 @@
 #ifndef FA_STORE_H
 #define FA_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend_impl.h"
@@ -33,6 +34,23 @@ struct sqlite3;
  * documented at the top of store.c. */
 enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err);
 void fa_store_close(struct fa_store *s);
+
+/* Opens the database at path for reading only, as every reader command
+ * (report, compare, history, plot) does: SQLITE_OPEN_READONLY through a
+ * "file:...?mode=ro" URI, with immutable=1 when the file or its folder is
+ * not writable (no locks; no -wal or -shm is created beside it) unless a
+ * -wal is already there. A missing file is never created. A file of an
+ * older schema is migrated first when it may be written, else refused.
+ * Returns FA_OK; FA_ERR_NOT_FOUND when there is no file (or ":memory:");
+ * FA_ERR_IO for a folder or a path that cannot be used; FA_ERR_DB for a file
+ * that is not a database or a schema this build cannot read. Sets *out to
+ * NULL on error. Writing through the store fails (SQLITE_READONLY). */
+enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struct fa_err *err);
+
+/* The URI fa_store_open_readonly opens: "file:" and path percent-encoded,
+ * "?mode=ro", and "&immutable=1" when writable == 0. Writes it into buf
+ * (size bytes); returns 0, or -1 when it does not fit. Exposed for tests. */
+int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size);
 
 /* The underlying handle, for read-only queries by report/compare/history. */
 struct sqlite3 *fa_store_db(struct fa_store *s);

@@ -11,11 +11,15 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../harness/report.h"
 #include "fixture.h"
 #include "golden.h"
+#include "proc.h"
 #include "test.h"
 
 /* The report as a malloc'd string; *rc gets the return code, err its error. */
@@ -544,4 +548,112 @@ FA_TEST(report, percent_of_calibrated_peak)
 	}
 	free(md);
 	fa_store_close(s);
+}
+
+/* ---- readers on a read-only database --------------------------------------- */
+
+/* The names in a folder, sorted, newline-separated (malloc'd). */
+static char *list_folder(const char *dir)
+{
+	char cmd[1400], *out = calloc(1, 4096);
+	FILE *p;
+	size_t n;
+	snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+	if (!out || !(p = popen(cmd, "r")))
+		return out;
+	n = fread(out, 1, 4095, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+/* Runs fabench with args (no program name) as user and group nobody
+ * (65534) when the tests run as root, so permissions hold as they do for a
+ * user; as itself otherwise. Its stderr goes to err_text (truncated).
+ * Returns its exit status, or 128 + signal, or -1 when it cannot start. */
+static int run_unprivileged(char *const args[], char *err_text, size_t size)
+{
+	char *argv[16];
+	FILE *errf = tmpfile();
+	int n = 0, status;
+	pid_t pid;
+	err_text[0] = '\0';
+	if (!errf)
+		return -1;
+	argv[n++] = (char *)fa_proc_bin();
+	for (int k = 0; args[k] && n < 15; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid < 0) {
+		fclose(errf);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(fileno(errf), 2);
+		if (geteuid() == 0 &&
+		    (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	status = fa_proc_wait(pid);
+	rewind(errf);
+	err_text[fread(err_text, 1, size - 1, errf)] = '\0';
+	fclose(errf);
+	return status;
+}
+
+/* report, compare, history and plot read a database whose file and folder
+ * are read-only, and create nothing beside it (no -wal, no -shm). CI runs
+ * as root, which passes permission checks: the listing before and after is
+ * what proves it, and the commands run as nobody there. */
+FA_TEST(report, readers_on_readonly_folder)
+{
+	char dir[1100], path[1200], *before, *after;
+	snprintf(dir, sizeof dir, "%s/ro", fa_test_tmpdir());
+	snprintf(path, sizeof path, "%s/fixture.db", dir);
+	chmod(dir, 0755);
+	FA_REQUIRE(fa_fixture_build(path) == FA_OK);
+	FA_REQUIRE(chmod(path, 0444) == 0 && chmod(dir, 0555) == 0);
+	before = list_folder(dir);
+	FA_CHECKF(strcmp(before, "fixture.db\n") == 0, "folder holds '%s'", before);
+	{
+		char *const cmds[][12] = {
+			{"report", "--db", path, "--run", "2", NULL},
+			{"report", "--db", path, "--run", "2", "--format", "json", NULL},
+			{"compare", "--db", path, "1", "2", NULL},
+			{"history", "--db", path, "--label", "nightly", NULL},
+			{"plot", "throughput", "--db", path, "--run", "1", "--script", "/dev/null",
+			 "--output", "x.png", NULL},
+		};
+		for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+			char err_text[4096];
+			int status = run_unprivileged(cmds[i], err_text, sizeof err_text);
+			FA_CHECKF(status == 0, "%s: status %d: %s", cmds[i][0], status, err_text);
+			FA_CHECKF(!strstr(err_text, "readonly"), "%s: %s", cmds[i][0], err_text);
+		}
+	}
+	after = list_folder(dir);
+	FA_CHECKF(strcmp(before, after) == 0, "'%s' became '%s'", before, after);
+	free(before);
+	free(after);
+	chmod(dir, 0755);
+	chmod(path, 0644);
+}
+
+/* A reader never creates a missing database. */
+FA_TEST(report, reader_never_creates)
+{
+	char path[1200];
+	struct fa_proc_result r;
+	snprintf(path, sizeof path, "%s/absent/fabench.db", fa_test_tmpdir());
+	char *argv[] = {"report", "--db", path, NULL};
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status != 0 && strstr(r.err, "no database at '"), "status %d: %s", r.status,
+		  r.err);
+	FA_CHECK(access(path, F_OK) != 0);
+	fa_proc_free(&r);
 }

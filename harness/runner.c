@@ -669,6 +669,18 @@ static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa
 		}
 		return FA_OK;
 	}
+	/* a result with no sample is never a timed pass: the timeout cut the
+	 * warm-up or the first sample, or every sample was discarded */
+	if (k->res->t.n == 0 && k->res->status == FA_STATUS_PASS) {
+		if (k->res->t.stop == FA_STOP_TIMEOUT)
+			set_status(k->res, FA_STATUS_TIMEOUT,
+				   "no sample taken before the timeout of %g s (the check passed)",
+				   k->timeout);
+		else
+			set_status(k->res, FA_STATUS_ERROR,
+				   "no sample kept: %d discarded (clock under the threshold)",
+				   (int)k->res->t.discarded);
+	}
 	if (k->res->t.n > 0 && k->res->t.median_ms > 0) {
 		k->res->tflops = k->res->flops / (k->res->t.median_ms * 1e-3) / 1e12;
 		k->res->gbps = k->res->bytes / (k->res->t.median_ms * 1e-3) / 1e9;

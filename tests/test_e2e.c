@@ -507,3 +507,39 @@ FA_TEST(e2e, repeat_runs_the_suite_again)
 	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
 			   "WHERE a.key != b.key") == 0);
 }
+
+/* A case whose timing the timeout cuts before the first sample is stored as
+ * timeout, never as a pass with 0 samples; one with samples stays a pass
+ * and says why sampling stopped. (The slow build of the test plugin: its
+ * test_correct is right but slower; a warm-up of a million launches cannot
+ * end within the 1 s timeout.) */
+FA_TEST(e2e, timeout_before_first_sample_is_not_a_pass)
+{
+	char db[1024], suite[1100], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN_SLOW");
+	struct fa_proc_result r;
+	FILE *f;
+	path_in(db, sizeof db, fa_test_tmpdir(), "cut.db");
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "cut.yaml");
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: cut\nmeasure: {warmup: 1000000, timeout_s: 1}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, seq_len: 16}\n", f);
+	fclose(f);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/slow/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", suite, "--backend", "test", "--kernels", "test_correct", "--db",
+			       db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'timeout' AND n_samples = 0 "
+			   "AND stop_reason = 'timeout' AND checked = 1") == 1);
+	char *why = q_text(db, "SELECT reason FROM results");
+	FA_CHECKF(strcmp(why, "no sample taken before the timeout of 1 s (the check passed)") == 0,
+		  "reason '%s'", why);
+	free(why);
+}

@@ -1538,7 +1538,7 @@ static void json_groups(FILE *f, const char *name, const struct fa_cmp_group *g,
 static void write_json(FILE *f, const struct fa_compare *cmp)
 {
 	const struct fa_perf_cfg *p = &cmp->opts.perf;
-	fputs("{\n", f);
+	fprintf(f, "{\n  \"schema_version\": %d,\n", FA_JSON_SCHEMA_VERSION);
 	json_side(f, "base", &cmp->base);
 	json_side(f, "head", &cmp->head);
 	fputs("  \"options\": {\"alpha\": ", f);

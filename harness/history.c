@@ -773,7 +773,7 @@ static void json_opt(FILE *f, const char *name, const char *v)
 static void write_json(FILE *f, const struct fa_history *h)
 {
 	const struct fa_history_opts *o = &h->opts;
-	fputs("{\n  \"selection\": {", f);
+	fprintf(f, "{\n  \"schema_version\": %d,\n  \"selection\": {", FA_JSON_SCHEMA_VERSION);
 	json_opt(f, "label", o->label);
 	fputs(", ", f);
 	json_opt(f, "since", o->since);

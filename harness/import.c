@@ -851,7 +851,9 @@ static enum fa_rc get_u64(struct ctx *cx, const char *name, const struct ival *v
 	char buf[80];
 	const char *p = v->s;
 	uint64_t x = 0;
-	if (!kind_is_number(v->kind) || !*p)
+	/* a number, or its decimal digits as a string (fabench's JSON writes
+	 * seeds so: they do not fit a double) */
+	if (!(kind_is_number(v->kind) || kind_is_text(v->kind)) || !*p)
 		goto bad;
 	for (; *p; p++) {
 		if (*p < '0' || *p > '9')

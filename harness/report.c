@@ -1267,7 +1267,7 @@ static void json_cell(FILE *out, const struct cell *c)
 
 static void write_json(FILE *out, const struct report *r)
 {
-	fputs("{\n  \"run\": {\n", out);
+	fprintf(out, "{\n  \"schema_version\": %d,\n  \"run\": {\n", FA_JSON_SCHEMA_VERSION);
 	for (int j = 0; j < r->run.ncols; j++) {
 		fprintf(out, "    \"%s\": ", run_cols[j]);
 		json_cell(out, &r->run.c[j]);

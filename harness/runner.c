@@ -25,6 +25,7 @@
 #include "check.h"
 #include "data.h"
 #include "npy.h"
+#include "table.h"
 #include "util.h"
 
 /* Share of the free device memory a case may use by default: the rest is
@@ -1017,10 +1018,10 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "{\"index\": %d, \"key\": \"%s\", \"seed\": %llu, \"scale\": %.9g, "
+	fprintf(f, "{\"schema_version\": %d, \"index\": %d, \"key\": \"%s\", \"seed\": \"%llu\", \"scale\": %.9g, "
 		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"varlen\": %d, "
 		   "\"cu_seqlens_q\": [",
-		c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
+		FA_JSON_SCHEMA_VERSION, c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
 		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->varlen);
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_q[i]);

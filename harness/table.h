@@ -19,6 +19,12 @@
  * unambiguously in practice. */
 #define FA_TABLE_SHORT_COMMIT 12
 
+/* The "schema_version" every JSON output (report, compare, history, list,
+ * the manifests of run --dump) carries at its top level; docs/json.md
+ * describes version 1. Raised when a member is removed or changes meaning;
+ * adding a member keeps it. */
+#define FA_JSON_SCHEMA_VERSION 1
+
 /* ---- Text ------------------------------------------------------------------- */
 
 /* s as markdown text: '\\', '`', '*', '[', ']', '<' and '|' escaped with a

@@ -543,3 +543,20 @@ FA_TEST(e2e, timeout_before_first_sample_is_not_a_pass)
 		  "reason '%s'", why);
 	free(why);
 }
+
+/* list --format json: a versioned document whose seeds are decimal strings
+ * (a seed above 2^53 does not survive a JSON number). */
+FA_TEST(e2e, list_json_is_versioned_and_seeds_are_strings)
+{
+	struct fa_proc_result r;
+	fa_proc_run((char *[]){"list", "tests/suites/tiny.yaml", "--seed", "18446744073709551557",
+			       "--format", "json", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strncmp(r.out, "{\"schema_version\": 1, \"suite\": \"tiny\"", 37) == 0, "%.80s",
+		  r.out);
+	FA_CHECK(strstr(r.out, "\"seed\": \"18446744073709551557\", \"n_cases\": 4") != NULL);
+	for (const char *q = r.out; (q = strstr(q, "\"seed\": ")); q++) /* none a number */
+		FA_CHECKF(q[8] == '"', "%.40s", q);
+	fa_proc_free(&r);
+}

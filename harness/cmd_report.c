@@ -44,7 +44,7 @@ int fa_cmd_report(int argc, char **argv)
 		{"compare", required_argument, 0, 'c'},  {"no-plots", no_argument, 0, 'P'},
 		{0, 0, 0, 0}};
 	const char *run = "latest", *db = fa_cmd_default_db(), *output = NULL;
-	struct fa_report_opts ro = {FA_FMT_MD, NULL};
+	struct fa_report_opts ro = {FA_FMT_MD, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 	struct fa_report_html_opts hro = {NULL, 1};
 	struct fa_compare cmp;
 	char *compare = NULL, *head;

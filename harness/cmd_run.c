@@ -806,7 +806,7 @@ int fa_cmd_run(int argc, char **argv)
 			exit_status = FA_EXIT_FAIL;
 
 	if (o.report && exit_status != FA_EXIT_SIGNAL) {
-		struct fa_report_opts ro = {FA_FMT_MD, NULL};
+		struct fa_report_opts ro = {FA_FMT_MD, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 		FILE *f;
 		struct fa_err e3;
 		fa_err_clear(&e3);

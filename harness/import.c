@@ -1123,6 +1123,10 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
 					 "unknown status '%s' (expected pass, fail, skip, error or "
 					 "timeout)",
 					 text);
+		/* a pass without error statistics is stored as a pass and read
+		 * as unchecked: the name may be given for it */
+		if (r->status == FA_STATUS_UNCHECKED)
+			r->status = FA_STATUS_PASS;
 	}
 	if (rv[RF_REASON]) {
 		if ((rc = get_text(cx, "reason", rv[RF_REASON], &text)) != FA_OK)

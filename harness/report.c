@@ -44,6 +44,25 @@
  * throughput is reported in GB/s rather than TFLOP/s. */
 #define REPORT_DECODE_Q_LEN 16
 
+int fa_report_metric_parse(const char *s)
+{
+	static const char *const names[] = {[FA_METRIC_MS] = "ms", [FA_METRIC_TFLOPS] = "tflops",
+					    [FA_METRIC_GBPS] = "gbps"};
+	for (int i = 1; s && i < (int)(sizeof names / sizeof names[0]); i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+int fa_report_layout_parse(const char *s)
+{
+	if (s && strcmp(s, "wide") == 0)
+		return FA_LAYOUT_WIDE;
+	if (s && strcmp(s, "long") == 0)
+		return FA_LAYOUT_LONG;
+	return -1;
+}
+
 int fa_report_format_parse(const char *s)
 {
 	static const char *const names[] = {[FA_FMT_MD] = "md", [FA_FMT_CSV] = "csv",
@@ -225,6 +244,10 @@ struct report {
 	int *order;       /* result rows by case, kernel name, id (CSV, JSON) */
 	int have_cal;     /* the run's device has a calibration: % of peak is shown */
 	struct fa_calibration cal;
+	const char **res_shown; /* the column label each result row is shown
+	                           under: its own, or its family's */
+	int metric, layout;     /* enum fa_report_metric, fa_report_layout */
+	int n_fam_rows;         /* results shown in a family's column */
 };
 
 static void report_free(struct report *r)
@@ -236,6 +259,7 @@ static void report_free(struct report *r)
 	table_free(&r->cases);
 	table_free(&r->res);
 	free(r->labels);
+	free(r->res_shown);
 	free(r->res_case);
 	free(r->res_k);
 	free(r->grid);
@@ -252,9 +276,12 @@ static int res_real(const struct report *r, int row, const char *name, double *v
 	return real_at(&r->res, row, name, v);
 }
 
+/* The status shown: the stored one, but unchecked for a pass nobody
+ * checked (fa_status_effective). */
 static int res_status(const struct report *r, int row)
 {
-	return fa_status_parse(res_text(r, row, "status"));
+	return fa_status_effective(fa_status_parse(res_text(r, row, "status")),
+				   (int)int_at(&r->res, row, "checked"));
 }
 
 /* baseline median / this result's median; 0 when there is none (no
@@ -378,6 +405,104 @@ static enum fa_rc label_results(struct report *r, struct fa_err *err)
 	return rc;
 }
 
+/* Kernel families. A kernel named "<family>_<instance>" whose family is a
+ * kernel of the run too (cuda_flash_mma_d72_pad80 of cuda_flash_mma: an
+ * instance for a head size the main one lacks) is shown in the family's
+ * column when it ran no case that the family, or an instance already in
+ * that column, also ran (skips do not count): each case then shows the
+ * result of the instance that ran it. An instance that overlaps them
+ * (d72_masked beside d72_pad80, both for head_dim 72) keeps a column of its
+ * own, so the one registered first (its results have the lower row ids) is
+ * the family's pick. Labels with params ("k[p]", a tuning run) are never
+ * folded. The rule reads names only, so old databases fold the same way.
+ * Fills r->res_shown and leaves only the columns shown in r->labels. */
+static enum fa_rc fold_families(struct report *r, struct fa_err *err)
+{
+	int n = r->res.nrows, nk = r->nk, nc = r->cases.nrows, nkeep = 0;
+	int *lab = malloc(((size_t)n + 1) * sizeof *lab);
+	int64_t *first = malloc(((size_t)nk + 1) * sizeof *first);
+	int *ord = malloc(((size_t)nk + 1) * sizeof *ord);
+	int *fam = malloc(((size_t)nk + 1) * sizeof *fam);
+	char *ran = calloc((size_t)nc * nk + 1, 1);
+	enum fa_rc rc = FA_OK;
+
+	r->res_shown = calloc((size_t)n + 1, sizeof *r->res_shown);
+	if (!lab || !first || !ord || !fam || !ran || !r->res_shown) {
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		goto out;
+	}
+	for (int k = 0; k < nk; k++) {
+		first[k] = INT64_MAX;
+		fam[k] = -1;
+		ord[k] = k;
+	}
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		int64_t id = int_at(&r->res, i, "id");
+		while (strcmp(r->labels[k], r->res_label[i]) != 0)
+			k++;
+		lab[i] = k;
+		first[k] = id < first[k] ? id : first[k];
+		if (res_status(r, i) != FA_STATUS_SKIP)
+			ran[(size_t)r->res_case[i] * nk + k] = 1;
+	}
+	/* in the order kernels ran (a handful: insertion sort) */
+	for (int a = 1; a < nk; a++)
+		for (int b = a; b > 0 && first[ord[b]] < first[ord[b - 1]]; b--) {
+			int t = ord[b];
+			ord[b] = ord[b - 1];
+			ord[b - 1] = t;
+		}
+	for (int a = 0; a < nk; a++) {
+		int k = ord[a], f = -1, clash = 0;
+		const char *name = r->labels[k];
+		if (strchr(name, '['))
+			continue;
+		for (int g = 0; g < nk; g++) {
+			size_t len = strlen(r->labels[g]);
+			if (g == k || fam[g] >= 0 || strchr(r->labels[g], '[') ||
+			    strncmp(name, r->labels[g], len) != 0 || name[len] != '_')
+				continue;
+			if (f < 0 || len < strlen(r->labels[f]))
+				f = g;
+		}
+		if (f < 0)
+			continue;
+		for (int c = 0; c < nc && !clash; c++) {
+			const char *row = ran + (size_t)c * nk;
+			if (!row[k])
+				continue;
+			clash = row[f];
+			for (int m = 0; m < nk && !clash; m++)
+				clash = fam[m] == f && row[m];
+		}
+		if (!clash)
+			fam[k] = f;
+	}
+	for (int i = 0; i < n; i++) {
+		r->res_shown[i] = r->labels[fam[lab[i]] >= 0 ? fam[lab[i]] : lab[i]];
+		r->n_fam_rows += fam[lab[i]] >= 0 && res_status(r, i) != FA_STATUS_SKIP;
+	}
+	for (int k = 0; k < nk; k++)
+		if (fam[k] < 0)
+			r->labels[nkeep++] = r->labels[k];
+	r->nk = nkeep;
+out:
+	free(lab);
+	free(first);
+	free(ord);
+	free(fam);
+	free(ran);
+	return rc;
+}
+
+/* The family shown for result row i when it is an instance (its column is
+ * its family's), else NULL. */
+static const char *family_of(const struct report *r, int i)
+{
+	return strcmp(r->res_shown[i], r->res_label[i]) != 0 ? r->res_shown[i] : NULL;
+}
+
 struct case_id {
 	int64_t id;
 	int row;
@@ -457,6 +582,9 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 			r->labels[r->nk++] = r->res_label[i];
 	}
 	qsort(r->labels, (size_t)r->nk, sizeof *r->labels, cmp_label);
+	rc = fold_families(r, err);
+	if (rc != FA_OK)
+		return rc;
 
 	/* the baseline: asked for by label or kernel name, else the first
 	 * kernel (by row id) with "dense" in its name; it moves to the first
@@ -469,7 +597,7 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		if (baseline ? strcmp(kernel, baseline) != 0 : !strstr(kernel, "dense"))
 			continue;
 		for (int k = 0; k < r->nk; k++)
-			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+			if (strcmp(r->labels[k], r->res_shown[i]) == 0)
 				r->baseline = k;
 	}
 	if (baseline && r->baseline < 0)
@@ -491,10 +619,13 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	for (int i = 0; i < r->res.nrows; i++) {
 		int *g;
 		for (int k = 0; k < r->nk; k++)
-			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+			if (strcmp(r->labels[k], r->res_shown[i]) == 0)
 				r->res_k[i] = k;
 		g = &r->grid[(size_t)r->res_case[i] * r->nk + r->res_k[i]];
-		if (*g < 0) /* a kernel run twice on one case: the first counts */
+		/* a kernel run twice on one case: the first counts; in a family's
+		 * column, the instance that ran it rather than one that skipped */
+		if (*g < 0 || (res_status(r, *g) == FA_STATUS_SKIP &&
+			       res_status(r, i) != FA_STATUS_SKIP))
 			*g = i;
 		r->order[i] = i;
 	}
@@ -585,7 +716,12 @@ static int param_is_column(const struct table *cases, const struct md_param *mp)
 	return param_varies(cases, mp->name);
 }
 
-enum md_col_kind { MC_IDX, MC_PARAM, MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_STATUS };
+enum md_col_kind {
+	MC_IDX, MC_PARAM,
+	/* a kernel column's cells (>= MC_MS) */
+	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME, MC_STATUS,
+	MC_METRIC, /* --metric: the value, its noise and a mark */
+};
 
 struct md_col {
 	int kind;
@@ -634,6 +770,47 @@ static int is_decode(const struct report *r, int case_row)
 	return int_at(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
 }
 
+/* The noise of result row's samples: "±0.4%" (their relative standard
+ * deviation), then "*" when sampling stopped before the stopping rule
+ * reached its noise target (max_time, max_samples, timeout); "" when it has
+ * fewer than 2 samples and stopped as asked, or its timing came from
+ * another tool (no stop reason). */
+static void noise_text(const struct report *r, int row, char *buf, size_t size)
+{
+	const char *stop = res_text(r, row, "stop_reason");
+	double sd, mean;
+	size_t n = 0;
+	buf[0] = '\0';
+	if (int_at(&r->res, row, "n_samples") >= 2 && res_real(r, row, "stdev_ms", &sd) &&
+	    res_real(r, row, "mean_ms", &mean) && mean > 0) {
+		double pct = 100.0 * sd / mean;
+		n = (size_t)snprintf(buf, size, pct < 9.95 ? "±%.1f%%" : "±%.0f%%", pct);
+	}
+	if (stop && strcmp(stop, "converged") != 0 && n < size)
+		snprintf(buf + n, size - n, "*");
+}
+
+/* 1 when result row stopped sampling before its noise target. */
+static int noise_short(const struct report *r, int row)
+{
+	const char *stop = res_text(r, row, "stop_reason");
+	return stop && strcmp(stop, "converged") != 0;
+}
+
+/* The word that marks a status in a metric cell: "" for pass. */
+static const char *status_mark(int st)
+{
+	return st == FA_STATUS_PASS ? "" : st == FA_STATUS_FAIL ? "FAIL" : fa_status_name(st);
+}
+
+/* The value of --metric for result row (1 and *v when it has one). */
+static int metric_value(const struct report *r, int metric, int row, double *v)
+{
+	const char *name = metric == FA_METRIC_MS ? "median_ms"
+			   : metric == FA_METRIC_TFLOPS ? "tflops" : "gbps";
+	return res_real(r, row, name, v) && *v > 0;
+}
+
 /* The text of column col in case row c into buf (size >= 64). */
 static void md_value(const struct report *r, const struct md_col *col, int c, int mixed,
 		     char *buf, size_t size)
@@ -657,14 +834,31 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	if (row < 0)
 		return;
 	if (status == FA_STATUS_SKIP) {
-		if (col->kind == MC_MS || col->kind == MC_STATUS)
+		if (col->kind == MC_MS || col->kind == MC_STATUS || col->kind == MC_METRIC)
 			snprintf(buf, size, "skip");
 		return;
 	}
 	switch (col->kind) {
 	case MC_MS:
-		if (res_real(r, row, "median_ms", &v))
+	case MC_METRIC: {
+		char noise[32];
+		const char *mark = col->kind == MC_METRIC ? status_mark(status) : "";
+		size_t n;
+		if (col->kind == MC_MS ? res_real(r, row, "median_ms", &v)
+				       : metric_value(r, r->metric, row, &v))
 			fa_table_fmt_sig3(v, buf, size);
+		noise_text(r, row, noise, sizeof noise);
+		n = strlen(buf);
+		if (noise[0] && n)
+			n += (size_t)snprintf(buf + n, size - n, " %s", noise);
+		if (mark[0])
+			snprintf(buf + n, size - n, "%s%s", n ? " " : "", mark);
+		break;
+	}
+	case MC_SAME:
+		if (res_real(r, row, "same_max_abs", &v) &&
+		    strcmp(res_text(r, row, "rule") ? res_text(r, row, "rule") : "", "fa") == 0)
+			fmt_err(v, buf, size);
 		break;
 	case MC_TPUT: {
 		int decode = is_decode(r, c);
@@ -726,7 +920,7 @@ static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_e
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 6 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 8 * r->nk;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -747,10 +941,16 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			t->cols[ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
 		}
 	for (int k = 0; k < r->nk; k++) {
-		int not_pass = 0;
+		int not_pass = 0, fa_rule = 0;
 		for (int c = 0; c < r->cases.nrows; c++) {
 			int row = r->grid[(size_t)c * r->nk + k];
+			const char *rule = row >= 0 ? res_text(r, row, "rule") : NULL;
 			not_pass |= row >= 0 && res_status(r, row) != FA_STATUS_PASS;
+			fa_rule |= rule && strcmp(rule, "fa") == 0;
+		}
+		if (r->metric != FA_METRIC_ALL) {
+			t->cols[ncols++] = (struct md_col){MC_METRIC, NULL, k, 1};
+			continue;
 		}
 		t->cols[ncols++] = (struct md_col){MC_MS, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
@@ -759,6 +959,8 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		if (r->baseline >= 0 && k != r->baseline)
 			t->cols[ncols++] = (struct md_col){MC_X, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
+		if (fa_rule)
+			t->cols[ncols++] = (struct md_col){MC_SAME, NULL, k, 1};
 		if (not_pass)
 			t->cols[ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
 	}
@@ -780,6 +982,12 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_PEAK: snprintf(buf, sizeof buf, "%s %% peak", label); break;
 		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
+		case MC_SAME: snprintf(buf, sizeof buf, "%s same_max_abs", label); break;
+		case MC_METRIC:
+			snprintf(buf, sizeof buf, "%s %s", label,
+				 r->metric == FA_METRIC_MS ? "ms"
+				 : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s" : "GB/s");
+			break;
 		default: snprintf(buf, sizeof buf, "%s status", label); break;
 		}
 		if ((rc = md_add(t, buf, raw, err)) != FA_OK)
@@ -844,7 +1052,7 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	const struct table *run = &r->run;
 	const char *s, *commit = text_at(run, 0, "git_commit");
 	const struct cell *dirty = cell_at(run, 0, "git_dirty");
-	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
+	int counts[FA_STATUS_UNCHECKED + 1] = {0}, first = 1;
 
 	fprintf(out, "%sfabench report: run %" PRId64 "%s", m->title, int_at(run, 0, "id"),
 		m->title_end);
@@ -933,7 +1141,7 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	}
 	field(out, m, "cases");
 	fprintf(out, "%d; results: %d", r->cases.nrows, r->res.nrows);
-	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
+	for (int st = 0; st <= FA_STATUS_UNCHECKED; st++)
 		if (counts[st]) {
 			fputs(first ? " (" : ", ", out);
 			m->tag(out, fa_status_name(st));
@@ -1067,12 +1275,68 @@ static enum fa_rc write_skips(FILE *out, const struct report *r, const struct ma
 	return FA_OK;
 }
 
+/* The kernel families of the table: which cases an instance ran. */
+static void write_families(FILE *out, const struct report *r, const struct markup *m)
+{
+	for (int k = 0; k < r->nk; k++) {
+		int any = 0;
+		for (int c = 0; c < r->cases.nrows; c++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			if (row < 0 || !family_of(r, row) || res_status(r, row) == FA_STATUS_SKIP)
+				continue;
+			if (!any) {
+				fputc(' ', out);
+				m->text(out, r->labels[k]);
+				fputs(" is a family of instances; cases run by an instance: ", out);
+			}
+			fprintf(out, "%s%" PRId64 " ", any ? ", " : "", int_at(&r->cases, c, "idx"));
+			m->code(out, r->res_label[row]);
+			any = 1;
+		}
+		if (any)
+			fputs(".", out);
+	}
+}
+
 static void write_legend(FILE *out, const struct report *r, const struct markup *m, int mixed)
 {
-	int n_decode = 0;
+	int n_decode = 0, any_short = 0, any_same = 0, any_unchecked = 0;
 	for (int c = 0; c < r->cases.nrows; c++)
 		n_decode += is_decode(r, c);
-	fprintf(out, "%sms: median time of the samples. ", m->note);
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			const char *rule = row >= 0 ? res_text(r, row, "rule") : NULL;
+			double v;
+			if (row < 0)
+				continue;
+			any_short |= res_status(r, row) != FA_STATUS_SKIP && noise_short(r, row);
+			any_same |= rule && strcmp(rule, "fa") == 0 && res_real(r, row, "same_max_abs", &v);
+			any_unchecked |= res_status(r, row) == FA_STATUS_UNCHECKED;
+		}
+	fputs(m->note, out);
+	if (r->metric == FA_METRIC_ALL)
+		fputs("ms: median time of the samples, ± their relative standard deviation. ", out);
+	else
+		fprintf(out, "%s: %s per kernel, ± the relative standard deviation of the samples; "
+			     "a word marks a result that did not pass (FAIL, error, timeout, skip, "
+			     "unchecked).",
+			r->metric == FA_METRIC_MS ? "ms" : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s" : "GB/s",
+			r->metric == FA_METRIC_MS ? "median time" : "throughput at the median time");
+	if (any_short && r->metric != FA_METRIC_ALL)
+		fputs(" *: sampling stopped before the noise target was reached (max_time, "
+		      "max_samples or timeout).", out);
+	else if (any_short)
+		fputs("*: sampling stopped before the noise target was reached (max_time, "
+		      "max_samples or timeout). ", out);
+	if (r->metric != FA_METRIC_ALL) {
+		if (any_unchecked)
+			fputs(" unchecked: imported from another tool without error statistics: timed, "
+			      "never compared against the reference.", out);
+		write_families(out, r, m);
+		fputs(m->note_end, out);
+		return;
+	}
 	if (mixed)
 		fprintf(out, "throughput: TFLOP/s for cases with q_len %s %d, GB/s (Q, K and V "
 			     "read and O written once) for decode-like cases with q_len %s= %d. ",
@@ -1092,7 +1356,16 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		m->text(out, r->labels[r->baseline]);
 		fputs(" (its median / this kernel's). ", out);
 	}
-	fprintf(out, "max_abs: largest absolute error against the fp64 reference.%s", m->note_end);
+	fputs("max_abs: largest absolute error against the fp64 reference.", out);
+	if (any_same)
+		fputs(" same_max_abs: under rule fa, the error of the same attention computed in the "
+		      "input precision; a result passes when its max_abs is within the rule's "
+		      "factor of it.", out);
+	if (any_unchecked)
+		fputs(" unchecked: imported from another tool without error statistics: timed, never "
+		      "compared against the reference.", out);
+	write_families(out, r, m);
+	fputs(m->note_end, out);
 }
 
 /* The report without what html adds after it (plots, compare): the run

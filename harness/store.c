@@ -289,11 +289,16 @@ const char *fa_status_name(int status)
 	static const char *const names[] = {
 		[FA_STATUS_PASS] = "pass",   [FA_STATUS_FAIL] = "fail",
 		[FA_STATUS_SKIP] = "skip",   [FA_STATUS_ERROR] = "error",
-		[FA_STATUS_TIMEOUT] = "timeout",
+		[FA_STATUS_TIMEOUT] = "timeout", [FA_STATUS_UNCHECKED] = "unchecked",
 	};
 	if (status >= 0 && status < (int)(sizeof names / sizeof names[0]))
 		return names[status];
 	return NULL;
+}
+
+int fa_status_effective(int status, int checked)
+{
+	return status == FA_STATUS_PASS && !checked ? FA_STATUS_UNCHECKED : status;
 }
 
 int fa_status_parse(const char *s)

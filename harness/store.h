@@ -90,9 +90,19 @@ enum fa_status {
 	FA_STATUS_SKIP = 2,
 	FA_STATUS_ERROR = 3,
 	FA_STATUS_TIMEOUT = 4,
+	/* Never stored: the readers' name for a stored pass with checked = 0,
+	 * a result nobody compared against the reference (rows imported from
+	 * another tool without error statistics). fa_status_effective gives
+	 * it; it must not make a run look verified. */
+	FA_STATUS_UNCHECKED = 5,
 };
 
-/* "pass", "fail", "skip", "error", "timeout"; -1/NULL when unknown. */
+/* The status a reader shows for a stored status and checked flag: the
+ * status, but FA_STATUS_UNCHECKED for a pass with checked == 0. */
+int fa_status_effective(int status, int checked);
+
+/* "pass", "fail", "skip", "error", "timeout", "unchecked"; -1/NULL when
+ * unknown. */
 const char *fa_status_name(int status);
 int fa_status_parse(const char *s);
 

@@ -90,9 +90,9 @@ enum fa_rc fa_table_add_md(struct fa_table *t, const char *text, struct fa_err *
 const char *fa_table_cell(const struct fa_table *t, int row, int col);
 
 /* Prints the complete rows of t as a markdown table: every column padded to
- * its widest cell (at least the 3 characters of "---"), the separator after
- * the header with ':' over right-aligned columns. Returns FA_OK, or
- * FA_ERR_NOMEM with nothing printed. */
+ * its widest cell, counted in UTF-8 characters (at least the 3 characters
+ * of "---"), the separator after the header with ':' over right-aligned
+ * columns. Returns FA_OK, or FA_ERR_NOMEM with nothing printed. */
 enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *err);
 
 /* Frees every cell and zeroes t. */

@@ -904,6 +904,16 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	}
 }
 
+/* Appends the cell text s to table t as md_cell makes it. Returns FA_OK or
+ * FA_ERR_NOMEM. */
+static enum fa_rc md_add_cell(struct fa_table *t, const char *s, int raw)
+{
+	char *cell = md_cell(s, raw);
+	enum fa_rc rc = cell ? fa_table_add(t, cell, NULL) : FA_ERR_NOMEM;
+	free(cell);
+	return rc;
+}
+
 /* Appends the cell text s to t (as md_cell makes it). */
 static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_err *err)
 {
@@ -999,6 +1009,108 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			if ((rc = md_add(t, buf, raw, err)) != FA_OK)
 				return rc;
 		}
+	return FA_OK;
+}
+
+/* ---- The long layout: a row per case and kernel --------------------------- */
+
+static const char *status_word(int st);
+
+/* The long table (--layout long): the case index and the parameters that
+ * vary, then per (case, kernel column) with a result: the column's kernel,
+ * the instance that ran it when it is a family's, the status, the metric
+ * (ms and throughput, or the one --metric names), the noise, the stop
+ * reason and max_abs. Cells are text, as in the markdown table. */
+static enum fa_rc long_build(const struct report *r, struct fa_table *t, int raw,
+			     struct fa_err *err)
+{
+	static const char *const tail_all[] = {"kernel", "instance", "status", "ms", "throughput",
+					       "noise", "stop", "max_abs"};
+	static const char *const tail_metric[] = {"kernel", "instance", "status", "metric",
+						  "noise", "stop", "max_abs"};
+	const char *const *tail = r->metric == FA_METRIC_ALL ? tail_all : tail_metric;
+	int ntail = r->metric == FA_METRIC_ALL ? N_OF(tail_all) : N_OF(tail_metric);
+	int nparam = 0, pcol[N_OF(md_params)];
+	char buf[4096];
+	enum fa_rc rc = FA_OK;
+
+	for (int i = 0; i < N_OF(md_params); i++)
+		if (param_is_column(&r->cases, &md_params[i]))
+			pcol[nparam++] = i;
+	if (fa_table_init(t, 1 + nparam + ntail, NULL) != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	t->right[0] = 1;
+	rc = fa_table_add(t, "#", NULL);
+	for (int j = 0; rc == FA_OK && j < nparam; j++) {
+		int numeric = 1;
+		for (int c = 0; c < r->cases.nrows; c++)
+			numeric &= cell_at(&r->cases, c, md_params[pcol[j]].name)->type != SQLITE_TEXT;
+		t->right[1 + j] = numeric;
+		rc = fa_table_add(t, md_params[pcol[j]].name, NULL);
+	}
+	for (int j = 0; rc == FA_OK && j < ntail; j++) {
+		const char *h = tail[j];
+		if (strcmp(h, "metric") == 0)
+			h = r->metric == FA_METRIC_MS ? "ms" : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s"
+											: "GB/s";
+		t->right[1 + nparam + j] = strcmp(h, "kernel") && strcmp(h, "instance") &&
+					   strcmp(h, "status") && strcmp(h, "stop");
+		rc = fa_table_add(t, h, NULL);
+	}
+	for (int c = 0; rc == FA_OK && c < r->cases.nrows; c++)
+		for (int k = 0; rc == FA_OK && k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k], st;
+			double v;
+			if (row < 0)
+				continue;
+			st = res_status(r, row);
+			snprintf(buf, sizeof buf, "%" PRId64, int_at(&r->cases, c, "idx"));
+			rc = fa_table_add(t, buf, NULL);
+			for (int j = 0; rc == FA_OK && j < nparam; j++) {
+				const char *name = md_params[pcol[j]].name;
+				buf[0] = '\0';
+				if (strcmp(name, "scale") != 0 || int_at(&r->cases, c, "scale_set"))
+					param_text(cell_at(&r->cases, c, name), buf, sizeof buf);
+				rc = md_add_cell(t, buf, raw);
+			}
+			for (int j = 0; rc == FA_OK && j < ntail; j++) {
+				const char *h = tail[j];
+				buf[0] = '\0';
+				if (strcmp(h, "kernel") == 0) {
+					snprintf(buf, sizeof buf, "%s", r->labels[k]);
+				} else if (strcmp(h, "instance") == 0) {
+					if (family_of(r, row))
+						snprintf(buf, sizeof buf, "%s", r->res_label[row]);
+				} else if (strcmp(h, "status") == 0) {
+					snprintf(buf, sizeof buf, "%s", status_word(st));
+				} else if (st == FA_STATUS_SKIP) {
+					/* nothing timed or checked */
+				} else if (strcmp(h, "ms") == 0) {
+					if (res_real(r, row, "median_ms", &v))
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+				} else if (strcmp(h, "throughput") == 0) {
+					int decode = is_decode(r, c);
+					if (res_real(r, row, decode ? "gbps" : "tflops", &v) && v > 0) {
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+						strncat(buf, decode ? " GB/s" : " TFLOP/s",
+							sizeof buf - strlen(buf) - 1);
+					}
+				} else if (strcmp(h, "metric") == 0) {
+					if (metric_value(r, r->metric, row, &v))
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+				} else if (strcmp(h, "noise") == 0) {
+					noise_text(r, row, buf, sizeof buf);
+				} else if (strcmp(h, "stop") == 0) {
+					const char *stop = res_text(r, row, "stop_reason");
+					snprintf(buf, sizeof buf, "%s", stop ? stop : "");
+				} else if (res_real(r, row, "max_abs", &v)) {
+					fmt_err(v, buf, sizeof buf);
+				}
+				rc = md_add_cell(t, buf, raw);
+			}
+		}
+	if (rc != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	return FA_OK;
 }
 
@@ -1239,8 +1351,13 @@ static enum fa_rc write_skips(FILE *out, const struct report *r, const struct ma
 		free(count);
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	}
-	for (int i = 0; i < r->res.nrows; i++)
-		total += res_status(r, i) == FA_STATUS_SKIP;
+	/* the skips shown: not those of an instance whose family's column
+	 * shows another instance's result */
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			total += row >= 0 && res_status(r, row) == FA_STATUS_SKIP;
+		}
 	if (total)
 		fprintf(out, "%sSkipped (%d)%s%s", m->h3, total, m->h3_end, m->list);
 	for (int k = 0; total && k < r->nk; k++) {
@@ -1345,13 +1462,13 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
 	else
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
-	if (r->have_cal)
+	if (r->have_cal && r->layout != FA_LAYOUT_LONG)
 		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
 			     "calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g GB/s copy). ",
 			r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0 ? ", fp32 cases against the "
 									       "fp32 rate" : "",
 			r->cal.copy_gbps);
-	if (r->baseline >= 0) {
+	if (r->baseline >= 0 && r->layout != FA_LAYOUT_LONG) {
 		fputs("x: speedup over ", out);
 		m->text(out, r->labels[r->baseline]);
 		fputs(" (its median / this kernel's). ", out);
@@ -1394,6 +1511,22 @@ static enum fa_rc write_body(FILE *out, const struct report *r, const struct mar
 	if (r->nk == 0) {
 		fprintf(out, "%sNo kernel ran.%s", m->p, m->p_end);
 		return FA_OK;
+	}
+	if (r->layout == FA_LAYOUT_LONG) {
+		/* markdown only (report_write refuses html) */
+		struct fa_table lt;
+		rc = long_build(r, &lt, 0, err);
+		if (rc == FA_OK && fa_table_print_md(out, &lt, NULL) != FA_OK)
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		fa_table_free(&lt);
+		mixed = 0;
+		for (int c = 1; c < r->cases.nrows; c++)
+			mixed |= is_decode(r, c) != is_decode(r, 0);
+		if (rc == FA_OK) {
+			write_legend(out, r, m, mixed);
+			rc = write_skips(out, r, m, err);
+		}
+		return rc;
 	}
 	rc = md_build(r, &t, &mixed, m->raw, err);
 	if (rc == FA_OK)
@@ -1492,6 +1625,20 @@ static const char *const csv_result_cols[] = {
 	"rel_l2", "nmse", "unwritten", "rule",
 };
 
+/* The long table as CSV: its text cells, quoted where needed. */
+static enum fa_rc write_csv_long(FILE *out, const struct report *r, struct fa_err *err)
+{
+	struct fa_table t;
+	enum fa_rc rc = long_build(r, &t, 1, err);
+	for (int i = 0; rc == FA_OK && i < t.nrows; i++)
+		for (int j = 0; j < t.ncols; j++) {
+			fa_table_csv_text(out, fa_table_cell(&t, i, j));
+			fputs(j + 1 < t.ncols ? "," : "\n", out);
+		}
+	fa_table_free(&t);
+	return rc;
+}
+
 static void write_csv(FILE *out, const struct report *r)
 {
 	char buf[64];
@@ -1518,6 +1665,8 @@ static void write_csv(FILE *out, const struct report *r)
 					fa_table_fmt_real(x, buf, sizeof buf);
 					fputs(buf, out);
 				}
+			} else if (strcmp(csv_result_cols[j], "status") == 0) {
+				fputs(fa_status_name(res_status(r, i)), out);
 			} else {
 				csv_cell(out, cell_at(&r->res, i, csv_result_cols[j]));
 			}
@@ -1565,7 +1714,17 @@ static void write_json(FILE *out, const struct report *r)
 		fputs("},\n", out);
 		for (int j = RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
 			fprintf(out, "      \"%s\": ", result_cols[j]);
-			json_cell(out, cell_at(&r->res, i, result_cols[j]));
+			if (strcmp(result_cols[j], "status") == 0)
+				fa_json_string(out, fa_status_name(res_status(r, i)));
+			else
+				json_cell(out, cell_at(&r->res, i, result_cols[j]));
+			if (strcmp(result_cols[j], "kernel") == 0) {
+				fputs(",\n      \"family\": ", out);
+				if (family_of(r, i))
+					fa_json_string(out, family_of(r, i));
+				else
+					fputs("null", out);
+			}
 			if (strcmp(result_cols[j], "gbps") == 0) {
 				fputs(",\n      \"speedup\": ", out);
 				if (x > 0)
@@ -2054,10 +2213,22 @@ static enum fa_rc report_write(struct fa_store *s, int64_t run_id, const struct 
 	if (o->format != FA_FMT_MD && o->format != FA_FMT_CSV && o->format != FA_FMT_JSON &&
 	    o->format != FA_FMT_HTML)
 		return fa_err_set(err, FA_ERR_USAGE, "unknown report format %d", (int)o->format);
+	if (o->metric < FA_METRIC_ALL || o->metric > FA_METRIC_GBPS)
+		return fa_err_set(err, FA_ERR_USAGE, "unknown report metric %d", (int)o->metric);
+	if (o->layout != FA_LAYOUT_WIDE && o->layout != FA_LAYOUT_LONG)
+		return fa_err_set(err, FA_ERR_USAGE, "unknown report layout %d", (int)o->layout);
+	if (o->layout == FA_LAYOUT_LONG && o->format != FA_FMT_MD && o->format != FA_FMT_CSV)
+		return fa_err_set(err, FA_ERR_USAGE,
+				  "the long layout is for md and csv (json lists every result "
+				  "already)");
 	rc = report_load(s, run_id, o->baseline, &r, err);
+	r.metric = o->metric;
+	r.layout = o->layout;
 	if (rc == FA_OK) {
 		if (o->format == FA_FMT_MD)
 			rc = write_md(out, &r, err);
+		else if (o->format == FA_FMT_CSV && o->layout == FA_LAYOUT_LONG)
+			rc = write_csv_long(out, &r, err);
 		else if (o->format == FA_FMT_CSV)
 			write_csv(out, &r);
 		else if (o->format == FA_FMT_HTML)

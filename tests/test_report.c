@@ -658,3 +658,130 @@ FA_TEST(report, reader_never_creates)
 	FA_CHECK(access(path, F_OK) != 0);
 	fa_proc_free(&r);
 }
+
+/* ---- kernel families, metrics, the long layout, unchecked imports ---------- */
+
+static void families_test(int format, int metric, int layout, const char *name)
+{
+	char path[1200];
+	struct fa_store *s;
+	struct fa_report_opts o = {format, NULL, metric, layout};
+	struct fa_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	s = fa_fixture_open_built(path, fa_fixture_build_families, "the families fixture");
+	FA_REQUIRE(s);
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	fa_err_clear(&err);
+	FA_CHECKF(fa_report_write(s, 1, &o, f, &err) == FA_OK, "report: %s", err.msg);
+	fclose(f);
+	fa_golden_check(name, buf, strlen(buf));
+	free(buf);
+	fa_store_close(s);
+}
+
+FA_TEST(report, golden_families_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_ALL, FA_LAYOUT_WIDE, "report_families.md");
+}
+FA_TEST(report, golden_families_metric_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_TFLOPS, FA_LAYOUT_WIDE, "report_families_tflops.md");
+}
+FA_TEST(report, golden_families_long_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_ALL, FA_LAYOUT_LONG, "report_families_long.md");
+}
+FA_TEST(report, golden_families_long_csv)
+{
+	families_test(FA_FMT_CSV, FA_METRIC_MS, FA_LAYOUT_LONG, "report_families_long_ms.csv");
+}
+FA_TEST(report, golden_families_json)
+{
+	families_test(FA_FMT_JSON, FA_METRIC_ALL, FA_LAYOUT_WIDE, "report_families.json");
+}
+
+/* The family's column holds what its instances ran; an overlapping instance
+ * keeps its own; unchecked imports are counted apart from passes. */
+FA_TEST(report, families_fold_complementary_instances)
+{
+	char path[1200], *md;
+	struct fa_store *s;
+	struct fa_err err;
+	enum fa_rc rc;
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	s = fa_fixture_open_built(path, fa_fixture_build_families, "the families fixture");
+	FA_REQUIRE(s);
+	md = report_text(s, 1, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECK(strstr(md, "| cuda_flash_mma ms |") != NULL);
+	FA_CHECK(strstr(md, "cuda_flash_mma_d192_128 ms") == NULL);
+	FA_CHECK(strstr(md, "cuda_flash_mma_d72_pad80 ms") == NULL);
+	FA_CHECK(strstr(md, "| cuda_flash_mma_d72_masked ms |") != NULL);
+	FA_CHECK(strstr(md, "cases run by an instance: 2 `cuda_flash_mma_d192_128`, 3 "
+			    "`cuda_flash_mma_d72_pad80`.") != NULL);
+	FA_CHECK(strstr(md, "(10 pass, 1 fail, 14 skip, 5 unchecked)") != NULL);
+	FA_CHECK(strstr(md, "Skipped (4):") != NULL);
+	free(md);
+	fa_store_close(s);
+}
+
+FA_TEST(report, metric_and_layout_options)
+{
+	static char *const bad[][8] = {
+		{"report", "--metric", "flops", NULL},
+		{"report", "--layout", "tall", NULL},
+		{"report", "--layout", "long", "--format", "json", NULL},
+		{"report", "--layout", "long", "--format", "html", NULL},
+		{"report", "--metric", "ms", "--format", "json", NULL},
+		{"report", "--metric", "ms", "--format", "csv", NULL},
+	};
+	static const char *const want[] = {
+		"--metric 'flops' must be ms, tflops or gbps",
+		"--layout 'tall' must be wide or long",
+		"--layout long applies to --format md and csv",
+		"--layout long applies to --format md and csv",
+		"--metric applies to --format md, html and csv --layout long",
+		"--metric applies to --format md, html and csv --layout long",
+	};
+	struct fa_proc_result r;
+	char path[1200];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fa_proc_run(bad[i], NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, want[i]), "%s %s: status %d: %s", bad[i][1],
+			  bad[i][2], r.status, r.err);
+		fa_proc_free(&r);
+	}
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	FA_REQUIRE(fa_fixture_build_families(path) == FA_OK);
+	fa_proc_run((char *[]){"report", "--db", path, "--metric", "gbps", "--layout", "long",
+			       "--format", "csv", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strncmp(r.out, "#,q_len,kv_len,head_dim,head_dim_v,mask,kernel,instance,status,GB/s,"
+				"noise,stop,max_abs\n",
+			 87) == 0);
+	fa_proc_free(&r);
+	/* the library refuses what the command line refuses */
+	{
+		struct fa_store *s = fa_fixture_open_db(path);
+		struct fa_report_opts o = {FA_FMT_JSON, NULL, FA_METRIC_ALL, FA_LAYOUT_LONG};
+		struct fa_err err;
+		FA_REQUIRE(s);
+		fa_err_clear(&err);
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		o.layout = 7;
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		o.layout = FA_LAYOUT_WIDE;
+		o.metric = 9;
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		fa_store_close(s);
+	}
+	FA_CHECK(fa_report_metric_parse("tflops") == FA_METRIC_TFLOPS);
+	FA_CHECK(fa_report_metric_parse("all") == -1);
+	FA_CHECK(fa_report_layout_parse("long") == FA_LAYOUT_LONG);
+	FA_CHECK(fa_report_layout_parse(NULL) == -1);
+}

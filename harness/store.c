@@ -1247,3 +1247,125 @@ rollback:
 	out->conflict = frc == FA_ERR_INPUT ? conflict : -1;
 	return frc;
 }
+
+/* ---- A stored run, for run --resume and --rerun-failed ----------------------- */
+
+/* strdup of a column's text, "" for NULL; NULL when out of memory. */
+static char *col_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return strdup(t ? (const char *)t : "");
+}
+
+void fa_stored_run_free(struct fa_stored_run *r)
+{
+	if (!r)
+		return;
+	free(r->command_line);
+	free(r->suite_path);
+	free(r->suite_hash);
+	free(r->status);
+	for (int i = 0; i < r->n_cases; i++)
+		free(r->keys[i]);
+	free(r->keys);
+	free(r->idx);
+	for (int i = 0; i < r->n_kernels; i++)
+		free(r->kernels[i]);
+	free(r->kernels);
+	memset(r, 0, sizeof *r);
+}
+
+/* Appends the text of column col to a growing list; -1 when out of memory. */
+static int list_push(char ***list, int *n, sqlite3_stmt *st, int col)
+{
+	char **nl = realloc(*list, ((size_t)*n + 1) * sizeof *nl);
+	if (!nl)
+		return -1;
+	*list = nl;
+	if (!(nl[*n] = col_dup(st, col)))
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only,
+			     struct fa_stored_run *out, struct fa_err *err)
+{
+	static const char *const sql_run =
+		"SELECT command_line, suite_path, suite_hash, status, seed, ab_group IS NOT NULL,"
+		" source FROM runs WHERE id = ?";
+	static const char *const sql_cases =
+		"SELECT idx, key FROM cases WHERE run_id = ? ORDER BY idx";
+	static const char *const sql_failed =
+		"SELECT c.idx, c.key FROM cases c WHERE c.run_id = ?1 AND EXISTS (SELECT 1 FROM"
+		" results r WHERE r.case_id = c.id AND r.status IN ('fail', 'error', 'timeout'))"
+		" ORDER BY c.idx";
+	static const char *const sql_kernels =
+		"SELECT DISTINCT kernel FROM results WHERE run_id = ? AND status IN ('fail',"
+		" 'error', 'timeout') ORDER BY kernel";
+	sqlite3_stmt *st = NULL;
+	int rc, nomem = 0;
+
+	memset(out, 0, sizeof *out);
+	rc = sqlite3_prepare_v2(s->db, sql_run, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *seed = sqlite3_column_text(st, 4);
+			out->command_line = col_dup(st, 0);
+			out->suite_path = col_dup(st, 1);
+			out->suite_hash = col_dup(st, 2);
+			out->status = col_dup(st, 3);
+			out->seed = seed ? strtoull((const char *)seed, NULL, 10) : 0;
+			out->ab = sqlite3_column_int(st, 5);
+			out->imported = sqlite3_column_text(st, 6) &&
+					strcmp((const char *)sqlite3_column_text(st, 6), "fabench") != 0;
+			nomem = !out->command_line || !out->suite_path || !out->suite_hash ||
+				!out->status;
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			sqlite3_finalize(st);
+			return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
+					  s->path);
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (int q = 0; rc == SQLITE_OK && !nomem && q < 2; q++) {
+		const char *sql = q == 0 ? (failed_only ? sql_failed : sql_cases) : sql_kernels;
+		if (q == 1 && !failed_only)
+			break;
+		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			break;
+		sqlite3_bind_int64(st, 1, run_id);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW && !nomem) {
+			if (q == 1) {
+				nomem = list_push(&out->kernels, &out->n_kernels, st, 0) != 0;
+				continue;
+			}
+			int32_t *ni = realloc(out->idx, ((size_t)out->n_cases + 1) * sizeof *ni);
+			if (!ni) {
+				nomem = 1;
+				break;
+			}
+			out->idx = ni;
+			ni[out->n_cases] = sqlite3_column_int(st, 0);
+			nomem = list_push(&out->keys, &out->n_cases, st, 1) != 0;
+		}
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (nomem) {
+		fa_stored_run_free(out);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading run %" PRId64, run_id);
+	}
+	if (rc != SQLITE_OK) {
+		enum fa_rc frc = db_error(s->db, s->path, rc, err, "cannot read a run");
+		fa_stored_run_free(out);
+		return frc;
+	}
+	return FA_OK;
+}

@@ -170,4 +170,26 @@ enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int
 			   const struct fa_result *results, const int32_t *result_case,
 			   int32_t n_results, struct fa_store_import_out *out, struct fa_err *err);
 
+/* What run --resume and --rerun-failed need of a stored run (strings
+ * malloc'd, "" when NULL in the database). */
+struct fa_stored_run {
+	char *command_line, *suite_path, *suite_hash, *status;
+	uint64_t seed;
+	int32_t ab;           /* one of the two runs of a --ab */
+	int32_t imported;     /* its source is not fabench alone */
+	int32_t n_cases;      /* the cases read, in idx order: */
+	int32_t *idx;         /*   their idx */
+	char **keys;          /*   their keys */
+	int32_t n_kernels;    /* failed_only: the kernels that failed, by name */
+	char **kernels;
+};
+
+/* Reads run run_id: its row, and its cases (all of them, or with
+ * failed_only those with a fail, error or timeout result, and the kernels
+ * of those results). Returns FA_OK; FA_ERR_NOT_FOUND naming the run;
+ * FA_ERR_DB; FA_ERR_NOMEM. On error *out holds nothing (free is harmless). */
+enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only,
+			     struct fa_stored_run *out, struct fa_err *err);
+void fa_stored_run_free(struct fa_stored_run *r);
+
 #endif /* FA_STORE_H */

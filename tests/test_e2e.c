@@ -560,3 +560,162 @@ FA_TEST(e2e, list_json_is_versioned_and_seeds_are_strings)
 		FA_CHECKF(q[8] == '"', "%.40s", q);
 	fa_proc_free(&r);
 }
+
+/* ---- --case, --rerun-failed, --resume ---------------------------------------- */
+
+#define TINY_KEY(q, mask)                                                               \
+	"batch=1,heads=2,kv_heads=2,q_len=" #q ",kv_len=" #q ",head_dim=32,head_dim_v=32," \
+	"dtype=fp32,mask=" mask ",layout=bshd,input=normal"
+
+/* --case runs only the cases with those keys (comma-joined or repeated),
+ * keeping their suite index; a key of no case is refused, nothing written. */
+FA_TEST(e2e, case_option_runs_only_those_keys)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "case.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--db", db, "--quiet", "--case",
+			       TINY_KEY(16, "causal") "," TINY_KEY(48, "causal"), "--case",
+			       TINY_KEY(48, "none"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 3);
+	char *idx = q_text(db, "SELECT group_concat(idx, ' ') FROM (SELECT idx FROM cases ORDER BY idx)");
+	FA_CHECKF(strcmp(idx, "1 2 3") == 0, "idx '%s'", idx);
+	free(idx);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	/* an unknown key: exit 2, the database as it was */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", "--case", "batch=9,heads=2", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--case 'batch=9,heads=2' matches no case of suite "
+						 "tiny (tests/suites/tiny.yaml)"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+}
+
+/* The failures are listed at the end with the command that reruns them;
+ * --rerun-failed runs those cases again, only the kernels that failed, with
+ * the stored suite, seed and options, as a new run that replays alone. */
+FA_TEST(e2e, rerun_failed_runs_the_failures_again)
+{
+	char db[1024], plug[1100], *env[3], want[1300];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "rerun.db");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct,test_wrong,test_nan",
+			       "--seed", "11", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "4 failed (case, key, kernel, reason):\n  case 0 " TINY_KEY(16, "none")
+				": test_wrong FAIL: max_abs 0.5 > "),
+		  "%s", r.out);
+	FA_CHECK(strstr(r.out, "  case 1 " TINY_KEY(16, "causal") ": test_nan FAIL: ") != NULL);
+	snprintf(want, sizeof want, "rerun them: fabench run --rerun-failed 1 --db %s\n", db);
+	FA_CHECKF(strstr(r.out, want) != NULL, "%s", r.out);
+	fa_proc_free(&r);
+
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--db", db, "--quiet", NULL}, env, 120,
+		    &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2 AND kernel = "
+			   "'test_correct'") == 0);
+	/* the same data: the same seed, and the cases' seeds match */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE seed = '11'") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON a.key = b.key AND a.seed = "
+			   "b.seed AND a.idx = b.idx WHERE a.run_id = 1 AND b.run_id = 2") == 2);
+	char *line = q_text(db, "SELECT command_line FROM runs WHERE id = 2");
+	FA_CHECKF(strstr(line, "--seed 11 --kernels test_nan,test_wrong --case ") &&
+			  !strstr(line, "--rerun-failed"),
+		  "command line '%s'", line);
+	free(line);
+
+	/* a run without failures: nothing to rerun */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECK(r.status == 0 && !strstr(r.out, "failed (case"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "latest", "--db", db, NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "run 3 has no failed, errored or timed-out case: "
+						 "nothing to rerun"),
+		  "status %d: %s %s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+	/* refusals: an unknown run, both options, options the run brings */
+	fa_proc_run((char *[]){"run", "--rerun-failed", "nope", "--db", db, NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "nope"), "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--resume", "1", "--db", db, NULL}, env,
+		    120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--rerun-failed and --resume do not go together"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--where", "q_len == 16", "--db", db,
+			       NULL},
+		    env, 120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--rerun-failed takes the run's own options; "
+						"--where does not go with it"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--case", "batch=1", "--db", db, NULL}, env,
+		    120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with it"));
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+}
+
+/* Starts many.yaml's first 10 cases, waits until `cases` are committed,
+ * sends sig; then --resume finishes the same run: every case once, in suite
+ * order, the run complete. */
+static void resume_after(int sig)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	pid_t pid;
+	int st;
+	long long before;
+	path_in(db, sizeof db, fa_test_tmpdir(), "resume.db");
+	pid = fa_proc_start((char *[]){"run", "tests/suites/many.yaml", "--backend", "cpu",
+				       "--kernels", "cpu_flash", "--where", "batch <= 10", "--db",
+				       db, "--quiet", NULL},
+			    NULL);
+	for (int i = 0; i < 600; i++) {
+		sleep_ms(20);
+		if (exists(db) && q_int(db, "SELECT count(*) FROM cases") >= 3)
+			break;
+	}
+	kill(pid, sig);
+	st = fa_proc_wait(pid);
+	FA_CHECKF(st == (sig == SIGKILL ? 128 + SIGKILL : 130), "status %d", st);
+	before = q_int(db, "SELECT count(*) FROM cases");
+	FA_CHECKF(before >= 3 && before < 10, "cases %lld", before);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	FA_CHECKF(strstr(r.out, ": resumed, ") != NULL, "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 10);
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT idx) FROM cases WHERE idx BETWEEN 0 AND 9") == 10);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 10);
+	/* a complete run has nothing to resume */
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--resume 1: run 1 is complete; nothing to resume"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, resume_after_kill9) { resume_after(SIGKILL); }
+FA_TEST(e2e, resume_after_sigint) { resume_after(SIGINT); }

@@ -288,9 +288,18 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 			swept |= j != i && ks[j].k == ks[i].k;
 		snprintf(name, sizeof name, swept ? "%s[%s]" : "%s", ks[i].k->name, ks[i].params_text);
 		if ((r->status == FA_STATUS_PASS || r->status == FA_STATUS_FAIL) && r->t.n > 0) {
+			char noise[32] = "";
 			format_rate(r->tflops, rate, sizeof rate);
-			printf("      %-24s %-7s %10.4g ms %14s  max_abs %.2e", name,
-			       fa_status_name(r->status), r->t.median_ms, rate, r->st.max_abs);
+			/* the samples' relative stdev; '*': stopped short of the noise target */
+			if (r->t.n >= 2 && r->t.mean_ms > 0) {
+				double pct = 100.0 * r->t.stdev_ms / r->t.mean_ms;
+				snprintf(noise, sizeof noise, pct < 9.95 ? "±%.1f%%" : "±%.0f%%", pct);
+			}
+			if (r->t.stop != FA_STOP_CONVERGED)
+				strncat(noise, "*", sizeof noise - strlen(noise) - 1);
+			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %.2e", name,
+			       fa_status_name(r->status), r->t.median_ms, noise[0] ? 9 : 8, noise, rate,
+			       r->st.max_abs);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");

@@ -719,3 +719,28 @@ static void resume_after(int sig)
 
 FA_TEST(e2e, resume_after_kill9) { resume_after(SIGKILL); }
 FA_TEST(e2e, resume_after_sigint) { resume_after(SIGINT); }
+
+/* Each progress line shows its timing's noise: "±N%", and "*" when the
+ * stopping rule did not reach its noise target (tiny.yaml's 20 ms of
+ * sampling never does at 0.5%). */
+FA_TEST(e2e, progress_lines_show_noise)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "noise.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 48 && mask == none", "--db", db,
+			       NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	const char *line = strstr(r.out, "      cpu_flash                pass ");
+	FA_REQUIRE(line);
+	const char *pm = strstr(line, " ms ±");
+	FA_CHECKF(pm && strchr(pm, '%') && strchr(pm, '%') < strchr(line, '\n'), "%s", line);
+	char *stop = q_text(db, "SELECT stop_reason FROM results");
+	FA_CHECKF((strcmp(stop, "converged") != 0) == (strstr(pm, "%*") != NULL &&
+						       strstr(pm, "%*") < strchr(line, '\n')),
+		  "stop %s: %s", stop, line);
+	free(stop);
+	fa_proc_free(&r);
+}

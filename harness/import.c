@@ -1818,6 +1818,7 @@ enum fa_rc fa_import_store(struct fa_store *s, const struct fa_import *im,
 	sum->results = im->n_rows;
 	for (int32_t k = 0; k < im->n_rows; k++)
 		if (im->rows[k].r.status >= 0 && im->rows[k].r.status < 5)
-			sum->by_status[im->rows[k].r.status]++;
+			sum->by_status[fa_status_effective(im->rows[k].r.status,
+							   im->rows[k].r.checked)]++;
 	return FA_OK;
 }

@@ -1064,7 +1064,13 @@ FA_TEST(store, status_names)
 		FA_CHECK(strcmp(fa_status_name(i), names[i]) == 0);
 		FA_CHECK(fa_status_parse(names[i]) == i);
 	}
-	FA_CHECK(fa_status_name(5) == NULL);
+	/* never stored: what readers call a pass nobody checked */
+	FA_CHECK(strcmp(fa_status_name(FA_STATUS_UNCHECKED), "unchecked") == 0);
+	FA_CHECK(fa_status_parse("unchecked") == FA_STATUS_UNCHECKED);
+	FA_CHECK(fa_status_effective(FA_STATUS_PASS, 0) == FA_STATUS_UNCHECKED);
+	FA_CHECK(fa_status_effective(FA_STATUS_PASS, 1) == FA_STATUS_PASS);
+	FA_CHECK(fa_status_effective(FA_STATUS_SKIP, 0) == FA_STATUS_SKIP);
+	FA_CHECK(fa_status_name(6) == NULL);
 	FA_CHECK(fa_status_name(-1) == NULL);
 	FA_CHECK(fa_status_parse("PASS") == -1);
 	FA_CHECK(fa_status_parse("") == -1);

@@ -1060,7 +1060,7 @@ int fa_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o.dry_run) {
-		fa_plan_print_dry(&plan, &suite, runner, stdout);
+		fa_plan_print_dry(&plan, &suite, runner, skip, stdout);
 		goto out;
 	}
 

@@ -597,6 +597,13 @@ FA_TEST(e2e, case_option_runs_only_those_keys)
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	/* --dry-run shows the chosen cases only */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--dry-run",
+			       "--case", TINY_KEY(48, "causal"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\n[4] q_len=48") && !strstr(r.out, "\n[1] "),
+		  "status %d: %s", r.status, r.out);
+	fa_proc_free(&r);
 }
 
 /* The failures are listed at the end with the command that reruns them;

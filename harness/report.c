@@ -1290,7 +1290,7 @@ static void write_failures(FILE *out, const struct report *r, const struct marku
 			fputs(m->li, out);
 			m->tag(out, badge);
 			fprintf(out, "%s%s ", status_word(st), m->tag_end);
-			m->text(out, r->labels[k]);
+			m->text(out, r->res_label[row]); /* the instance, in a family's column */
 			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx"));
 			m->code(out, text_at(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {

@@ -400,7 +400,7 @@ static const struct {
 } fam_kernels[] = {
 	{"cuda_dense", "pppnp", 90},
 	{"cuda_flash_mma", "pf..p", 420},
-	{"cuda_flash_mma_d192_128", "..p..", 380},
+	{"cuda_flash_mma_d192_128", "..f..", 380},
 	{"cuda_flash_mma_d72_pad80", "...p.", 300},
 	{"cuda_flash_mma_d72_masked", "...p.", 290},
 };

@@ -753,3 +753,60 @@ FA_TEST(e2e, progress_lines_show_noise)
 	free(stop);
 	fa_proc_free(&r);
 }
+
+/* What --rerun-failed and --resume refuse: a run imported from another
+ * tool, a suite file changed since the run began, --case beside --ab. */
+FA_TEST(e2e, rerun_and_resume_refusals)
+{
+	char db[1024], suite[1100], text[4096];
+	struct fa_proc_result r;
+	FILE *f;
+	char *orig;
+	path_in(db, sizeof db, fa_test_tmpdir(), "refuse.db");
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "tiny.yaml");
+	orig = fa_test_read_file("tests/suites/tiny.yaml", NULL);
+	FA_REQUIRE(orig);
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs(orig, f);
+	fclose(f);
+	/* run 1: imported */
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "import: %s", r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--rerun-failed 1: run 1 holds results imported "
+						 "from another tool"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	/* run 2: one case, marked incomplete by hand; then its suite file changes */
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--db", db,
+			       "--quiet", "--case", TINY_KEY(16, "none"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: %s", r.err);
+	fa_proc_free(&r);
+	snprintf(text, sizeof text, "%s# changed\n", orig);
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs(text, f);
+	fclose(f);
+	{
+		sqlite3 *h = NULL;
+		FA_REQUIRE(sqlite3_open(db, &h) == SQLITE_OK);
+		FA_REQUIRE(sqlite3_exec(h, "UPDATE runs SET status = 'incomplete' WHERE id = 2", NULL,
+					NULL, NULL) == SQLITE_OK);
+		sqlite3_close(h);
+	}
+	fa_proc_run((char *[]){"run", "--resume", "2", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--resume 2: suite ") &&
+			  strstr(r.err, " changed since run 2 started (hash "),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 1);
+	fa_proc_run((char *[]){"run", suite, "--ab", "a.so:b.so", "--case", "batch=1", NULL}, NULL,
+		    60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with --ab"));
+	fa_proc_free(&r);
+	free(orig);
+}

@@ -1243,6 +1243,7 @@ FA_TEST(store, readonly_old_schema)
 	sqlite3_close(raw);
 	FA_REQUIRE(chmod(path, 0444) == 0);
 	s = NOT_NULL;
+	fa_err_clear(&err);
 	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_ERR_DB);
 	FA_CHECK(s == NULL);
 	snprintf(want, sizeof want,
@@ -1251,4 +1252,32 @@ FA_TEST(store, readonly_old_schema)
 		 path, FA_STORE_SCHEMA_VERSION);
 	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
 	chmod(path, 0644);
+}
+
+/* The read-only open refuses what the writer's open refuses. */
+FA_TEST(store, readonly_refusals)
+{
+	char path[1200], want[1400];
+	struct fa_store *s = NOT_NULL;
+	struct fa_err err;
+	FILE *f;
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(fa_test_tmpdir(), &s, &err) == FA_ERR_IO);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "database '%s' is a folder", fa_test_tmpdir());
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	snprintf(path, sizeof path, "%s", fresh_db("ro-text.db"));
+	f = fopen(path, "w");
+	FA_REQUIRE(f);
+	fputs("not a database, but long enough to have a header of one: ..........\n", f);
+	fclose(f);
+	s = NOT_NULL;
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_ERR_DB);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "file '%s' is not a SQLite database", path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	s = NOT_NULL;
+	FA_CHECK(fa_store_open_readonly(":memory:", &s, &err) == FA_ERR_NOT_FOUND);
+	FA_CHECK(s == NULL);
 }

@@ -117,7 +117,7 @@ int fa_cmd_compare(int argc, char **argv)
 		return fa_cmd_usage_error("compare", usage_text, "unexpected argument '%s'",
 					  argv[optind + 2]);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
 		return fa_cmd_fail("compare", &err);
 	if (fa_compare_build(store, argv[optind], argv[optind + 1], &co, &cmp, &err) != FA_OK) {
 		fa_store_close(store);

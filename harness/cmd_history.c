@@ -106,7 +106,7 @@ int fa_cmd_history(int argc, char **argv)
 		return fa_cmd_usage_error("history", usage_text, "unexpected argument '%s'",
 					  argv[optind]);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
 		return fa_cmd_fail("history", &err);
 	if (fa_history_build(store, &ho, &h, &err) != FA_OK) {
 		fa_store_close(store);

@@ -60,7 +60,8 @@ int fa_cmd_import(int argc, char **argv)
 	struct fa_err err;
 	int c, format = FA_IMPORT_AUTO, status;
 	char *cmdline;
-	static const char *const status_words[] = {"pass", "fail", "skip", "error", "timeout"};
+	static const char *const status_words[] = {"pass",  "fail",    "skip",
+						   "error", "timeout", "unchecked"};
 
 	opterr = 0;
 	optind = 1;
@@ -122,7 +123,7 @@ int fa_cmd_import(int argc, char **argv)
 		else
 			printf(" (new run, source '%s')", im.run.source ? im.run.source : "import");
 		printf(":");
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < 6; k++)
 			if (sum.by_status[k]) {
 				printf("%s %d %s", first ? "" : ",", sum.by_status[k], status_words[k]);
 				first = 0;

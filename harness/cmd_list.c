@@ -8,6 +8,7 @@
 #include "cmd.h"
 #include "data.h"
 #include "suite.h"
+#include "table.h"
 #include "util.h"
 
 static const char usage_text[] =
@@ -40,11 +41,11 @@ static void json_ints(FILE *f, const char *name, const int32_t *cu, int n, int d
 
 static void print_json(const struct fa_suite *s, FILE *f)
 {
-	fprintf(f, "{\"suite\": ");
+	fprintf(f, "{\"schema_version\": %d, \"suite\": ", FA_JSON_SCHEMA_VERSION);
 	fa_json_string(f, s->name);
 	fprintf(f, ", \"path\": ");
 	fa_json_string(f, s->path);
-	fprintf(f, ", \"hash\": \"%s\", \"seed\": %llu, \"n_cases\": %d, \"cases\": [", s->hash,
+	fprintf(f, ", \"hash\": \"%s\", \"seed\": \"%llu\", \"n_cases\": %d, \"cases\": [", s->hash,
 		(unsigned long long)s->seed, s->n_cases);
 	for (int i = 0; i < s->n_cases; i++) {
 		const struct fa_case *c = &s->cases[i];
@@ -56,7 +57,7 @@ static void print_json(const struct fa_suite *s, FILE *f)
 			"\"kv_len\": %d, \"head_dim\": %d, \"head_dim_v\": %d, \"dtype\": \"%s\", "
 			"\"mask\": \"%s\", \"prefix_len\": %d, \"window\": %d, \"layout\": \"%s\", "
 			"\"input\": \"%s\", \"varlen\": %d, \"total_q\": %d, \"total_k\": %d, "
-			"\"scale\": %.9g, \"seed\": %llu",
+			"\"scale\": %.9g, \"seed\": \"%llu\"",
 			p->batch, p->heads, p->kv_heads, p->q_len, p->kv_len, p->head_dim, p->head_dim_v,
 			fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->prefix_len, p->window,
 			fa_layout_name(p->layout), fa_dist_name(c->dist), p->varlen, p->total_q,

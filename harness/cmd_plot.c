@@ -305,7 +305,7 @@ int fa_cmd_plot(int argc, char **argv)
 		return FA_EXIT_FAIL;
 	}
 	fa_err_clear(&err);
-	if (fa_store_open(a.db, 0, &store, &err) != FA_OK)
+	if (fa_store_open_readonly(a.db, &store, &err) != FA_OK)
 		return fa_cmd_fail("plot", &err);
 	switch (a.po.kind) {
 	case FA_PLOT_THROUGHPUT:

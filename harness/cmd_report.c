@@ -13,15 +13,17 @@
 static const char usage_text[] =
 	"usage: fabench report [--run ID|LABEL|latest] [--db PATH] [--format md|csv|json|html]\n"
 	"                      [--baseline KERNEL] [--output FILE] [--compare BASE[:HEAD]]\n"
-	"                      [--no-plots]";
+	"                      [--no-plots] [--metric ms|tflops|gbps] [--layout wide|long]";
 
 static void help(void)
 {
 	printf("%s\n\n"
 	       "Writes the results of a stored run: one table per suite, rows are cases (the\n"
-	       "parameters that vary), columns per kernel (median time, TFLOP/s or GB/s,\n"
-	       "speedup against the baseline kernel, max error, status). Failures, errors and\n"
-	       "timeouts are listed first with their reasons.\n\n"
+	       "parameters that vary), columns per kernel (median time and its noise, TFLOP/s\n"
+	       "or GB/s, speedup against the baseline kernel, max error, status). Instances of\n"
+	       "a kernel family (cuda_flash_mma_d72_pad80 of cuda_flash_mma) share the\n"
+	       "family's column. Failures, errors and timeouts are listed first with their\n"
+	       "reasons. Imported passes nobody checked are marked unchecked.\n\n"
 	       "options:\n"
 	       "  --run SPEC        a run id, a label (its latest run) or latest (default)\n"
 	       "  --db PATH         database (default results/fabench.db, or $FABENCH_DB)\n"
@@ -31,7 +33,12 @@ static void help(void)
 	       "                    run's dense kernel)\n"
 	       "  --output FILE     write to FILE instead of standard output\n"
 	       "  --compare B[:H]   html: add fabench compare B H (H defaults to the run)\n"
-	       "  --no-plots        html: leave the plots out (they need gnuplot)\n",
+	       "  --no-plots        html: leave the plots out (they need gnuplot)\n"
+	       "  --metric M        md, html: one column per kernel showing ms, tflops or gbps,\n"
+	       "                    its noise and a word for a result that did not pass (fits\n"
+	       "                    a PR comment)\n"
+	       "  --layout L        wide (default) or long: md and csv with one row per case\n"
+	       "                    and kernel (status, metric, instance, noise, stop reason)\n",
 	       usage_text);
 }
 
@@ -42,9 +49,10 @@ int fa_cmd_report(int argc, char **argv)
 		{"format", required_argument, 0, 'f'},   {"baseline", required_argument, 0, 'b'},
 		{"output", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
 		{"compare", required_argument, 0, 'c'},  {"no-plots", no_argument, 0, 'P'},
+		{"metric", required_argument, 0, 'm'},   {"layout", required_argument, 0, 'L'},
 		{0, 0, 0, 0}};
 	const char *run = "latest", *db = fa_cmd_default_db(), *output = NULL;
-	struct fa_report_opts ro = {FA_FMT_MD, NULL};
+	struct fa_report_opts ro = {FA_FMT_MD, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 	struct fa_report_html_opts hro = {NULL, 1};
 	struct fa_compare cmp;
 	char *compare = NULL, *head;
@@ -71,6 +79,19 @@ int fa_cmd_report(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'c': compare = optarg; break;
 		case 'P': hro.plots = 0; break;
+		case 'm':
+			ro.metric = fa_report_metric_parse(optarg);
+			if (ro.metric < 0)
+				return fa_cmd_usage_error("report", usage_text,
+							  "--metric '%s' must be ms, tflops or gbps",
+							  optarg);
+			break;
+		case 'L':
+			ro.layout = fa_report_layout_parse(optarg);
+			if (ro.layout < 0)
+				return fa_cmd_usage_error("report", usage_text,
+							  "--layout '%s' must be wide or long", optarg);
+			break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
 			return fa_cmd_usage_error("report", usage_text, "unknown option '%s'",
@@ -80,13 +101,25 @@ int fa_cmd_report(int argc, char **argv)
 	if (optind < argc)
 		return fa_cmd_usage_error("report", usage_text, "unexpected argument '%s'",
 					  argv[optind]);
+	if (ro.layout == FA_LAYOUT_LONG && ro.format != FA_FMT_MD && ro.format != FA_FMT_CSV)
+		return fa_cmd_usage_error("report", usage_text,
+					  "--layout long applies to --format md and csv (json lists "
+					  "every result already)");
+	if (ro.metric != FA_METRIC_ALL && ro.format == FA_FMT_JSON)
+		return fa_cmd_usage_error("report", usage_text,
+					  "--metric applies to --format md, html and csv --layout long "
+					  "(json holds every metric)");
+	if (ro.metric != FA_METRIC_ALL && ro.format == FA_FMT_CSV && ro.layout != FA_LAYOUT_LONG)
+		return fa_cmd_usage_error("report", usage_text,
+					  "--metric applies to --format md, html and csv --layout long "
+					  "(the csv holds every metric)");
 	if (compare && ro.format != FA_FMT_HTML)
 		return fa_cmd_usage_error("report", usage_text,
 					  "--compare applies to --format html (for the others use "
 					  "fabench compare)");
 	memset(&cmp, 0, sizeof cmp);
 	fa_err_clear(&err);
-	if (fa_store_open(db, 0, &store, &err) != FA_OK)
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
 		return fa_cmd_fail("report", &err);
 	if (fa_store_find_run(store, run, &run_id, &err) != FA_OK) {
 		fa_store_close(store);

@@ -28,7 +28,8 @@ static const char usage_text[] =
 	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
 	"                  [--ab PLUGIN_A:PLUGIN_B] [--repeat N] [--dump DIR] [--report FILE]\n"
-	"                  [--quiet]";
+	"                  [--quiet] [--case KEY]...\n"
+	"       fabench run [SUITE.yaml] --rerun-failed RUN | --resume RUN [--db PATH]";
 
 static void help(void)
 {
@@ -66,7 +67,19 @@ static void help(void)
 	       "                     run goes on\n"
 	       "  --dump DIR         write q, k, v, outputs and reference as .npy files\n"
 	       "  --report FILE      write the markdown report of this run to FILE\n"
-	       "  --quiet            no per-case progress lines\n\n"
+	       "  --quiet            no per-case progress lines\n"
+	       "  --case KEY         run only the case with this key (fabench list shows\n"
+	       "                     them); repeatable, or several keys joined by commas\n"
+	       "                     (a key starts with batch=)\n"
+	       "  --rerun-failed RUN run again, as a new run, the cases of run RUN (an id,\n"
+	       "                     a label or latest) that failed, errored or timed out,\n"
+	       "                     with its suite file, seed and options, and only the\n"
+	       "                     kernels that failed (unless --kernels)\n"
+	       "  --resume RUN       finish an incomplete run: run the cases it has not\n"
+	       "                     stored, with its suite file, seed and options, append\n"
+	       "                     them to it and mark it complete\n\n"
+	       "At the end the failures are listed again (case, key, kernel, reason) with\n"
+	       "the command that reruns just them.\n\n"
 	       "exit status: 0 all passed (skips allowed), 1 a case failed, errored or timed\n"
 	       "out, 2 bad usage or input (nothing written), 130 interrupted (finished cases\n"
 	       "are kept; the run is marked incomplete)\n",
@@ -91,6 +104,12 @@ struct run_cli {
 	double budget, timeout;
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
 	int repeat; /* run the whole suite this many times (--repeat) */
+	char *case_args[64]; /* --case, as given */
+	int n_case_args;
+	const char *rerun, *resume; /* --rerun-failed RUN, --resume RUN */
+	/* the cases to run, by key (--case, or --rerun-failed's), NULL: all */
+	char **keys;
+	int n_keys;
 };
 
 static int parse_args(int argc, char **argv, struct run_cli *o)
@@ -106,6 +125,9 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"isolate", no_argument, 0, 'I'},       {"worker-fd", required_argument, 0, 'F'},
 		{"param", required_argument, 0, 'P'},   {"ab", required_argument, 0, 'A'},
 		{"repeat", required_argument, 0, 'R'},
+		{"case", required_argument, 0, 'E'},
+		{"rerun-failed", required_argument, 0, 'X'},
+		{"resume", required_argument, 0, 'Z'},
 		{"worker-case", required_argument, 0, 'C'},
 		{"worker-from", required_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
@@ -186,6 +208,13 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 				return fa_cmd_usage_error("run", usage_text,
 							  "--repeat '%s' must be 1 to 1000", optarg);
 			break;
+		case 'E':
+			if (o->n_case_args >= 64)
+				return fa_cmd_usage_error("run", usage_text, "too many --case options");
+			o->case_args[o->n_case_args++] = optarg;
+			break;
+		case 'X': o->rerun = optarg; break;
+		case 'Z': o->resume = optarg; break;
 		case 'F': o->worker_fd = atoi(optarg); break;
 		case 'C': o->worker_case = atoi(optarg); break;
 		case 'K': o->worker_from = atoi(optarg); break;
@@ -195,12 +224,27 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 						  argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (o->rerun && o->resume)
+		return fa_cmd_usage_error("run", usage_text,
+					  "--rerun-failed and --resume do not go together");
+	if (o->resume && o->n_case_args)
+		return fa_cmd_usage_error("run", usage_text,
+					  "--resume runs the cases the run lacks; --case does not go "
+					  "with it");
+	if (o->ab && o->n_case_args)
+		return fa_cmd_usage_error("run", usage_text, "--case does not go with --ab");
+	if ((o->rerun || o->resume) && (o->ab || o->dry_run || o->where || o->n_params))
+		return fa_cmd_usage_error("run", usage_text,
+					  "%s takes the run's own options; %s does not go with it",
+					  o->rerun ? "--rerun-failed" : "--resume",
+					  o->ab ? "--ab" : o->dry_run ? "--dry-run"
+					  : o->where ? "--where" : "--param");
+	if (optind >= argc && !o->rerun && !o->resume)
 		return fa_cmd_usage_error("run", usage_text, "missing SUITE.yaml");
 	if (optind + 1 < argc)
 		return fa_cmd_usage_error("run", usage_text, "unexpected argument '%s'",
 					  argv[optind + 1]);
-	o->suite = argv[optind];
+	o->suite = optind < argc ? argv[optind] : NULL;
 	if (o->ab && (o->isolate || o->dry_run))
 		return fa_cmd_usage_error("run", usage_text, "--ab does not go with %s",
 					  o->isolate ? "--isolate" : "--dry-run");
@@ -245,9 +289,18 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 			swept |= j != i && ks[j].k == ks[i].k;
 		snprintf(name, sizeof name, swept ? "%s[%s]" : "%s", ks[i].k->name, ks[i].params_text);
 		if ((r->status == FA_STATUS_PASS || r->status == FA_STATUS_FAIL) && r->t.n > 0) {
+			char noise[32] = "";
 			format_rate(r->tflops, rate, sizeof rate);
-			printf("      %-24s %-7s %10.4g ms %14s  max_abs %.2e", name,
-			       fa_status_name(r->status), r->t.median_ms, rate, r->st.max_abs);
+			/* the samples' relative stdev; '*': stopped short of the noise target */
+			if (r->t.n >= 2 && r->t.mean_ms > 0) {
+				double pct = 100.0 * r->t.stdev_ms / r->t.mean_ms;
+				snprintf(noise, sizeof noise, pct < 9.95 ? "±%.1f%%" : "±%.0f%%", pct);
+			}
+			if (r->t.stop != FA_STOP_CONVERGED)
+				strncat(noise, "*", sizeof noise - strlen(noise) - 1);
+			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %.2e", name,
+			       fa_status_name(r->status), r->t.median_ms, noise[0] ? 9 : 8, noise, rate,
+			       r->st.max_abs);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");
@@ -300,6 +353,290 @@ static void mark_kernel(void *vctx, const struct fa_case *c, int i)
 		 m->ks[i].params_text[0] ? "[" : "", m->ks[i].params_text,
 		 m->ks[i].params_text[0] ? "]" : "");
 	fa_store_run_running(m->store, m->run_id, what, &e);
+}
+
+/* ---- --case, --rerun-failed, --resume ---- */
+
+/* Appends the keys of one --case argument to *keys: one key, or several
+ * joined by commas; a key's first parameter is batch= (fa_case_key), so a
+ * comma followed by "batch=" starts the next one. Returns 0, -1 when out of
+ * memory. */
+static int split_case_arg(const char *arg, char ***keys, int *n)
+{
+	const char *p = arg;
+	while (*p) {
+		const char *end = p, *q;
+		char **nk;
+		for (q = p; (q = strchr(q, ',')); q++)
+			if (strncmp(q + 1, "batch=", 6) == 0)
+				break;
+		end = q ? q : p + strlen(p);
+		if (!(nk = realloc(*keys, ((size_t)*n + 1) * sizeof *nk)))
+			return -1;
+		*keys = nk;
+		if (!(nk[*n] = strndup(p, (size_t)(end - p))))
+			return -1;
+		(*n)++;
+		p = q ? q + 1 : end;
+	}
+	return 0;
+}
+
+static void free_keys(char **keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+/* Splits a command line as fa_join_argv writes it (words; single quotes;
+ * '\'' for a quote) into a malloc'd NULL-terminated argv whose strings live
+ * in one block after it. NULL when out of memory or a quote is not closed. */
+static char **split_command_line(const char *line, int *argc)
+{
+	size_t len = strlen(line), words = 1;
+	char **v, *w;
+	int n = 0, in_word = 0, quoted = 0;
+	for (const char *p = line; *p; p++)
+		words += *p == ' ';
+	v = malloc((words + 1) * sizeof *v + len + words + 1);
+	if (!v)
+		return NULL;
+	w = (char *)(v + words + 1);
+	for (const char *p = line;; p++) {
+		if (quoted) {
+			if (!*p) {
+				free(v);
+				return NULL;
+			}
+			if (*p == '\'')
+				quoted = 0;
+			else
+				*w++ = *p;
+			continue;
+		}
+		if (!*p || *p == ' ') {
+			if (in_word) {
+				*w++ = '\0';
+				in_word = 0;
+			}
+			if (!*p)
+				break;
+			continue;
+		}
+		if (!in_word) {
+			v[n++] = w;
+			in_word = 1;
+		}
+		if (*p == '\'')
+			quoted = 1;
+		else if (*p == '\\' && p[1])
+			*w++ = *++p;
+		else
+			*w++ = *p;
+	}
+	v[n] = NULL;
+	*argc = n;
+	return v;
+}
+
+/* What --rerun-failed or --resume took from the stored run. */
+struct stored {
+	struct fa_stored_run sr;
+	int64_t run_id;
+	char **argv;       /* its command line, split */
+	char seed_text[32];
+	char *kernels;     /* --rerun-failed: the kernels that failed, joined */
+};
+
+static void stored_free(struct stored *sp)
+{
+	fa_stored_run_free(&sp->sr);
+	free(sp->argv);
+	free(sp->kernels);
+}
+
+/* --rerun-failed / --resume: reads the stored run and replaces *o by its
+ * options (its command line read as run reads one), keeping --db, --quiet,
+ * --report and the given suite file, with the run's seed; for a rerun,
+ * --label and --kernels as given (default: the kernels that failed) and the
+ * failed cases' keys. Returns -1 to go on, else the exit status. */
+static int load_stored(struct run_cli *o, struct stored *sp)
+{
+	struct run_cli given = *o;
+	const char *spec = o->rerun ? o->rerun : o->resume, *what;
+	struct fa_store *store = NULL;
+	struct fa_err err;
+	int argc = 0;
+
+	what = o->rerun ? "--rerun-failed" : "--resume";
+	fa_err_clear(&err);
+	if (fa_store_open_readonly(o->db, &store, &err) != FA_OK)
+		return fa_cmd_fail("run", &err);
+	if (fa_store_find_run(store, spec, &sp->run_id, &err) != FA_OK ||
+	    fa_store_run_read(store, sp->run_id, o->rerun != NULL, &sp->sr, &err) != FA_OK) {
+		fa_store_close(store);
+		fa_cmd_fail("run", &err);
+		return FA_EXIT_USAGE;
+	}
+	fa_store_close(store);
+	if (sp->sr.ab || sp->sr.imported)
+		return fa_cmd_usage_error("run", usage_text, "%s %s: run %lld %s", what, spec,
+					  (long long)sp->run_id,
+					  sp->sr.ab ? "is one side of a --ab run"
+						    : "holds results imported from another tool");
+	if (o->resume && strcmp(sp->sr.status, "complete") == 0)
+		return fa_cmd_usage_error("run", usage_text, "--resume %s: run %lld is complete; "
+							      "nothing to resume",
+					  spec, (long long)sp->run_id);
+	if (o->rerun && sp->sr.n_cases == 0) {
+		printf("run %lld has no failed, errored or timed-out case: nothing to rerun\n",
+		       (long long)sp->run_id);
+		return FA_EXIT_OK;
+	}
+	sp->argv = split_command_line(sp->sr.command_line, &argc);
+	if (!sp->argv || argc < 2 || strcmp(sp->argv[1], "run") != 0 ||
+	    parse_args(argc - 1, sp->argv + 1, o) != 0 || o->rerun || o->resume || o->ab)
+		return fa_cmd_usage_error("run", usage_text,
+					  "%s %s: cannot read the command line of run %lld: '%s'",
+					  what, spec, (long long)sp->run_id, sp->sr.command_line);
+	o->db = given.db;
+	o->quiet = given.quiet;
+	o->report = given.report;
+	o->rerun = given.rerun;
+	o->resume = given.resume;
+	if (given.suite)
+		o->suite = given.suite;
+	snprintf(sp->seed_text, sizeof sp->seed_text, "%llu", (unsigned long long)sp->sr.seed);
+	o->seed = sp->sr.seed;
+	o->seed_text = sp->seed_text;
+	o->n_case_args = 0;
+	if (o->rerun) {
+		size_t len = 1;
+		o->label = given.label;
+		for (int i = 0; i < sp->sr.n_kernels; i++)
+			len += strlen(sp->sr.kernels[i]) + 1;
+		if (!(sp->kernels = calloc(1, len)))
+			return fa_cmd_usage_error("run", usage_text, "out of memory");
+		for (int i = 0; i < sp->sr.n_kernels; i++)
+			strcat(strcat(sp->kernels, i ? "," : ""), sp->sr.kernels[i]);
+		o->kernels = given.kernels ? given.kernels : sp->kernels;
+		o->keys = sp->sr.keys; /* owned by sp */
+		o->n_keys = sp->sr.n_cases;
+	}
+	return -1;
+}
+
+/* Which cases of the suite run: none are skipped unless o->keys names some
+ * (then every key must name a case). *skip is malloc'd (one flag per case).
+ * Returns -1 to go on, else the exit status (an unknown key). */
+static int select_cases(const struct run_cli *o, const struct fa_suite *suite, char **skip)
+{
+	*skip = calloc((size_t)suite->n_cases + 1, 1);
+	if (!*skip)
+		return FA_EXIT_FAIL;
+	if (!o->keys)
+		return -1;
+	memset(*skip, 1, (size_t)suite->n_cases);
+	for (int k = 0; k < o->n_keys; k++) {
+		int found = 0;
+		for (int ci = 0; ci < suite->n_cases; ci++)
+			if (strcmp(suite->cases[ci].key, o->keys[k]) == 0) {
+				(*skip)[ci] = 0;
+				found = 1;
+			}
+		if (!found)
+			return fa_cmd_usage_error("run", usage_text,
+						  "%s '%s' matches no case of suite %s (%s)",
+						  o->rerun ? "failed case" : "--case", o->keys[k],
+						  suite->name, suite->path);
+	}
+	return -1;
+}
+
+/* One failure of this run, listed again at its end. */
+struct failure {
+	int idx;
+	char *key, *kernel, *reason;
+	int status;
+};
+
+static void failures_add(struct failure **f, int *n, const struct fa_case *c, const char *kernel,
+			 const struct fa_result *r)
+{
+	struct failure *nf;
+	if (r->status != FA_STATUS_FAIL && r->status != FA_STATUS_ERROR &&
+	    r->status != FA_STATUS_TIMEOUT)
+		return;
+	if (!(nf = realloc(*f, ((size_t)*n + 1) * sizeof *nf)))
+		return; /* the list is a courtesy; the database has every result */
+	*f = nf;
+	nf[*n] = (struct failure){c->index, strdup(c->key), strdup(kernel), strdup(r->reason),
+				  r->status};
+	(*n)++;
+}
+
+/* The failures again, and the command that reruns them. */
+static void failures_print(struct failure *f, int n, int64_t run_id, const char *db)
+{
+	char id[32], *cmd;
+	char *argv[] = {"fabench", "run", "--rerun-failed", id, "--db", (char *)db};
+	if (n == 0)
+		return;
+	printf("\n%d failed (case, key, kernel, reason):\n", n);
+	for (int i = 0; i < n; i++)
+		printf("  case %d %s: %s %s: %s\n", f[i].idx, f[i].key ? f[i].key : "",
+		       f[i].kernel ? f[i].kernel : "",
+		       f[i].status == FA_STATUS_FAIL ? "FAIL" : fa_status_name(f[i].status),
+		       f[i].reason ? f[i].reason : "");
+	snprintf(id, sizeof id, "%lld", (long long)run_id);
+	cmd = fa_join_argv(6, argv);
+	if (cmd)
+		printf("rerun them: %s\n", cmd);
+	free(cmd);
+}
+
+static void failures_free(struct failure *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(f[i].key);
+		free(f[i].kernel);
+		free(f[i].reason);
+	}
+	free(f);
+}
+
+/* The command line a --rerun-failed run stores: the stored run's, with its
+ * seed, its kernels and each case by --case, so that it replays alone. */
+static char *rerun_command_line(const struct stored *sp, const struct run_cli *o)
+{
+	int n = 0, cap = 8 + 2 * o->n_keys;
+	char **v, *line;
+	for (char **a = sp->argv; *a; a++)
+		cap++;
+	if (!(v = calloc((size_t)cap, sizeof *v)))
+		return NULL;
+	for (char **a = sp->argv; *a; a++) {
+		/* drop the stored --seed and --kernels: given again below */
+		if ((strcmp(*a, "--seed") == 0 || strcmp(*a, "--kernels") == 0) && a[1]) {
+			a++;
+			continue;
+		}
+		v[n++] = *a;
+	}
+	v[n++] = "--seed";
+	v[n++] = (char *)sp->seed_text;
+	if (o->kernels) {
+		v[n++] = "--kernels";
+		v[n++] = (char *)o->kernels;
+	}
+	for (int k = 0; k < o->n_keys; k++) {
+		v[n++] = "--case";
+		v[n++] = o->keys[k];
+	}
+	line = fa_join_argv(n, v);
+	free(v);
+	return line;
 }
 
 /* ---- worker mode (--isolate's children) ---- */
@@ -655,7 +992,12 @@ int fa_cmd_run(int argc, char **argv)
 	struct running_mark mark;
 	int64_t run_id = 0;
 	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0, stopped = 0;
-	char time_buf[32], commit[64], host[256], *cmdline = NULL;
+	int n_fail = 0, n_steps = 0, step_no = 0;
+	char time_buf[32], commit[64], host[256], *cmdline = NULL, *skip = NULL, *stored_idx = NULL;
+	char **case_keys = NULL;
+	int n_case_keys = 0;
+	struct failure *fails = NULL;
+	struct stored sp;
 	double t0 = fa_now_s();
 	enum fa_rc frc;
 
@@ -665,13 +1007,56 @@ int fa_cmd_run(int argc, char **argv)
 	memset(&suite, 0, sizeof suite);
 	memset(&plan, 0, sizeof plan);
 	memset(&tal, 0, sizeof tal);
+	memset(&reg, 0, sizeof reg);
+	memset(&sp, 0, sizeof sp);
+	if (o.rerun || o.resume) {
+		rc = load_stored(&o, &sp);
+		if (rc >= 0) {
+			stored_free(&sp);
+			return rc;
+		}
+	}
+	for (int i = 0; i < o.n_case_args; i++)
+		if (split_case_arg(o.case_args[i], &case_keys, &n_case_keys) != 0) {
+			free_keys(case_keys, n_case_keys);
+			stored_free(&sp);
+			return fa_cmd_usage_error("run", usage_text, "out of memory");
+		}
+	if (o.n_case_args) {
+		o.keys = case_keys;
+		o.n_keys = n_case_keys;
+	}
 
 	/* everything that can be wrong with the input is found before the database opens */
-	if (fa_suite_load(o.suite, o.seed, &suite, &err) != FA_OK)
-		return fa_cmd_fail("run", &err);
+	if (fa_suite_load(o.suite, o.seed, &suite, &err) != FA_OK) {
+		exit_status = fa_cmd_fail("run", &err);
+		goto out_early;
+	}
 	if (o.where && fa_suite_filter(&suite, o.where, &err) != FA_OK) {
-		fa_suite_free(&suite);
-		return fa_cmd_fail("run", &err);
+		exit_status = fa_cmd_fail("run", &err);
+		goto out_early;
+	}
+	if ((rc = select_cases(&o, &suite, &skip)) >= 0) {
+		exit_status = rc;
+		goto out_early;
+	}
+	if (o.resume) {
+		/* the same cases as when it started, or the stored ones mean others */
+		if (strcmp(suite.hash, sp.sr.suite_hash) != 0) {
+			exit_status = fa_cmd_usage_error(
+				"run", usage_text,
+				"--resume %s: suite %s changed since run %lld started (hash %s, now %s)",
+				o.resume, suite.path, (long long)sp.run_id, sp.sr.suite_hash, suite.hash);
+			goto out_early;
+		}
+		stored_idx = calloc((size_t)suite.n_cases * o.repeat + 1, 1);
+		if (!stored_idx) {
+			exit_status = FA_EXIT_FAIL;
+			goto out_early;
+		}
+		for (int i = 0; i < sp.sr.n_cases; i++)
+			if (sp.sr.idx[i] >= 0 && sp.sr.idx[i] < suite.n_cases * o.repeat)
+				stored_idx[sp.sr.idx[i]] = 1;
 	}
 	if (o.where && suite.n_cases == 0) {
 		fa_err_set(&err, FA_ERR_INPUT, "no case of suite %s matches --where '%s'", suite.name,
@@ -680,8 +1065,8 @@ int fa_cmd_run(int argc, char **argv)
 		return fa_cmd_fail("run", &err);
 	}
 	if (fa_cmd_registry(&reg, &err) != FA_OK) {
-		fa_suite_free(&suite);
-		return fa_cmd_fail("run", &err);
+		exit_status = fa_cmd_fail("run", &err);
+		goto out_early;
 	}
 	if (o.ab) {
 		exit_status = run_ab(&o, &suite, &reg, argc, argv);
@@ -728,21 +1113,35 @@ int fa_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o.dry_run) {
-		fa_plan_print_dry(&plan, &suite, runner, stdout);
+		fa_plan_print_dry(&plan, &suite, runner, skip, stdout);
 		goto out;
 	}
 
-	cmdline = fa_join_argv(argc + 1, argv - 1);
+	cmdline = o.rerun ? rerun_command_line(&sp, &o) : fa_join_argv(argc + 1, argv - 1);
 	if (fa_store_open(o.db, 1, &store, &err) != FA_OK) {
 		exit_status = fa_cmd_fail("run", &err);
 		goto out;
 	}
-	fill_run_info(&ri, &suite, plan.slot, &o, time_buf, commit, host, cmdline ? cmdline : "");
-	if (fa_store_run_begin(store, &ri, &run_id, &err) != FA_OK) {
-		exit_status = fa_cmd_fail("run", &err);
-		goto out;
+	if (o.resume) {
+		run_id = sp.run_id; /* append to it */
+	} else {
+		fill_run_info(&ri, &suite, plan.slot, &o, time_buf, commit, host,
+			      cmdline ? cmdline : "");
+		if (fa_store_run_begin(store, &ri, &run_id, &err) != FA_OK) {
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
 	}
-	printf("run %lld -> %s%s\n", (long long)run_id, o.db, o.quiet ? "" : "\n");
+	for (int step = 0; step < suite.n_cases * o.repeat; step++)
+		n_steps += !skip[step % suite.n_cases] && !(stored_idx && stored_idx[step]);
+	if (o.resume)
+		printf("run %lld -> %s: resumed, %d of %d cases to run%s\n", (long long)run_id, o.db,
+		       n_steps, suite.n_cases * o.repeat, o.quiet ? "" : "\n");
+	else if (o.rerun)
+		printf("run %lld -> %s: the %d failed cases of run %lld again%s\n",
+		       (long long)run_id, o.db, n_steps, (long long)sp.run_id, o.quiet ? "" : "\n");
+	else
+		printf("run %lld -> %s%s\n", (long long)run_id, o.db, o.quiet ? "" : "\n");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	mark.store = store;
@@ -759,8 +1158,9 @@ int fa_cmd_run(int argc, char **argv)
 		cc.index += rep * suite.n_cases;
 		struct fa_result *res;
 		struct fa_samples *smp;
-		if (n == 0)
+		if (n == 0 || skip[ci] || (stored_idx && stored_idx[cc.index]))
 			continue;
+		step_no++;
 		res = calloc((size_t)n, sizeof *res);
 		smp = calloc((size_t)n, sizeof *smp);
 		if (!res || !smp) {
@@ -803,16 +1203,21 @@ int fa_cmd_run(int argc, char **argv)
 				frc = FA_ERR_DB;
 			} else {
 				n_done++;
-				for (int i = 0; i < n; i++)
+				for (int i = 0; i < n; i++) {
 					tal.count[res[i].status]++;
+					failures_add(&fails, &n_fail, c, plan.kernels[ci][i].k->name,
+						     &res[i]);
+				}
 				fa_plan_tally_case(&plan, ci, res, n);
 				if (!o.quiet) {
 					double el = fa_now_s() - t0;
-					double done = (rep + fa_plan_progress(&plan, ci)) / o.repeat;
-					double eta = done > 0 && step + 1 < suite.n_cases * o.repeat
+					double done = n_steps < suite.n_cases * o.repeat
+							      ? (double)step_no / n_steps
+							      : (rep + fa_plan_progress(&plan, ci)) / o.repeat;
+					double eta = done > 0 && step_no < n_steps
 							     ? el * (1.0 / done - 1.0)
 							     : -1;
-					print_case_line(&plan, ci, step, suite.n_cases * o.repeat,
+					print_case_line(&plan, ci, step_no - 1, n_steps,
 							plan.kernels[ci], res, n, done, eta);
 				}
 			}
@@ -847,9 +1252,14 @@ int fa_cmd_run(int argc, char **argv)
 	}
 	fa_crash_set_case(NULL);
 	if (g_cancel) {
+		char id[32], *cmd;
+		char *rargv[] = {"fabench", "run", "--resume", id, "--db", (char *)o.db};
+		snprintf(id, sizeof id, "%lld", (long long)run_id);
+		cmd = fa_join_argv(6, rargv);
 		fprintf(stderr, "fabench run: interrupted; %d finished cases are stored in run %lld "
-				"(marked incomplete)\n",
-			n_done, (long long)run_id);
+				"(marked incomplete)\nfabench run: finish it with: %s\n",
+			n_done, (long long)run_id, cmd ? cmd : "fabench run --resume");
+		free(cmd);
 		exit_status = FA_EXIT_SIGNAL;
 	}
 	{
@@ -866,7 +1276,7 @@ int fa_cmd_run(int argc, char **argv)
 			exit_status = FA_EXIT_FAIL;
 
 	if (o.report && exit_status != FA_EXIT_SIGNAL) {
-		struct fa_report_opts ro = {FA_FMT_MD, NULL};
+		struct fa_report_opts ro = {FA_FMT_MD, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 		FILE *f;
 		struct fa_err e3;
 		fa_err_clear(&e3);
@@ -882,6 +1292,7 @@ int fa_cmd_run(int argc, char **argv)
 		}
 	}
 	fa_plan_print_summary(&plan, &suite, stdout);
+	failures_print(fails, n_fail, run_id, o.db);
 	printf("\n%d cases in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n", n_done,
 	       fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
 	       tal.count[FA_STATUS_SKIP], tal.count[FA_STATUS_ERROR], tal.count[FA_STATUS_TIMEOUT]);
@@ -899,6 +1310,12 @@ out:
 	free(cmdline);
 	fa_plan_free(&plan);
 	fa_registry_free(&reg);
+out_early:
 	fa_suite_free(&suite);
+	failures_free(fails, n_fail);
+	free(skip);
+	free(stored_idx);
+	free_keys(case_keys, n_case_keys);
+	stored_free(&sp);
 	return exit_status;
 }

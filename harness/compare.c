@@ -253,6 +253,7 @@ enum {
 	RQ_STDEV, RQ_NSAMPLES,
 	RQ_PARAM0, /* fa_compare_param_names in order, then: */
 	RQ_SCALE_SET = RQ_PARAM0 + FA_CMP_N_PARAMS, RQ_VARLEN, RQ_TOTAL_Q, RQ_TOTAL_K,
+	RQ_CHECKED,
 };
 
 static const char result_sql[] =
@@ -260,7 +261,7 @@ static const char result_sql[] =
 	"r.median_ms, r.stdev_ms, r.n_samples, "
 	"c.batch, c.heads, c.kv_heads, c.q_len, c.kv_len, c.head_dim, c.head_dim_v, c.dtype, "
 	"c.mask, c.prefix_len, c.window, c.layout, c.input, c.seqlens, c.kv_seqlens, "
-	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k "
+	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, r.checked "
 	"FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = ? "
 	"ORDER BY c.idx, r.kernel, r.params, r.id";
 
@@ -331,7 +332,9 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_ar
 	r->kernel = fa_compare_arena_strdup(a, col_text(st, RQ_KERNEL));
 	r->params = fa_compare_arena_strdup(a, col_text(st, RQ_PARAMS));
 	r->reason = fa_compare_arena_strdup(a, col_text(st, RQ_REASON));
-	r->status = fa_status_parse(col_text(st, RQ_STATUS));
+	/* a pass nobody checked (an import) reads as unchecked */
+	r->status = fa_status_effective(fa_status_parse(col_text(st, RQ_STATUS)),
+					sqlite3_column_int(st, RQ_CHECKED));
 	r->median_ms = col_real(st, RQ_MEDIAN);
 	r->stdev_ms = col_real(st, RQ_STDEV);
 	r->n_samples = sqlite3_column_int(st, RQ_NSAMPLES);
@@ -652,10 +655,18 @@ static int is_failure(int status)
 	       status == FA_STATUS_TIMEOUT;
 }
 
-/* Failures outrank a pass, a pass outranks a skip. */
+/* A pass, or a timing nobody checked (unchecked): what can be timed. */
+static int is_timed_status(int status)
+{
+	return status == FA_STATUS_PASS || status == FA_STATUS_UNCHECKED;
+}
+
+/* Failures outrank a pass, a pass outranks unchecked, which outranks a
+ * skip. */
 static int status_rank(int status)
 {
-	return is_failure(status) ? 2 : status == FA_STATUS_PASS ? 1 : 0;
+	return is_failure(status) ? 3 : status == FA_STATUS_PASS ? 2
+	       : status == FA_STATUS_UNCHECKED ? 1 : 0;
 }
 
 /* Pools one side's results e[0..n): the worst status (the first of its
@@ -676,14 +687,14 @@ static enum fa_rc pool_side(const struct entry *e, int n, int *status, const cha
 			*status = r->status;
 			*reason = r->reason;
 		}
-		if (r->status == FA_STATUS_PASS)
+		if (is_timed_status(r->status))
 			cap += r->n_read > 0 ? r->n_read : 1;
 	}
 	if (cap > 0 && !(x = malloc((size_t)cap * sizeof *x)))
 		return FA_ERR_NOMEM;
 	for (int i = 0; i < n; i++) {
 		const struct fa_cmp_result *r = e[i].r;
-		if (r->status != FA_STATUS_PASS)
+		if (!is_timed_status(r->status))
 			continue;
 		/* fa_stats_verdict takes finite positive times only */
 		for (int j = 0; j < r->n_read; j++)
@@ -764,7 +775,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 		row->change = FA_CMP_FAILING;
 	else if (is_failure(bs) && hs == FA_STATUS_PASS)
 		row->change = FA_CMP_FIXED;
-	else if (bs == FA_STATUS_PASS && hs == FA_STATUS_PASS && n_bs > 0 && n_hs > 0)
+	else if (is_timed_status(bs) && is_timed_status(hs) && n_bs > 0 && n_hs > 0)
 		row->change = FA_CMP_TIMED;
 	else
 		row->change = FA_CMP_UNTIMED;
@@ -865,6 +876,8 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		cmp->changes[row->change]++;
+		cmp->n_unchecked += row->base_status == FA_STATUS_UNCHECKED ||
+				    row->head_status == FA_STATUS_UNCHECKED;
 		if (row->change == FA_CMP_BROKEN)
 			cmp->n_regressions++;
 		if (row->change != FA_CMP_TIMED)
@@ -1145,6 +1158,11 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 		cmp->changes[FA_CMP_BROKEN], cmp->changes[FA_CMP_FIXED],
 		cmp->changes[FA_CMP_FAILING], cmp->changes[FA_CMP_ADDED],
 		cmp->changes[FA_CMP_REMOVED], cmp->changes[FA_CMP_UNTIMED]);
+	if (cmp->n_unchecked)
+		fprintf(f, "- unchecked: %d row%s hold%s results imported from another tool that "
+			   "nobody checked against the reference (timed, not verified)\n",
+			cmp->n_unchecked, cmp->n_unchecked == 1 ? "" : "s",
+			cmp->n_unchecked == 1 ? "s" : "");
 }
 
 /* "cpu_flash_tiled[block_q=32,block_k=64]" into f. */
@@ -1538,7 +1556,7 @@ static void json_groups(FILE *f, const char *name, const struct fa_cmp_group *g,
 static void write_json(FILE *f, const struct fa_compare *cmp)
 {
 	const struct fa_perf_cfg *p = &cmp->opts.perf;
-	fputs("{\n", f);
+	fprintf(f, "{\n  \"schema_version\": %d,\n", FA_JSON_SCHEMA_VERSION);
 	json_side(f, "base", &cmp->base);
 	json_side(f, "head", &cmp->head);
 	fputs("  \"options\": {\"alpha\": ", f);
@@ -1557,7 +1575,8 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 	json_verdicts(f, cmp->verdicts);
 	fputs(",\n    \"geomean_speedup\": ", f);
 	fa_table_json_real(f, cmp->geomean_speedup);
-	fprintf(f, ",\n    \"regressions\": %d,\n", cmp->n_regressions);
+	fprintf(f, ",\n    \"regressions\": %d,\n    \"unchecked\": %d,\n", cmp->n_regressions,
+		cmp->n_unchecked);
 	json_groups(f, "kernels", cmp->kernels, cmp->n_kernels);
 	fputs(",\n", f);
 	json_groups(f, "suites", cmp->suites, cmp->n_suites);

@@ -170,6 +170,9 @@ struct fa_compare {
 	int32_t n_suites;
 	int32_t n_regressions;                /* SLOWER rows plus BROKEN rows: what
 	                                         --fail-on-regression gates on */
+	int32_t n_unchecked;                  /* rows with a side unchecked: an import
+	                                         nobody compared against the reference
+	                                         (timed like a pass, never verified) */
 
 	struct fa_cmp_arena *arena;           /* private: owns every string and array above */
 };

@@ -181,7 +181,8 @@ static void point_of(const struct fa_cmp_result *r, struct fa_hist_point *pt)
 	double med = r->median_ms, mad;
 	pt->median_ms = pt->sigma_ms = NAN;
 	pt->n_samples = r->n_read ? r->n_read : r->n_samples;
-	if (r->status != FA_STATUS_PASS)
+	/* an imported pass nobody checked is still a timing */
+	if (r->status != FA_STATUS_PASS && r->status != FA_STATUS_UNCHECKED)
 		return;
 	if (!(isfinite(med) && med > 0) && r->n_read > 0 &&
 	    fa_stats_median(r->samples, r->n_read, &med, NULL) != FA_OK)
@@ -560,7 +561,8 @@ static void md_regressions(FILE *f, const struct fa_history *h)
 
 static int series_untimed_last(const struct fa_hist_series *sr)
 {
-	return sr->n_points > 0 && sr->points[sr->n_points - 1].status != FA_STATUS_PASS;
+	int st = sr->n_points > 0 ? sr->points[sr->n_points - 1].status : FA_STATUS_PASS;
+	return st != FA_STATUS_PASS && st != FA_STATUS_UNCHECKED;
 }
 
 /* One table of a suite's series. */
@@ -773,7 +775,7 @@ static void json_opt(FILE *f, const char *name, const char *v)
 static void write_json(FILE *f, const struct fa_history *h)
 {
 	const struct fa_history_opts *o = &h->opts;
-	fputs("{\n  \"selection\": {", f);
+	fprintf(f, "{\n  \"schema_version\": %d,\n  \"selection\": {", FA_JSON_SCHEMA_VERSION);
 	json_opt(f, "label", o->label);
 	fputs(", ", f);
 	json_opt(f, "since", o->since);

@@ -89,7 +89,8 @@ struct fa_import_summary {
 	int32_t cases_added;     /* case rows created */
 	int32_t cases_matched;   /* cases found in the run by key */
 	int32_t results;
-	int32_t by_status[5];    /* per enum fa_status */
+	int32_t by_status[6];    /* per enum fa_status as readers show it: a pass
+	                            without error statistics is unchecked */
 	char note[512];          /* a difference worth telling (the run's device or suite
 				    differs from the file's), "" when none */
 };

@@ -500,7 +500,7 @@ void fa_plan_tally_case(struct fa_plan *pl, int ci, const struct fa_result *res,
 }
 
 void fa_plan_print_dry(const struct fa_plan *pl, const struct fa_suite *s, struct fa_runner *r,
-		       FILE *f)
+		       const char *skip, FILE *f)
 {
 	char mem[32], budget[32], why[256];
 	int nrun = 0, nskip = 0;
@@ -509,6 +509,8 @@ void fa_plan_print_dry(const struct fa_plan *pl, const struct fa_suite *s, struc
 	for (int ci = 0; ci < s->n_cases; ci++) {
 		const struct fa_case *c = &s->cases[ci];
 		double fl = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+		if (skip && skip[ci])
+			continue;
 		fprintf(f, "[%d] %s  (%.3g GFLOP)\n", ci + 1, pl->labels[ci], fl / 1e9);
 		if (pl->n_kernels[ci] == 0)
 			fprintf(f, "      no kernel of backend %s matches this case's kernels\n",

@@ -60,9 +60,10 @@ double fa_plan_progress(const struct fa_plan *pl, int ci);
 /* Adds case ci's results (n, in the order of pl->kernels[ci]) to the tallies. */
 void fa_plan_tally_case(struct fa_plan *pl, int ci, const struct fa_result *res, int n);
 
-/* `--dry-run`: each case with its kernels, memory estimates and skip reasons. */
+/* `--dry-run`: each case with its kernels, memory estimates and skip reasons;
+ * skip (NULL: none) flags the cases left out (--case). */
 void fa_plan_print_dry(const struct fa_plan *pl, const struct fa_suite *s, struct fa_runner *r,
-		       FILE *f);
+		       const char *skip, FILE *f);
 
 /* The per-kernel table printed at the end of a run. */
 void fa_plan_print_summary(const struct fa_plan *pl, const struct fa_suite *s, FILE *f);

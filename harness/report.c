@@ -44,6 +44,25 @@
  * throughput is reported in GB/s rather than TFLOP/s. */
 #define REPORT_DECODE_Q_LEN 16
 
+int fa_report_metric_parse(const char *s)
+{
+	static const char *const names[] = {[FA_METRIC_MS] = "ms", [FA_METRIC_TFLOPS] = "tflops",
+					    [FA_METRIC_GBPS] = "gbps"};
+	for (int i = 1; s && i < (int)(sizeof names / sizeof names[0]); i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+int fa_report_layout_parse(const char *s)
+{
+	if (s && strcmp(s, "wide") == 0)
+		return FA_LAYOUT_WIDE;
+	if (s && strcmp(s, "long") == 0)
+		return FA_LAYOUT_LONG;
+	return -1;
+}
+
 int fa_report_format_parse(const char *s)
 {
 	static const char *const names[] = {[FA_FMT_MD] = "md", [FA_FMT_CSV] = "csv",
@@ -226,6 +245,10 @@ struct report {
 	int *order;       /* result rows by case, kernel name, id (CSV, JSON) */
 	int have_cal;     /* the run's device has a calibration: % of peak is shown */
 	struct fa_calibration cal;
+	const char **res_shown; /* the column label each result row is shown
+	                           under: its own, or its family's */
+	int metric, layout;     /* enum fa_report_metric, fa_report_layout */
+	int n_fam_rows;         /* results shown in a family's column */
 };
 
 static void report_free(struct report *r)
@@ -237,6 +260,7 @@ static void report_free(struct report *r)
 	table_free(&r->cases);
 	table_free(&r->res);
 	free(r->labels);
+	free(r->res_shown);
 	free(r->res_case);
 	free(r->res_k);
 	free(r->grid);
@@ -253,9 +277,12 @@ static int res_real(const struct report *r, int row, const char *name, double *v
 	return real_at(&r->res, row, name, v);
 }
 
+/* The status shown: the stored one, but unchecked for a pass nobody
+ * checked (fa_status_effective). */
 static int res_status(const struct report *r, int row)
 {
-	return fa_status_parse(res_text(r, row, "status"));
+	return fa_status_effective(fa_status_parse(res_text(r, row, "status")),
+				   (int)int_at(&r->res, row, "checked"));
 }
 
 /* baseline median / this result's median; 0 when there is none (no
@@ -379,6 +406,104 @@ static enum fa_rc label_results(struct report *r, struct fa_err *err)
 	return rc;
 }
 
+/* Kernel families. A kernel named "<family>_<instance>" whose family is a
+ * kernel of the run too (cuda_flash_mma_d72_pad80 of cuda_flash_mma: an
+ * instance for a head size the main one lacks) is shown in the family's
+ * column when it ran no case that the family, or an instance already in
+ * that column, also ran (skips do not count): each case then shows the
+ * result of the instance that ran it. An instance that overlaps them
+ * (d72_masked beside d72_pad80, both for head_dim 72) keeps a column of its
+ * own, so the one registered first (its results have the lower row ids) is
+ * the family's pick. Labels with params ("k[p]", a tuning run) are never
+ * folded. The rule reads names only, so old databases fold the same way.
+ * Fills r->res_shown and leaves only the columns shown in r->labels. */
+static enum fa_rc fold_families(struct report *r, struct fa_err *err)
+{
+	int n = r->res.nrows, nk = r->nk, nc = r->cases.nrows, nkeep = 0;
+	int *lab = malloc(((size_t)n + 1) * sizeof *lab);
+	int64_t *first = malloc(((size_t)nk + 1) * sizeof *first);
+	int *ord = malloc(((size_t)nk + 1) * sizeof *ord);
+	int *fam = malloc(((size_t)nk + 1) * sizeof *fam);
+	char *ran = calloc((size_t)nc * nk + 1, 1);
+	enum fa_rc rc = FA_OK;
+
+	r->res_shown = calloc((size_t)n + 1, sizeof *r->res_shown);
+	if (!lab || !first || !ord || !fam || !ran || !r->res_shown) {
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		goto out;
+	}
+	for (int k = 0; k < nk; k++) {
+		first[k] = INT64_MAX;
+		fam[k] = -1;
+		ord[k] = k;
+	}
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		int64_t id = int_at(&r->res, i, "id");
+		while (strcmp(r->labels[k], r->res_label[i]) != 0)
+			k++;
+		lab[i] = k;
+		first[k] = id < first[k] ? id : first[k];
+		if (res_status(r, i) != FA_STATUS_SKIP)
+			ran[(size_t)r->res_case[i] * nk + k] = 1;
+	}
+	/* in the order kernels ran (a handful: insertion sort) */
+	for (int a = 1; a < nk; a++)
+		for (int b = a; b > 0 && first[ord[b]] < first[ord[b - 1]]; b--) {
+			int t = ord[b];
+			ord[b] = ord[b - 1];
+			ord[b - 1] = t;
+		}
+	for (int a = 0; a < nk; a++) {
+		int k = ord[a], f = -1, clash = 0;
+		const char *name = r->labels[k];
+		if (strchr(name, '['))
+			continue;
+		for (int g = 0; g < nk; g++) {
+			size_t len = strlen(r->labels[g]);
+			if (g == k || fam[g] >= 0 || strchr(r->labels[g], '[') ||
+			    strncmp(name, r->labels[g], len) != 0 || name[len] != '_')
+				continue;
+			if (f < 0 || len < strlen(r->labels[f]))
+				f = g;
+		}
+		if (f < 0)
+			continue;
+		for (int c = 0; c < nc && !clash; c++) {
+			const char *row = ran + (size_t)c * nk;
+			if (!row[k])
+				continue;
+			clash = row[f];
+			for (int m = 0; m < nk && !clash; m++)
+				clash = fam[m] == f && row[m];
+		}
+		if (!clash)
+			fam[k] = f;
+	}
+	for (int i = 0; i < n; i++) {
+		r->res_shown[i] = r->labels[fam[lab[i]] >= 0 ? fam[lab[i]] : lab[i]];
+		r->n_fam_rows += fam[lab[i]] >= 0 && res_status(r, i) != FA_STATUS_SKIP;
+	}
+	for (int k = 0; k < nk; k++)
+		if (fam[k] < 0)
+			r->labels[nkeep++] = r->labels[k];
+	r->nk = nkeep;
+out:
+	free(lab);
+	free(first);
+	free(ord);
+	free(fam);
+	free(ran);
+	return rc;
+}
+
+/* The family shown for result row i when it is an instance (its column is
+ * its family's), else NULL. */
+static const char *family_of(const struct report *r, int i)
+{
+	return strcmp(r->res_shown[i], r->res_label[i]) != 0 ? r->res_shown[i] : NULL;
+}
+
 struct case_id {
 	int64_t id;
 	int row;
@@ -458,6 +583,9 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 			r->labels[r->nk++] = r->res_label[i];
 	}
 	qsort(r->labels, (size_t)r->nk, sizeof *r->labels, cmp_label);
+	rc = fold_families(r, err);
+	if (rc != FA_OK)
+		return rc;
 
 	/* the baseline: asked for by label or kernel name, else the first
 	 * kernel (by row id) with "dense" in its name; it moves to the first
@@ -470,7 +598,7 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		if (baseline ? strcmp(kernel, baseline) != 0 : !strstr(kernel, "dense"))
 			continue;
 		for (int k = 0; k < r->nk; k++)
-			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+			if (strcmp(r->labels[k], r->res_shown[i]) == 0)
 				r->baseline = k;
 	}
 	if (baseline && r->baseline < 0)
@@ -492,10 +620,13 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	for (int i = 0; i < r->res.nrows; i++) {
 		int *g;
 		for (int k = 0; k < r->nk; k++)
-			if (strcmp(r->labels[k], r->res_label[i]) == 0)
+			if (strcmp(r->labels[k], r->res_shown[i]) == 0)
 				r->res_k[i] = k;
 		g = &r->grid[(size_t)r->res_case[i] * r->nk + r->res_k[i]];
-		if (*g < 0) /* a kernel run twice on one case: the first counts */
+		/* a kernel run twice on one case: the first counts; in a family's
+		 * column, the instance that ran it rather than one that skipped */
+		if (*g < 0 || (res_status(r, *g) == FA_STATUS_SKIP &&
+			       res_status(r, i) != FA_STATUS_SKIP))
 			*g = i;
 		r->order[i] = i;
 	}
@@ -586,7 +717,12 @@ static int param_is_column(const struct table *cases, const struct md_param *mp)
 	return param_varies(cases, mp->name);
 }
 
-enum md_col_kind { MC_IDX, MC_PARAM, MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_STATUS };
+enum md_col_kind {
+	MC_IDX, MC_PARAM,
+	/* a kernel column's cells (>= MC_MS) */
+	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME, MC_STATUS,
+	MC_METRIC, /* --metric: the value, its noise and a mark */
+};
 
 struct md_col {
 	int kind;
@@ -635,6 +771,47 @@ static int is_decode(const struct report *r, int case_row)
 	return int_at(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
 }
 
+/* The noise of result row's samples: "±0.4%" (their relative standard
+ * deviation), then "*" when sampling stopped before the stopping rule
+ * reached its noise target (max_time, max_samples, timeout); "" when it has
+ * fewer than 2 samples and stopped as asked, or its timing came from
+ * another tool (no stop reason). */
+static void noise_text(const struct report *r, int row, char *buf, size_t size)
+{
+	const char *stop = res_text(r, row, "stop_reason");
+	double sd, mean;
+	size_t n = 0;
+	buf[0] = '\0';
+	if (int_at(&r->res, row, "n_samples") >= 2 && res_real(r, row, "stdev_ms", &sd) &&
+	    res_real(r, row, "mean_ms", &mean) && mean > 0) {
+		double pct = 100.0 * sd / mean;
+		n = (size_t)snprintf(buf, size, pct < 9.95 ? "±%.1f%%" : "±%.0f%%", pct);
+	}
+	if (stop && strcmp(stop, "converged") != 0 && n < size)
+		snprintf(buf + n, size - n, "*");
+}
+
+/* 1 when result row stopped sampling before its noise target. */
+static int noise_short(const struct report *r, int row)
+{
+	const char *stop = res_text(r, row, "stop_reason");
+	return stop && strcmp(stop, "converged") != 0;
+}
+
+/* The word that marks a status in a metric cell: "" for pass. */
+static const char *status_mark(int st)
+{
+	return st == FA_STATUS_PASS ? "" : st == FA_STATUS_FAIL ? "FAIL" : fa_status_name(st);
+}
+
+/* The value of --metric for result row (1 and *v when it has one). */
+static int metric_value(const struct report *r, int metric, int row, double *v)
+{
+	const char *name = metric == FA_METRIC_MS ? "median_ms"
+			   : metric == FA_METRIC_TFLOPS ? "tflops" : "gbps";
+	return res_real(r, row, name, v) && *v > 0;
+}
+
 /* The text of column col in case row c into buf (size >= 64). */
 static void md_value(const struct report *r, const struct md_col *col, int c, int mixed,
 		     char *buf, size_t size)
@@ -659,14 +836,31 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	if (row < 0)
 		return;
 	if (status == FA_STATUS_SKIP) {
-		if (col->kind == MC_MS || col->kind == MC_STATUS)
+		if (col->kind == MC_MS || col->kind == MC_STATUS || col->kind == MC_METRIC)
 			snprintf(buf, size, "skip");
 		return;
 	}
 	switch (col->kind) {
 	case MC_MS:
-		if (res_real(r, row, "median_ms", &v))
+	case MC_METRIC: {
+		char noise[32];
+		const char *mark = col->kind == MC_METRIC ? status_mark(status) : "";
+		size_t n;
+		if (col->kind == MC_MS ? res_real(r, row, "median_ms", &v)
+				       : metric_value(r, r->metric, row, &v))
 			fa_table_fmt_sig3(v, buf, size);
+		noise_text(r, row, noise, sizeof noise);
+		n = strlen(buf);
+		if (noise[0] && n)
+			n += (size_t)snprintf(buf + n, size - n, " %s", noise);
+		if (mark[0])
+			snprintf(buf + n, size - n, "%s%s", n ? " " : "", mark);
+		break;
+	}
+	case MC_SAME:
+		if (res_real(r, row, "same_max_abs", &v) &&
+		    strcmp(res_text(r, row, "rule") ? res_text(r, row, "rule") : "", "fa") == 0)
+			fmt_err(v, buf, size);
 		break;
 	case MC_TPUT: {
 		int decode = is_decode(r, c);
@@ -712,6 +906,16 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	}
 }
 
+/* Appends the cell text s to table t as md_cell makes it. Returns FA_OK or
+ * FA_ERR_NOMEM. */
+static enum fa_rc md_add_cell(struct fa_table *t, const char *s, int raw)
+{
+	char *cell = md_cell(s, raw);
+	enum fa_rc rc = cell ? fa_table_add(t, cell, NULL) : FA_ERR_NOMEM;
+	free(cell);
+	return rc;
+}
+
 /* Appends the cell text s to t (as md_cell makes it). */
 static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_err *err)
 {
@@ -728,7 +932,7 @@ static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_e
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 6 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 8 * r->nk;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -749,10 +953,16 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			t->cols[ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
 		}
 	for (int k = 0; k < r->nk; k++) {
-		int not_pass = 0;
+		int not_pass = 0, fa_rule = 0;
 		for (int c = 0; c < r->cases.nrows; c++) {
 			int row = r->grid[(size_t)c * r->nk + k];
+			const char *rule = row >= 0 ? res_text(r, row, "rule") : NULL;
 			not_pass |= row >= 0 && res_status(r, row) != FA_STATUS_PASS;
+			fa_rule |= rule && strcmp(rule, "fa") == 0;
+		}
+		if (r->metric != FA_METRIC_ALL) {
+			t->cols[ncols++] = (struct md_col){MC_METRIC, NULL, k, 1};
+			continue;
 		}
 		t->cols[ncols++] = (struct md_col){MC_MS, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
@@ -761,6 +971,8 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		if (r->baseline >= 0 && k != r->baseline)
 			t->cols[ncols++] = (struct md_col){MC_X, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
+		if (fa_rule)
+			t->cols[ncols++] = (struct md_col){MC_SAME, NULL, k, 1};
 		if (not_pass)
 			t->cols[ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
 	}
@@ -782,6 +994,12 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_PEAK: snprintf(buf, sizeof buf, "%s %% peak", label); break;
 		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
+		case MC_SAME: snprintf(buf, sizeof buf, "%s same_max_abs", label); break;
+		case MC_METRIC:
+			snprintf(buf, sizeof buf, "%s %s", label,
+				 r->metric == FA_METRIC_MS ? "ms"
+				 : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s" : "GB/s");
+			break;
 		default: snprintf(buf, sizeof buf, "%s status", label); break;
 		}
 		if ((rc = md_add(t, buf, raw, err)) != FA_OK)
@@ -793,6 +1011,108 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			if ((rc = md_add(t, buf, raw, err)) != FA_OK)
 				return rc;
 		}
+	return FA_OK;
+}
+
+/* ---- The long layout: a row per case and kernel --------------------------- */
+
+static const char *status_word(int st);
+
+/* The long table (--layout long): the case index and the parameters that
+ * vary, then per (case, kernel column) with a result: the column's kernel,
+ * the instance that ran it when it is a family's, the status, the metric
+ * (ms and throughput, or the one --metric names), the noise, the stop
+ * reason and max_abs. Cells are text, as in the markdown table. */
+static enum fa_rc long_build(const struct report *r, struct fa_table *t, int raw,
+			     struct fa_err *err)
+{
+	static const char *const tail_all[] = {"kernel", "instance", "status", "ms", "throughput",
+					       "noise", "stop", "max_abs"};
+	static const char *const tail_metric[] = {"kernel", "instance", "status", "metric",
+						  "noise", "stop", "max_abs"};
+	const char *const *tail = r->metric == FA_METRIC_ALL ? tail_all : tail_metric;
+	int ntail = r->metric == FA_METRIC_ALL ? N_OF(tail_all) : N_OF(tail_metric);
+	int nparam = 0, pcol[N_OF(md_params)];
+	char buf[4096];
+	enum fa_rc rc = FA_OK;
+
+	for (int i = 0; i < N_OF(md_params); i++)
+		if (param_is_column(&r->cases, &md_params[i]))
+			pcol[nparam++] = i;
+	if (fa_table_init(t, 1 + nparam + ntail, NULL) != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	t->right[0] = 1;
+	rc = fa_table_add(t, "#", NULL);
+	for (int j = 0; rc == FA_OK && j < nparam; j++) {
+		int numeric = 1;
+		for (int c = 0; c < r->cases.nrows; c++)
+			numeric &= cell_at(&r->cases, c, md_params[pcol[j]].name)->type != SQLITE_TEXT;
+		t->right[1 + j] = numeric;
+		rc = fa_table_add(t, md_params[pcol[j]].name, NULL);
+	}
+	for (int j = 0; rc == FA_OK && j < ntail; j++) {
+		const char *h = tail[j];
+		if (strcmp(h, "metric") == 0)
+			h = r->metric == FA_METRIC_MS ? "ms" : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s"
+											: "GB/s";
+		t->right[1 + nparam + j] = strcmp(h, "kernel") && strcmp(h, "instance") &&
+					   strcmp(h, "status") && strcmp(h, "stop");
+		rc = fa_table_add(t, h, NULL);
+	}
+	for (int c = 0; rc == FA_OK && c < r->cases.nrows; c++)
+		for (int k = 0; rc == FA_OK && k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k], st;
+			double v;
+			if (row < 0)
+				continue;
+			st = res_status(r, row);
+			snprintf(buf, sizeof buf, "%" PRId64, int_at(&r->cases, c, "idx") + 1);
+			rc = fa_table_add(t, buf, NULL);
+			for (int j = 0; rc == FA_OK && j < nparam; j++) {
+				const char *name = md_params[pcol[j]].name;
+				buf[0] = '\0';
+				if (strcmp(name, "scale") != 0 || int_at(&r->cases, c, "scale_set"))
+					param_text(cell_at(&r->cases, c, name), buf, sizeof buf);
+				rc = md_add_cell(t, buf, raw);
+			}
+			for (int j = 0; rc == FA_OK && j < ntail; j++) {
+				const char *h = tail[j];
+				buf[0] = '\0';
+				if (strcmp(h, "kernel") == 0) {
+					snprintf(buf, sizeof buf, "%s", r->labels[k]);
+				} else if (strcmp(h, "instance") == 0) {
+					if (family_of(r, row))
+						snprintf(buf, sizeof buf, "%s", r->res_label[row]);
+				} else if (strcmp(h, "status") == 0) {
+					snprintf(buf, sizeof buf, "%s", status_word(st));
+				} else if (st == FA_STATUS_SKIP) {
+					/* nothing timed or checked */
+				} else if (strcmp(h, "ms") == 0) {
+					if (res_real(r, row, "median_ms", &v))
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+				} else if (strcmp(h, "throughput") == 0) {
+					int decode = is_decode(r, c);
+					if (res_real(r, row, decode ? "gbps" : "tflops", &v) && v > 0) {
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+						strncat(buf, decode ? " GB/s" : " TFLOP/s",
+							sizeof buf - strlen(buf) - 1);
+					}
+				} else if (strcmp(h, "metric") == 0) {
+					if (metric_value(r, r->metric, row, &v))
+						fa_table_fmt_sig3(v, buf, sizeof buf);
+				} else if (strcmp(h, "noise") == 0) {
+					noise_text(r, row, buf, sizeof buf);
+				} else if (strcmp(h, "stop") == 0) {
+					const char *stop = res_text(r, row, "stop_reason");
+					snprintf(buf, sizeof buf, "%s", stop ? stop : "");
+				} else if (res_real(r, row, "max_abs", &v)) {
+					fmt_err(v, buf, sizeof buf);
+				}
+				rc = md_add_cell(t, buf, raw);
+			}
+		}
+	if (rc != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	return FA_OK;
 }
 
@@ -846,7 +1166,7 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	const struct table *run = &r->run;
 	const char *s, *commit = text_at(run, 0, "git_commit");
 	const struct cell *dirty = cell_at(run, 0, "git_dirty");
-	int counts[FA_STATUS_TIMEOUT + 1] = {0}, first = 1;
+	int counts[FA_STATUS_UNCHECKED + 1] = {0}, first = 1;
 
 	fprintf(out, "%sfabench report: run %" PRId64 "%s", m->title, int_at(run, 0, "id"),
 		m->title_end);
@@ -943,7 +1263,7 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	}
 	field(out, m, "cases");
 	fprintf(out, "%d; results: %d", r->cases.nrows, r->res.nrows);
-	for (int st = 0; st <= FA_STATUS_TIMEOUT; st++)
+	for (int st = 0; st <= FA_STATUS_UNCHECKED; st++)
 		if (counts[st]) {
 			fputs(first ? " (" : ", ", out);
 			m->tag(out, fa_status_name(st));
@@ -980,7 +1300,7 @@ static void write_failures(FILE *out, const struct report *r, const struct marku
 			fputs(m->li, out);
 			m->tag(out, badge);
 			fprintf(out, "%s%s ", status_word(st), m->tag_end);
-			m->text(out, r->labels[k]);
+			m->text(out, r->res_label[row]); /* the instance, in a family's column */
 			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx") + 1);
 			m->code(out, text_at(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {
@@ -1041,8 +1361,13 @@ static enum fa_rc write_skips(FILE *out, const struct report *r, const struct ma
 		free(count);
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	}
-	for (int i = 0; i < r->res.nrows; i++)
-		total += res_status(r, i) == FA_STATUS_SKIP;
+	/* the skips shown: not those of an instance whose family's column
+	 * shows another instance's result */
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			total += row >= 0 && res_status(r, row) == FA_STATUS_SKIP;
+		}
 	if (total)
 		fprintf(out, "%sSkipped (%d)%s%s", m->h3, total, m->h3_end, m->list);
 	for (int k = 0; total && k < r->nk; k++) {
@@ -1077,12 +1402,68 @@ static enum fa_rc write_skips(FILE *out, const struct report *r, const struct ma
 	return FA_OK;
 }
 
+/* The kernel families of the table: which cases an instance ran. */
+static void write_families(FILE *out, const struct report *r, const struct markup *m)
+{
+	for (int k = 0; k < r->nk; k++) {
+		int any = 0;
+		for (int c = 0; c < r->cases.nrows; c++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			if (row < 0 || !family_of(r, row) || res_status(r, row) == FA_STATUS_SKIP)
+				continue;
+			if (!any) {
+				fputc(' ', out);
+				m->text(out, r->labels[k]);
+				fputs(" is a family of instances; cases run by an instance: ", out);
+			}
+			fprintf(out, "%s%" PRId64 " ", any ? ", " : "", int_at(&r->cases, c, "idx") + 1);
+			m->code(out, r->res_label[row]);
+			any = 1;
+		}
+		if (any)
+			fputs(".", out);
+	}
+}
+
 static void write_legend(FILE *out, const struct report *r, const struct markup *m, int mixed)
 {
-	int n_decode = 0;
+	int n_decode = 0, any_short = 0, any_same = 0, any_unchecked = 0;
 	for (int c = 0; c < r->cases.nrows; c++)
 		n_decode += is_decode(r, c);
-	fprintf(out, "%sms: median time of the samples. ", m->note);
+	for (int c = 0; c < r->cases.nrows; c++)
+		for (int k = 0; k < r->nk; k++) {
+			int row = r->grid[(size_t)c * r->nk + k];
+			const char *rule = row >= 0 ? res_text(r, row, "rule") : NULL;
+			double v;
+			if (row < 0)
+				continue;
+			any_short |= res_status(r, row) != FA_STATUS_SKIP && noise_short(r, row);
+			any_same |= rule && strcmp(rule, "fa") == 0 && res_real(r, row, "same_max_abs", &v);
+			any_unchecked |= res_status(r, row) == FA_STATUS_UNCHECKED;
+		}
+	fputs(m->note, out);
+	if (r->metric == FA_METRIC_ALL)
+		fputs("ms: median time of the samples, ± their relative standard deviation. ", out);
+	else
+		fprintf(out, "%s: %s per kernel, ± the relative standard deviation of the samples; "
+			     "a word marks a result that did not pass (FAIL, error, timeout, skip, "
+			     "unchecked).",
+			r->metric == FA_METRIC_MS ? "ms" : r->metric == FA_METRIC_TFLOPS ? "TFLOP/s" : "GB/s",
+			r->metric == FA_METRIC_MS ? "median time" : "throughput at the median time");
+	if (any_short && r->metric != FA_METRIC_ALL)
+		fputs(" *: sampling stopped before the noise target was reached (max_time, "
+		      "max_samples or timeout).", out);
+	else if (any_short)
+		fputs("*: sampling stopped before the noise target was reached (max_time, "
+		      "max_samples or timeout). ", out);
+	if (r->metric != FA_METRIC_ALL) {
+		if (any_unchecked)
+			fputs(" unchecked: imported from another tool without error statistics: timed, "
+			      "never compared against the reference.", out);
+		write_families(out, r, m);
+		fputs(m->note_end, out);
+		return;
+	}
 	if (mixed)
 		fprintf(out, "throughput: TFLOP/s for cases with q_len %s %d, GB/s (Q, K and V "
 			     "read and O written once) for decode-like cases with q_len %s= %d. ",
@@ -1091,18 +1472,27 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
 	else
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
-	if (r->have_cal)
+	if (r->have_cal && r->layout != FA_LAYOUT_LONG)
 		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
 			     "calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g GB/s copy). ",
 			r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0 ? ", fp32 cases against the "
 									       "fp32 rate" : "",
 			r->cal.copy_gbps);
-	if (r->baseline >= 0) {
+	if (r->baseline >= 0 && r->layout != FA_LAYOUT_LONG) {
 		fputs("x: speedup over ", out);
 		m->text(out, r->labels[r->baseline]);
 		fputs(" (its median / this kernel's). ", out);
 	}
-	fprintf(out, "max_abs: largest absolute error against the fp64 reference.%s", m->note_end);
+	fputs("max_abs: largest absolute error against the fp64 reference.", out);
+	if (any_same)
+		fputs(" same_max_abs: under rule fa, the error of the same attention computed in the "
+		      "input precision; a result passes when its max_abs is within the rule's "
+		      "factor of it.", out);
+	if (any_unchecked)
+		fputs(" unchecked: imported from another tool without error statistics: timed, never "
+		      "compared against the reference.", out);
+	write_families(out, r, m);
+	fputs(m->note_end, out);
 }
 
 /* The report without what html adds after it (plots, compare): the run
@@ -1131,6 +1521,22 @@ static enum fa_rc write_body(FILE *out, const struct report *r, const struct mar
 	if (r->nk == 0) {
 		fprintf(out, "%sNo kernel ran.%s", m->p, m->p_end);
 		return FA_OK;
+	}
+	if (r->layout == FA_LAYOUT_LONG) {
+		/* markdown only (report_write refuses html) */
+		struct fa_table lt;
+		rc = long_build(r, &lt, 0, err);
+		if (rc == FA_OK && fa_table_print_md(out, &lt, NULL) != FA_OK)
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		fa_table_free(&lt);
+		mixed = 0;
+		for (int c = 1; c < r->cases.nrows; c++)
+			mixed |= is_decode(r, c) != is_decode(r, 0);
+		if (rc == FA_OK) {
+			write_legend(out, r, m, mixed);
+			rc = write_skips(out, r, m, err);
+		}
+		return rc;
 	}
 	rc = md_build(r, &t, &mixed, m->raw, err);
 	if (rc == FA_OK)
@@ -1229,6 +1635,20 @@ static const char *const csv_result_cols[] = {
 	"rel_l2", "nmse", "unwritten", "rule",
 };
 
+/* The long table as CSV: its text cells, quoted where needed. */
+static enum fa_rc write_csv_long(FILE *out, const struct report *r, struct fa_err *err)
+{
+	struct fa_table t;
+	enum fa_rc rc = long_build(r, &t, 1, err);
+	for (int i = 0; rc == FA_OK && i < t.nrows; i++)
+		for (int j = 0; j < t.ncols; j++) {
+			fa_table_csv_text(out, fa_table_cell(&t, i, j));
+			fputs(j + 1 < t.ncols ? "," : "\n", out);
+		}
+	fa_table_free(&t);
+	return rc;
+}
+
 static void write_csv(FILE *out, const struct report *r)
 {
 	char buf[64];
@@ -1255,6 +1675,8 @@ static void write_csv(FILE *out, const struct report *r)
 					fa_table_fmt_real(x, buf, sizeof buf);
 					fputs(buf, out);
 				}
+			} else if (strcmp(csv_result_cols[j], "status") == 0) {
+				fputs(fa_status_name(res_status(r, i)), out);
 			} else {
 				csv_cell(out, cell_at(&r->res, i, csv_result_cols[j]));
 			}
@@ -1277,7 +1699,7 @@ static void json_cell(FILE *out, const struct cell *c)
 
 static void write_json(FILE *out, const struct report *r)
 {
-	fputs("{\n  \"run\": {\n", out);
+	fprintf(out, "{\n  \"schema_version\": %d,\n  \"run\": {\n", FA_JSON_SCHEMA_VERSION);
 	for (int j = 0; j < r->run.ncols; j++) {
 		fprintf(out, "    \"%s\": ", run_cols[j]);
 		json_cell(out, &r->run.c[j]);
@@ -1302,7 +1724,17 @@ static void write_json(FILE *out, const struct report *r)
 		fputs("},\n", out);
 		for (int j = RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
 			fprintf(out, "      \"%s\": ", result_cols[j]);
-			json_cell(out, cell_at(&r->res, i, result_cols[j]));
+			if (strcmp(result_cols[j], "status") == 0)
+				fa_json_string(out, fa_status_name(res_status(r, i)));
+			else
+				json_cell(out, cell_at(&r->res, i, result_cols[j]));
+			if (strcmp(result_cols[j], "kernel") == 0) {
+				fputs(",\n      \"family\": ", out);
+				if (family_of(r, i))
+					fa_json_string(out, family_of(r, i));
+				else
+					fputs("null", out);
+			}
 			if (strcmp(result_cols[j], "gbps") == 0) {
 				fputs(",\n      \"speedup\": ", out);
 				if (x > 0)
@@ -1791,10 +2223,22 @@ static enum fa_rc report_write(struct fa_store *s, int64_t run_id, const struct 
 	if (o->format != FA_FMT_MD && o->format != FA_FMT_CSV && o->format != FA_FMT_JSON &&
 	    o->format != FA_FMT_HTML)
 		return fa_err_set(err, FA_ERR_USAGE, "unknown report format %d", (int)o->format);
+	if (o->metric < FA_METRIC_ALL || o->metric > FA_METRIC_GBPS)
+		return fa_err_set(err, FA_ERR_USAGE, "unknown report metric %d", (int)o->metric);
+	if (o->layout != FA_LAYOUT_WIDE && o->layout != FA_LAYOUT_LONG)
+		return fa_err_set(err, FA_ERR_USAGE, "unknown report layout %d", (int)o->layout);
+	if (o->layout == FA_LAYOUT_LONG && o->format != FA_FMT_MD && o->format != FA_FMT_CSV)
+		return fa_err_set(err, FA_ERR_USAGE,
+				  "the long layout is for md and csv (json lists every result "
+				  "already)");
 	rc = report_load(s, run_id, o->baseline, &r, err);
+	r.metric = o->metric;
+	r.layout = o->layout;
 	if (rc == FA_OK) {
 		if (o->format == FA_FMT_MD)
 			rc = write_md(out, &r, err);
+		else if (o->format == FA_FMT_CSV && o->layout == FA_LAYOUT_LONG)
+			rc = write_csv_long(out, &r, err);
 		else if (o->format == FA_FMT_CSV)
 			write_csv(out, &r);
 		else if (o->format == FA_FMT_HTML)

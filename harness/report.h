@@ -1,9 +1,12 @@
 /* report.h - tables of one run's results: markdown, CSV, JSON and HTML.
  *
  * One table per suite: rows are cases (only the parameters that vary between
- * them), columns per kernel: median time, TFLOP/s (GB/s for decode-like
- * cases, q_len <= 16), speedup against a baseline kernel, max error and
- * status. Failures, errors and timeouts are listed first with their reasons.
+ * them), columns per kernel: median time and its noise, TFLOP/s (GB/s for
+ * decode-like cases, q_len <= 16), speedup against a baseline kernel, max
+ * error and status; or one metric per kernel (--metric), or a row per case
+ * and kernel (--layout long). The instances of a kernel family
+ * (cuda_flash_mma_d72_pad80 of cuda_flash_mma) share their family's
+ * column. Failures, errors and timeouts are listed first with their reasons.
  */
 #ifndef FA_REPORT_H
 #define FA_REPORT_H
@@ -19,10 +22,31 @@ enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_H
 /* "md", "csv", "json", "html" -> enum, -1 when unknown. */
 int fa_report_format_parse(const char *s);
 
+/* What the cells of a kernel column show. */
+enum fa_report_metric {
+	FA_METRIC_ALL = 0,    /* ms, throughput, speedup, max_abs, status */
+	FA_METRIC_MS = 1,     /* one column per kernel: median ms, noise, mark */
+	FA_METRIC_TFLOPS = 2, /* ... TFLOP/s */
+	FA_METRIC_GBPS = 3,   /* ... GB/s */
+};
+
+/* "ms", "tflops", "gbps" -> enum, -1 when unknown. */
+int fa_report_metric_parse(const char *s);
+
+enum fa_report_layout {
+	FA_LAYOUT_WIDE = 0, /* a row per case, columns per kernel */
+	FA_LAYOUT_LONG = 1, /* a row per case and kernel (md and csv) */
+};
+
+/* "wide", "long" -> enum, -1 when unknown. */
+int fa_report_layout_parse(const char *s);
+
 struct fa_report_opts {
 	int32_t format;         /* enum fa_report_format */
 	const char *baseline;   /* kernel name; NULL: the run's dense kernel
 	                           (a name containing "dense"), else none */
+	int32_t metric;         /* enum fa_report_metric (md, html, long layout) */
+	int32_t layout;         /* enum fa_report_layout; long: md and csv only */
 };
 
 /* Writes the report of run_id to out (deterministic: the same database gives

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "data.h"
 #include "npy.h"
+#include "table.h"
 #include "util.h"
 
 /* Share of the free device memory a case may use by default: the rest is
@@ -624,7 +625,7 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		}
 	}
 	fa_measure_start(&k->ms, &mc, k->samples);
-	k->deadline = fa_now_s() + k->timeout;
+	k->deadline = 0; /* set by its first sample: the other kernels' checks come first */
 	k->sampling = 1;
 	return FA_OK;
 backend_error:
@@ -645,6 +646,8 @@ static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa
 	int done;
 	fa_runner_running = k->ck;
 	fa_err_clear(&kerr);
+	if (k->deadline == 0)
+		k->deadline = fa_now_s() + k->timeout;
 	arm(r, k->deadline - fa_now_s() > 0 ? k->deadline - fa_now_s() : 1e-3);
 	done = fa_measure_step(&k->ms, one_sample, &k->sc, k->deadline, &r->kcancel, &rc, &kerr);
 	disarm(r);
@@ -672,6 +675,18 @@ static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa
 			return FA_ERR_STICKY;
 		}
 		return FA_OK;
+	}
+	/* a result with no sample is never a timed pass: the timeout cut the
+	 * warm-up or the first sample, or every sample was discarded */
+	if (k->res->t.n == 0 && k->res->status == FA_STATUS_PASS) {
+		if (k->res->t.stop == FA_STOP_TIMEOUT)
+			set_status(k->res, FA_STATUS_TIMEOUT,
+				   "no sample taken before the timeout of %g s (the check passed)",
+				   k->timeout);
+		else
+			set_status(k->res, FA_STATUS_ERROR,
+				   "no sample kept: %d discarded (clock under the threshold)",
+				   (int)k->res->t.discarded);
 	}
 	if (k->res->t.n > 0 && k->res->t.median_ms > 0) {
 		k->res->tflops = k->res->flops / (k->res->t.median_ms * 1e-3) / 1e12;
@@ -1010,10 +1025,10 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "{\"index\": %d, \"key\": \"%s\", \"seed\": %llu, \"scale\": %.9g, "
+	fprintf(f, "{\"schema_version\": %d, \"index\": %d, \"key\": \"%s\", \"seed\": \"%llu\", \"scale\": %.9g, "
 		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"varlen\": %d, "
 		   "\"cu_seqlens_q\": [",
-		c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
+		FA_JSON_SCHEMA_VERSION, c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
 		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->varlen);
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_q[i]);

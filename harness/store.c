@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -299,11 +300,16 @@ const char *fa_status_name(int status)
 	static const char *const names[] = {
 		[FA_STATUS_PASS] = "pass",   [FA_STATUS_FAIL] = "fail",
 		[FA_STATUS_SKIP] = "skip",   [FA_STATUS_ERROR] = "error",
-		[FA_STATUS_TIMEOUT] = "timeout",
+		[FA_STATUS_TIMEOUT] = "timeout", [FA_STATUS_UNCHECKED] = "unchecked",
 	};
 	if (status >= 0 && status < (int)(sizeof names / sizeof names[0]))
 		return names[status];
 	return NULL;
+}
+
+int fa_status_effective(int status, int checked)
+{
+	return status == FA_STATUS_PASS && !checked ? FA_STATUS_UNCHECKED : status;
 }
 
 int fa_status_parse(const char *s)
@@ -471,6 +477,147 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 	if (frc != FA_OK) {
 		fa_store_close(s);
 		return frc;
+	}
+	*out = s;
+	return FA_OK;
+}
+
+/* Whether a path may be written: access() says no (a read-only mount, a
+ * user without rights), or it has no write bit at all (root passes access()
+ * on a file chmod'ed read-only; its owner meant it to stay as it is). */
+static int path_writable(const char *path)
+{
+	struct stat sb;
+	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
+		return 0;
+	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+}
+
+int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	int len;
+	/* "file:" then the path with every byte outside [A-Za-z0-9/._~-]
+	 * percent-encoded ('?', '#', '%' would otherwise end or escape it); an
+	 * absolute path gets an empty authority ("file:///abs") so "//x" is not
+	 * read as a host */
+	len = snprintf(buf, size, "file:%s", path[0] == '/' ? "//" : "");
+	if (len < 0 || (size_t)len >= size)
+		return -1;
+	n = (size_t)len;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') || strchr("/._~-", *p);
+		if (n + (plain ? 1 : 3) >= size)
+			return -1;
+		if (plain) {
+			buf[n++] = (char)*p;
+		} else {
+			buf[n++] = '%';
+			buf[n++] = hex[*p >> 4];
+			buf[n++] = hex[*p & 15];
+		}
+	}
+	len = snprintf(buf + n, size - n, "?mode=ro%s", writable ? "" : "&immutable=1");
+	if (len < 0 || (size_t)len >= size - n)
+		return -1;
+	return 0;
+}
+
+enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struct fa_err *err)
+{
+	struct fa_store *s;
+	struct stat sb;
+	char *dir, *slash, *wal, *uri;
+	size_t uri_size;
+	int writable, version = 0, rc;
+	enum fa_rc frc;
+
+	*out = NULL;
+	if (strcmp(path, ":memory:") == 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "no database at '%s'", path);
+	if (stat(path, &sb) != 0) {
+		if (errno != ENOENT)
+			return fa_err_set(err, FA_ERR_IO, "cannot open database '%s': %s", path,
+					  strerror(errno));
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "no database at '%s'", path);
+	}
+	if (S_ISDIR(sb.st_mode))
+		return fa_err_set(err, FA_ERR_IO, "database '%s' is a folder", path);
+	dir = strdup(path);
+	wal = malloc(strlen(path) + 5);
+	uri_size = 3 * strlen(path) + 64;
+	uri = malloc(uri_size);
+	if (!dir || !wal || !uri) {
+		free(dir);
+		free(wal);
+		free(uri);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	else
+		strcpy(dir, ".");
+	sprintf(wal, "%s-wal", path);
+	/* Immutable (no locks, no -wal/-shm created) where nothing can write
+	 * the file: the file or its folder is read-only. A -wal left beside it
+	 * holds commits the file lacks, so then SQLite must read it: mode=ro
+	 * alone. */
+	writable = (path_writable(path) && path_writable(dir)) || stat(wal, &sb) == 0;
+	free(dir);
+	free(wal);
+	if (fa_store_readonly_uri(path, writable, uri, uri_size) != 0) {
+		free(uri);
+		return fa_err_set(err, FA_ERR_INTERNAL, "database path '%s' too long", path);
+	}
+	s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		free(uri);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+	}
+	rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	free(uri);
+	if (rc != SQLITE_OK) {
+		if (!s->db) {
+			fa_store_close(s);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+		}
+		frc = db_error(s->db, path, rc, err, "cannot open database");
+		fa_store_close(s);
+		return frc;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	/* the first read: a file that is not a database fails here */
+	rc = pragma_int(s->db, "PRAGMA user_version", &version);
+	if (rc != SQLITE_OK) {
+		frc = db_error(s->db, path, rc, err, "cannot read the schema version");
+		fa_store_close(s);
+		return frc;
+	}
+	if (version != FA_STORE_SCHEMA_VERSION) {
+		fa_store_close(s);
+		if (version > FA_STORE_SCHEMA_VERSION || version < 0)
+			return fa_err_set(err, FA_ERR_DB,
+					  "database '%s' has schema version %d, newer than this "
+					  "fabench supports (%d)",
+					  path, version, FA_STORE_SCHEMA_VERSION);
+		if (!writable)
+			return fa_err_set(err, FA_ERR_DB,
+					  "database '%s' has schema version %d and is read-only: "
+					  "this fabench reads version %d (a writer such as fabench "
+					  "import migrates it)",
+					  path, version, FA_STORE_SCHEMA_VERSION);
+		/* an older file that may be written: migrate it as a writer
+		 * would, then read it read-only */
+		frc = fa_store_open(path, 0, &s, err);
+		if (frc != FA_OK)
+			return frc;
+		fa_store_close(s);
+		return fa_store_open_readonly(path, out, err);
 	}
 	*out = s;
 	return FA_OK;
@@ -1130,4 +1277,126 @@ rollback:
 	memset(out, 0, sizeof *out);
 	out->conflict = frc == FA_ERR_INPUT ? conflict : -1;
 	return frc;
+}
+
+/* ---- A stored run, for run --resume and --rerun-failed ----------------------- */
+
+/* strdup of a column's text, "" for NULL; NULL when out of memory. */
+static char *col_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return strdup(t ? (const char *)t : "");
+}
+
+void fa_stored_run_free(struct fa_stored_run *r)
+{
+	if (!r)
+		return;
+	free(r->command_line);
+	free(r->suite_path);
+	free(r->suite_hash);
+	free(r->status);
+	for (int i = 0; i < r->n_cases; i++)
+		free(r->keys[i]);
+	free(r->keys);
+	free(r->idx);
+	for (int i = 0; i < r->n_kernels; i++)
+		free(r->kernels[i]);
+	free(r->kernels);
+	memset(r, 0, sizeof *r);
+}
+
+/* Appends the text of column col to a growing list; -1 when out of memory. */
+static int list_push(char ***list, int *n, sqlite3_stmt *st, int col)
+{
+	char **nl = realloc(*list, ((size_t)*n + 1) * sizeof *nl);
+	if (!nl)
+		return -1;
+	*list = nl;
+	if (!(nl[*n] = col_dup(st, col)))
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only,
+			     struct fa_stored_run *out, struct fa_err *err)
+{
+	static const char *const sql_run =
+		"SELECT command_line, suite_path, suite_hash, status, seed, ab_group IS NOT NULL,"
+		" source FROM runs WHERE id = ?";
+	static const char *const sql_cases =
+		"SELECT idx, key FROM cases WHERE run_id = ? ORDER BY idx";
+	static const char *const sql_failed =
+		"SELECT c.idx, c.key FROM cases c WHERE c.run_id = ?1 AND EXISTS (SELECT 1 FROM"
+		" results r WHERE r.case_id = c.id AND r.status IN ('fail', 'error', 'timeout'))"
+		" ORDER BY c.idx";
+	static const char *const sql_kernels =
+		"SELECT DISTINCT kernel FROM results WHERE run_id = ? AND status IN ('fail',"
+		" 'error', 'timeout') ORDER BY kernel";
+	sqlite3_stmt *st = NULL;
+	int rc, nomem = 0;
+
+	memset(out, 0, sizeof *out);
+	rc = sqlite3_prepare_v2(s->db, sql_run, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *seed = sqlite3_column_text(st, 4);
+			out->command_line = col_dup(st, 0);
+			out->suite_path = col_dup(st, 1);
+			out->suite_hash = col_dup(st, 2);
+			out->status = col_dup(st, 3);
+			out->seed = seed ? strtoull((const char *)seed, NULL, 10) : 0;
+			out->ab = sqlite3_column_int(st, 5);
+			out->imported = sqlite3_column_text(st, 6) &&
+					strcmp((const char *)sqlite3_column_text(st, 6), "fabench") != 0;
+			nomem = !out->command_line || !out->suite_path || !out->suite_hash ||
+				!out->status;
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			sqlite3_finalize(st);
+			return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
+					  s->path);
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (int q = 0; rc == SQLITE_OK && !nomem && q < 2; q++) {
+		const char *sql = q == 0 ? (failed_only ? sql_failed : sql_cases) : sql_kernels;
+		if (q == 1 && !failed_only)
+			break;
+		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			break;
+		sqlite3_bind_int64(st, 1, run_id);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW && !nomem) {
+			if (q == 1) {
+				nomem = list_push(&out->kernels, &out->n_kernels, st, 0) != 0;
+				continue;
+			}
+			int32_t *ni = realloc(out->idx, ((size_t)out->n_cases + 1) * sizeof *ni);
+			if (!ni) {
+				nomem = 1;
+				break;
+			}
+			out->idx = ni;
+			ni[out->n_cases] = sqlite3_column_int(st, 0);
+			nomem = list_push(&out->keys, &out->n_cases, st, 1) != 0;
+		}
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (nomem) {
+		fa_stored_run_free(out);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading run %" PRId64, run_id);
+	}
+	if (rc != SQLITE_OK) {
+		enum fa_rc frc = db_error(s->db, s->path, rc, err, "cannot read a run");
+		fa_stored_run_free(out);
+		return frc;
+	}
+	return FA_OK;
 }

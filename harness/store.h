@@ -10,6 +10,7 @@
 #ifndef FA_STORE_H
 #define FA_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend_impl.h"
@@ -33,6 +34,23 @@ struct sqlite3;
  * documented at the top of store.c. */
 enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err);
 void fa_store_close(struct fa_store *s);
+
+/* Opens the database at path for reading only, as every reader command
+ * (report, compare, history, plot) does: SQLITE_OPEN_READONLY through a
+ * "file:...?mode=ro" URI, with immutable=1 when the file or its folder is
+ * not writable (no locks; no -wal or -shm is created beside it) unless a
+ * -wal is already there. A missing file is never created. A file of an
+ * older schema is migrated first when it may be written, else refused.
+ * Returns FA_OK; FA_ERR_NOT_FOUND when there is no file (or ":memory:");
+ * FA_ERR_IO for a folder or a path that cannot be used; FA_ERR_DB for a file
+ * that is not a database or a schema this build cannot read. Sets *out to
+ * NULL on error. Writing through the store fails (SQLITE_READONLY). */
+enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struct fa_err *err);
+
+/* The URI fa_store_open_readonly opens: "file:" and path percent-encoded,
+ * "?mode=ro", and "&immutable=1" when writable == 0. Writes it into buf
+ * (size bytes); returns 0, or -1 when it does not fit. Exposed for tests. */
+int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size);
 
 /* The underlying handle, for read-only queries by report/compare/history. */
 struct sqlite3 *fa_store_db(struct fa_store *s);
@@ -79,9 +97,19 @@ enum fa_status {
 	FA_STATUS_SKIP = 2,
 	FA_STATUS_ERROR = 3,
 	FA_STATUS_TIMEOUT = 4,
+	/* Never stored: the readers' name for a stored pass with checked = 0,
+	 * a result nobody compared against the reference (rows imported from
+	 * another tool without error statistics). fa_status_effective gives
+	 * it; it must not make a run look verified. */
+	FA_STATUS_UNCHECKED = 5,
 };
 
-/* "pass", "fail", "skip", "error", "timeout"; -1/NULL when unknown. */
+/* The status a reader shows for a stored status and checked flag: the
+ * status, but FA_STATUS_UNCHECKED for a pass with checked == 0. */
+int fa_status_effective(int status, int checked);
+
+/* "pass", "fail", "skip", "error", "timeout", "unchecked"; -1/NULL when
+ * unknown. */
 const char *fa_status_name(int status);
 int fa_status_parse(const char *s);
 
@@ -148,5 +176,27 @@ enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int
 			   const char *source_note, const struct fa_case *cases, int32_t n_cases,
 			   const struct fa_result *results, const int32_t *result_case,
 			   int32_t n_results, struct fa_store_import_out *out, struct fa_err *err);
+
+/* What run --resume and --rerun-failed need of a stored run (strings
+ * malloc'd, "" when NULL in the database). */
+struct fa_stored_run {
+	char *command_line, *suite_path, *suite_hash, *status;
+	uint64_t seed;
+	int32_t ab;           /* one of the two runs of a --ab */
+	int32_t imported;     /* its source is not fabench alone */
+	int32_t n_cases;      /* the cases read, in idx order: */
+	int32_t *idx;         /*   their idx */
+	char **keys;          /*   their keys */
+	int32_t n_kernels;    /* failed_only: the kernels that failed, by name */
+	char **kernels;
+};
+
+/* Reads run run_id: its row, and its cases (all of them, or with
+ * failed_only those with a fail, error or timeout result, and the kernels
+ * of those results). Returns FA_OK; FA_ERR_NOT_FOUND naming the run;
+ * FA_ERR_DB; FA_ERR_NOMEM. On error *out holds nothing (free is harmless). */
+enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only,
+			     struct fa_stored_run *out, struct fa_err *err);
+void fa_stored_run_free(struct fa_stored_run *r);
 
 #endif /* FA_STORE_H */

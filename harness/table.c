@@ -182,6 +182,29 @@ const char *fa_table_cell(const struct fa_table *t, int row, int col)
 	return t->cell[(size_t)row * t->ncols + col];
 }
 
+/* The width of s on a terminal: its UTF-8 characters ("±" is one), not its
+ * bytes. */
+static int text_width(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* Prints s padded with spaces to w characters, on the left when right. */
+static void print_padded(FILE *f, const char *s, int w, int right)
+{
+	int pad = w - text_width(s);
+	if (right)
+		for (int i = 0; i < pad; i++)
+			fputc(' ', f);
+	fputs(s, f);
+	if (!right)
+		for (int i = 0; i < pad; i++)
+			fputc(' ', f);
+}
+
 enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *err)
 {
 	int *w = calloc((size_t)t->ncols + 1, sizeof *w);
@@ -190,14 +213,15 @@ enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *e
 	for (int j = 0; j < t->ncols; j++) {
 		w[j] = 3; /* the shortest separator, "---" */
 		for (int i = 0; i < t->nrows; i++) {
-			int n = (int)strlen(fa_table_cell(t, i, j));
+			int n = text_width(fa_table_cell(t, i, j));
 			w[j] = n > w[j] ? n : w[j];
 		}
 	}
 	for (int row = 0; row < t->nrows; row++) {
-		for (int j = 0; j < t->ncols; j++)
-			fprintf(f, t->right[j] && row ? "%s%*s" : "%s%-*s", j ? " | " : "| ", w[j],
-				fa_table_cell(t, row, j));
+		for (int j = 0; j < t->ncols; j++) {
+			fputs(j ? " | " : "| ", f);
+			print_padded(f, fa_table_cell(t, row, j), w[j], t->right[j] && row);
+		}
 		fputs(" |\n", f);
 		if (row > 0)
 			continue;

@@ -19,6 +19,12 @@
  * unambiguously in practice. */
 #define FA_TABLE_SHORT_COMMIT 12
 
+/* The "schema_version" every JSON output (report, compare, history, list,
+ * the manifests of run --dump) carries at its top level; docs/json.md
+ * describes version 1. Raised when a member is removed or changes meaning;
+ * adding a member keeps it. */
+#define FA_JSON_SCHEMA_VERSION 1
+
 /* ---- Text ------------------------------------------------------------------- */
 
 /* s as markdown text: '\\', '`', '*', '[', ']', '<' and '|' escaped with a
@@ -84,9 +90,9 @@ enum fa_rc fa_table_add_md(struct fa_table *t, const char *text, struct fa_err *
 const char *fa_table_cell(const struct fa_table *t, int row, int col);
 
 /* Prints the complete rows of t as a markdown table: every column padded to
- * its widest cell (at least the 3 characters of "---"), the separator after
- * the header with ':' over right-aligned columns. Returns FA_OK, or
- * FA_ERR_NOMEM with nothing printed. */
+ * its widest cell, counted in UTF-8 characters (at least the 3 characters
+ * of "---"), the separator after the header with ':' over right-aligned
+ * columns. Returns FA_OK, or FA_ERR_NOMEM with nothing printed. */
 enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *err);
 
 /* Frees every cell and zeroes t. */

@@ -373,3 +373,188 @@ struct fa_store *fa_fixture_open_db(const char *path)
 	}
 	return s;
 }
+
+/* ---- The families fixture ------------------------------------------------------ */
+
+/* Five bf16 cases on an H100-like CUDA device, and the kernels of a family
+ * of instances (cuda_flash_mma and its instances for the head sizes it
+ * lacks), a dense kernel, and rows imported from another tool. */
+struct fam_case {
+	int32_t q_len, kv_len, head_dim, head_dim_v, mask;
+};
+
+static const struct fam_case fam_cases[] = {
+	{2048, 2048, 64, 64, FA_MASK_NONE},  {2048, 2048, 128, 128, FA_MASK_CAUSAL},
+	{1024, 1024, 192, 128, FA_MASK_NONE}, {4096, 4096, 72, 72, FA_MASK_NONE},
+	{1, 8192, 128, 128, FA_MASK_NONE},
+};
+#define FAM_NCASES ((int)(sizeof fam_cases / sizeof fam_cases[0]))
+
+/* Kernels in the order they are registered (and run). '.': skipped (head
+ * size not instantiated), 'p': pass, 'f': fail under rule fa, 'n': pass
+ * with sampling stopped by max_time. */
+static const struct {
+	const char *name;
+	const char *outcome; /* per case */
+	double tflops;
+} fam_kernels[] = {
+	{"cuda_dense", "pppnp", 90},
+	{"cuda_flash_mma", "pf..p", 420},
+	{"cuda_flash_mma_d192_128", "..f..", 380},
+	{"cuda_flash_mma_d72_pad80", "...p.", 300},
+	{"cuda_flash_mma_d72_masked", "...p.", 290},
+};
+#define FAM_NKERNELS ((int)(sizeof fam_kernels / sizeof fam_kernels[0]))
+
+static void fam_case_make(int idx, struct fa_case *c, char *key, size_t key_size)
+{
+	const struct fam_case *fc = &fam_cases[idx];
+	struct fa_problem *p = &c->p;
+	memset(c, 0, sizeof *c);
+	c->index = idx;
+	p->batch = 2;
+	p->heads = p->kv_heads = 16;
+	p->q_len = fc->q_len;
+	p->kv_len = fc->kv_len;
+	p->head_dim = fc->head_dim;
+	p->head_dim_v = fc->head_dim_v;
+	p->dtype = FA_DTYPE_BF16;
+	p->mask = fc->mask;
+	p->layout = FA_LAYOUT_BSHD;
+	p->total_q = 2 * fc->q_len;
+	p->total_k = 2 * fc->kv_len;
+	p->scale = 1.0f / sqrtf((float)fc->head_dim);
+	c->dist = FA_DIST_NORMAL;
+	snprintf(key, key_size,
+		 "batch=2,heads=16,kv_heads=16,q_len=%d,kv_len=%d,head_dim=%d,head_dim_v=%d,"
+		 "dtype=bf16,mask=%s,layout=bshd,input=normal",
+		 fc->q_len, fc->kv_len, fc->head_dim, fc->head_dim_v, fa_mask_name(fc->mask));
+	c->key = key;
+	c->seed = fa_fnv1a64(FA_FNV_OFFSET, key, strlen(key));
+}
+
+/* A timed result of kernel name on case idx at tflops, its samples spread
+ * by noise. checked: error statistics under rule fa (else none, as an
+ * import of another tool's timing). */
+static void fam_result(int idx, const char *name, double tflops, double noise, int checked,
+		       struct fa_result *r, double *samples, int n_samples)
+{
+	const struct fam_case *fc = &fam_cases[idx];
+	double pairs = 2.0 * 16 * fc->q_len *
+		       (fc->mask == FA_MASK_CAUSAL ? (fc->kv_len + 1) / 2.0 : fc->kv_len);
+	double flops = pairs * 2.0 * (fc->head_dim + fc->head_dim_v);
+	double bytes = 2.0 * 2 * 16 * (2.0 * fc->q_len * fc->head_dim_v +
+				       2.0 * fc->kv_len * fc->head_dim);
+	/* decode is memory bound: 1/120 of the matrix rate in GB/s, about 3 TB/s */
+	double median = fc->q_len <= 16 ? bytes / (tflops * 8e9) * 1e3 : flops / (tflops * 1e12) * 1e3;
+	memset(r, 0, sizeof *r);
+	r->kernel = name;
+	r->backend = "cuda";
+	r->params = "";
+	r->status = FA_STATUS_PASS;
+	r->timing = "cold";
+	r->flops = flops;
+	r->bytes = bytes;
+	r->mem_bytes = r->bytes;
+	r->tel.sm_clock_mhz = r->tel.sm_clock_max_mhz = r->tel.temp_c = r->tel.power_w = NAN;
+	r->tel.throttle_reasons = -1;
+	r->st.same_max_abs = -1;
+	r->st.worst_index = -1;
+	r->samples = samples;
+	for (int i = 0; i < n_samples; i++)
+		samples[i] = median * (1 + noise * fx_offsets[i]);
+	fa_stats_compute(samples, n_samples, &r->t);
+	r->t.stop = FA_STOP_CONVERGED;
+	r->tflops = flops / (r->t.median_ms * 1e-3) / 1e12;
+	r->gbps = r->bytes / (r->t.median_ms * 1e-3) / 1e9;
+	if (!checked) {
+		r->t.stop = -1; /* the tool's sampling: no stop reason */
+		r->st.max_abs = r->st.max_rel = r->st.mean_abs = r->st.rel_l2 = r->st.nmse = NAN;
+		r->st.nan_count = r->st.inf_count = r->st.unwritten = -1;
+		r->st.rows_checked = r->st.elems_checked = -1;
+		return;
+	}
+	r->checked = 1;
+	snprintf(r->rule, sizeof r->rule, "fa");
+	r->st.same_max_abs = 3.9e-3 * (1 + 0.25 * idx);
+	r->st.max_abs = r->st.same_max_abs * 0.9;
+	r->st.mean_abs = r->st.max_abs * 0.08;
+	r->st.max_rel = r->st.max_abs * 40;
+	r->st.rel_l2 = r->st.max_abs * 0.3;
+	r->st.nmse = r->st.rel_l2 * r->st.rel_l2;
+	r->st.rows_checked = 256;
+	r->st.elems_checked = 256 * fc->head_dim_v;
+}
+
+enum fa_rc fa_fixture_build_families(const char *db_path)
+{
+	static const struct fa_run_info info = {
+		"2026-11-26T01:00:00Z", FX_COMMIT_2, 0, "h100-01", "cuda", "NVIDIA H100 80GB HBM3",
+		"sm_90", "560.35", "12.6", "suites/peers.yaml", "peers", "4b1d09e2c3a7f865",
+		"fabench run suites/peers.yaml --label peers", "peers", 1, "0.1.0", "fabench", NULL};
+	static const struct fa_run_info import_info = {.source = "torch 2.5.1"};
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	struct fa_case cases[FAM_NCASES];
+	char keys[FAM_NCASES][256];
+	struct fa_result imported[FAM_NCASES];
+	double imp_samples[FAM_NCASES][12];
+	int32_t imp_case[FAM_NCASES];
+	struct fa_store_import_out out;
+	int64_t run_id = 0;
+	enum fa_rc rc;
+
+	fa_err_clear(&err);
+	rc = fa_fixture_create(db_path, &s, &err);
+	if (rc == FA_OK)
+		rc = fa_store_run_begin(s, &info, &run_id, &err);
+	for (int idx = 0; rc == FA_OK && idx < FAM_NCASES; idx++) {
+		struct fa_result res[FAM_NKERNELS];
+		double samples[FAM_NKERNELS][12];
+		fam_case_make(idx, &cases[idx], keys[idx], sizeof keys[idx]);
+		for (int k = 0; k < FAM_NKERNELS; k++) {
+			char o = fam_kernels[k].outcome[idx];
+			fam_result(idx, fam_kernels[k].name, fam_kernels[k].tflops * (1 - 0.03 * k),
+				   o == 'n' ? 0.03 : 0.004, 1, &res[k], samples[k], 10);
+			if (o == 'n') {
+				res[k].t.stop = FA_STOP_MAX_TIME;
+			} else if (o == 'f') {
+				res[k].status = FA_STATUS_FAIL;
+				res[k].st.max_abs = 0.0312;
+				snprintf(res[k].reason, sizeof res[k].reason,
+					 "max_abs 0.0312 > 2 x same_max_abs %.2g", res[k].st.same_max_abs);
+			} else if (o == '.') {
+				memset(&res[k].t, 0, sizeof res[k].t);
+				res[k].samples = NULL;
+				res[k].status = FA_STATUS_SKIP;
+				res[k].checked = 0;
+				res[k].rule[0] = '\0';
+				res[k].tflops = res[k].gbps = 0;
+				snprintf(res[k].reason, sizeof res[k].reason,
+					 "head_dim %d/%d not instantiated", cases[idx].p.head_dim,
+					 cases[idx].p.head_dim_v);
+			}
+		}
+		rc = fa_store_case_commit(s, run_id, &cases[idx], res, FAM_NKERNELS, NULL, &err);
+	}
+	/* PyTorch's timings of the same cases, imported into the run: never
+	 * checked against the reference */
+	for (int idx = 0; rc == FA_OK && idx < FAM_NCASES; idx++) {
+		fam_result(idx, "torch_sdpa_flash", 380, 0.006, 0, &imported[idx], imp_samples[idx],
+			   10);
+		imported[idx].backend = "torch";
+		imp_case[idx] = idx;
+	}
+	if (rc == FA_OK)
+		rc = fa_store_import(s, &import_info, run_id, "torch 2.5.1", cases, FAM_NCASES,
+				     imported, imp_case, FAM_NCASES, &out, &err);
+	if (rc == FA_OK)
+		rc = fa_store_run_end(s, run_id, "complete", &err);
+	if (rc == FA_OK && fx_set_finished(s, run_id, "2026-11-26T01:04:10Z") != SQLITE_OK)
+		rc = fa_err_set(&err, FA_ERR_DB, "cannot set finished_at: %s",
+				sqlite3_errmsg(fa_store_db(s)));
+	fa_store_close(s);
+	if (rc != FA_OK)
+		fprintf(stderr, "families fixture '%s': %s\n", db_path, err.msg);
+	return rc;
+}

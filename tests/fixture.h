@@ -46,6 +46,17 @@ struct fa_store;
  * to stderr. */
 enum fa_rc fa_fixture_build(const char *db_path);
 
+/* Builds the families database at db_path: one complete run (id 1, label
+ * "peers", suite "peers", CUDA on an H100, bf16) of 5 cases (head_dim 64,
+ * 128 causal, 192/128, 72, and a decode case of 128), with cuda_dense (rule
+ * fa, same_max_abs set; case 3 stopped by max_time), the family
+ * cuda_flash_mma (fails case 1 under rule fa, skips 192 and 72) and its
+ * instances cuda_flash_mma_d192_128 (fails case 2), cuda_flash_mma_d72_pad80
+ * and cuda_flash_mma_d72_masked (both run case 3), registered in that order,
+ * and torch_sdpa_flash imported into the run without error statistics
+ * (unchecked). Returns as fa_fixture_build. */
+enum fa_rc fa_fixture_build_families(const char *db_path);
+
 /* For the builders of test databases: removes db_path and its -wal and -shm
  * companions, then creates an empty database there. Returns as
  * fa_store_open with create set (*s NULL on failure). */

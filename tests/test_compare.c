@@ -757,3 +757,42 @@ FA_TEST(compare, planted_slowdown_found)
 	tries_end(&tr, "planted slowdown");
 }
 
+
+/* Imported rows nobody checked are compared on time like passes but counted
+ * apart: they never make a run look verified. */
+FA_TEST(compare, unchecked_imports_counted_apart)
+{
+	char path[1200];
+	struct fa_store *s;
+	struct fa_compare cmp;
+	struct fa_err err;
+	int unchecked_rows = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	s = fa_fixture_open_built(path, fa_fixture_build_families, "the families fixture");
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_compare_build(s, "1", "1", NULL, &cmp, &err) == FA_OK);
+	FA_CHECKF(cmp.n_unchecked == 5, "unchecked %d", cmp.n_unchecked);
+	for (int i = 0; i < cmp.n_rows; i++)
+		if (strcmp(cmp.rows[i].kernel, "torch_sdpa_flash") == 0) {
+			unchecked_rows++;
+			FA_CHECK(cmp.rows[i].head_status == FA_STATUS_UNCHECKED);
+			FA_CHECK(cmp.rows[i].change == FA_CMP_TIMED);
+		} else {
+			FA_CHECK(cmp.rows[i].head_status != FA_STATUS_UNCHECKED);
+		}
+	FA_CHECK(unchecked_rows == 5);
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	FA_CHECK(fa_compare_write(&cmp, FA_FMT_MD, f, &err) == FA_OK);
+	fclose(f);
+	FA_CHECKF(strstr(buf, "- unchecked: 5 rows hold results imported from another tool that "
+			      "nobody checked against the reference (timed, not verified)\n") != NULL,
+		  "%s", buf);
+	free(buf);
+	fa_compare_free(&cmp);
+	fa_store_close(s);
+}

@@ -249,8 +249,10 @@ FA_TEST(e2e, misbehaving_kernels_are_caught)
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 5);
+	/* timed, though test_hang's check used up its 1 s timeout before the
+	 * samples (taken in turn) began */
 	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel='test_correct' AND "
-			   "status='pass'") == 1);
+			   "status='pass' AND n_samples > 0") == 1);
 	char *why = q_text(db, "SELECT reason FROM results WHERE kernel='test_wrong' AND status='fail'");
 	FA_CHECKF(strstr(why, "max_abs") != NULL, "test_wrong: '%s'", why);
 	free(why);
@@ -507,6 +509,307 @@ FA_TEST(e2e, repeat_runs_the_suite_again)
 			   "HAVING count(*) = 3)") == 4);
 	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
 			   "WHERE a.key != b.key") == 0);
+}
+
+/* A case whose timing the timeout cuts before the first sample is stored as
+ * timeout, never as a pass with 0 samples; one with samples stays a pass
+ * and says why sampling stopped. (The slow build of the test plugin: its
+ * test_correct is right but slower; a warm-up of a million launches cannot
+ * end within the 1 s timeout.) */
+FA_TEST(e2e, timeout_before_first_sample_is_not_a_pass)
+{
+	char db[1024], suite[1100], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN_SLOW");
+	struct fa_proc_result r;
+	FILE *f;
+	path_in(db, sizeof db, fa_test_tmpdir(), "cut.db");
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "cut.yaml");
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: cut\nmeasure: {warmup: 1000000, timeout_s: 1}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, seq_len: 16}\n", f);
+	fclose(f);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/slow/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", suite, "--backend", "test", "--kernels", "test_correct", "--db",
+			       db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 0);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'timeout' AND n_samples = 0 "
+			   "AND stop_reason = 'timeout' AND checked = 1") == 1);
+	char *why = q_text(db, "SELECT reason FROM results");
+	FA_CHECKF(strcmp(why, "no sample taken before the timeout of 1 s (the check passed)") == 0,
+		  "reason '%s'", why);
+	free(why);
+}
+
+/* list --format json: a versioned document whose seeds are decimal strings
+ * (a seed above 2^53 does not survive a JSON number). */
+FA_TEST(e2e, list_json_is_versioned_and_seeds_are_strings)
+{
+	struct fa_proc_result r;
+	fa_proc_run((char *[]){"list", "tests/suites/tiny.yaml", "--seed", "18446744073709551557",
+			       "--format", "json", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strncmp(r.out, "{\"schema_version\": 1, \"suite\": \"tiny\"", 37) == 0, "%.80s",
+		  r.out);
+	FA_CHECK(strstr(r.out, "\"seed\": \"18446744073709551557\", \"n_cases\": 4") != NULL);
+	for (const char *q = r.out; (q = strstr(q, "\"seed\": ")); q++) /* none a number */
+		FA_CHECKF(q[8] == '"', "%.40s", q);
+	fa_proc_free(&r);
+}
+
+/* ---- --case, --rerun-failed, --resume ---------------------------------------- */
+
+#define TINY_KEY(q, mask)                                                               \
+	"batch=1,heads=2,kv_heads=2,q_len=" #q ",kv_len=" #q ",head_dim=32,head_dim_v=32," \
+	"dtype=fp32,mask=" mask ",layout=bshd,input=normal"
+
+/* --case runs only the cases with those keys (comma-joined or repeated),
+ * keeping their suite index; a key of no case is refused, nothing written. */
+FA_TEST(e2e, case_option_runs_only_those_keys)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "case.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--db", db, "--quiet", "--case",
+			       TINY_KEY(16, "causal") "," TINY_KEY(48, "causal"), "--case",
+			       TINY_KEY(48, "none"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 3);
+	char *idx = q_text(db, "SELECT group_concat(idx, ' ') FROM (SELECT idx FROM cases ORDER BY idx)");
+	FA_CHECKF(strcmp(idx, "1 2 3") == 0, "idx '%s'", idx);
+	free(idx);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	/* an unknown key: exit 2, the database as it was */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", "--case", "batch=9,heads=2", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--case 'batch=9,heads=2' matches no case of suite "
+						 "tiny (tests/suites/tiny.yaml)"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	/* --dry-run shows the chosen cases only */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--dry-run",
+			       "--case", TINY_KEY(48, "causal"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\n[4] q_len=48") && !strstr(r.out, "\n[1] "),
+		  "status %d: %s", r.status, r.out);
+	fa_proc_free(&r);
+}
+
+/* The failures are listed at the end with the command that reruns them;
+ * --rerun-failed runs those cases again, only the kernels that failed, with
+ * the stored suite, seed and options, as a new run that replays alone. */
+FA_TEST(e2e, rerun_failed_runs_the_failures_again)
+{
+	char db[1024], plug[1100], *env[3], want[1300];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "rerun.db");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct,test_wrong,test_nan",
+			       "--seed", "11", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "4 failed (case, key, kernel, reason):\n  case 0 " TINY_KEY(16, "none")
+				": test_wrong FAIL: max_abs 0.5 > "),
+		  "%s", r.out);
+	FA_CHECK(strstr(r.out, "  case 1 " TINY_KEY(16, "causal") ": test_nan FAIL: ") != NULL);
+	snprintf(want, sizeof want, "rerun them: fabench run --rerun-failed 1 --db %s\n", db);
+	FA_CHECKF(strstr(r.out, want) != NULL, "%s", r.out);
+	fa_proc_free(&r);
+
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--db", db, "--quiet", NULL}, env, 120,
+		    &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2 AND kernel = "
+			   "'test_correct'") == 0);
+	/* the same data: the same seed, and the cases' seeds match */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE seed = '11'") == 2);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON a.key = b.key AND a.seed = "
+			   "b.seed AND a.idx = b.idx WHERE a.run_id = 1 AND b.run_id = 2") == 2);
+	char *line = q_text(db, "SELECT command_line FROM runs WHERE id = 2");
+	FA_CHECKF(strstr(line, "--seed 11 --kernels test_nan,test_wrong --case ") &&
+			  !strstr(line, "--rerun-failed"),
+		  "command line '%s'", line);
+	free(line);
+
+	/* a run without failures: nothing to rerun */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--where",
+			       "q_len == 16", "--kernels", "test_correct", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECK(r.status == 0 && !strstr(r.out, "failed (case"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "latest", "--db", db, NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "run 3 has no failed, errored or timed-out case: "
+						 "nothing to rerun"),
+		  "status %d: %s %s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+	/* refusals: an unknown run, both options, options the run brings */
+	fa_proc_run((char *[]){"run", "--rerun-failed", "nope", "--db", db, NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "nope"), "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--resume", "1", "--db", db, NULL}, env,
+		    120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--rerun-failed and --resume do not go together"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--where", "q_len == 16", "--db", db,
+			       NULL},
+		    env, 120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--rerun-failed takes the run's own options; "
+						"--where does not go with it"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--case", "batch=1", "--db", db, NULL}, env,
+		    120, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with it"));
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+}
+
+/* Starts many.yaml's first 10 cases, waits until `cases` are committed,
+ * sends sig; then --resume finishes the same run: every case once, in suite
+ * order, the run complete. */
+static void resume_after(int sig)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	pid_t pid;
+	int st;
+	long long before;
+	path_in(db, sizeof db, fa_test_tmpdir(), "resume.db");
+	pid = fa_proc_start((char *[]){"run", "tests/suites/many.yaml", "--backend", "cpu",
+				       "--kernels", "cpu_flash", "--where", "batch <= 10", "--db",
+				       db, "--quiet", NULL},
+			    NULL);
+	for (int i = 0; i < 600; i++) {
+		sleep_ms(20);
+		if (exists(db) && q_int(db, "SELECT count(*) FROM cases") >= 3)
+			break;
+	}
+	kill(pid, sig);
+	st = fa_proc_wait(pid);
+	FA_CHECKF(st == (sig == SIGKILL ? 128 + SIGKILL : 130), "status %d", st);
+	before = q_int(db, "SELECT count(*) FROM cases");
+	FA_CHECKF(before >= 3 && before < 10, "cases %lld", before);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	FA_CHECKF(strstr(r.out, ": resumed, ") != NULL, "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 10);
+	FA_CHECK(q_int(db, "SELECT count(DISTINCT idx) FROM cases WHERE idx BETWEEN 0 AND 9") == 10);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 10);
+	/* a complete run has nothing to resume */
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--resume 1: run 1 is complete; nothing to resume"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+}
+
+FA_TEST(e2e, resume_after_kill9) { resume_after(SIGKILL); }
+FA_TEST(e2e, resume_after_sigint) { resume_after(SIGINT); }
+
+/* Each progress line shows its timing's noise: "±N%", and "*" when the
+ * stopping rule did not reach its noise target (tiny.yaml's 20 ms of
+ * sampling never does at 0.5%). */
+FA_TEST(e2e, progress_lines_show_noise)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "noise.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 48 && mask == none", "--db", db,
+			       NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	const char *line = strstr(r.out, "      cpu_flash                pass ");
+	FA_REQUIRE(line);
+	const char *pm = strstr(line, " ms ±");
+	FA_CHECKF(pm && strchr(pm, '%') && strchr(pm, '%') < strchr(line, '\n'), "%s", line);
+	char *stop = q_text(db, "SELECT stop_reason FROM results");
+	FA_CHECKF((strcmp(stop, "converged") != 0) == (strstr(pm, "%*") != NULL &&
+						       strstr(pm, "%*") < strchr(line, '\n')),
+		  "stop %s: %s", stop, line);
+	free(stop);
+	fa_proc_free(&r);
+}
+
+/* What --rerun-failed and --resume refuse: a run imported from another
+ * tool, a suite file changed since the run began, --case beside --ab. */
+FA_TEST(e2e, rerun_and_resume_refusals)
+{
+	char db[1024], suite[1100], text[4096];
+	struct fa_proc_result r;
+	FILE *f;
+	char *orig;
+	path_in(db, sizeof db, fa_test_tmpdir(), "refuse.db");
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "tiny.yaml");
+	orig = fa_test_read_file("tests/suites/tiny.yaml", NULL);
+	FA_REQUIRE(orig);
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs(orig, f);
+	fclose(f);
+	/* run 1: imported */
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "import: %s", r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--rerun-failed 1: run 1 holds results imported "
+						 "from another tool"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	/* run 2: one case, marked incomplete by hand; then its suite file changes */
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--db", db,
+			       "--quiet", "--case", TINY_KEY(16, "none"), NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: %s", r.err);
+	fa_proc_free(&r);
+	snprintf(text, sizeof text, "%s# changed\n", orig);
+	f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs(text, f);
+	fclose(f);
+	{
+		sqlite3 *h = NULL;
+		FA_REQUIRE(sqlite3_open(db, &h) == SQLITE_OK);
+		FA_REQUIRE(sqlite3_exec(h, "UPDATE runs SET status = 'incomplete' WHERE id = 2", NULL,
+					NULL, NULL) == SQLITE_OK);
+		sqlite3_close(h);
+	}
+	fa_proc_run((char *[]){"run", "--resume", "2", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--resume 2: suite ") &&
+			  strstr(r.err, " changed since run 2 started (hash "),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 1);
+	fa_proc_run((char *[]){"run", suite, "--ab", "a.so:b.so", "--case", "batch=1", NULL}, NULL,
+		    60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with --ab"));
+	fa_proc_free(&r);
+	free(orig);
 }
 
 /* Runs fabench with stdout and stderr both going to the file out (as

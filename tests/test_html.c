@@ -32,7 +32,7 @@
 static char *html_text_of(struct fa_store *s, int64_t run_id, const struct fa_report_html_opts *h,
 			  enum fa_rc *rc, struct fa_err *err)
 {
-	struct fa_report_opts o = {FA_FMT_HTML, NULL};
+	struct fa_report_opts o = {FA_FMT_HTML, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -103,7 +103,7 @@ static int well_formed(const char *html)
 FA_TEST(html, golden_main)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_report_opts o = {FA_FMT_HTML, NULL};
+	struct fa_report_opts o = {FA_FMT_HTML, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text, *plain = NULL;

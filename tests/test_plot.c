@@ -1399,7 +1399,7 @@ FA_TEST(plot, hostile_import_through_the_command)
 			FA_CHECKF(r.status == 0 && access(out, F_OK) == 0, "plot %s: status %d, stderr '%s'",
 				  kind_args[k][1], r.status, r.err);
 		else /* not a tuning run: nothing drawn, but its message holds the label */
-			FA_CHECKF(r.status == 1 && strstr(r.err, "several sets of params"),
+			FA_CHECKF(r.status == 2 && strstr(r.err, "several sets of params"),
 				  "plot heatmap: status %d, stderr '%s'", r.status, r.err);
 		fa_proc_free(&r);
 		markers_left(dir, marks, sizeof marks);

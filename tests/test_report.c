@@ -11,18 +11,22 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../harness/report.h"
 #include "fixture.h"
 #include "golden.h"
+#include "proc.h"
 #include "test.h"
 
 /* The report as a malloc'd string; *rc gets the return code, err its error. */
 static char *report_text(struct fa_store *s, int64_t run_id, int format, const char *baseline,
 			 enum fa_rc *rc, struct fa_err *err)
 {
-	struct fa_report_opts o = {format, baseline};
+	struct fa_report_opts o = {format, baseline, FA_METRIC_ALL, FA_LAYOUT_WIDE};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -471,6 +475,7 @@ FA_TEST(report, kernel_params_and_scale)
 			r[k].samples = x;
 			r[k].t.median_ms = 1.0 + k;
 			r[k].tflops = 10.0 / (1 + k);
+			r[k].checked = 1; /* checked by fabench: a pass, not unchecked */
 			r[k].st.same_max_abs = -1;
 			r[k].st.worst_index = -1;
 			r[k].tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
@@ -544,4 +549,264 @@ FA_TEST(report, percent_of_calibrated_peak)
 	}
 	free(md);
 	fa_store_close(s);
+}
+
+/* ---- readers on a read-only database --------------------------------------- */
+
+/* The names in a folder, sorted, newline-separated (malloc'd). */
+static char *list_folder(const char *dir)
+{
+	char cmd[1400], *out = calloc(1, 4096);
+	FILE *p;
+	size_t n;
+	snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+	if (!out || !(p = popen(cmd, "r")))
+		return out;
+	n = fread(out, 1, 4095, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+/* Drops root for user and group nobody (65534); 0 on success. */
+static int become_nobody(void)
+{
+	return setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0;
+}
+
+/* 1 when user nobody can run fabench and read path (a checkout under a
+ * private home folder is out of its reach), or when not root. */
+static int nobody_can_read(const char *path)
+{
+	pid_t pid;
+	if (geteuid() != 0)
+		return 1;
+	pid = fork();
+	if (pid == 0)
+		_exit(become_nobody() || access(fa_proc_bin(), X_OK) != 0 ||
+		      access(path, R_OK) != 0);
+	return pid > 0 && fa_proc_wait(pid) == 0;
+}
+
+/* Runs fabench with args (no program name), as user and group nobody when
+ * as_nobody and the tests run as root, so permissions hold as they do for a
+ * user; as itself otherwise. Its stderr goes to err_text (truncated).
+ * Returns its exit status, or 128 + signal, or -1 when it cannot start. */
+static int run_unprivileged(char *const args[], int as_nobody, char *err_text, size_t size)
+{
+	char *argv[16];
+	FILE *errf = tmpfile();
+	int n = 0, status;
+	pid_t pid;
+	err_text[0] = '\0';
+	if (!errf)
+		return -1;
+	argv[n++] = (char *)fa_proc_bin();
+	for (int k = 0; args[k] && n < 15; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid < 0) {
+		fclose(errf);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(fileno(errf), 2);
+		if (as_nobody && geteuid() == 0 && become_nobody())
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	status = fa_proc_wait(pid);
+	rewind(errf);
+	err_text[fread(err_text, 1, size - 1, errf)] = '\0';
+	fclose(errf);
+	return status;
+}
+
+/* report, compare, history and plot read a database whose file and folder
+ * are read-only, and create nothing beside it (no -wal, no -shm). CI runs
+ * as root, which passes permission checks: the listing before and after is
+ * what proves it, and the commands run as nobody there. */
+FA_TEST(report, readers_on_readonly_folder)
+{
+	char dir[1100], path[1200], *before, *after;
+	int as_nobody;
+	snprintf(dir, sizeof dir, "%s/ro", fa_test_tmpdir());
+	snprintf(path, sizeof path, "%s/fixture.db", dir);
+	chmod(dir, 0755);
+	FA_REQUIRE(fa_fixture_build(path) == FA_OK);
+	FA_REQUIRE(chmod(path, 0444) == 0 && chmod(dir, 0555) == 0);
+	before = list_folder(dir);
+	FA_CHECKF(strcmp(before, "fixture.db\n") == 0, "folder holds '%s'", before);
+	as_nobody = nobody_can_read(path);
+	if (!as_nobody)
+		fa_test_skip("user nobody cannot reach %s: the readers run as root (the listing "
+			     "still proves nothing is written)",
+			     path);
+	{
+		char *const cmds[][12] = {
+			{"report", "--db", path, "--run", "2", NULL},
+			{"report", "--db", path, "--run", "2", "--format", "json", NULL},
+			{"compare", "--db", path, "1", "2", NULL},
+			{"history", "--db", path, "--label", "nightly", NULL},
+			{"plot", "throughput", "--db", path, "--run", "1", "--script", "/dev/null",
+			 "--output", "x.png", NULL},
+		};
+		for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+			char err_text[4096];
+			int status = run_unprivileged(cmds[i], as_nobody, err_text, sizeof err_text);
+			FA_CHECKF(status == 0, "%s: status %d: %s", cmds[i][0], status, err_text);
+			FA_CHECKF(!strstr(err_text, "readonly"), "%s: %s", cmds[i][0], err_text);
+		}
+	}
+	after = list_folder(dir);
+	FA_CHECKF(strcmp(before, after) == 0, "'%s' became '%s'", before, after);
+	free(before);
+	free(after);
+	chmod(dir, 0755);
+	chmod(path, 0644);
+}
+
+/* A reader never creates a missing database. */
+FA_TEST(report, reader_never_creates)
+{
+	char path[1200];
+	struct fa_proc_result r;
+	snprintf(path, sizeof path, "%s/absent/fabench.db", fa_test_tmpdir());
+	char *argv[] = {"report", "--db", path, NULL};
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status != 0 && strstr(r.err, "no database at '"), "status %d: %s", r.status,
+		  r.err);
+	FA_CHECK(access(path, F_OK) != 0);
+	fa_proc_free(&r);
+}
+
+/* ---- kernel families, metrics, the long layout, unchecked imports ---------- */
+
+static void families_test(int format, int metric, int layout, const char *name)
+{
+	char path[1200];
+	struct fa_store *s;
+	struct fa_report_opts o = {format, NULL, metric, layout};
+	struct fa_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	s = fa_fixture_open_built(path, fa_fixture_build_families, "the families fixture");
+	FA_REQUIRE(s);
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	fa_err_clear(&err);
+	FA_CHECKF(fa_report_write(s, 1, &o, f, &err) == FA_OK, "report: %s", err.msg);
+	fclose(f);
+	fa_golden_check(name, buf, strlen(buf));
+	free(buf);
+	fa_store_close(s);
+}
+
+FA_TEST(report, golden_families_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_ALL, FA_LAYOUT_WIDE, "report_families.md");
+}
+FA_TEST(report, golden_families_metric_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_TFLOPS, FA_LAYOUT_WIDE, "report_families_tflops.md");
+}
+FA_TEST(report, golden_families_long_md)
+{
+	families_test(FA_FMT_MD, FA_METRIC_ALL, FA_LAYOUT_LONG, "report_families_long.md");
+}
+FA_TEST(report, golden_families_long_csv)
+{
+	families_test(FA_FMT_CSV, FA_METRIC_MS, FA_LAYOUT_LONG, "report_families_long_ms.csv");
+}
+FA_TEST(report, golden_families_json)
+{
+	families_test(FA_FMT_JSON, FA_METRIC_ALL, FA_LAYOUT_WIDE, "report_families.json");
+}
+
+/* The family's column holds what its instances ran; an overlapping instance
+ * keeps its own; unchecked imports are counted apart from passes. */
+FA_TEST(report, families_fold_complementary_instances)
+{
+	char path[1200], *md;
+	struct fa_store *s;
+	struct fa_err err;
+	enum fa_rc rc;
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	s = fa_fixture_open_built(path, fa_fixture_build_families, "the families fixture");
+	FA_REQUIRE(s);
+	md = report_text(s, 1, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECK(strstr(md, "| cuda_flash_mma ms |") != NULL);
+	FA_CHECK(strstr(md, "cuda_flash_mma_d192_128 ms") == NULL);
+	FA_CHECK(strstr(md, "cuda_flash_mma_d72_pad80 ms") == NULL);
+	FA_CHECK(strstr(md, "| cuda_flash_mma_d72_masked ms |") != NULL);
+	FA_CHECK(strstr(md, "cases run by an instance: 3 `cuda_flash_mma_d192_128`, 4 "
+			    "`cuda_flash_mma_d72_pad80`.") != NULL);
+	FA_CHECK(strstr(md, "(9 pass, 2 fail, 14 skip, 5 unchecked)") != NULL);
+	FA_CHECK(strstr(md, "Skipped (4):") != NULL);
+	free(md);
+	fa_store_close(s);
+}
+
+FA_TEST(report, metric_and_layout_options)
+{
+	static char *const bad[][8] = {
+		{"report", "--metric", "flops", NULL},
+		{"report", "--layout", "tall", NULL},
+		{"report", "--layout", "long", "--format", "json", NULL},
+		{"report", "--layout", "long", "--format", "html", NULL},
+		{"report", "--metric", "ms", "--format", "json", NULL},
+		{"report", "--metric", "ms", "--format", "csv", NULL},
+	};
+	static const char *const want[] = {
+		"--metric 'flops' must be ms, tflops or gbps",
+		"--layout 'tall' must be wide or long",
+		"--layout long applies to --format md and csv",
+		"--layout long applies to --format md and csv",
+		"--metric applies to --format md, html and csv --layout long",
+		"--metric applies to --format md, html and csv --layout long",
+	};
+	struct fa_proc_result r;
+	char path[1200];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fa_proc_run(bad[i], NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, want[i]), "%s %s: status %d: %s", bad[i][1],
+			  bad[i][2], r.status, r.err);
+		fa_proc_free(&r);
+	}
+	snprintf(path, sizeof path, "%s/families.db", fa_test_tmpdir());
+	FA_REQUIRE(fa_fixture_build_families(path) == FA_OK);
+	fa_proc_run((char *[]){"report", "--db", path, "--metric", "gbps", "--layout", "long",
+			       "--format", "csv", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strncmp(r.out, "#,q_len,kv_len,head_dim,head_dim_v,mask,kernel,instance,status,GB/s,"
+				"noise,stop,max_abs\n",
+			 87) == 0);
+	fa_proc_free(&r);
+	/* the library refuses what the command line refuses */
+	{
+		struct fa_store *s = fa_fixture_open_db(path);
+		struct fa_report_opts o = {FA_FMT_JSON, NULL, FA_METRIC_ALL, FA_LAYOUT_LONG};
+		struct fa_err err;
+		FA_REQUIRE(s);
+		fa_err_clear(&err);
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		o.layout = 7;
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		o.layout = FA_LAYOUT_WIDE;
+		o.metric = 9;
+		FA_CHECK(fa_report_write(s, 1, &o, stdout, &err) == FA_ERR_USAGE);
+		fa_store_close(s);
+	}
+	FA_CHECK(fa_report_metric_parse("tflops") == FA_METRIC_TFLOPS);
+	FA_CHECK(fa_report_metric_parse("all") == -1);
+	FA_CHECK(fa_report_layout_parse("long") == FA_LAYOUT_LONG);
+	FA_CHECK(fa_report_layout_parse(NULL) == -1);
 }

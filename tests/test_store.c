@@ -1064,7 +1064,13 @@ FA_TEST(store, status_names)
 		FA_CHECK(strcmp(fa_status_name(i), names[i]) == 0);
 		FA_CHECK(fa_status_parse(names[i]) == i);
 	}
-	FA_CHECK(fa_status_name(5) == NULL);
+	/* never stored: what readers call a pass nobody checked */
+	FA_CHECK(strcmp(fa_status_name(FA_STATUS_UNCHECKED), "unchecked") == 0);
+	FA_CHECK(fa_status_parse("unchecked") == FA_STATUS_UNCHECKED);
+	FA_CHECK(fa_status_effective(FA_STATUS_PASS, 0) == FA_STATUS_UNCHECKED);
+	FA_CHECK(fa_status_effective(FA_STATUS_PASS, 1) == FA_STATUS_PASS);
+	FA_CHECK(fa_status_effective(FA_STATUS_SKIP, 0) == FA_STATUS_SKIP);
+	FA_CHECK(fa_status_name(6) == NULL);
 	FA_CHECK(fa_status_name(-1) == NULL);
 	FA_CHECK(fa_status_parse("PASS") == -1);
 	FA_CHECK(fa_status_parse("") == -1);
@@ -1178,4 +1184,155 @@ FA_TEST(store, running_mark_migrates_and_clears)
 	sqlite3_finalize(st);
 	sqlite3_close(other);
 	fa_store_close(s);
+}
+
+/* ---- read-only opening (report, compare, history, plot) -------------------- */
+
+FA_TEST(store, readonly_uri)
+{
+	char buf[256];
+	FA_REQUIRE(fa_store_readonly_uri("/data/a b/x?#%.db", 0, buf, sizeof buf) == 0);
+	FA_CHECKF(strcmp(buf, "file:///data/a%20b/x%3F%23%25.db?mode=ro&immutable=1") == 0,
+		  "uri '%s'", buf);
+	FA_REQUIRE(fa_store_readonly_uri("results/fabench.db", 1, buf, sizeof buf) == 0);
+	FA_CHECKF(strcmp(buf, "file:results/fabench.db?mode=ro") == 0, "uri '%s'", buf);
+	/* "//x" must not become a host */
+	FA_REQUIRE(fa_store_readonly_uri("//x.db", 1, buf, sizeof buf) == 0);
+	FA_CHECKF(strcmp(buf, "file:////x.db?mode=ro") == 0, "uri '%s'", buf);
+	FA_CHECK(fa_store_readonly_uri("results/fabench.db", 1, buf, 20) == -1);
+}
+
+FA_TEST(store, readonly_never_creates)
+{
+	const char *path = fresh_db("ro-absent.db");
+	struct fa_store *s = NOT_NULL;
+	struct fa_err err;
+	char want[1300];
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_ERR_NOT_FOUND);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "no database at '%s'", path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	FA_CHECK(!file_exists(path));
+}
+
+/* The names in a folder, sorted and joined by spaces (malloc'd). */
+static char *list_folder(const char *dir)
+{
+	char cmd[1400], *out = calloc(1, 4096);
+	FILE *p;
+	size_t n;
+	snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+	if (!out || !(p = popen(cmd, "r")))
+		return out;
+	n = fread(out, 1, 4095, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+/* A database whose file and folder are read-only (chmod; root passes
+ * access(), so the write bits decide): opened immutable, read, refuses a
+ * write, and leaves nothing beside it. */
+FA_TEST(store, readonly_file_and_folder)
+{
+	char dir[1100], path[1200], *before, *after;
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_err err;
+	int64_t id = 0;
+	snprintf(dir, sizeof dir, "%s/ro", fa_test_tmpdir());
+	snprintf(path, sizeof path, "%s/fabench.db", dir);
+	chmod(dir, 0755);
+	unlink(path);
+	fa_err_clear(&err);
+	fill_run_info(&ri, "kept");
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &id, &err) == FA_OK);
+	fa_store_close(s);
+	s = NULL;
+	FA_REQUIRE(chmod(path, 0444) == 0 && chmod(dir, 0555) == 0);
+	before = list_folder(dir);
+	FA_REQUIRE(fa_store_open_readonly(path, &s, &err) == FA_OK);
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs WHERE label = 'kept'", 0) == 1);
+	FA_CHECK(sqlite3_db_readonly(fa_store_db(s), "main") == 1);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA main.query_only", 0) == 0);
+	FA_CHECK(sqlite3_exec(fa_store_db(s), "DELETE FROM runs", NULL, NULL, NULL) != SQLITE_OK);
+	after = list_folder(dir);
+	FA_CHECKF(strcmp(before, after) == 0, "while open: '%s' became '%s'", before, after);
+	fa_store_close(s);
+	free(after);
+	after = list_folder(dir);
+	FA_CHECKF(strcmp(before, after) == 0, "after close: '%s' became '%s'", before, after);
+	FA_CHECKF(strcmp(before, "fabench.db\n") == 0, "folder holds '%s'", before);
+	free(before);
+	free(after);
+	chmod(dir, 0755);
+	chmod(path, 0644);
+}
+
+/* A read-only file of an older schema cannot be migrated: refused, named. */
+FA_TEST(store, readonly_old_schema)
+{
+	const char *path = fresh_db("ro-v1.db");
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	sqlite3 *raw = NULL;
+	char want[1400];
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
+				"PRAGMA user_version = 1",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	/* writable: migrated as a writer would, then read */
+	FA_REQUIRE(fa_store_open_readonly(path, &s, &err) == FA_OK);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
+	fa_store_close(s);
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
+				"PRAGMA user_version = 1",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE(chmod(path, 0444) == 0);
+	s = NOT_NULL;
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_ERR_DB);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want,
+		 "database '%s' has schema version 1 and is read-only: this fabench reads version "
+		 "%d (a writer such as fabench import migrates it)",
+		 path, FA_STORE_SCHEMA_VERSION);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	chmod(path, 0644);
+}
+
+/* The read-only open refuses what the writer's open refuses. */
+FA_TEST(store, readonly_refusals)
+{
+	char path[1200], want[1400];
+	struct fa_store *s = NOT_NULL;
+	struct fa_err err;
+	FILE *f;
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(fa_test_tmpdir(), &s, &err) == FA_ERR_IO);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "database '%s' is a folder", fa_test_tmpdir());
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	snprintf(path, sizeof path, "%s", fresh_db("ro-text.db"));
+	f = fopen(path, "w");
+	FA_REQUIRE(f);
+	fputs("not a database, but long enough to have a header of one: ..........\n", f);
+	fclose(f);
+	s = NOT_NULL;
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_ERR_DB);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "file '%s' is not a SQLite database", path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	s = NOT_NULL;
+	FA_CHECK(fa_store_open_readonly(":memory:", &s, &err) == FA_ERR_NOT_FOUND);
+	FA_CHECK(s == NULL);
 }

@@ -494,8 +494,10 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 			status = fa_cmd_fail("run", &err);
 			goto out;
 		}
-	printf("fabench %s: suite %s (%s), %d cases, A/B of %s:\n  A %s\n  B %s\n", FA_VERSION,
-	       suite->name, suite->path, suite->n_cases, slot[0]->name, path[0], path[1]);
+	printf("fabench %s: suite %s (%s), %d cases, A/B of %s, seed %llu (data and sample "
+	       "order):\n  A %s\n  B %s\n",
+	       FA_VERSION, suite->name, suite->path, suite->n_cases, slot[0]->name,
+	       (unsigned long long)suite->seed, path[0], path[1]);
 	if (fa_store_open(o->db, 1, &store, &err) != FA_OK) {
 		status = fa_cmd_fail("run", &err);
 		goto out;

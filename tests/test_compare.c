@@ -822,8 +822,10 @@ static double busy_others(const struct busy *a, const struct busy *b)
 
 /* At most this many of the 16 A/A rows may be FASTER or SLOWER in a quiet
  * try. fa_stats_verdict's simulations (stats.h) give 0% false verdicts on
- * 1% noise and about 2% on 20% noise; 2 of 16 (12%) leaves room for CPU
- * timings that are not independent draws (docs/compare.md). */
+ * 1% noise and about 2% on 20% noise; tools/aa-study measured 1 row in 320
+ * on the shared VM once each side's buffers were page-aligned (before: 2-4
+ * rows in most tries); 2 of 16 (12%) leaves room for CPU timings that are
+ * not independent draws (docs/compare.md). */
 #define AA_MAX_FALSE 2
 
 /* The outcome of the tries of an e2e measurement. */

@@ -12,7 +12,9 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -717,6 +719,130 @@ FA_TEST(compare, separate_runs_noted)
 	free(md);
 	fa_compare_free(&cmp);
 	fa_store_close(s);
+}
+
+/* ---- tools/aa-study -------------------------------------------------------------------- */
+
+/* Runs tools/aa-study with args (NULL-terminated) in the repository root,
+ * FABENCH_BIN set to the binary under test; its stdout and stderr go to
+ * <tmp>/aa-study.out and .err, read into *out and *err (malloc'd). Returns
+ * its exit status (128 + signal, or -1 when it could not start). */
+static int aa_study(char *const *args, char **out, char **err)
+{
+	char po[1200], pe[1200], bin[1200], *argv[32];
+	int n = 0, status = -1;
+	pid_t pid;
+	snprintf(po, sizeof po, "%s/aa-study.out", fa_test_tmpdir());
+	snprintf(pe, sizeof pe, "%s/aa-study.err", fa_test_tmpdir());
+	snprintf(bin, sizeof bin, "FABENCH_BIN=%s", fa_proc_bin());
+	argv[n++] = "bash";
+	argv[n++] = "tools/aa-study";
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fo < 0 || fe < 0 || chdir(fa_test_root()) != 0 || dup2(fo, 1) < 0 ||
+		    dup2(fe, 2) < 0 || putenv(bin) != 0)
+			_exit(127);
+		execvp("bash", argv);
+		_exit(127);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid)
+		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	*out = fa_test_read_file(po, NULL);
+	*err = fa_test_read_file(pe, NULL);
+	return status;
+}
+
+/* FASTER and SLOWER rows in a compare CSV, counted here independently of
+ * the script. */
+static int csv_flagged(const char *csv, int *rows)
+{
+	int flagged = 0;
+	*rows = 0;
+	for (const char *p = csv; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		char line[8192];
+		snprintf(line, sizeof line, "%.*s", (int)len, p);
+		if (strstr(line, ",timed,")) {
+			(*rows)++;
+			flagged += strstr(line, ",faster,") || strstr(line, ",slower,");
+		}
+		p += len + (p[len] == '\n');
+	}
+	return flagged;
+}
+
+FA_TEST(compare, aa_study_script)
+{
+	char dir[1200], path[1300], want[256], *out = NULL, *err = NULL;
+	const char *plugin = getenv("FABENCH_TEST_PLUGIN");
+	int flagged = 0, rows = 0, reps_flagged = 0;
+	snprintf(dir, sizeof dir, "%s/study", fa_test_tmpdir());
+	char *args[] = {"--plugin", (char *)(plugin ? plugin : "build/libfabench-test.so"),
+			"--suite", "tests/suites/tiny.yaml", "--kernels", "test_correct",
+			"--reps", "2", "--out", dir, NULL};
+	int st = aa_study(args, &out, &err);
+	FA_REQUIRE(out && err);
+	FA_CHECKF(st == 0, "status %d: %s%s", st, out, err);
+	for (int i = 1; i <= 2; i++) {
+		int r, f;
+		snprintf(path, sizeof path, "%s/rep-%02d.csv", dir, i);
+		char *csv = fa_test_read_file(path, NULL);
+		snprintf(path, sizeof path, "%s/rep-%02d.md", dir, i);
+		char *md = fa_test_read_file(path, NULL);
+		snprintf(want, sizeof want, "# fabench compare: aa%02d-a vs aa%02d-b\n", i, i);
+		FA_CHECK(md && strncmp(md, want, strlen(want)) == 0 &&
+			 strstr(md, "- paired: the two runs of one `run --ab`"));
+		f = csv_flagged(csv, &r);
+		FA_CHECKF(r == 4, "rep %d: %d timed rows", i, r); /* tiny.yaml: 4 cases */
+		flagged += f;
+		rows += r;
+		reps_flagged += f > 0;
+		free(csv);
+		free(md);
+	}
+	snprintf(want, sizeof want, "false positives: %d of %d rows (", flagged, rows);
+	FA_CHECKF(strstr(out, want) != NULL, "want '%s' in\n%s", want, out);
+	snprintf(want, sizeof want, "repetitions with any flag: %d of 2 (", reps_flagged);
+	FA_CHECKF(strstr(out, want) != NULL, "want '%s' in\n%s", want, out);
+	FA_CHECK(strstr(out, "|ratio - 1| over all rows: median ") &&
+		 strstr(out, "effect floor: --min-effect "));
+	snprintf(path, sizeof path, "%s/summary.txt", dir);
+	char *summary = fa_test_read_file(path, NULL);
+	FA_CHECK(summary && strstr(out, summary)); /* the summary is what it printed last */
+	free(summary);
+	free(out);
+	free(err);
+
+	/* bad usage: 2, with what is wrong */
+	static const struct {
+		const char *args[4], *msg;
+	} bad[] = {
+		{{"--reps", "0", NULL}, "aa-study: --reps '0' must be a positive integer\n"},
+		{{"--frobnicate", NULL}, "aa-study: unknown argument '--frobnicate'\n"},
+		{{"--suite", "no/such.yaml", NULL}, "aa-study: cannot read suite 'no/such.yaml'\n"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		st = aa_study((char *const *)bad[i].args, &out, &err);
+		FA_CHECKF(st == 2 && err && strcmp(err, bad[i].msg) == 0, "case %zu: status %d: %s", i,
+			  st, err ? err : "");
+		free(out);
+		free(err);
+	}
+	/* runs on another backend than the one named: 1 after the first repetition */
+	char *wrong[] = {"--plugin", (char *)(plugin ? plugin : "build/libfabench-test.so"),
+			 "--suite", "tests/suites/tiny.yaml", "--kernels", "test_correct",
+			 "--backend", "cuda", "--reps", "2", "--out", dir, NULL};
+	st = aa_study(wrong, &out, &err);
+	FA_CHECKF(st == 1 && err && strstr(err, "aa-study: rep 01: the runs are not on backend "
+						"'cuda': - device: test on "),
+		  "status %d: %s", st, err ? err : "");
+	free(out);
+	free(err);
 }
 
 /* ---- End to end: A/A and a planted slowdown --------------------------------------------- */

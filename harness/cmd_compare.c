@@ -36,7 +36,9 @@ static void help(void)
 	       "  --format FMT           md (default, for a PR comment), csv or json\n"
 	       "  --min-effect PCT       smallest change reported, in percent (default %g)\n"
 	       "  --alpha P              significance level of the rank test (default %g)\n"
-	       "  --fail-on-regression   exit 1 when a result is SLOWER or newly fails\n"
+	       "  --fail-on-regression   exit 1 when a result is SLOWER or newly fails, when\n"
+	       "                         one timed in BASE is not timed in HEAD, or when no\n"
+	       "                         result was timed on both sides\n"
 	       "  --ignore-params        match by case and kernel only: compare one kernel\n"
 	       "                         run with other tunables (--param) in HEAD\n"
 	       "  --output FILE          write to FILE instead of standard output\n\n"
@@ -135,13 +137,29 @@ int fa_cmd_compare(int argc, char **argv)
 		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));
 		status = FA_EXIT_FAIL;
 	}
-	if (status == FA_EXIT_OK && gate && cmp.n_regressions > 0) {
-		fprintf(stderr,
-			"fabench compare: %d regression%s (%d slower, %d newly failing) against "
-			"base '%s'\n",
-			cmp.n_regressions, cmp.n_regressions == 1 ? "" : "s",
-			cmp.verdicts[FA_PERF_SLOWER], cmp.changes[FA_CMP_BROKEN], cmp.base.spec);
-		status = FA_EXIT_FAIL;
+	/* the gate: regressions, and lost coverage (a result that is no longer
+	 * timed cannot show that it got slower; an empty comparison shows nothing) */
+	if (status == FA_EXIT_OK && gate) {
+		if (cmp.n_regressions > 0)
+			fprintf(stderr,
+				"fabench compare: %d regression%s (%d slower, %d newly failing) "
+				"against base '%s'\n",
+				cmp.n_regressions, cmp.n_regressions == 1 ? "" : "s",
+				cmp.verdicts[FA_PERF_SLOWER], cmp.changes[FA_CMP_BROKEN],
+				cmp.base.spec);
+		if (cmp.n_lost > 0)
+			fprintf(stderr,
+				"fabench compare: coverage lost: %d result%s timed in base '%s' %s "
+				"not timed in head (%d removed, %d not timed)\n",
+				cmp.n_lost, cmp.n_lost == 1 ? "" : "s", cmp.base.spec,
+				cmp.n_lost == 1 ? "is" : "are", cmp.lost_removed, cmp.lost_untimed);
+		if (cmp.changes[FA_CMP_TIMED] == 0)
+			fprintf(stderr,
+				"fabench compare: no result was timed on both sides: nothing "
+				"compared against base '%s'\n",
+				cmp.base.spec);
+		if (cmp.n_regressions > 0 || cmp.n_lost > 0 || cmp.changes[FA_CMP_TIMED] == 0)
+			status = FA_EXIT_FAIL;
 	}
 	fa_compare_free(&cmp);
 	fa_store_close(store);

@@ -16,17 +16,18 @@
 static const char usage_text[] =
 	"usage: fabench history [--db PATH] [--label TEXT] [--since DATE] [--suite NAME]\n"
 	"                       [--kernel GLOB] [--where EXPR] [--include-incomplete]\n"
-	"                       [--min-effect PCT] [--format md|csv|json] [--output FILE]";
+	"                       [--no-ab] [--min-effect PCT] [--format md|csv|json]\n"
+	"                       [--output FILE]";
 
 static void help(void)
 {
 	printf("%s\n\n"
-	       "For each case and kernel (and kernel params), the series of its results over\n"
-	       "the runs, oldest first: the latest median, the best, the change since the run\n"
-	       "before, and the steps where the medians change level (change points on the\n"
-	       "medians, each weighted by its noise), with the commits between the last run\n"
-	       "before a step and the first after it. Only complete runs unless\n"
-	       "--include-incomplete.\n\n"
+	       "For each case and kernel (and kernel params, and side of a run --ab), the\n"
+	       "series of its results over the runs, oldest first: the latest median, the\n"
+	       "best, the change since the run before, and the steps where the medians\n"
+	       "change level (change points on the medians, each weighted by its noise),\n"
+	       "with the commits between the last run before a step and the first after it.\n"
+	       "Only complete runs unless --include-incomplete.\n\n"
 	       "options:\n"
 	       "  --db PATH              database (default results/fabench.db, or $FABENCH_DB)\n"
 	       "  --label TEXT           only runs with this label (e.g. nightly)\n"
@@ -35,6 +36,8 @@ static void help(void)
 	       "  --kernel GLOB          only kernels matching GLOB ('cuda_*')\n"
 	       "  --where EXPR           only cases for which EXPR holds ('head_dim == 128')\n"
 	       "  --include-incomplete   also runs that did not finish\n"
+	       "  --no-ab                leave out the runs of run --ab (each of its sides\n"
+	       "                         otherwise makes series of its own)\n"
 	       "  --min-effect PCT       smallest step kept, in percent (default %g)\n"
 	       "  --format FMT           md (default), csv (one line per point) or json\n"
 	       "  --output FILE          write to FILE instead of standard output\n\n"
@@ -54,6 +57,7 @@ int fa_cmd_history(int argc, char **argv)
 		{"kernel", required_argument, 0, 'k'},
 		{"where", required_argument, 0, 'w'},
 		{"include-incomplete", no_argument, 0, 'i'},
+		{"no-ab", no_argument, 0, 'A'},
 		{"min-effect", required_argument, 0, 'm'},
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
@@ -80,6 +84,7 @@ int fa_cmd_history(int argc, char **argv)
 		case 'k': ho.kernel = optarg; break;
 		case 'w': ho.where = optarg; break;
 		case 'i': ho.include_incomplete = 1; break;
+		case 'A': ho.no_ab = 1; break;
 		case 'm':
 			errno = 0;
 			ho.min_effect = strtod(optarg, &end) / 100;

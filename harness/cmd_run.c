@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kernels/common/fa_rng.h"
 #include "cmd.h"
 #include "crash.h"
 #include "data.h"
@@ -56,8 +57,9 @@ static void help(void)
 	       "                     (fabench kernels lists the tunables)\n"
 	       "  --ab A.so:B.so     load two builds of a backend plugin (files or build\n"
 	       "                     folders) and measure them on each case with their\n"
-	       "                     samples taken in turn (A B A B ...), so drift of the\n"
-	       "                     machine hits both alike; stored as two runs labelled\n"
+	       "                     samples taken in turn (each pair in a seeded random\n"
+	       "                     order: A B, B A, ...), so drift of the machine hits\n"
+	       "                     both alike; stored as two runs labelled\n"
 	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
 	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side\n"
 	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
@@ -781,6 +783,10 @@ static void fill_run_info(struct fa_run_info *ri, const struct fa_suite *s,
 
 /* ---- --ab: two builds of a plugin, sampled in turn on each case ---- */
 
+/* The fa_rng stream of the A/B sample order (0-2: tensors, 16-18: outliers,
+ * 32: the checker's rows). */
+#define AB_ORDER_STREAM 48u
+
 /* A plugin path: the .so itself, or a build folder holding libfabench-*.so. */
 static void plugin_path(const char *spec, char *buf, size_t size)
 {
@@ -867,8 +873,10 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 			status = fa_cmd_fail("run", &err);
 			goto out;
 		}
-	printf("fabench %s: suite %s (%s), %d cases, A/B of %s:\n  A %s\n  B %s\n", FA_VERSION,
-	       suite->name, suite->path, suite->n_cases, slot[0]->name, path[0], path[1]);
+	printf("fabench %s: suite %s (%s), %d cases, A/B of %s, seed %llu (data and sample "
+	       "order):\n  A %s\n  B %s\n",
+	       FA_VERSION, suite->name, suite->path, suite->n_cases, slot[0]->name,
+	       (unsigned long long)suite->seed, path[0], path[1]);
 	if (fa_store_open(o->db, 1, &store, &err) != FA_OK) {
 		status = fa_cmd_fail("run", &err);
 		goto out;
@@ -904,15 +912,26 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 			if (!res[side] || !smp[side])
 				frc[side] = fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
 		}
-		/* both sides prepared, then their samples taken in turn: A B A B ... */
+		/* both sides prepared, then their samples taken in turn, a round at a time.
+		 * Which side goes first in a round is a coin flip from (the run's seed, the
+		 * case, the round), so whatever the first or the second sample of a pair
+		 * meets (caches the other left, its clock state) falls on both sides alike;
+		 * the order follows from the stored seed (docs/compare.md). */
 		for (int side = 0; side < 2; side++)
 			if (frc[side] == FA_OK)
 				frc[side] = fa_runner_prepare(runner[side], c, plan[side].kernels[ci],
 							      n[side], res[side], smp[side], &err);
-		while (!g_cancel && ((frc[0] == FA_OK && !done[0]) || (frc[1] == FA_OK && !done[1])))
-			for (int side = 0; side < 2; side++)
+		for (uint64_t round = 0; !g_cancel && ((frc[0] == FA_OK && !done[0]) ||
+						     (frc[1] == FA_OK && !done[1]));
+		     round++) {
+			int first = (int)(fa_rng_bits(suite->seed, AB_ORDER_STREAM,
+						      ((uint64_t)ci << 32) + round) >> 63);
+			for (int k = 0; k < 2; k++) {
+				int side = first ^ k;
 				if (frc[side] == FA_OK && !done[side])
 					frc[side] = fa_runner_sample(runner[side], &done[side], &err);
+			}
+		}
 		for (int side = 0; side < 2; side++) {
 			fa_runner_finish(runner[side]);
 			if (g_cancel)

@@ -253,7 +253,7 @@ enum {
 	RQ_STDEV, RQ_NSAMPLES,
 	RQ_PARAM0, /* fa_compare_param_names in order, then: */
 	RQ_SCALE_SET = RQ_PARAM0 + FA_CMP_N_PARAMS, RQ_VARLEN, RQ_TOTAL_Q, RQ_TOTAL_K,
-	RQ_CHECKED,
+	RQ_CHECKED, RQ_STOP,
 };
 
 static const char result_sql[] =
@@ -261,7 +261,8 @@ static const char result_sql[] =
 	"r.median_ms, r.stdev_ms, r.n_samples, "
 	"c.batch, c.heads, c.kv_heads, c.q_len, c.kv_len, c.head_dim, c.head_dim_v, c.dtype, "
 	"c.mask, c.prefix_len, c.window, c.layout, c.input, c.seqlens, c.kv_seqlens, "
-	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, r.checked "
+	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, r.checked, "
+	"r.stop_reason "
 	"FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = ? "
 	"ORDER BY c.idx, r.kernel, r.params, r.id";
 
@@ -332,6 +333,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_ar
 	r->kernel = fa_compare_arena_strdup(a, col_text(st, RQ_KERNEL));
 	r->params = fa_compare_arena_strdup(a, col_text(st, RQ_PARAMS));
 	r->reason = fa_compare_arena_strdup(a, col_text(st, RQ_REASON));
+	r->stop = fa_compare_arena_strdup(a, col_text(st, RQ_STOP));
 	/* a pass nobody checked (an import) reads as unchecked */
 	r->status = fa_status_effective(fa_status_parse(col_text(st, RQ_STATUS)),
 					sqlite3_column_int(st, RQ_CHECKED));
@@ -341,7 +343,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_ar
 	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
 		if (!(r->values[j] = param_value(st, j, a)))
 			return FA_ERR_NOMEM;
-	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason)
+	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop)
 		return FA_ERR_NOMEM;
 	p->batch = param_int(st, "batch");
 	p->heads = param_int(st, "heads");
@@ -708,6 +710,40 @@ static enum fa_rc pool_side(const struct entry *e, int n, int *status, const cha
 	return FA_OK;
 }
 
+/* The noise of a side: the relative standard deviation of its pooled
+ * samples x[0..k) (stdev / mean), or for results without samples the stored
+ * stdev over the stored median (of the first passing one); NaN when neither
+ * is there. *stop gets the stop reason of e[0..n) as struct fa_cmp_row
+ * describes. */
+static double side_noise(const struct entry *e, int n, const double *x, int k, const char **stop)
+{
+	double rsd = NAN;
+	*stop = "";
+	for (int i = 0; i < n; i++) {
+		const char *st = e[i].r->stop;
+		if (e[i].r->status != FA_STATUS_PASS || !st[0])
+			continue;
+		if (strcmp(st, "converged") != 0) {
+			*stop = st;
+			break;
+		}
+		*stop = st;
+	}
+	if (k >= 2) {
+		double m = fa_stats_mean(x, k);
+		if (m > 0)
+			rsd = fa_stats_stdev(x, k) / m;
+	} else {
+		for (int i = 0; i < n && isnan(rsd); i++) {
+			const struct fa_cmp_result *r = e[i].r;
+			if (r->status == FA_STATUS_PASS && isfinite(r->stdev_ms) &&
+			    r->median_ms > 0 && r->n_samples >= 2)
+				rsd = r->stdev_ms / r->median_ms;
+		}
+	}
+	return rsd;
+}
+
 static double median_of(const double *x, int n)
 {
 	double m = NAN;
@@ -760,6 +796,8 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->n_head = n_hs;
 	row->base_ms = median_of(bx, n_bs);
 	row->head_ms = median_of(hx, n_hs);
+	row->base_rsd = side_noise(e, nb, bx, n_bs, &row->base_stop);
+	row->head_rsd = side_noise(e + nb, n - nb, hx, n_hs, &row->head_stop);
 	row->speedup = NAN;
 	row->verdict = -1;
 	row->perf.lo = row->perf.hi = row->perf.ratio = row->perf.p = row->perf.effect = NAN;
@@ -779,6 +817,9 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 		row->change = FA_CMP_TIMED;
 	else
 		row->change = FA_CMP_UNTIMED;
+	/* coverage lost: BASE timed it, HEAD does not (a failure is BROKEN instead) */
+	row->lost = nb > 0 && is_timed_status(bs) && n_bs > 0 &&
+		    (row->change == FA_CMP_REMOVED || row->change == FA_CMP_UNTIMED);
 
 	if (row->change == FA_CMP_TIMED) {
 		struct fa_perf_cfg cfg = cmp->opts.perf;
@@ -880,6 +921,11 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 				    row->head_status == FA_STATUS_UNCHECKED;
 		if (row->change == FA_CMP_BROKEN)
 			cmp->n_regressions++;
+		if (row->lost) {
+			cmp->n_lost++;
+			cmp->lost_removed += row->change == FA_CMP_REMOVED;
+			cmp->lost_untimed += row->change == FA_CMP_UNTIMED;
+		}
 		if (row->change != FA_CMP_TIMED)
 			continue;
 		cmp->verdicts[row->verdict]++;
@@ -894,6 +940,23 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 			rc = group_add(&g[1], &ng[1], row->suite, row, &logs[1], &nlogs[1]);
 	}
 	cmp->geomean_speedup = nall ? exp(all / nall) : NAN;
+	cmp->median_rsd = NAN;
+	if (cmp->changes[FA_CMP_TIMED] > 0) {
+		double *noise = malloc((size_t)cmp->changes[FA_CMP_TIMED] * sizeof *noise);
+		int k = 0;
+		if (!noise)
+			rc = FA_ERR_NOMEM;
+		for (int i = 0; noise && i < cmp->n_rows; i++) {
+			const struct fa_cmp_row *row = &cmp->rows[i];
+			double b = row->base_rsd, h = row->head_rsd;
+			if (row->change != FA_CMP_TIMED || (isnan(b) && isnan(h)))
+				continue;
+			noise[k++] = isnan(b) ? h : isnan(h) ? b : b > h ? b : h;
+		}
+		if (k > 0)
+			cmp->median_rsd = median_of(noise, k);
+		free(noise);
+	}
 	for (int k = 0; k < 2 && rc == FA_OK; k++) {
 		struct fa_cmp_group *dst;
 		for (int i = 0; i < ng[k]; i++)
@@ -986,6 +1049,14 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
 	    cmp->base.runs[0].id != cmp->head.runs[0].id && cmp->base.runs[0].ab_group[0] &&
 	    strcmp(cmp->base.runs[0].ab_group, cmp->head.runs[0].ab_group) == 0)
 		cmp->paired = 1;
+	if (rc == FA_OK && !cmp->paired) {
+		/* separate: no run is on both sides (a run against itself is not) */
+		cmp->separate = 1;
+		for (int i = 0; i < cmp->base.n_runs; i++)
+			for (int k = 0; k < cmp->head.n_runs; k++)
+				if (cmp->base.runs[i].id == cmp->head.runs[k].id)
+					cmp->separate = 0;
+	}
 	if (rc == FA_OK)
 		rc = read_side(s, cmp, 0, &e, &n, err);
 	if (rc == FA_OK)
@@ -1163,6 +1234,12 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 			   "nobody checked against the reference (timed, not verified)\n",
 			cmp->n_unchecked, cmp->n_unchecked == 1 ? "" : "s",
 			cmp->n_unchecked == 1 ? "s" : "");
+	if (cmp->n_lost)
+		fprintf(f,
+			"- **coverage lost**: %d result%s timed in base %s not timed in head (%d "
+			"removed, %d not timed)\n",
+			cmp->n_lost, cmp->n_lost == 1 ? "" : "s", cmp->n_lost == 1 ? "is" : "are",
+			cmp->lost_removed, cmp->lost_untimed);
 }
 
 /* "cpu_flash_tiled[block_q=32,block_k=64]" into f. */
@@ -1341,12 +1418,28 @@ static enum fa_rc md_summary(FILE *f, const struct fa_compare *cmp, struct fa_er
 	return rc;
 }
 
+/* "0.4%", "12%", "" unknown; a "~" after it when the side's sampling
+ * stopped on a limit (max_time, max_samples, timeout) rather than on its
+ * noise. Returns 1 when it wrote the marker. */
+static int noise_text(double rsd, const char *stop, char *buf, size_t size)
+{
+	int limit = stop[0] && strcmp(stop, "converged") != 0;
+	if (isnan(rsd))
+		snprintf(buf, size, "%s", limit ? "~" : "");
+	else if (rsd * 100 < 9.95)
+		snprintf(buf, size, "%.1f%%%s", rsd * 100, limit ? "~" : "");
+	else
+		snprintf(buf, size, "%.0f%%%s", rsd * 100, limit ? "~" : "");
+	return limit;
+}
+
 /* One table of the TIMED rows of a suite. */
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
-			   int *any_low, struct fa_err *err)
+			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const tail[] = {"kernel", "base ms", "head ms", "speedup", "verdict"};
-	static const int32_t tail_right[] = {0, 1, 1, 1, 0};
+	static const char *const tail[] = {"kernel",   "base ms", "base rsd", "head ms",
+					   "head rsd", "speedup", "verdict"};
+	static const int32_t tail_right[] = {0, 1, 1, 1, 1, 1, 0};
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
 	int n = 0;
@@ -1377,7 +1470,13 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		fa_table_fmt_sig3(row->base_ms, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
+		*any_unconverged |= noise_text(row->base_rsd, row->base_stop, buf, sizeof buf);
+		if (rc == FA_OK)
+			rc = fa_table_add_md(&t, buf, err);
 		fa_table_fmt_sig3(row->head_ms, buf, sizeof buf);
+		if (rc == FA_OK)
+			rc = fa_table_add_md(&t, buf, err);
+		*any_unconverged |= noise_text(row->head_rsd, row->head_stop, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
 		speedup_text(row->speedup, buf, sizeof buf);
@@ -1417,7 +1516,7 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 {
 	const struct fa_perf_cfg *p = &cmp->opts.perf;
 	enum fa_rc rc;
-	int any_low = 0;
+	int any_low = 0, any_unconverged = 0;
 
 	md_header(f, cmp);
 	rc = md_changes(f, cmp, err);
@@ -1433,7 +1532,7 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 	if (rc == FA_OK)
 		rc = md_summary(f, cmp, err);
 	for (int s = 0; rc == FA_OK && s < cmp->n_suites; s++)
-		rc = md_suite(f, cmp, cmp->suites[s].name, &any_low, err);
+		rc = md_suite(f, cmp, cmp->suites[s].name, &any_low, &any_unconverged, err);
 	if (rc != FA_OK)
 		return rc;
 	fprintf(f,
@@ -1444,9 +1543,26 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 		"is narrow; noisy when the samples cannot tell.",
 		p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100, p->min_effect * 100,
 		p->min_effect * 100);
+	fputs(" rsd: relative standard deviation of a side's samples (stdev / mean).", f);
+	if (any_unconverged)
+		fputs(" ~: that side's sampling stopped at its time or sample limit (or the "
+		      "timeout), not because its noise fell under max_noise.",
+		      f);
 	if (any_low)
 		fputs(" *: too few samples for the rank test; decided on the ratio alone.", f);
 	fputs("\n", f);
+	if (cmp->separate) {
+		fputs("\nNote: BASE and HEAD are separate runs: drift between runs on a shared "
+		      "machine can exceed the effects shown; `fabench run --ab` pairs samples.",
+		      f);
+		if (cmp->median_rsd > cmp->opts.perf.min_effect)
+			fprintf(f,
+				" Here the samples are noisy: a result's relative standard "
+				"deviation is %.1f%% (median over the rows), above the %g%% minimum "
+				"effect.",
+				cmp->median_rsd * 100, cmp->opts.perf.min_effect * 100);
+		fputs("\n", f);
+	}
 	return FA_OK;
 }
 
@@ -1464,7 +1580,7 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fprintf(f, ",%s", fa_compare_param_names[j]);
 	fputs(",kernel,params,base_params,change,base_status,head_status,n_base,n_head,base_ms,"
 	      "head_ms,speedup,ratio,ratio_lo,ratio_hi,p,effect,verdict,low_samples,base_reason,"
-	      "head_reason\n",
+	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost\n",
 	      f);
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *r = &cmp->rows[i];
@@ -1507,7 +1623,15 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fa_table_csv_text(f, r->base_reason);
 		fputc(',', f);
 		fa_table_csv_text(f, r->head_reason);
-		fputc('\n', f);
+		fputc(',', f);
+		fa_table_csv_real(f, r->base_rsd);
+		fputc(',', f);
+		fa_table_csv_real(f, r->head_rsd);
+		fputc(',', f);
+		fa_table_csv_text(f, r->base_stop);
+		fputc(',', f);
+		fa_table_csv_text(f, r->head_stop);
+		fprintf(f, ",%d\n", r->lost);
 	}
 }
 
@@ -1575,8 +1699,11 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 	json_verdicts(f, cmp->verdicts);
 	fputs(",\n    \"geomean_speedup\": ", f);
 	fa_table_json_real(f, cmp->geomean_speedup);
-	fprintf(f, ",\n    \"regressions\": %d,\n    \"unchecked\": %d,\n", cmp->n_regressions,
-		cmp->n_unchecked);
+	fprintf(f, ",\n    \"regressions\": %d,\n    \"unchecked\": %d,\n    \"lost\": %d, "
+		   "\"separate\": %s, \"median_rsd\": ",
+		cmp->n_regressions, cmp->n_unchecked, cmp->n_lost, cmp->separate ? "true" : "false");
+	fa_table_json_real(f, cmp->median_rsd);
+	fputs(",\n", f);
 	json_groups(f, "kernels", cmp->kernels, cmp->n_kernels);
 	fputs(",\n", f);
 	json_groups(f, "suites", cmp->suites, cmp->n_suites);
@@ -1609,6 +1736,15 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		fa_table_json_real(f, r->head_ms);
 		fputs(", \"speedup\": ", f);
 		fa_table_json_real(f, r->speedup);
+		fputs(",\n     \"base_rsd\": ", f);
+		fa_table_json_real(f, r->base_rsd);
+		fputs(", \"head_rsd\": ", f);
+		fa_table_json_real(f, r->head_rsd);
+		fputs(", \"base_stop\": ", f);
+		fa_json_string(f, r->base_stop);
+		fputs(", \"head_stop\": ", f);
+		fa_json_string(f, r->head_stop);
+		fprintf(f, ", \"lost\": %s", r->lost ? "true" : "false");
 		if (r->change == FA_CMP_TIMED) {
 			fputs(",\n     \"verdict\": ", f);
 			fa_json_string(f, fa_stats_verdict_name(r->verdict));

@@ -128,6 +128,17 @@ struct fa_cmp_row {
 	                               head / base, the inverse of speedup) */
 	const char *base_params; /* BASE's params: equal to params (HEAD's, or BASE's for a
 	                            row in BASE only) unless opts.ignore_params */
+	double base_rsd, head_rsd; /* relative standard deviation of a side's pooled
+	                            samples (stdev / mean; the stored stdev / median
+	                            when a result has no samples); NaN when untimed or
+	                            unknown */
+	const char *base_stop, *head_stop; /* why a side's sampling stopped: the first
+	                            of its passing results that did not stop on the
+	                            noise ("max_time", "max_samples", "timeout"), else
+	                            "converged"; "" when unknown (an import) or untimed */
+	int32_t lost;            /* 1: timed in BASE (passed, with timings) and not timed
+	                            in HEAD: removed, skipped or untimed there (a BROKEN
+	                            row is a regression, not counted here) */
 };
 
 /* Geometric-mean speedup of the TIMED rows of one kernel or one suite, and
@@ -173,6 +184,14 @@ struct fa_compare {
 	int32_t n_unchecked;                  /* rows with a side unchecked: an import
 	                                         nobody compared against the reference
 	                                         (timed like a pass, never verified) */
+	int32_t n_lost;                       /* rows with lost = 1: coverage lost,
+	                                         which --fail-on-regression also fails on,
+	                                         as it does when no row is TIMED */
+	int32_t lost_removed, lost_untimed;   /* n_lost split: REMOVED, UNTIMED rows */
+	int32_t separate;                     /* 1: BASE and HEAD are separate runs (not
+	                                         paired, no run on both sides) */
+	double median_rsd;                    /* median over the TIMED rows of the larger
+	                                         side's base_rsd/head_rsd; NaN when none */
 
 	struct fa_cmp_arena *arena;           /* private: owns every string and array above */
 };
@@ -224,6 +243,7 @@ int fa_compare_param_numeric(int j);
 struct fa_cmp_result {
 	int64_t id, run_id;
 	const char *suite, *key, *kernel, *params, *reason;
+	const char *stop;      /* stop_reason as stored ("converged", "max_time", ...), "" NULL */
 	int32_t case_idx;
 	int32_t status;        /* enum fa_status */
 	int32_t n_samples;     /* as stored in results.n_samples */

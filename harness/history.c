@@ -79,12 +79,27 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return t ? (const char *)t : "";
 }
 
+/* The side of a run in a `run --ab` group ("" when group is ""): the
+ * suffix of its label LABEL-a or LABEL-b, else "a" for the group's first
+ * run (earlier is 0 of them are older) and "b" for a later one. */
+static const char *ab_side(const char *group, const char *label, int earlier)
+{
+	size_t n = strlen(label);
+	if (!group[0])
+		return "";
+	if (n >= 2 && label[n - 2] == '-' && (label[n - 1] == 'a' || label[n - 1] == 'b'))
+		return label[n - 1] == 'a' ? "a" : "b";
+	return earlier == 0 ? "a" : "b";
+}
+
 /* Every run that passes the filters into h->runs, oldest first. */
 static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const char *since,
 			      struct fa_err *err)
 {
 	static const char sql[] = "SELECT id, started_at, git_commit, git_dirty, label, status, "
-				  "suite_name FROM runs ORDER BY started_at, id";
+				  "suite_name, ab_group, (SELECT count(*) FROM runs o WHERE "
+				  "o.ab_group = runs.ab_group AND o.id < runs.id) FROM runs "
+				  "ORDER BY started_at, id";
 	const struct fa_history_opts *o = &h->opts;
 	sqlite3 *db = fa_store_db(s);
 	sqlite3_stmt *st = NULL;
@@ -101,7 +116,8 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 		if ((o->label && strcmp(label, o->label) != 0) ||
 		    (o->suite && strcmp(suite, o->suite) != 0) ||
 		    (since && strcmp(started, since) < 0) ||
-		    (!o->include_incomplete && strcmp(status, "complete") != 0))
+		    (!o->include_incomplete && strcmp(status, "complete") != 0) ||
+		    (o->no_ab && col_text(st, 7)[0]))
 			continue;
 		if (n == cap) {
 			int ncap = cap ? cap * 2 : 32;
@@ -122,6 +138,7 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 		r->label = fa_compare_arena_strdup(&h->arena, label);
 		r->status = fa_compare_arena_strdup(&h->arena, status);
 		r->suite_name = fa_compare_arena_strdup(&h->arena, suite);
+		r->ab_side = ab_side(col_text(st, 7), label, sqlite3_column_int(st, 8));
 		if (!r->suite_name) {
 			frc = FA_ERR_NOMEM;
 			break;
@@ -151,7 +168,8 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 
 struct entry {
 	const struct fa_cmp_result *r;
-	int run; /* index into h->runs */
+	int run;          /* index into h->runs */
+	const char *side; /* h->runs[run].ab_side */
 };
 
 static int cmp_entry(const void *a, const void *b)
@@ -163,6 +181,8 @@ static int cmp_entry(const void *a, const void *b)
 	if (!c)
 		c = strcmp(x->r->params, y->r->params);
 	if (!c)
+		c = strcmp(x->side, y->side);
+	if (!c)
 		c = x->run - y->run;
 	if (!c)
 		c = (x->r->id > y->r->id) - (x->r->id < y->r->id);
@@ -172,7 +192,7 @@ static int cmp_entry(const void *a, const void *b)
 static int same_series(const struct entry *x, const struct entry *y)
 {
 	return strcmp(x->r->key, y->r->key) == 0 && strcmp(x->r->kernel, y->r->kernel) == 0 &&
-	       strcmp(x->r->params, y->r->params) == 0;
+	       strcmp(x->r->params, y->r->params) == 0 && strcmp(x->side, y->side) == 0;
 }
 
 /* The median and its standard error of a passing, timed result. */
@@ -200,12 +220,14 @@ static void point_of(const struct fa_cmp_result *r, struct fa_hist_point *pt)
 		pt->sigma_ms = FA_HISTORY_MIN_REL_SIGMA * med;
 }
 
-/* The latest selected run of each suite, by run index: h->runs[i] is the
- * latest of its suite when no later run has the same suite name. */
+/* The latest selected run of each suite (and A/B side), by run index:
+ * h->runs[i] is the latest of its suite when no later run has the same
+ * suite name and side. */
 static int latest_of_suite(const struct fa_history *h, int run)
 {
 	for (int i = run + 1; i < h->n_runs; i++)
-		if (strcmp(h->runs[i].suite_name, h->runs[run].suite_name) == 0)
+		if (strcmp(h->runs[i].suite_name, h->runs[run].suite_name) == 0 &&
+		    strcmp(h->runs[i].ab_side, h->runs[run].ab_side) == 0)
 			return 0;
 	return 1;
 }
@@ -224,6 +246,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 	sr->case_idx = rep->case_idx;
 	sr->kernel = rep->kernel;
 	sr->params = rep->params;
+	sr->ab_side = e[n - 1].side;
 	sr->values = rep->values;
 	sr->latest = sr->best = -1;
 	sr->change_prev = NAN;
@@ -303,6 +326,8 @@ static int cmp_series(const void *a, const void *b)
 	if (!c)
 		c = strcmp(x->params, y->params);
 	if (!c)
+		c = strcmp(x->ab_side, y->ab_side);
+	if (!c)
 		c = strcmp(x->key, y->key);
 	return c;
 }
@@ -344,7 +369,7 @@ static enum fa_rc read_entries(struct fa_store *s, struct fa_history *h,
 				e = ne;
 				cap = ncap;
 			}
-			e[n++] = (struct entry){&res[k], i};
+			e[n++] = (struct entry){&res[k], i, h->runs[i].ab_side};
 		}
 	}
 	*out = e;
@@ -446,14 +471,20 @@ static const char *status_word(int st)
 	return st == FA_STATUS_FAIL ? "FAIL" : st < 0 ? "unknown" : fa_status_name(st);
 }
 
+/* "cpu_flash", "cpu_flash[block_q=32]", "cpu_flash (A/B side a)" */
+static void kernel_label(const struct fa_hist_series *sr, char *buf, size_t size)
+{
+	int n = sr->params[0] ? snprintf(buf, size, "%s[%s]", sr->kernel, sr->params)
+			      : snprintf(buf, size, "%s", sr->kernel);
+	if (sr->ab_side[0] && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, " (A/B side %s)", sr->ab_side);
+}
+
 static void md_kernel(FILE *f, const struct fa_hist_series *sr)
 {
-	fa_table_md_text(f, sr->kernel);
-	if (sr->params[0]) {
-		fputs("[", f);
-		fa_table_md_text(f, sr->params);
-		fputs("]", f);
-	}
+	char buf[1200];
+	kernel_label(sr, buf, sizeof buf);
+	fa_table_md_text(f, buf);
 }
 
 /* "+15.0%", "-8.0%" */
@@ -505,7 +536,7 @@ static void md_header(FILE *f, const struct fa_history *h)
 		md_run(f, &h->runs[h->n_runs - 1]);
 	}
 	fputs("\n", f);
-	if (o->label || o->since || o->suite || o->kernel || o->where) {
+	if (o->label || o->since || o->suite || o->kernel || o->where || o->no_ab) {
 		fputs("- selection:", f);
 		if (o->label) {
 			fputs(k++ ? ", label " : " label ", f);
@@ -527,6 +558,8 @@ static void md_header(FILE *f, const struct fa_history *h)
 			fputs(k++ ? ", where " : " where ", f);
 			fa_table_md_code(f, o->where);
 		}
+		if (o->no_ab)
+			fputs(k++ ? ", no `run --ab` runs" : " no `run --ab` runs", f);
 		fputs("\n", f);
 	}
 	fprintf(f, "- series: %d; steps: %d; new regressions: %d\n", h->n_series, h->n_steps,
@@ -608,10 +641,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])
 				rc = fa_table_add_md(&t, sr->values[j], err);
-		if (sr->params[0])
-			snprintf(buf, sizeof buf, "%s[%s]", sr->kernel, sr->params);
-		else
-			snprintf(buf, sizeof buf, "%s", sr->kernel);
+		kernel_label(sr, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
 		if (sr->n_timed == sr->n_points)
@@ -725,7 +755,7 @@ static void point_segment(const struct fa_hist_series *sr, int p, double *segmen
 static void write_csv(FILE *f, const struct fa_history *h)
 {
 	fputs("suite,case_idx,case_key,kernel,params,run_id,started_at,git_commit,label,status,"
-	      "n_samples,median_ms,sigma_ms,segment_ms,step_change,new_regression\n",
+	      "n_samples,median_ms,sigma_ms,segment_ms,step_change,new_regression,ab_side\n",
 	      f);
 	for (int i = 0; i < h->n_series; i++) {
 		const struct fa_hist_series *sr = &h->series[i];
@@ -758,7 +788,7 @@ static void write_csv(FILE *f, const struct fa_history *h)
 			fputc(',', f);
 			if (st)
 				fa_table_csv_real(f, st->change);
-			fprintf(f, ",%d\n", st ? st->new_regression : 0);
+			fprintf(f, ",%d,%s\n", st ? st->new_regression : 0, sr->ab_side);
 		}
 	}
 }
@@ -785,8 +815,8 @@ static void write_json(FILE *f, const struct fa_history *h)
 	json_opt(f, "kernel", o->kernel);
 	fputs(", ", f);
 	json_opt(f, "where", o->where);
-	fprintf(f, ", \"include_incomplete\": %s, \"min_effect\": ",
-		o->include_incomplete ? "true" : "false");
+	fprintf(f, ", \"include_incomplete\": %s, \"no_ab\": %s, \"min_effect\": ",
+		o->include_incomplete ? "true" : "false", o->no_ab ? "true" : "false");
 	fa_table_json_real(f, o->min_effect);
 	fprintf(f, "},\n  \"steps\": %d, \"new_regressions\": %d,\n  \"runs\": [", h->n_steps,
 		h->n_new_regressions);
@@ -802,6 +832,8 @@ static void write_json(FILE *f, const struct fa_history *h)
 		const struct fa_hist_series *sr = &h->series[i];
 		fputs(i ? ",\n    {" : "\n    {", f);
 		fa_compare_json_row_key(f, sr->suite, sr->case_idx, sr->key, sr->kernel, sr->params);
+		fputs(", \"ab_side\": ", f);
+		fa_json_string(f, sr->ab_side);
 		fputs(",\n     \"latest_ms\": ", f);
 		fa_table_json_real(f, sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN);
 		fputs(", \"best_ms\": ", f);

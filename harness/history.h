@@ -38,6 +38,8 @@ struct fa_history_opts {
 	const char *where;          /* a suite expression on the case (expr.h); NULL: all */
 	const char *label;          /* runs with this label only; NULL: all */
 	int32_t include_incomplete; /* 1: also runs whose status is 'incomplete' */
+	int32_t no_ab;              /* 1: leave out the runs of `run --ab` (by default
+	                               each side makes series of its own) */
 	double min_effect;          /* steps smaller than this relative change are
 	                               merged away, and a new regression must exceed it
 	                               (default FA_STATS_MIN_EFFECT) */
@@ -58,6 +60,9 @@ struct fa_hist_run {
 	const char *label;
 	const char *status;     /* "complete", "incomplete" */
 	const char *suite_name;
+	const char *ab_side;    /* "" for a plain run; for one side of a `run --ab`, "a"
+	                           or "b" (from its label LABEL-a / LABEL-b, else its
+	                           place in the group) */
 };
 
 /* One result of a series: what the run at h->runs[run] gave. */
@@ -84,13 +89,16 @@ struct fa_hist_step {
 	                           in the latest selected run of its suite */
 };
 
-/* The history of one (case key, kernel, params) over the selected runs. */
+/* The history of one (case key, kernel, params, A/B side) over the selected
+ * runs: the two sides of a `run --ab` and runs with other kernel params (a
+ * tuning sweep) never share a series. */
 struct fa_hist_series {
 	const char *suite;      /* the suite of its latest point's run */
 	const char *key;
 	int32_t case_idx;       /* its position in that suite */
 	const char *kernel;
 	const char *params;     /* "" when none */
+	const char *ab_side;    /* its runs' ab_side: "" plain runs, "a" or "b" */
 	const char *const *values; /* the case's parameters as text, h->n_params entries
 	                           ("" where one does not apply) */
 	struct fa_hist_point *points; /* oldest first, one per run that has it */
@@ -117,7 +125,7 @@ struct fa_history {
 	const char *const *param_names;
 	int32_t *shown;
 
-	struct fa_hist_series *series;  /* by (suite, case_idx, kernel, params) */
+	struct fa_hist_series *series;  /* by (suite, case_idx, kernel, params, ab_side) */
 	int32_t n_series;
 	int32_t n_steps;                /* over every series */
 	int32_t n_new_regressions;      /* series with a new regression: exit status 1 */

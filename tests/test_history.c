@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +29,10 @@ static char *history_text(const struct fa_history *h, int format, enum fa_rc *rc
 	struct fa_err err;
 	char *buf = NULL;
 	size_t len = 0;
+	enum fa_rc ignored;
 	FILE *f = open_memstream(&buf, &len);
+	if (!rc)
+		rc = &ignored;
 	if (!f) {
 		*rc = FA_ERR_NOMEM;
 		return NULL;
@@ -339,6 +343,119 @@ FA_TEST(history, filters)
 	FA_CHECK(h.n_new_regressions == 0);
 	fa_history_free(&h);
 	fa_store_close(s);
+}
+
+/* Runs sql on the store's database; 1 on success. */
+static int exec_sql(struct fa_store *s, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(fa_store_db(s), sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK)
+		fa_test_fail(__FILE__, __LINE__, "%s: %s", sql, msg ? msg : "?");
+	sqlite3_free(msg);
+	return rc == SQLITE_OK;
+}
+
+/* The series of (case idx, kernel, params, side), or NULL. */
+static const struct fa_hist_series *series_side(const struct fa_history *h, int idx,
+						const char *kernel, const char *params,
+						const char *side)
+{
+	for (int i = 0; i < h->n_series; i++) {
+		const struct fa_hist_series *sr = &h->series[i];
+		if (sr->case_idx == idx && strcmp(sr->kernel, kernel) == 0 &&
+		    strcmp(sr->params, params) == 0 && strcmp(sr->ab_side, side) == 0)
+			return sr;
+	}
+	return NULL;
+}
+
+/* Night 6 and the PR run (30% slower) become the two sides of one run --ab,
+ * and night 12 runs cpu_flash with other params (a tuning run): none of
+ * them may join the nightly series. */
+FA_TEST(history, ab_sides_and_params_apart)
+{
+	struct fa_store *s = fa_fixture_history_open();
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	struct fa_proc_result r;
+	const int64_t night6 = FA_FIXTURE_HISTORY_NIGHT_RUN(6), pr = FA_FIXTURE_HISTORY_PR_RUN;
+	const int64_t night12 = FA_FIXTURE_HISTORY_NIGHT_RUN(12);
+	char sql[512];
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	snprintf(sql, sizeof sql,
+		 "UPDATE runs SET ab_group = 'g', label = 'ab-a' WHERE id = %" PRId64 "; "
+		 "UPDATE runs SET ab_group = 'g', label = 'ab-b' WHERE id = %" PRId64 "; "
+		 "UPDATE results SET params = 'block_q=32' WHERE run_id = %" PRId64
+		 " AND kernel = 'cpu_flash'",
+		 night6, pr, night12);
+	FA_REQUIRE(exec_sql(s, sql));
+
+	fa_history_opts_init(&o);
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	/* 3 cases x (cpu_dense, cpu_flash, cpu_flash[block_q=32]) plain, and each
+	 * side's 3 x 2 */
+	FA_CHECKF(h.n_series == 9 + 6 + 6, "%d series", h.n_series);
+	for (int c = 0; c < 3; c++) {
+		const struct fa_hist_series *plain = series_side(&h, c, "cpu_dense", "", "");
+		const struct fa_hist_series *a = series_side(&h, c, "cpu_dense", "", "a");
+		const struct fa_hist_series *b = series_side(&h, c, "cpu_dense", "", "b");
+		const struct fa_hist_series *tuned = series_side(&h, c, "cpu_flash", "block_q=32", "");
+		const struct fa_hist_series *flash = series_side(&h, c, "cpu_flash", "", "");
+		FA_REQUIRE(plain && a && b && tuned && flash);
+		/* nights 1-5 and 7-12 */
+		FA_CHECKF(plain->n_points == 11, "case %d: %d points", c, plain->n_points);
+		for (int p = 0; p < plain->n_points; p++)
+			FA_CHECK(run_at(&h, plain, p) != night6 && run_at(&h, plain, p) != pr);
+		FA_CHECK(a->n_points == 1 && run_at(&h, a, 0) == night6);
+		FA_CHECK(b->n_points == 1 && run_at(&h, b, 0) == pr);
+		/* the PR side is 30% slower than the A side: in a series of its own */
+		FA_CHECK(b->points[0].median_ms > 1.25 * a->points[0].median_ms);
+		FA_CHECK(tuned->n_points == 1 && run_at(&h, tuned, 0) == night12);
+		FA_CHECKF(flash->n_points == 10, "case %d: %d points", c, flash->n_points);
+		for (int p = 0; p < flash->n_points; p++)
+			FA_CHECK(run_at(&h, flash, p) != night12);
+	}
+	/* cpu_dense case 0 is flat over the nights: mixing the 30% slower side in
+	 * would make a spike of it */
+	FA_CHECK(series_side(&h, 0, "cpu_dense", "", "")->n_steps == 0);
+	char *md = history_text(&h, FA_FMT_MD, NULL);
+	FA_CHECK(md && strstr(md, "cpu_dense (A/B side b)") && strstr(md, "cpu_flash[block_q=32]"));
+	free(md);
+	fa_history_free(&h);
+
+	/* --no-ab: the A/B runs are left out */
+	o.no_ab = 1;
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECKF(h.n_series == 9 && h.n_runs == 11, "%d series, %d runs", h.n_series, h.n_runs);
+	for (int i = 0; i < h.n_runs; i++)
+		FA_CHECK(h.runs[i].id != night6 && h.runs[i].id != pr && !h.runs[i].ab_side[0]);
+	fa_history_free(&h);
+
+	/* labels without a side: the group's first run is side a */
+	FA_REQUIRE(exec_sql(s, "UPDATE runs SET label = 'x' WHERE ab_group = 'g'"));
+	fa_history_opts_init(&o);
+	FA_REQUIRE(fa_history_build(s, &o, &h, &err) == FA_OK);
+	FA_CHECK(h.n_series == 21);
+	const struct fa_hist_series *a = series_side(&h, 1, "cpu_flash", "", "a");
+	FA_CHECK(a && a->n_points == 1 && run_at(&h, a, 0) == night6);
+	fa_history_free(&h);
+	fa_store_close(s);
+
+	/* the command: the sides in the CSV, --no-ab in the selection */
+	const char *db = fa_fixture_history_path();
+	fa_proc_run((char *[]){"history", "--db", (char *)db, "--format", "csv", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status != 2 && strstr(r.out, ",new_regression,ab_side\n") &&
+			  strstr(r.out, ",0,a\n") && strstr(r.out, ",0,b\n"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"history", "--db", (char *)db, "--no-ab", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status != 2 && strstr(r.out, "- selection: no `run --ab` runs\n") &&
+			  !strstr(r.out, "A/B side"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
 }
 
 FA_TEST(history, bad_options)

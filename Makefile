@@ -77,7 +77,7 @@ endif
 endif
 endif
 
-.PHONY: all run test test-unit test-fresh cuda deps clean help
+.PHONY: all run test test-unit test-fresh cuda deps clean help sanitize-gpu
 all: $(FABENCH) $(ALL_CUDA)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found; the CUDA plugin was not built"
@@ -165,6 +165,13 @@ test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ALL_CUDA)
 # tools/test-fresh says what it checks.
 test-fresh:
 	@sh tools/test-fresh
+
+# compute-sanitizer (memcheck, racecheck, initcheck) over suites/sanitize.yaml
+# for every CUDA kernel; fails on any report. Builds nothing (run make first,
+# where nvcc is): tools/sanitize-gpu says what is missing (sanitizer, GPU,
+# plugin). SANITIZE_ARGS adds options (--dry-run, --log DIR, --kernels ...).
+sanitize-gpu:
+	@BUILD=$(BUILD) tools/sanitize-gpu $(SANITIZE_ARGS)
 
 clean:
 	rm -rf build

@@ -4,8 +4,10 @@
  * Rules (chosen per suite in `check: rule:`; each result stores which one
  * decided it):
  *   tolerance  max_abs <= tol.max_abs and rel_l2 <= tol.rel_l2 (per dtype)
- *   fa         the flash-attention rule: max_abs <= fa_k * max_abs of the
- *              same attention computed in the input precision + fa_atol
+ *   fa         the flash-attention rule: max_abs <= k * max_abs of the
+ *              same attention computed in the input precision + atol, and
+ *              rel_l2 <= k_l2 * its rel_l2 + l2_floor; per dtype (fa[]),
+ *              k and atol replaced by the suite's fa_k / fa_atol when set
  * and under every rule: no NaN or Inf, no unwritten element.
  */
 #ifndef FA_CHECK_H
@@ -25,6 +27,15 @@ struct fa_tol {
 	double rel_l2;
 };
 
+/* The fa rule of one dtype: max_abs <= k * same_max_abs + atol and
+ * rel_l2 <= k_l2 * same_rel_l2 + l2_floor. */
+struct fa_fa_limit {
+	double k;
+	double atol;
+	double k_l2;
+	double l2_floor;
+};
+
 struct fa_check_cfg {
 	int32_t rule;       /* enum fa_check_rule */
 	int32_t reference;  /* enum fa_ref_where */
@@ -33,10 +44,15 @@ struct fa_check_cfg {
 	 * (total_q * heads * kv_len * (head_dim + head_dim_v)) are checked whole. */
 	double full_limit;  /* default 2^28 */
 	struct fa_tol tol[FA_DTYPE_COUNT];
-	double fa_k;        /* default 2 */
-	double fa_atol;     /* default 1e-5 */
+	double fa_k;        /* > 0: k of every dtype (suite's fa_k); default 0: fa[dtype].k */
+	double fa_atol;     /* >= 0: atol of every dtype (fa_atol); default -1: fa[dtype].atol */
 	double rel_floor;   /* denominator floor of max_rel (default 1e-3) */
+	struct fa_fa_limit fa[FA_DTYPE_COUNT]; /* the fa rule per dtype (docs/suites.md) */
 };
+
+/* The fa rule's k and atol for dtype under cfg (the suite's fa_k / fa_atol
+ * when set, else the dtype's defaults). */
+struct fa_fa_limit fa_check_fa_limit(const struct fa_check_cfg *cfg, int dtype);
 
 /* Fills cfg with the documented defaults (docs/suites.md). */
 void fa_check_defaults(struct fa_check_cfg *cfg);
@@ -51,6 +67,7 @@ struct fa_err_stats {
 	int64_t worst_index;  /* element offset in the output buffer, -1 if none */
 	double worst_out, worst_ref;
 	int64_t rows_checked, elems_checked;
+	double same_rel_l2;   /* rel_l2 of the input-precision reference, -1 if not computed */
 };
 
 /* The reference for selected rows. A row is (packed query token T, head h),

@@ -5,11 +5,11 @@
  * mapping (no copies), varlen and prefix-LM. Only the requested rows are
  * computed, each exactly, on all threads.
  *
- * The input-precision pass (for the flash-attention rule) mirrors what the
- * same attention computed in the input dtype gives: scores accumulated in
- * fp32 and rounded to the dtype, softmax in fp32 with P rounded to the dtype,
- * P V accumulated in fp32 and rounded to the dtype. For fp32 inputs it is
- * plain fp32 arithmetic.
+ * The input-precision pass (for the flash-attention rule) is what a flash
+ * kernel computing in the input dtype gives: scores accumulated in fp32 (not
+ * rounded), P = exp(S - max) in fp32 and its row sum l in fp32, P rounded to
+ * the dtype for P V accumulated in fp32, O = acc * (1 / l) in fp32 rounded to
+ * the dtype. For fp32 inputs it is plain fp32 arithmetic.
  */
 #ifndef FA_REF_H
 #define FA_REF_H

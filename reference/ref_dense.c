@@ -78,10 +78,16 @@ static void load_row(float *dst, const void *buf, int dtype, int64_t off, int32_
 /* One row, query already in w->q. The fp64 pass:
  *   out[d] = sum_j e_j v_jd / sum_j e_j,  e_j = exp(s_j - max s),
  *   s_j = scale * sum_d q_d k_jd,
- * over the allowed keys j. The input-precision pass (same != NULL), as
- * PyTorch's math path gives it in the dtype, every sum in index order:
- *   s_j = round(scale * fp32 dot), p_j = round(expf(s_j - max) / fp32 sum),
- *   same[d] = round(fp32 sum_j p_j v_jd).
+ * over the allowed keys j. The input-precision pass (same != NULL) is what a
+ * flash kernel computing in the input dtype gives (FA2 on tensor cores:
+ * cuda_flash_mma), every sum in index order:
+ *   s_j = scale * (fp32 dot)                  (fp32 accumulators, not rounded)
+ *   e_j = expf(s_j - max s),  l = fp32 sum e_j  (the row sum of unrounded P)
+ *   acc = fp32 sum_j round(e_j) v_j          (P rounded to the dtype for P V)
+ *   same[d] = round(acc[d] * (1 / l))        (fp32 1/l, output in the dtype)
+ * As one key tile holding every key: a kernel with several tiles subtracts
+ * a running max instead, which rounds other values of P, by the same amount
+ * in distribution.
  * Both passes share each key's and value's conversion to fp32. */
 static void ref_row(const struct ref_ctx *c, struct ref_scratch *w, int b, int32_t t, int kvh,
 		    double *out, float *same)
@@ -107,7 +113,7 @@ static void ref_row(const struct ref_ctx *c, struct ref_scratch *w, int b, int32
 			continue;
 		for (int32_t d = 0; d < p->head_dim; d++)
 			fdot += w->q[d] * w->kv[d];
-		w->fs[j] = fa_round_to_dtype(p->scale * fdot, dt);
+		w->fs[j] = p->scale * fdot;
 		fm = w->fs[j] > fm ? w->fs[j] : fm;
 	}
 	for (int32_t j = 0; same && j < lk; j++) {
@@ -128,7 +134,7 @@ static void ref_row(const struct ref_ctx *c, struct ref_scratch *w, int b, int32
 		for (int32_t d = 0; d < p->head_dim_v; d++)
 			w->acc[d] += e * (double)w->kv[d];
 		if (same) {
-			float pj = fa_round_to_dtype(w->fs[j] / fl, dt);
+			float pj = fa_round_to_dtype(w->fs[j], dt);
 			for (int32_t d = 0; d < p->head_dim_v; d++)
 				w->facc[d] += pj * w->kv[d];
 		}
@@ -136,7 +142,7 @@ static void ref_row(const struct ref_ctx *c, struct ref_scratch *w, int b, int32
 	for (int32_t d = 0; d < p->head_dim_v; d++) { /* no allowed key: zeros */
 		out[d] = l > 0 ? w->acc[d] / l : 0.0;
 		if (same)
-			same[d] = l > 0 ? fa_round_to_dtype(w->facc[d], dt) : 0.0f;
+			same[d] = l > 0 ? fa_round_to_dtype(w->facc[d] * (1.0f / fl), dt) : 0.0f;
 	}
 }
 

@@ -18,8 +18,22 @@ FA_TEST(check, defaults)
 	struct fa_check_cfg c;
 	fa_check_defaults(&c);
 	FA_CHECK(c.rule == FA_RULE_TOLERANCE && c.reference == FA_REF_AUTO && c.rows == 256);
-	FA_CHECK(c.full_limit == 268435456.0 && c.fa_k == 2 && c.fa_atol == 1e-5);
+	FA_CHECK(c.full_limit == 268435456.0 && c.fa_k == 0 && c.fa_atol == -1);
 	FA_CHECK(c.rel_floor == 1e-3);
+	/* the fa rule per dtype; the suite's fa_k / fa_atol replace k and atol */
+	for (int d = 0; d < FA_DTYPE_COUNT; d++) {
+		struct fa_fa_limit f = fa_check_fa_limit(&c, d);
+		FA_CHECK(f.k >= 2 && f.k <= 3 && f.k_l2 > 1 && f.k_l2 < 2);
+		FA_CHECK(f.atol > 0 && f.l2_floor > 0);
+	}
+	FA_CHECK(fa_check_fa_limit(&c, FA_DTYPE_BF16).atol >
+		 fa_check_fa_limit(&c, FA_DTYPE_FP16).atol);
+	c.fa_k = 4;
+	c.fa_atol = 0;
+	{
+		struct fa_fa_limit f = fa_check_fa_limit(&c, FA_DTYPE_FP16);
+		FA_CHECK(f.k == 4 && f.atol == 0 && f.k_l2 == c.fa[FA_DTYPE_FP16].k_l2);
+	}
 	for (int d = 0; d < FA_DTYPE_COUNT; d++)
 		FA_CHECK(c.tol[d].max_abs > 0 && c.tol[d].rel_l2 > 0);
 	/* looser for coarser dtypes */
@@ -264,7 +278,7 @@ FA_TEST(check, fa_rule_scales_with_same_precision_error)
 	}
 	FA_CHECK(fa_check_compare(&t.p, t.cu_q, t.o, &t.ref, &cfg, &st, rule, sizeof rule, reason,
 				  sizeof reason) == FA_VERDICT_FAIL);
-	FA_CHECK(st.max_abs > 2 * st.same_max_abs + cfg.fa_atol);
+	FA_CHECK(st.max_abs > fa_check_fa_limit(&cfg, FA_DTYPE_BF16).k * st.same_max_abs);
 	FA_CHECKF(strstr(reason, "x same-precision") != NULL, "reason: %s", reason);
 	/* without the same-precision pass the rule falls back to tolerance and says so */
 	free(t.ref.same);
@@ -308,17 +322,173 @@ FA_TEST(check, stats_by_hand)
 	FA_CHECKF(strcmp(reason, "max_abs 0.5 > 0.001 at b=0 t=0 h=0 d=0 (out 1.5, ref 1); "
 				 "rel_l2 0.2182 > 0.0001") == 0,
 		  "reason: %s", reason);
-	/* the worst element in the second row, under the fa rule: 0.4 <= 2 * 0.25 + 1e-5 */
+	/* under the fa rule (fp32: k 3, atol 5e-8, k_l2 1.5, l2_floor 1e-8):
+	 * same_max_abs 0.25, same_rel_l2 0.25 / sqrt(5.25) = 0.1091. The worst
+	 * element in the second row: 0.3 <= 0.75 and rel_l2 0.1309 <= 0.1637 */
 	o[0] = 1;
-	o[3] = 0.4f;
+	o[3] = 0.3f;
 	cfg.rule = FA_RULE_FA;
 	FA_CHECK(fa_check_compare(&p, NULL, o, &ref, &cfg, &st, rule, sizeof rule, reason,
 				  sizeof reason) == FA_VERDICT_PASS);
 	FA_CHECK(st.worst_index == 3 && strcmp(rule, "fa") == 0);
-	o[3] = 0.6f;
+	FA_CHECK_NEAR(st.same_rel_l2, 0.25 / sqrt(5.25), 1e-15);
+	o[3] = 0.8f;
 	FA_CHECK(fa_check_compare(&p, NULL, o, &ref, &cfg, &st, rule, sizeof rule, reason,
 				  sizeof reason) == FA_VERDICT_FAIL);
-	FA_CHECKF(strcmp(reason, "max_abs 0.6 > 0.5 (2 x same-precision 0.25 + 1e-05) at b=0 t=1 "
-				 "h=0 d=1 (out 0.6, ref 0)") == 0,
+	FA_CHECKF(strcmp(reason, "max_abs 0.8 > 0.75 (3 x same-precision 0.25 + 5e-08) at b=0 t=1 "
+				 "h=0 d=1 (out 0.8, ref 0); rel_l2 0.3491 > 0.1637 (1.5 x "
+				 "same-precision 0.1091 + 1e-08)") == 0,
 		  "reason: %s", reason);
+	/* an error spread over every element, none large: only rel_l2 sees it */
+	o[0] = 1.2f;
+	o[1] = -2.2f;
+	o[2] = 0.7f;
+	o[3] = 0.2f;
+	FA_CHECK(fa_check_compare(&p, NULL, o, &ref, &cfg, &st, rule, sizeof rule, reason,
+				  sizeof reason) == FA_VERDICT_FAIL);
+	FA_CHECKF(strcmp(reason, "rel_l2 0.1746 > 0.1637 (1.5 x same-precision 0.1091 + 1e-08)") == 0,
+		  "reason: %s", reason);
+	/* the suite's fa_k / fa_atol replace the dtype's k and atol, not k_l2 */
+	o[0] = 1;
+	o[1] = -2;
+	o[2] = 0.5f;
+	o[3] = 0.3f;
+	cfg.fa_k = 1;
+	cfg.fa_atol = 0.01;
+	FA_CHECK(fa_check_compare(&p, NULL, o, &ref, &cfg, &st, rule, sizeof rule, reason,
+				  sizeof reason) == FA_VERDICT_FAIL);
+	FA_CHECKF(strcmp(reason, "max_abs 0.3 > 0.26 (1 x same-precision 0.25 + 0.01) at b=0 t=1 "
+				 "h=0 d=1 (out 0.3, ref 0)") == 0,
+		  "reason: %s", reason);
+}
+
+/* A flash kernel in bf16 as cuda_flash_mma computes it: key tiles of 64,
+ * fp32 scores, a running max moved lazily (only when a tile's max passes it
+ * by more than e^5.545 = 2^8, so P may reach 256), P rounded to bf16 for
+ * P V, the row sum of the unrounded P, O = acc * (1 / l) rounded to bf16.
+ * scale_mul 1 is a correct kernel; 1.004 has a 0.4% softmax scale error.
+ * bshd, no varlen; masks none and causal. */
+static void emulate_lazy_flash_bf16(const struct fa_problem *p, const void *q, const void *k,
+				    const void *v, void *o, float scale_mul)
+{
+	const int group = p->heads / p->kv_heads, dk = p->head_dim, dv = p->head_dim_v;
+	float *s = malloc(sizeof(float) * 64), *acc = malloc(sizeof(float) * (size_t)dv);
+	for (int b = 0; s && acc && b < p->batch; b++)
+		for (int h = 0; h < p->heads; h++)
+			for (int32_t i = 0; i < p->q_len; i++) {
+				int32_t lo, hi;
+				float m = -INFINITY, l = 0;
+				int64_t qo = fa_q_offset(p, NULL, b, i, h);
+				fa_mask_range(p->mask, i, p->q_len, p->kv_len, p->window, &lo, &hi);
+				memset(acc, 0, sizeof(float) * (size_t)dv);
+				for (int32_t j0 = lo - lo % 64; j0 < hi; j0 += 64) {
+					int32_t n = hi - j0 < 64 ? hi - j0 : 64;
+					float mt = -INFINITY;
+					for (int32_t j = 0; j < n; j++) {
+						int64_t ko = fa_k_offset(p, NULL, b, j0 + j, h / group);
+						float dot = 0;
+						for (int d = 0; d < dk; d++)
+							dot += fa_load_f32(q, p->dtype, qo + d) *
+							       fa_load_f32(k, p->dtype, ko + d);
+						s[j] = j0 + j < lo ? -INFINITY : dot * p->scale * scale_mul;
+						mt = s[j] > mt ? s[j] : mt;
+					}
+					if (mt > m + 5.545f) {
+						float alpha = expf(m - mt);
+						l *= alpha;
+						for (int d = 0; d < dv; d++)
+							acc[d] *= alpha;
+						m = mt;
+					}
+					for (int32_t j = 0; j < n; j++) {
+						int64_t vo = fa_v_offset(p, NULL, b, j0 + j, h / group);
+						float e = expf(s[j] - m), pr = fa_round_to_dtype(e, p->dtype);
+						l += e;
+						for (int d = 0; d < dv; d++)
+							acc[d] += pr * fa_load_f32(v, p->dtype, vo + d);
+					}
+				}
+				for (int d = 0; d < dv; d++)
+					fa_store_f32(o, p->dtype, fa_o_offset(p, NULL, b, i, h) + d,
+						     l > 0 ? acc[d] * (1.0f / l) : 0.0f);
+			}
+	free(s);
+	free(acc);
+}
+
+/* The fa rule's bf16 factor separates a correct tensor-core-style kernel
+ * (the least exact kind: lazy rescaling) from one with a 0.4% softmax scale
+ * error, which the tolerance rule passes, on several shapes. */
+FA_TEST(check, fa_rule_bf16_catches_scale_error)
+{
+	static const struct {
+		int heads, kv_heads, q_len, kv_len, head_dim, mask;
+	} shapes[] = {
+		{4, 4, 203, 203, 64, FA_MASK_NONE},     {4, 4, 203, 203, 128, FA_MASK_NONE},
+		{8, 2, 113, 203, 128, FA_MASK_NONE},    {8, 2, 113, 203, 128, FA_MASK_CAUSAL},
+		{4, 4, 203, 1025, 128, FA_MASK_CAUSAL}, {4, 4, 203, 203, 80, FA_MASK_NONE},
+	};
+	uint64_t seed = fa_test_seed();
+	for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+		struct fa_problem p = {.batch = 1, .heads = shapes[si].heads,
+				       .kv_heads = shapes[si].kv_heads, .q_len = shapes[si].q_len,
+				       .kv_len = shapes[si].kv_len, .head_dim = shapes[si].head_dim,
+				       .head_dim_v = shapes[si].head_dim, .dtype = FA_DTYPE_BF16,
+				       .mask = shapes[si].mask};
+		struct fa_check_cfg cfg;
+		struct fa_err_stats st;
+		struct fa_ref ref;
+		struct fa_err err;
+		char rule[32], reason[256];
+		int64_t *rows = NULL, n = 0;
+		void *buf[4];
+		double ratio_ok, ratio_bad, l2_ok, l2_bad;
+		int verdict_ok, verdict_bad, tol_bad;
+		p.total_q = p.q_len;
+		p.total_k = p.kv_len;
+		p.scale = 1.0f / sqrtf((float)p.head_dim);
+		fa_problem_set_strides(&p);
+		fa_check_defaults(&cfg);
+		fa_err_clear(&err);
+		for (int t = 0; t < 4; t++) {
+			buf[t] = malloc(2 * (size_t)fa_tensor_elems(&p, t));
+			FA_REQUIRE(buf[t]);
+			if (t == FA_TENSOR_O)
+				continue;
+			for (int64_t e = 0; e < fa_tensor_elems(&p, t); e++)
+				fa_store_f32(buf[t], p.dtype, e,
+					     fa_rng_value(seed + si, t, FA_DIST_NORMAL, (uint64_t)e,
+							  t == FA_TENSOR_V ? p.head_dim_v : p.head_dim));
+		}
+		FA_REQUIRE(fa_check_select_rows(&p, &cfg, seed, &rows, &n, &err) == FA_OK);
+		FA_REQUIRE(fa_ref_compute(&p, NULL, NULL, NULL, buf[FA_TENSOR_Q], buf[FA_TENSOR_K],
+					  buf[FA_TENSOR_V], rows, n, 1, 0, NULL, &ref, &err) == FA_OK);
+		cfg.rule = FA_RULE_FA;
+		emulate_lazy_flash_bf16(&p, buf[FA_TENSOR_Q], buf[FA_TENSOR_K], buf[FA_TENSOR_V],
+					buf[FA_TENSOR_O], 1.0f);
+		verdict_ok = fa_check_compare(&p, NULL, buf[FA_TENSOR_O], &ref, &cfg, &st, rule,
+					      sizeof rule, reason, sizeof reason);
+		ratio_ok = st.max_abs / st.same_max_abs;
+		l2_ok = st.rel_l2 / st.same_rel_l2;
+		emulate_lazy_flash_bf16(&p, buf[FA_TENSOR_Q], buf[FA_TENSOR_K], buf[FA_TENSOR_V],
+					buf[FA_TENSOR_O], 1.004f);
+		verdict_bad = fa_check_compare(&p, NULL, buf[FA_TENSOR_O], &ref, &cfg, &st, rule,
+					       sizeof rule, reason, sizeof reason);
+		ratio_bad = st.max_abs / st.same_max_abs;
+		l2_bad = st.rel_l2 / st.same_rel_l2;
+		cfg.rule = FA_RULE_TOLERANCE;
+		tol_bad = fa_check_compare(&p, NULL, buf[FA_TENSOR_O], &ref, &cfg, &st, rule,
+					   sizeof rule, reason, sizeof reason);
+		/* max_abs and rel_l2 in units of the same-precision ones */
+		FA_CHECKF(verdict_ok == FA_VERDICT_PASS,
+			  "shape %zu: a correct kernel fails at %.2fx / %.2fx", si, ratio_ok, l2_ok);
+		FA_CHECKF(verdict_bad == FA_VERDICT_FAIL,
+			  "shape %zu: a 0.4%% scale error passes at %.2fx / %.2fx", si, ratio_bad,
+			  l2_bad);
+		FA_CHECK(tol_bad == FA_VERDICT_PASS); /* what the fa rule is for */
+		fa_ref_free(&ref);
+		free(rows);
+		for (int t = 0; t < 4; t++)
+			free(buf[t]);
+	}
 }

@@ -163,8 +163,8 @@ static int naive_row(const struct tcase *t, int b, int s, int h, long double *ou
 }
 
 /* The input-precision row as ref.h specifies it, step by step in float:
- * s_j = round(scale * (fp32 dot)), e_j = expf(s_j - max), l = sum e_j,
- * p_j = round(e_j / l), o = round(sum_j p_j v_j) (sums in key/dim order). */
+ * s_j = scale * (fp32 dot), e_j = expf(s_j - max), l = sum e_j,
+ * o = round(sum_j round(e_j) v_j * (1 / l)) (sums in key/dim order). */
 static void naive_same_row(const struct tcase *t, int b, int s, int h, float *out)
 {
 	const struct fa_problem *p = &t->p;
@@ -180,7 +180,7 @@ static void naive_same_row(const struct tcase *t, int b, int s, int h, float *ou
 		for (int d = 0; d < p->head_dim; d++)
 			dot += (float)element(t, t->q, 1, b, s, h, d, p->head_dim) *
 			       (float)element(t, t->k, 0, b, (int)j, kvh, d, p->head_dim);
-		sc[j] = fa_round_to_dtype(p->scale * dot, dt);
+		sc[j] = p->scale * dot;
 		m = sc[j] > m ? sc[j] : m;
 	}
 	for (long j = 0; j < lk; j++)
@@ -190,12 +190,12 @@ static void naive_same_row(const struct tcase *t, int b, int s, int h, float *ou
 		float pj;
 		if (!naive_allowed(p->mask, s, j, lq, lk, prefix, p->window))
 			continue;
-		pj = fa_round_to_dtype(expf(sc[j] - m) / l, dt);
+		pj = fa_round_to_dtype(expf(sc[j] - m), dt);
 		for (int d = 0; d < p->head_dim_v; d++)
 			acc[d] += pj * (float)element(t, t->v, 0, b, (int)j, kvh, d, p->head_dim_v);
 	}
 	for (int d = 0; d < p->head_dim_v; d++)
-		out[d] = l > 0 ? fa_round_to_dtype(acc[d], dt) : 0.0f;
+		out[d] = l > 0 ? fa_round_to_dtype(acc[d] * (1.0f / l), dt) : 0.0f;
 }
 
 /* Compares fa_ref_compute on rows (all, or a shuffled subset) with the naive

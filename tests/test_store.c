@@ -548,7 +548,7 @@ FA_TEST(store, round_trip_every_field)
 	ra[0].st = (struct fa_err_stats){draw(&rng, 1e-3), draw(&rng, 1e-2), draw(&rng, 1e-4),
 					 draw(&rng, 1e-3), draw(&rng, 1e-6), draw(&rng, 1e-3),
 					 1, 2, 3, (int64_t)(next_u64(&rng) >> 20),
-					 draw(&rng, 0.5), -draw(&rng, 0.5), 256, 16384};
+					 draw(&rng, 0.5), -draw(&rng, 0.5), 256, 16384, -1};
 	snprintf(ra[0].rule, sizeof ra[0].rule, "fa");
 	ra[0].mem_bytes = draw(&rng, 1e9);
 	ra[0].tel = (struct fa_telemetry){draw(&rng, 1000), draw(&rng, 1500), draw(&rng, 40),
@@ -605,7 +605,7 @@ FA_TEST(store, round_trip_every_field)
 	rb[0].gbps = draw(&rng, 100);
 	rb[0].checked = 1;
 	rb[0].st = (struct fa_err_stats){0.031, draw(&rng, 1), draw(&rng, 1e-3), draw(&rng, 1e-2),
-					 draw(&rng, 1e-4), -1, 0, 0, 0, 17, 0.5, 0.469, 1, 64};
+					 draw(&rng, 1e-4), -1, 0, 0, 0, 17, 0.5, 0.469, 1, 64, -1};
 	snprintf(rb[0].rule, sizeof rb[0].rule, "tolerance");
 	rb[1].kernel = "cuda_dense";
 	rb[1].status = FA_STATUS_ERROR;

@@ -427,8 +427,9 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
 
 	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
-	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &g->api->handle,
-	       "operation graph handle");
+	if (g->api->handle) /* NULL only in device-less checks */
+		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+		       &g->api->handle, "operation graph handle");
 	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
 	       g->ops, "operation graph operations");
 	gb_finalize(g, graph, "operation graph finalize");

@@ -92,6 +92,7 @@ struct fa_cudnn_plan {
 	struct fa_cudnn_key key;
 	uint64_t hash;
 	int ready;                 /* 1: plan usable; 0: why says why not */
+	int graph_ok;              /* 1: the operation graph finalized */
 	int status;                /* the failing cudnnStatus_t when not ready */
 	char why[512];
 	cudnnBackendDescriptor_t plan;

@@ -480,6 +480,7 @@ void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	pl->why[0] = '\0';
 
 	graph = gb_graph(&g);
+	pl->graph_ok = graph != NULL;
 	heur = gb_new(&g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics create");
 	gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 	       &graph, "heuristics graph");

@@ -10,6 +10,10 @@
  *
  *   build/cudnn-selftest            every case, then the timing
  *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
+ *   build/cudnn-selftest --graphs   no device needed: builds each case's
+ *                                   operation graph (every tensor and
+ *                                   operation finalized by cuDNN), stops
+ *                                   before the engines, which need a GPU
  *
  * Exit status: 0 when no case failed, 1 otherwise, 2 when cuDNN or the
  * device is missing.
@@ -420,13 +424,52 @@ static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
 	dev_free(&d);
 }
 
-int main(void)
+/* --graphs: each case's operation graph, without a device or a handle. */
+static int run_graphs(void)
+{
+	struct fa_cudnn_api api;
+	char why[600];
+	if (fa_cudnn_api_open(&api, why, sizeof why) != 0) {
+		printf("cuDNN not available: %s\n", why);
+		return 2;
+	}
+	printf("cuDNN %zu, operation graphs only (no device, no engine)\n", api.version);
+	api.sm = 90;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct st_case *c = &cases[i];
+		struct fa_problem p;
+		int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+		struct fa_cudnn_plan *pl = calloc(1, sizeof *pl);
+		if (!pl)
+			return 1;
+		problem_of(c, &p, cu_q, cu_k);
+		fa_cudnn_key_of(&p, &pl->key);
+		fa_cudnn_plan_build(&api, pl);
+		printf("%s  %-66s %d descriptors, %d variant tensors%s%s\n",
+		       pl->graph_ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids,
+		       pl->graph_ok ? "" : ": ", pl->graph_ok ? "" : pl->why);
+		pl->graph_ok ? n_pass++ : n_fail++;
+		fa_cudnn_plan_release(&api, pl);
+		free(pl);
+	}
+	printf("%d passed, %d failed\n", n_pass, n_fail);
+	fa_cudnn_api_close(&api);
+	return n_fail ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	char why[600];
 	const struct fa_kernel *ks;
 	struct cudaDeviceProp prop;
 	cudaStream_t stream;
 	int dev = 0;
+	if (argc == 2 && strcmp(argv[1], "--graphs") == 0)
+		return run_graphs();
+	if (argc > 1) {
+		printf("usage: cudnn-selftest [--graphs]\n");
+		return 2;
+	}
 	if (cudaSetDevice(dev) != cudaSuccess || cudaFree(0) != cudaSuccess ||
 	    cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
 		printf("no CUDA device: %s\n", cudaGetErrorString(cudaGetLastError()));

@@ -211,6 +211,16 @@ static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *
 		snprintf(why, why_size, "cuDNN %s does not mask decode (q_len 1) cases", v);
 		return 1;
 	}
+	if (p->varlen && masked && api->version < 91000) {
+		/* cudnn-frontend masks with the lowest finite float before 9.10:
+		 * a row with no key (a sequence with more queries than keys)
+		 * would average V instead of giving zeros */
+		snprintf(why, why_size,
+			 "cuDNN %s masks with the lowest float, not -inf: varlen rows with no key "
+			 "would not be zeros (9.10 masks with -inf)",
+			 v);
+		return 1;
+	}
 	if (p->varlen) {
 		if (api->sm < 90 && api->version < 91801) {
 			snprintf(why, why_size,

@@ -82,6 +82,7 @@ enum fa_cudnn_uid {
 	FA_CUDNN_UID_RAG_K,
 	FA_CUDNN_UID_RAG_V,
 	FA_CUDNN_UID_RAG_O,
+	FA_CUDNN_UID_STATS,   /* softmax stats, only in the fallback graph */
 	FA_CUDNN_UID_FIRST_VIRTUAL /* virtual tensors count up from here */
 };
 
@@ -100,7 +101,10 @@ struct fa_cudnn_plan {
 	cudnnBackendDescriptor_t descs[FA_CUDNN_MAX_DESCS];
 	int n_descs;
 	int64_t plan_ws_bytes;     /* cuDNN's workspace */
-	size_t aux_bytes;          /* ours, after it: varlen offsets and lengths */
+	int with_stats;            /* 1: the graph writes the softmax stats */
+	size_t stats_bytes;        /* then: batch x heads x q_len fp32 stats */
+	size_t aux_bytes;          /* then: varlen offsets and lengths, */
+	size_t aux_pitch_bytes;    /* six int32 arrays this far apart */
 	/* by-value scalars of the graph (the variant pack points here) */
 	float neg_inf;
 	int32_t skv, sq;
@@ -117,9 +121,11 @@ struct fa_cudnn_plan {
 void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key);
 
 /* Builds the operation graph of key, asks the heuristics for engine
- * configurations and finalizes the first plan that cuDNN accepts. On
- * success plan->ready is 1; otherwise plan->why holds the failing step and
- * cuDNN's message. Needs the api lock held. */
+ * configurations and finalizes the first plan that cuDNN accepts; when no
+ * engine takes the graph, tries again with the softmax stats as an output
+ * (the training form of the pattern). On success plan->ready is 1;
+ * otherwise plan->why holds the failing step and cuDNN's message. Needs
+ * the api lock held. */
 void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *plan);
 
 /* Destroys every descriptor of plan and its device buffer (not plan). */

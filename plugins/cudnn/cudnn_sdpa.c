@@ -27,16 +27,17 @@ static char sdpa_description[192] = "cuDNN fused flash attention (SDPA forward);
 
 /* The varlen aux kernel, hand-written PTX (checked with ptxas for sm_80
  * and sm_90 when written): thread i <= batch writes the element offsets
- * cu_q[i]*mq, cu_k[i]*mk, cu_k[i]*mv, cu_q[i]*mo into four arrays of
- * batch + 1 int32, and for i < batch the lengths cu_q[i+1]-cu_q[i] and
- * cu_k[i+1]-cu_k[i] into two arrays of batch int32 after them. */
+ * cu_q[i]*mq, cu_k[i]*mk, cu_k[i]*mv, cu_q[i]*mo into the int32 arrays 0
+ * to 3, and for i < batch the lengths cu_q[i+1]-cu_q[i] and
+ * cu_k[i+1]-cu_k[i] into arrays 4 and 5; array n starts n * pitch bytes
+ * into out. */
 static const char sdpa_aux_ptx[] =
 	".version 7.0\n"
 	".target sm_80\n"
 	".address_size 64\n"
 	".visible .entry fa_cudnn_varlen_aux(\n"
 	"	.param .u64 p_cu_q, .param .u64 p_cu_k, .param .u64 p_out,\n"
-	"	.param .u32 p_batch, .param .u32 p_mq, .param .u32 p_mk,\n"
+	"	.param .u32 p_batch, .param .u32 p_pitch, .param .u32 p_mq, .param .u32 p_mk,\n"
 	"	.param .u32 p_mv, .param .u32 p_mo)\n"
 	"{\n"
 	"	.reg .pred %p<3>;\n"
@@ -46,6 +47,7 @@ static const char sdpa_aux_ptx[] =
 	"	ld.param.u64 %rd2, [p_cu_k];\n"
 	"	ld.param.u64 %rd3, [p_out];\n"
 	"	ld.param.u32 %r1, [p_batch];\n"
+	"	ld.param.u32 %r12, [p_pitch];\n"
 	"	ld.param.u32 %r2, [p_mq];\n"
 	"	ld.param.u32 %r3, [p_mk];\n"
 	"	ld.param.u32 %r4, [p_mv];\n"
@@ -64,8 +66,7 @@ static const char sdpa_aux_ptx[] =
 	"	ld.global.u32 %r10, [%rd5];\n"
 	"	add.s64 %rd6, %rd2, %rd4;\n"
 	"	ld.global.u32 %r11, [%rd6];\n"
-	"	add.s32 %r12, %r1, 1;\n"
-	"	mul.wide.s32 %rd7, %r12, 4;\n"
+	"	cvt.u64.u32 %rd7, %r12;\n"
 	"	add.s64 %rd8, %rd3, %rd4;\n"
 	"	mul.lo.s32 %r13, %r10, %r2;\n"
 	"	st.global.u32 [%rd8], %r13;\n"
@@ -84,8 +85,7 @@ static const char sdpa_aux_ptx[] =
 	"	ld.global.u32 %r14, [%rd5+4];\n"
 	"	sub.s32 %r15, %r14, %r10;\n"
 	"	st.global.u32 [%rd8], %r15;\n"
-	"	mul.wide.s32 %rd9, %r1, 4;\n"
-	"	add.s64 %rd8, %rd8, %rd9;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
 	"	ld.global.u32 %r16, [%rd6+4];\n"
 	"	sub.s32 %r17, %r16, %r11;\n"
 	"	st.global.u32 [%rd8], %r17;\n"
@@ -258,9 +258,21 @@ static int sdpa_supports(const struct fa_problem *p, char *why, size_t why_size)
 	return 1;
 }
 
+static size_t align_up(size_t n)
+{
+	return (n + SDPA_AUX_ALIGN - 1) / SDPA_AUX_ALIGN * SDPA_AUX_ALIGN;
+}
+
+/* The workspace: cuDNN's, then the stats output (when the plan has one),
+ * then the varlen arrays, each at an SDPA_AUX_ALIGN boundary. */
+static size_t stats_offset(const struct fa_cudnn_plan *pl)
+{
+	return align_up((size_t)pl->plan_ws_bytes);
+}
+
 static size_t aux_offset(const struct fa_cudnn_plan *pl)
 {
-	return ((size_t)pl->plan_ws_bytes + SDPA_AUX_ALIGN - 1) / SDPA_AUX_ALIGN * SDPA_AUX_ALIGN;
+	return align_up(stats_offset(pl) + pl->stats_bytes);
 }
 
 static size_t sdpa_workspace_bytes(const struct fa_problem *p, const int32_t *params)
@@ -269,7 +281,7 @@ static size_t sdpa_workspace_bytes(const struct fa_problem *p, const int32_t *pa
 	(void)params;
 	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p)) || !pl->ready)
 		return 0;
-	if (pl->plan_ws_bytes == 0 && pl->aux_bytes == 0)
+	if (pl->plan_ws_bytes == 0 && pl->stats_bytes == 0 && pl->aux_bytes == 0)
 		return 0;
 	return aux_offset(pl) + pl->aux_bytes;
 }
@@ -312,7 +324,7 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		snprintf(launch_error, sizeof launch_error, "%s", pl->why);
 		return launch_error_code = FA_CUDNN_ERR + pl->status;
 	}
-	if ((pl->plan_ws_bytes > 0 || pl->aux_bytes > 0) &&
+	if ((pl->plan_ws_bytes > 0 || pl->stats_bytes > 0 || pl->aux_bytes > 0) &&
 	    (!a->workspace || a->workspace_bytes < aux_offset(pl) + pl->aux_bytes)) {
 		snprintf(launch_error, sizeof launch_error,
 			 "cudnn_sdpa: workspace of %zu bytes, the plan needs %zu", a->workspace_bytes,
@@ -322,9 +334,10 @@ static int sdpa_launch(const struct fa_launch_args *a)
 	if (p->varlen) {
 		const void *cu_q = a->cu_seqlens_q, *cu_k = a->cu_seqlens_k;
 		void *out;
-		int32_t batch = p->batch, mq = (int32_t)p->q_stride_s, mk = (int32_t)p->k_stride_s;
+		int32_t batch = p->batch, pitch = (int32_t)pl->aux_pitch_bytes;
+		int32_t mq = (int32_t)p->q_stride_s, mk = (int32_t)p->k_stride_s;
 		int32_t mv = (int32_t)p->v_stride_s, mo = (int32_t)p->o_stride_s;
-		void *args[] = {&cu_q, &cu_k, &out, &batch, &mq, &mk, &mv, &mo};
+		void *args[] = {&cu_q, &cu_k, &out, &batch, &pitch, &mq, &mk, &mv, &mo};
 		cudaError_t e;
 		aux = (int32_t *)((char *)a->workspace + aux_offset(pl));
 		out = aux;
@@ -335,7 +348,8 @@ static int sdpa_launch(const struct fa_launch_args *a)
 			return (int)e;
 	}
 	for (int i = 0; i < pl->n_uids; i++) {
-		int64_t b1 = (int64_t)p->batch + 1;
+		char *aux_n = (char *)aux; /* aux array n is at aux_n + n * pitch */
+		size_t pitch = pl->aux_pitch_bytes;
 		switch (pl->uids[i]) {
 		case FA_CUDNN_UID_Q: ptrs[i] = (void *)a->q; break;
 		case FA_CUDNN_UID_K: ptrs[i] = (void *)a->k; break;
@@ -351,12 +365,13 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		case FA_CUDNN_UID_PREFIX:
 			ptrs[i] = a->prefix_lens ? (void *)a->prefix_lens : pl->prefix_dev;
 			break;
-		case FA_CUDNN_UID_RAG_Q: ptrs[i] = aux; break;
-		case FA_CUDNN_UID_RAG_K: ptrs[i] = aux + b1; break;
-		case FA_CUDNN_UID_RAG_V: ptrs[i] = aux + 2 * b1; break;
-		case FA_CUDNN_UID_RAG_O: ptrs[i] = aux + 3 * b1; break;
-		case FA_CUDNN_UID_SEQ_Q: ptrs[i] = aux + 4 * b1; break;
-		case FA_CUDNN_UID_SEQ_KV: ptrs[i] = aux + 4 * b1 + p->batch; break;
+		case FA_CUDNN_UID_STATS: ptrs[i] = (char *)a->workspace + stats_offset(pl); break;
+		case FA_CUDNN_UID_RAG_Q: ptrs[i] = aux_n; break;
+		case FA_CUDNN_UID_RAG_K: ptrs[i] = aux_n + pitch; break;
+		case FA_CUDNN_UID_RAG_V: ptrs[i] = aux_n + 2 * pitch; break;
+		case FA_CUDNN_UID_RAG_O: ptrs[i] = aux_n + 3 * pitch; break;
+		case FA_CUDNN_UID_SEQ_Q: ptrs[i] = aux_n + 4 * pitch; break;
+		case FA_CUDNN_UID_SEQ_KV: ptrs[i] = aux_n + 5 * pitch; break;
 		default: ptrs[i] = NULL; break;
 		}
 	}

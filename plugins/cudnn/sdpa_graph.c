@@ -422,6 +422,14 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	e = gb_pw(g, CUDNN_POINTWISE_EXP, f32, -1, e, NULL, NULL, gb_virtual(g, f32, sd));
 	z = gb_virtual(g, f32, rowd);
 	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, z);
+	if (pl->with_stats) {
+		/* stats = max + log(sum), fp32 [b, h, s_q, 1], packed */
+		const int64_t rows[4] = {H * Sq, Sq, 1, 1};
+		cudnnBackendDescriptor_t lg, st;
+		lg = gb_pw(g, CUDNN_POINTWISE_LOG, f32, -1, z, NULL, NULL, gb_virtual(g, f32, rowd));
+		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, rows, 0, NULL);
+		gb_pw(g, CUDNN_POINTWISE_ADD, f32, -1, mx, lg, NULL, st);
+	}
 	/* P V takes P in the input type */
 	pmat = gb_pw(g, CUDNN_POINTWISE_DIV, f32, -1, e, z, NULL, gb_virtual(g, io, sd));
 	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
@@ -462,7 +470,7 @@ static void gb_prefix_buffer(struct gb *g)
 	}
 }
 
-void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
+static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
 	struct gb g;
 	cudnnBackendDescriptor_t graph, heur, cfgs[GB_MAX_CONFIGS];
@@ -561,11 +569,46 @@ void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		pl->plan = NULL;
 		return;
 	}
+	if (pl->with_stats)
+		pl->stats_bytes = (size_t)pl->key.batch * (size_t)pl->key.heads *
+				  (size_t)pl->key.q_len * sizeof(float);
 	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each) and the
-	 * lengths of Q and KV (batch each), int32, after cuDNN's workspace */
-	pl->aux_bytes = pl->key.varlen ? (size_t)(6 * (int64_t)pl->key.batch + 4) * sizeof(int32_t) : 0;
+	 * lengths of Q and KV (batch each), int32, each array 16-byte aligned
+	 * (the alignment the graph declares) */
+	pl->aux_pitch_bytes = ((size_t)(pl->key.batch + 1) * sizeof(int32_t) + GB_ALIGN_BYTES - 1) /
+			      GB_ALIGN_BYTES * GB_ALIGN_BYTES;
+	pl->aux_bytes = pl->key.varlen ? 6 * pl->aux_pitch_bytes : 0;
 	pl->ready = 1;
 	pl->status = 0;
+}
+
+void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
+{
+	struct fa_cudnn_key key = pl->key;
+	uint64_t hash = pl->hash;
+	char first[sizeof pl->why];
+	int first_status;
+	plan_attempt(api, pl);
+	if (pl->ready || !pl->graph_ok)
+		return;
+	/* no engine for the inference form: try the graph with stats */
+	snprintf(first, sizeof first, "%s", pl->why);
+	first_status = pl->status;
+	fa_cudnn_plan_release(api, pl);
+	memset(pl, 0, sizeof *pl);
+	pl->key = key;
+	pl->hash = hash;
+	pl->with_stats = 1;
+	plan_attempt(api, pl);
+	if (pl->ready)
+		return;
+	/* the reason of the first form; the second one's only if it differs */
+	if (strcmp(first, pl->why) != 0) {
+		char both[sizeof pl->why];
+		snprintf(both, sizeof both, "%.300s (with stats: %.190s)", first, pl->why);
+		snprintf(pl->why, sizeof pl->why, "%s", both);
+	}
+	pl->status = first_status;
 }
 
 void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)

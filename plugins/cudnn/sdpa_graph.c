@@ -473,8 +473,8 @@ static void gb_prefix_buffer(struct gb *g)
 static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
 	struct gb g;
-	cudnnBackendDescriptor_t graph, heur, cfgs[GB_MAX_CONFIGS];
-	cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+	cudnnBackendDescriptor_t graph, heur = NULL, cfgs[GB_MAX_CONFIGS];
+	cudnnBackendHeurMode_t mode;
 	int64_t n_cfg = 0;
 	cudnnStatus_t st;
 	char first_reason[400] = "";
@@ -489,19 +489,23 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 
 	graph = gb_graph(&g);
 	pl->graph_ok = graph != NULL;
-	heur = gb_new(&g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics create");
-	gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-	       &graph, "heuristics graph");
-	gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode,
-	       "heuristics mode");
-	gb_finalize(&g, heur, "heuristics finalize");
-	if (g.failed)
-		return;
-	st = api->get_attr(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-			   &n_cfg, NULL);
-	if (st != CUDNN_STATUS_SUCCESS) {
-		gb_fail(&g, st, "heuristics result count");
-		return;
+	/* heuristics mode A, then the fallback list when A names no engine */
+	for (int m = 0; m < 2 && n_cfg <= 0; m++) {
+		mode = m == 0 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+		heur = gb_new(&g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics create");
+		gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heuristics graph");
+		gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode,
+		       "heuristics mode");
+		gb_finalize(&g, heur, "heuristics finalize");
+		if (g.failed)
+			return;
+		st = api->get_attr(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+				   CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n_cfg, NULL);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			gb_fail(&g, st, "heuristics result count");
+			return;
+		}
 	}
 	if (n_cfg <= 0) {
 		gb_fail_text(&g, "cuDNN heuristics found no engine for this SDPA graph");

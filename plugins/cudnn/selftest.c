@@ -456,6 +456,25 @@ static int run_graphs(void)
 		fa_cudnn_plan_release(&api, pl);
 		free(pl);
 	}
+	/* the plan cache: one entry per key, failures included */
+	{
+		struct fa_problem p, p2;
+		int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+		pthread_mutex_init(&api.lock, NULL);
+		problem_of(&cases[1], &p, cu_q, cu_k);
+		p2 = p;
+		p2.scale *= 2;          /* passed by value: same plan */
+		struct fa_cudnn_plan *a = fa_cudnn_cache_get(&api, &p);
+		struct fa_cudnn_plan *b = fa_cudnn_cache_get(&api, &p2);
+		p2.q_stride_b += 64;    /* another layout: another plan */
+		struct fa_cudnn_plan *c = fa_cudnn_cache_get(&api, &p2);
+		int ok = a && a == b && c && c != a && fa_cudnn_cache_count() == 2;
+		printf("%s  plan cache: same key -> same plan, another stride -> a new one (%d plans)\n",
+		       ok ? "PASS" : "FAIL", fa_cudnn_cache_count());
+		ok ? n_pass++ : n_fail++;
+		fa_cudnn_cache_clear(&api);
+		pthread_mutex_destroy(&api.lock);
+	}
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	fa_cudnn_api_close(&api);
 	return n_fail ? 1 : 0;

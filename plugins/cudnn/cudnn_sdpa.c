@@ -180,8 +180,9 @@ static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *
 	}
 	int dmax = p->head_dim > p->head_dim_v ? p->head_dim : p->head_dim_v;
 	if (api->version <= 90900 && dmax > 128 && api->sm / 10 != 9) {
-		snprintf(why, why_size, "head_dim %d above 128 needs cuDNN 9.9+ on sm_%d (have %s)",
-			 dmax, api->sm, v);
+		snprintf(why, why_size,
+			 "head_dim %d above 128 needs a cuDNN newer than %s on sm_%d (sm_90: 256)",
+			 dmax, v, api->sm);
 		return 1;
 	}
 	if (masked && !p->varlen && p->q_len > p->kv_len) {

@@ -134,6 +134,30 @@ $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(call say,LINK,$@)
 	$(Q)$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
 
+# ---- cuDNN plugin (plugins/cudnn, docs/cudnn.md): C built with gcc against
+# the CUDA headers (cuDNN's included); cuDNN itself is opened with dlopen when
+# the plugin starts, so this builds where cuDNN is absent. Not part of `all`:
+# `make cudnn-plugin` gives the shared object and build/cudnn-selftest, which
+# runs the kernel on a GPU without the harness.
+CUDA_HOME ?= /usr/local/cuda
+CUDNN_SRC := $(filter-out plugins/cudnn/selftest.c,$(wildcard plugins/cudnn/*.c))
+CUDNN_PLUGIN := $(BUILD)/plugins/libfabench-cudnn.so
+CUDNN_SELFTEST := $(BUILD)/cudnn-selftest
+CUDNN_OBJ := $(CUDNN_SRC:%.c=$(BUILD)/pic/%.o)
+CUDNN_TEST_OBJ := $(BUILD)/plugins/cudnn/selftest.o $(CUDNN_SRC:%.c=$(BUILD)/%.o)
+CUDNN_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl -lm -pthread
+$(BUILD)/plugins/cudnn/%.o $(BUILD)/pic/plugins/cudnn/%.o: CFLAGS += -I$(CUDA_HOME)/include
+
+.PHONY: cudnn-plugin
+cudnn-plugin: $(CUDNN_PLUGIN) $(CUDNN_SELFTEST)
+$(CUDNN_PLUGIN): $(CUDNN_OBJ)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ $(CUDNN_LDLIBS)
+$(CUDNN_SELFTEST): $(CUDNN_TEST_OBJ)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CUDNN_LDLIBS)
+
 # The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
 # It builds the CUDA plugin only where a GPU can load it: compiling it takes
 # minutes, wasted on a machine with nvcc and no GPU. A GPU is usable when
@@ -177,3 +201,4 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(PLUGIN_TEST_OBJ:.o=.d) $(CUDA_OBJ:.o=.d)
+-include $(CUDNN_OBJ:.o=.d) $(CUDNN_TEST_OBJ:.o=.d)

@@ -1,0 +1,154 @@
+/* cudnn_internal.h - what the cuDNN plugin's files share: the dlopen'ed
+ * entry points (cudnn_api.c), the SDPA graph and its execution plan
+ * (sdpa_graph.c), the per-shape plan cache (plan_cache.c). Internal to
+ * plugins/cudnn: the harness sees only fa_cudnn.h.
+ *
+ * cuDNN's headers give the types and enum values; no cuDNN symbol is linked.
+ */
+#ifndef FA_CUDNN_INTERNAL_H
+#define FA_CUDNN_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cudnn_graph.h>
+
+#include "fa_cudnn.h"
+
+/* ---- cudnn_api.c: the library ---- */
+
+struct fa_cudnn_api {
+	void *dl;
+	size_t version;         /* cudnnGetVersion(): 91900 for 9.19.0 */
+	int sm;                 /* compute capability of the device, 90 for sm_90 */
+	cudnnHandle_t handle;
+	pthread_mutex_t lock;   /* the plan cache and the handle's stream */
+	__typeof__(cudnnGetVersion) *get_version;
+	__typeof__(cudnnCreate) *create;
+	__typeof__(cudnnDestroy) *destroy;
+	__typeof__(cudnnSetStream) *set_stream;
+	__typeof__(cudnnGetErrorString) *get_error_string;
+	__typeof__(cudnnGetLastErrorString) *get_last_error_string;
+	__typeof__(cudnnBackendCreateDescriptor) *create_desc;
+	__typeof__(cudnnBackendDestroyDescriptor) *destroy_desc;
+	__typeof__(cudnnBackendSetAttribute) *set_attr;
+	__typeof__(cudnnBackendGetAttribute) *get_attr;
+	__typeof__(cudnnBackendFinalize) *finalize;
+	__typeof__(cudnnBackendExecute) *execute;
+};
+
+/* The loaded library; NULL before fa_cudnn_init succeeded. */
+extern struct fa_cudnn_api *fa_cudnn;
+
+/* Opens the library and resolves every entry point into *api (handle not
+ * yet created). Returns 0, or nonzero with the reason in why. */
+int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size);
+void fa_cudnn_api_close(struct fa_cudnn_api *api);
+
+/* "cuDNN's status name: its last error message" for a failed call. */
+void fa_cudnn_status_text(const struct fa_cudnn_api *api, cudnnStatus_t st, char *buf,
+			  size_t size);
+
+/* ---- sdpa_graph.c: one graph, one plan ---- */
+
+/* Every field of a problem that shapes the graph (the scale is passed by
+ * value at launch and is not part of it). Zeroed before it is filled, so
+ * that memcmp and the hash see no padding. */
+struct fa_cudnn_key {
+	int32_t dtype, batch, heads, kv_heads, q_len, kv_len, head_dim, head_dim_v;
+	int32_t mask, window, prefix_len, varlen;
+	int64_t q_stride_b, q_stride_s, q_stride_h;
+	int64_t k_stride_b, k_stride_s, k_stride_h;
+	int64_t v_stride_b, v_stride_s, v_stride_h;
+	int64_t o_stride_b, o_stride_s, o_stride_h;
+};
+
+/* Tensor ids of the variant pack (0: not in this graph). */
+enum fa_cudnn_uid {
+	FA_CUDNN_UID_Q = 1,
+	FA_CUDNN_UID_K,
+	FA_CUDNN_UID_V,
+	FA_CUDNN_UID_O,
+	FA_CUDNN_UID_SCALE,
+	FA_CUDNN_UID_NEG_INF,
+	FA_CUDNN_UID_SKV,     /* bottom-right shift, fixed lengths: kv_len */
+	FA_CUDNN_UID_SQ,      /* and q_len */
+	FA_CUDNN_UID_WINDOW,  /* sliding window left bound */
+	FA_CUDNN_UID_PREFIX,  /* prefix_lm: batch int32 prefix lengths */
+	FA_CUDNN_UID_SEQ_Q,   /* varlen: batch int32 lengths */
+	FA_CUDNN_UID_SEQ_KV,
+	FA_CUDNN_UID_RAG_Q,   /* varlen: batch + 1 int32 element offsets */
+	FA_CUDNN_UID_RAG_K,
+	FA_CUDNN_UID_RAG_V,
+	FA_CUDNN_UID_RAG_O,
+	FA_CUDNN_UID_STATS,   /* softmax stats, only in the fallback graph */
+	FA_CUDNN_UID_FIRST_VIRTUAL /* virtual tensors count up from here */
+};
+
+#define FA_CUDNN_MAX_DESCS 256
+#define FA_CUDNN_MAX_VARIANTS 16
+
+struct fa_cudnn_plan {
+	struct fa_cudnn_key key;
+	uint64_t hash;
+	int ready;                 /* 1: plan usable; 0: why says why not */
+	int graph_ok;              /* 1: the operation graph finalized */
+	int status;                /* the failing cudnnStatus_t when not ready */
+	char why[512];
+	cudnnBackendDescriptor_t plan;
+	/* every descriptor the plan was built from, destroyed with it */
+	cudnnBackendDescriptor_t descs[FA_CUDNN_MAX_DESCS];
+	int n_descs;
+	int64_t plan_ws_bytes;     /* cuDNN's workspace */
+	int with_stats;            /* 1: the graph writes the softmax stats */
+	size_t stats_bytes;        /* then: batch x heads x q_len fp32 stats */
+	size_t aux_bytes;          /* then: varlen offsets and lengths, */
+	size_t aux_pitch_bytes;    /* six int32 arrays this far apart */
+	/* by-value scalars of the graph (the variant pack points here) */
+	float neg_inf;
+	int32_t skv, sq;
+	float window_f;
+	int32_t window_i;
+	int window_is_float;
+	void *prefix_dev;          /* prefix_lm: batch int32 copies of prefix_len */
+	int64_t uids[FA_CUDNN_MAX_VARIANTS]; /* the non-virtual tensors, in order */
+	int n_uids;
+	struct fa_cudnn_plan *next; /* hash chain */
+};
+
+/* Fills key from p. */
+void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key);
+
+/* Builds the operation graph of key, asks the heuristics for engine
+ * configurations and finalizes the first plan that cuDNN accepts; when no
+ * engine takes the graph, tries again with the softmax stats as an output
+ * (the training form of the pattern). On success plan->ready is 1;
+ * otherwise plan->why holds the failing step and cuDNN's message. Needs
+ * the api lock held. */
+void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *plan);
+
+/* Destroys every descriptor of plan and its device buffer (not plan). */
+void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *plan);
+
+/* ---- plan_cache.c ---- */
+
+/* The plan for p, built on first request; never NULL unless out of host
+ * memory. Thread-safe. The plan lives until fa_cudnn_cache_clear. */
+struct fa_cudnn_plan *fa_cudnn_cache_get(struct fa_cudnn_api *api, const struct fa_problem *p);
+void fa_cudnn_cache_clear(struct fa_cudnn_api *api);
+/* Plans in the cache (for the self-test). */
+int fa_cudnn_cache_count(void);
+
+/* ---- cudnn_sdpa.c: the kernel record ---- */
+
+extern const struct fa_kernel fa_cudnn_sdpa_kernel;
+/* Fills the record's description with the loaded version. */
+void fa_cudnn_sdpa_describe(const struct fa_cudnn_api *api);
+/* Loads the varlen aux kernel (PTX) into the current context. */
+int fa_cudnn_aux_load(char *why, size_t why_size);
+void fa_cudnn_aux_unload(void);
+/* The words of the last failed launch when it returned code, else NULL. */
+const char *fa_cudnn_last_launch_error(int code);
+
+#endif /* FA_CUDNN_INTERNAL_H */

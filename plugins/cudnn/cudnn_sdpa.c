@@ -1,0 +1,420 @@
+/* cudnn_sdpa.c - the kernel record cudnn_sdpa: cuDNN's fused flash
+ * attention through the backend graph API (sdpa_graph.c), with supports(),
+ * workspace_bytes() and launch().
+ *
+ * supports() refuses what cuDNN is known not to do (cudnn-frontend's SDPA
+ * support surface for fp16/bf16, by version and architecture) and otherwise
+ * builds the plan, so every other refusal carries cuDNN's own reason.
+ * workspace_bytes() reads the cached plan. launch() only looks the plan
+ * up, fills the varlen offsets (one tiny kernel), builds the variant pack
+ * and executes.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cudnn_internal.h"
+
+/* cuDNN's workspace is followed by ours, at this alignment */
+#define SDPA_AUX_ALIGN 256
+/* threads per block of the aux kernel (one thread per sequence) */
+#define SDPA_AUX_THREADS 128
+
+static char sdpa_description[192] = "cuDNN fused flash attention (SDPA forward); cuDNN not loaded";
+
+/* The varlen aux kernel, hand-written PTX (checked with ptxas for sm_80
+ * and sm_90 when written): thread i <= batch writes the element offsets
+ * cu_q[i]*mq, cu_k[i]*mk, cu_k[i]*mv, cu_q[i]*mo into the int32 arrays 0
+ * to 3, and for i < batch the lengths cu_q[i+1]-cu_q[i] and
+ * cu_k[i+1]-cu_k[i] into arrays 4 and 5; array n starts n * pitch bytes
+ * into out. */
+static const char sdpa_aux_ptx[] =
+	".version 7.0\n"
+	".target sm_80\n"
+	".address_size 64\n"
+	".visible .entry fa_cudnn_varlen_aux(\n"
+	"	.param .u64 p_cu_q, .param .u64 p_cu_k, .param .u64 p_out,\n"
+	"	.param .u32 p_batch, .param .u32 p_pitch, .param .u32 p_mq, .param .u32 p_mk,\n"
+	"	.param .u32 p_mv, .param .u32 p_mo)\n"
+	"{\n"
+	"	.reg .pred %p<3>;\n"
+	"	.reg .b32 %r<20>;\n"
+	"	.reg .b64 %rd<12>;\n"
+	"	ld.param.u64 %rd1, [p_cu_q];\n"
+	"	ld.param.u64 %rd2, [p_cu_k];\n"
+	"	ld.param.u64 %rd3, [p_out];\n"
+	"	ld.param.u32 %r1, [p_batch];\n"
+	"	ld.param.u32 %r12, [p_pitch];\n"
+	"	ld.param.u32 %r2, [p_mq];\n"
+	"	ld.param.u32 %r3, [p_mk];\n"
+	"	ld.param.u32 %r4, [p_mv];\n"
+	"	ld.param.u32 %r5, [p_mo];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	cvta.to.global.u64 %rd2, %rd2;\n"
+	"	cvta.to.global.u64 %rd3, %rd3;\n"
+	"	mov.u32 %r6, %ctaid.x;\n"
+	"	mov.u32 %r7, %ntid.x;\n"
+	"	mov.u32 %r8, %tid.x;\n"
+	"	mad.lo.s32 %r9, %r6, %r7, %r8;\n"
+	"	setp.gt.s32 %p1, %r9, %r1;\n"
+	"	@%p1 bra DONE;\n"
+	"	mul.wide.s32 %rd4, %r9, 4;\n"
+	"	add.s64 %rd5, %rd1, %rd4;\n"
+	"	ld.global.u32 %r10, [%rd5];\n"
+	"	add.s64 %rd6, %rd2, %rd4;\n"
+	"	ld.global.u32 %r11, [%rd6];\n"
+	"	cvt.u64.u32 %rd7, %r12;\n"
+	"	add.s64 %rd8, %rd3, %rd4;\n"
+	"	mul.lo.s32 %r13, %r10, %r2;\n"
+	"	st.global.u32 [%rd8], %r13;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
+	"	mul.lo.s32 %r13, %r11, %r3;\n"
+	"	st.global.u32 [%rd8], %r13;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
+	"	mul.lo.s32 %r13, %r11, %r4;\n"
+	"	st.global.u32 [%rd8], %r13;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
+	"	mul.lo.s32 %r13, %r10, %r5;\n"
+	"	st.global.u32 [%rd8], %r13;\n"
+	"	setp.ge.s32 %p2, %r9, %r1;\n"
+	"	@%p2 bra DONE;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
+	"	ld.global.u32 %r14, [%rd5+4];\n"
+	"	sub.s32 %r15, %r14, %r10;\n"
+	"	st.global.u32 [%rd8], %r15;\n"
+	"	add.s64 %rd8, %rd8, %rd7;\n"
+	"	ld.global.u32 %r16, [%rd6+4];\n"
+	"	sub.s32 %r17, %r16, %r11;\n"
+	"	st.global.u32 [%rd8], %r17;\n"
+	"DONE:\n"
+	"	ret;\n"
+	"}\n";
+
+static dim3 dim3_of(unsigned x)
+{
+	dim3 d = {x, 1, 1};
+	return d;
+}
+
+static cudaLibrary_t aux_lib;
+static cudaKernel_t aux_kernel;
+
+int fa_cudnn_aux_load(char *why, size_t why_size)
+{
+	cudaError_t e = cudaLibraryLoadData(&aux_lib, sdpa_aux_ptx, NULL, NULL, 0, NULL, NULL, 0);
+	if (e == cudaSuccess)
+		e = cudaLibraryGetKernel(&aux_kernel, aux_lib, "fa_cudnn_varlen_aux");
+	if (e != cudaSuccess) {
+		snprintf(why, why_size, "cudnn_sdpa: loading the varlen kernel failed: %s",
+			 cudaGetErrorName(e));
+		(void)cudaGetLastError();
+		return 1;
+	}
+	return 0;
+}
+
+void fa_cudnn_aux_unload(void)
+{
+	if (aux_lib)
+		(void)cudaLibraryUnload(aux_lib);
+	aux_lib = NULL;
+	aux_kernel = NULL;
+}
+
+static const char *mask_name(int mask)
+{
+	switch (mask) {
+	case FA_MASK_CAUSAL: return "causal";
+	case FA_MASK_PREFIX_LM: return "prefix_lm";
+	case FA_MASK_SLIDING_WINDOW: return "sliding_window";
+	default: return "none";
+	}
+}
+
+static void version_text(size_t v, char *buf, size_t size)
+{
+	/* cuDNN 9 encodes 9.19.0 as 91900 */
+	snprintf(buf, size, "%zu.%zu.%zu", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+void fa_cudnn_sdpa_describe(const struct fa_cudnn_api *api)
+{
+	char v[32];
+	version_text(api->version, v, sizeof v);
+	snprintf(sdpa_description, sizeof sdpa_description,
+		 "cuDNN %s fused flash attention (SDPA forward, backend graph API, "
+		 "a plan per shape), fp16/bf16, head_dim a multiple of 8",
+		 v);
+}
+
+/* Element offsets of varlen tensors are int32: the largest must fit. */
+static int fits_int32(int64_t tokens, int64_t stride)
+{
+	return stride >= 0 && stride <= INT32_MAX && tokens * stride <= INT32_MAX;
+}
+
+/* What cuDNN is known not to do, before a plan is built; 1 when refused. */
+static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *p, char *why,
+		       size_t why_size)
+{
+	char v[32];
+	int masked = p->mask != FA_MASK_NONE;
+	int bottom_right = masked && (p->varlen || p->q_len != p->kv_len);
+	version_text(api->version, v, sizeof v);
+	if (p->dtype != FA_DTYPE_FP16 && p->dtype != FA_DTYPE_BF16) {
+		snprintf(why, why_size, "dtype fp32 not supported by cuDNN's fused attention");
+		return 1;
+	}
+	if (api->version == 91000 || api->version == 91001) {
+		snprintf(why, why_size,
+			 "cuDNN %s has known SDPA forward bugs (fixed in 9.10.2)", v);
+		return 1;
+	}
+	if (p->head_dim % 8 != 0 || p->head_dim_v % 8 != 0) {
+		snprintf(why, why_size, "head_dim %d (v %d) not a multiple of 8, as cuDNN needs",
+			 p->head_dim, p->head_dim_v);
+		return 1;
+	}
+	int dmax = p->head_dim > p->head_dim_v ? p->head_dim : p->head_dim_v;
+	if (api->version <= 90900 && dmax > 128 && api->sm / 10 != 9) {
+		snprintf(why, why_size,
+			 "head_dim %d above 128 needs a cuDNN newer than %s on sm_%d (sm_90: 256)",
+			 dmax, v, api->sm);
+		return 1;
+	}
+	if (masked && !p->varlen && p->q_len > p->kv_len) {
+		snprintf(why, why_size,
+			 "q_len %d > kv_len %d with mask %s: the first rows attend no key, "
+			 "which cuDNN's bottom-right mask does not support",
+			 p->q_len, p->kv_len, mask_name(p->mask));
+		return 1;
+	}
+	if (bottom_right && api->version < 90600 && (p->q_len % 64 != 0 || p->kv_len % 64 != 0)) {
+		snprintf(why, why_size,
+			 "cuDNN %s aligns masks bottom-right only for q_len and kv_len multiples of 64 "
+			 "(q_len %d, kv_len %d; 9.6.0 lifts this)",
+			 v, p->q_len, p->kv_len);
+		return 1;
+	}
+	if (p->mask == FA_MASK_SLIDING_WINDOW && p->window < 1) {
+		snprintf(why, why_size, "window %d must be at least 1", p->window);
+		return 1;
+	}
+	if (p->mask == FA_MASK_SLIDING_WINDOW && bottom_right && api->version < 90600) {
+		snprintf(why, why_size,
+			 "cuDNN %s needs q_len == kv_len for a sliding window (9.6.0 lifts this)", v);
+		return 1;
+	}
+	if (masked && p->q_len == 1 && api->version <= 90900) {
+		snprintf(why, why_size, "cuDNN %s does not mask decode (q_len 1) cases", v);
+		return 1;
+	}
+	if (p->varlen && masked && api->version < 91000) {
+		/* cudnn-frontend masks with the lowest finite float before 9.10:
+		 * a row with no key (a sequence with more queries than keys)
+		 * would average V instead of giving zeros */
+		snprintf(why, why_size,
+			 "cuDNN %s masks with the lowest float, not -inf: varlen rows with no key "
+			 "would not be zeros (9.10 masks with -inf)",
+			 v);
+		return 1;
+	}
+	if (p->varlen) {
+		if (api->sm < 90 && api->version < 91801) {
+			snprintf(why, why_size,
+				 "cuDNN %s supports varlen (ragged) attention on sm_90+ only (sm_%d)", v,
+				 api->sm);
+			return 1;
+		}
+		if (!fits_int32(p->total_q, p->q_stride_s) || !fits_int32(p->total_k, p->k_stride_s) ||
+		    !fits_int32(p->total_k, p->v_stride_s) || !fits_int32(p->total_q, p->o_stride_s)) {
+			snprintf(why, why_size, "varlen offsets past 2^31 elements (int32 ragged offsets)");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int sdpa_supports(const struct fa_problem *p, char *why, size_t why_size)
+{
+	struct fa_cudnn_api *api = fa_cudnn;
+	struct fa_cudnn_plan *pl;
+	if (!api) {
+		snprintf(why, why_size, "cuDNN not loaded");
+		return 0;
+	}
+	if (sdpa_refuse(api, p, why, why_size))
+		return 0;
+	if (!(pl = fa_cudnn_cache_get(api, p))) {
+		snprintf(why, why_size, "cudnn_sdpa: out of host memory");
+		return 0;
+	}
+	if (!pl->ready) {
+		snprintf(why, why_size, "%s", pl->why);
+		return 0;
+	}
+	return 1;
+}
+
+static size_t align_up(size_t n)
+{
+	return (n + SDPA_AUX_ALIGN - 1) / SDPA_AUX_ALIGN * SDPA_AUX_ALIGN;
+}
+
+/* The workspace: cuDNN's, then the stats output (when the plan has one),
+ * then the varlen arrays, each at an SDPA_AUX_ALIGN boundary. */
+static size_t stats_offset(const struct fa_cudnn_plan *pl)
+{
+	return align_up((size_t)pl->plan_ws_bytes);
+}
+
+static size_t aux_offset(const struct fa_cudnn_plan *pl)
+{
+	return align_up(stats_offset(pl) + pl->stats_bytes);
+}
+
+static size_t sdpa_workspace_bytes(const struct fa_problem *p, const int32_t *params)
+{
+	struct fa_cudnn_plan *pl;
+	(void)params;
+	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p)) || !pl->ready)
+		return 0;
+	if (pl->plan_ws_bytes == 0 && pl->stats_bytes == 0 && pl->aux_bytes == 0)
+		return 0;
+	return aux_offset(pl) + pl->aux_bytes;
+}
+
+/* The last launch failure in words, for fa_cudnn_error_string. */
+static char launch_error[512];
+static int launch_error_code;
+
+const char *fa_cudnn_last_launch_error(int code)
+{
+	return code == launch_error_code && launch_error[0] ? launch_error : NULL;
+}
+
+static int launch_fail(struct fa_cudnn_api *api, cudnnStatus_t st, const char *step)
+{
+	char txt[400];
+	fa_cudnn_status_text(api, st, txt, sizeof txt);
+	snprintf(launch_error, sizeof launch_error, "cuDNN %s failed: %s", step, txt);
+	launch_error_code = FA_CUDNN_ERR + (int)st;
+	return launch_error_code;
+}
+
+static int sdpa_launch(const struct fa_launch_args *a)
+{
+	struct fa_cudnn_api *api = fa_cudnn;
+	const struct fa_problem *p = a->p;
+	struct fa_cudnn_plan *pl;
+	cudaStream_t stream = (cudaStream_t)a->stream;
+	void *ptrs[FA_CUDNN_MAX_VARIANTS];
+	int32_t *aux = NULL;
+	float scale = p->scale;
+	cudnnBackendDescriptor_t pack = NULL;
+	cudnnStatus_t st;
+
+	if (!api)
+		return FA_CUDNN_ERR + (int)CUDNN_STATUS_NOT_INITIALIZED;
+	if (!(pl = fa_cudnn_cache_get(api, p)))
+		return FA_CUDNN_ERR + (int)CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+	if (!pl->ready) {
+		snprintf(launch_error, sizeof launch_error, "%s", pl->why);
+		return launch_error_code = FA_CUDNN_ERR + pl->status;
+	}
+	if ((pl->plan_ws_bytes > 0 || pl->stats_bytes > 0 || pl->aux_bytes > 0) &&
+	    (!a->workspace || a->workspace_bytes < aux_offset(pl) + pl->aux_bytes)) {
+		snprintf(launch_error, sizeof launch_error,
+			 "cudnn_sdpa: workspace of %zu bytes, the plan needs %zu", a->workspace_bytes,
+			 aux_offset(pl) + pl->aux_bytes);
+		return launch_error_code = FA_CUDNN_ERR + (int)CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT;
+	}
+	if (p->varlen) {
+		const void *cu_q = a->cu_seqlens_q, *cu_k = a->cu_seqlens_k;
+		void *out;
+		int32_t batch = p->batch, pitch = (int32_t)pl->aux_pitch_bytes;
+		int32_t mq = (int32_t)p->q_stride_s, mk = (int32_t)p->k_stride_s;
+		int32_t mv = (int32_t)p->v_stride_s, mo = (int32_t)p->o_stride_s;
+		void *args[] = {&cu_q, &cu_k, &out, &batch, &pitch, &mq, &mk, &mv, &mo};
+		cudaError_t e;
+		aux = (int32_t *)((char *)a->workspace + aux_offset(pl));
+		out = aux;
+		e = cudaLaunchKernel((const void *)aux_kernel,
+				     dim3_of((unsigned)((batch + SDPA_AUX_THREADS) / SDPA_AUX_THREADS)),
+				     dim3_of(SDPA_AUX_THREADS), args, 0, stream);
+		if (e != cudaSuccess)
+			return (int)e;
+	}
+	for (int i = 0; i < pl->n_uids; i++) {
+		char *aux_n = (char *)aux; /* aux array n is at aux_n + n * pitch */
+		size_t pitch = pl->aux_pitch_bytes;
+		switch (pl->uids[i]) {
+		case FA_CUDNN_UID_Q: ptrs[i] = (void *)a->q; break;
+		case FA_CUDNN_UID_K: ptrs[i] = (void *)a->k; break;
+		case FA_CUDNN_UID_V: ptrs[i] = (void *)a->v; break;
+		case FA_CUDNN_UID_O: ptrs[i] = a->o; break;
+		case FA_CUDNN_UID_SCALE: ptrs[i] = &scale; break;
+		case FA_CUDNN_UID_NEG_INF: ptrs[i] = &pl->neg_inf; break;
+		case FA_CUDNN_UID_SKV: ptrs[i] = &pl->skv; break;
+		case FA_CUDNN_UID_SQ: ptrs[i] = &pl->sq; break;
+		case FA_CUDNN_UID_WINDOW:
+			ptrs[i] = pl->window_is_float ? (void *)&pl->window_f : (void *)&pl->window_i;
+			break;
+		case FA_CUDNN_UID_PREFIX:
+			ptrs[i] = a->prefix_lens ? (void *)a->prefix_lens : pl->prefix_dev;
+			break;
+		case FA_CUDNN_UID_STATS: ptrs[i] = (char *)a->workspace + stats_offset(pl); break;
+		case FA_CUDNN_UID_RAG_Q: ptrs[i] = aux_n; break;
+		case FA_CUDNN_UID_RAG_K: ptrs[i] = aux_n + pitch; break;
+		case FA_CUDNN_UID_RAG_V: ptrs[i] = aux_n + 2 * pitch; break;
+		case FA_CUDNN_UID_RAG_O: ptrs[i] = aux_n + 3 * pitch; break;
+		case FA_CUDNN_UID_SEQ_Q: ptrs[i] = aux_n + 4 * pitch; break;
+		case FA_CUDNN_UID_SEQ_KV: ptrs[i] = aux_n + 5 * pitch; break;
+		default: ptrs[i] = NULL; break;
+		}
+	}
+	void *ws = pl->plan_ws_bytes > 0 ? a->workspace : NULL;
+	pthread_mutex_lock(&api->lock);
+	if ((st = api->set_stream(api->handle, stream)) != CUDNN_STATUS_SUCCESS) {
+		pthread_mutex_unlock(&api->lock);
+		return launch_fail(api, st, "set stream");
+	}
+	st = api->create_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+				   pl->n_uids, pl->uids);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+				   pl->n_uids, ptrs);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+				   &ws);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->finalize(pack);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		int code = launch_fail(api, st, "variant pack");
+		if (pack)
+			(void)api->destroy_desc(pack);
+		pthread_mutex_unlock(&api->lock);
+		return code;
+	}
+	st = api->execute(api->handle, pl->plan, pack);
+	(void)api->destroy_desc(pack);
+	pthread_mutex_unlock(&api->lock);
+	if (st != CUDNN_STATUS_SUCCESS)
+		return launch_fail(api, st, "execute");
+	return 0;
+}
+
+/* Positional: name, description, dtypes, head_dim_min, head_dim_max,
+ * head_dims, n_head_dims, score_bytes, params, n_params, supports,
+ * workspace_bytes, launch, test_only. head_dim 256 is cuDNN 9's largest
+ * fp16/bf16 SDPA head; supports() refuses what the version or the
+ * architecture cannot do. score_bytes 0: fused, no score tensor. */
+const struct fa_kernel fa_cudnn_sdpa_kernel = {
+	"cudnn_sdpa", sdpa_description, (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 8, 256, NULL,
+	0, 0, NULL, 0, sdpa_supports, sdpa_workspace_bytes, sdpa_launch, 0,
+};

@@ -1,0 +1,630 @@
+/* sdpa_graph.c - cuDNN's fused flash attention (SDPA forward) as a backend
+ * operation graph, built from C, and its execution plan.
+ *
+ * The graph is the pattern cuDNN's fused attention engines match (the one
+ * cudnn-frontend's composite SDPA node lowers to), on 4-d tensors
+ * [batch, heads, seq, dim]:
+ *
+ *   S = Q K^T                      matmul, K described transposed by strides
+ *   S = S * scale                  pointwise MUL, scale passed by value
+ *   padding (varlen)               row < seq_q[b] and col < seq_kv[b], else -inf
+ *   causal (bottom-right)          row + seq_kv - seq_q >= col, else -inf
+ *     prefix_lm                      ... or col < prefix[b]
+ *   sliding window (left bound)    col + window - seq_kv + seq_q > row, else -inf
+ *   softmax                        max, sub, exp, sum, div (no stats: inference)
+ *   O = P V                        matmul, P in the input type
+ *
+ * Masks are index tensors (GEN_INDEX over the score's row and column axes),
+ * comparisons and a BINARY_SELECT of -inf. GQA needs nothing: K and V have
+ * kv_heads heads and cuDNN broadcasts them over the query heads. Varlen
+ * cases use ragged offsets (element offsets of each sequence, batch + 1
+ * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
+ * the lengths as matmul M/N/K overrides.
+ *
+ * Every descriptor made for a plan is kept with it and destroyed with it.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cudnn_internal.h"
+
+/* Engine configurations tried, best first by the heuristics. */
+#define GB_MAX_CONFIGS 8
+#define GB_MAX_OPS 64
+/* Byte alignment declared for every tensor: fabench's buffers come from
+ * cudaMalloc (256-byte aligned) and head rows are 16-byte multiples
+ * (head_dim % 8 == 0 for 2-byte types). */
+#define GB_ALIGN_BYTES 16
+
+struct gb {
+	struct fa_cudnn_api *api;
+	struct fa_cudnn_plan *pl;
+	cudnnBackendDescriptor_t ops[GB_MAX_OPS];
+	int n_ops;
+	int64_t next_uid;
+	int failed;
+};
+
+static void gb_fail(struct gb *g, cudnnStatus_t st, const char *step)
+{
+	char txt[400];
+	if (g->failed)
+		return;
+	fa_cudnn_status_text(g->api, st, txt, sizeof txt);
+	snprintf(g->pl->why, sizeof g->pl->why, "cuDNN %s failed: %s", step, txt);
+	g->pl->status = (int)st;
+	g->failed = 1;
+}
+
+static void gb_fail_text(struct gb *g, const char *text)
+{
+	if (g->failed)
+		return;
+	snprintf(g->pl->why, sizeof g->pl->why, "%s", text);
+	g->pl->status = (int)CUDNN_STATUS_INTERNAL_ERROR;
+	g->failed = 1;
+}
+
+static cudnnBackendDescriptor_t gb_new(struct gb *g, cudnnBackendDescriptorType_t type,
+				       const char *step)
+{
+	cudnnBackendDescriptor_t d = NULL;
+	cudnnStatus_t st;
+	if (g->failed)
+		return NULL;
+	if (g->pl->n_descs >= FA_CUDNN_MAX_DESCS) {
+		gb_fail_text(g, "cudnn_sdpa: graph needs more descriptors than FA_CUDNN_MAX_DESCS");
+		return NULL;
+	}
+	if ((st = g->api->create_desc(type, &d)) != CUDNN_STATUS_SUCCESS) {
+		gb_fail(g, st, step);
+		return NULL;
+	}
+	g->pl->descs[g->pl->n_descs++] = d;
+	return d;
+}
+
+static void gb_set(struct gb *g, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+		   cudnnBackendAttributeType_t type, int64_t n, const void *v, const char *step)
+{
+	cudnnStatus_t st;
+	if (g->failed || !d)
+		return;
+	if ((st = g->api->set_attr(d, name, type, n, v)) != CUDNN_STATUS_SUCCESS)
+		gb_fail(g, st, step);
+}
+
+static void gb_finalize(struct gb *g, cudnnBackendDescriptor_t d, const char *step)
+{
+	cudnnStatus_t st;
+	if (g->failed || !d)
+		return;
+	if ((st = g->api->finalize(d)) != CUDNN_STATUS_SUCCESS)
+		gb_fail(g, st, step);
+}
+
+/* A tensor: uid below FA_CUDNN_UID_FIRST_VIRTUAL names a variant pack
+ * entry, uid 0 asks for a virtual tensor (a fresh id). */
+static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataType_t dt,
+					  const int64_t dims[4], const int64_t strides[4],
+					  int by_value, cudnnBackendDescriptor_t ragged)
+{
+	cudnnBackendDescriptor_t d = gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor create");
+	int64_t align = GB_ALIGN_BYTES;
+	bool is_virtual = uid == 0, bv = by_value != 0;
+	if (!d)
+		return NULL;
+	if (is_virtual)
+		uid = g->next_uid++;
+	gb_set(g, d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt, "tensor data type");
+	gb_set(g, d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
+	gb_set(g, d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, "tensor strides");
+	gb_set(g, d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor uid");
+	gb_set(g, d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align,
+	       "tensor alignment");
+	gb_set(g, d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual,
+	       "tensor is_virtual");
+	if (bv)
+		gb_set(g, d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &bv,
+		       "tensor is_by_value");
+	if (ragged)
+		gb_set(g, d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		       &ragged, "tensor ragged offset");
+	gb_finalize(g, d, "tensor finalize");
+	if (!is_virtual && !g->failed) {
+		if (g->pl->n_uids >= FA_CUDNN_MAX_VARIANTS) {
+			gb_fail_text(g, "cudnn_sdpa: more variant tensors than FA_CUDNN_MAX_VARIANTS");
+			return NULL;
+		}
+		g->pl->uids[g->pl->n_uids++] = uid;
+	}
+	return g->failed ? NULL : d;
+}
+
+/* A virtual tensor of dims, packed (last dimension contiguous). */
+static cudnnBackendDescriptor_t gb_virtual(struct gb *g, cudnnDataType_t dt, const int64_t dims[4])
+{
+	int64_t s[4];
+	s[3] = 1;
+	s[2] = dims[3];
+	s[1] = dims[2] * dims[3];
+	s[0] = dims[1] * dims[2] * dims[3];
+	return gb_tensor(g, 0, dt, dims, s, 0, NULL);
+}
+
+static void gb_op(struct gb *g, cudnnBackendDescriptor_t op)
+{
+	if (g->failed || !op)
+		return;
+	if (g->n_ops >= GB_MAX_OPS) {
+		gb_fail_text(g, "cudnn_sdpa: graph has more operations than GB_MAX_OPS");
+		return;
+	}
+	g->ops[g->n_ops++] = op;
+}
+
+/* y = mode(x, b, t); b and t may be NULL; axis < 0: not set. Returns y. */
+static cudnnBackendDescriptor_t gb_pw(struct gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec,
+				      int64_t axis, cudnnBackendDescriptor_t x,
+				      cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
+				      cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t pw = gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise create");
+	cudnnBackendDescriptor_t op;
+	gb_set(g, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode,
+	       "pointwise mode");
+	gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec,
+	       "pointwise math precision");
+	if (axis >= 0)
+		gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "pointwise axis");
+	gb_finalize(g, pw, "pointwise finalize");
+	op = gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation create");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+	       &pw, "pointwise operation descriptor");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
+	       "pointwise x");
+	if (b)
+		gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		       &b, "pointwise b");
+	if (t)
+		gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		       &t, "pointwise t");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
+	       "pointwise y");
+	gb_finalize(g, op, "pointwise operation finalize");
+	gb_op(g, op);
+	return g->failed ? NULL : y;
+}
+
+/* y = reduce(x) over the last axis (y's last dimension is 1). */
+static void gb_reduce(struct gb *g, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
+		      cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t rd = gb_new(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "reduction create");
+	cudnnBackendDescriptor_t op;
+	cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	gb_set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how,
+	       "reduction operator");
+	gb_set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32,
+	       "reduction compute type");
+	gb_finalize(g, rd, "reduction finalize");
+	op = gb_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation create");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
+	       "reduction x");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
+	       "reduction y");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd,
+	       "reduction descriptor");
+	gb_finalize(g, op, "reduction operation finalize");
+	gb_op(g, op);
+}
+
+/* c = a b, fp32 accumulation; m, n, k: per-batch GEMM size overrides (varlen) or NULL. */
+static void gb_matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+		      cudnnBackendDescriptor_t c, cudnnBackendDescriptor_t m,
+		      cudnnBackendDescriptor_t n, cudnnBackendDescriptor_t k)
+{
+	cudnnBackendDescriptor_t md = gb_new(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, "matmul create");
+	cudnnBackendDescriptor_t op;
+	cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	gb_set(g, md, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32,
+	       "matmul compute type");
+	gb_finalize(g, md, "matmul finalize");
+	op = gb_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation create");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a,
+	       "matmul a");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b,
+	       "matmul b");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c,
+	       "matmul c");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md,
+	       "matmul descriptor");
+	if (m)
+		gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC,
+		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m, "matmul m override");
+	if (n)
+		gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC,
+		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, "matmul n override");
+	if (k)
+		gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC,
+		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k, "matmul k override");
+	gb_finalize(g, op, "matmul operation finalize");
+	gb_op(g, op);
+}
+
+void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
+{
+	memset(key, 0, sizeof *key);
+	key->dtype = p->dtype;
+	key->batch = p->batch;
+	key->heads = p->heads;
+	key->kv_heads = p->kv_heads;
+	key->q_len = p->q_len;
+	key->kv_len = p->kv_len;
+	key->head_dim = p->head_dim;
+	key->head_dim_v = p->head_dim_v;
+	key->mask = p->mask;
+	key->window = p->mask == FA_MASK_SLIDING_WINDOW ? p->window : 0;
+	key->prefix_len = p->mask == FA_MASK_PREFIX_LM ? p->prefix_len : 0;
+	key->varlen = p->varlen;
+	key->q_stride_b = p->q_stride_b;
+	key->q_stride_s = p->q_stride_s;
+	key->q_stride_h = p->q_stride_h;
+	key->k_stride_b = p->k_stride_b;
+	key->k_stride_s = p->k_stride_s;
+	key->k_stride_h = p->k_stride_h;
+	key->v_stride_b = p->v_stride_b;
+	key->v_stride_s = p->v_stride_s;
+	key->v_stride_h = p->v_stride_h;
+	key->o_stride_b = p->o_stride_b;
+	key->o_stride_s = p->o_stride_s;
+	key->o_stride_h = p->o_stride_h;
+}
+
+/* The -inf of the masks, a boolean/int32/fp32 index pipeline per mask, as
+ * cudnn-frontend's composite nodes build them. */
+static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key *k,
+					 cudnnBackendDescriptor_t s, const int64_t sd[4],
+					 cudnnBackendDescriptor_t neg_inf,
+					 cudnnBackendDescriptor_t seq_q,
+					 cudnnBackendDescriptor_t seq_kv)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	const cudnnDataType_t i32 = CUDNN_DATA_INT32, f32 = CUDNN_DATA_FLOAT,
+			      b8 = CUDNN_DATA_BOOLEAN;
+	struct fa_cudnn_plan *pl = g->pl;
+	int bottom_right = k->varlen || k->q_len != k->kv_len;
+	cudnnBackendDescriptor_t row, col, r, c;
+
+	if (k->varlen) {
+		/* padding: rows and columns past this sequence's lengths */
+		row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
+		col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, row, seq_q, NULL, gb_virtual(g, b8, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, col, seq_kv, NULL, gb_virtual(g, b8, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_LOGICAL_AND, b8, -1, r, c, NULL, gb_virtual(g, b8, sd));
+		s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c,
+			  gb_virtual(g, f32, sd));
+	}
+	if (k->mask == FA_MASK_NONE)
+		return s;
+
+	/* right bound: col <= row + (seq_kv - seq_q) */
+	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
+	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
+	r = row;
+	if (bottom_right) {
+		cudnnBackendDescriptor_t skv = seq_kv, sq = seq_q;
+		if (!k->varlen) {
+			pl->skv = k->kv_len;
+			pl->sq = k->q_len;
+			skv = gb_tensor(g, FA_CUDNN_UID_SKV, i32, one4, one4, 1, NULL);
+			sq = gb_tensor(g, FA_CUDNN_UID_SQ, i32, one4, one4, 1, NULL);
+		}
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, r, skv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, r, sq, NULL, gb_virtual(g, i32, sd));
+	}
+	c = gb_pw(g, CUDNN_POINTWISE_CMP_GE, b8, -1, r, col, NULL, gb_virtual(g, b8, sd));
+	if (k->mask == FA_MASK_PREFIX_LM) {
+		int64_t pd[4] = {k->batch, 1, 1, 1};
+		cudnnBackendDescriptor_t pt = gb_tensor(g, FA_CUDNN_UID_PREFIX, i32, pd, one4, 0, NULL);
+		cudnnBackendDescriptor_t pm =
+			gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, col, pt, NULL, gb_virtual(g, b8, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_LOGICAL_OR, b8, -1, c, pm, NULL, gb_virtual(g, b8, sd));
+	}
+	s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c, gb_virtual(g, f32, sd));
+	if (k->mask != FA_MASK_SLIDING_WINDOW)
+		return s;
+
+	/* left bound: col + window - (seq_kv - seq_q) > row */
+	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
+	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
+	if (!k->varlen) {
+		/* fixed lengths fold the shift into one fp32 constant */
+		pl->window_is_float = 1;
+		pl->window_f = (float)((int64_t)k->window - k->kv_len + k->q_len);
+		cudnnBackendDescriptor_t w = gb_tensor(g, FA_CUDNN_UID_WINDOW, f32, one4, one4, 1, NULL);
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, f32, 3, col, w, NULL, gb_virtual(g, f32, sd));
+	} else {
+		pl->window_is_float = 0;
+		pl->window_i = k->window;
+		cudnnBackendDescriptor_t w = gb_tensor(g, FA_CUDNN_UID_WINDOW, i32, one4, one4, 1, NULL);
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, col, w, NULL, gb_virtual(g, i32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, c, seq_kv, NULL, gb_virtual(g, i32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, c, seq_q, NULL, gb_virtual(g, i32, sd));
+	}
+	c = gb_pw(g, CUDNN_POINTWISE_CMP_GT, b8, -1, c, row, NULL, gb_virtual(g, b8, sd));
+	return gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c,
+		     gb_virtual(g, f32, sd));
+}
+
+/* The operation graph of the key; returns it finalized, or NULL. */
+static cudnnBackendDescriptor_t gb_graph(struct gb *g)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	const struct fa_cudnn_key *k = &g->pl->key;
+	struct fa_cudnn_plan *pl = g->pl;
+	const cudnnDataType_t io = k->dtype == FA_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+	int64_t B = k->batch, H = k->heads, Hk = k->kv_heads, Sq = k->q_len, Skv = k->kv_len;
+	int64_t D = k->head_dim, Dv = k->head_dim_v;
+	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL;
+	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
+	cudnnBackendDescriptor_t tq, tk, tv, to, scale, neg_inf, s, mx, e, z, pmat, graph;
+
+	if (k->varlen) {
+		int64_t rd[4] = {B + 1, 1, 1, 1}, ld[4] = {B, 1, 1, 1};
+		rq = gb_tensor(g, FA_CUDNN_UID_RAG_Q, i32, rd, one4, 0, NULL);
+		rk = gb_tensor(g, FA_CUDNN_UID_RAG_K, i32, rd, one4, 0, NULL);
+		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
+		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
+		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
+		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
+	}
+	/* Varlen batch strides are never used (the ragged offsets place each
+	 * sequence); they are given as for a padded batch of the longest. */
+	int64_t qsb = k->varlen ? Sq * k->q_stride_s : k->q_stride_b;
+	int64_t ksb = k->varlen ? Skv * k->k_stride_s : k->k_stride_b;
+	int64_t vsb = k->varlen ? Skv * k->v_stride_s : k->v_stride_b;
+	int64_t osb = k->varlen ? Sq * k->o_stride_s : k->o_stride_b;
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {qsb, k->q_stride_h, k->q_stride_s, 1};
+	/* K^T: [b, h, d, s] over K's memory */
+	const int64_t kd[4] = {B, Hk, D, Skv}, ks[4] = {ksb, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {vsb, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {osb, k->o_stride_h, k->o_stride_s, 1};
+	const int64_t sd[4] = {B, H, Sq, Skv};
+	const int64_t rowd[4] = {B, H, Sq, 1};
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rq);
+	tk = gb_tensor(g, FA_CUDNN_UID_K, io, kd, ks, 0, rk);
+	tv = gb_tensor(g, FA_CUDNN_UID_V, io, vd, vs, 0, rv);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, ro);
+	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
+	/* cuDNN before 9.10 wants the lowest finite value for masked scores
+	 * (cudnn-frontend's get_negative_inf_value) */
+	pl->neg_inf = g->api->version < 91000 ? -FLT_MAX : -INFINITY;
+	neg_inf = gb_tensor(g, FA_CUDNN_UID_NEG_INF, f32, one4, one4, 1, NULL);
+
+	s = gb_virtual(g, f32, sd);
+	gb_matmul(g, tq, tk, s, seq_q, seq_kv, NULL);
+	s = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, s, scale, NULL, gb_virtual(g, f32, sd));
+	s = gb_masks(g, k, s, sd, neg_inf, seq_q, seq_kv);
+
+	/* softmax without stats: P = exp(S - max) / sum */
+	mx = gb_virtual(g, f32, rowd);
+	gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s, mx);
+	e = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, mx, NULL, gb_virtual(g, f32, sd));
+	e = gb_pw(g, CUDNN_POINTWISE_EXP, f32, -1, e, NULL, NULL, gb_virtual(g, f32, sd));
+	z = gb_virtual(g, f32, rowd);
+	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, z);
+	if (pl->with_stats) {
+		/* stats = max + log(sum), fp32 [b, h, s_q, 1], packed */
+		const int64_t rows[4] = {H * Sq, Sq, 1, 1};
+		cudnnBackendDescriptor_t lg, st;
+		lg = gb_pw(g, CUDNN_POINTWISE_LOG, f32, -1, z, NULL, NULL, gb_virtual(g, f32, rowd));
+		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, rows, 0, NULL);
+		gb_pw(g, CUDNN_POINTWISE_ADD, f32, -1, mx, lg, NULL, st);
+	}
+	/* P V takes P in the input type */
+	pmat = gb_pw(g, CUDNN_POINTWISE_DIV, f32, -1, e, z, NULL, gb_virtual(g, io, sd));
+	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
+
+	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
+	if (g->api->handle) /* NULL only in device-less checks */
+		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+		       &g->api->handle, "operation graph handle");
+	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
+	       g->ops, "operation graph operations");
+	gb_finalize(g, graph, "operation graph finalize");
+	return g->failed ? NULL : graph;
+}
+
+/* The prefix_lm lengths on the device: batch copies of prefix_len, used
+ * when the launch has no per-sequence prefix_lens. */
+static void gb_prefix_buffer(struct gb *g)
+{
+	struct fa_cudnn_plan *pl = g->pl;
+	size_t bytes = (size_t)pl->key.batch * sizeof(int32_t);
+	int32_t *host = malloc(bytes);
+	cudaError_t e;
+	char text[160];
+	if (!host) {
+		gb_fail_text(g, "cudnn_sdpa: out of host memory");
+		return;
+	}
+	for (int32_t b = 0; b < pl->key.batch; b++)
+		host[b] = pl->key.prefix_len;
+	e = cudaMalloc(&pl->prefix_dev, bytes);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(pl->prefix_dev, host, bytes, cudaMemcpyHostToDevice);
+	free(host);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		snprintf(text, sizeof text, "cudnn_sdpa: prefix buffer: %s", cudaGetErrorName(e));
+		gb_fail_text(g, text);
+	}
+}
+
+static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
+{
+	struct gb g;
+	cudnnBackendDescriptor_t graph, heur = NULL, cfgs[GB_MAX_CONFIGS];
+	cudnnBackendHeurMode_t mode;
+	int64_t n_cfg = 0;
+	cudnnStatus_t st;
+	char first_reason[400] = "";
+	cudnnStatus_t first_status = CUDNN_STATUS_SUCCESS;
+
+	memset(&g, 0, sizeof g);
+	g.api = api;
+	g.pl = pl;
+	g.next_uid = FA_CUDNN_UID_FIRST_VIRTUAL;
+	pl->ready = 0;
+	pl->why[0] = '\0';
+
+	graph = gb_graph(&g);
+	pl->graph_ok = graph != NULL;
+	/* heuristics mode A, then the fallback list when A names no engine */
+	for (int m = 0; m < 2 && n_cfg <= 0; m++) {
+		mode = m == 0 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+		heur = gb_new(&g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics create");
+		gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heuristics graph");
+		gb_set(&g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode,
+		       "heuristics mode");
+		gb_finalize(&g, heur, "heuristics finalize");
+		if (g.failed)
+			return;
+		st = api->get_attr(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+				   CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n_cfg, NULL);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			gb_fail(&g, st, "heuristics result count");
+			return;
+		}
+	}
+	if (n_cfg <= 0) {
+		gb_fail_text(&g, "cuDNN heuristics found no engine for this SDPA graph");
+		pl->status = (int)CUDNN_STATUS_NOT_SUPPORTED;
+		return;
+	}
+	if (n_cfg > GB_MAX_CONFIGS)
+		n_cfg = GB_MAX_CONFIGS;
+	for (int64_t i = 0; i < n_cfg; i++)
+		cfgs[i] = gb_new(&g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config create");
+	if (g.failed)
+		return;
+	int64_t got = 0;
+	st = api->get_attr(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_cfg,
+			   &got, cfgs);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		gb_fail(&g, st, "heuristics results");
+		return;
+	}
+	for (int64_t i = 0; i < got && i < n_cfg; i++) {
+		cudnnBackendDescriptor_t plan = NULL;
+		if ((st = api->create_desc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan)) !=
+		    CUDNN_STATUS_SUCCESS) {
+			gb_fail(&g, st, "execution plan create");
+			return;
+		}
+		st = api->set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+				   &api->handle);
+		if (st == CUDNN_STATUS_SUCCESS)
+			st = api->set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+					   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
+		if (st == CUDNN_STATUS_SUCCESS)
+			st = api->finalize(plan);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			/* keep cuDNN's reason for the best-ranked engine */
+			if (first_status == CUDNN_STATUS_SUCCESS) {
+				first_status = st;
+				fa_cudnn_status_text(api, st, first_reason, sizeof first_reason);
+			}
+			(void)api->destroy_desc(plan);
+			continue;
+		}
+		int64_t ws = 0, n = 0;
+		st = api->get_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+				   &n, &ws);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			(void)api->destroy_desc(plan);
+			gb_fail(&g, st, "execution plan workspace size");
+			return;
+		}
+		pl->plan = plan;
+		pl->plan_ws_bytes = ws;
+		break;
+	}
+	if (!pl->plan) {
+		snprintf(pl->why, sizeof pl->why, "cuDNN execution plan finalize failed: %s",
+			 first_reason[0] ? first_reason : "no engine configuration");
+		pl->status = (int)(first_status ? first_status : CUDNN_STATUS_NOT_SUPPORTED);
+		return;
+	}
+	if (pl->key.mask == FA_MASK_PREFIX_LM)
+		gb_prefix_buffer(&g);
+	if (g.failed) {
+		(void)api->destroy_desc(pl->plan);
+		pl->plan = NULL;
+		return;
+	}
+	if (pl->with_stats)
+		pl->stats_bytes = (size_t)pl->key.batch * (size_t)pl->key.heads *
+				  (size_t)pl->key.q_len * sizeof(float);
+	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each) and the
+	 * lengths of Q and KV (batch each), int32, each array 16-byte aligned
+	 * (the alignment the graph declares) */
+	pl->aux_pitch_bytes = ((size_t)(pl->key.batch + 1) * sizeof(int32_t) + GB_ALIGN_BYTES - 1) /
+			      GB_ALIGN_BYTES * GB_ALIGN_BYTES;
+	pl->aux_bytes = pl->key.varlen ? 6 * pl->aux_pitch_bytes : 0;
+	pl->ready = 1;
+	pl->status = 0;
+}
+
+void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
+{
+	struct fa_cudnn_key key = pl->key;
+	uint64_t hash = pl->hash;
+	char first[sizeof pl->why];
+	int first_status;
+	plan_attempt(api, pl);
+	if (pl->ready || !pl->graph_ok)
+		return;
+	/* no engine for the inference form: try the graph with stats */
+	snprintf(first, sizeof first, "%s", pl->why);
+	first_status = pl->status;
+	fa_cudnn_plan_release(api, pl);
+	memset(pl, 0, sizeof *pl);
+	pl->key = key;
+	pl->hash = hash;
+	pl->with_stats = 1;
+	plan_attempt(api, pl);
+	if (pl->ready)
+		return;
+	/* the reason of the first form; the second one's only if it differs */
+	if (strcmp(first, pl->why) != 0) {
+		char both[sizeof pl->why];
+		snprintf(both, sizeof both, "%.300s (with stats: %.190s)", first, pl->why);
+		snprintf(pl->why, sizeof pl->why, "%s", both);
+	}
+	pl->status = first_status;
+}
+
+void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
+{
+	if (pl->plan)
+		(void)api->destroy_desc(pl->plan);
+	pl->plan = NULL;
+	/* operations before the tensors they point at: reverse creation order */
+	for (int i = pl->n_descs - 1; i >= 0; i--)
+		(void)api->destroy_desc(pl->descs[i]);
+	pl->n_descs = 0;
+	if (pl->prefix_dev)
+		(void)cudaFree(pl->prefix_dev);
+	pl->prefix_dev = NULL;
+}

@@ -1,0 +1,521 @@
+/* selftest.c - build/cudnn-selftest: runs cudnn_sdpa on a GPU without the
+ * harness. For a few shapes (bf16 and fp16, head_dim 64/128/256, no mask,
+ * causal with q_len == kv_len and !=, GQA 32/8, sliding window, prefix_lm,
+ * varlen, decode) it makes inputs from a deterministic pattern, runs the
+ * kernel through its record (supports, workspace_bytes, launch), compares
+ * the output against a CPU reference in double and prints the largest
+ * absolute error and PASS/FAIL/SKIP with cuDNN's reason. Then it times
+ * B=2 H=16 L=8192 D=128 bf16 with CUDA events and prints TFLOP/s
+ * (4 B H L^2 D / time; half of that for causal).
+ *
+ *   build/cudnn-selftest            every case, then the timing
+ *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
+ *   build/cudnn-selftest --graphs   no device needed: builds each case's
+ *                                   operation graph (every tensor and
+ *                                   operation finalized by cuDNN), stops
+ *                                   before the engines, which need a GPU
+ *
+ * Exit status: 0 when no case failed, 1 otherwise, 2 when cuDNN or the
+ * device is missing.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../../kernels/common/fa_dtype.h"
+#include "cudnn_internal.h"
+
+/* Largest |out - ref| accepted: the output's rounding (2^-8 relative for
+ * bf16, 2^-11 for fp16) plus P rounded to the input type before P V, on
+ * outputs of magnitude below 1. */
+#define TOL_BF16 3e-2
+#define TOL_FP16 5e-3
+/* Rows checked in cases too large for a full CPU reference. */
+#define SAMPLE_ROWS 48
+/* Cases up to this many score elements are checked in full. */
+#define FULL_CHECK_SCORES (1 << 22)
+#define MAX_SEQS 8
+
+struct st_case {
+	const char *name;
+	int dtype, batch, heads, kv_heads, q_len, kv_len, head_dim, mask, window, prefix, layout;
+	int n_seqs;                /* varlen: batch, with lengths below */
+	int32_t seq_q[MAX_SEQS], seq_k[MAX_SEQS];
+	int expect_refused;        /* 1: supports() must refuse it */
+};
+
+static const struct st_case cases[] = {
+	{"bf16 d64 none", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0,
+	 {0}, {0}, 0},
+	{"fp16 d64 causal", FA_DTYPE_FP16, 2, 4, 4, 128, 128, 64, FA_MASK_CAUSAL, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d128 causal bhsd", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 128, FA_MASK_CAUSAL, 0, 0,
+	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	{"fp16 d128 none bhsd", FA_DTYPE_FP16, 2, 2, 2, 200, 200, 128, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	{"fp16 d128 causal q64 kv192 (bottom-right)", FA_DTYPE_FP16, 2, 4, 4, 64, 192, 128,
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d128 causal q100 kv300 (bottom-right, odd lengths)", FA_DTYPE_BF16, 1, 2, 2, 100, 300,
+	 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d128 GQA 32/8 causal", FA_DTYPE_BF16, 1, 32, 8, 256, 256, 128, FA_MASK_CAUSAL, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"fp16 d64 GQA 32/8 none", FA_DTYPE_FP16, 2, 32, 8, 128, 128, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d64 sliding window 32", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 64,
+	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d64 sliding window 48 q96 kv160", FA_DTYPE_BF16, 1, 4, 4, 96, 160, 64,
+	 FA_MASK_SLIDING_WINDOW, 48, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d64 prefix_lm 40", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_PREFIX_LM, 0, 40,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d256 none", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 256, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"fp16 d128 decode q1 kv512", FA_DTYPE_FP16, 4, 8, 8, 1, 512, 128, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d128 decode q1 kv512 causal", FA_DTYPE_BF16, 4, 8, 8, 1, 512, 128, FA_MASK_CAUSAL, 0,
+	 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"fp16 d64 varlen none", FA_DTYPE_FP16, 3, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 3, {100, 1, 37}, {100, 1, 37}, 0},
+	{"bf16 d128 varlen causal", FA_DTYPE_BF16, 3, 8, 2, 0, 0, 128, FA_MASK_CAUSAL, 0, 0,
+	 FA_LAYOUT_BSHD, 3, {64, 17, 30}, {64, 40, 30}, 0},
+	{"bf16 d128 varlen causal, seq 2 has q 5 > kv 3 (rows 0-1 attend no key: zeros)",
+	 FA_DTYPE_BF16, 3, 4, 4, 0, 0, 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 3, {64, 17, 5},
+	 {64, 30, 3}, 0},
+	{"bf16 d64 causal q200 kv100 (refused: rows with no key)", FA_DTYPE_BF16, 1, 2, 2, 200, 100,
+	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1},
+	{"bf16 d72 none (head_dim 72)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 72, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d60 none (refused: not a multiple of 8)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 60,
+	 FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1},
+};
+
+static int n_pass, n_fail, n_skip;
+
+#define CK(call)                                                                              \
+	do {                                                                                  \
+		cudaError_t e_ = (call);                                                      \
+		if (e_ != cudaSuccess) {                                                      \
+			printf("FAIL  %s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
+			       cudaGetErrorString(e_));                                       \
+			exit(1);                                                              \
+		}                                                                             \
+	} while (0)
+
+/* The problem of c: strides of a dense bshd or bhsd buffer, or packed
+ * tokens for varlen. */
+static void problem_of(const struct st_case *c, struct fa_problem *p, int32_t *cu_q, int32_t *cu_k)
+{
+	memset(p, 0, sizeof *p);
+	p->batch = c->batch;
+	p->heads = c->heads;
+	p->kv_heads = c->kv_heads;
+	p->head_dim = p->head_dim_v = c->head_dim;
+	p->dtype = c->dtype;
+	p->mask = c->mask;
+	p->layout = c->layout;
+	p->window = c->window;
+	p->prefix_len = c->prefix;
+	p->scale = (float)(1.0 / sqrt((double)c->head_dim));
+	p->varlen = c->n_seqs > 0;
+	if (p->varlen) {
+		cu_q[0] = cu_k[0] = 0;
+		p->q_len = p->kv_len = 0;
+		for (int b = 0; b < c->n_seqs; b++) {
+			cu_q[b + 1] = cu_q[b] + c->seq_q[b];
+			cu_k[b + 1] = cu_k[b] + c->seq_k[b];
+			if (c->seq_q[b] > p->q_len)
+				p->q_len = c->seq_q[b];
+			if (c->seq_k[b] > p->kv_len)
+				p->kv_len = c->seq_k[b];
+		}
+		p->total_q = cu_q[c->n_seqs];
+		p->total_k = cu_k[c->n_seqs];
+	} else {
+		p->q_len = c->q_len;
+		p->kv_len = c->kv_len;
+		p->total_q = c->batch * c->q_len;
+		p->total_k = c->batch * c->kv_len;
+	}
+	int64_t H = p->heads, Hk = p->kv_heads, D = p->head_dim, Lq = p->q_len, Lk = p->kv_len;
+	if (p->layout == FA_LAYOUT_BHSD && !p->varlen) {
+		p->q_stride_s = D, p->q_stride_h = Lq * D, p->q_stride_b = H * Lq * D;
+		p->k_stride_s = D, p->k_stride_h = Lk * D, p->k_stride_b = Hk * Lk * D;
+		p->o_stride_s = D, p->o_stride_h = Lq * D, p->o_stride_b = H * Lq * D;
+	} else {
+		p->q_stride_s = H * D, p->q_stride_h = D, p->q_stride_b = Lq * H * D;
+		p->k_stride_s = Hk * D, p->k_stride_h = D, p->k_stride_b = Lk * Hk * D;
+		p->o_stride_s = H * D, p->o_stride_h = D, p->o_stride_b = Lq * H * D;
+	}
+	p->v_stride_s = p->k_stride_s, p->v_stride_h = p->k_stride_h, p->v_stride_b = p->k_stride_b;
+}
+
+/* The input pattern: a deterministic value in [-1, 1) per tensor and element. */
+static float pattern(int tensor, int64_t e)
+{
+	uint64_t h = (uint64_t)e * 2654435761u + (uint64_t)tensor * 40503u + 12345u;
+	h ^= h >> 13;
+	h *= 0x5bd1e995u;
+	h ^= h >> 15;
+	return (float)((double)(h % 2000) / 1000.0 - 1.0);
+}
+
+/* Reference row (b, i, h) in double; writes dv values to out. Returns 0
+ * when the row attends no key (out is zeros). */
+static int reference_row(const struct fa_problem *p, const int32_t *cu_q, const int32_t *cu_k,
+			 const uint16_t *q, const uint16_t *k, const uint16_t *v, int b, int i, int h,
+			 double *out, double *w)
+{
+	int lq = fa_seq_q_len(p, cu_q, b), lk = fa_seq_kv_len(p, cu_k, b);
+	int hk = h / (p->heads / p->kv_heads);
+	int prefix = fa_seq_prefix(p, NULL, b);
+	double mx = -INFINITY, sum = 0;
+	int n = 0;
+	const uint16_t *qr = q + fa_q_offset(p, cu_q, b, i, h);
+	for (int d = 0; d < p->head_dim_v; d++)
+		out[d] = 0;
+	for (int j = 0; j < lk; j++) {
+		w[j] = -INFINITY;
+		if (!fa_mask_allows(p->mask, i, j, lq, lk, prefix, p->window))
+			continue;
+		const uint16_t *kr = k + fa_k_offset(p, cu_k, b, j, hk);
+		double s = 0;
+		for (int d = 0; d < p->head_dim; d++)
+			s += (double)fa_load_f32(qr, p->dtype, d) * fa_load_f32(kr, p->dtype, d);
+		w[j] = s * p->scale;
+		if (w[j] > mx)
+			mx = w[j];
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	for (int j = 0; j < lk; j++) {
+		w[j] = w[j] == -INFINITY ? 0 : exp(w[j] - mx);
+		sum += w[j];
+	}
+	for (int j = 0; j < lk; j++) {
+		if (w[j] == 0)
+			continue;
+		const uint16_t *vr = v + fa_v_offset(p, cu_k, b, j, hk);
+		for (int d = 0; d < p->head_dim_v; d++)
+			out[d] += w[j] / sum * fa_load_f32(vr, p->dtype, d);
+	}
+	return 1;
+}
+
+struct dev_case {
+	struct fa_problem p;
+	int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+	uint16_t *hq, *hk, *hv, *ho;
+	size_t nq, nk, no;
+	void *dq, *dk, *dv, *do_, *dws, *dcu_q, *dcu_k;
+	size_t ws_bytes;
+	struct fa_launch_args a;
+};
+
+static void dev_free(struct dev_case *d)
+{
+	free(d->hq), free(d->hk), free(d->hv), free(d->ho);
+	cudaFree(d->dq), cudaFree(d->dk), cudaFree(d->dv), cudaFree(d->do_);
+	cudaFree(d->dws), cudaFree(d->dcu_q), cudaFree(d->dcu_k);
+	memset(d, 0, sizeof *d);
+}
+
+/* Inputs on host and device, the output poisoned (0xff: NaN), launch args. */
+static void dev_setup(struct dev_case *d, const struct fa_kernel *k, cudaStream_t stream)
+{
+	struct fa_problem *p = &d->p;
+	d->nq = (size_t)fa_tensor_elems(p, FA_TENSOR_Q);
+	d->nk = (size_t)fa_tensor_elems(p, FA_TENSOR_K);
+	d->no = (size_t)fa_tensor_elems(p, FA_TENSOR_O);
+	d->hq = malloc(d->nq * 2), d->hk = malloc(d->nk * 2), d->hv = malloc(d->nk * 2);
+	d->ho = malloc(d->no * 2);
+	if (!d->hq || !d->hk || !d->hv || !d->ho) {
+		printf("FAIL  out of host memory\n");
+		exit(1);
+	}
+	for (size_t e = 0; e < d->nq; e++)
+		fa_store_f32(d->hq, p->dtype, (int64_t)e, pattern(0, (int64_t)e));
+	for (size_t e = 0; e < d->nk; e++) {
+		fa_store_f32(d->hk, p->dtype, (int64_t)e, pattern(1, (int64_t)e));
+		fa_store_f32(d->hv, p->dtype, (int64_t)e, pattern(2, (int64_t)e));
+	}
+	CK(cudaMalloc(&d->dq, d->nq * 2));
+	CK(cudaMalloc(&d->dk, d->nk * 2));
+	CK(cudaMalloc(&d->dv, d->nk * 2));
+	CK(cudaMalloc(&d->do_, d->no * 2));
+	CK(cudaMemcpy(d->dq, d->hq, d->nq * 2, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(d->dk, d->hk, d->nk * 2, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(d->dv, d->hv, d->nk * 2, cudaMemcpyHostToDevice));
+	CK(cudaMemset(d->do_, 0xff, d->no * 2));
+	if (p->varlen) {
+		size_t cb = (size_t)(p->batch + 1) * sizeof(int32_t);
+		CK(cudaMalloc(&d->dcu_q, cb));
+		CK(cudaMalloc(&d->dcu_k, cb));
+		CK(cudaMemcpy(d->dcu_q, d->cu_q, cb, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d->dcu_k, d->cu_k, cb, cudaMemcpyHostToDevice));
+	}
+	d->ws_bytes = k->workspace_bytes ? k->workspace_bytes(p, NULL) : 0;
+	if (d->ws_bytes)
+		CK(cudaMalloc(&d->dws, d->ws_bytes));
+	memset(&d->a, 0, sizeof d->a);
+	d->a.p = p;
+	d->a.q = d->dq, d->a.k = d->dk, d->a.v = d->dv, d->a.o = d->do_;
+	d->a.cu_seqlens_q = d->dcu_q;
+	d->a.cu_seqlens_k = d->dcu_k;
+	d->a.workspace = d->dws;
+	d->a.workspace_bytes = d->ws_bytes;
+	d->a.stream = stream;
+}
+
+/* Compares rows of the output with the reference; returns the largest
+ * absolute error (NaN when an element is NaN or unwritten). */
+static double check_rows(struct dev_case *d, int all_rows, int *empty_rows, double *empty_err)
+{
+	const struct fa_problem *p = &d->p;
+	double *ref = malloc(sizeof(double) * (size_t)p->head_dim_v);
+	double *w = malloc(sizeof(double) * (size_t)p->kv_len);
+	double worst = 0;
+	int64_t n_rows = (int64_t)p->total_q * p->heads;
+	int64_t stride = all_rows ? 1 : (n_rows / SAMPLE_ROWS > 1 ? n_rows / SAMPLE_ROWS : 1);
+	*empty_rows = 0;
+	*empty_err = 0;
+	for (int64_t r = 0; r < n_rows; r += stride) {
+		int64_t T = r / p->heads;
+		int h = (int)(r % p->heads), b = 0;
+		int64_t t;
+		if (p->varlen) {
+			while (T >= d->cu_q[b + 1])
+				b++;
+			t = T - d->cu_q[b];
+		} else {
+			b = (int)(T / p->q_len);
+			t = T % p->q_len;
+		}
+		int any = reference_row(p, d->cu_q, d->cu_k, d->hq, d->hk, d->hv, b, (int)t, h, ref, w);
+		const uint16_t *o = d->ho + fa_o_offset(p, d->cu_q, b, t, h);
+		for (int e = 0; e < p->head_dim_v; e++) {
+			double x = fa_load_f32(o, p->dtype, e);
+			double err = fabs(x - ref[e]);
+			if (isnan(x) || isnan(err))
+				err = NAN;
+			if (!any) {
+				if (!(err <= *empty_err))
+					*empty_err = err;
+			}
+			if (!(err <= worst))
+				worst = err;
+		}
+		*empty_rows += !any;
+	}
+	free(ref);
+	free(w);
+	return worst;
+}
+
+static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStream_t stream)
+{
+	struct dev_case d;
+	char why[600] = "";
+	struct timespec t0, t1;
+	memset(&d, 0, sizeof d);
+	problem_of(c, &d.p, d.cu_q, d.cu_k);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int ok = k->supports(&d.p, why, sizeof why);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double build_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (c->expect_refused) {
+		if (ok) {
+			printf("FAIL  %-66s supported, but supports() should refuse it\n", c->name);
+			n_fail++;
+		} else {
+			printf("PASS  %-66s refused as expected: %s\n", c->name, why);
+			n_pass++;
+		}
+		return;
+	}
+	if (!ok) {
+		printf("SKIP  %-66s %s\n", c->name, why);
+		n_skip++;
+		return;
+	}
+	dev_setup(&d, k, stream);
+	int code = k->launch(&d.a);
+	cudaError_t e = cudaStreamSynchronize(stream);
+	if (code != 0 || e != cudaSuccess) {
+		printf("FAIL  %-66s launch: %s; sync: %s\n", c->name,
+		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e));
+		n_fail++;
+		dev_free(&d);
+		return;
+	}
+	CK(cudaMemcpy(d.ho, d.do_, d.no * 2, cudaMemcpyDeviceToHost));
+	int64_t scores = (int64_t)d.p.total_q * d.p.heads * d.p.kv_len;
+	int empty = 0;
+	double empty_err = 0;
+	double err = check_rows(&d, scores <= FULL_CHECK_SCORES, &empty, &empty_err);
+	double tol = c->dtype == FA_DTYPE_BF16 ? TOL_BF16 : TOL_FP16;
+	int pass = err <= tol;
+	printf("%s  %-66s max_abs %.3g (tol %.0e), plan %.0f ms%s, ws %zu B",
+	       pass ? "PASS" : "FAIL", c->name, err, tol, build_ms,
+	       fa_cudnn_cache_get(fa_cudnn, &d.p)->with_stats ? " (stats form)" : "", d.ws_bytes);
+	if (empty)
+		printf(", %d empty rows: %s (max %.3g)", empty,
+		       empty_err == 0 ? "zeros" : "NOT zeros", empty_err);
+	printf("\n");
+	pass ? n_pass++ : n_fail++;
+	dev_free(&d);
+}
+
+/* Times B=2 H=16 L=8192 D=128 bf16 (mask as given) with CUDA events. */
+static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
+{
+	struct st_case c = {"timing", FA_DTYPE_BF16, 2, 16, 16, 8192, 8192, 128, mask, 0, 0,
+			    FA_LAYOUT_BSHD, 0, {0}, {0}, 0};
+	struct dev_case d;
+	char why[600];
+	cudaEvent_t e0, e1;
+	const int warmup = 3, iters = 20;
+	float ms = 0;
+	memset(&d, 0, sizeof d);
+	problem_of(&c, &d.p, d.cu_q, d.cu_k);
+	if (!k->supports(&d.p, why, sizeof why)) {
+		printf("SKIP  timing %s: %s\n", mask ? "causal" : "none", why);
+		n_skip++;
+		return;
+	}
+	dev_setup(&d, k, stream);
+	int plans = fa_cudnn_cache_count();
+	for (int i = 0; i < warmup; i++) {
+		int code = k->launch(&d.a);
+		if (code != 0) {
+			printf("FAIL  timing launch: %s\n", fa_cudnn_error_string(code));
+			n_fail++;
+			dev_free(&d);
+			return;
+		}
+	}
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	CK(cudaEventRecord(e0, stream));
+	for (int i = 0; i < iters; i++)
+		(void)k->launch(&d.a);
+	CK(cudaEventRecord(e1, stream));
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	CK(cudaMemcpy(d.ho, d.do_, d.no * 2, cudaMemcpyDeviceToHost));
+	int empty = 0;
+	double empty_err = 0;
+	double err = check_rows(&d, 0, &empty, &empty_err);
+	double t = ms / iters;
+	double flops = 4.0 * c.batch * c.heads * (double)c.q_len * c.kv_len * c.head_dim;
+	if (mask == FA_MASK_CAUSAL)
+		flops /= 2;
+	int pass = err <= TOL_BF16 && fa_cudnn_cache_count() == plans;
+	printf("%s  timing B=2 H=16 L=8192 D=128 bf16 %-7s %.3f ms  %.1f TFLOP/s  "
+	       "(%d launches, %d sampled rows max_abs %.3g, plans built while timing: %d)\n",
+	       pass ? "PASS" : "FAIL", mask ? "causal" : "none", t, flops / (t * 1e-3) / 1e12, iters,
+	       SAMPLE_ROWS, err, fa_cudnn_cache_count() - plans);
+	pass ? n_pass++ : n_fail++;
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	dev_free(&d);
+}
+
+/* --graphs: each case's operation graph, without a device or a handle. */
+static int run_graphs(void)
+{
+	struct fa_cudnn_api api;
+	char why[600];
+	if (fa_cudnn_api_open(&api, why, sizeof why) != 0) {
+		printf("cuDNN not available: %s\n", why);
+		return 2;
+	}
+	printf("cuDNN %zu, operation graphs only (no device, no engine)\n", api.version);
+	api.sm = 90;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct st_case *c = &cases[i];
+		struct fa_problem p;
+		int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+		struct fa_cudnn_plan *pl = calloc(1, sizeof *pl);
+		if (!pl)
+			return 1;
+		problem_of(c, &p, cu_q, cu_k);
+		fa_cudnn_key_of(&p, &pl->key);
+		fa_cudnn_plan_build(&api, pl);
+		/* without a device no engine takes the graph, so the build also
+		 * makes the fallback form with stats: both forms are checked */
+		printf("%s  %-66s %d descriptors, %d variant tensors%s%s%s\n",
+		       pl->graph_ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids,
+		       pl->with_stats ? " (both forms)" : "", pl->graph_ok ? "" : ": ",
+		       pl->graph_ok ? "" : pl->why);
+		pl->graph_ok ? n_pass++ : n_fail++;
+		fa_cudnn_plan_release(&api, pl);
+		free(pl);
+	}
+	/* the plan cache: one entry per key, failures included */
+	{
+		struct fa_problem p, p2;
+		int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+		pthread_mutex_init(&api.lock, NULL);
+		problem_of(&cases[1], &p, cu_q, cu_k);
+		p2 = p;
+		p2.scale *= 2;          /* passed by value: same plan */
+		struct fa_cudnn_plan *a = fa_cudnn_cache_get(&api, &p);
+		struct fa_cudnn_plan *b = fa_cudnn_cache_get(&api, &p2);
+		p2.q_stride_b += 64;    /* another layout: another plan */
+		struct fa_cudnn_plan *c = fa_cudnn_cache_get(&api, &p2);
+		int ok = a && a == b && c && c != a && fa_cudnn_cache_count() == 2;
+		printf("%s  plan cache: same key -> same plan, another stride -> a new one (%d plans)\n",
+		       ok ? "PASS" : "FAIL", fa_cudnn_cache_count());
+		ok ? n_pass++ : n_fail++;
+		fa_cudnn_cache_clear(&api);
+		pthread_mutex_destroy(&api.lock);
+	}
+	printf("%d passed, %d failed\n", n_pass, n_fail);
+	fa_cudnn_api_close(&api);
+	return n_fail ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	char why[600];
+	const struct fa_kernel *ks;
+	struct cudaDeviceProp prop;
+	cudaStream_t stream;
+	int dev = 0;
+	if (argc == 2 && strcmp(argv[1], "--graphs") == 0)
+		return run_graphs();
+	if (argc > 1) {
+		printf("usage: cudnn-selftest [--graphs]\n");
+		return 2;
+	}
+	if (cudaSetDevice(dev) != cudaSuccess || cudaFree(0) != cudaSuccess ||
+	    cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+		printf("no CUDA device: %s\n", cudaGetErrorString(cudaGetLastError()));
+		return 2;
+	}
+	if (fa_cudnn_init(why, sizeof why) != 0) {
+		printf("cudnn_sdpa not available: %s\n", why);
+		return 2;
+	}
+	if (fa_cudnn_kernels(&ks) != 1) {
+		printf("FAIL  fa_cudnn_kernels gave no kernel\n");
+		return 1;
+	}
+	printf("device %s (sm_%d%d); %s: %s\n", prop.name, prop.major, prop.minor, ks->name,
+	       ks->description);
+	CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		run_case(ks, &cases[i], stream);
+	run_timing(ks, FA_MASK_NONE, stream);
+	run_timing(ks, FA_MASK_CAUSAL, stream);
+	printf("%d passed, %d failed, %d skipped; %d plans cached\n", n_pass, n_fail, n_skip,
+	       fa_cudnn_cache_count());
+	fa_cudnn_shutdown();
+	cudaStreamDestroy(stream);
+	return n_fail ? 1 : 0;
+}

@@ -4,6 +4,7 @@
 #   make run        the main job: suites/smoke.yaml on the best backend present
 #   make test       every test that can run on this machine; ends "N passed, N failed"
 #   make VARIANT=san test   the same under AddressSanitizer and UBSan
+#   make install-sdk PREFIX=DIR   install the plugin SDK header (DIR/include/fabench/plugin.h)
 #
 # Missing Debian packages are installed first by tools/ensure-deps (as root
 # through apt-get; otherwise it prints the command to run and stops).
@@ -74,14 +75,14 @@ endif
 endif
 endif
 
-.PHONY: all run test test-unit cuda deps clean help
+.PHONY: all run test test-unit cuda deps clean help install-sdk
 all: $(FABENCH) $(ALL_CUDA)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found; the CUDA plugin was not built"
 endif
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
 
 deps: $(DEPS_OK)
 $(DEPS_OK): tools/ensure-deps
@@ -131,6 +132,27 @@ $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(call say,LINK,$@)
 	$(Q)$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
 
+# ---- plugin SDK: one header (docs/plugins.md); examples/plugins/ build
+# against the installed copy only.
+PREFIX ?= /usr/local
+install-sdk:
+	install -d $(DESTDIR)$(PREFIX)/include/fabench
+	install -m 644 include/fabench/plugin.h $(DESTDIR)$(PREFIX)/include/fabench/plugin.h
+
+# Plugins for the ABI tests (tests/test_plugins.c): one built against the
+# frozen version 1 header, and bad ones, each refused for one reason.
+ABI_BAD := future nolaunch noalloc kfuture knolaunch kclash
+ABI_PLUGINS := $(BUILD)/abi/libfabench-abiv1.so $(ABI_BAD:%=$(BUILD)/abi/libbad-%.so)
+$(BUILD)/abi/libfabench-abiv1.so: tests/abi/plugin_v1.c tests/abi/plugin_v1.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC $(LDFLAGS) -shared -o $@ $< -lm
+$(BUILD)/abi/libbad-%.so: tests/abi/plugin_bad.c include/fabench/plugin.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -DBAD_VARIANT='"$*"' $(if $(filter k%,$*),-DBAD_KERNEL_PLUGIN) \
+		$(LDFLAGS) -shared -o $@ $<
+
 # The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
 run: all
 	@mkdir -p results reports
@@ -140,7 +162,7 @@ run: all
 test-unit: $(TESTBIN)
 	$(TESTBIN)
 
-test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ALL_CUDA)
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA)
 	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
 
 clean:

@@ -235,7 +235,7 @@ static void launch_args(struct fa_backend_slot *s, const struct tcase *t, const 
 	a->prefix_lens = d->pl;
 	a->workspace = d->ws;
 	a->workspace_bytes = d->ws_bytes;
-	a->stream = NULL; /* as the runner does: the plugin uses its own stream */
+	a->stream = NULL; /* the plugin falls back to its own stream (the runner passes it) */
 	a->backend_ctx = CTX;
 }
 

@@ -205,7 +205,7 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 	fa_proc_free(&r);
 }
 
-FA_TEST(plugins, minimal_cuda_example_compiles)
+FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
 {
 	const char *dir = fa_test_tmpdir();
 	const char *nvcc = "/usr/local/cuda/bin/nvcc";
@@ -220,24 +220,41 @@ FA_TEST(plugins, minimal_cuda_example_compiles)
 	snprintf(nv, sizeof nv, "NVCC=%s", nvcc);
 	snprintf(src, sizeof src, "%s/minimal-cuda", dir);
 	snprintf(log, sizeof log, "%s/build.log", dir);
-	/* one architecture: a compile check (no GPU needed) */
+	/* PTX for sm_80, JIT-compiled on newer GPUs: a compile check here, and
+	 * runnable on any GPU fabench supports */
 	int st = run_tool(src, (char *[]){"make", "-s", inc, nv,
-					  "CUDA_ARCH=-gencode arch=compute_80,code=sm_80", NULL},
+					  "CUDA_ARCH=-gencode arch=compute_80,code=compute_80", NULL},
 			  log);
 	FA_CHECKF(st == 0, "CUDA example build: status %d, see %s", st, log);
 	snprintf(so, sizeof so, "%s/libminimal-cuda.so", src);
 	FA_CHECK(access(so, R_OK) == 0);
 	/* without a GPU the plugin still opens, and declines the cpu backend */
-	if (st == 0) {
-		char plug[1300], *env[] = {plug, NULL};
-		struct fa_proc_result r;
-		snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
-		fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
-		FA_CHECKF(r.status == 0 && (strstr(r.out, "cpu: kernels for cuda only") ||
-					    strstr(r.out, "1 kernel for cuda")),
-			  "devices:\n%s", r.out);
-		fa_proc_free(&r);
+	if (st != 0)
+		return;
+	char plug[1300], db[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "cpu: kernels for cuda only"), "devices:\n%s",
+		  r.out);
+	int on_gpu = strstr(r.out, "1 kernel for cuda") != NULL;
+	fa_proc_free(&r);
+	if (!on_gpu) {
+		fa_test_skip("the CUDA example was compiled, not run: the cuda backend did not load");
+		return;
 	}
+	/* on a GPU: beside cuda_flash_simt, in one run */
+	snprintf(db, sizeof db, "%s/ex.db", dir);
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
+			       "cuda_flash_simt,minimal_cuda_attn", "--db", db, "--quiet", NULL},
+		    env, 300, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cuda_attn' AND "
+			   "status = 'pass' AND n_samples > 0") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+			   "status = 'pass'") == 4);
 }
 
 FA_TEST(plugins, v1_plugin_loads_and_runs)

@@ -495,6 +495,11 @@ static void attach(struct fa_registry *r, int pi, int si)
 			goto refuse;
 		}
 	}
+	if (rec.error_string && s->n_plugin_errors < FA_MAX_KERNEL_PLUGINS) {
+		s->plugin_errors[s->n_plugin_errors].fn = rec.error_string;
+		s->plugin_errors[s->n_plugin_errors].ctx = rec.context;
+		s->n_plugin_errors++;
+	}
 	p->att[p->n_att].slot = si;
 	p->att[p->n_att].n_kernels = n;
 	p->att[p->n_att].rec = rec;
@@ -700,6 +705,7 @@ void fa_registry_free(struct fa_registry *r)
 		free(s->kernels);
 		s->kernels = NULL;
 		s->n_kernels = 0;
+		s->n_plugin_errors = 0;
 		s->loaded = 0;
 		s->dl = NULL;
 	}
@@ -796,7 +802,11 @@ int fa_kernel_supports(const struct fa_kernel *k, const struct fa_problem *p, ch
 
 const char *fa_backend_strerror(const struct fa_backend_slot *s, int code, char *buf, size_t size)
 {
-	const char *w = s->be.iface.error_string ? s->be.iface.error_string(s->be.context, code) : NULL;
+	const char *w = NULL;
+	for (int i = 0; i < s->n_plugin_errors && !w; i++)
+		w = s->plugin_errors[i].fn(s->plugin_errors[i].ctx, code);
+	if (!w && s->be.iface.error_string)
+		w = s->be.iface.error_string(s->be.context, code);
 	snprintf(buf, size, "%s: %s", s->name, w ? w : "unknown error");
 	return buf;
 }

@@ -46,6 +46,12 @@ struct fa_backend_slot {
 	struct fa_device_info info;
 	struct fa_slot_kernel *kernels; /* the backend's own, then plugins' (malloc'd) */
 	int n_kernels;
+	/* the error_string of each kernel plugin added here, asked first */
+	struct {
+		const char *(*fn)(void *ctx, int code);
+		void *ctx;
+	} plugin_errors[FA_MAX_KERNEL_PLUGINS];
+	int n_plugin_errors;
 };
 
 /* A kernel plugin and the records it gave for the backends it joined. */
@@ -126,7 +132,9 @@ int fa_kernel_visible(const struct fa_kernel *k);
 int fa_kernel_supports(const struct fa_kernel *k, const struct fa_problem *p, char *why,
 		       size_t why_size);
 
-/* Words for a backend return code: "<backend>: <error_string>" into buf. */
+/* Words for a backend return code: "<backend>: <error_string>" into buf,
+ * the words of the first kernel plugin of s that knows the code, else the
+ * backend's. */
 const char *fa_backend_strerror(const struct fa_backend_slot *s, int code, char *buf, size_t size);
 
 /* Checks a kernel record: the required members (name, dtypes, launch), the

@@ -344,6 +344,24 @@ FA_TEST(plugins, refusals_name_the_reason)
 	fa_proc_free(&r);
 }
 
+FA_TEST(plugins, plugin_error_codes_in_words)
+{
+	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kerr.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kerr.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
+			   "status = 'error' AND reason LIKE '%bad library status 1%'") == 2);
+}
+
 FA_TEST(plugins, kernel_records_are_checked)
 {
 	static const int32_t allowed[] = {1, 2};

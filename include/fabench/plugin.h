@@ -642,6 +642,10 @@ struct fa_kernel_plugin {
 	 * 0 <= i < kernel_count(ctx) returns a record that lives until shutdown. */
 	int (*kernel_count)(void *ctx);
 	const struct fa_kernel *(*kernel_get)(void *ctx, int i);
+	/* (optional) Words for a return code of your launchers that the backend
+	 * has none for (a library status in a range of your own); NULL for a code
+	 * that is not yours, which the backend's error_string then describes. */
+	const char *(*error_string)(void *ctx, int code);
 	/* (optional) Called once when the harness is done with this backend's
 	 * kernels, before the backend shuts down. */
 	void (*shutdown)(void *ctx);

@@ -7,6 +7,8 @@
  *   kfuture    a kernel plugin of an unknown API version
  *   knolaunch  a kernel plugin whose kernel 'bad_k' has no launch
  *   kclash     a kernel plugin whose kernel is named like the CPU's cpu_flash
+ *   kerr       not refused: a kernel plugin whose kernel fails with a code of
+ *              its own, which its error_string puts in words
  *
  * BAD_KERNEL_PLUGIN is defined for the k* variants, which export only
  * fa_kernel_plugin_init.
@@ -25,11 +27,15 @@ static int is(const char *v)
 	return strcmp(BAD_VARIANT, v) == 0;
 }
 
+#define BAD_OWN_CODE 0x40001 /* outside every backend's codes */
+
 static int k_copy_q(const struct fa_launch_args *a)
 {
 	(void)a;
-	return 0;
+	return is("kerr") ? BAD_OWN_CODE : 0;
 }
+
+
 
 static struct fa_kernel kernel = {
 	.name = "bad_k",
@@ -60,6 +66,12 @@ static const struct fa_kernel *get(void *ctx, int i)
 
 #ifdef BAD_KERNEL_PLUGIN
 
+static const char *own_words(void *ctx, int code)
+{
+	(void)ctx;
+	return code == BAD_OWN_CODE ? "bad library status 1" : NULL;
+}
+
 int fa_kernel_plugin_init(int harness_api_version, const char *backend_name,
 			  struct fa_kernel_plugin *out, char *why, size_t why_size);
 int fa_kernel_plugin_init(int harness_api_version, const char *backend_name,
@@ -76,6 +88,7 @@ int fa_kernel_plugin_init(int harness_api_version, const char *backend_name,
 	out->name = "bad";
 	out->kernel_count = count;
 	out->kernel_get = get;
+	out->error_string = own_words;
 	return FA_KERNEL_PLUGIN_ADDED;
 }
 

@@ -191,6 +191,28 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 		 strstr(strstr(r.out, "minimal_cpu_attn") + 1, "minimal_cpu_attn") == NULL);
 	fa_proc_free(&r);
 
+	/* the search path: plugins/ next to the executable (a copy of fabench
+	 * in a temp folder), without FABENCH_PLUGINS */
+	char bin[1200], pdir[1200], pso[1300], benv[1300];
+	snprintf(bin, sizeof bin, "%s/bin/fabench", dir);
+	snprintf(pdir, sizeof pdir, "%s/bin", dir);
+	mkdir(pdir, 0777);
+	snprintf(pdir, sizeof pdir, "%s/bin/plugins", dir);
+	mkdir(pdir, 0777);
+	snprintf(pso, sizeof pso, "%s/libminimal-cpu.so", pdir);
+	FA_REQUIRE(copy_file(fa_proc_bin(), bin) == 0 && chmod(bin, 0755) == 0);
+	FA_REQUIRE(copy_file(so, pso) == 0);
+	snprintf(benv, sizeof benv, "%s", getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "");
+	setenv("FABENCH_BIN", bin, 1);
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, NULL, 60, &r);
+	if (benv[0])
+		setenv("FABENCH_BIN", benv, 1);
+	else
+		unsetenv("FABENCH_BIN");
+	FA_CHECKF(r.status == 0 && strstr(r.out, "minimal_cpu_attn") && strstr(r.out, pso),
+		  "kernels from %s:\n%s\n%s", bin, r.out, r.err);
+	fa_proc_free(&r);
+
 	/* a second file with the same kernel: refused, both files named */
 	char dup[1200];
 	snprintf(dup, sizeof dup, "%s/libdup.so", src);

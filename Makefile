@@ -6,6 +6,7 @@
 #   make test       every test that can run on this machine; ends "N passed, N failed"
 #   make VARIANT=san test   the same under AddressSanitizer and UBSan
 #   make test-fresh the README's two commands on a bare Debian 12 chroot (root)
+#   make install-sdk PREFIX=DIR   install the plugin SDK header (DIR/include/fabench/plugin.h)
 #
 # Missing Debian packages are installed first by tools/ensure-deps (as root
 # through apt-get, else through sudo; otherwise it prints the command and
@@ -77,14 +78,14 @@ endif
 endif
 endif
 
-.PHONY: all run test test-unit test-fresh cuda deps clean help sanitize-gpu
+.PHONY: all run test test-unit test-fresh cuda deps clean help sanitize-gpu install-sdk
 all: $(FABENCH) $(ALL_CUDA)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found; the CUDA plugin was not built"
 endif
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 deps: $(DEPS_OK)
 $(DEPS_OK): tools/ensure-deps
@@ -158,6 +159,27 @@ $(CUDNN_SELFTEST): $(CUDNN_TEST_OBJ)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CUDNN_LDLIBS)
 
+# ---- plugin SDK: one header (docs/plugins.md); examples/plugins/ build
+# against the installed copy only.
+PREFIX ?= /usr/local
+install-sdk:
+	install -d $(DESTDIR)$(PREFIX)/include/fabench
+	install -m 644 include/fabench/plugin.h $(DESTDIR)$(PREFIX)/include/fabench/plugin.h
+
+# Plugins for the ABI tests (tests/test_plugins.c): one built against the
+# frozen version 1 header, and bad ones, each refused for one reason.
+ABI_BAD := future nolaunch noalloc kfuture knolaunch kclash kerr
+ABI_PLUGINS := $(BUILD)/abi/libfabench-abiv1.so $(ABI_BAD:%=$(BUILD)/abi/libbad-%.so)
+$(BUILD)/abi/libfabench-abiv1.so: tests/abi/plugin_v1.c tests/abi/plugin_v1.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC $(LDFLAGS) -shared -o $@ $< -lm
+$(BUILD)/abi/libbad-%.so: tests/abi/plugin_bad.c include/fabench/plugin.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -DBAD_VARIANT='"$*"' $(if $(filter k%,$*),-DBAD_KERNEL_PLUGIN) \
+		$(LDFLAGS) -shared -o $@ $<
+
 # The main job. FABENCH_ARGS adds options (e.g. FABENCH_ARGS="--backend cpu").
 # It builds the CUDA plugin only where a GPU can load it: compiling it takes
 # minutes, wasted on a machine with nvcc and no GPU. A GPU is usable when
@@ -182,7 +204,7 @@ endif
 test-unit: $(TESTBIN)
 	$(TESTBIN)
 
-test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ALL_CUDA)
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA)
 	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
 
 # The README's two commands on a bare Debian 12 chroot (root, Debian's mirror):

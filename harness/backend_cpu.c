@@ -296,12 +296,33 @@ static void cpu_shutdown(void *ctx)
 	free(ctx);
 }
 
+static const struct fa_backend_i cpu_iface = {
+	.device_info = cpu_device_info,
+	.alloc = cpu_alloc,
+	.free = cpu_free,
+	.upload = cpu_copy,
+	.download = cpu_copy,
+	.memset = cpu_memset,
+	.synchronize = cpu_sync,
+	.event_create = cpu_event_create,
+	.event_record = cpu_event_record,
+	.event_elapsed_ms = cpu_event_elapsed,
+	.event_destroy = cpu_event_destroy,
+	.kernel_count = cpu_kernel_count,
+	.kernel_get = cpu_kernel_get,
+	.error_string = cpu_error_string,
+	.fill_random = cpu_fill_random,
+	.calibrate = cpu_calibrate,
+	.shutdown = cpu_shutdown,
+	/* no stream: kernels run on the calling thread and its pool */
+};
+
 int fa_cpu_backend_init(int harness_api_version, struct fa_backend *out, char *why,
 			size_t why_size)
 {
 	struct cpu_ctx *ctx;
-	if (harness_api_version != FA_BACKEND_API_VERSION) {
-		snprintf(why, why_size, "cpu backend built for API %d, harness uses %d",
+	if (harness_api_version < FA_BACKEND_API_VERSION) {
+		snprintf(why, why_size, "cpu backend built for API %d, harness reads up to %d",
 			 FA_BACKEND_API_VERSION, harness_api_version);
 		return -1;
 	}
@@ -313,24 +334,9 @@ int fa_cpu_backend_init(int harness_api_version, struct fa_backend *out, char *w
 	ctx->nthreads = fa_cpu_threads();
 	memset(out, 0, sizeof *out);
 	out->api_version = FA_BACKEND_API_VERSION;
+	out->struct_size = (uint32_t)sizeof *out;
 	out->name = "cpu";
 	out->context = ctx;
-	out->iface.device_info = cpu_device_info;
-	out->iface.alloc = cpu_alloc;
-	out->iface.free = cpu_free;
-	out->iface.upload = cpu_copy;
-	out->iface.download = cpu_copy;
-	out->iface.memset = cpu_memset;
-	out->iface.synchronize = cpu_sync;
-	out->iface.event_create = cpu_event_create;
-	out->iface.event_record = cpu_event_record;
-	out->iface.event_elapsed_ms = cpu_event_elapsed;
-	out->iface.event_destroy = cpu_event_destroy;
-	out->iface.kernel_count = cpu_kernel_count;
-	out->iface.kernel_get = cpu_kernel_get;
-	out->iface.error_string = cpu_error_string;
-	out->iface.fill_random = cpu_fill_random;
-	out->iface.calibrate = cpu_calibrate;
-	out->iface.shutdown = cpu_shutdown;
+	out->iface = &cpu_iface;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* cmd_devices.c - `fabench devices`: each backend, whether it loaded (and
- * why not), and its device. */
+ * why not), and its device; then each kernel plugin and the backends it
+ * joined (or why it joined none). */
 #include <string.h>
 
 #include "cmd.h"
@@ -12,7 +13,8 @@ int fa_cmd_devices(int argc, char **argv)
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("usage: fabench devices\n\nLists every backend fabench knows: loaded with its "
 		       "device (name, architecture,\ndriver, runtime, memory, units, cache), or "
-		       "the reason it did not load.\n");
+		       "the reason it did not load;\nthen every kernel plugin found (FABENCH_PLUGINS, "
+		       "plugins/ next to fabench): the\nbackends it added kernels to, or why not.\n");
 		return FA_EXIT_OK;
 	}
 	if (argc > 1)
@@ -37,6 +39,19 @@ int fa_cmd_devices(int argc, char **argv)
 		       d->runtime[0] ? d->runtime : "-");
 		printf("      memory %s (%s free), %d units, last-level cache %s%s%s\n", tot, fr,
 		       d->sm_count, l2, s->path[0] ? ", plugin " : "", s->path);
+	}
+	for (int i = 0; i < reg.n_plugins; i++) {
+		const struct fa_kernel_plugin_slot *p = &reg.plugins[i];
+		if (!p->n_att) {
+			printf("plugin %s: not loaded: %s\n", p->path, p->why);
+			continue;
+		}
+		printf("plugin %s (%s)\n", p->name[0] ? p->name : "?", p->path);
+		for (int j = 0; j < p->n_att; j++)
+			printf("      %d kernel%s for %s\n", p->att[j].n_kernels,
+			       p->att[j].n_kernels == 1 ? "" : "s", reg.slots[p->att[j].slot].name);
+		if (p->why[0])
+			printf("      not for %s\n", p->why);
 	}
 	fa_registry_free(&reg);
 	return FA_EXIT_OK;

@@ -1,6 +1,6 @@
 /* cmd_kernels.c - `fabench kernels`: every registered kernel with the
- * dtypes, head sizes and tunables it supports, and the backends that did not
- * load (with why). */
+ * dtypes, head sizes and tunables it supports (and, for a kernel plugin's,
+ * the file it came from), and the backends that did not load (with why). */
 #include <getopt.h>
 #include <string.h>
 
@@ -13,11 +13,12 @@ static void help(void)
 {
 	printf("%s\n\nLists the kernels of every loaded backend (or of one): name, dtypes,\n"
 	       "head sizes, tunable parameters (default and allowed values) and what it is.\n"
-	       "Backends that did not load are listed with the reason.\n",
+	       "Kernels added by a kernel plugin say the file they came from. Backends that\n"
+	       "did not load are listed with the reason (`fabench devices` lists plugins).\n",
 	       usage_text);
 }
 
-static void print_kernel(const struct fa_kernel *k)
+static void print_kernel(const struct fa_kernel *k, const char *from)
 {
 	char dt[32] = "";
 	for (int d = 0; d < FA_DTYPE_COUNT; d++)
@@ -34,6 +35,8 @@ static void print_kernel(const struct fa_kernel *k)
 		printf("%d..%d", k->head_dim_min, k->head_dim_max);
 	}
 	printf("\n      %s\n", k->description ? k->description : "");
+	if (from)
+		printf("      from %s\n", from);
 	for (int i = 0; i < k->n_params; i++) {
 		const struct fa_kernel_param *p = &k->params[i];
 		printf("      param %s = %d", p->name, p->default_value);
@@ -87,11 +90,14 @@ int fa_cmd_kernels(int argc, char **argv)
 			continue;
 		}
 		printf("%s (%s):\n", s->name, s->info.name);
-		int n = s->be.iface.kernel_count(s->be.context);
+		int n = fa_backend_kernel_count(s);
 		for (int j = 0; j < n; j++) {
-			const struct fa_kernel *k = s->be.iface.kernel_get(s->be.context, j);
+			const struct fa_kernel *k = fa_backend_kernel_get(s, j);
+			/* a kernel plugin's kernels say which file they came from */
 			if (fa_kernel_visible(k))
-				print_kernel(k);
+				print_kernel(k, s->kernels[j].plugin >= 0
+							? fa_registry_kernel_origin(&reg, s, j)
+							: NULL);
 		}
 	}
 	fa_registry_free(&reg);

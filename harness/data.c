@@ -29,6 +29,7 @@ static void set_tensor_strides(const struct fa_problem *p, int64_t len, int64_t 
 
 void fa_problem_set_strides(struct fa_problem *p)
 {
+	p->struct_size = (uint32_t)sizeof *p; /* every problem the harness builds passes here */
 	set_tensor_strides(p, p->q_len, p->total_q, p->heads, p->head_dim, &p->q_stride_b,
 			   &p->q_stride_s, &p->q_stride_h);
 	set_tensor_strides(p, p->kv_len, p->total_k, p->kv_heads, p->head_dim, &p->k_stride_b,

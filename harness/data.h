@@ -14,7 +14,8 @@ void fa_data_fill(const struct fa_problem *p, int t, int dist, uint64_t seed, vo
 		  int nthreads);
 
 /* Sets the strides of p for its layout, dense and packed (varlen or not),
- * from batch, heads, kv_heads, lengths, head dims and total_q / total_k. */
+ * from batch, heads, kv_heads, lengths, head dims and total_q / total_k,
+ * and p->struct_size (the SDK's version 2 member). */
 void fa_problem_set_strides(struct fa_problem *p);
 
 /* Exact forward FLOPs: 2 * (unmasked (q, k) pairs) * (head_dim + head_dim_v),

@@ -20,9 +20,9 @@ static int each_kernel(struct fa_registry *reg, int (*fn)(void *, const struct f
 		struct fa_backend_slot *s = &reg->slots[i];
 		if (!s->loaded)
 			continue;
-		int n = s->be.iface.kernel_count(s->be.context);
+		int n = fa_backend_kernel_count(s);
 		for (int j = 0; j < n; j++) {
-			const struct fa_kernel *k = s->be.iface.kernel_get(s->be.context, j);
+			const struct fa_kernel *k = fa_backend_kernel_get(s, j);
 			if (fa_kernel_visible(k) && fn(ctx, k, s))
 				return 1;
 		}
@@ -396,7 +396,7 @@ enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, stru
 	pl->n_kernels = calloc((size_t)(s->n_cases + 1), sizeof *pl->n_kernels);
 	pl->work_cum = calloc((size_t)(s->n_cases + 1), sizeof *pl->work_cum);
 	pl->labels = make_labels(s);
-	int nk = pl->slot->be.iface.kernel_count(pl->slot->be.context);
+	int nk = fa_backend_kernel_count(pl->slot);
 	pl->kstats = calloc((size_t)(nk + 1), sizeof *pl->kstats);
 	if (!pl->kernels || !pl->n_kernels || !pl->work_cum || !pl->labels || !pl->kstats) {
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory");
@@ -404,7 +404,7 @@ enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, stru
 	}
 	int max_per_case = 0;
 	for (int j = 0; j < nk; j++) {
-		const struct fa_kernel *k = pl->slot->be.iface.kernel_get(pl->slot->be.context, j);
+		const struct fa_kernel *k = fa_backend_kernel_get(pl->slot, j);
 		if (fa_kernel_visible(k))
 			pl->kstats[pl->n_kstats++].k = k;
 	}

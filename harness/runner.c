@@ -362,7 +362,7 @@ static void launch_args(struct fa_runner *r, const struct fa_case *c, const stru
 			const struct fa_case_kernel *ck, void *ws, size_t ws_bytes,
 			struct fa_launch_args *a)
 {
-	memset(a, 0, sizeof *a);
+	fa_backend_launch_args_init(r->slot, a); /* struct_size, backend_ctx, stream */
 	a->p = &c->p;
 	a->q = b->q;
 	a->k = b->k;
@@ -374,8 +374,6 @@ static void launch_args(struct fa_runner *r, const struct fa_case *c, const stru
 	a->params = ck ? ck->params : NULL;
 	a->workspace = ws;
 	a->workspace_bytes = ws_bytes;
-	a->stream = NULL;
-	a->backend_ctx = r->slot->be.context;
 	a->cancel = &r->kcancel;
 	a->nthreads = r->cfg.nthreads;
 }

@@ -1,6 +1,6 @@
 /* backend_cuda.cu - the CUDA backend plugin, build/libfabench-cuda.so: its
  * entry point fa_backend_plugin_init and every member of struct
- * fa_backend_i, on one device ($FABENCH_CUDA_DEVICE, default 0) and one
+ * fa_backend_i (SDK version 2: include/fabench/plugin.h), on one device ($FABENCH_CUDA_DEVICE, default 0) and one
  * stream that every operation is queued on. The kernel table is ours
  * (cuda_dense, cuda_flash_simt, two test kernels) followed by the
  * tensor-core family's (flash_mma_table.cu).
@@ -507,6 +507,45 @@ void cu_shutdown(void *ctx)
 	free(c);
 }
 
+/* ---- stream (version 2): the harness passes it to every launch, ours and
+ * kernel plugins' ---- */
+
+void *cu_stream(void *ctx)
+{
+	return (void *)cu_ctx(ctx)->stream;
+}
+
+/* Every member of struct fa_backend_i, in its order (C++17 has no
+ * designated initialisers). */
+const struct fa_backend_i cu_iface = {
+	cu_device_info,
+	cu_alloc,
+	cu_free,
+	cu_upload,
+	cu_download,
+	cu_memset,
+	cu_synchronize,
+	cu_event_create,
+	cu_event_record,
+	cu_event_elapsed_ms,
+	cu_event_destroy,
+	cu_kernel_count,
+	cu_kernel_get,
+	cu_error_string,
+	cu_is_sticky,
+	cu_fill_random,
+	cu_flush_cache,
+	cu_shutdown,
+	cu_reference,
+	cu_telemetry,
+	cu_graph_create,
+	cu_graph_launch,
+	cu_graph_destroy,
+	cu_calibrate,
+	/* version 2 */
+	cu_stream,
+};
+
 /* ---- start-up ---- */
 
 /* One line for a runtime error: "cudaErrorX (what it means)". */
@@ -541,9 +580,9 @@ extern "C" int fa_backend_plugin_init(int harness_api_version, struct fa_backend
 	struct fa_cuda_ctx *c = NULL;
 	int dev, count = 0, optin = 0;
 	cudaError_t e;
-	if (harness_api_version != FA_BACKEND_API_VERSION) {
+	if (harness_api_version < FA_BACKEND_API_VERSION) {
 		snprintf(why, why_size,
-			 "harness backend API version %d unknown to the cuda plugin (built for %d)",
+			 "harness reads backend API versions up to %d; the cuda plugin is version %d",
 			 harness_api_version, FA_BACKEND_API_VERSION);
 		return 1;
 	}
@@ -613,32 +652,10 @@ extern "C" int fa_backend_plugin_init(int harness_api_version, struct fa_backend
 
 	memset(out, 0, sizeof *out);
 	out->api_version = FA_BACKEND_API_VERSION;
+	out->struct_size = (uint32_t)sizeof *out;
 	out->name = "cuda";
 	out->context = c;
-	out->iface.device_info = cu_device_info;
-	out->iface.alloc = cu_alloc;
-	out->iface.free = cu_free;
-	out->iface.upload = cu_upload;
-	out->iface.download = cu_download;
-	out->iface.memset = cu_memset;
-	out->iface.synchronize = cu_synchronize;
-	out->iface.event_create = cu_event_create;
-	out->iface.event_record = cu_event_record;
-	out->iface.event_elapsed_ms = cu_event_elapsed_ms;
-	out->iface.event_destroy = cu_event_destroy;
-	out->iface.kernel_count = cu_kernel_count;
-	out->iface.kernel_get = cu_kernel_get;
-	out->iface.error_string = cu_error_string;
-	out->iface.is_sticky = cu_is_sticky;
-	out->iface.fill_random = cu_fill_random;
-	out->iface.flush_cache = cu_flush_cache;
-	out->iface.shutdown = cu_shutdown;
-	out->iface.reference = cu_reference;
-	out->iface.telemetry = cu_telemetry;
-	out->iface.graph_create = cu_graph_create;
-	out->iface.graph_launch = cu_graph_launch;
-	out->iface.graph_destroy = cu_graph_destroy;
-	out->iface.calibrate = cu_calibrate;
+	out->iface = &cu_iface;
 	return 0;
 fail:
 	(void)cudaStreamDestroy(c->stream);

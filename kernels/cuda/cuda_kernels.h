@@ -39,8 +39,10 @@ struct fa_cuda_ctx {
 	int nvml_code;         /* nonzero: why NVML could not be used (not retried) */
 };
 
-/* The stream a launcher queues on: a->stream when the harness gives one,
- * else the plugin's own stream (the runner passes NULL and the context). */
+/* The stream a launcher queues on: a->stream, which the harness sets to the
+ * backend's stream (struct fa_backend_i.stream, SDK version 2), else the
+ * plugin's own stream from the context (what version 1 harnesses and the
+ * tests that build their own fa_launch_args rely on). */
 static inline cudaStream_t fa_cuda_stream_of(const struct fa_launch_args *a)
 {
 	if (a->stream)

@@ -172,23 +172,25 @@ static const struct fa_kernel_param delay_params[] = {
 };
 
 #define ALL_DTYPES ((1u << FA_DTYPE_FP32) | (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
+/* positional up to test_only, then struct_size (the SDK's version 2 member) */
+#define KSIZE ((uint32_t)sizeof(struct fa_kernel))
 static const struct fa_kernel kernels[] = {
 	{"test_correct", "naive fp32 attention (right)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
-	 NULL, NULL, k_correct, 1},
+	 NULL, NULL, k_correct, 1, KSIZE},
 	{"test_wrong", "right, then one element off by 0.5", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
-	 0, NULL, NULL, k_wrong, 1},
+	 0, NULL, NULL, k_wrong, 1, KSIZE},
 	{"test_nan", "right, then one NaN", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
-	 k_nan, 1},
+	 k_nan, 1, KSIZE},
 	{"test_unwritten", "leaves the last row unwritten", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
-	 NULL, NULL, k_unwritten, 1},
+	 NULL, NULL, k_unwritten, 1, KSIZE},
 	{"test_hang", "never finishes unless cancelled", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
-	 NULL, NULL, k_hang, 1},
+	 NULL, NULL, k_hang, 1, KSIZE},
 	{"test_spin", "never finishes, ignoring cancellation", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
-	 0, NULL, NULL, k_spin, 1},
+	 0, NULL, NULL, k_spin, 1, KSIZE},
 	{"test_crash", "raises SIGSEGV", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
-	 k_crash, 1},
+	 k_crash, 1, KSIZE},
 	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
-	 0, delay_params, 1, NULL, NULL, k_delay, 1},
+	 0, delay_params, 1, NULL, NULL, k_delay, 1, KSIZE},
 };
 
 static int t_info(void *ctx, struct fa_device_info *out)
@@ -288,33 +290,38 @@ static void t_shutdown(void *ctx)
 	(void)ctx;
 }
 
+static const struct fa_backend_i t_iface = {
+	.device_info = t_info,
+	.alloc = t_alloc,
+	.free = t_free,
+	.upload = t_copy,
+	.download = t_copy,
+	.memset = t_memset,
+	.synchronize = t_sync,
+	.event_create = t_ev_create,
+	.event_record = t_ev_record,
+	.event_elapsed_ms = t_ev_elapsed,
+	.event_destroy = t_ev_destroy,
+	.kernel_count = t_count,
+	.kernel_get = t_get,
+	.error_string = t_strerror,
+	.shutdown = t_shutdown,
+};
+
 int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,
 			   size_t why_size);
 int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,
 			   size_t why_size)
 {
-	if (harness_api_version != FA_BACKEND_API_VERSION) {
-		snprintf(why, why_size, "test plugin knows backend API %d, harness has %d",
+	if (harness_api_version < FA_BACKEND_API_VERSION) {
+		snprintf(why, why_size, "test plugin needs backend API %d, harness reads up to %d",
 			 FA_BACKEND_API_VERSION, harness_api_version);
 		return -1;
 	}
 	memset(out, 0, sizeof *out);
 	out->api_version = FA_BACKEND_API_VERSION;
+	out->struct_size = (uint32_t)sizeof *out;
 	out->name = "test";
-	out->iface.device_info = t_info;
-	out->iface.alloc = t_alloc;
-	out->iface.free = t_free;
-	out->iface.upload = t_copy;
-	out->iface.download = t_copy;
-	out->iface.memset = t_memset;
-	out->iface.synchronize = t_sync;
-	out->iface.event_create = t_ev_create;
-	out->iface.event_record = t_ev_record;
-	out->iface.event_elapsed_ms = t_ev_elapsed;
-	out->iface.event_destroy = t_ev_destroy;
-	out->iface.kernel_count = t_count;
-	out->iface.kernel_get = t_get;
-	out->iface.error_string = t_strerror;
-	out->iface.shutdown = t_shutdown;
+	out->iface = &t_iface;
 	return 0;
 }

@@ -1,0 +1,566 @@
+/* plugin_v1.h - FROZEN: the plugin ABI of fabench's backend API version 1,
+ * exactly as harness/backend_impl.h, kernels/common/fa_problem.h and
+ * kernels/common/fa_dtype.h defined it at commit 1d246e7, concatenated so a
+ * plugin can be compiled against it alone. Never edit: tests/abi/plugin_v1.c
+ * is built against it to prove that the current harness still loads and runs
+ * a version 1 plugin (tests/test_plugins.c).
+ */
+#ifndef FA_PLUGIN_V1_FROZEN_H
+#define FA_PLUGIN_V1_FROZEN_H
+
+/* fa_problem.h - the attention problem descriptor that every kernel, backend,
+ * the reference and the harness share.
+ *
+ * One struct describes one forward attention call:
+ *   O[b, i, h, :] = softmax_j(scale * Q[b, i, h, :] . K[b, j, h / g, :] + mask) V[b, j, h / g, :]
+ * with g = heads / kv_heads (GQA by index mapping, K/V are never copied).
+ *
+ * Plain C, no allocation, usable from C11 host code and from CUDA/HIP device
+ * code (FA_HD marks functions callable on both sides).
+ *
+ * Conventions (documented for users in docs/suites.md):
+ * - Masks are aligned bottom-right when q_len != kv_len (the flash-attention
+ *   2.1+ convention): query row i of a sequence with lq queries and lk keys has
+ *   its diagonal at key diag = i + (lk - lq).
+ *     causal          j <= diag
+ *     prefix_lm       j < prefix_len  or  j <= diag  (bidirectional prefix)
+ *     sliding_window  diag - window < j <= diag      (window keys, self included)
+ * - A row that may attend no key at all produces zeros, never NaN.
+ * - Varlen: sequences are packed along the token axis; sequence b owns tokens
+ *   cu_seqlens[b] .. cu_seqlens[b+1]-1 and attends only within itself.
+ * - Addresses are in elements; the head dimension is always contiguous.
+ */
+#ifndef FA_PROBLEM_H
+#define FA_PROBLEM_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define FA_HD __host__ __device__ __forceinline__
+#else
+#define FA_HD static inline
+#endif
+
+/* Stored in the database by name, never by number; the numbers may change. */
+enum fa_dtype { FA_DTYPE_FP32 = 0, FA_DTYPE_FP16 = 1, FA_DTYPE_BF16 = 2, FA_DTYPE_COUNT };
+enum fa_mask {
+	FA_MASK_NONE = 0,
+	FA_MASK_CAUSAL = 1,
+	FA_MASK_PREFIX_LM = 2,
+	FA_MASK_SLIDING_WINDOW = 3,
+	FA_MASK_COUNT
+};
+enum fa_layout { FA_LAYOUT_BSHD = 0, FA_LAYOUT_BHSD = 1, FA_LAYOUT_COUNT };
+enum fa_dist { FA_DIST_NORMAL = 0, FA_DIST_UNIFORM = 1, FA_DIST_OUTLIERS = 2, FA_DIST_COUNT };
+enum fa_tensor { FA_TENSOR_Q = 0, FA_TENSOR_K = 1, FA_TENSOR_V = 2, FA_TENSOR_O = 3 };
+
+struct fa_problem {
+	int32_t batch;      /* sequences; for varlen the number of packed sequences */
+	int32_t heads;      /* query heads */
+	int32_t kv_heads;   /* key/value heads; heads % kv_heads == 0 */
+	int32_t q_len;      /* queries per sequence; varlen: the longest */
+	int32_t kv_len;     /* keys per sequence; varlen: the longest */
+	int32_t head_dim;   /* Q and K */
+	int32_t head_dim_v; /* V and O */
+	int32_t dtype;      /* enum fa_dtype, of Q, K, V and O */
+	int32_t mask;       /* enum fa_mask */
+	int32_t layout;     /* enum fa_layout */
+	int32_t prefix_len; /* FA_MASK_PREFIX_LM: used when prefix_lens is NULL */
+	int32_t window;     /* FA_MASK_SLIDING_WINDOW: keys per query, itself included */
+	int32_t varlen;     /* 1: lengths come from cu_seqlens_q / cu_seqlens_k */
+	int32_t total_q;    /* query tokens over the batch (batch * q_len unless varlen) */
+	int32_t total_k;    /* key tokens over the batch */
+	float scale;        /* softmax scale, usually 1/sqrt(head_dim) */
+	/* Element strides. Token t of sequence b, head h, starts at
+	 *   (varlen ? cu_seqlens[b] * stride_s : b * stride_b) + t * stride_s + h * stride_h */
+	int64_t q_stride_b, q_stride_s, q_stride_h;
+	int64_t k_stride_b, k_stride_s, k_stride_h;
+	int64_t v_stride_b, v_stride_s, v_stride_h;
+	int64_t o_stride_b, o_stride_s, o_stride_h;
+};
+
+/* Bytes of one element of dtype. */
+FA_HD int fa_dtype_size(int dtype)
+{
+	return dtype == FA_DTYPE_FP32 ? 4 : 2;
+}
+
+/* Query length of sequence b (cu may be NULL when the problem is not varlen). */
+FA_HD int32_t fa_seq_q_len(const struct fa_problem *p, const int32_t *cu_q, int b)
+{
+	return p->varlen ? cu_q[b + 1] - cu_q[b] : p->q_len;
+}
+
+FA_HD int32_t fa_seq_kv_len(const struct fa_problem *p, const int32_t *cu_k, int b)
+{
+	return p->varlen ? cu_k[b + 1] - cu_k[b] : p->kv_len;
+}
+
+/* First token of sequence b along the packed token axis. */
+FA_HD int64_t fa_seq_q_start(const struct fa_problem *p, const int32_t *cu_q, int b)
+{
+	return p->varlen ? (int64_t)cu_q[b] : (int64_t)b * p->q_len;
+}
+
+FA_HD int64_t fa_seq_kv_start(const struct fa_problem *p, const int32_t *cu_k, int b)
+{
+	return p->varlen ? (int64_t)cu_k[b] : (int64_t)b * p->kv_len;
+}
+
+/* Element offset of Q[b, t, h, 0]. */
+FA_HD int64_t fa_q_offset(const struct fa_problem *p, const int32_t *cu_q, int b, int64_t t, int h)
+{
+	int64_t base = p->varlen ? (int64_t)cu_q[b] * p->q_stride_s : (int64_t)b * p->q_stride_b;
+	return base + t * p->q_stride_s + (int64_t)h * p->q_stride_h;
+}
+
+FA_HD int64_t fa_k_offset(const struct fa_problem *p, const int32_t *cu_k, int b, int64_t t, int h)
+{
+	int64_t base = p->varlen ? (int64_t)cu_k[b] * p->k_stride_s : (int64_t)b * p->k_stride_b;
+	return base + t * p->k_stride_s + (int64_t)h * p->k_stride_h;
+}
+
+FA_HD int64_t fa_v_offset(const struct fa_problem *p, const int32_t *cu_k, int b, int64_t t, int h)
+{
+	int64_t base = p->varlen ? (int64_t)cu_k[b] * p->v_stride_s : (int64_t)b * p->v_stride_b;
+	return base + t * p->v_stride_s + (int64_t)h * p->v_stride_h;
+}
+
+FA_HD int64_t fa_o_offset(const struct fa_problem *p, const int32_t *cu_q, int b, int64_t t, int h)
+{
+	int64_t base = p->varlen ? (int64_t)cu_q[b] * p->o_stride_s : (int64_t)b * p->o_stride_b;
+	return base + t * p->o_stride_s + (int64_t)h * p->o_stride_h;
+}
+
+/* Tokens along the packed token axis, heads and head size of tensor t
+ * (enum fa_tensor). Every buffer is dense: tokens * heads * dim elements. */
+FA_HD void fa_tensor_shape(const struct fa_problem *p, int t, int64_t *tokens, int32_t *heads,
+			   int32_t *dim)
+{
+	*tokens = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->total_q : p->total_k;
+	*heads = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->heads : p->kv_heads;
+	*dim = (t == FA_TENSOR_Q || t == FA_TENSOR_K) ? p->head_dim : p->head_dim_v;
+}
+
+FA_HD int64_t fa_tensor_elems(const struct fa_problem *p, int t)
+{
+	int64_t tokens;
+	int32_t heads, dim;
+	fa_tensor_shape(p, t, &tokens, &heads, &dim);
+	return tokens * heads * dim;
+}
+
+/* Element offset of (packed token T, head h, 0) in tensor t. For varlen the
+ * packed token is the memory token; otherwise T = b * len + t. */
+FA_HD int64_t fa_tensor_offset(const struct fa_problem *p, int t, int64_t T, int h)
+{
+	int64_t sb, ss, sh, len;
+	switch (t) {
+	case FA_TENSOR_Q: sb = p->q_stride_b; ss = p->q_stride_s; sh = p->q_stride_h; len = p->q_len; break;
+	case FA_TENSOR_K: sb = p->k_stride_b; ss = p->k_stride_s; sh = p->k_stride_h; len = p->kv_len; break;
+	case FA_TENSOR_V: sb = p->v_stride_b; ss = p->v_stride_s; sh = p->v_stride_h; len = p->kv_len; break;
+	default: sb = p->o_stride_b; ss = p->o_stride_s; sh = p->o_stride_h; len = p->q_len; break;
+	}
+	if (p->varlen)
+		return T * ss + (int64_t)h * sh;
+	return (T / len) * sb + (T % len) * ss + (int64_t)h * sh;
+}
+
+/* Prefix length of sequence b (prefix_lens may be NULL). */
+FA_HD int32_t fa_seq_prefix(const struct fa_problem *p, const int32_t *prefix_lens, int b)
+{
+	return prefix_lens ? prefix_lens[b] : p->prefix_len;
+}
+
+/* Half-open key range [*lo, *hi) that query row i of a sequence with lq
+ * queries and lk keys may attend, ignoring the prefix of prefix_lm (which adds
+ * [0, prefix) on top). Every mask here is one contiguous range plus, for
+ * prefix_lm, the prefix; kernels use this to skip whole tiles. */
+FA_HD void fa_mask_range(int mask, int32_t i, int32_t lq, int32_t lk, int32_t window, int32_t *lo,
+			 int32_t *hi)
+{
+	int64_t diag = (int64_t)i + lk - lq;
+	int64_t l = 0, h = lk;
+	if (mask != FA_MASK_NONE) {
+		h = diag + 1;
+		if (mask == FA_MASK_SLIDING_WINDOW)
+			l = diag - window + 1;
+	}
+	if (l < 0)
+		l = 0;
+	if (h > lk)
+		h = lk;
+	if (h < l)
+		h = l;
+	*lo = (int32_t)l;
+	*hi = (int32_t)h;
+}
+
+/* 1 when query row i may attend key j. prefix is this sequence's prefix length. */
+FA_HD int fa_mask_allows(int mask, int32_t i, int32_t j, int32_t lq, int32_t lk, int32_t prefix,
+			 int32_t window)
+{
+	int32_t lo, hi;
+	if (mask == FA_MASK_PREFIX_LM && j < prefix)
+		return 1;
+	fa_mask_range(mask, i, lq, lk, window, &lo, &hi);
+	return j >= lo && j < hi;
+}
+
+/* Number of keys query row i attends (the exact count, prefix included). */
+FA_HD int64_t fa_mask_row_count(int mask, int32_t i, int32_t lq, int32_t lk, int32_t prefix,
+				int32_t window)
+{
+	int32_t lo, hi;
+	fa_mask_range(mask, i, lq, lk, window, &lo, &hi);
+	if (mask == FA_MASK_PREFIX_LM) {
+		int32_t p = prefix < lk ? prefix : lk;
+		/* union of [0, p) and [lo, hi) where lo == 0 for prefix_lm */
+		return hi > p ? hi : p;
+	}
+	return hi - lo;
+}
+
+#endif /* FA_PROBLEM_H */
+
+/* fa_dtype.h - exact conversions between fp32 and the 16-bit storage types,
+ * written in integer arithmetic so that the host and every GPU produce the
+ * same bits (round to nearest even, NaN kept quiet, subnormals handled).
+ *
+ * fp16 and bf16 values are passed around as uint16_t bit patterns; the
+ * harness never relies on a compiler's _Float16 or __bf16.
+ */
+#ifndef FA_DTYPE_H
+#define FA_DTYPE_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* (fa_problem.h is above) */
+
+FA_HD uint32_t fa_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+FA_HD float fa_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* bf16 is the top half of fp32: round the low 16 bits to nearest even. */
+FA_HD uint16_t fa_f32_to_bf16(float f)
+{
+	uint32_t u = fa_f32_bits(f);
+	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) /* NaN: keep sign, quiet */
+		return (uint16_t)((u >> 16) | 0x0040u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+FA_HD float fa_bf16_to_f32(uint16_t h)
+{
+	return fa_bits_f32((uint32_t)h << 16);
+}
+
+/* IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits. */
+FA_HD uint16_t fa_f32_to_f16(float f)
+{
+	uint32_t u = fa_f32_bits(f);
+	uint32_t sign = (u >> 16) & 0x8000u;
+	uint32_t absu = u & 0x7fffffffu;
+	if (absu >= 0x7f800000u) /* Inf or NaN */
+		return (uint16_t)(sign | 0x7c00u | (absu > 0x7f800000u ? 0x0200u : 0u));
+	if (absu >= 0x477ff000u) /* rounds to >= 65520: overflow to Inf */
+		return (uint16_t)(sign | 0x7c00u);
+	if (absu < 0x38800000u) { /* below 2^-14: fp16 subnormal or zero */
+		if (absu < 0x33000000u) /* below 2^-25: rounds to zero */
+			return (uint16_t)sign;
+		uint32_t e = absu >> 23;                    /* 102..112 */
+		uint32_t m = (absu & 0x7fffffu) | 0x800000u; /* 24-bit significand */
+		uint32_t shift = 126u - e;                  /* 14..24: to units of 2^-24 */
+		uint32_t q = m >> shift;
+		uint32_t rem = m & ((1u << shift) - 1u);
+		uint32_t half = 1u << (shift - 1u);
+		if (rem > half || (rem == half && (q & 1u)))
+			q++;
+		return (uint16_t)(sign | q);
+	}
+	/* normal: rebias exponent 127 -> 15 and round 23 -> 10 mantissa bits */
+	uint32_t v = absu - 0x38000000u; /* (127 - 15) << 23 */
+	uint32_t q = v >> 13;
+	uint32_t rem = v & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u)))
+		q++; /* a carry into the exponent is the right answer */
+	return (uint16_t)(sign | q);
+}
+
+FA_HD float fa_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+	uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
+	uint32_t m = (uint32_t)h & 0x3ffu;
+	if (e == 0x1fu)
+		return fa_bits_f32(sign | 0x7f800000u | (m << 13));
+	if (e == 0) {
+		if (m == 0)
+			return fa_bits_f32(sign);
+		/* subnormal: m * 2^-24, exact in fp32 */
+		float f = (float)m * 5.9604644775390625e-8f;
+		return sign ? -f : f;
+	}
+	return fa_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* Element i of a buffer of dtype, as fp32 (exact). */
+FA_HD float fa_load_f32(const void *buf, int dtype, int64_t i)
+{
+	if (dtype == FA_DTYPE_FP32)
+		return ((const float *)buf)[i];
+	if (dtype == FA_DTYPE_FP16)
+		return fa_f16_to_f32(((const uint16_t *)buf)[i]);
+	return fa_bf16_to_f32(((const uint16_t *)buf)[i]);
+}
+
+/* Store x into element i of a buffer of dtype, rounding to nearest even. */
+FA_HD void fa_store_f32(void *buf, int dtype, int64_t i, float x)
+{
+	if (dtype == FA_DTYPE_FP32)
+		((float *)buf)[i] = x;
+	else if (dtype == FA_DTYPE_FP16)
+		((uint16_t *)buf)[i] = fa_f32_to_f16(x);
+	else
+		((uint16_t *)buf)[i] = fa_f32_to_bf16(x);
+}
+
+/* x rounded to dtype and back: what storing in dtype does to a value. */
+FA_HD float fa_round_to_dtype(float x, int dtype)
+{
+	if (dtype == FA_DTYPE_FP16)
+		return fa_f16_to_f32(fa_f32_to_f16(x));
+	if (dtype == FA_DTYPE_BF16)
+		return fa_bf16_to_f32(fa_f32_to_bf16(x));
+	return x;
+}
+
+/* Outputs are filled with 0xff bytes before a kernel runs. In every dtype that
+ * pattern is a NaN whose payload no arithmetic produces (canonical NaNs are
+ * 0x7fc00000, 0x7e00, 0x7fc0), so an element still holding it was not written. */
+#define FA_POISON_BYTE 0xff
+
+FA_HD int fa_is_poison(const void *buf, int dtype, int64_t i)
+{
+	if (dtype == FA_DTYPE_FP32)
+		return ((const uint32_t *)buf)[i] == 0xffffffffu;
+	return ((const uint16_t *)buf)[i] == 0xffffu;
+}
+
+#endif /* FA_DTYPE_H */
+
+/* backend_impl.h - what a backend implements: the plugin ABI.
+ *
+ * A backend is a versioned struct of function pointers plus a context
+ * (the sqlite3_vfs / ggml_backend_i pattern). The CPU backend is built into
+ * fabench; GPU backends are shared objects (build/libfabench-cuda.so, ...)
+ * that export
+ *
+ *     int fa_backend_plugin_init(int harness_api_version,
+ *                                struct fa_backend *out,
+ *                                char *why, size_t why_size);
+ *
+ * which fills *out and returns 0, or returns nonzero with a one-line reason
+ * in why ("no CUDA device: cudaErrorNoDevice"). The harness refuses a plugin
+ * whose api_version it does not know, naming both numbers.
+ *
+ * Rules for the struct: append only. New members go at the end under a
+ * "version N" comment and FA_BACKEND_API_VERSION goes up. A NULL member is
+ * optional (its comment says so) and the harness has a fallback.
+ *
+ * Memory: every pointer a backend hands out (alloc) is a backend pointer;
+ * the harness only passes it back. Return codes are backend-specific ints,
+ * 0 meaning success; error_string turns them into words.
+ *
+ * This header is plain C and is included by CUDA/HIP translation units.
+ */
+#ifndef FA_BACKEND_IMPL_H
+#define FA_BACKEND_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* (fa_problem.h is above) */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA_BACKEND_API_VERSION 1
+#define FA_PLUGIN_INIT_SYMBOL "fa_backend_plugin_init"
+
+struct fa_device_info {
+	char name[128];    /* "NVIDIA H100 80GB HBM3", "AMD EPYC 7B13 (2 threads)" */
+	char arch[64];     /* "sm_90", "gfx1201", "x86_64" */
+	char driver[64];   /* driver version, "" when none */
+	char runtime[64];  /* runtime version, "" when none */
+	int64_t mem_total_bytes;
+	int64_t mem_free_bytes;
+	int32_t sm_count;  /* multiprocessors, compute units or CPU threads */
+	int64_t l2_bytes;  /* last-level cache, 0 when unknown */
+	double clock_mhz;  /* maximum core clock, 0 when unknown */
+	int32_t host_memory; /* 1: backend pointers are host pointers the harness
+	                        may read and write directly (the CPU backend) */
+};
+
+/* GPU state at one moment (NaN / -1 where unknown). */
+struct fa_telemetry {
+	double sm_clock_mhz, sm_clock_max_mhz, temp_c, power_w;
+	int64_t throttle_reasons; /* NVML clocks-event reason bits, -1 unknown */
+};
+
+/* Ceilings measured on the device by `fabench calibrate`. */
+struct fa_calibration {
+	double copy_gbps;       /* device-to-device copy, bytes read + written per second */
+	double matmul_tflops;   /* dense 16-bit matrix product (tensor cores where there are) */
+	double matmul_fp32_tflops; /* fp32 matrix product, 0 when not measured */
+	char method[128];       /* how: "cublasGemmEx bf16 8192^3", "fabench sgemm" */
+};
+
+/* A tunable parameter of a kernel (a heuristic threshold, a tile size). */
+struct fa_kernel_param {
+	const char *name;
+	int32_t default_value;
+	const int32_t *allowed; /* n_allowed values; NULL: any int in [min, max] */
+	int32_t n_allowed;
+	int32_t min_value, max_value;
+	const char *help;
+};
+
+#define FA_KERNEL_MAX_PARAMS 8
+
+/* Everything a launcher needs. All pointers are backend pointers. */
+struct fa_launch_args {
+	const struct fa_problem *p; /* host memory, valid for the call */
+	const void *q, *k, *v;
+	void *o;
+	const int32_t *cu_seqlens_q; /* batch + 1 entries; NULL unless p->varlen */
+	const int32_t *cu_seqlens_k;
+	const int32_t *prefix_lens;  /* batch entries; NULL: p->prefix_len for all */
+	const int32_t *params;       /* one value per kernel param, in order */
+	void *workspace;             /* workspace_bytes() bytes, or NULL */
+	size_t workspace_bytes;
+	void *stream;                /* backend queue (cudaStream_t), NULL on CPU */
+	void *backend_ctx;           /* the backend's context */
+	/* Set to nonzero by the harness's watchdog when the case's timeout passes.
+	 * CPU kernels poll it between tiles and return FA_KERNEL_CANCELLED. */
+	volatile int *cancel;
+	int32_t nthreads;            /* CPU: threads to use */
+};
+
+/* Launcher return value when *cancel was seen. */
+#define FA_KERNEL_CANCELLED (-2)
+
+struct fa_kernel {
+	const char *name;        /* "<backend>_<rest>", unique */
+	const char *description; /* one line for `fabench kernels` */
+	uint32_t dtypes;         /* bit (1u << FA_DTYPE_x) for each supported dtype */
+	int32_t head_dim_min, head_dim_max; /* inclusive, for head_dim and head_dim_v */
+	const int32_t *head_dims; /* n_head_dims allowed head_dim values; NULL: the range */
+	int32_t n_head_dims;
+	/* Bytes per (query row, key, query head) the kernel keeps in memory while
+	 * it runs, e.g. 4 for a dense kernel with an fp32 score tensor. The
+	 * harness adds batch*heads*q_len*kv_len*this to the memory estimate. */
+	int32_t score_bytes;
+	const struct fa_kernel_param *params;
+	int32_t n_params;
+	/* (optional) Return 1 when the kernel can run p, else 0 with a reason in
+	 * why ("head_dim 72 not instantiated"). NULL: dtypes and head dims decide. */
+	int (*supports)(const struct fa_problem *p, char *why, size_t why_size);
+	/* (optional) Scratch memory for p; NULL: none. */
+	size_t (*workspace_bytes)(const struct fa_problem *p, const int32_t *params);
+	/* Start the computation (asynchronous on GPUs). 0 or a backend error code. */
+	int (*launch)(const struct fa_launch_args *a);
+	/* 1: a kernel for fabench's own tests (one that faults, hangs, or is
+	 * wrong on purpose); hidden unless FABENCH_TEST_KERNELS=1. */
+	int32_t test_only;
+};
+
+struct fa_backend;
+
+struct fa_backend_i {
+	/* ---- version 1 ---- */
+	/* Describe the device the backend runs on. */
+	int (*device_info)(void *ctx, struct fa_device_info *out);
+	/* Device memory. alloc sets *ptr to NULL on failure. */
+	int (*alloc)(void *ctx, size_t bytes, void **ptr);
+	void (*free)(void *ctx, void *ptr);
+	int (*upload)(void *ctx, void *dst, const void *src, size_t bytes);
+	int (*download)(void *ctx, void *dst, const void *src, size_t bytes);
+	int (*memset)(void *ctx, void *dst, int byte, size_t bytes);
+	/* Wait for all work queued so far. */
+	int (*synchronize)(void *ctx);
+	/* Timing events: record puts a mark in the queue; elapsed_ms waits for
+	 * `stop` and returns the time between the two marks. */
+	int (*event_create)(void *ctx, void **ev);
+	int (*event_record)(void *ctx, void *ev);
+	int (*event_elapsed_ms)(void *ctx, void *start, void *stop, double *ms);
+	void (*event_destroy)(void *ctx, void *ev);
+	/* Kernels this backend provides; the table lives as long as the backend. */
+	int (*kernel_count)(void *ctx);
+	const struct fa_kernel *(*kernel_get)(void *ctx, int i);
+	/* Words for a return code of this backend ("cudaErrorIllegalAddress"). */
+	const char *(*error_string)(void *ctx, int code);
+	/* (optional) 1 when the last error left the device unusable (a CUDA
+	 * sticky error); the harness then ends the run. NULL: never. */
+	int (*is_sticky)(void *ctx, int code);
+	/* (optional) Fill n elements of dtype at dst with fa_rng_value(seed,
+	 * tensor, dist, logical index, dim) where element e of the buffer has
+	 * logical index logical_index(e) described by the problem: see
+	 * fa_data_fill in harness/data.h. NULL: the harness generates on the
+	 * host and uploads. */
+	int (*fill_random)(void *ctx, void *dst, const struct fa_problem *p, int tensor, int dist,
+			   uint64_t seed);
+	/* (optional) Evict the last-level cache before a cold sample. NULL: no-op. */
+	int (*flush_cache)(void *ctx);
+	/* Release everything; ctx is invalid afterwards. */
+	void (*shutdown)(void *ctx);
+	/* (optional) Dense reference of the rows rows[0..n_rows) (row id
+	 * T * heads + h, host array) on the device, from the inputs in a (backend
+	 * pointers; a->o is unused): fp32 storage and products, fp64 (or
+	 * compensated) row sums. Writes n_rows * head_dim_v values to out (host).
+	 * NULL: only the CPU reference exists. */
+	int (*reference)(void *ctx, const struct fa_launch_args *a, const int64_t *rows,
+			 int64_t n_rows, double *out);
+	/* (optional) Clocks, temperature, power and throttle reasons now (NVML).
+	 * NULL or an error: unknown. */
+	int (*telemetry)(void *ctx, struct fa_telemetry *out);
+	/* (optional) Capture n_launches launches of k with a into a replayable
+	 * graph (for kernels shorter than ~20 us), replay it, free it. */
+	int (*graph_create)(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
+			    int n_launches, void **graph);
+	int (*graph_launch)(void *ctx, void *graph);
+	void (*graph_destroy)(void *ctx, void *graph);
+	/* (optional) Measure this device's ceilings (can take seconds). */
+	int (*calibrate)(void *ctx, struct fa_calibration *out);
+};
+
+struct fa_backend {
+	int api_version;  /* FA_BACKEND_API_VERSION the backend was built with */
+	const char *name; /* "cpu", "cuda", "hip", "test" */
+	struct fa_backend_i iface;
+	void *context;
+};
+
+typedef int (*fa_backend_plugin_init_fn)(int harness_api_version, struct fa_backend *out,
+					 char *why, size_t why_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_BACKEND_IMPL_H */
+
+#endif /* FA_PLUGIN_V1_FROZEN_H */

@@ -1,0 +1,456 @@
+/* test_plugins.c - the plugin SDK as a third party uses it: the CPU example
+ * (examples/plugins/minimal-cpu) copied out of the tree, built against the
+ * installed header only, loaded with FABENCH_PLUGINS and run beside
+ * cpu_flash in one report table; the CUDA example compiled where nvcc is;
+ * a plugin built against the frozen version 1 header loaded and run; and
+ * the refusals (unknown versions, missing members, a kernel name that
+ * exists), each with its message. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness/backend.h"
+#include "../harness/data.h"
+#include "../harness/suite.h"
+#include "proc.h"
+#include "test.h"
+
+/* Runs argv (argv[0] looked up on PATH) in dir with the make variables of
+ * an enclosing `make test` removed; output goes to log. Returns the exit
+ * status, or -1 when it could not start. */
+static int run_tool(const char *dir, char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+	int st = 0;
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		FILE *f = fopen(log, "w");
+		if (f) {
+			dup2(fileno(f), 1);
+			dup2(fileno(f), 2);
+		}
+		unsetenv("MAKEFLAGS");
+		unsetenv("MFLAGS");
+		unsetenv("MAKELEVEL");
+		if (dir && chdir(dir) != 0)
+			_exit(126);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	size_t n = 0;
+	char *buf = fa_test_read_file(from, &n);
+	FILE *f;
+	int ok;
+	if (!buf)
+		return -1;
+	f = fopen(to, "wb");
+	ok = f && fwrite(buf, 1, n, f) == n;
+	if (f)
+		ok = fclose(f) == 0 && ok;
+	free(buf);
+	return ok ? 0 : -1;
+}
+
+static long long q_int(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/* The folder of the ABI test plugins: build/abi next to the test plugin. */
+static const char *abi_dir(void)
+{
+	static char dir[1024];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	const char *slash = p ? strrchr(p, '/') : NULL;
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s/abi", (int)(slash - p), p);
+	else
+		snprintf(dir, sizeof dir, "%s/build/abi", fa_test_root());
+	return dir;
+}
+
+/* Installs the SDK with `make install-sdk PREFIX=dir/prefix` and copies the
+ * example `name` to dir/name. Returns 0, or -1 after recording a failure. */
+static int stage_example(const char *dir, const char *name, const char *file)
+{
+	char prefix[1100], arg[1200], src[1200], dst[1200], log[1100], hdr[1200];
+	snprintf(prefix, sizeof prefix, "%s/prefix", dir);
+	snprintf(arg, sizeof arg, "PREFIX=%s", prefix);
+	snprintf(log, sizeof log, "%s/install.log", dir);
+	int st = run_tool(fa_test_root(), (char *[]){"make", "-s", "install-sdk", arg, NULL}, log);
+	FA_CHECKF(st == 0, "make install-sdk: status %d (see %s)", st, log);
+	snprintf(hdr, sizeof hdr, "%s/include/fabench/plugin.h", prefix);
+	FA_CHECKF(access(hdr, R_OK) == 0, "%s not installed", hdr);
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
+	mkdir(dst, 0777);
+	const char *files[] = {"Makefile", file};
+	for (int i = 0; i < 2; i++) {
+		snprintf(src, sizeof src, "%s/examples/plugins/%s/%s", fa_test_root(), name, files[i]);
+		snprintf(dst, sizeof dst, "%s/%s/%s", dir, name, files[i]);
+		if (copy_file(src, dst) != 0) {
+			FA_CHECKF(0, "cannot copy %s to %s", src, dst);
+			return -1;
+		}
+	}
+	return st == 0 ? 0 : -1;
+}
+
+FA_TEST(plugins, header_is_self_contained)
+{
+	/* plugin.h includes no harness header: only <...> system headers */
+	char path[1024];
+	snprintf(path, sizeof path, "%s/include/fabench/plugin.h", fa_test_root());
+	char *text = fa_test_read_file(path, NULL);
+	FA_REQUIRE(text != NULL);
+	for (char *l = strstr(text, "#include"); l; l = strstr(l + 1, "#include"))
+		FA_CHECKF(strncmp(l, "#include <", 10) == 0, "%.40s", l);
+	free(text);
+	/* the SDK's names agree with the harness's */
+	for (int d = 0; d < FA_DTYPE_COUNT; d++)
+		FA_CHECK(strcmp(fa_dtype_str(d), fa_dtype_name(d)) == 0);
+	for (int m = 0; m < FA_MASK_COUNT; m++)
+		FA_CHECK(strcmp(fa_mask_str(m), fa_mask_name(m)) == 0);
+	FA_CHECK(fa_dtype_str(FA_DTYPE_COUNT) == NULL && fa_mask_str(-1) == NULL);
+}
+
+FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
+{
+	const char *dir = fa_test_tmpdir();
+	char inc[1100], src[1100], so[1200], log[1100], db[1100], plug[2600], *env[2];
+	struct fa_proc_result r;
+	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
+		return;
+	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
+	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
+	snprintf(log, sizeof log, "%s/build.log", dir);
+	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
+	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
+	FA_REQUIRE(st == 0);
+	snprintf(so, sizeof so, "%s/libminimal-cpu.so", src);
+	FA_REQUIRE(access(so, R_OK) == 0);
+
+	snprintf(db, sizeof db, "%s/ex.db", dir);
+	unlink(db);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	env[0] = plug;
+	env[1] = NULL;
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, env, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECKF(strstr(r.out, "minimal_cpu_attn") && strstr(r.out, "from ") &&
+			  strstr(r.out, "libminimal-cpu.so"),
+		  "kernels:\n%s", r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "plugin minimal-cpu (") &&
+			  strstr(r.out, "1 kernel for cpu"),
+		  "devices:\n%s", r.out);
+	fa_proc_free(&r);
+
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash,minimal_cpu_attn", "--db", db, "--quiet", NULL},
+		    env, 300, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cpu_attn' AND "
+			   "status = 'pass' AND n_samples > 0") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'cpu_flash' AND "
+			   "status = 'pass'") == 4);
+	/* one table: both kernels, the plugin's speedup against cpu_flash */
+	fa_proc_run((char *[]){"report", "--db", db, "--baseline", "cpu_flash", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "minimal_cpu_attn") && strstr(r.out, "cpu_flash"),
+		  "report: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+
+	/* the same file twice (a folder and the file): loaded once */
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s:%s", src, so);
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, env, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "minimal_cpu_attn") &&
+		 strstr(strstr(r.out, "minimal_cpu_attn") + 1, "minimal_cpu_attn") == NULL);
+	fa_proc_free(&r);
+
+	/* the search path: plugins/ next to the executable (a copy of fabench
+	 * in a temp folder), without FABENCH_PLUGINS */
+	char bin[1200], pdir[1200], pso[1300], benv[1300];
+	snprintf(bin, sizeof bin, "%s/bin/fabench", dir);
+	snprintf(pdir, sizeof pdir, "%s/bin", dir);
+	mkdir(pdir, 0777);
+	snprintf(pdir, sizeof pdir, "%s/bin/plugins", dir);
+	mkdir(pdir, 0777);
+	snprintf(pso, sizeof pso, "%s/libminimal-cpu.so", pdir);
+	FA_REQUIRE(copy_file(fa_proc_bin(), bin) == 0 && chmod(bin, 0755) == 0);
+	FA_REQUIRE(copy_file(so, pso) == 0);
+	snprintf(benv, sizeof benv, "%s", getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "");
+	setenv("FABENCH_BIN", bin, 1);
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, NULL, 60, &r);
+	if (benv[0])
+		setenv("FABENCH_BIN", benv, 1);
+	else
+		unsetenv("FABENCH_BIN");
+	FA_CHECKF(r.status == 0 && strstr(r.out, "minimal_cpu_attn") && strstr(r.out, pso),
+		  "kernels from %s:\n%s\n%s", bin, r.out, r.err);
+	fa_proc_free(&r);
+
+	/* a second file with the same kernel: refused, both files named */
+	char dup[1200];
+	snprintf(dup, sizeof dup, "%s/libdup.so", src);
+	FA_REQUIRE(copy_file(so, dup) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s:%s", so, dup);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	char want[3000];
+	snprintf(want, sizeof want,
+		 "plugin %s: not loaded: cpu: kernel 'minimal_cpu_attn' is already provided by %s\n",
+		 dup, so);
+	FA_CHECKF(r.status == 0 && strstr(r.out, want), "devices:\n%s\nwanted: %s", r.out, want);
+	fa_proc_free(&r);
+}
+
+FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
+{
+	const char *dir = fa_test_tmpdir();
+	const char *nvcc = "/usr/local/cuda/bin/nvcc";
+	char inc[1100], src[1100], so[1200], log[1100], nv[1100];
+	if (access(nvcc, X_OK) != 0) {
+		fa_test_skip("no %s: the CUDA example is not compiled", nvcc);
+		return;
+	}
+	if (stage_example(dir, "minimal-cuda", "minimal_cuda.cu") != 0)
+		return;
+	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
+	snprintf(nv, sizeof nv, "NVCC=%s", nvcc);
+	snprintf(src, sizeof src, "%s/minimal-cuda", dir);
+	snprintf(log, sizeof log, "%s/build.log", dir);
+	/* PTX for sm_80, JIT-compiled on newer GPUs: a compile check here, and
+	 * runnable on any GPU fabench supports */
+	int st = run_tool(src, (char *[]){"make", "-s", inc, nv,
+					  "CUDA_ARCH=-gencode arch=compute_80,code=compute_80", NULL},
+			  log);
+	FA_CHECKF(st == 0, "CUDA example build: status %d, see %s", st, log);
+	snprintf(so, sizeof so, "%s/libminimal-cuda.so", src);
+	FA_CHECK(access(so, R_OK) == 0);
+	/* without a GPU the plugin still opens, and declines the cpu backend */
+	if (st != 0)
+		return;
+	char plug[1300], db[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "cpu: kernels for cuda only"), "devices:\n%s",
+		  r.out);
+	int on_gpu = strstr(r.out, "1 kernel for cuda") != NULL;
+	fa_proc_free(&r);
+	if (!on_gpu) {
+		fa_test_skip("the CUDA example was compiled, not run: the cuda backend did not load");
+		return;
+	}
+	/* on a GPU: beside cuda_flash_simt, in one run */
+	snprintf(db, sizeof db, "%s/ex.db", dir);
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
+			       "cuda_flash_simt,minimal_cuda_attn", "--db", db, "--quiet", NULL},
+		    env, 300, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cuda_attn' AND "
+			   "status = 'pass' AND n_samples > 0") == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+			   "status = 'pass'") == 4);
+}
+
+FA_TEST(plugins, v1_plugin_loads_and_runs)
+{
+	char so[1100], db[1100], plug[1200], *env[] = {plug, NULL};
+	struct fa_registry reg;
+	struct fa_err err;
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libfabench-abiv1.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	/* through the registry: the version 1 layout read into the current one */
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_registry_load(&reg, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_registry_load_plugin(&reg, so, NULL, &err) == FA_OK);
+	struct fa_backend_slot *s = &reg.slots[reg.n - 1];
+	FA_CHECK(strcmp(s->name, "abiv1") == 0 && s->be.api_version == 1);
+	FA_CHECK(s->be.iface.stream == NULL && s->be.iface.alloc != NULL);
+	FA_CHECK(strcmp(s->info.name, "abi v1 device (host memory)") == 0);
+	FA_CHECK(fa_backend_kernel_count(s) == 1 &&
+		 strcmp(fa_backend_kernel_get(s, 0)->name, "abiv1_attn") == 0);
+	fa_registry_free(&reg); /* its shutdown aborts unless it gets its own context */
+
+	snprintf(db, sizeof db, "%s/v1.db", fa_test_tmpdir());
+	unlink(db);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "abiv1", "--db", db,
+			       "--quiet", NULL},
+		    env, 300, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'abiv1_attn' AND "
+			   "status = 'pass' AND n_samples > 0") == 4);
+}
+
+/* `fabench devices` with FABENCH_PLUGINS=build/abi/libbad-VARIANT.so must
+ * print want (with %s the plugin's path). */
+static void check_refusal(const char *variant, const char *want_fmt)
+{
+	char so[1100], plug[1200], want[2400], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-%s.so", abi_dir(), variant);
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(want, sizeof want, want_fmt, so);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, want), "%s: devices:\n%s\nwanted: %s", variant,
+		  r.out, want);
+	fa_proc_free(&r);
+}
+
+FA_TEST(plugins, refusals_name_the_reason)
+{
+	check_refusal("future", "not loaded: plugin %s has backend API version 3; this fabench "
+				"knows versions 1 to 2\n");
+	check_refusal("nolaunch", "not loaded: plugin %s: backend 'bad' has no 'launch' in kernel "
+				  "'bad_k'\n");
+	check_refusal("noalloc", "not loaded: plugin %s: backend 'bad' has no 'alloc'\n");
+	check_refusal("kfuture", "plugin %s: not loaded: cpu: kernel plugin API version 3; this "
+				 "fabench knows versions 2 to 2\n");
+	check_refusal("knolaunch", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'launch'\n");
+	check_refusal("kclash", "plugin %s: not loaded: cpu: kernel 'cpu_flash' is already "
+				"provided by the built-in cpu backend\n");
+	/* a refused plugin changes nothing: cpu still has its own two kernels */
+	char so[1100];
+	struct fa_registry reg;
+	struct fa_err err;
+	snprintf(so, sizeof so, "%s/libbad-kclash.so", abi_dir());
+	setenv("FABENCH_PLUGINS", so, 1);
+	fa_err_clear(&err);
+	enum fa_rc rc = fa_registry_load(&reg, NULL, &err);
+	unsetenv("FABENCH_PLUGINS");
+	FA_REQUIRE(rc == FA_OK);
+	FA_CHECK(reg.n_plugins == 1 && reg.plugins[0].n_att == 0);
+	FA_CHECK(fa_backend_kernel_count(&reg.slots[0]) == 2);
+	fa_registry_free(&reg);
+	/* a path that does not exist, and a file that is no shared object */
+	char plug[1300], want[2400], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libnone.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s:tests/suites/tiny.yaml", so);
+	snprintf(want, sizeof want, "plugin %s: not loaded: %s does not exist\n", so, so);
+	fa_proc_run((char *[]){"devices", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, want) &&
+			  strstr(r.out, "plugin tests/suites/tiny.yaml: not loaded: cannot load "
+					"tests/suites/tiny.yaml: "),
+		  "devices:\n%s", r.out);
+	fa_proc_free(&r);
+}
+
+FA_TEST(plugins, plugin_error_codes_in_words)
+{
+	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kerr.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kerr.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
+			   "status = 'error' AND reason LIKE '%bad library status 1%'") == 2);
+}
+
+FA_TEST(plugins, kernel_records_are_checked)
+{
+	static const int32_t allowed[] = {1, 2};
+	struct fa_kernel_param par = {"tile", 1, allowed, 0, 0, 0, NULL};
+	struct fa_kernel k;
+	const char *miss;
+	char what[256];
+	memset(&k, 0, sizeof k);
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "name") == 0);
+	k.name = "ok_name";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "launch") == 0);
+	k.launch = (int (*)(const struct fa_launch_args *))1; /* never called */
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "dtypes") == 0);
+	k.dtypes = 1u << FA_DTYPE_FP16;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && !miss &&
+		 strcmp(what, "head_dim range 0..0 is empty or below 1") == 0);
+	k.head_dim_min = 1;
+	k.head_dim_max = 64;
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	k.name = "bad name";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "name 'bad name' has ' ': use letters, digits, '_', '-' and '.'") == 0);
+	k.name = "ok";
+	k.dtypes = 1u << 5;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "dtypes 0x20 has bits of no known dtype") == 0);
+	k.dtypes = 1;
+	k.n_params = 1;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "params") == 0);
+	k.params = &par;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has allowed values but n_allowed 0") == 0);
+	par.n_allowed = 2;
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.name = "a.b";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param name 'a.b' has '.': use letters, digits and '_'") == 0);
+	par.name = "tile";
+	k.n_params = FA_KERNEL_MAX_PARAMS + 1;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "n_params 9 outside 0..8") == 0);
+	k.n_params = 0;
+	k.n_head_dims = 2;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "head_dims") == 0);
+	k.n_head_dims = 0;
+	k.score_bytes = -1;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "score_bytes -1 is negative") == 0);
+}
+
+FA_TEST(plugins, launch_args_carry_version_and_stream)
+{
+	struct fa_registry reg;
+	struct fa_err err;
+	struct fa_launch_args a;
+	struct fa_problem p;
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_registry_load(&reg, NULL, &err) == FA_OK);
+	memset(&a, 0x5a, sizeof a);
+	fa_backend_launch_args_init(&reg.slots[0], &a);
+	FA_CHECK(a.struct_size == sizeof a && a.stream == NULL && a.q == NULL);
+	FA_CHECK(a.backend_ctx == reg.slots[0].be.context);
+	FA_CHECK(reg.slots[0].be.api_version == FA_BACKEND_API_VERSION);
+	fa_registry_free(&reg);
+	memset(&p, 0, sizeof p);
+	p.batch = p.heads = p.kv_heads = p.q_len = p.kv_len = p.total_q = p.total_k = 1;
+	p.head_dim = p.head_dim_v = 8;
+	fa_problem_set_strides(&p);
+	FA_CHECK(p.struct_size == sizeof p);
+}

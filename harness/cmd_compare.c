@@ -45,7 +45,7 @@ static void help(void)
 	       "exit status: 0 done (no regression with --fail-on-regression), 1 a regression\n"
 	       "with --fail-on-regression, or an error reading the database, 2 bad usage or\n"
 	       "an unknown run; see docs/compare.md\n",
-	       usage_text, FA_COMPARE_MIN_COMMIT_PREFIX, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
+	       usage_text, FA_COMPARE_MIN_COMMIT_PREFIX, FA_CMP_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
 /* A number from an option, the whole string; 0 on success. */

@@ -50,7 +50,8 @@ static void help(void)
 	       "                        holds ('head_dim == 128 && mask == causal')\n"
 	       "  --kernel NAME         heatmap: the tuned kernel (default: the one with the\n"
 	       "                        most sets of params); history: a glob on kernel names\n"
-	       "  --min-effect PCT      speedup, history: smallest change reported (default %g)\n"
+	       "  --min-effect PCT      speedup, history: smallest change reported (default\n"
+	       "                        %g for speedup, %g for history)\n"
 	       "  --alpha P             speedup: significance level (default %g)\n"
 	       "  --ignore-params       speedup: match by case and kernel only, as fabench\n"
 	       "                        compare (one kernel run with other tunables in HEAD,\n"
@@ -67,7 +68,7 @@ static void help(void)
 	       "  --size WxH            image size in pixels (default: from the content)\n\n"
 	       "Prints the path of the image. Exit status: 0 drawn, 1 nothing to plot, no\n"
 	       "gnuplot or gnuplot failed, 2 bad usage. See docs/plots.md.\n",
-	       usage_text, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
+	       usage_text, FA_CMP_MIN_EFFECT * 100, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
 /* A number from an option, the whole string; 0 on success. */

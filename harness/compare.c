@@ -491,6 +491,7 @@ void fa_compare_opts_init(struct fa_compare_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	fa_stats_verdict_defaults(&o->perf);
+	o->perf.min_effect = FA_CMP_MIN_EFFECT;
 }
 
 /* The ids a query with one bound text (or none) returns, appended to ids. */

@@ -73,7 +73,15 @@ struct fa_compare_opts {
 	                            error (FA_ERR_USAGE) */
 };
 
-/* Fills o with the defaults (fa_stats_verdict_defaults). */
+/* compare's default minimum effect: the A/A floor. Paired A/As flagged no
+ * row whose interval lay beyond 4% (H100, 18 x 56 rows of cuda_flash_mma on
+ * the smoke suite: 3 beyond 3%; this CPU VM, 20 x 16 rows: the largest
+ * |ratio - 1| 2.5%), while a planted 5% slowdown is found in every row
+ * (docs/compare.md). --min-effect lowers it on a quieter machine. */
+#define FA_CMP_MIN_EFFECT 0.04
+
+/* Fills o with the defaults (fa_stats_verdict_defaults, min_effect
+ * FA_CMP_MIN_EFFECT). */
 void fa_compare_opts_init(struct fa_compare_opts *o);
 
 /* One run of a side, as stored (strings owned by the struct fa_compare;

@@ -1183,3 +1183,4 @@ FA_TEST(compare, unchecked_imports_counted_apart)
 	fa_compare_free(&cmp);
 	fa_store_close(s);
 }
+

@@ -72,11 +72,11 @@ enum fa_cudnn_uid {
 	FA_CUDNN_UID_O,
 	FA_CUDNN_UID_SCALE,
 	FA_CUDNN_UID_NEG_INF,
-	FA_CUDNN_UID_SKV,     /* bottom-right shift, fixed lengths: kv_len */
-	FA_CUDNN_UID_SQ,      /* and q_len */
+	FA_CUDNN_UID_SKV,     /* unused (was a by-value bottom-right shift) */
+	FA_CUDNN_UID_SQ,      /* unused */
 	FA_CUDNN_UID_WINDOW,  /* sliding window left bound */
 	FA_CUDNN_UID_PREFIX,  /* prefix_lm: batch int32 prefix lengths */
-	FA_CUDNN_UID_SEQ_Q,   /* varlen: batch int32 lengths */
+	FA_CUDNN_UID_SEQ_Q,   /* varlen, bottom-right: batch int32 lengths */
 	FA_CUDNN_UID_SEQ_KV,
 	FA_CUDNN_UID_RAG_Q,   /* varlen: batch + 1 int32 element offsets */
 	FA_CUDNN_UID_RAG_K,
@@ -107,11 +107,11 @@ struct fa_cudnn_plan {
 	size_t aux_pitch_bytes;    /* six int32 arrays this far apart */
 	/* by-value scalars of the graph (the variant pack points here) */
 	float neg_inf;
-	int32_t skv, sq;
 	float window_f;
 	int32_t window_i;
 	int window_is_float;
 	void *prefix_dev;          /* prefix_lm: batch int32 copies of prefix_len */
+	void *seq_q_dev, *seq_kv_dev; /* bottom-right, fixed lengths: of q_len, kv_len */
 	int64_t uids[FA_CUDNN_MAX_VARIANTS]; /* the non-virtual tensors, in order */
 	int n_uids;
 	struct fa_cudnn_plan *next; /* hash chain */
@@ -119,6 +119,9 @@ struct fa_cudnn_plan {
 
 /* Fills key from p. */
 void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key);
+/* 1 when the graph of k has per-sequence lengths (SEQ_Q, SEQ_KV): varlen,
+ * or a mask aligned bottom-right (q_len != kv_len). */
+int fa_cudnn_key_padded(const struct fa_cudnn_key *k);
 
 /* Builds the operation graph of key, asks the heuristics for engine
  * configurations and finalizes the first plan that cuDNN accepts; when no

@@ -276,15 +276,21 @@ static size_t aux_offset(const struct fa_cudnn_plan *pl)
 	return align_up(stats_offset(pl) + pl->stats_bytes);
 }
 
+/* Never 0: the variant pack always gets a workspace pointer (cuDNN checks
+ * the pack's pointers for NULL; one aligned block costs nothing). */
+static size_t plan_bytes(const struct fa_cudnn_plan *pl)
+{
+	size_t n = aux_offset(pl) + pl->aux_bytes;
+	return n > SDPA_AUX_ALIGN ? n : SDPA_AUX_ALIGN;
+}
+
 static size_t sdpa_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 {
 	struct fa_cudnn_plan *pl;
 	(void)params;
 	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p)) || !pl->ready)
 		return 0;
-	if (pl->plan_ws_bytes == 0 && pl->stats_bytes == 0 && pl->aux_bytes == 0)
-		return 0;
-	return aux_offset(pl) + pl->aux_bytes;
+	return plan_bytes(pl);
 }
 
 /* The last launch failure in words, for fa_cudnn_error_string. */
@@ -325,11 +331,10 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		snprintf(launch_error, sizeof launch_error, "%s", pl->why);
 		return launch_error_code = FA_CUDNN_ERR + pl->status;
 	}
-	if ((pl->plan_ws_bytes > 0 || pl->stats_bytes > 0 || pl->aux_bytes > 0) &&
-	    (!a->workspace || a->workspace_bytes < aux_offset(pl) + pl->aux_bytes)) {
+	if (!a->workspace || a->workspace_bytes < plan_bytes(pl)) {
 		snprintf(launch_error, sizeof launch_error,
 			 "cudnn_sdpa: workspace of %zu bytes, the plan needs %zu", a->workspace_bytes,
-			 aux_offset(pl) + pl->aux_bytes);
+			 plan_bytes(pl));
 		return launch_error_code = FA_CUDNN_ERR + (int)CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT;
 	}
 	if (p->varlen) {
@@ -358,8 +363,6 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		case FA_CUDNN_UID_O: ptrs[i] = a->o; break;
 		case FA_CUDNN_UID_SCALE: ptrs[i] = &scale; break;
 		case FA_CUDNN_UID_NEG_INF: ptrs[i] = &pl->neg_inf; break;
-		case FA_CUDNN_UID_SKV: ptrs[i] = &pl->skv; break;
-		case FA_CUDNN_UID_SQ: ptrs[i] = &pl->sq; break;
 		case FA_CUDNN_UID_WINDOW:
 			ptrs[i] = pl->window_is_float ? (void *)&pl->window_f : (void *)&pl->window_i;
 			break;
@@ -371,12 +374,12 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		case FA_CUDNN_UID_RAG_K: ptrs[i] = aux_n + pitch; break;
 		case FA_CUDNN_UID_RAG_V: ptrs[i] = aux_n + 2 * pitch; break;
 		case FA_CUDNN_UID_RAG_O: ptrs[i] = aux_n + 3 * pitch; break;
-		case FA_CUDNN_UID_SEQ_Q: ptrs[i] = aux_n + 4 * pitch; break;
-		case FA_CUDNN_UID_SEQ_KV: ptrs[i] = aux_n + 5 * pitch; break;
+		case FA_CUDNN_UID_SEQ_Q: ptrs[i] = aux ? aux_n + 4 * pitch : pl->seq_q_dev; break;
+		case FA_CUDNN_UID_SEQ_KV: ptrs[i] = aux ? aux_n + 5 * pitch : pl->seq_kv_dev; break;
 		default: ptrs[i] = NULL; break;
 		}
 	}
-	void *ws = pl->plan_ws_bytes > 0 ? a->workspace : NULL;
+	void *ws = a->workspace;
 	pthread_mutex_lock(&api->lock);
 	if ((st = api->set_stream(api->handle, stream)) != CUDNN_STATUS_SUCCESS) {
 		pthread_mutex_unlock(&api->lock);

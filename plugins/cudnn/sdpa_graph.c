@@ -7,8 +7,8 @@
  *
  *   S = Q K^T                      matmul, K described transposed by strides
  *   S = S * scale                  pointwise MUL, scale passed by value
- *   padding (varlen)               row < seq_q[b] and col < seq_kv[b], else -inf
- *   causal (bottom-right)          row + seq_kv - seq_q >= col, else -inf
+ *   padding (varlen, bottom-right) row < seq_q[b] and col < seq_kv[b], else -inf
+ *   causal (bottom-right)          row + seq_kv[b] - seq_q[b] >= col, else -inf
  *     prefix_lm                      ... or col < prefix[b]
  *   sliding window (left bound)    col + window - seq_kv + seq_q > row, else -inf
  *   softmax                        max, sub, exp, sum, div (no stats: inference)
@@ -19,7 +19,15 @@
  * kv_heads heads and cuDNN broadcasts them over the query heads. Varlen
  * cases use ragged offsets (element offsets of each sequence, batch + 1
  * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
- * the lengths as matmul M/N/K overrides.
+ * the lengths as matmul M/N/K overrides. A masked case with fixed lengths
+ * q_len != kv_len (bottom-right diagonal) takes the same padded form with
+ * device arrays of batch copies of q_len and kv_len (cudnn-frontend's
+ * padding + bottom-right pattern): cuDNN 9.19 on sm_90 read the by-value
+ * scalar shift as memory (an illegal address on an H100).
+ *
+ * Every non-virtual tensor is used by an operation: the variant pack names
+ * exactly the graph's tensors (a declared but unused tensor, as the -inf of
+ * an unmasked graph was, fails execution with BAD_PARAM_NULL_POINTER).
  *
  * Every descriptor made for a plan is kept with it and destroyed with it.
  */
@@ -49,7 +57,19 @@ struct gb {
 	int n_ops;
 	int64_t next_uid;
 	int failed;
+	/* the variant tensors (pl->uids order) and whether an operation or a
+	 * tensor uses each: the variant pack must name no unused tensor */
+	cudnnBackendDescriptor_t variant[FA_CUDNN_MAX_VARIANTS];
+	int used[FA_CUDNN_MAX_VARIANTS];
 };
+
+/* Marks d used when it is a variant tensor. */
+static void gb_use(struct gb *g, cudnnBackendDescriptor_t d)
+{
+	for (int i = 0; d && i < g->pl->n_uids; i++)
+		if (g->variant[i] == d)
+			g->used[i] = 1;
+}
 
 static void gb_fail(struct gb *g, cudnnStatus_t st, const char *step)
 {
@@ -142,8 +162,10 @@ static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataTy
 			gb_fail_text(g, "cudnn_sdpa: more variant tensors than FA_CUDNN_MAX_VARIANTS");
 			return NULL;
 		}
+		g->variant[g->pl->n_uids] = d;
 		g->pl->uids[g->pl->n_uids++] = uid;
 	}
+	gb_use(g, ragged);
 	return g->failed ? NULL : d;
 }
 
@@ -199,6 +221,7 @@ static cudnnBackendDescriptor_t gb_pw(struct gb *g, cudnnPointwiseMode_t mode, c
 	       "pointwise y");
 	gb_finalize(g, op, "pointwise operation finalize");
 	gb_op(g, op);
+	gb_use(g, x), gb_use(g, b), gb_use(g, t), gb_use(g, y);
 	return g->failed ? NULL : y;
 }
 
@@ -223,6 +246,7 @@ static void gb_reduce(struct gb *g, cudnnReduceTensorOp_t how, cudnnBackendDescr
 	       "reduction descriptor");
 	gb_finalize(g, op, "reduction operation finalize");
 	gb_op(g, op);
+	gb_use(g, x), gb_use(g, y);
 }
 
 /* c = a b, fp32 accumulation; m, n, k: per-batch GEMM size overrides (varlen) or NULL. */
@@ -256,6 +280,13 @@ static void gb_matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDesc
 		       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k, "matmul k override");
 	gb_finalize(g, op, "matmul operation finalize");
 	gb_op(g, op);
+	gb_use(g, a), gb_use(g, b), gb_use(g, c);
+	gb_use(g, m), gb_use(g, n), gb_use(g, k);
+}
+
+int fa_cudnn_key_padded(const struct fa_cudnn_key *k)
+{
+	return k->varlen || (k->mask != FA_MASK_NONE && k->q_len != k->kv_len);
 }
 
 void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
@@ -287,11 +318,26 @@ void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
 	key->o_stride_h = p->o_stride_h;
 }
 
-/* The -inf of the masks, a boolean/int32/fp32 index pipeline per mask, as
- * cudnn-frontend's composite nodes build them. */
+/* The -inf of masked scores: a by-value fp32 tensor, made on first use so
+ * that an unmasked graph declares no tensor it does not use. */
+static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_t *neg_inf)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	if (!*neg_inf) {
+		/* cuDNN before 9.10 wants the lowest finite value for masked
+		 * scores (cudnn-frontend's get_negative_inf_value) */
+		g->pl->neg_inf = g->api->version < 91000 ? -FLT_MAX : -INFINITY;
+		*neg_inf = gb_tensor(g, FA_CUDNN_UID_NEG_INF, CUDNN_DATA_FLOAT, one4, one4, 1, NULL);
+	}
+	return *neg_inf;
+}
+
+/* The masks, a boolean/int32/fp32 index pipeline per mask, as
+ * cudnn-frontend's composite nodes build them. seq_q and seq_kv (device
+ * lengths, [batch, 1, 1, 1]) are given for varlen and for bottom-right
+ * cases, NULL otherwise. */
 static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key *k,
 					 cudnnBackendDescriptor_t s, const int64_t sd[4],
-					 cudnnBackendDescriptor_t neg_inf,
 					 cudnnBackendDescriptor_t seq_q,
 					 cudnnBackendDescriptor_t seq_kv)
 {
@@ -299,17 +345,16 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 	const cudnnDataType_t i32 = CUDNN_DATA_INT32, f32 = CUDNN_DATA_FLOAT,
 			      b8 = CUDNN_DATA_BOOLEAN;
 	struct fa_cudnn_plan *pl = g->pl;
-	int bottom_right = k->varlen || k->q_len != k->kv_len;
-	cudnnBackendDescriptor_t row, col, r, c;
+	cudnnBackendDescriptor_t row, col, r, c, neg_inf = NULL;
 
-	if (k->varlen) {
+	if (seq_q) {
 		/* padding: rows and columns past this sequence's lengths */
 		row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
 		col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
 		r = gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, row, seq_q, NULL, gb_virtual(g, b8, sd));
 		c = gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, col, seq_kv, NULL, gb_virtual(g, b8, sd));
 		c = gb_pw(g, CUDNN_POINTWISE_LOGICAL_AND, b8, -1, r, c, NULL, gb_virtual(g, b8, sd));
-		s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c,
+		s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, gb_neg_inf(g, &neg_inf), c,
 			  gb_virtual(g, f32, sd));
 	}
 	if (k->mask == FA_MASK_NONE)
@@ -319,16 +364,9 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
 	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
 	r = row;
-	if (bottom_right) {
-		cudnnBackendDescriptor_t skv = seq_kv, sq = seq_q;
-		if (!k->varlen) {
-			pl->skv = k->kv_len;
-			pl->sq = k->q_len;
-			skv = gb_tensor(g, FA_CUDNN_UID_SKV, i32, one4, one4, 1, NULL);
-			sq = gb_tensor(g, FA_CUDNN_UID_SQ, i32, one4, one4, 1, NULL);
-		}
-		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, r, skv, NULL, gb_virtual(g, i32, sd));
-		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, r, sq, NULL, gb_virtual(g, i32, sd));
+	if (seq_q) {
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, r, seq_kv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, r, seq_q, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GE, b8, -1, r, col, NULL, gb_virtual(g, b8, sd));
 	if (k->mask == FA_MASK_PREFIX_LM) {
@@ -338,17 +376,18 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 			gb_pw(g, CUDNN_POINTWISE_CMP_LT, b8, -1, col, pt, NULL, gb_virtual(g, b8, sd));
 		c = gb_pw(g, CUDNN_POINTWISE_LOGICAL_OR, b8, -1, c, pm, NULL, gb_virtual(g, b8, sd));
 	}
-	s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c, gb_virtual(g, f32, sd));
+	s = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, gb_neg_inf(g, &neg_inf), c,
+		  gb_virtual(g, f32, sd));
 	if (k->mask != FA_MASK_SLIDING_WINDOW)
 		return s;
 
 	/* left bound: col + window - (seq_kv - seq_q) > row */
 	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
 	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
-	if (!k->varlen) {
-		/* fixed lengths fold the shift into one fp32 constant */
+	if (!seq_q) {
+		/* q_len == kv_len: the window as one fp32 constant */
 		pl->window_is_float = 1;
-		pl->window_f = (float)((int64_t)k->window - k->kv_len + k->q_len);
+		pl->window_f = (float)k->window;
 		cudnnBackendDescriptor_t w = gb_tensor(g, FA_CUDNN_UID_WINDOW, f32, one4, one4, 1, NULL);
 		c = gb_pw(g, CUDNN_POINTWISE_ADD, f32, 3, col, w, NULL, gb_virtual(g, f32, sd));
 	} else {
@@ -360,7 +399,7 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, c, seq_q, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GT, b8, -1, c, row, NULL, gb_virtual(g, b8, sd));
-	return gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, neg_inf, c,
+	return gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, gb_neg_inf(g, &neg_inf), c,
 		     gb_virtual(g, f32, sd));
 }
 
@@ -376,14 +415,17 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
 	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL;
 	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
-	cudnnBackendDescriptor_t tq, tk, tv, to, scale, neg_inf, s, mx, e, z, pmat, graph;
+	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat, graph;
 
 	if (k->varlen) {
-		int64_t rd[4] = {B + 1, 1, 1, 1}, ld[4] = {B, 1, 1, 1};
+		int64_t rd[4] = {B + 1, 1, 1, 1};
 		rq = gb_tensor(g, FA_CUDNN_UID_RAG_Q, i32, rd, one4, 0, NULL);
 		rk = gb_tensor(g, FA_CUDNN_UID_RAG_K, i32, rd, one4, 0, NULL);
 		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
 		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
+	}
+	if (fa_cudnn_key_padded(k)) {
+		int64_t ld[4] = {B, 1, 1, 1};
 		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
 		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
 	}
@@ -405,15 +447,11 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	tv = gb_tensor(g, FA_CUDNN_UID_V, io, vd, vs, 0, rv);
 	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, ro);
 	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
-	/* cuDNN before 9.10 wants the lowest finite value for masked scores
-	 * (cudnn-frontend's get_negative_inf_value) */
-	pl->neg_inf = g->api->version < 91000 ? -FLT_MAX : -INFINITY;
-	neg_inf = gb_tensor(g, FA_CUDNN_UID_NEG_INF, f32, one4, one4, 1, NULL);
 
 	s = gb_virtual(g, f32, sd);
 	gb_matmul(g, tq, tk, s, seq_q, seq_kv, NULL);
 	s = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, s, scale, NULL, gb_virtual(g, f32, sd));
-	s = gb_masks(g, k, s, sd, neg_inf, seq_q, seq_kv);
+	s = gb_masks(g, k, s, sd, seq_q, seq_kv);
 
 	/* softmax without stats: P = exp(S - max) / sum */
 	mx = gb_virtual(g, f32, rowd);
@@ -434,6 +472,14 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	pmat = gb_pw(g, CUDNN_POINTWISE_DIV, f32, -1, e, z, NULL, gb_virtual(g, io, sd));
 	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
 
+	for (int i = 0; i < pl->n_uids && !g->failed; i++) {
+		char text[120];
+		if (g->used[i])
+			continue;
+		snprintf(text, sizeof text, "cudnn_sdpa: tensor uid %lld is used by no operation",
+			 (long long)pl->uids[i]);
+		gb_fail_text(g, text);
+	}
 	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
 	if (g->api->handle) /* NULL only in device-less checks */
 		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
@@ -444,12 +490,11 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	return g->failed ? NULL : graph;
 }
 
-/* The prefix_lm lengths on the device: batch copies of prefix_len, used
- * when the launch has no per-sequence prefix_lens. */
-static void gb_prefix_buffer(struct gb *g)
+/* batch int32 copies of value on the device, in *dst (NULL on failure,
+ * then the build fails with the reason). */
+static void gb_int_buffer(struct gb *g, void **dst, int32_t value, const char *what)
 {
-	struct fa_cudnn_plan *pl = g->pl;
-	size_t bytes = (size_t)pl->key.batch * sizeof(int32_t);
+	size_t bytes = (size_t)g->pl->key.batch * sizeof(int32_t);
 	int32_t *host = malloc(bytes);
 	cudaError_t e;
 	char text[160];
@@ -457,15 +502,15 @@ static void gb_prefix_buffer(struct gb *g)
 		gb_fail_text(g, "cudnn_sdpa: out of host memory");
 		return;
 	}
-	for (int32_t b = 0; b < pl->key.batch; b++)
-		host[b] = pl->key.prefix_len;
-	e = cudaMalloc(&pl->prefix_dev, bytes);
+	for (int32_t b = 0; b < g->pl->key.batch; b++)
+		host[b] = value;
+	e = cudaMalloc(dst, bytes);
 	if (e == cudaSuccess)
-		e = cudaMemcpy(pl->prefix_dev, host, bytes, cudaMemcpyHostToDevice);
+		e = cudaMemcpy(*dst, host, bytes, cudaMemcpyHostToDevice);
 	free(host);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		snprintf(text, sizeof text, "cudnn_sdpa: prefix buffer: %s", cudaGetErrorName(e));
+		snprintf(text, sizeof text, "cudnn_sdpa: %s buffer: %s", what, cudaGetErrorName(e));
 		gb_fail_text(g, text);
 	}
 }
@@ -566,8 +611,14 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		pl->status = (int)(first_status ? first_status : CUDNN_STATUS_NOT_SUPPORTED);
 		return;
 	}
+	/* device inputs the launch does not bring: prefix_lm lengths when the
+	 * case has no per-sequence ones, fixed lengths of a bottom-right case */
 	if (pl->key.mask == FA_MASK_PREFIX_LM)
-		gb_prefix_buffer(&g);
+		gb_int_buffer(&g, &pl->prefix_dev, pl->key.prefix_len, "prefix");
+	if (fa_cudnn_key_padded(&pl->key) && !pl->key.varlen) {
+		gb_int_buffer(&g, &pl->seq_q_dev, pl->key.q_len, "q_len");
+		gb_int_buffer(&g, &pl->seq_kv_dev, pl->key.kv_len, "kv_len");
+	}
 	if (g.failed) {
 		(void)api->destroy_desc(pl->plan);
 		pl->plan = NULL;
@@ -624,7 +675,10 @@ void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	for (int i = pl->n_descs - 1; i >= 0; i--)
 		(void)api->destroy_desc(pl->descs[i]);
 	pl->n_descs = 0;
-	if (pl->prefix_dev)
-		(void)cudaFree(pl->prefix_dev);
-	pl->prefix_dev = NULL;
+	void **bufs[] = {&pl->prefix_dev, &pl->seq_q_dev, &pl->seq_kv_dev};
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+		if (*bufs[i])
+			(void)cudaFree(*bufs[i]);
+		*bufs[i] = NULL;
+	}
 }

@@ -8,7 +8,11 @@
  * B=2 H=16 L=8192 D=128 bf16 with CUDA events and prints TFLOP/s
  * (4 B H L^2 D / time; half of that for causal).
  *
- *   build/cudnn-selftest            every case, then the timing
+ *   build/cudnn-selftest            every case, then the timing, each in a
+ *                                   process of its own (a case that kills
+ *                                   the CUDA context loses only itself)
+ *   build/cudnn-selftest --case N   case N only (0-based; the timings are
+ *                                   the two after the last case), in process
  *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
  *   build/cudnn-selftest --graphs   no device needed: builds each case's
  *                                   operation graph (every tensor and
@@ -18,12 +22,16 @@
  * Exit status: 0 when no case failed, 1 otherwise, 2 when cuDNN or the
  * device is missing.
  */
+#include <errno.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -316,6 +324,21 @@ static double check_rows(struct dev_case *d, int all_rows, int *empty_rows, doub
 	return worst;
 }
 
+/* After a failed case: a sticky error (an illegal address, a trap) kills
+ * the context, and every later CUDA call would fail with it. End here with
+ * the reason instead of failing every case after. */
+static void dead_context_check(const char *name)
+{
+	(void)cudaGetLastError();
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e == cudaSuccess)
+		return;
+	printf("FAIL  the CUDA context is dead after '%s' (%s): no further case can run in "
+	       "this process\n",
+	       name, cudaGetErrorString(e));
+	exit(1);
+}
+
 static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStream_t stream)
 {
 	struct dev_case d;
@@ -349,6 +372,7 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 		printf("FAIL  %-66s launch: %s; sync: %s\n", c->name,
 		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e));
 		n_fail++;
+		dead_context_check(c->name);
 		dev_free(&d);
 		return;
 	}
@@ -480,6 +504,45 @@ static int run_graphs(void)
 	return n_fail ? 1 : 0;
 }
 
+#define N_CASES (sizeof cases / sizeof cases[0])
+#define N_TIMINGS 2
+
+/* Runs every case and timing in a child process of its own (this program
+ * with --case N), relaying its output; counts the results from the exit
+ * status: 0 pass, 3 skip, anything else (a crash included) a failure. */
+static int run_isolated(const char *self)
+{
+	extern char **environ;
+	for (size_t i = 0; i < N_CASES + N_TIMINGS; i++) {
+		char num[32];
+		char *argv[] = {(char *)self, "--case", num, NULL};
+		const char *name = i < N_CASES ? cases[i].name : i == N_CASES ? "timing none" : "timing causal";
+		pid_t pid;
+		int st = 0, rc;
+		snprintf(num, sizeof num, "%zu", i);
+		fflush(stdout);
+		if ((rc = posix_spawn(&pid, self, NULL, NULL, argv, environ)) != 0) {
+			printf("FAIL  %s: cannot start '%s': %s\n", name, self, strerror(rc));
+			return 1;
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+			n_pass++;
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
+			n_skip++;
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 2) {
+			return 2; /* no device or no cuDNN: the child said why */
+		} else {
+			n_fail++;
+			if (WIFSIGNALED(st))
+				printf("FAIL  %-66s killed by signal %d\n", name, WTERMSIG(st));
+		}
+	}
+	printf("%d passed, %d failed, %d skipped (a process per case)\n", n_pass, n_fail, n_skip);
+	return n_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	char why[600];
@@ -487,10 +550,18 @@ int main(int argc, char **argv)
 	struct cudaDeviceProp prop;
 	cudaStream_t stream;
 	int dev = 0;
+	long only = -1;
+	char *end = NULL;
 	if (argc == 2 && strcmp(argv[1], "--graphs") == 0)
 		return run_graphs();
-	if (argc > 1) {
-		printf("usage: cudnn-selftest [--graphs]\n");
+	if (argc == 3 && strcmp(argv[1], "--case") == 0) {
+		only = strtol(argv[2], &end, 10);
+		if (*end || only < 0 || only >= (long)(N_CASES + N_TIMINGS)) {
+			printf("case '%s' out of range: 0 to %zu\n", argv[2], N_CASES + N_TIMINGS - 1);
+			return 2;
+		}
+	} else if (argc > 1) {
+		printf("usage: cudnn-selftest [--graphs | --case N]\n");
 		return 2;
 	}
 	if (cudaSetDevice(dev) != cudaSuccess || cudaFree(0) != cudaSuccess ||
@@ -506,16 +577,26 @@ int main(int argc, char **argv)
 		printf("FAIL  fa_cudnn_kernels gave no kernel\n");
 		return 1;
 	}
-	printf("device %s (sm_%d%d); %s: %s\n", prop.name, prop.major, prop.minor, ks->name,
-	       ks->description);
+	if (only < 0) {
+		printf("device %s (sm_%d%d); %s: %s\n", prop.name, prop.major, prop.minor, ks->name,
+		       ks->description);
+		/* the children open their own context and cuDNN handle */
+		char self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		fa_cudnn_shutdown();
+		if (n <= 0) {
+			printf("FAIL  cannot find this program: /proc/self/exe: %s\n", strerror(errno));
+			return 1;
+		}
+		self[n] = '\0';
+		return run_isolated(self);
+	}
 	CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		run_case(ks, &cases[i], stream);
-	run_timing(ks, FA_MASK_NONE, stream);
-	run_timing(ks, FA_MASK_CAUSAL, stream);
-	printf("%d passed, %d failed, %d skipped; %d plans cached\n", n_pass, n_fail, n_skip,
-	       fa_cudnn_cache_count());
+	if (only < (long)N_CASES)
+		run_case(ks, &cases[only], stream);
+	else
+		run_timing(ks, only == (long)N_CASES ? FA_MASK_NONE : FA_MASK_CAUSAL, stream);
 	fa_cudnn_shutdown();
 	cudaStreamDestroy(stream);
-	return n_fail ? 1 : 0;
+	return n_fail ? 1 : n_skip ? 3 : 0;
 }

@@ -1,7 +1,8 @@
 /* test_cudnn_plugin.c - the cuDNN kernel plugin (plugins/cudnn) on a machine
  * without a GPU: build/plugins/libfabench-cudnn.so loads, declines every
  * backend but cuda, refuses an older harness naming both versions, fails
- * with a reason (and no crash) when asked for cuda without a device, and
+ * with a reason (and no crash) when asked for cuda without a device, its
+ * kernel record passes the harness's checks, and
  * fabench (which finds it next to its executable) says why it joined no
  * backend. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
  * where it is not built (no CUDA or cuDNN headers, the san variant). */
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../include/fabench/plugin.h"
+#include "../harness/backend.h"
 #include "proc.h"
 #include "test.h"
 
@@ -48,6 +49,16 @@ FA_TEST(cudnn_plugin, declines_other_backends_and_fails_cleanly_without_a_device
 	FA_REQUIRE(init != NULL);
 	/* the plugin is a kernel plugin only */
 	FA_CHECK(dlsym(dl, FA_PLUGIN_INIT_SYMBOL) == NULL);
+	/* the record it adds on a GPU passes the harness's checks */
+	{
+		const struct fa_kernel *k = dlsym(dl, "fa_cudnn_sdpa_kernel");
+		const char *miss = NULL;
+		char what[256] = "";
+		FA_REQUIRE(k != NULL);
+		FA_CHECKF(fa_kernel_validate(k, &miss, what, sizeof what), "missing '%s': %s",
+			  miss ? miss : "", what);
+		FA_CHECK(strcmp(k->name, "cudnn_sdpa") == 0);
+	}
 
 	memset(&rec, 0, sizeof rec);
 	why[0] = '\0';

@@ -137,9 +137,12 @@ $(CUDA_PLUGIN): $(CUDA_OBJ)
 
 # ---- cuDNN plugin (plugins/cudnn, docs/cudnn.md): C built with gcc against
 # the CUDA headers (cuDNN's included); cuDNN itself is opened with dlopen when
-# the plugin starts, so this builds where cuDNN is absent. Not part of `all`:
-# `make cudnn-plugin` gives the shared object and build/cudnn-selftest, which
-# runs the kernel on a GPU without the harness.
+# the plugin starts, so this builds where cuDNN is absent. Part of `all` and
+# `test` where $(CUDA_HOME) has the CUDA runtime and cuDNN headers (release
+# variant only: the runtime under ASan reports its own leaks):
+# build/plugins/libfabench-cudnn.so, a kernel plugin found next to
+# build/fabench, and build/cudnn-selftest, which runs the kernel on a GPU
+# without the harness. `make cudnn-plugin` builds both.
 CUDA_HOME ?= /usr/local/cuda
 CUDNN_SRC := $(filter-out plugins/cudnn/selftest.c,$(wildcard plugins/cudnn/*.c))
 CUDNN_PLUGIN := $(BUILD)/plugins/libfabench-cudnn.so
@@ -148,6 +151,24 @@ CUDNN_OBJ := $(CUDNN_SRC:%.c=$(BUILD)/pic/%.o)
 CUDNN_TEST_OBJ := $(BUILD)/plugins/cudnn/selftest.o $(CUDNN_SRC:%.c=$(BUILD)/%.o)
 CUDNN_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl -lm -pthread
 $(BUILD)/plugins/cudnn/%.o $(BUILD)/pic/plugins/cudnn/%.o: CFLAGS += -I$(CUDA_HOME)/include
+# Own rules, without the harness's dependency check: the GPU machine, which
+# has no SQLite or libyaml headers, builds the plugin and the self-test too.
+$(BUILD)/plugins/cudnn/%.o: plugins/cudnn/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/pic/plugins/cudnn/%.o: plugins/cudnn/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$< (pic))
+	$(Q)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
+ifneq ($(wildcard $(CUDA_HOME)/include/cudnn_graph.h),)
+ifeq ($(VARIANT),release)
+ALL_CUDNN := $(CUDNN_PLUGIN) $(CUDNN_SELFTEST)
+endif
+endif
+endif
+all: $(ALL_CUDNN)
 
 .PHONY: cudnn-plugin
 cudnn-plugin: $(CUDNN_PLUGIN) $(CUDNN_SELFTEST)
@@ -204,8 +225,8 @@ endif
 test-unit: $(TESTBIN)
 	$(TESTBIN)
 
-test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA)
-	@BUILD=$(BUILD) VARIANT=$(VARIANT) tools/run-tests
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA) $(ALL_CUDNN)
+	@BUILD=$(BUILD) VARIANT=$(VARIANT) FABENCH_TEST_CUDNN=$(filter %.so,$(ALL_CUDNN)) tools/run-tests
 
 # The README's two commands on a bare Debian 12 chroot (root, Debian's mirror):
 # tools/test-fresh says what it checks.

@@ -1,6 +1,7 @@
-/* fa_cudnn.h - the cuDNN plugin's entry points: what the SDK's kernel-only
- * plugin entry (or the CUDA backend) calls to add cuDNN's fused SDPA to an
- * already loaded CUDA backend.
+/* fa_cudnn.h - the cuDNN plugin's entry points: what its kernel-only plugin
+ * entry (fa_kernel_plugin_init in glue.c, for the cuda backend) and the
+ * self-test call to add cuDNN's fused SDPA to an already loaded CUDA
+ * backend. The plugin sees only the SDK header (include/fabench/plugin.h).
  *
  *     char why[256];
  *     if (fa_cudnn_init(why, sizeof why) == 0) {
@@ -25,7 +26,7 @@
 
 #include <stddef.h>
 
-#include "../../harness/backend_impl.h"
+#include "../../include/fabench/plugin.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -35,7 +35,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../kernels/common/fa_dtype.h"
 #include "cudnn_internal.h"
 
 /* Largest |out - ref| accepted: the output's rounding (2^-8 relative for

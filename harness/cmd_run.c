@@ -587,7 +587,7 @@ static void failures_print(struct failure *f, int n, int64_t run_id, const char 
 		return;
 	printf("\n%d failed (case, key, kernel, reason):\n", n);
 	for (int i = 0; i < n; i++)
-		printf("  case %d %s: %s %s: %s\n", f[i].idx, f[i].key ? f[i].key : "",
+		printf("  case %d %s: %s %s: %s\n", f[i].idx + 1, f[i].key ? f[i].key : "",
 		       f[i].kernel ? f[i].kernel : "",
 		       f[i].status == FA_STATUS_FAIL ? "FAIL" : fa_status_name(f[i].status),
 		       f[i].reason ? f[i].reason : "");
@@ -1080,8 +1080,8 @@ int fa_cmd_run(int argc, char **argv)
 	if (o.where && suite.n_cases == 0) {
 		fa_err_set(&err, FA_ERR_INPUT, "no case of suite %s matches --where '%s'", suite.name,
 			   o.where);
-		fa_suite_free(&suite);
-		return fa_cmd_fail("run", &err);
+		exit_status = fa_cmd_fail("run", &err);
+		goto out_early;
 	}
 	if (fa_cmd_registry(&reg, &err) != FA_OK) {
 		exit_status = fa_cmd_fail("run", &err);

@@ -625,10 +625,10 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 			       "--seed", "11", "--db", db, "--quiet", NULL},
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
-	FA_CHECKF(strstr(r.out, "4 failed (case, key, kernel, reason):\n  case 0 " TINY_KEY(16, "none")
+	FA_CHECKF(strstr(r.out, "4 failed (case, key, kernel, reason):\n  case 1 " TINY_KEY(16, "none")
 				": test_wrong FAIL: max_abs 0.5 > "),
 		  "%s", r.out);
-	FA_CHECK(strstr(r.out, "  case 1 " TINY_KEY(16, "causal") ": test_nan FAIL: ") != NULL);
+	FA_CHECK(strstr(r.out, "  case 2 " TINY_KEY(16, "causal") ": test_nan FAIL: ") != NULL);
 	snprintf(want, sizeof want, "rerun them: fabench run --rerun-failed 1 --db %s\n", db);
 	FA_CHECKF(strstr(r.out, want) != NULL, "%s", r.out);
 	fa_proc_free(&r);

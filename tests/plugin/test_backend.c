@@ -170,13 +170,13 @@ static int k_delay(const struct fa_launch_args *a)
  * (`run --ab` of the plugin and a copy of it) has its own. */
 static char this_copy;
 
-/* Right, and each launch appends one line to the file $FABENCH_TEST_RECORD
+/* Right (idle=1: leaves the output as it found it), and each launch appends one line to the file $FABENCH_TEST_RECORD
  * names: this copy, then the buffers it was given ("copy q k v o ws
  * ws_bytes"), so that a test sees which buffers each side of --ab ran on. */
 static int k_record(const struct fa_launch_args *a)
 {
 	const char *path = getenv("FABENCH_TEST_RECORD");
-	int rc = attention(a, 0);
+	int rc = a->params[1] ? 0 : attention(a, 0);
 	FILE *f = path && *path ? fopen(path, "a") : NULL;
 	if (f) {
 		fprintf(f, "%p %p %p %p %p %p %zu\n", (void *)&this_copy, a->q, a->k, a->v, a->o,
@@ -197,6 +197,7 @@ static size_t record_ws(const struct fa_problem *p, const int32_t *params)
 static const int32_t ws_allowed[] = {1, 4};
 static const struct fa_kernel_param record_params[] = {
 	{"ws_kib", 1, ws_allowed, 2, 0, 0, "workspace size in KiB"},
+	{"idle", 0, NULL, 0, 0, 1, "1: compute nothing (the output stays as it was)"},
 };
 
 static const int32_t delay_allowed[] = {0, 1, 2, 5, 10, 50};
@@ -225,7 +226,7 @@ static const struct fa_kernel kernels[] = {
 	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
 	 0, delay_params, 1, NULL, NULL, k_delay, 1, KSIZE},
 	{"test_record", "right, and records its buffers in $FABENCH_TEST_RECORD", ALL_DTYPES, 1,
-	 1024, NULL, 0, 0, record_params, 1, NULL, record_ws, k_record, 1, KSIZE},
+	 1024, NULL, 0, 0, record_params, 2, NULL, record_ws, k_record, 1, KSIZE},
 };
 
 static int t_info(void *ctx, struct fa_device_info *out)

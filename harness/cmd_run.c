@@ -815,8 +815,9 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	struct fa_err err;
 	struct fa_runner_cfg rcfg;
 	struct tally tal;
-	int status = FA_EXIT_OK, n_done = 0;
-	char *cmdline = NULL, *colon;
+	int status = FA_EXIT_OK, n_done = 0, share;
+	char *cmdline = NULL, *colon, share_why[512];
+	const char *share_env = getenv("FABENCH_AB_SHARE");
 	double t0 = fa_now_s();
 
 	memset(plan, 0, sizeof plan);
@@ -873,10 +874,21 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 			status = fa_cmd_fail("run", &err);
 			goto out;
 		}
+	/* side B runs on side A's buffers where it can, so that where the buffers
+	 * lie cannot differ between the sides (docs/compare.md, "Shared buffers") */
+	share = fa_runner_can_share(slot[0], slot[1], share_why, sizeof share_why);
+	if (share && share_env && strcmp(share_env, "0") == 0) {
+		share = 0;
+		snprintf(share_why, sizeof share_why, "FABENCH_AB_SHARE=0");
+	}
 	printf("fabench %s: suite %s (%s), %d cases, A/B of %s, seed %llu (data and sample "
 	       "order):\n  A %s\n  B %s\n",
 	       FA_VERSION, suite->name, suite->path, suite->n_cases, slot[0]->name,
 	       (unsigned long long)suite->seed, path[0], path[1]);
+	if (share)
+		printf("  both sides run on the same buffers\n");
+	else
+		printf("  sides do not share buffers: %s\n", share_why);
 	if (fa_store_open(o->db, 1, &store, &err) != FA_OK) {
 		status = fa_cmd_fail("run", &err);
 		goto out;
@@ -917,6 +929,8 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		 * case, the round), so whatever the first or the second sample of a pair
 		 * meets (caches the other left, its clock state) falls on both sides alike;
 		 * the order follows from the stored seed (docs/compare.md). */
+		if (share)
+			fa_runner_share(runner[0], runner[1], plan[1].kernels[ci], n[1]);
 		for (int side = 0; side < 2; side++)
 			if (frc[side] == FA_OK)
 				frc[side] = fa_runner_prepare(runner[side], c, plan[side].kernels[ci],
@@ -932,8 +946,10 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 					frc[side] = fa_runner_sample(runner[side], &done[side], &err);
 			}
 		}
+		/* B first: A frees the buffers both used */
+		fa_runner_finish(runner[1]);
+		fa_runner_finish(runner[0]);
 		for (int side = 0; side < 2; side++) {
-			fa_runner_finish(runner[side]);
 			if (g_cancel)
 				continue;
 			if (frc[side] == FA_OK || frc[side] == FA_ERR_STICKY) {

@@ -55,6 +55,12 @@ struct fa_runner {
 	volatile int kcancel; /* what kernels and the reference poll */
 	int timed_out;
 	struct fa_runner_case *cur; /* the case between prepare and finish */
+	/* --ab with shared buffers (fa_runner_share): the runner whose buffers
+	 * this one borrows, or the one that borrows this one's and the kernels
+	 * it runs on the current case */
+	struct fa_runner *lender, *borrower;
+	const struct fa_case_kernel *peer_ks;
+	int peer_n;
 	/* best observed GFLOP/s per kernel (by pointer), to skip hopeless cases */
 	const struct fa_kernel *rate_k[64];
 	double rate_gflops[64];
@@ -521,6 +527,9 @@ struct kstate {
 	struct fa_samples *samples;
 	struct fa_launch_args a;
 	void *ws;
+	size_t ws_alloc_bytes; /* what ws holds: the larger of both sides' when shared */
+	int ws_held;     /* ws is shared: kept until fa_runner_finish, not per kernel */
+	int ws_borrowed; /* ws belongs to the lender: never freed here */
 	struct sample_ctx sc;
 	struct fa_measure_state ms;
 	double timeout, deadline;
@@ -540,6 +549,8 @@ struct fa_runner_case {
 	struct kstate *ks;
 	int n, next;
 	int prepared;
+	int inputs_ready; /* b holds filled inputs (a borrower may use them) */
+	int b_borrowed;   /* b is the lender's: not freed here */
 };
 
 static void kstate_release(struct fa_runner *r, struct kstate *k)
@@ -552,9 +563,45 @@ static void kstate_release(struct fa_runner *r, struct kstate *k)
 		s->be.iface.event_destroy(ctx, k->sc.ev0);
 	if (k->sc.ev1)
 		s->be.iface.event_destroy(ctx, k->sc.ev1);
-	if (k->ws)
+	if (k->ws && !k->ws_held) {
 		dev_free(s, k->ws);
-	k->sc.graph = k->sc.ev0 = k->sc.ev1 = k->ws = NULL;
+		k->ws = NULL;
+	}
+	k->sc.graph = k->sc.ev0 = k->sc.ev1 = NULL;
+}
+
+/* The workspace of kernel k (index i of the case) in bytes, shared with the
+ * kernel of the same index and name of the other side of a --ab pair when
+ * the runners share buffers: the lender allocates the larger of the two
+ * sizes once, the borrower takes it. Sets k->ws when it borrows. */
+static size_t shared_workspace(struct fa_runner *r, struct fa_runner_case *cs, struct kstate *k,
+			       size_t own_bytes)
+{
+	int i = (int)(k - cs->ks);
+	const char *name = k->ck->k->name;
+	const struct fa_problem *p = &cs->c->p;
+	if (r->borrower) {
+		size_t bytes = own_bytes;
+		if (i < r->peer_n && strcmp(r->peer_ks[i].k->name, name) == 0 &&
+		    r->peer_ks[i].k->workspace_bytes) {
+			size_t peer = r->peer_ks[i].k->workspace_bytes(p, r->peer_ks[i].params);
+			if (peer > bytes)
+				bytes = peer;
+		}
+		k->ws_held = 1;
+		return bytes;
+	}
+	if (r->lender && r->lender->cur && r->lender->cur->c == cs->c && own_bytes) {
+		struct fa_runner_case *lc = r->lender->cur;
+		struct kstate *lk = i < lc->n ? &lc->ks[i] : NULL;
+		if (lk && lk->ws && lk->ws_held && lk->ws_alloc_bytes >= own_bytes &&
+		    strcmp(lk->ck->k->name, name) == 0) {
+			k->ws = lk->ws;
+			k->ws_held = k->ws_borrowed = 1;
+			return lk->ws_alloc_bytes;
+		}
+	}
+	return own_bytes;
 }
 
 /* The checked launch of kernel k on a poisoned output, then its sampler set
@@ -579,7 +626,9 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 
 	fa_err_clear(&kerr);
 	k->timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : mc.timeout_s;
-	if (ws_bytes && (rc = dev_alloc(s, ws_bytes, &k->ws, "workspace", &kerr)) != FA_OK)
+	k->ws_alloc_bytes = shared_workspace(r, rc_, k, ws_bytes);
+	if (k->ws_alloc_bytes && !k->ws &&
+	    (rc = dev_alloc(s, k->ws_alloc_bytes, &k->ws, "workspace", &kerr)) != FA_OK)
 		goto backend_error;
 	launch_args(r, c, b, ck, k->ws, ws_bytes, &k->a);
 
@@ -815,8 +864,17 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 		}
 		free(rows);
 	}
-	if (rc == FA_OK)
-		rc = setup_inputs(r, c, &cs->b, need_host, &cerr);
+	if (rc == FA_OK) {
+		/* --ab with shared buffers: the lender's inputs, when it has them */
+		struct fa_runner_case *lc = r->lender ? r->lender->cur : NULL;
+		if (lc && lc->c == c && lc->inputs_ready && (!need_host || lc->b.hq)) {
+			cs->b = lc->b;
+			cs->b_borrowed = 1;
+		} else {
+			rc = setup_inputs(r, c, &cs->b, need_host, &cerr);
+		}
+		cs->inputs_ready = rc == FA_OK;
+	}
 	if (rc == FA_OK)
 		rc = compute_reference(r, c, &cs->b, &cs->ref, on_gpu, &cerr);
 	cs->prepared = 1;
@@ -923,11 +981,48 @@ void fa_runner_finish(struct fa_runner *r)
 			set_status(cs->ks[i].res, FA_STATUS_ERROR, "not run");
 		report(r, cs, i);
 	}
-	bufs_free(r->slot, &cs->b);
+	for (int i = 0; i < cs->n; i++)
+		if (cs->ks[i].ws && cs->ks[i].ws_held && !cs->ks[i].ws_borrowed)
+			dev_free(r->slot, cs->ks[i].ws);
+	if (!cs->b_borrowed)
+		bufs_free(r->slot, &cs->b);
 	fa_ref_free(&cs->ref);
 	free(cs->ks);
 	free(cs);
 	r->cur = NULL;
+}
+
+int fa_runner_can_share(const struct fa_backend_slot *a, const struct fa_backend_slot *b,
+			char *why, size_t why_size)
+{
+	const struct fa_device_info *x = &a->info, *y = &b->info;
+	if (strcmp(a->name, b->name) != 0) {
+		snprintf(why, why_size, "backends '%s' and '%s' differ", a->name, b->name);
+		return 0;
+	}
+	if (x->host_memory != y->host_memory) {
+		snprintf(why, why_size, "one side has host memory, the other not");
+		return 0;
+	}
+	if (strcmp(x->name, y->name) != 0 || strcmp(x->arch, y->arch) != 0 ||
+	    x->mem_total_bytes != y->mem_total_bytes || x->sm_count != y->sm_count) {
+		snprintf(why, why_size, "devices '%s' (%s) and '%s' (%s) differ", x->name, x->arch,
+			 y->name, y->arch);
+		return 0;
+	}
+	return 1;
+}
+
+void fa_runner_share(struct fa_runner *a, struct fa_runner *b, const struct fa_case_kernel *bks,
+		     int bn)
+{
+	if (a->borrower)
+		a->borrower->lender = NULL;
+	a->borrower = b;
+	a->peer_ks = b ? bks : NULL;
+	a->peer_n = b ? bn : 0;
+	if (b)
+		b->lender = a;
 }
 
 enum fa_rc fa_runner_run_case(struct fa_runner *r, const struct fa_case *c,

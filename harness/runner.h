@@ -93,4 +93,26 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 enum fa_rc fa_runner_sample(struct fa_runner *r, int *done, struct fa_err *err);
 void fa_runner_finish(struct fa_runner *r);
 
+/* 1 when runners of backends a and b may share buffers in --ab: the same
+ * backend, both with host memory or both not, on devices that describe
+ * themselves alike (name, arch, memory, multiprocessors). Two loads of one
+ * GPU plugin share the process's runtime and the device's context, and both
+ * pick the device from the same environment, so a pointer from one is valid
+ * in the other; two loads of a host-memory plugin share the address space.
+ * Else 0 with the reason in why. */
+int fa_runner_can_share(const struct fa_backend_slot *a, const struct fa_backend_slot *b,
+			char *why, size_t why_size);
+
+/* --ab with shared buffers: runner b runs the next case on runner a's
+ * buffers. Call before a's fa_runner_prepare of each case with the kernels
+ * b runs on it (b NULL: stop sharing), then prepare a, then b. b then
+ * uses a's Q, K, V, O, cu_seqlens and prefix_lens (filled once), and its
+ * kernel i the workspace of a's kernel i when both have the same name (a
+ * allocates the larger of the two sizes once); each side still poisons O
+ * before its own checked launch and checks its own output. b allocates its
+ * own where a has none (a skipped every kernel or failed to allocate). a
+ * frees what both used in its fa_runner_finish, which must come after b's. */
+void fa_runner_share(struct fa_runner *a, struct fa_runner *b, const struct fa_case_kernel *bks,
+		     int bn);
+
 #endif /* FA_RUNNER_H */

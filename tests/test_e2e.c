@@ -492,6 +492,106 @@ FA_TEST(e2e, ab_runs_two_builds_interleaved)
 	fa_proc_free(&r);
 }
 
+/* The lines test_record wrote to path: copy[i] is the plugin copy of line
+ * i, buf[i] its "q k v o ws" pointers, bytes[i] its workspace size. Returns
+ * the number of lines (at most max). */
+static int read_record(const char *path, char copy[][32], char buf[][176], long *bytes, int max)
+{
+	char *text = fa_test_read_file(path, NULL), *line, *save = NULL;
+	int n = 0;
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char q[32], k[32], v[32], o[32], ws[32];
+		if (sscanf(line, "%31s %31s %31s %31s %31s %31s %ld", copy[n], q, k, v, o, ws,
+			   &bytes[n]) != 7)
+			continue;
+		snprintf(buf[n], sizeof buf[n], "%s %s %s %s %s", q, k, v, o, ws);
+		n++;
+	}
+	free(text);
+	return n;
+}
+
+/* run --ab of two builds of one backend on a host-memory device: side B
+ * runs on side A's buffers (the same Q, K, V, O and workspace pointers,
+ * the workspace the larger of both sides' sizes), yet each side poisons
+ * and checks its own output: a B that writes nothing fails though A left a
+ * right output in O. FABENCH_AB_SHARE=0 gives each side its own buffers. */
+FA_TEST(e2e, ab_sides_share_buffers)
+{
+	char db[1024], rec[1024], ab[2100], env_rec[1100], *env[3];
+	char copy[400][32], ptrs[400][176];
+	long bytes[400];
+	const char *a = getenv("FABENCH_TEST_PLUGIN"), *b = getenv("FABENCH_TEST_PLUGIN_SLOW");
+	struct fa_proc_result r;
+	int n, n_a = 0, n_b = 0, same = 1;
+	if (!a || !b) {
+		fa_test_skip("FABENCH_TEST_PLUGIN / FABENCH_TEST_PLUGIN_SLOW not set (run through make test)");
+		return;
+	}
+	path_in(db, sizeof db, fa_test_tmpdir(), "abshare.db");
+	path_in(rec, sizeof rec, fa_test_tmpdir(), "abshare.rec");
+	unlink(db);
+	unlink(rec);
+	snprintf(ab, sizeof ab, "%s:%s", a, b);
+	snprintf(env_rec, sizeof env_rec, "FABENCH_TEST_RECORD=%s", rec);
+	env[0] = "FABENCH_TEST_KERNELS=1";
+	env[1] = env_rec;
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+			       "test_record", "--where", "q_len == 16 && mask == \"none\"", "--param",
+			       "b:test_record.ws_kib=4", "--threads", "1", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "  both sides run on the same buffers\n") != NULL);
+	fa_proc_free(&r);
+	n = read_record(rec, copy, ptrs, bytes, 400);
+	FA_REQUIRE(n >= 2);
+	for (int i = 0; i < n; i++) {
+		int side_a = strcmp(copy[i], copy[0]) == 0;
+		n_a += side_a;
+		n_b += !side_a;
+		same &= strcmp(ptrs[i], ptrs[0]) == 0;
+		/* each side is told its own size: A 1 KiB, B 4 KiB (allocated once, 4 KiB) */
+		FA_CHECKF(bytes[i] == (strcmp(copy[i], copy[0]) == 0 ? bytes[0] : 5120 - bytes[0]),
+			  "line %d: workspace_bytes %ld", i, bytes[i]);
+	}
+	FA_CHECKF(n_a > 0 && n_b > 0, "launches: %d on one copy, %d on the other", n_a, n_b);
+	FA_CHECKF(same, "a launch got other buffers than '%s'", ptrs[0]);
+	FA_CHECK(bytes[0] == 1024 || bytes[0] == 4096);
+
+	/* B computes nothing: its own poisoned check fails it, A still passes */
+	unlink(db);
+	unlink(rec);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+			       "test_record", "--where", "q_len == 16 && mask == \"none\"", "--param",
+			       "b:test_record.idle=1", "--threads", "1", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
+			   "WHERE u.label = 'ab-a' AND s.status = 'pass'") == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
+			   "WHERE u.label = 'ab-b' AND s.status = 'fail'") == 1);
+
+	/* not shared: each side its own buffers, and the header says why */
+	unlink(db);
+	unlink(rec);
+	char *env2[] = {"FABENCH_TEST_KERNELS=1", env_rec, "FABENCH_AB_SHARE=0", NULL};
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+			       "test_record", "--where", "q_len == 16 && mask == \"none\"", "--threads",
+			       "1", "--db", db, "--quiet", NULL},
+		    env2, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "  sides do not share buffers: FABENCH_AB_SHARE=0\n") != NULL);
+	fa_proc_free(&r);
+	n = read_record(rec, copy, ptrs, bytes, 400);
+	FA_REQUIRE(n >= 2);
+	for (int i = 0; i < n; i++)
+		if (strcmp(copy[i], copy[0]) != 0)
+			FA_CHECKF(strcmp(ptrs[i], ptrs[0]) != 0, "both sides got '%s'", ptrs[i]);
+}
+
 FA_TEST(e2e, repeat_runs_the_suite_again)
 {
 	char db[1024];

@@ -166,6 +166,40 @@ static int k_delay(const struct fa_launch_args *a)
 	return rc;
 }
 
+/* One byte whose address tells the loads of this plugin apart: each copy
+ * (`run --ab` of the plugin and a copy of it) has its own. */
+static char this_copy;
+
+/* Right (idle=1: leaves the output as it found it), and each launch appends one line to the file $FABENCH_TEST_RECORD
+ * names: this copy, then the buffers it was given ("copy q k v o ws
+ * ws_bytes"), so that a test sees which buffers each side of --ab ran on. */
+static int k_record(const struct fa_launch_args *a)
+{
+	const char *path = getenv("FABENCH_TEST_RECORD");
+	int rc = a->params[1] ? 0 : attention(a, 0);
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+	if (f) {
+		fprintf(f, "%p %p %p %p %p %p %zu\n", (void *)&this_copy, a->q, a->k, a->v, a->o,
+			a->workspace, a->workspace_bytes);
+		fclose(f);
+	}
+	return rc;
+}
+
+/* The workspace of test_record: ws_kib KiB, so that the two sides of --ab
+ * can ask for different sizes (--param b:test_record.ws_kib=4). */
+static size_t record_ws(const struct fa_problem *p, const int32_t *params)
+{
+	(void)p;
+	return (size_t)params[0] * 1024;
+}
+
+static const int32_t ws_allowed[] = {1, 4};
+static const struct fa_kernel_param record_params[] = {
+	{"ws_kib", 1, ws_allowed, 2, 0, 0, "workspace size in KiB"},
+	{"idle", 0, NULL, 0, 0, 1, "1: compute nothing (the output stays as it was)"},
+};
+
 static const int32_t delay_allowed[] = {0, 1, 2, 5, 10, 50};
 static const struct fa_kernel_param delay_params[] = {
 	{"delay_pct", 0, delay_allowed, 6, 0, 0, "extra busy time, percent of the compute time"},
@@ -191,6 +225,8 @@ static const struct fa_kernel kernels[] = {
 	 k_crash, 1, KSIZE},
 	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
 	 0, delay_params, 1, NULL, NULL, k_delay, 1, KSIZE},
+	{"test_record", "right, and records its buffers in $FABENCH_TEST_RECORD", ALL_DTYPES, 1,
+	 1024, NULL, 0, 0, record_params, 2, NULL, record_ws, k_record, 1, KSIZE},
 };
 
 static int t_info(void *ctx, struct fa_device_info *out)

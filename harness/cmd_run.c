@@ -1098,8 +1098,8 @@ int fa_cmd_run(int argc, char **argv)
 	if (o.where && suite.n_cases == 0) {
 		fa_err_set(&err, FA_ERR_INPUT, "no case of suite %s matches --where '%s'", suite.name,
 			   o.where);
-		fa_suite_free(&suite);
-		return fa_cmd_fail("run", &err);
+		exit_status = fa_cmd_fail("run", &err);
+		goto out_early;
 	}
 	if (fa_cmd_registry(&reg, &err) != FA_OK) {
 		exit_status = fa_cmd_fail("run", &err);

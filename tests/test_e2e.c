@@ -493,19 +493,21 @@ FA_TEST(e2e, ab_runs_two_builds_interleaved)
 }
 
 /* The lines test_record wrote to path: copy[i] is the plugin copy of line
- * i, buf[i] its "q k v o ws" pointers, bytes[i] its workspace size. Returns
+ * i, buf[i] its "q k v o cu_q cu_k prefix ws" pointers, bytes[i] its
+ * workspace size. Returns
  * the number of lines (at most max). */
-static int read_record(const char *path, char copy[][32], char buf[][176], long *bytes, int max)
+static int read_record(const char *path, char copy[][32], char buf[][288], long *bytes, int max)
 {
 	char *text = fa_test_read_file(path, NULL), *line, *save = NULL;
 	int n = 0;
 	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < max;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char q[32], k[32], v[32], o[32], ws[32];
-		if (sscanf(line, "%31s %31s %31s %31s %31s %31s %ld", copy[n], q, k, v, o, ws,
-			   &bytes[n]) != 7)
+		char q[32], k[32], v[32], o[32], cq[32], ck[32], pre[32], ws[32];
+		if (sscanf(line, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %ld", copy[n], q, k, v,
+			   o, cq, ck, pre, ws, &bytes[n]) != 10)
 			continue;
-		snprintf(buf[n], sizeof buf[n], "%s %s %s %s %s", q, k, v, o, ws);
+		snprintf(buf[n], sizeof buf[n], "%s %s %s %s %s %s %s %s", q, k, v, o, cq, ck, pre,
+			 ws);
 		n++;
 	}
 	free(text);
@@ -520,7 +522,7 @@ static int read_record(const char *path, char copy[][32], char buf[][176], long 
 FA_TEST(e2e, ab_sides_share_buffers)
 {
 	char db[1024], rec[1024], ab[2100], env_rec[1100], *env[3];
-	char copy[400][32], ptrs[400][176];
+	char copy[400][32], ptrs[400][288], suite[1024];
 	long bytes[400];
 	const char *a = getenv("FABENCH_TEST_PLUGIN"), *b = getenv("FABENCH_TEST_PLUGIN_SLOW");
 	struct fa_proc_result r;
@@ -531,6 +533,16 @@ FA_TEST(e2e, ab_sides_share_buffers)
 	}
 	path_in(db, sizeof db, fa_test_tmpdir(), "abshare.db");
 	path_in(rec, sizeof rec, fa_test_tmpdir(), "abshare.rec");
+	/* one varlen prefix-LM case: cu_seqlens and prefix_lens are shared too */
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "abshare.yaml");
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f != NULL);
+	fputs("suite: abshare\nseed: 5\n"
+	      "measure: {warmup: 1, min_samples: 3, min_time_ms: 2, max_time_ms: 10, timeout_s: 20}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, mask: prefix_lm, seqlens: [3, 17],\n"
+	      "           prefix_lens: [1, 5]}\n",
+	      f);
+	FA_REQUIRE(fclose(f) == 0);
 	unlink(db);
 	unlink(rec);
 	snprintf(ab, sizeof ab, "%s:%s", a, b);
@@ -538,8 +550,7 @@ FA_TEST(e2e, ab_sides_share_buffers)
 	env[0] = "FABENCH_TEST_KERNELS=1";
 	env[1] = env_rec;
 	env[2] = NULL;
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
-			       "test_record", "--where", "q_len == 16 && mask == \"none\"", "--param",
+	fa_proc_run((char *[]){"run", suite, "--ab", ab, "--kernels", "test_record", "--param",
 			       "b:test_record.ws_kib=4", "--threads", "1", "--db", db, "--quiet", NULL},
 		    env, 120, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
@@ -547,6 +558,9 @@ FA_TEST(e2e, ab_sides_share_buffers)
 	fa_proc_free(&r);
 	n = read_record(rec, copy, ptrs, bytes, 400);
 	FA_REQUIRE(n >= 2);
+	/* every buffer there: the varlen arrays, the prefixes, the workspace */
+	FA_CHECKF(strstr(ptrs[0], "(nil)") == NULL && strstr(ptrs[0], " 0x0") == NULL,
+		  "a buffer missing: '%s'", ptrs[0]);
 	for (int i = 0; i < n; i++) {
 		int side_a = strcmp(copy[i], copy[0]) == 0;
 		n_a += side_a;

@@ -171,16 +171,17 @@ static int k_delay(const struct fa_launch_args *a)
 static char this_copy;
 
 /* Right (idle=1: leaves the output as it found it), and each launch appends one line to the file $FABENCH_TEST_RECORD
- * names: this copy, then the buffers it was given ("copy q k v o ws
- * ws_bytes"), so that a test sees which buffers each side of --ab ran on. */
+ * names: this copy, then the buffers it was given ("copy q k v o cu_q cu_k
+ * prefix ws ws_bytes"), so that a test sees which buffers each side of --ab ran on. */
 static int k_record(const struct fa_launch_args *a)
 {
 	const char *path = getenv("FABENCH_TEST_RECORD");
 	int rc = a->params[1] ? 0 : attention(a, 0);
 	FILE *f = path && *path ? fopen(path, "a") : NULL;
 	if (f) {
-		fprintf(f, "%p %p %p %p %p %p %zu\n", (void *)&this_copy, a->q, a->k, a->v, a->o,
-			a->workspace, a->workspace_bytes);
+		fprintf(f, "%p %p %p %p %p %p %p %p %p %zu\n", (void *)&this_copy, a->q, a->k, a->v,
+			a->o, (const void *)a->cu_seqlens_q, (const void *)a->cu_seqlens_k,
+			(const void *)a->prefix_lens, a->workspace, a->workspace_bytes);
 		fclose(f);
 	}
 	return rc;

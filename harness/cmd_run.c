@@ -63,7 +63,7 @@ static void help(void)
 	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
 	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side;\n"
 	       "                     both sides run on one set of buffers where the two\n"
-	       "                     backends can share memory (FABENCH_AB_SHARE=0: not)\n"
+	       "                     backends share host memory (FABENCH_AB_SHARE=0: not)\n"
 	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
 	       "                     the copies of a case share its key)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"

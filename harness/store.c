@@ -417,6 +417,37 @@ void fa_store_close(struct fa_store *s)
 	free(s);
 }
 
+/* Opens name (a path or a file: URI) with flags into a new store for path,
+ * with extended result codes and the busy timeout: what both opens share.
+ * On failure *out is NULL and err says why. */
+static enum fa_rc store_connect(const char *path, const char *name, int flags,
+				struct fa_store **out, struct fa_err *err)
+{
+	struct fa_store *s = calloc(1, sizeof *s);
+	enum fa_rc frc;
+	int rc;
+	*out = NULL;
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+	}
+	rc = sqlite3_open_v2(name, &s->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		if (!s->db) {
+			fa_store_close(s);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
+		}
+		frc = db_error(s->db, path, rc, err, "cannot open database");
+		fa_store_close(s);
+		return frc;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	/* PRAGMA busy_timeout, through the C API */
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	*out = s;
+	return FA_OK;
+}
+
 enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err)
 {
 	struct fa_store *s;
@@ -440,25 +471,10 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 			return fa_err_set(err, FA_ERR_IO, "database '%s' is a folder", path);
 		}
 	}
-	s = calloc(1, sizeof *s);
-	if (!s || !(s->path = strdup(path))) {
-		free(s);
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
-	}
-	rc = sqlite3_open_v2(path, &s->db,
-			     SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL);
-	if (rc != SQLITE_OK) {
-		if (!s->db) {
-			fa_store_close(s);
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
-		}
-		frc = db_error(s->db, path, rc, err, "cannot open database");
-		fa_store_close(s);
+	frc = store_connect(path, path,
+			    SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), &s, err);
+	if (frc != FA_OK)
 		return frc;
-	}
-	sqlite3_extended_result_codes(s->db, 1);
-	/* PRAGMA busy_timeout, through the C API */
-	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	/* The first statement reads the file: a file that is not a database
 	 * fails here. WAL lets readers (report, compare) work beside a run
 	 * that writes; NORMAL sync is safe under WAL (a power cut may lose the
@@ -572,25 +588,10 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
 		free(uri);
 		return fa_err_set(err, FA_ERR_INTERNAL, "database path '%s' too long", path);
 	}
-	s = calloc(1, sizeof *s);
-	if (!s || !(s->path = strdup(path))) {
-		free(s);
-		free(uri);
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
-	}
-	rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	frc = store_connect(path, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &s, err);
 	free(uri);
-	if (rc != SQLITE_OK) {
-		if (!s->db) {
-			fa_store_close(s);
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
-		}
-		frc = db_error(s->db, path, rc, err, "cannot open database");
-		fa_store_close(s);
+	if (frc != FA_OK)
 		return frc;
-	}
-	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	/* the first read: a file that is not a database fails here */
 	rc = pragma_int(s->db, "PRAGMA user_version", &version);
 	if (rc != SQLITE_OK) {

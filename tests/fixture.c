@@ -558,3 +558,39 @@ enum fa_rc fa_fixture_build_families(const char *db_path)
 		fprintf(stderr, "families fixture '%s': %s\n", db_path, err.msg);
 	return rc;
 }
+
+/* One integer from a query on db (or -1 on error). */
+long long fa_test_db_int(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_busy_timeout(h, 5000);
+	if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(h));
+		goto out;
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/* One text value (malloc'd, "" when none). */
+char *fa_test_db_text(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	char *v = NULL;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_text(st, 0))
+		v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v ? v : strdup("");
+}

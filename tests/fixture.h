@@ -79,4 +79,12 @@ struct fa_store *fa_fixture_open_built(const char *path, enum fa_rc (*build)(con
  * it), or NULL after recording a test failure. */
 struct fa_store *fa_fixture_open_db(const char *path);
 
+/* One integer from a query on the database file db, opened read-only
+ * (-1 on any error, which is printed). For tests that check what
+ * build/fabench stored. */
+long long fa_test_db_int(const char *db, const char *sql);
+
+/* One text value of a query on db (malloc'd; "" when none or on error). */
+char *fa_test_db_text(const char *db, const char *sql);
+
 #endif /* FA_TEST_FIXTURE_H */

@@ -29,6 +29,7 @@
 #include "../kernels/common/fa_dtype.h"
 #include "../kernels/common/fa_rng.h"
 #include "../reference/ref.h"
+#include "fixture.h"
 #include "test.h"
 
 extern char **environ;
@@ -1091,19 +1092,6 @@ FA_TEST(cuda, test_hang_never_returns)
 
 #include "proc.h"
 
-static long long db_int(const char *db, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v;
-}
-
 FA_TEST(cuda, run_isolate_survives_fault_and_hang)
 {
 	char db[1100];
@@ -1121,12 +1109,12 @@ FA_TEST(cuda, run_isolate_survives_fault_and_hang)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
 			    "status = 'pass'") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
 			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_hang' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_hang' AND "
 			    "status = 'timeout'") == 1);
 }
 
@@ -1149,10 +1137,10 @@ FA_TEST(cuda, run_sticky_fault_ends_the_run)
 			  strstr(r.err, "--isolate"),
 		  "stderr: %s", r.err);
 	fa_proc_free(&r);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM cases") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
 			    "status = 'pass'") == 1);
-	FA_CHECK(db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
 			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
 }

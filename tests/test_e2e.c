@@ -11,44 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "proc.h"
 #include "test.h"
-
-/* One integer from a query on db (or -1 on error). */
-static long long q_int(const char *db, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		goto out;
-	sqlite3_busy_timeout(h, 5000);
-	if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(h));
-		goto out;
-	}
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-out:
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v;
-}
-
-/* One text value (malloc'd, "" when none). */
-static char *q_text(const char *db, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	char *v = NULL;
-	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-	    sqlite3_column_text(st, 0))
-		v = strdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v ? v : strdup("");
-}
 
 static void path_in(char *buf, size_t size, const char *dir, const char *name)
 {
@@ -83,26 +48,26 @@ FA_TEST(e2e, smoke_run_stores_everything)
 	FA_REQUIRE(l.status == 0);
 	int n_cases = atoi(l.out);
 	FA_CHECK(n_cases >= 20);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
-	FA_CHECKF(q_int(db, "SELECT count(*) FROM cases") == n_cases, "cases %lld, listed %d",
-		  q_int(db, "SELECT count(*) FROM cases"), n_cases);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECKF(fa_test_db_int(db, "SELECT count(*) FROM cases") == n_cases, "cases %lld, listed %d",
+		  fa_test_db_int(db, "SELECT count(*) FROM cases"), n_cases);
 	/* both CPU kernels ran every case, and every supported one passed */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2LL * n_cases);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status NOT IN ('pass','skip')") == 0);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 2LL * n_cases);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2LL * n_cases);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status NOT IN ('pass','skip')") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 2LL * n_cases);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
 			   "(unwritten != 0 OR nan_count != 0 OR tflops <= 0 OR median_ms <= 0 "
 			   "OR n_samples < 1 OR rows_checked < 1)") == 0);
 	/* every raw sample is there, and the median is one of them or between two */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND n_samples != "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND n_samples != "
 			   "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND median_ms < "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r WHERE status = 'pass' AND median_ms < "
 			   "(SELECT min(time_ms) FROM samples s WHERE s.result_id = r.id)") == 0);
 	/* every mask, dtype and a varlen case made it into the database */
-	FA_CHECK(q_int(db, "SELECT count(DISTINCT mask) FROM cases") == 4);
-	FA_CHECK(q_int(db, "SELECT count(DISTINCT dtype) FROM cases") == 3);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE varlen = 1") >= 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT mask) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT dtype) FROM cases") == 3);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE varlen = 1") >= 1);
 	char *rtext = fa_test_read_file(rep, NULL);
 	FA_CHECKF(rtext && strstr(rtext, "cpu_flash") && strstr(rtext, "cpu_dense"),
 		  "report %s missing or without kernels", rep);
@@ -124,8 +89,8 @@ FA_TEST(e2e, bad_suite_exits_2_and_writes_nothing)
 		    NULL, 120, &r);
 	FA_REQUIRE(r.status == 0);
 	fa_proc_free(&r);
-	long long runs = q_int(db, "SELECT count(*) FROM runs");
-	long long results = q_int(db, "SELECT count(*) FROM results");
+	long long runs = fa_test_db_int(db, "SELECT count(*) FROM runs");
+	long long results = fa_test_db_int(db, "SELECT count(*) FROM results");
 	fa_proc_run((char *[]){"run", "suites/bad/unknown_key.yaml", "--db", db, NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 2, "status %d", r.status);
 	snprintf(expect_path, sizeof expect_path, "%s/suites/bad/unknown_key.err", fa_test_root());
@@ -133,8 +98,8 @@ FA_TEST(e2e, bad_suite_exits_2_and_writes_nothing)
 	FA_CHECKF(expect && strcmp(expect, r.err) == 0, "stderr differs from %s:\n%s", expect_path,
 		  r.err);
 	free(expect);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == runs);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == results);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == runs);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == results);
 	fa_proc_free(&r);
 	/* a bad suite never creates a database */
 	path_in(db, sizeof db, dir, "never.db");
@@ -183,7 +148,7 @@ static int interrupt_run(const char *db, int cases, int sig)
 				  NULL);
 	for (int i = 0; i < 600; i++) {
 		sleep_ms(50);
-		if (exists(db) && q_int(db, "SELECT count(*) FROM cases") >= cases)
+		if (exists(db) && fa_test_db_int(db, "SELECT count(*) FROM cases") >= cases)
 			break;
 	}
 	kill(pid, sig);
@@ -197,20 +162,20 @@ FA_TEST(e2e, kill9_keeps_finished_cases)
 	path_in(db, sizeof db, fa_test_tmpdir(), "kill.db");
 	int st = interrupt_run(db, 3, SIGKILL);
 	FA_CHECKF(st == 128 + SIGKILL, "status %d", st);
-	long long cases = q_int(db, "SELECT count(*) FROM cases");
+	long long cases = fa_test_db_int(db, "SELECT count(*) FROM cases");
 	FA_CHECKF(cases >= 3 && cases < 100, "cases %lld", cases);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
 	/* every stored case is whole: both kernels, each with all its samples */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2 * cases);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results r WHERE n_samples != "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2 * cases);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r WHERE n_samples != "
 			   "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status != 'pass'") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status != 'pass'") == 0);
 	/* the database still takes new runs */
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
 			       "--quiet", NULL},
 		    NULL, 120, &r);
 	FA_CHECK(r.status == 0);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 	fa_proc_free(&r);
 	fa_proc_run((char *[]){"report", "--db", db, "--run", "1", NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "report of the killed run: status %d: %s", r.status, r.err);
@@ -223,11 +188,11 @@ FA_TEST(e2e, sigint_stops_cleanly)
 	path_in(db, sizeof db, fa_test_tmpdir(), "int.db");
 	int st = interrupt_run(db, 2, SIGINT);
 	FA_CHECKF(st == 130, "status %d", st);
-	long long cases = q_int(db, "SELECT count(*) FROM cases");
+	long long cases = fa_test_db_int(db, "SELECT count(*) FROM cases");
 	FA_CHECK(cases >= 2 && cases < 100);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
 			   "finished_at IS NOT NULL") == 1);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 2 * cases);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2 * cases);
 }
 
 FA_TEST(e2e, misbehaving_kernels_are_caught)
@@ -248,21 +213,21 @@ FA_TEST(e2e, misbehaving_kernels_are_caught)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results") == 5);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 5);
 	/* timed, though test_hang's check used up its 1 s timeout before the
 	 * samples (taken in turn) began */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel='test_correct' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel='test_correct' AND "
 			   "status='pass' AND n_samples > 0") == 1);
-	char *why = q_text(db, "SELECT reason FROM results WHERE kernel='test_wrong' AND status='fail'");
+	char *why = fa_test_db_text(db, "SELECT reason FROM results WHERE kernel='test_wrong' AND status='fail'");
 	FA_CHECKF(strstr(why, "max_abs") != NULL, "test_wrong: '%s'", why);
 	free(why);
-	why = q_text(db, "SELECT reason FROM results WHERE kernel='test_nan' AND status='fail'");
+	why = fa_test_db_text(db, "SELECT reason FROM results WHERE kernel='test_nan' AND status='fail'");
 	FA_CHECKF(strstr(why, "NaN") != NULL, "test_nan: '%s'", why);
 	free(why);
-	FA_CHECK(q_int(db, "SELECT nan_count FROM results WHERE kernel='test_nan'") == 1);
-	FA_CHECK(q_int(db, "SELECT unwritten FROM results WHERE kernel='test_unwritten' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT nan_count FROM results WHERE kernel='test_nan'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT unwritten FROM results WHERE kernel='test_unwritten' AND "
 			   "status='fail'") == 32); /* one row of head_dim 32 */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel='test_hang' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel='test_hang' AND "
 			   "status='timeout'") == 1);
 	/* without the variable the test kernels do not exist */
 	env[1] = NULL;
@@ -414,19 +379,19 @@ FA_TEST(e2e, isolate_survives_crash_and_hang)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 2);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel IN ('test_correct', "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel IN ('test_correct', "
 			   "'test_delay') AND status = 'pass' AND n_samples > 0") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_spin' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_spin' AND "
 			   "status = 'timeout'") == 2);
-	char *why = q_text(db, "SELECT reason FROM results WHERE kernel = 'test_crash'");
+	char *why = fa_test_db_text(db, "SELECT reason FROM results WHERE kernel = 'test_crash'");
 	/* SIGSEGV (11); under AddressSanitizer its handler aborts (6) */
 	FA_CHECKF(strstr(why, "worker killed by signal 11") || strstr(why, "worker killed by signal 6"),
 		  "test_crash: '%s'", why);
 	free(why);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_crash' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_crash' AND "
 			   "status = 'error'") == 2);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 }
 
 FA_TEST(e2e, param_sweeps_and_rejects)
@@ -441,9 +406,9 @@ FA_TEST(e2e, param_sweeps_and_rejects)
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	/* 4 cases x 2 x 2 combinations, each stored with its own params */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 16);
-	FA_CHECK(q_int(db, "SELECT count(DISTINCT params) FROM results") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE params = "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 16);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT params) FROM results") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE params = "
 			   "'block_q=32,block_k=16'") == 4);
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--param", "cpu_flash.block_q=7",
 			       "--dry-run", NULL},
@@ -476,14 +441,14 @@ FA_TEST(e2e, ab_runs_two_builds_interleaved)
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	FA_CHECK(strstr(r.out, "fabench compare --db") != NULL);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND label IN "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND label IN "
 			   "('pr7-a', 'pr7-b') AND backend = 'test'") == 2);
 	/* the same cases on both sides */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN runs ra ON ra.id = a.run_id AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases a JOIN runs ra ON ra.id = a.run_id AND "
 			   "ra.label = 'pr7-a' JOIN cases b ON b.key = a.key JOIN runs rb ON "
 			   "rb.id = b.run_id AND rb.label = 'pr7-b'") == 4);
 	/* a and b alternate: b's first case was stored before a's last one */
-	FA_CHECK(q_int(db, "SELECT (SELECT min(c.id) FROM cases c JOIN runs r ON r.id = c.run_id "
+	FA_CHECK(fa_test_db_int(db, "SELECT (SELECT min(c.id) FROM cases c JOIN runs r ON r.id = c.run_id "
 			   "AND r.label = 'pr7-b') < (SELECT max(c.id) FROM cases c JOIN runs r ON "
 			   "r.id = c.run_id AND r.label = 'pr7-a')") == 1);
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", "nothing-here.so", NULL}, env,
@@ -583,9 +548,9 @@ FA_TEST(e2e, ab_sides_share_buffers)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
 			   "WHERE u.label = 'ab-a' AND s.status = 'pass'") == 1);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results s JOIN runs u ON u.id = s.run_id "
 			   "WHERE u.label = 'ab-b' AND s.status = 'fail'") == 1);
 
 	/* not shared: each side its own buffers, and the header says why */
@@ -617,11 +582,11 @@ FA_TEST(e2e, repeat_runs_the_suite_again)
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	/* 4 cases three times, numbered 0..11, each key three times */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 12);
-	FA_CHECK(q_int(db, "SELECT max(idx) FROM cases") == 11);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM (SELECT key FROM cases GROUP BY key "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 12);
+	FA_CHECK(fa_test_db_int(db, "SELECT max(idx) FROM cases") == 11);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM (SELECT key FROM cases GROUP BY key "
 			   "HAVING count(*) = 3)") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases a JOIN cases b ON b.idx = a.idx + 4 "
 			   "WHERE a.key != b.key") == 0);
 }
 
@@ -652,10 +617,10 @@ FA_TEST(e2e, timeout_before_first_sample_is_not_a_pass)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 0);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'timeout' AND n_samples = 0 "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'timeout' AND n_samples = 0 "
 			   "AND stop_reason = 'timeout' AND checked = 1") == 1);
-	char *why = q_text(db, "SELECT reason FROM results");
+	char *why = fa_test_db_text(db, "SELECT reason FROM results");
 	FA_CHECKF(strcmp(why, "no sample taken before the timeout of 1 s (the check passed)") == 0,
 		  "reason '%s'", why);
 	free(why);
@@ -698,11 +663,11 @@ FA_TEST(e2e, case_option_runs_only_those_keys)
 		    NULL, 120, &r);
 	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 3);
-	char *idx = q_text(db, "SELECT group_concat(idx, ' ') FROM (SELECT idx FROM cases ORDER BY idx)");
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 3);
+	char *idx = fa_test_db_text(db, "SELECT group_concat(idx, ' ') FROM (SELECT idx FROM cases ORDER BY idx)");
 	FA_CHECKF(strcmp(idx, "1 2 3") == 0, "idx '%s'", idx);
 	free(idx);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 	/* an unknown key: exit 2, the database as it was */
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
 			       "--quiet", "--case", "batch=9,heads=2", NULL},
@@ -711,7 +676,7 @@ FA_TEST(e2e, case_option_runs_only_those_keys)
 						 "tiny (tests/suites/tiny.yaml)"),
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 1);
 	/* --dry-run shows the chosen cases only */
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--dry-run",
 			       "--case", TINY_KEY(48, "causal"), NULL},
@@ -751,16 +716,16 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 		    &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 2);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 2);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE run_id = 2 AND kernel = "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE run_id = 2") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE run_id = 2 AND kernel = "
 			   "'test_correct'") == 0);
 	/* the same data: the same seed, and the cases' seeds match */
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE seed = '11'") == 2);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases a JOIN cases b ON a.key = b.key AND a.seed = "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE seed = '11'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases a JOIN cases b ON a.key = b.key AND a.seed = "
 			   "b.seed AND a.idx = b.idx WHERE a.run_id = 1 AND b.run_id = 2") == 2);
-	char *line = q_text(db, "SELECT command_line FROM runs WHERE id = 2");
+	char *line = fa_test_db_text(db, "SELECT command_line FROM runs WHERE id = 2");
 	FA_CHECKF(strstr(line, "--seed 11 --kernels test_nan,test_wrong --case ") &&
 			  !strstr(line, "--rerun-failed"),
 		  "command line '%s'", line);
@@ -777,7 +742,7 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 						 "nothing to rerun"),
 		  "status %d: %s %s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 3);
 	/* refusals: an unknown run, both options, options the run brings */
 	fa_proc_run((char *[]){"run", "--rerun-failed", "nope", "--db", db, NULL}, env, 120, &r);
 	FA_CHECKF(r.status == 2 && strstr(r.err, "nope"), "status %d: %s", r.status, r.err);
@@ -796,7 +761,7 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 		    120, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with it"));
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 3);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 3);
 }
 
 /* Starts many.yaml's first 10 cases, waits until `cases` are committed,
@@ -816,24 +781,24 @@ static void resume_after(int sig)
 			    NULL);
 	for (int i = 0; i < 600; i++) {
 		sleep_ms(20);
-		if (exists(db) && q_int(db, "SELECT count(*) FROM cases") >= 3)
+		if (exists(db) && fa_test_db_int(db, "SELECT count(*) FROM cases") >= 3)
 			break;
 	}
 	kill(pid, sig);
 	st = fa_proc_wait(pid);
 	FA_CHECKF(st == (sig == SIGKILL ? 128 + SIGKILL : 130), "status %d", st);
-	before = q_int(db, "SELECT count(*) FROM cases");
+	before = fa_test_db_int(db, "SELECT count(*) FROM cases");
 	FA_CHECKF(before >= 3 && before < 10, "cases %lld", before);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
 	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, NULL, 120, &r);
 	FA_CHECKF(r.status == 0, "status %d\n%s\n%s", r.status, r.out, r.err);
 	FA_CHECKF(strstr(r.out, ": resumed, ") != NULL, "%s", r.out);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs") == 1);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 10);
-	FA_CHECK(q_int(db, "SELECT count(DISTINCT idx) FROM cases WHERE idx BETWEEN 0 AND 9") == 10);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 10);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 10);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases WHERE idx BETWEEN 0 AND 9") == 10);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 10);
 	/* a complete run has nothing to resume */
 	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 120, &r);
 	FA_CHECKF(r.status == 2 && strstr(r.err, "--resume 1: run 1 is complete; nothing to resume"),
@@ -861,7 +826,7 @@ FA_TEST(e2e, progress_lines_show_noise)
 	FA_REQUIRE(line);
 	const char *pm = strstr(line, " ms ±");
 	FA_CHECKF(pm && strchr(pm, '%') && strchr(pm, '%') < strchr(line, '\n'), "%s", line);
-	char *stop = q_text(db, "SELECT stop_reason FROM results");
+	char *stop = fa_test_db_text(db, "SELECT stop_reason FROM results");
 	FA_CHECKF((strcmp(stop, "converged") != 0) == (strstr(pm, "%*") != NULL &&
 						       strstr(pm, "%*") < strchr(line, '\n')),
 		  "stop %s: %s", stop, line);
@@ -918,7 +883,7 @@ FA_TEST(e2e, rerun_and_resume_refusals)
 			  strstr(r.err, " changed since run 2 started (hash "),
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 1);
 	fa_proc_run((char *[]){"run", suite, "--ab", "a.so:b.so", "--case", "batch=1", NULL}, NULL,
 		    60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with --ab"));
@@ -988,8 +953,8 @@ FA_TEST(e2e, crash_without_isolate_is_named)
 				       "as an error and go on\n"),
 		  "log:\n%s", text);
 	free(text);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
-	why = q_text(db, "SELECT running FROM runs");
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	why = fa_test_db_text(db, "SELECT running FROM runs");
 	FA_CHECKF(strncmp(why, "case 1/2 batch=1,", 17) == 0 &&
 			  strstr(why, " kernel test_crash") != NULL,
 		  "running: '%s'", why);
@@ -1007,7 +972,7 @@ FA_TEST(e2e, crash_without_isolate_is_named)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND running IS "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND running IS "
 			   "NULL") == 1);
 }
 

@@ -18,6 +18,7 @@
 #include "../harness/backend.h"
 #include "../harness/data.h"
 #include "../harness/suite.h"
+#include "fixture.h"
 #include "proc.h"
 #include "test.h"
 
@@ -63,19 +64,6 @@ static int copy_file(const char *from, const char *to)
 		ok = fclose(f) == 0 && ok;
 	free(buf);
 	return ok ? 0 : -1;
-}
-
-static long long q_int(const char *db, const char *sql)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return v;
 }
 
 /* The folder of the ABI test plugins: build/abi next to the test plugin. */
@@ -173,10 +161,10 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 		    env, 300, &r);
 	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM cases") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cpu_attn' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cpu_attn' AND "
 			   "status = 'pass' AND n_samples > 0") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'cpu_flash' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cpu_flash' AND "
 			   "status = 'pass'") == 4);
 	/* one table: both kernels, the plugin's speedup against cpu_flash */
 	fa_proc_run((char *[]){"report", "--db", db, "--baseline", "cpu_flash", NULL}, NULL, 60, &r);
@@ -273,9 +261,9 @@ FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
 		    env, 300, &r);
 	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cuda_attn' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'minimal_cuda_attn' AND "
 			   "status = 'pass' AND n_samples > 0") == 4);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
 			   "status = 'pass'") == 4);
 }
 
@@ -307,7 +295,7 @@ FA_TEST(plugins, v1_plugin_loads_and_runs)
 		    env, 300, &r);
 	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'abiv1_attn' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'abiv1_attn' AND "
 			   "status = 'pass' AND n_samples > 0") == 4);
 }
 
@@ -382,7 +370,7 @@ FA_TEST(plugins, plugin_error_codes_in_words)
 		    env, 120, &r);
 	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(q_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
 			   "status = 'error' AND reason LIKE '%bad library status 1%'") == 2);
 }
 

@@ -43,14 +43,14 @@ LDFLAGS := $(VARIANT_LDFLAGS)
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS += -DFA_VERSION='"$(VERSION)"'
 
-LIB_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) \
+LIB_SRC := $(filter-out harness/cli/main.c,$(wildcard harness/*/*.c)) \
 	$(wildcard kernels/cpu/*.c) $(wildcard reference/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-MAIN_OBJ := $(BUILD)/harness/main.o
+MAIN_OBJ := $(BUILD)/harness/cli/main.o
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 PLUGIN_TEST_SRC := $(wildcard tests/plugin/*.c)
-PLUGIN_TEST_OBJ := $(PLUGIN_TEST_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/harness/parallel.o
+PLUGIN_TEST_OBJ := $(PLUGIN_TEST_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/harness/base/parallel.o
 
 FABENCH := $(BUILD)/fabench
 TESTBIN := $(BUILD)/fabench-test
@@ -120,7 +120,7 @@ $(TEST_PLUGIN): $(PLUGIN_TEST_OBJ)
 	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -lm -pthread
 
 # The same test plugin, 10% slower in test_correct: the B side of the A/B tests.
-$(TEST_PLUGIN_SLOW): $(PLUGIN_TEST_SRC) harness/parallel.c | $(DEPS_OK)
+$(TEST_PLUGIN_SLOW): $(PLUGIN_TEST_SRC) harness/base/parallel.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -fPIC -DFA_TEST_EXTRA_PCT=10 $(LDFLAGS) -shared -o $@ $^ -lm -pthread

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "../harness/check.h"
+#include "../harness/run/check.h"
 #include "../kernels/common/fa_problem.h"
 
 /* Computes the reference for rows[0..n_rows) (row id T * heads + h, see

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/parallel.h"
+#include "../harness/base/parallel.h"
 #include "../kernels/common/fa_dtype.h"
 
 void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/store.h"
-#include "../harness/util.h"
+#include "../harness/store/store.h"
+#include "../harness/base/util.h"
 #include "test.h"
 
 #define FX_NCASES FA_FIXTURE_CASES

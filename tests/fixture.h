@@ -32,7 +32,7 @@
 #ifndef FA_TEST_FIXTURE_H
 #define FA_TEST_FIXTURE_H
 
-#include "../harness/err.h"
+#include "../harness/base/err.h"
 
 #define FA_FIXTURE_RUN_BASE 1
 #define FA_FIXTURE_RUN_MAIN 2

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/store.h"
-#include "../harness/util.h"
+#include "../harness/store/store.h"
+#include "../harness/base/util.h"
 #include "fixture.h"
 #include "test.h"
 

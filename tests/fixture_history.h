@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../harness/err.h"
+#include "../harness/base/err.h"
 
 struct fa_store;
 

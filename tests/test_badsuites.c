@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/suite.h"
+#include "../harness/suite/suite.h"
 #include "test.h"
 
 /* The fewest golden files the suite is meant to have: a glob that finds

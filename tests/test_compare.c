@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../harness/compare.h"
-#include "../harness/report.h"
+#include "../harness/report/compare.h"
+#include "../harness/report/report.h"
 #include "fixture.h"
 #include "golden.h"
 #include "proc.h"

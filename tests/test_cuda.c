@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../harness/backend.h"
-#include "../harness/check.h"
-#include "../harness/data.h"
+#include "../harness/run/backend.h"
+#include "../harness/run/check.h"
+#include "../harness/run/data.h"
 #include "../kernels/common/fa_dtype.h"
 #include "../kernels/common/fa_rng.h"
 #include "../reference/ref.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/backend.h"
+#include "../harness/run/backend.h"
 #include "proc.h"
 #include "test.h"
 

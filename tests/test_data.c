@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/data.h"
+#include "../harness/run/data.h"
 #include "../kernels/common/fa_dtype.h"
 #include "../kernels/common/fa_rng.h"
 #include "test.h"

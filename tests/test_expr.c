@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/expr.h"
-#include "../harness/suite.h"
+#include "../harness/suite/expr.h"
+#include "../harness/suite/suite.h"
 #include "../kernels/common/fa_rng.h"
 #include "test.h"
 

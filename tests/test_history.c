@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/history.h"
-#include "../harness/report.h"
+#include "../harness/report/history.h"
+#include "../harness/report/report.h"
 #include "fixture.h"
 #include "fixture_history.h"
 #include "golden.h"

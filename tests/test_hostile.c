@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../harness/import.h"
-#include "../harness/suite.h"
-#include "../harness/util.h"
+#include "../harness/store/import.h"
+#include "../harness/suite/suite.h"
+#include "../harness/base/util.h"
 #include "proc.h"
 #include "test.h"
 

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../harness/data.h"
-#include "../harness/import.h"
-#include "../harness/store.h"
-#include "../harness/suite.h"
+#include "../harness/run/data.h"
+#include "../harness/store/import.h"
+#include "../harness/store/store.h"
+#include "../harness/suite/suite.h"
 #include "../kernels/common/fa_rng.h"
 #include "proc.h"
 #include "test.h"

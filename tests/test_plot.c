@@ -23,10 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../harness/compare.h"
-#include "../harness/history.h"
-#include "../harness/measure.h"
-#include "../harness/plot.h"
+#include "../harness/report/compare.h"
+#include "../harness/report/history.h"
+#include "../harness/run/measure.h"
+#include "../harness/report/plot.h"
 #include "fixture.h"
 #include "fixture_history.h"
 #include "golden.h"

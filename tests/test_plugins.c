@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../harness/backend.h"
-#include "../harness/data.h"
-#include "../harness/suite.h"
+#include "../harness/run/backend.h"
+#include "../harness/run/data.h"
+#include "../harness/suite/suite.h"
 #include "fixture.h"
 #include "proc.h"
 #include "test.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../harness/report.h"
+#include "../harness/report/report.h"
 #include "fixture.h"
 #include "golden.h"
 #include "proc.h"

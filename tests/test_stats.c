@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/stats.h"
+#include "../harness/report/stats.h"
 #include "../kernels/common/fa_rng.h"
 #include "test.h"
 

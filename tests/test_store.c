@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../harness/store.h"
+#include "../harness/store/store.h"
 #include "test.h"
 
 /* ---- helpers --------------------------------------------------------------- */

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/suite.h"
-#include "../harness/util.h"
+#include "../harness/suite/suite.h"
+#include "../harness/base/util.h"
 #include "../kernels/common/fa_rng.h"
 #include "test.h"
 

@@ -54,7 +54,7 @@ KERNEL_NAMES = {
     "flex": "torch_flex",
 }
 
-# fabench's default tolerance per dtype (harness/check.c, docs/suites.md):
+# fabench's default tolerance per dtype (harness/run/check.c, docs/suites.md):
 # max_abs and rel_l2 against the fp64 reference.
 TOLERANCE = {
     "fp32": (1e-3, 1e-4),

@@ -574,7 +574,7 @@ struct fa_backend_i {
 	/* (optional) Fill n elements of dtype at dst with fa_rng_value(seed,
 	 * tensor, dist, logical index, dim) where element e of the buffer has
 	 * logical index logical_index(e) described by the problem: see
-	 * fa_data_fill in harness/data.h. NULL: the harness generates on the
+	 * fa_data_fill in harness/run/data.h. NULL: the harness generates on the
 	 * host and uploads. */
 	int (*fill_random)(void *ctx, void *dst, const struct fa_problem *p, int tensor, int dist,
 			   uint64_t seed);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../harness/parallel.h"
+#include "../../harness/base/parallel.h"
 #include "cpu_kernels.h"
 
 /* Query rows per work item: each key and value row is converted once per

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../harness/parallel.h"
+#include "../../harness/base/parallel.h"
 #include "cpu_kernels.h"
 
 /* Defaults (also in the kernel table): 16 query rows share each converted

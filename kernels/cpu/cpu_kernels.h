@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../harness/backend_impl.h"
+#include "../../harness/run/backend_impl.h"
 #include "../common/fa_dtype.h"
 
 /* Launcher return codes besides 0 and FA_KERNEL_CANCELLED, apart from the

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../harness/backend_impl.h"
+#include "../../harness/run/backend_impl.h"
 #include "../common/fa_dtype.h"
 #include "../common/fa_gpu.h"
 

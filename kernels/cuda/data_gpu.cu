@@ -1,5 +1,5 @@
 /* data_gpu.cu - the device fill of test inputs, bit for bit what fa_data_fill
- * (harness/data.c) writes on the host: element d of (packed token T, head h)
+ * (harness/run/data.c) writes on the host: element d of (packed token T, head h)
  * gets fa_rng_value(seed, tensor, dist, (T * heads + h) * dim + d, dim),
  * rounded to the dtype with fa_dtype.h's integer conversions, at
  * fa_tensor_offset(T, h) + d.

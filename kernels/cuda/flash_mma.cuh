@@ -52,7 +52,7 @@
 #ifndef FA_MMA_EXTERNAL_PRIMITIVES
 #include "../common/fa_gpu.h"
 #endif
-#include "../../harness/backend_impl.h"
+#include "../../harness/run/backend_impl.h"
 #include "../common/fa_problem.h"
 #include "../common/fa_split.h"
 #include "cuda_kernels.h"

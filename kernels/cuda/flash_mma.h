@@ -26,7 +26,7 @@
 #ifndef FA_FLASH_MMA_H
 #define FA_FLASH_MMA_H
 
-#include "../../harness/backend_impl.h"
+#include "../../harness/run/backend_impl.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,5 @@
 /* plugin_v1.h - FROZEN: the plugin ABI of fabench's backend API version 1,
- * exactly as harness/backend_impl.h, kernels/common/fa_problem.h and
+ * exactly as harness/run/backend_impl.h, kernels/common/fa_problem.h and
  * kernels/common/fa_dtype.h defined it at commit 1d246e7, concatenated so a
  * plugin can be compiled against it alone. Never edit: tests/abi/plugin_v1.c
  * is built against it to prove that the current harness still loads and runs
@@ -519,7 +519,7 @@ struct fa_backend_i {
 	/* (optional) Fill n elements of dtype at dst with fa_rng_value(seed,
 	 * tensor, dist, logical index, dim) where element e of the buffer has
 	 * logical index logical_index(e) described by the problem: see
-	 * fa_data_fill in harness/data.h. NULL: the harness generates on the
+	 * fa_data_fill in harness/run/data.h. NULL: the harness generates on the
 	 * host and uploads. */
 	int (*fill_random)(void *ctx, void *dst, const struct fa_problem *p, int tensor, int dist,
 			   uint64_t seed);

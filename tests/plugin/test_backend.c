@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../harness/backend_impl.h"
-#include "../../harness/parallel.h"
+#include "../../harness/run/backend_impl.h"
+#include "../../harness/base/parallel.h"
 #include "../../kernels/common/fa_dtype.h"
 
 #define ERR_NOMEM (-1)

@@ -1,0 +1,44 @@
+/* cmd.h - the subcommands (one file each, harness/cmd_*.c) and the helpers
+ * they share for options and output. Only main.c and cmd_*.c print or exit. */
+#ifndef FA_CMD_H
+#define FA_CMD_H
+
+#include <stdio.h>
+
+#include "../run/backend.h"
+#include "../base/err.h"
+
+/* Exit statuses of every command. */
+#define FA_EXIT_OK 0       /* everything passed */
+#define FA_EXIT_FAIL 1     /* a case failed its check, errored or timed out */
+#define FA_EXIT_USAGE 2    /* bad usage or bad input; nothing was written */
+#define FA_EXIT_SIGNAL 130 /* interrupted; finished cases are kept */
+
+int fa_cmd_run(int argc, char **argv);
+int fa_cmd_list(int argc, char **argv);
+int fa_cmd_kernels(int argc, char **argv);
+int fa_cmd_devices(int argc, char **argv);
+int fa_cmd_report(int argc, char **argv);
+int fa_cmd_calibrate(int argc, char **argv);
+int fa_cmd_compare(int argc, char **argv);
+int fa_cmd_history(int argc, char **argv);
+int fa_cmd_plot(int argc, char **argv);
+int fa_cmd_import(int argc, char **argv);
+
+/* Prints e to stderr ("fabench CMD: error: ..." or file:line:col with a
+ * caret) and returns the exit status for it: 2 for usage and input errors
+ * and for what the user named that is not there (FA_ERR_NOT_FOUND: a suite
+ * or import file, a database, a run, a kernel), 1 otherwise. */
+int fa_cmd_fail(const char *cmd, const struct fa_err *e);
+
+/* Prints "fabench CMD: MESSAGE" and the usage hint to stderr; returns 2. */
+int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Loads the backend registry (plugins next to the executable). */
+enum fa_rc fa_cmd_registry(struct fa_registry *r, struct fa_err *err);
+
+/* The default database path: $FABENCH_DB or results/fabench.db. */
+const char *fa_cmd_default_db(void);
+
+#endif /* FA_CMD_H */

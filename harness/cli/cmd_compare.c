@@ -1,0 +1,167 @@
+/* cmd_compare.c - `fabench compare BASE HEAD`: two runs side by side, with a
+ * verdict per result from the samples, for a PR comment or a CI gate. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "../report/compare.h"
+#include "../report/report.h"
+#include "../store/store.h"
+#include "../base/util.h"
+
+static const char usage_text[] =
+	"usage: fabench compare [--db PATH] [--format md|csv|json] [--min-effect PCT]\n"
+	"                       [--alpha P] [--fail-on-regression] [--ignore-params]\n"
+	"                       [--output FILE] BASE HEAD";
+
+static void help(void)
+{
+	printf("%s\n\n"
+	       "Compares the results of HEAD with those of BASE, matched by case key, kernel\n"
+	       "and kernel params: base and head medians, the speedup (base / head) and a\n"
+	       "verdict per result: FASTER or SLOWER when the Mann-Whitney test on the samples\n"
+	       "gives p < alpha and the bootstrap interval of the time ratio lies beyond the\n"
+	       "minimum effect; same when it lies within; noisy when the samples cannot tell.\n"
+	       "Results that passed in BASE and fail in HEAD are listed first; added, removed\n"
+	       "and untimed results are counted. A summary gives the geometric-mean speedup\n"
+	       "per kernel and per suite.\n\n"
+	       "BASE and HEAD name runs: a run id; a label (every run with it, pooled);\n"
+	       "latest; or a git commit prefix of at least %d hex digits (every run of it,\n"
+	       "pooled). Pooled runs' samples are taken together.\n\n"
+	       "options:\n"
+	       "  --db PATH              database (default results/fabench.db, or $FABENCH_DB)\n"
+	       "  --format FMT           md (default, for a PR comment), csv or json\n"
+	       "  --min-effect PCT       smallest change reported, in percent (default %g)\n"
+	       "  --alpha P              significance level of the rank test (default %g)\n"
+	       "  --fail-on-regression   exit 1 when a result is SLOWER or newly fails, when\n"
+	       "                         one timed in BASE is not timed in HEAD, or when no\n"
+	       "                         result was timed on both sides\n"
+	       "  --ignore-params        match by case and kernel only: compare one kernel\n"
+	       "                         run with other tunables (--param) in HEAD\n"
+	       "  --output FILE          write to FILE instead of standard output\n\n"
+	       "exit status: 0 done (no regression with --fail-on-regression), 1 a regression\n"
+	       "with --fail-on-regression, or an error reading the database, 2 bad usage or\n"
+	       "an unknown run; see docs/compare.md\n",
+	       usage_text, FA_COMPARE_MIN_COMMIT_PREFIX, FA_CMP_MIN_EFFECT * 100, FA_STATS_ALPHA);
+}
+
+/* A number from an option, the whole string; 0 on success. */
+static int parse_number(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(s, &end);
+	return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
+}
+
+int fa_cmd_compare(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"db", required_argument, 0, 'd'},
+		{"format", required_argument, 0, 'f'},
+		{"min-effect", required_argument, 0, 'm'},
+		{"alpha", required_argument, 0, 'a'},
+		{"fail-on-regression", no_argument, 0, 'F'},
+		{"ignore-params", no_argument, 0, 'I'},
+		{"output", required_argument, 0, 'o'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	const char *db = fa_cmd_default_db(), *output = NULL;
+	struct fa_compare_opts co;
+	struct fa_compare cmp;
+	struct fa_store *store = NULL;
+	struct fa_err err;
+	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK;
+	double v;
+	FILE *out = stdout;
+
+	fa_compare_opts_init(&co);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db = optarg; break;
+		case 'f':
+			format = fa_report_format_parse(optarg);
+			if (format != FA_FMT_MD && format != FA_FMT_CSV && format != FA_FMT_JSON)
+				return fa_cmd_usage_error("compare", usage_text,
+							  "--format '%s' must be md, csv or json", optarg);
+			break;
+		case 'm':
+			if (parse_number(optarg, &v) != 0 || v < 0 || v >= 100)
+				return fa_cmd_usage_error("compare", usage_text,
+							  "--min-effect '%s' must be a percentage in "
+							  "[0, 100)",
+							  optarg);
+			co.perf.min_effect = v / 100;
+			break;
+		case 'a':
+			if (parse_number(optarg, &v) != 0 || !(v > 0 && v < 1))
+				return fa_cmd_usage_error("compare", usage_text,
+							  "--alpha '%s' must be between 0 and 1", optarg);
+			co.perf.alpha = v;
+			break;
+		case 'F': gate = 1; break;
+		case 'I': co.ignore_params = 1; break;
+		case 'o': output = optarg; break;
+		case 'h': help(); return FA_EXIT_OK;
+		default:
+			return fa_cmd_usage_error("compare", usage_text, "unknown option '%s'",
+						  argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 2)
+		return fa_cmd_usage_error("compare", usage_text, "BASE and HEAD are required");
+	if (argc - optind > 2)
+		return fa_cmd_usage_error("compare", usage_text, "unexpected argument '%s'",
+					  argv[optind + 2]);
+	fa_err_clear(&err);
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
+		return fa_cmd_fail("compare", &err);
+	if (fa_compare_build(store, argv[optind], argv[optind + 1], &co, &cmp, &err) != FA_OK) {
+		fa_store_close(store);
+		return fa_cmd_fail("compare", &err);
+	}
+	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
+		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));
+		fa_compare_free(&cmp);
+		fa_store_close(store);
+		return FA_EXIT_FAIL;
+	}
+	if (fa_compare_write(&cmp, format, out, &err) != FA_OK)
+		status = fa_cmd_fail("compare", &err);
+	if (output && fclose(out) != 0) {
+		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));
+		status = FA_EXIT_FAIL;
+	}
+	/* the gate: regressions, and lost coverage (a result that is no longer
+	 * timed cannot show that it got slower; an empty comparison shows nothing) */
+	if (status == FA_EXIT_OK && gate) {
+		if (cmp.n_regressions > 0)
+			fprintf(stderr,
+				"fabench compare: %d regression%s (%d slower, %d newly failing) "
+				"against base '%s'\n",
+				cmp.n_regressions, cmp.n_regressions == 1 ? "" : "s",
+				cmp.verdicts[FA_PERF_SLOWER], cmp.changes[FA_CMP_BROKEN],
+				cmp.base.spec);
+		if (cmp.n_lost > 0)
+			fprintf(stderr,
+				"fabench compare: coverage lost: %d result%s timed in base '%s' %s "
+				"not timed in head (%d removed, %d not timed)\n",
+				cmp.n_lost, cmp.n_lost == 1 ? "" : "s", cmp.base.spec,
+				cmp.n_lost == 1 ? "is" : "are", cmp.lost_removed, cmp.lost_untimed);
+		if (cmp.changes[FA_CMP_TIMED] == 0)
+			fprintf(stderr,
+				"fabench compare: no result was timed on both sides: nothing "
+				"compared against base '%s'\n",
+				cmp.base.spec);
+		if (cmp.n_regressions > 0 || cmp.n_lost > 0 || cmp.changes[FA_CMP_TIMED] == 0)
+			status = FA_EXIT_FAIL;
+	}
+	fa_compare_free(&cmp);
+	fa_store_close(store);
+	return status;
+}

@@ -1,0 +1,1133 @@
+/* expand.c - case parameters and the expansion of one suite file or group
+ * into cases: parsing parameter values (with the k suffix and range
+ * mappings), axes, zip and exclude; the product of the dimensions; building
+ * and validating each case's struct fa_problem; and the where/exclude filters.
+ *
+ * Errors point at the value that caused them. Combinations that need other
+ * parameters to be judged (a prefix longer than the keys) keep their error
+ * pending, so a where or exclude can still drop them (see struct fa_work).
+ */
+#include "expand.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../run/data.h"
+
+/* ---- arena */
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	/* data follows, 16-byte aligned */
+};
+
+#define CHUNK_HEADER ((sizeof(struct chunk) + 15) & ~(size_t)15)
+#define CHUNK_BYTES ((size_t)64 * 1024)
+
+void *fa_arena_alloc(struct fa_arena *a, size_t n)
+{
+	struct chunk *c = a->head;
+	n = (n + 15) & ~(size_t)15;
+	if (!c || c->used + n > c->cap) {
+		size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+		struct chunk *nc = malloc(CHUNK_HEADER + cap);
+		if (!nc)
+			return NULL;
+		nc->used = 0;
+		nc->cap = cap;
+		if (c && n > CHUNK_BYTES) {
+			/* an odd big block goes behind the current chunk, which keeps serving */
+			nc->next = c->next;
+			c->next = nc;
+		} else {
+			nc->next = c;
+			a->head = nc;
+		}
+		c = nc;
+	}
+	void *p = (char *)c + CHUNK_HEADER + c->used;
+	c->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+void fa_arena_free(struct fa_arena *a)
+{
+	struct chunk *c = a->head;
+	while (c) {
+		struct chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+}
+
+/* ---- nodes and scalars */
+
+struct fa_loc fa_src_loc(const struct fa_src *src, const yaml_node_t *n)
+{
+	struct fa_loc l = {src->file, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
+	return l;
+}
+
+yaml_node_t *fa_src_node(const struct fa_src *src, int i)
+{
+	return yaml_document_get_node(src->doc, i);
+}
+
+const char *fa_node_words(const yaml_node_t *n, char *buf, size_t size)
+{
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a sequence";
+	if (n->data.scalar.length == 0)
+		return "nothing";
+	if (n->data.scalar.length > 60) /* keep messages on one screen line */
+		snprintf(buf, size, "'%.57s...'", (const char *)n->data.scalar.value);
+	else
+		snprintf(buf, size, "'%s'", (const char *)n->data.scalar.value);
+	return buf;
+}
+
+int fa_parse_int(const char *s, int64_t *out)
+{
+	const char *p = s;
+	int neg = 0;
+	uint64_t v = 0;
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (uint64_t)INT64_MAX / 10)
+			return -2;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > (uint64_t)INT64_MAX)
+			return -2;
+	}
+	if (*p == 'k' || *p == 'K') {
+		if (v > (uint64_t)INT64_MAX / 1024)
+			return -2;
+		v *= 1024; /* 8k = 8192: sequence lengths are powers of two */
+		p++;
+	}
+	if (*p)
+		return -1;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+int fa_parse_num(const char *s, double *out)
+{
+	int64_t i;
+	char *end;
+	int r = fa_parse_int(s, &i);
+	if (r == 0) {
+		*out = (double)i;
+		return 0;
+	}
+	if (!*s || *s == ' ' || *s == '\t')
+		return -1;
+	double d = strtod(s, &end);
+	if (*end || !isfinite(d))
+		return -1;
+	/* strtod also reads hex floats and "infinity"; accept decimal forms only */
+	for (const char *p = s; *p; p++)
+		if (!strchr("0123456789+-.eE", *p))
+			return -1;
+	*out = d;
+	return 0;
+}
+
+int fa_edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	int row[64];
+	if (la > 62 || lb > 62)
+		return 3;
+	for (int j = 0; j <= lb; j++)
+		row[j] = j;
+	for (int i = 1; i <= la; i++) {
+		int prev = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int cur = row[j];
+			int best = prev + (a[i - 1] != b[j - 1]);
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = cur;
+		}
+	}
+	return row[lb] > 3 ? 3 : row[lb];
+}
+
+/* ---- the parameter table */
+
+enum pkind {
+	PK_SIZE,   /* integer >= 1 */
+	PK_DIM,    /* integer 1..FA_MAX_HEAD_DIM */
+	PK_NONNEG, /* integer >= 0 */
+	PK_ENUM,   /* a word */
+	PK_NUM,    /* a number > 0 */
+	PK_LIST,   /* a list of integers >= list_min */
+};
+
+/* The largest head size any kernel or the reference is asked to handle; it
+ * bounds per-row scratch buffers, and real models stop at 256. */
+#define FA_MAX_HEAD_DIM 1024
+
+static const struct param_info {
+	const char *name;
+	int kind;
+	int (*parse)(const char *); /* PK_ENUM */
+	const char *expected;       /* PK_ENUM: the words, for messages */
+	int list_min;               /* PK_LIST */
+} params[FA_P_COUNT] = {
+	[FA_P_BATCH] = {"batch", PK_SIZE, NULL, NULL, 0},
+	[FA_P_HEADS] = {"heads", PK_SIZE, NULL, NULL, 0},
+	[FA_P_KV_HEADS] = {"kv_heads", PK_SIZE, NULL, NULL, 0},
+	[FA_P_GQA] = {"gqa", PK_SIZE, NULL, NULL, 0},
+	[FA_P_Q_LEN] = {"q_len", PK_SIZE, NULL, NULL, 0},
+	[FA_P_KV_LEN] = {"kv_len", PK_SIZE, NULL, NULL, 0},
+	[FA_P_SEQ_LEN] = {"seq_len", PK_SIZE, NULL, NULL, 0},
+	[FA_P_HEAD_DIM] = {"head_dim", PK_DIM, NULL, NULL, 0},
+	[FA_P_HEAD_DIM_V] = {"head_dim_v", PK_DIM, NULL, NULL, 0},
+	[FA_P_DTYPE] = {"dtype", PK_ENUM, fa_dtype_parse, "fp32, fp16 or bf16", 0},
+	[FA_P_MASK] = {"mask", PK_ENUM, fa_mask_parse, "none, causal, prefix_lm or sliding_window", 0},
+	[FA_P_PREFIX_LEN] = {"prefix_len", PK_NONNEG, NULL, NULL, 0},
+	[FA_P_WINDOW] = {"window", PK_SIZE, NULL, NULL, 0},
+	[FA_P_LAYOUT] = {"layout", PK_ENUM, fa_layout_parse, "bshd or bhsd", 0},
+	[FA_P_SEQLENS] = {"seqlens", PK_LIST, NULL, NULL, 1},
+	[FA_P_KV_SEQLENS] = {"kv_seqlens", PK_LIST, NULL, NULL, 1},
+	[FA_P_PREFIX_LENS] = {"prefix_lens", PK_LIST, NULL, NULL, 0},
+	[FA_P_SCALE] = {"scale", PK_NUM, NULL, NULL, 0},
+	[FA_P_INPUT] = {"input", PK_ENUM, fa_dist_parse, "normal, uniform or outliers", 0},
+};
+
+int fa_param_lookup(const char *key)
+{
+	for (int i = 0; i < FA_P_COUNT; i++)
+		if (strcmp(params[i].name, key) == 0)
+			return i;
+	return -1;
+}
+
+const char *fa_param_name(int param)
+{
+	return params[param].name;
+}
+
+const char *fa_param_suggest(const char *key)
+{
+	const char *best = NULL;
+	int bd = 3;
+	for (int i = 0; i < FA_P_COUNT; i++) {
+		int d = fa_edit_distance(key, params[i].name);
+		if (d < bd) {
+			bd = d;
+			best = params[i].name;
+		}
+	}
+	return bd <= 2 ? best : NULL;
+}
+
+static int is_int_kind(int kind)
+{
+	return kind == PK_SIZE || kind == PK_DIM || kind == PK_NONNEG;
+}
+
+static const char *expected_words(int param)
+{
+	switch (params[param].kind) {
+	case PK_ENUM: return "a word";
+	case PK_NUM: return "a number";
+	case PK_LIST: return "a list of integers";
+	default: return "an integer";
+	}
+}
+
+static enum fa_rc type_error(const struct fa_src *src, int param, const yaml_node_t *n)
+{
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	return fa_err_at(src->err, &l, "expected %s for '%s', got %s", expected_words(param),
+			 params[param].name, fa_node_words(n, buf, sizeof buf));
+}
+
+/* Checks an integer value of param against its kind's range. */
+static enum fa_rc check_int(const struct fa_src *src, int param, int64_t v, const struct fa_loc *l)
+{
+	const char *name = params[param].name;
+	int kind = params[param].kind;
+	if (kind == PK_NONNEG && v < 0)
+		return fa_err_at(src->err, l, "%s %lld must not be negative", name, (long long)v);
+	if (kind != PK_NONNEG && v < 1)
+		return fa_err_at(src->err, l, "%s %lld must be positive", name, (long long)v);
+	if (kind == PK_DIM && v > FA_MAX_HEAD_DIM)
+		return fa_err_at(src->err, l, "%s %lld is too large (at most %d)", name, (long long)v,
+				 FA_MAX_HEAD_DIM);
+	if (v > INT32_MAX)
+		return fa_err_at(src->err, l, "%s %lld is too large (at most %d)", name, (long long)v,
+				 INT32_MAX);
+	return FA_OK;
+}
+
+/* A scalar value of a non-list parameter. */
+static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_node_t *n,
+			       struct fa_pval *out)
+{
+	const struct param_info *pi = &params[param];
+	const char *text = (const char *)n->data.scalar.value;
+	struct fa_loc l = fa_src_loc(src, n);
+	memset(out, 0, sizeof *out);
+	out->loc = l;
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0)
+		return type_error(src, param, n);
+	if (is_int_kind(pi->kind)) {
+		int r = fa_parse_int(text, &out->i);
+		if (r == -2)
+			return fa_err_at(src->err, &l, "%s %s is too large (at most %d)", pi->name, text,
+					 pi->kind == PK_DIM ? FA_MAX_HEAD_DIM : INT32_MAX);
+		if (r != 0)
+			return type_error(src, param, n);
+		return check_int(src, param, out->i, &l);
+	}
+	if (pi->kind == PK_ENUM) {
+		int v = pi->parse(text);
+		if (v < 0)
+			return fa_err_at(src->err, &l, "unknown %s '%s' (expected %s)", pi->name, text,
+					 pi->expected);
+		out->i = v;
+		return FA_OK;
+	}
+	/* PK_NUM */
+	if (fa_parse_num(text, &out->d) != 0)
+		return type_error(src, param, n);
+	if (!(out->d > 0))
+		return fa_err_at(src->err, &l, "%s %s must be positive", pi->name, text);
+	/* The kernels get it as a float: one that rounds to inf, to zero or to a
+	 * denormal computes nothing meaningful. 0x1.ffffffp+127 is FLT_MAX plus
+	 * half its ulp, the first double that rounds to inf (checked before the
+	 * conversion, which is undefined out of range). */
+	if (out->d >= 0x1.ffffffp+127)
+		return fa_err_at(src->err, &l, "%s %s is out of range for the kernels' fp32 (max 3.4e38)",
+				 pi->name, text);
+	if ((float)out->d < FLT_MIN)
+		return fa_err_at(src->err, &l,
+				 "%s %s is out of range for the kernels' fp32 (min normal 1.2e-38)",
+				 pi->name, text);
+	return FA_OK;
+}
+
+/* A sequence of integers: the value of a list parameter. */
+static enum fa_rc list_value(const struct fa_src *src, int param, const yaml_node_t *n,
+			     struct fa_pval *out)
+{
+	const struct param_info *pi = &params[param];
+	struct fa_loc l = fa_src_loc(src, n);
+	int32_t count;
+	memset(out, 0, sizeof *out);
+	out->loc = l;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return type_error(src, param, n);
+	count = (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (count == 0)
+		return fa_err_at(src->err, &l, "empty list for '%s'", pi->name);
+	out->list = fa_arena_alloc(src->arena, (size_t)count * sizeof *out->list);
+	if (!out->list)
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory reading '%s'", src->file);
+	out->n = count;
+	for (int32_t k = 0; k < count; k++) {
+		const yaml_node_t *it = fa_src_node(src, n->data.sequence.items.start[k]);
+		struct fa_loc il = fa_src_loc(src, it);
+		char buf[80];
+		int64_t v;
+		if (it->type != YAML_SCALAR_NODE ||
+		    fa_parse_int((const char *)it->data.scalar.value, &v) == -1)
+			return fa_err_at(src->err, &il, "expected an integer in '%s', got %s", pi->name,
+					 fa_node_words(it, buf, sizeof buf));
+		if (fa_parse_int((const char *)it->data.scalar.value, &v) == -2 || v > INT32_MAX)
+			return fa_err_at(src->err, &il, "%s entry %s is too large (at most %d)",
+					 pi->name, (const char *)it->data.scalar.value, INT32_MAX);
+		if (v < pi->list_min)
+			return fa_err_at(src->err, &il, pi->list_min ? "%s entry %lld must be positive"
+								     : "%s entry %lld must not be negative",
+					 pi->name, (long long)v);
+		out->list[k] = (int32_t)v;
+	}
+	return FA_OK;
+}
+
+enum fa_rc fa_param_value(const struct fa_src *src, int param, const yaml_node_t *n,
+			  struct fa_pval *out)
+{
+	if (params[param].kind == PK_LIST)
+		return list_value(src, param, n, out);
+	return scalar_value(src, param, n, out);
+}
+
+/* ---- ranges */
+
+static enum fa_rc range_int(const struct fa_src *src, const yaml_node_t *n, const char *what,
+			    int64_t *v)
+{
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	int r = n->type == YAML_SCALAR_NODE ? fa_parse_int((const char *)n->data.scalar.value, v) : -1;
+	if (r == -1)
+		return fa_err_at(src->err, &l, "expected an integer for range '%s', got %s", what,
+				 fa_node_words(n, buf, sizeof buf));
+	if (r == -2 || *v > INT32_MAX || *v < -(int64_t)INT32_MAX)
+		return fa_err_at(src->err, &l, "range %s %s is too large (at most %d)", what,
+				 (const char *)n->data.scalar.value, INT32_MAX);
+	return FA_OK;
+}
+
+/* Counts (vals == NULL) or writes the values of a range mapping. */
+static enum fa_rc range_values(const struct fa_src *src, int param, const yaml_node_t *n,
+			       struct fa_pval *vals, int32_t *count)
+{
+	static const char *const keys[] = {"start", "stop", "mul", "step"};
+	const yaml_node_t *kn[4] = {NULL, NULL, NULL, NULL};
+	int64_t v[4] = {0, 0, 0, 0};
+	struct fa_loc l = fa_src_loc(src, n);
+	enum fa_rc rc;
+	if (!is_int_kind(params[param].kind))
+		return fa_err_at(src->err, &l, "'%s' cannot take a range (ranges are for integer "
+				 "parameters)", params[param].name);
+	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+		const yaml_node_t *k = fa_src_node(src, pr->key);
+		const char *key = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+		struct fa_loc kl = fa_src_loc(src, k);
+		int which = -1;
+		for (int i = 0; i < 4; i++)
+			if (strcmp(key, keys[i]) == 0)
+				which = i;
+		if (which < 0) {
+			const char *best = NULL;
+			int bd = 3;
+			for (int i = 0; i < 4; i++) {
+				int d = fa_edit_distance(key, keys[i]);
+				if (d < bd) {
+					bd = d;
+					best = keys[i];
+				}
+			}
+			if (best && bd <= 2)
+				return fa_err_at(src->err, &kl, "unknown key '%s' (did you mean '%s'?)", key,
+						 best);
+			return fa_err_at(src->err, &kl, "unknown key '%s' (a range takes start, stop and "
+					 "mul or step)", key);
+		}
+		if (kn[which])
+			return fa_err_at(src->err, &kl, "duplicate key '%s'", key);
+		kn[which] = fa_src_node(src, pr->value);
+		if ((rc = range_int(src, kn[which], key, &v[which])) != FA_OK)
+			return rc;
+	}
+	if (!kn[0] || !kn[1])
+		return fa_err_at(src->err, &l, "range needs '%s'", kn[0] ? "stop" : "start");
+	if (!kn[2] && !kn[3])
+		return fa_err_at(src->err, &l, "range needs 'mul' or 'step'");
+	if (kn[2] && kn[3]) {
+		struct fa_loc sl = fa_src_loc(src, kn[3]);
+		return fa_err_at(src->err, &sl, "range takes 'mul' or 'step', not both");
+	}
+	struct fa_loc start_l = fa_src_loc(src, kn[0]), stop_l = fa_src_loc(src, kn[1]);
+	if (kn[2] && v[2] < 2) {
+		struct fa_loc ml = fa_src_loc(src, kn[2]);
+		return fa_err_at(src->err, &ml, "range mul %lld must be at least 2", (long long)v[2]);
+	}
+	if (kn[3] && v[3] < 1) {
+		struct fa_loc sl = fa_src_loc(src, kn[3]);
+		return fa_err_at(src->err, &sl, "range step %lld must be positive", (long long)v[3]);
+	}
+	if ((rc = check_int(src, param, v[0], &start_l)) != FA_OK)
+		return rc;
+	if (kn[2] && v[0] < 1)
+		return fa_err_at(src->err, &start_l, "range start %lld must be positive with 'mul'",
+				 (long long)v[0]);
+	if (v[1] < v[0])
+		return fa_err_at(src->err, &stop_l, "range stop %lld is less than start %lld",
+				 (long long)v[1], (long long)v[0]);
+	int32_t c = 0;
+	for (int64_t x = v[0]; x <= v[1]; x = kn[2] ? x * v[2] : x + v[3]) {
+		if (c >= FA_SUITE_MAX_CASES)
+			return fa_err_at(src->err, &l, "range makes more than %d values",
+					 FA_SUITE_MAX_CASES);
+		if (vals) {
+			if (x != v[0] && (rc = check_int(src, param, x, &stop_l)) != FA_OK)
+				return rc;
+			vals[c].i = x;
+			vals[c].loc = l;
+		}
+		c++;
+	}
+	*count = c;
+	return FA_OK;
+}
+
+enum fa_rc fa_param_values(const struct fa_src *src, int param, const yaml_node_t *n,
+			   struct fa_pval **vals, int32_t *count)
+{
+	const struct param_info *pi = &params[param];
+	struct fa_loc l = fa_src_loc(src, n);
+	int32_t total = 0, items;
+	enum fa_rc rc;
+	*vals = NULL;
+	*count = 0;
+	/* A list parameter given one flat list, or any parameter given one scalar:
+	 * a single value. */
+	if ((pi->kind == PK_LIST && n->type == YAML_SEQUENCE_NODE &&
+	     n->data.sequence.items.top > n->data.sequence.items.start &&
+	     fa_src_node(src, n->data.sequence.items.start[0])->type == YAML_SCALAR_NODE) ||
+	    n->type == YAML_SCALAR_NODE) {
+		if (!(*vals = fa_arena_alloc(src->arena, sizeof **vals)))
+			return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+		*count = 1;
+		return fa_param_value(src, param, n, *vals);
+	}
+	if (n->type == YAML_MAPPING_NODE) {
+		if ((rc = range_values(src, param, n, NULL, &total)) != FA_OK)
+			return rc;
+		if (!(*vals = fa_arena_alloc(src->arena, (size_t)total * sizeof **vals)))
+			return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+		*count = total;
+		return range_values(src, param, n, *vals, &total);
+	}
+	items = (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (items == 0)
+		return fa_err_at(src->err, &l, "empty list of values for '%s'", pi->name);
+	for (int32_t k = 0; k < items; k++) {
+		const yaml_node_t *it = fa_src_node(src, n->data.sequence.items.start[k]);
+		int32_t c = 1;
+		if (it->type == YAML_MAPPING_NODE && pi->kind != PK_LIST &&
+		    (rc = range_values(src, param, it, NULL, &c)) != FA_OK)
+			return rc;
+		if (total > FA_SUITE_MAX_CASES - c)
+			return fa_err_at(src->err, &l, "more than %d values for '%s'",
+					 FA_SUITE_MAX_CASES, pi->name);
+		total += c;
+	}
+	if (!(*vals = fa_arena_alloc(src->arena, (size_t)total * sizeof **vals)))
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+	total = 0;
+	for (int32_t k = 0; k < items; k++) {
+		const yaml_node_t *it = fa_src_node(src, n->data.sequence.items.start[k]);
+		int32_t c = 1;
+		if (it->type == YAML_MAPPING_NODE && pi->kind != PK_LIST)
+			rc = range_values(src, param, it, *vals + total, &c);
+		else if (pi->kind == PK_LIST)
+			rc = list_value(src, param, it, *vals + total);
+		else if (it->type != YAML_SCALAR_NODE)
+			rc = type_error(src, param, it);
+		else
+			rc = scalar_value(src, param, it, *vals + total);
+		if (rc != FA_OK)
+			return rc;
+		total += c;
+	}
+	*count = total;
+	return FA_OK;
+}
+
+/* ---- parameter mappings */
+
+/* The parameter at key node k, checking it is known and not repeated. */
+static enum fa_rc param_key(const struct fa_src *src, const yaml_node_t *k, int seen[FA_P_COUNT],
+			    int *param)
+{
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, k);
+	if (k->type != YAML_SCALAR_NODE)
+		return fa_err_at(src->err, &l, "expected a parameter name, got %s",
+				 fa_node_words(k, buf, sizeof buf));
+	const char *key = (const char *)k->data.scalar.value;
+	*param = fa_param_lookup(key);
+	if (*param < 0) {
+		const char *hint = fa_param_suggest(key);
+		if (hint)
+			return fa_err_at(src->err, &l, "unknown key '%s' (did you mean '%s'?)", key, hint);
+		return fa_err_at(src->err, &l, "unknown key '%s'", key);
+	}
+	if (seen[*param])
+		return fa_err_at(src->err, &l, "duplicate key '%s'", key);
+	seen[*param] = 1;
+	return FA_OK;
+}
+
+static enum fa_rc expect_mapping(const struct fa_src *src, const yaml_node_t *n, const char *what)
+{
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	if (n->type == YAML_MAPPING_NODE)
+		return FA_OK;
+	return fa_err_at(src->err, &l, "expected a mapping for '%s', got %s", what,
+			 fa_node_words(n, buf, sizeof buf));
+}
+
+static int32_t mapping_size(const yaml_node_t *n)
+{
+	return (int32_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+}
+
+enum fa_rc fa_parse_defaults(const struct fa_src *src, const yaml_node_t *n, fa_bindings b)
+{
+	int seen[FA_P_COUNT] = {0};
+	enum fa_rc rc;
+	if ((rc = expect_mapping(src, n, "defaults")) != FA_OK)
+		return rc;
+	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+		int param;
+		struct fa_pval *v;
+		if ((rc = param_key(src, fa_src_node(src, pr->key), seen, &param)) != FA_OK)
+			return rc;
+		if (!(v = fa_arena_alloc(src->arena, sizeof *v)))
+			return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+		if ((rc = fa_param_value(src, param, fa_src_node(src, pr->value), v)) != FA_OK)
+			return rc;
+		b[param] = v;
+	}
+	return FA_OK;
+}
+
+static const char *origin_text(const char *owner, const char *what)
+{
+	if (strcmp(owner, "group") == 0)
+		return strcmp(what, "axes") == 0 ? "the group's axes" : "the group's zip";
+	return strcmp(what, "axes") == 0 ? "the file's axes" : "the file's zip";
+}
+
+enum fa_rc fa_parse_axes(const struct fa_src *src, const yaml_node_t *n, const char *owner,
+			 struct fa_dim **dims, int32_t *count)
+{
+	int seen[FA_P_COUNT] = {0};
+	enum fa_rc rc;
+	int32_t k = 0;
+	*dims = NULL;
+	*count = 0;
+	if ((rc = expect_mapping(src, n, "axes")) != FA_OK)
+		return rc;
+	if (mapping_size(n) == 0)
+		return FA_OK;
+	if (!(*dims = fa_arena_alloc(src->arena, (size_t)mapping_size(n) * sizeof **dims)))
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+	     pr++, k++) {
+		struct fa_dim *d = &(*dims)[k];
+		const yaml_node_t *kn = fa_src_node(src, pr->key);
+		int param;
+		if ((rc = param_key(src, kn, seen, &param)) != FA_OK)
+			return rc;
+		d->n_params = 1;
+		d->param[0] = param;
+		d->key_loc[0] = fa_src_loc(src, kn);
+		d->origin = origin_text(owner, "axes");
+		if ((rc = fa_param_values(src, param, fa_src_node(src, pr->value), &d->vals[0],
+					  &d->len)) != FA_OK)
+			return rc;
+	}
+	*count = k;
+	return FA_OK;
+}
+
+enum fa_rc fa_parse_zip(const struct fa_src *src, const yaml_node_t *n, const char *owner,
+			struct fa_dim **dims, int32_t *count)
+{
+	enum fa_rc rc;
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	int32_t items;
+	*dims = NULL;
+	*count = 0;
+	if (n->type == YAML_SCALAR_NODE)
+		return fa_err_at(src->err, &l, "expected a list of mappings for 'zip', got %s",
+				 fa_node_words(n, buf, sizeof buf));
+	/* a single mapping counts as a one-entry list */
+	items = n->type == YAML_MAPPING_NODE
+			? 1
+			: (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (items == 0)
+		return FA_OK;
+	if (!(*dims = fa_arena_alloc(src->arena, (size_t)items * sizeof **dims)))
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+	for (int32_t k = 0; k < items; k++) {
+		const yaml_node_t *m = n->type == YAML_MAPPING_NODE
+					       ? n
+					       : fa_src_node(src, n->data.sequence.items.start[k]);
+		struct fa_dim *d = &(*dims)[k];
+		struct fa_loc ml = fa_src_loc(src, m);
+		int seen[FA_P_COUNT] = {0};
+		if (m->type != YAML_MAPPING_NODE)
+			return fa_err_at(src->err, &ml, "expected a mapping in 'zip', got %s",
+					 fa_node_words(m, buf, sizeof buf));
+		if (mapping_size(m) == 0)
+			return fa_err_at(src->err, &ml, "empty mapping in 'zip'");
+		d->origin = origin_text(owner, "zip");
+		for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top;
+		     pr++) {
+			const yaml_node_t *kn = fa_src_node(src, pr->key), *vn = fa_src_node(src, pr->value);
+			int param, j = d->n_params;
+			int32_t len;
+			if ((rc = param_key(src, kn, seen, &param)) != FA_OK)
+				return rc;
+			d->param[j] = param;
+			d->key_loc[j] = fa_src_loc(src, kn);
+			if ((rc = fa_param_values(src, param, vn, &d->vals[j], &len)) != FA_OK)
+				return rc;
+			if (j > 0 && len != d->len) {
+				struct fa_loc vl = fa_src_loc(src, vn);
+				return fa_err_at(src->err, &vl,
+						 "zip lists differ in length: '%s' has %d values, '%s' has %d",
+						 params[param].name, len, params[d->param[0]].name, d->len);
+			}
+			d->len = len;
+			d->n_params++;
+		}
+	}
+	*count = items;
+	return FA_OK;
+}
+
+enum fa_rc fa_parse_exclude(const struct fa_src *src, const yaml_node_t *n,
+			    struct fa_exclude **ex, int32_t *count)
+{
+	enum fa_rc rc;
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	int32_t items;
+	*ex = NULL;
+	*count = 0;
+	if (n->type == YAML_SCALAR_NODE)
+		return fa_err_at(src->err, &l, "expected a list of mappings for 'exclude', got %s",
+				 fa_node_words(n, buf, sizeof buf));
+	items = n->type == YAML_MAPPING_NODE
+			? 1
+			: (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (items == 0)
+		return FA_OK;
+	if (!(*ex = fa_arena_alloc(src->arena, (size_t)items * sizeof **ex)))
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
+	for (int32_t k = 0; k < items; k++) {
+		const yaml_node_t *m = n->type == YAML_MAPPING_NODE
+					       ? n
+					       : fa_src_node(src, n->data.sequence.items.start[k]);
+		struct fa_exclude *e = &(*ex)[k];
+		struct fa_loc ml = fa_src_loc(src, m);
+		int seen[FA_P_COUNT] = {0};
+		if (m->type != YAML_MAPPING_NODE)
+			return fa_err_at(src->err, &ml, "expected a mapping in 'exclude', got %s",
+					 fa_node_words(m, buf, sizeof buf));
+		if (mapping_size(m) == 0) /* it would match, and drop, every case */
+			return fa_err_at(src->err, &ml, "empty mapping in 'exclude'");
+		for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top;
+		     pr++) {
+			int param, j = e->n_params;
+			if ((rc = param_key(src, fa_src_node(src, pr->key), seen, &param)) != FA_OK)
+				return rc;
+			e->param[j] = param;
+			if ((rc = fa_param_values(src, param, fa_src_node(src, pr->value), &e->vals[j],
+						  &e->n_vals[j])) != FA_OK)
+				return rc;
+			e->n_params++;
+		}
+	}
+	*count = items;
+	return FA_OK;
+}
+
+/* ---- filters */
+
+static int list_equals(const int32_t *list, int32_t n, const int32_t *cu, const int32_t *plain)
+{
+	for (int32_t b = 0; b < n; b++) {
+		int32_t x = cu ? cu[b + 1] - cu[b] : plain[b];
+		if (x != list[b])
+			return 0;
+	}
+	return 1;
+}
+
+static int pval_matches(int param, const struct fa_pval *v, const struct fa_case *c)
+{
+	const struct fa_problem *p = &c->p;
+	switch (param) {
+	case FA_P_BATCH: return p->batch == v->i;
+	case FA_P_HEADS: return p->heads == v->i;
+	case FA_P_KV_HEADS: return p->kv_heads == v->i;
+	case FA_P_GQA:
+		return p->kv_heads > 0 && p->heads % p->kv_heads == 0 && p->heads / p->kv_heads == v->i;
+	case FA_P_Q_LEN: return p->q_len == v->i;
+	case FA_P_KV_LEN: return p->kv_len == v->i;
+	case FA_P_SEQ_LEN: return !p->varlen && p->q_len == v->i && p->kv_len == v->i;
+	case FA_P_HEAD_DIM: return p->head_dim == v->i;
+	case FA_P_HEAD_DIM_V: return p->head_dim_v == v->i;
+	case FA_P_DTYPE: return p->dtype == v->i;
+	case FA_P_MASK: return p->mask == v->i;
+	case FA_P_LAYOUT: return p->layout == v->i;
+	case FA_P_INPUT: return c->dist == v->i;
+	case FA_P_PREFIX_LEN:
+		return p->mask == FA_MASK_PREFIX_LM && !c->prefix_lens && p->prefix_len == v->i;
+	case FA_P_WINDOW: return p->mask == FA_MASK_SLIDING_WINDOW && p->window == v->i;
+	case FA_P_SEQLENS:
+		return p->varlen && p->batch == v->n && list_equals(v->list, v->n, c->cu_seqlens_q, NULL);
+	case FA_P_KV_SEQLENS:
+		return p->varlen && p->batch == v->n && list_equals(v->list, v->n, c->cu_seqlens_k, NULL);
+	case FA_P_PREFIX_LENS:
+		return c->prefix_lens && p->batch == v->n &&
+		       list_equals(v->list, v->n, NULL, c->prefix_lens);
+	default: /* FA_P_SCALE: the value as the problem holds it */
+		return p->scale == (float)v->d;
+	}
+}
+
+static int exclude_matches(const struct fa_exclude *e, const struct fa_case *c)
+{
+	for (int32_t k = 0; k < e->n_params; k++) {
+		int any = 0;
+		for (int32_t j = 0; j < e->n_vals[k] && !any; j++)
+			any = pval_matches(e->param[k], &e->vals[k][j], c);
+		if (!any)
+			return 0;
+	}
+	return 1;
+}
+
+int fa_filters_keep(const struct fa_filters *f, const struct fa_case *c)
+{
+	for (int32_t k = 0; k < f->n_where; k++)
+		if (!fa_expr_eval(f->where[k], c))
+			return 0;
+	for (int32_t k = 0; k < f->n_exclude; k++)
+		if (exclude_matches(&f->exclude[k], c))
+			return 0;
+	return 1;
+}
+
+/* ---- building a case */
+
+void fa_work_free(struct fa_work *w)
+{
+	free(w->c.cu_seqlens_q);
+	free(w->c.cu_seqlens_k);
+	free(w->c.prefix_lens);
+	free(w->c.key);
+	free(w->pending);
+	memset(w, 0, sizeof *w);
+}
+
+/* Records a pending error (the first one only). */
+__attribute__((format(printf, 3, 4))) static void pend(struct fa_work *w, const struct fa_loc *loc,
+						       const char *fmt, ...)
+{
+	va_list ap;
+	if (w->pending)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&w->pending, fmt, ap) < 0)
+		w->pending = NULL;
+	va_end(ap);
+	if (!w->pending)
+		w->pending = strdup("out of memory"); /* still fails the load, if kept */
+	w->pending_loc = *loc;
+}
+
+static enum fa_rc missing(struct fa_err *err, const struct fa_loc *made_by, const char *name,
+			  const char *why)
+{
+	return fa_err_at(err, made_by, "missing required parameter '%s'%s", name, why);
+}
+
+static int32_t *prefix_sums(const int32_t *list, int32_t n, int64_t *total)
+{
+	int32_t *cu = malloc((size_t)(n + 1) * sizeof *cu);
+	int64_t s = 0;
+	if (!cu)
+		return NULL;
+	cu[0] = 0;
+	for (int32_t b = 0; b < n; b++) {
+		s += list[b];
+		cu[b + 1] = s > INT32_MAX ? INT32_MAX : (int32_t)s;
+	}
+	*total = s;
+	return cu;
+}
+
+static int32_t list_max(const int32_t *list, int32_t n)
+{
+	int32_t m = 0;
+	for (int32_t b = 0; b < n; b++)
+		if (list[b] > m)
+			m = list[b];
+	return m;
+}
+
+/* The lengths: varlen lists or q_len / kv_len / seq_len, and the batch. */
+static enum fa_rc build_lengths(const fa_bindings b, const struct fa_loc *made_by,
+				struct fa_work *w, struct fa_err *err)
+{
+	struct fa_problem *p = &w->c.p;
+	static const int len_params[] = {FA_P_Q_LEN, FA_P_KV_LEN, FA_P_SEQ_LEN};
+	if (b[FA_P_SEQLENS]) {
+		const struct fa_pval *sl = b[FA_P_SEQLENS];
+		const struct fa_pval *kl = b[FA_P_KV_SEQLENS] ? b[FA_P_KV_SEQLENS] : sl;
+		int64_t tq, tk;
+		if (kl->n != sl->n)
+			return fa_err_at(err, &kl->loc, "kv_seqlens has %d entries, seqlens has %d",
+					 kl->n, sl->n);
+		if (b[FA_P_PREFIX_LENS] && b[FA_P_PREFIX_LENS]->n != sl->n)
+			return fa_err_at(err, &b[FA_P_PREFIX_LENS]->loc,
+					 "prefix_lens has %d entries, seqlens has %d",
+					 b[FA_P_PREFIX_LENS]->n, sl->n);
+		for (int k = 0; k < 3; k++)
+			if (b[len_params[k]])
+				pend(w, &b[len_params[k]]->loc,
+				     "%s conflicts with seqlens (seqlens gives the lengths)",
+				     params[len_params[k]].name);
+		if (b[FA_P_BATCH] && b[FA_P_BATCH]->i != sl->n)
+			pend(w, &b[FA_P_BATCH]->loc, "batch %lld does not match the %d entries of seqlens",
+			     (long long)b[FA_P_BATCH]->i, sl->n);
+		p->varlen = 1;
+		p->batch = sl->n;
+		w->c.cu_seqlens_q = prefix_sums(sl->list, sl->n, &tq);
+		w->c.cu_seqlens_k = prefix_sums(kl->list, kl->n, &tk);
+		if (!w->c.cu_seqlens_q || !w->c.cu_seqlens_k)
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		if (tq > INT32_MAX || tk > INT32_MAX)
+			pend(w, tq > INT32_MAX ? &sl->loc : &kl->loc,
+			     "%s add up to %lld tokens, more than %d", tq > INT32_MAX ? "seqlens" : "kv_seqlens",
+			     (long long)(tq > INT32_MAX ? tq : tk), INT32_MAX);
+		p->q_len = list_max(sl->list, sl->n);
+		p->kv_len = list_max(kl->list, kl->n);
+		p->total_q = tq > INT32_MAX ? INT32_MAX : (int32_t)tq;
+		p->total_k = tk > INT32_MAX ? INT32_MAX : (int32_t)tk;
+		return FA_OK;
+	}
+	if (b[FA_P_KV_SEQLENS])
+		return fa_err_at(err, &b[FA_P_KV_SEQLENS]->loc, "kv_seqlens needs seqlens");
+	if (b[FA_P_PREFIX_LENS])
+		return fa_err_at(err, &b[FA_P_PREFIX_LENS]->loc, "prefix_lens needs seqlens");
+	if (b[FA_P_SEQ_LEN]) {
+		for (int k = 0; k < 2; k++)
+			if (b[len_params[k]])
+				pend(w, &b[len_params[k]]->loc,
+				     "%s conflicts with seq_len (seq_len sets both q_len and kv_len)",
+				     params[len_params[k]].name);
+		p->q_len = p->kv_len = (int32_t)b[FA_P_SEQ_LEN]->i;
+	} else {
+		if (!b[FA_P_Q_LEN])
+			return missing(err, made_by, "q_len", " (or seq_len, or seqlens)");
+		p->q_len = (int32_t)b[FA_P_Q_LEN]->i;
+		p->kv_len = b[FA_P_KV_LEN] ? (int32_t)b[FA_P_KV_LEN]->i : p->q_len;
+	}
+	p->batch = b[FA_P_BATCH] ? (int32_t)b[FA_P_BATCH]->i : 1;
+	int64_t tq = (int64_t)p->batch * p->q_len, tk = (int64_t)p->batch * p->kv_len;
+	if (tq > INT32_MAX || tk > INT32_MAX) {
+		const struct fa_pval *at = b[FA_P_BATCH] ? b[FA_P_BATCH] : NULL;
+		pend(w, at ? &at->loc : made_by, "batch %d x %s %d is %lld tokens, more than %d",
+		     p->batch, tq >= tk ? "q_len" : "kv_len", tq >= tk ? p->q_len : p->kv_len,
+		     (long long)(tq >= tk ? tq : tk), INT32_MAX);
+	}
+	p->total_q = tq > INT32_MAX ? INT32_MAX : (int32_t)tq;
+	p->total_k = tk > INT32_MAX ? INT32_MAX : (int32_t)tk;
+	return FA_OK;
+}
+
+/* The shortest key length of the batch, and which sequence has it. */
+static int32_t min_kv_len(const struct fa_case *c, int32_t *which)
+{
+	int32_t m = c->p.kv_len;
+	*which = 0;
+	if (!c->p.varlen)
+		return m;
+	for (int32_t b = 0; b < c->p.batch; b++) {
+		int32_t lk = c->cu_seqlens_k[b + 1] - c->cu_seqlens_k[b];
+		if (lk < m) {
+			m = lk;
+			*which = b;
+		}
+	}
+	return m;
+}
+
+/* The mask's own parameters: prefix_len / prefix_lens and window. */
+static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, struct fa_work *w,
+			     struct fa_err *err)
+{
+	struct fa_problem *p = &w->c.p;
+	const struct fa_pval *pl = b[FA_P_PREFIX_LEN], *pls = b[FA_P_PREFIX_LENS], *win = b[FA_P_WINDOW];
+	const char *mask_name = fa_mask_name(p->mask);
+	int32_t which, lk;
+	if (p->mask == FA_MASK_PREFIX_LM) {
+		if (pl && pls)
+			pend(w, &pls->loc, "prefix_lens conflicts with prefix_len");
+		if (!pl && !pls)
+			return missing(err, made_by, "prefix_len", " (mask prefix_lm)");
+		if (pls) {
+			w->c.prefix_lens = malloc((size_t)pls->n * sizeof *w->c.prefix_lens);
+			if (!w->c.prefix_lens)
+				return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+			memcpy(w->c.prefix_lens, pls->list, (size_t)pls->n * sizeof *pls->list);
+			for (int32_t k = 0; k < pls->n; k++) {
+				lk = w->c.cu_seqlens_k[k + 1] - w->c.cu_seqlens_k[k];
+				if (pls->list[k] > lk)
+					pend(w, &pls->loc,
+					     "prefix_lens entry %d exceeds the kv length %d of sequence %d",
+					     pls->list[k], lk, k);
+			}
+			p->prefix_len = list_max(pls->list, pls->n);
+		} else {
+			p->prefix_len = (int32_t)pl->i;
+			lk = min_kv_len(&w->c, &which);
+			if (p->prefix_len > lk) {
+				if (p->varlen)
+					pend(w, &pl->loc, "prefix_len %d exceeds the kv length %d of sequence %d",
+					     p->prefix_len, lk, which);
+				else
+					pend(w, &pl->loc, "prefix_len %d exceeds kv_len %d", p->prefix_len, lk);
+			}
+		}
+	} else {
+		if (pl)
+			pend(w, &pl->loc, "prefix_len needs mask prefix_lm (mask is %s)", mask_name);
+		if (pls)
+			pend(w, &pls->loc, "prefix_lens needs mask prefix_lm (mask is %s)", mask_name);
+	}
+	if (p->mask == FA_MASK_SLIDING_WINDOW) {
+		if (!win)
+			return missing(err, made_by, "window", " (mask sliding_window)");
+		p->window = (int32_t)win->i;
+		if (p->window > p->kv_len)
+			pend(w, &win->loc, "window %d exceeds kv_len %d", p->window, p->kv_len);
+	} else if (win) {
+		pend(w, &win->loc, "window needs mask sliding_window (mask is %s)", mask_name);
+	}
+	return FA_OK;
+}
+
+/* Builds the case of bindings b into w (zeroed first). Returns an error for
+ * what leaves the problem undefined; other mistakes wait in w->pending. */
+static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, struct fa_work *w,
+			     struct fa_err *err)
+{
+	struct fa_problem *p = &w->c.p;
+	enum fa_rc rc;
+	memset(w, 0, sizeof *w);
+	w->c.loc = *made_by;
+	if (!b[FA_P_HEADS])
+		return missing(err, made_by, "heads", "");
+	if (!b[FA_P_HEAD_DIM])
+		return missing(err, made_by, "head_dim", "");
+	if ((rc = build_lengths(b, made_by, w, err)) != FA_OK)
+		return rc;
+	p->heads = (int32_t)b[FA_P_HEADS]->i;
+	if (b[FA_P_GQA] && b[FA_P_KV_HEADS])
+		pend(w, &b[FA_P_GQA]->loc, "gqa conflicts with kv_heads");
+	if (b[FA_P_KV_HEADS]) {
+		p->kv_heads = (int32_t)b[FA_P_KV_HEADS]->i;
+		if (p->heads % p->kv_heads != 0)
+			pend(w, &b[FA_P_KV_HEADS]->loc, "heads %d not divisible by kv_heads %d", p->heads,
+			     p->kv_heads);
+	} else if (b[FA_P_GQA]) {
+		int32_t g = (int32_t)b[FA_P_GQA]->i;
+		p->kv_heads = p->heads / g > 0 ? p->heads / g : 1;
+		if (p->heads % g != 0)
+			pend(w, &b[FA_P_GQA]->loc, "heads %d not divisible by gqa %d", p->heads, g);
+	} else {
+		p->kv_heads = p->heads;
+	}
+	p->head_dim = (int32_t)b[FA_P_HEAD_DIM]->i;
+	p->head_dim_v = b[FA_P_HEAD_DIM_V] ? (int32_t)b[FA_P_HEAD_DIM_V]->i : p->head_dim;
+	p->dtype = b[FA_P_DTYPE] ? (int32_t)b[FA_P_DTYPE]->i : FA_DTYPE_FP16;
+	p->mask = b[FA_P_MASK] ? (int32_t)b[FA_P_MASK]->i : FA_MASK_NONE;
+	p->layout = b[FA_P_LAYOUT] ? (int32_t)b[FA_P_LAYOUT]->i : FA_LAYOUT_BSHD;
+	w->c.dist = b[FA_P_INPUT] ? (int32_t)b[FA_P_INPUT]->i : FA_DIST_NORMAL;
+	if (b[FA_P_SCALE]) {
+		p->scale = (float)b[FA_P_SCALE]->d;
+		w->c.scale_set = 1;
+	} else {
+		p->scale = (float)(1.0 / sqrt((double)p->head_dim));
+	}
+	if ((rc = build_mask(b, made_by, w, err)) != FA_OK)
+		return rc;
+	fa_problem_set_strides(p);
+	return FA_OK;
+}
+
+enum fa_rc fa_expand(const fa_bindings defaults, const struct fa_dim *const *dims, int32_t n_dims,
+		     const struct fa_filters *const *filters, int32_t n_filters,
+		     const struct fa_loc *made_by, int32_t set, struct fa_worklist *out,
+		     struct fa_err *err)
+{
+	int32_t seen[FA_P_COUNT];
+	int64_t total = 1;
+	enum fa_rc rc;
+	for (int k = 0; k < FA_P_COUNT; k++)
+		seen[k] = -1;
+	for (int32_t d = 0; d < n_dims; d++)
+		for (int32_t k = 0; k < dims[d]->n_params; k++) {
+			int param = dims[d]->param[k];
+			if (seen[param] >= 0)
+				return fa_err_at(err, &dims[d]->key_loc[k], "'%s' is already varied in %s",
+						 params[param].name, dims[seen[param]]->origin);
+			seen[param] = d;
+		}
+	/* every parameter varies in at most one dimension, so n_dims <= FA_P_COUNT */
+	for (int32_t d = 0; d < n_dims; d++) {
+		if (total > FA_EXPAND_MAX_COMBOS / dims[d]->len)
+			return fa_err_at(err, made_by, "the axes make more than %d combinations",
+					 FA_EXPAND_MAX_COMBOS);
+		total *= dims[d]->len;
+	}
+	for (int64_t c = 0; c < total; c++) {
+		fa_bindings b;
+		struct fa_work w;
+		int64_t rem = c;
+		int keep = 1;
+		memcpy(b, defaults, sizeof b);
+		for (int32_t d = n_dims - 1; d >= 0; d--) {
+			int32_t i = (int32_t)(rem % dims[d]->len);
+			rem /= dims[d]->len;
+			for (int32_t k = 0; k < dims[d]->n_params; k++)
+				b[dims[d]->param[k]] = &dims[d]->vals[k][i];
+		}
+		if ((rc = build_case(b, made_by, &w, err)) != FA_OK) {
+			fa_work_free(&w);
+			return rc;
+		}
+		w.set = set;
+		for (int32_t f = 0; f < n_filters && keep; f++)
+			keep = fa_filters_keep(filters[f], &w.c);
+		if (!keep) {
+			fa_work_free(&w);
+			continue;
+		}
+		if (out->n >= FA_SUITE_MAX_CASES) {
+			fa_work_free(&w);
+			return fa_err_at(err, made_by, "the suite expands to more than %d cases",
+					 FA_SUITE_MAX_CASES);
+		}
+		if (out->n == out->cap) {
+			int32_t cap = out->cap ? out->cap * 2 : 64;
+			struct fa_work *nv = realloc(out->v, (size_t)cap * sizeof *nv);
+			if (!nv) {
+				fa_work_free(&w);
+				return fa_err_set(err, FA_ERR_NOMEM, "out of memory expanding cases");
+			}
+			out->v = nv;
+			out->cap = cap;
+		}
+		out->v[out->n++] = w;
+	}
+	return FA_OK;
+}

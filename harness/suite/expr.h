@@ -1,0 +1,49 @@
+/* expr.h - the small expression language of `where:`, `exclude:` and
+ * --where, evaluated on a case.
+ *
+ *   expr   := or
+ *   or     := and ( '||' and )*        also the word 'or'
+ *   and    := not ( '&&' not )*        also 'and'
+ *   not    := '!' not | cmp            also 'not'
+ *   cmp    := sum ( ('=='|'!='|'<'|'<='|'>'|'>=') sum )?
+ *   sum    := prod ( ('+'|'-') prod )*
+ *   prod   := unary ( ('*'|'/'|'%') unary )*
+ *   unary  := '-' unary | atom
+ *   atom   := NUMBER | NAME | 'STRING' | "STRING" | '(' expr ')'
+ *
+ * Names are case parameters (batch, heads, kv_heads, gqa, q_len, kv_len,
+ * head_dim, head_dim_v, prefix_len, window, scale, varlen, tokens, dtype,
+ * mask, layout, input) or the words those take (bf16, causal, bshd,
+ * outliers, ...), which stand for themselves. Numbers compare with numbers,
+ * words with words; anything else is an error at parse time, pointing at
+ * the column.
+ */
+#ifndef FA_EXPR_H
+#define FA_EXPR_H
+
+#include "../base/err.h"
+
+struct fa_expr;
+struct fa_case;
+
+/* Limits that keep the recursive parser, evaluator and fa_expr_free within a
+ * small stack whatever the input: parentheses and prefix operators ('-', '!',
+ * 'not') open at once, and operators inside one another in the tree (a chain
+ * `a + b + c` is a chain of operators, one inside the next). Beyond either the
+ * parse fails, pointing at the token that went past it. */
+#define FA_EXPR_MAX_NESTING 256
+#define FA_EXPR_MAX_HEIGHT 1024
+
+/* Parses text. loc is where text's first character sits in its file (for
+ * error columns); it may be NULL. Sets *out (free with fa_expr_free), or
+ * NULL with err filled. */
+enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_expr **out,
+			 struct fa_err *err);
+
+/* 1 when the expression holds for c, 0 when it does not. Integer division or
+ * remainder by zero makes the comparison false. */
+int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c);
+
+void fa_expr_free(struct fa_expr *e);
+
+#endif /* FA_EXPR_H */

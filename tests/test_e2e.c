@@ -571,6 +571,82 @@ FA_TEST(e2e, ab_sides_share_buffers)
 			FA_CHECKF(strcmp(ptrs[i], ptrs[0]) != 0, "both sides got '%s'", ptrs[i]);
 }
 
+/* run --ab of two builds of one backend with device memory (the test
+ * plugin under FABENCH_TEST_DEVICE_MEMORY=1, as a GPU): the sides do not
+ * share buffers, each checks on its own, and a coin flip per round runs
+ * both on the other's Q, K, V, O and workspace, so that neither side's
+ * placement is a bias of that side (docs/compare.md, "Swapped buffers").
+ * FABENCH_AB_CROSS=0 keeps each side on its own buffers. */
+FA_TEST(e2e, ab_sides_swap_device_buffers)
+{
+	char db[1024], rec[1024], ab[2100], env_rec[1100];
+	char copy[400][32], ptrs[400][288];
+	long bytes[400];
+	const char *a = getenv("FABENCH_TEST_PLUGIN"), *b = getenv("FABENCH_TEST_PLUGIN_SLOW");
+	struct fa_proc_result r;
+	if (!a || !b) {
+		fa_test_skip("FABENCH_TEST_PLUGIN / FABENCH_TEST_PLUGIN_SLOW not set (run through make test)");
+		return;
+	}
+	path_in(db, sizeof db, fa_test_tmpdir(), "abcross.db");
+	path_in(rec, sizeof rec, fa_test_tmpdir(), "abcross.rec");
+	snprintf(ab, sizeof ab, "%s:%s", a, b);
+	snprintf(env_rec, sizeof env_rec, "FABENCH_TEST_RECORD=%s", rec);
+	for (int pass = 0; pass < 2; pass++) {
+		char *env[] = {"FABENCH_TEST_KERNELS=1", "FABENCH_TEST_DEVICE_MEMORY=1", env_rec,
+			       pass ? "FABENCH_AB_CROSS=0" : NULL, NULL};
+		int n, own[2] = {0, 0}, crossed[2] = {0, 0}, other = 0;
+		unlink(db);
+		unlink(rec);
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+				       "test_record", "--where", "q_len == 16 && mask == \"none\"",
+				       "--threads", "1", "--db", db, "--quiet", NULL},
+			    env, 120, &r);
+		FA_CHECKF(r.status == 0, "pass %d: status %d: %s", pass, r.status, r.err);
+		if (pass == 0)
+			FA_CHECKF(strstr(r.out, "  each side has its own buffers; a coin flip per round "
+						"swaps them\n") != NULL,
+				  "header: %s", r.out);
+		else
+			FA_CHECKF(strstr(r.out, "nor swap them: FABENCH_AB_CROSS=0\n") != NULL,
+				  "header: %s", r.out);
+		fa_proc_free(&r);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass'") == 2);
+		n = read_record(rec, copy, ptrs, bytes, 400);
+		FA_REQUIRE(n >= 4);
+		/* the first launch of each copy is its check, on its own buffers */
+		int first_other = -1;
+		for (int i = 1; i < n && first_other < 0; i++)
+			if (strcmp(copy[i], copy[0]) != 0)
+				first_other = i;
+		FA_REQUIRE(first_other > 0);
+		FA_CHECKF(strcmp(ptrs[0], ptrs[first_other]) != 0, "both sides checked on '%s'",
+			  ptrs[0]);
+		for (int i = 0; i < n; i++) {
+			int side = strcmp(copy[i], copy[0]) != 0;
+			const char *mine = ptrs[side ? first_other : 0];
+			const char *theirs = ptrs[side ? 0 : first_other];
+			if (strcmp(ptrs[i], mine) == 0)
+				own[side]++;
+			else if (strcmp(ptrs[i], theirs) == 0)
+				crossed[side]++;
+			else
+				other++;
+		}
+		FA_CHECKF(other == 0, "pass %d: %d launches on buffers of neither side", pass, other);
+		/* beyond its check, each side sampled on its own buffers and (with
+		 * swapping) on the other's */
+		FA_CHECKF(own[0] > 1 && own[1] > 1, "pass %d: own launches %d and %d", pass, own[0],
+			  own[1]);
+		if (pass == 0)
+			FA_CHECKF(crossed[0] > 0 && crossed[1] > 0, "swapped launches %d and %d",
+				  crossed[0], crossed[1]);
+		else
+			FA_CHECKF(crossed[0] == 0 && crossed[1] == 0, "swapped without swapping: %d, %d",
+				  crossed[0], crossed[1]);
+	}
+}
+
 FA_TEST(e2e, repeat_runs_the_suite_again)
 {
 	char db[1024];

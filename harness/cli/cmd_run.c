@@ -63,7 +63,9 @@ static void help(void)
 	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
 	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side;\n"
 	       "                     both sides run on one set of buffers where the two\n"
-	       "                     backends share host memory (FABENCH_AB_SHARE=0: not)\n"
+	       "                     backends share host memory (FABENCH_AB_SHARE=0: not);\n"
+	       "                     on a GPU each side has its own, and a coin flip per\n"
+	       "                     round swaps them (FABENCH_AB_CROSS=0: not)\n"
 	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
 	       "                     the copies of a case share its key)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"
@@ -817,7 +819,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	struct fa_err err;
 	struct fa_runner_cfg rcfg;
 	struct tally tal;
-	int status = FA_EXIT_OK, n_done = 0, share;
+	int status = FA_EXIT_OK, n_done = 0, share, cross = 0;
 	char *cmdline = NULL, *colon, share_why[512];
 	const char *share_env = getenv("FABENCH_AB_SHARE");
 	double t0 = fa_now_s();
@@ -887,8 +889,24 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	       "order):\n  A %s\n  B %s\n",
 	       FA_VERSION, suite->name, suite->path, suite->n_cases, slot[0]->name,
 	       (unsigned long long)suite->seed, path[0], path[1]);
+	if (!share) {
+		const char *cross_env = getenv("FABENCH_AB_CROSS");
+		char cross_why[256];
+		cross = fa_runner_can_cross(slot[0], slot[1], cross_why, sizeof cross_why);
+		if (cross && cross_env && strcmp(cross_env, "0") == 0) {
+			cross = 0;
+			snprintf(cross_why, sizeof cross_why, "FABENCH_AB_CROSS=0");
+		}
+		if (cross)
+			fa_runner_cross(runner[0], runner[1]);
+		else if (strncmp(cross_why, "host memory", 11) != 0)
+			snprintf(share_why + strlen(share_why), sizeof share_why - strlen(share_why),
+				 "; nor swap them: %s", cross_why);
+	}
 	if (share)
 		printf("  both sides run on the same buffers\n");
+	else if (cross)
+		printf("  each side has its own buffers; a coin flip per round swaps them\n");
 	else
 		printf("  sides do not share buffers: %s\n", share_why);
 	if (fa_store_open(o->db, 1, &store, &err) != FA_OK) {
@@ -940,8 +958,12 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		for (uint64_t round = 0; !g_cancel && ((frc[0] == FA_OK && !done[0]) ||
 						     (frc[1] == FA_OK && !done[1]));
 		     round++) {
-			int first = (int)(fa_rng_bits(suite->seed, AB_ORDER_STREAM,
-						      ((uint64_t)ci << 32) + round) >> 63);
+			uint64_t flip = fa_rng_bits(suite->seed, AB_ORDER_STREAM,
+						    ((uint64_t)ci << 32) + round);
+			int first = (int)(flip >> 63);
+			/* and, with swapped buffers, whether this round swaps them */
+			for (int side = 0; cross && side < 2; side++)
+				fa_runner_set_crossed(runner[side], (int)(flip >> 62) & 1);
 			for (int k = 0; k < 2; k++) {
 				int side = first ^ k;
 				if (frc[side] == FA_OK && !done[side])

@@ -61,6 +61,11 @@ struct fa_runner {
 	struct fa_runner *lender, *borrower;
 	const struct fa_case_kernel *peer_ks;
 	int peer_n;
+	/* --ab with swapped buffers (fa_runner_cross): the other side, and
+	 * whether this round samples on its buffers */
+	struct fa_runner *cross_peer;
+	int crossed;
+	long n_crossed;
 	/* best observed GFLOP/s per kernel (by pointer), to skip hopeless cases */
 	const struct fa_kernel *rate_k[64];
 	double rate_gflops[64];
@@ -531,6 +536,7 @@ struct kstate {
 	int ws_held;     /* ws is shared: kept until fa_runner_finish, not per kernel */
 	int ws_borrowed; /* ws belongs to the lender: never freed here */
 	struct sample_ctx sc;
+	struct fa_launch_args a_cross; /* a on the other side's buffers (fa_runner_cross) */
 	struct fa_measure_state ms;
 	double timeout, deadline;
 	int sampling; /* 1 while samples are still to be taken */
@@ -709,6 +715,37 @@ backend_error:
 	return FA_OK;
 }
 
+/* --ab with swapped buffers: when this round runs on the other side's
+ * buffers, k->a_cross is k's launch on them (its own params, cancel flag and
+ * stream) and 1 is returned; 0: k samples on its own. */
+static int cross_args(struct fa_runner *r, struct kstate *k)
+{
+	struct fa_runner *peer = r->cross_peer;
+	struct fa_runner_case *mine = r->cur, *theirs = peer ? peer->cur : NULL;
+	if (!r->crossed || !theirs || !mine || theirs->c != mine->c || !theirs->inputs_ready ||
+	    k->sc.graph)
+		return 0;
+	k->a_cross = k->a;
+	k->a_cross.q = theirs->b.q;
+	k->a_cross.k = theirs->b.k;
+	k->a_cross.v = theirs->b.v;
+	k->a_cross.o = theirs->b.o;
+	k->a_cross.cu_seqlens_q = theirs->b.cu_q;
+	k->a_cross.cu_seqlens_k = theirs->b.cu_k;
+	k->a_cross.prefix_lens = theirs->b.prefix;
+	long i = k - mine->ks;
+	if (i < theirs->n) {
+		const struct kstate *pk = &theirs->ks[i];
+		/* the other's workspace while it still holds it (a kernel that
+		 * finished sampling has freed its own), when it is large enough */
+		if (pk->ws && pk->ws_alloc_bytes >= k->a.workspace_bytes &&
+		    strcmp(pk->ck->k->name, k->ck->k->name) == 0)
+			k->a_cross.workspace = pk->ws;
+	}
+	r->n_crossed++;
+	return 1;
+}
+
 /* One sample of kernel k. Returns FA_OK, FA_ERR_STICKY or FA_ERR_CANCELLED. */
 static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa_err *err)
 {
@@ -719,9 +756,12 @@ static enum fa_rc sample_kernel(struct fa_runner *r, struct kstate *k, struct fa
 	fa_err_clear(&kerr);
 	if (k->deadline == 0)
 		k->deadline = fa_now_s() + k->timeout;
+	if (cross_args(r, k))
+		k->sc.a = &k->a_cross;
 	arm(r, k->deadline - fa_now_s() > 0 ? k->deadline - fa_now_s() : 1e-3);
 	done = fa_measure_step(&k->ms, one_sample, &k->sc, k->deadline, &r->kcancel, &rc, &kerr);
 	disarm(r);
+	k->sc.a = &k->a;
 	if (!done)
 		return FA_OK;
 	k->sampling = 0;
@@ -1018,6 +1058,45 @@ int fa_runner_can_share(const struct fa_backend_slot *a, const struct fa_backend
 		return 0;
 	}
 	return 1;
+}
+
+int fa_runner_can_cross(const struct fa_backend_slot *a, const struct fa_backend_slot *b,
+			char *why, size_t why_size)
+{
+	const struct fa_device_info *x = &a->info, *y = &b->info;
+	if (strcmp(a->name, b->name) != 0) {
+		snprintf(why, why_size, "backends '%s' and '%s' differ", a->name, b->name);
+		return 0;
+	}
+	if (x->host_memory || y->host_memory) {
+		snprintf(why, why_size, "host memory (the sides share it instead)");
+		return 0;
+	}
+	if (strcmp(x->name, y->name) != 0 || strcmp(x->arch, y->arch) != 0 ||
+	    x->mem_total_bytes != y->mem_total_bytes || x->sm_count != y->sm_count) {
+		snprintf(why, why_size, "devices '%s' (%s) and '%s' (%s) differ", x->name, x->arch,
+			 y->name, y->arch);
+		return 0;
+	}
+	return 1;
+}
+
+void fa_runner_cross(struct fa_runner *a, struct fa_runner *b)
+{
+	if (a)
+		a->cross_peer = b;
+	if (b)
+		b->cross_peer = a;
+}
+
+void fa_runner_set_crossed(struct fa_runner *r, int crossed)
+{
+	r->crossed = crossed;
+}
+
+long fa_runner_crossed_samples(const struct fa_runner *r)
+{
+	return r->n_crossed;
 }
 
 void fa_runner_share(struct fa_runner *a, struct fa_runner *b, const struct fa_case_kernel *bks,

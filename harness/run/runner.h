@@ -103,6 +103,32 @@ void fa_runner_finish(struct fa_runner *r);
 int fa_runner_can_share(const struct fa_backend_slot *a, const struct fa_backend_slot *b,
 			char *why, size_t why_size);
 
+/* 1 when runners of backends a and b, which do not share buffers, may swap
+ * them in --ab (fa_runner_cross): the same backend with device memory, on
+ * devices that describe themselves alike, so that a pointer from one is
+ * valid in the other (one runtime, the device's primary context). Else 0
+ * with the reason in why. */
+int fa_runner_can_cross(const struct fa_backend_slot *a, const struct fa_backend_slot *b,
+			char *why, size_t why_size);
+
+/* --ab with swapped buffers: pairs runners a and b (NULL, NULL: unpairs),
+ * each preparing its own buffers as without sharing. fa_runner_set_crossed
+ * then says, before each round of samples, whether this round runs each
+ * side on the OTHER side's buffers: kernel i of one side samples on the
+ * other's Q, K, V, O, cu_seqlens and prefix_lens, and on the workspace of
+ * the other's kernel i when that has the same name and holds at least the
+ * size this one asks for (else on its own). A coin flip per round makes
+ * where the buffers lie a random effect on both sides instead of a bias of
+ * one (docs/compare.md, "Swapped buffers"). Checks always run on a side's
+ * own buffers; graph launches (captured on them) are not swapped. */
+void fa_runner_cross(struct fa_runner *a, struct fa_runner *b);
+void fa_runner_set_crossed(struct fa_runner *r, int crossed);
+
+/* Samples kernel launches of this runner took on the other side's buffers
+ * (fa_runner_cross), since it was created: a test's and the run header's
+ * evidence that swapping happened. */
+long fa_runner_crossed_samples(const struct fa_runner *r);
+
 /* --ab with shared buffers: runner b runs the next case on runner a's
  * buffers. Call before a's fa_runner_prepare of each case with the kernels
  * b runs on it (b NULL: stop sharing), then prepare a, then b. b then

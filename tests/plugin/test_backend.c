@@ -234,11 +234,17 @@ static int t_info(void *ctx, struct fa_device_info *out)
 {
 	(void)ctx;
 	memset(out, 0, sizeof *out);
-	snprintf(out->name, sizeof out->name, "test device (host memory)");
+	/* FABENCH_TEST_DEVICE_MEMORY=1: say the buffers are device memory (they
+	 * are still malloc'd; upload and download copy), so that the runner
+	 * treats this plugin as it treats a GPU's (--ab does not share buffers
+	 * but swaps them at random, docs/compare.md) */
+	const char *dm = getenv("FABENCH_TEST_DEVICE_MEMORY");
+	int host = !(dm && strcmp(dm, "1") == 0);
+	snprintf(out->name, sizeof out->name, "test device (%s memory)", host ? "host" : "device");
 	snprintf(out->arch, sizeof out->arch, "test");
 	out->mem_total_bytes = out->mem_free_bytes = (int64_t)4 << 30;
 	out->sm_count = 1;
-	out->host_memory = 1;
+	out->host_memory = host;
 	return 0;
 }
 

@@ -680,7 +680,7 @@ static void param_text(const struct cell *c, char *buf, size_t size)
 {
 	switch (c->type) {
 	case SQLITE_INTEGER: snprintf(buf, size, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT: fa_table_fmt_float(c->d, buf, size); break;
+	case SQLITE_FLOAT: fa_format_float(c->d, buf, size); break;
 	case SQLITE_TEXT: snprintf(buf, size, "%s", c->s); break;
 	default: buf[0] = '\0'; break;
 	}

@@ -58,9 +58,8 @@ void fa_table_fmt_sig3(double x, char *buf, size_t size);
  * the same double; "" for NaN. */
 void fa_table_fmt_real(double x, char *buf, size_t size);
 
-/* A float32 value (as the scale parameter is) in the fewest digits, %.6g to
- * %.9g, that give the same float back: 0.3, not 0.30000001192092896. */
-void fa_table_fmt_float(double x, char *buf, size_t size);
+/* (A float32 value, as the scale parameter is, is base/util.h's
+ * fa_format_float: the reader formats stored parameters with it.) */
 
 /* ---- Tables ------------------------------------------------------------------ */
 

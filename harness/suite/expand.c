@@ -19,55 +19,6 @@
 
 #include "../run/data.h"
 
-/* ---- arena */
-
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	/* data follows, 16-byte aligned */
-};
-
-#define CHUNK_HEADER ((sizeof(struct chunk) + 15) & ~(size_t)15)
-#define CHUNK_BYTES ((size_t)64 * 1024)
-
-void *fa_arena_alloc(struct fa_arena *a, size_t n)
-{
-	struct chunk *c = a->head;
-	n = (n + 15) & ~(size_t)15;
-	if (!c || c->used + n > c->cap) {
-		size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
-		struct chunk *nc = malloc(CHUNK_HEADER + cap);
-		if (!nc)
-			return NULL;
-		nc->used = 0;
-		nc->cap = cap;
-		if (c && n > CHUNK_BYTES) {
-			/* an odd big block goes behind the current chunk, which keeps serving */
-			nc->next = c->next;
-			c->next = nc;
-		} else {
-			nc->next = c;
-			a->head = nc;
-		}
-		c = nc;
-	}
-	void *p = (char *)c + CHUNK_HEADER + c->used;
-	c->used += n;
-	memset(p, 0, n);
-	return p;
-}
-
-void fa_arena_free(struct fa_arena *a)
-{
-	struct chunk *c = a->head;
-	while (c) {
-		struct chunk *next = c->next;
-		free(c);
-		c = next;
-	}
-	a->head = NULL;
-}
-
 /* ---- nodes and scalars */
 
 struct fa_loc fa_src_loc(const struct fa_src *src, const yaml_node_t *n)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <yaml.h>
 
+#include "../base/arena.h"
 #include "../base/err.h"
 #include "expr.h"
 #include "suite.h"
@@ -33,15 +34,6 @@ enum fa_param {
 	FA_P_LAYOUT, FA_P_SEQLENS, FA_P_KV_SEQLENS, FA_P_PREFIX_LENS, FA_P_SCALE, FA_P_INPUT,
 	FA_P_COUNT
 };
-
-/* Allocation that lives as long as one fa_suite_load call. */
-struct fa_arena {
-	void *head;
-};
-
-/* Zeroed memory of n bytes, or NULL when out of memory. */
-void *fa_arena_alloc(struct fa_arena *a, size_t n);
-void fa_arena_free(struct fa_arena *a);
 
 /* One YAML document being read: node lookups and locations. */
 struct fa_src {

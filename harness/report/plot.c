@@ -21,7 +21,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../store/reader.h"
 #include "../suite/expr.h"
 #include "../suite/suite.h"
 #include "table.h"
@@ -448,7 +448,7 @@ struct pcase {
 
 struct pres {
 	int ci;            /* index into run.cases */
-	char *kernel, *params;
+	const char *kernel, *params; /* in the run's arena */
 	char *label;       /* kernel, or kernel[params] when the kernel ran with
 	                      several params in the run */
 	int status;        /* enum fa_status, -1 unknown */
@@ -457,49 +457,22 @@ struct pres {
 
 struct prun {
 	int64_t id;
-	char *label, *suite, *backend, *device;
+	const char *label, *suite, *backend, *device;
 	struct pcase *cases;
 	int n_cases;
 	struct pres *res;
 	int n_res;
+	struct fa_arena arena; /* the reader's records and strings */
 };
 
 static void prun_free(struct prun *r)
 {
-	free(r->label);
-	free(r->suite);
-	free(r->backend);
-	free(r->device);
 	free(r->cases);
-	for (int i = 0; i < r->n_res; i++) {
-		free(r->res[i].kernel);
-		free(r->res[i].params);
+	for (int i = 0; i < r->n_res; i++)
 		free(r->res[i].label);
-	}
 	free(r->res);
+	fa_arena_free(&r->arena);
 	memset(r, 0, sizeof *r);
-}
-
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return strdup(t ? (const char *)t : "");
-}
-
-static double col_real(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static int name_or(int v, int fallback)
-{
-	return v < 0 ? fallback : v;
-}
-
-static enum fa_rc db_fail(struct fa_store *s, int64_t run_id, struct fa_err *err)
-{
-	return fa_err_set(err, FA_ERR_DB, "cannot read run %" PRId64 " from '%s': %s", run_id,
-			  fa_store_path(s), sqlite3_errmsg(fa_store_db(s)));
 }
 
 static int cmp_pcase(const void *a, const void *b)
@@ -509,7 +482,8 @@ static int cmp_pcase(const void *a, const void *b)
 }
 
 /* The column label of every result: kernel, or kernel[params] when that
- * kernel ran with more than one set of params (as the report's columns). */
+ * kernel ran with more than one set of params in the run. (The report's
+ * labels name only the params that differ; plots keep them whole.) */
 static enum fa_rc label_results(struct prun *r, struct fa_err *err)
 {
 	/* the distinct kernels (a handful), each with its first params and
@@ -555,16 +529,17 @@ static enum fa_rc label_results(struct prun *r, struct fa_err *err)
 	return rc;
 }
 
-/* Reads run_id: the run's names, its cases (in suite order) and results,
- * and marks the cases --where keeps. */
+/* Reads run_id through the reader (store/reader.h): the run's names, its
+ * cases (in suite order) and results, and marks the cases --where keeps. */
 static enum fa_rc prun_load(struct fa_store *s, int64_t run_id, const char *where,
 			    struct prun *r, struct fa_err *err)
 {
-	sqlite3 *db = fa_store_db(s);
-	sqlite3_stmt *st = NULL;
 	struct fa_expr *e = NULL;
+	struct fa_reader_run run;
+	struct fa_reader_case *cs;
+	struct fa_reader_result *res;
+	int nc = 0, nr = 0;
 	enum fa_rc rc = FA_OK;
-	int src, cap = 0;
 
 	memset(r, 0, sizeof *r);
 	r->id = run_id;
@@ -576,135 +551,47 @@ static enum fa_rc prun_load(struct fa_store *s, int64_t run_id, const char *wher
 			return rc;
 		}
 	}
-	if (sqlite3_prepare_v2(db, "SELECT label, suite_name, backend, device_name FROM runs WHERE id = ?",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(s, run_id, err);
-		goto out;
+	rc = fa_reader_run_get(s, run_id, &r->arena, &run, err);
+	if (rc == FA_OK) {
+		r->label = run.label;
+		r->suite = run.suite_name;
+		r->backend = run.backend;
+		r->device = run.device_name;
+		rc = fa_reader_cases(s, run_id, &r->arena, &cs, &nc, err);
 	}
-	sqlite3_bind_int64(st, 1, run_id);
-	src = sqlite3_step(st);
-	if (src == SQLITE_DONE) {
-		rc = fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
-				fa_store_path(s));
-		goto out;
+	if (rc == FA_OK)
+		rc = fa_reader_results(s, run_id, run.suite_name, 0, &r->arena, &res, &nr, err);
+	if (rc == FA_OK) {
+		r->cases = malloc(((size_t)nc + 1) * sizeof *r->cases);
+		r->res = malloc(((size_t)nr + 1) * sizeof *r->res);
+		if (!r->cases || !r->res)
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 	}
-	if (src != SQLITE_ROW) {
-		rc = db_fail(s, run_id, err);
-		goto out;
-	}
-	r->label = col_text(st, 0);
-	r->suite = col_text(st, 1);
-	r->backend = col_text(st, 2);
-	r->device = col_text(st, 3);
-	if (!r->label || !r->suite || !r->backend || !r->device) {
-		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
-		goto out;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-
-	if (sqlite3_prepare_v2(db,
-			       "SELECT idx, batch, heads, kv_heads, q_len, kv_len, head_dim,"
-			       " head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
-			       " total_q, total_k, scale, scale_set FROM cases WHERE run_id = ?"
-			       " ORDER BY idx",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(s, run_id, err);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, run_id);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct pcase *pc;
-		struct fa_problem *p;
-		if (r->n_cases == cap) {
-			int ncap = cap ? cap * 2 : 16;
-			struct pcase *nc = realloc(r->cases, (size_t)ncap * sizeof *nc);
-			if (!nc) {
-				rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
-				goto out;
-			}
-			r->cases = nc;
-			cap = ncap;
-		}
-		pc = &r->cases[r->n_cases++];
-		memset(pc, 0, sizeof *pc);
-		p = &pc->c.p;
-		pc->idx = sqlite3_column_int64(st, 0);
-		pc->c.index = (int32_t)pc->idx;
-		p->batch = sqlite3_column_int(st, 1);
-		p->heads = sqlite3_column_int(st, 2);
-		p->kv_heads = sqlite3_column_int(st, 3);
-		p->q_len = sqlite3_column_int(st, 4);
-		p->kv_len = sqlite3_column_int(st, 5);
-		p->head_dim = sqlite3_column_int(st, 6);
-		p->head_dim_v = sqlite3_column_int(st, 7);
-		p->dtype = name_or(fa_dtype_parse((const char *)sqlite3_column_text(st, 8)), 0);
-		p->mask = name_or(fa_mask_parse((const char *)sqlite3_column_text(st, 9)), 0);
-		p->prefix_len = sqlite3_column_int(st, 10); /* NULL reads as 0 */
-		p->window = sqlite3_column_int(st, 11);
-		p->layout = name_or(fa_layout_parse((const char *)sqlite3_column_text(st, 12)), 0);
-		pc->c.dist = name_or(fa_dist_parse((const char *)sqlite3_column_text(st, 13)), 0);
-		p->varlen = sqlite3_column_int(st, 14);
-		p->total_q = sqlite3_column_int(st, 15);
-		p->total_k = sqlite3_column_int(st, 16);
-		p->scale = (float)sqlite3_column_double(st, 17);
-		pc->c.scale_set = sqlite3_column_int(st, 18);
+	for (int i = 0; rc == FA_OK && i < nc; i++) {
+		struct pcase *pc = &r->cases[r->n_cases++];
+		pc->idx = cs[i].idx;
+		pc->c = cs[i].c;
 		pc->keep = !e || fa_expr_eval(e, &pc->c);
 	}
-	if (src != SQLITE_DONE) {
-		rc = db_fail(s, run_id, err);
-		goto out;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-
-	cap = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT c.idx, r.kernel, r.params, r.status, r.median_ms, r.tflops,"
-			       " r.gbps FROM results r JOIN cases c ON c.id = r.case_id"
-			       " WHERE r.run_id = ? ORDER BY c.idx, r.kernel, r.params, r.id",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(s, run_id, err);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, run_id);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct pcase key = {.idx = sqlite3_column_int64(st, 0)}, *hit;
+	for (int i = 0; rc == FA_OK && i < nr; i++) {
+		struct pcase key = {.idx = res[i].case_idx}, *hit;
 		struct pres *pr;
 		hit = bsearch(&key, r->cases, (size_t)r->n_cases, sizeof *r->cases, cmp_pcase);
 		if (!hit)
 			continue; /* cannot happen: results reference their case */
-		if (r->n_res == cap) {
-			int ncap = cap ? cap * 2 : 32;
-			struct pres *nr = realloc(r->res, (size_t)ncap * sizeof *nr);
-			if (!nr) {
-				rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
-				goto out;
-			}
-			r->res = nr;
-			cap = ncap;
-		}
 		pr = &r->res[r->n_res++];
 		memset(pr, 0, sizeof *pr);
 		pr->ci = (int)(hit - r->cases);
-		pr->kernel = col_text(st, 1);
-		pr->params = col_text(st, 2);
-		pr->status = fa_status_parse((const char *)sqlite3_column_text(st, 3));
-		pr->median_ms = col_real(st, 4);
-		pr->tflops = col_real(st, 5);
-		pr->gbps = col_real(st, 6);
-		if (!pr->kernel || !pr->params) {
-			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
-			goto out;
-		}
+		pr->kernel = res[i].kernel;
+		pr->params = res[i].params;
+		/* as stored: a pass nobody checked is drawn as a pass */
+		pr->status = res[i].status == FA_STATUS_UNCHECKED ? FA_STATUS_PASS : res[i].status;
+		pr->median_ms = res[i].median_ms;
+		pr->tflops = res[i].tflops;
+		pr->gbps = res[i].gbps;
 	}
-	if (src != SQLITE_DONE) {
-		rc = db_fail(s, run_id, err);
-		goto out;
-	}
-	rc = label_results(r, err);
-out:
-	sqlite3_finalize(st);
+	if (rc == FA_OK)
+		rc = label_results(r, err);
 	fa_expr_free(e);
 	return rc;
 }
@@ -1427,7 +1314,7 @@ static int cmp_params_p(const void *a, const void *b)
 }
 
 /* 1 when the item "name=value" (n bytes) is in every params string of sets. */
-static int item_common(const char *item, size_t n, char *const *sets, int nsets)
+static int item_common(const char *item, size_t n, const char *const *sets, int nsets)
 {
 	for (int i = 0; i < nsets; i++)
 		if (!fa_table_params_has(sets[i], item, n))
@@ -1437,7 +1324,7 @@ static int item_common(const char *item, size_t n, char *const *sets, int nsets)
 
 /* The items of params that are not common to every set (the tic label),
  * or, when common != 0, those that are (for the axis label). */
-static void params_part(const char *params, char *const *sets, int nsets, int common, char *buf,
+static void params_part(const char *params, const char *const *sets, int nsets, int common, char *buf,
 			size_t size)
 {
 	size_t len = 0;
@@ -1461,7 +1348,8 @@ static enum fa_rc plot_heatmap(struct fa_store *s, const struct fa_plot_opts *o,
 	struct prun r;
 	struct sbuf title = {0};
 	const char **knames = NULL, *kernel = NULL;
-	char **sets = NULL, **ylabels = NULL, common[512], buf[700];
+	const char **sets = NULL;
+	char **ylabels = NULL, common[512], buf[700];
 	int *nsets_of = NULL, *row_case = NULL, *pair_k = NULL, nk = 0, nsets = 0, ny = 0;
 	const struct fa_case **cs = NULL;
 	double *ratio = NULL, *best = NULL, max_ratio = 1;

@@ -23,6 +23,7 @@
 
 #include "../../kernels/common/fa_rng.h"
 #include "../run/data.h"
+#include "../base/text.h"
 #include "../suite/expand.h"
 #include "../base/util.h"
 

@@ -25,6 +25,10 @@
  * adding a member keeps it. */
 #define FA_JSON_SCHEMA_VERSION 1
 
+/* The formats the writers (report, compare, history) produce; each says
+ * which of them it takes. */
+enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_HTML = 3 };
+
 /* ---- Text ------------------------------------------------------------------- */
 
 /* s as markdown text: '\\', '`', '*', '[', ']', '<' and '|' escaped with a

@@ -109,9 +109,14 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 		    (!o->include_incomplete && strcmp(rr->status, "complete") != 0) ||
 		    (o->no_ab && rr->ab_group[0]))
 			continue;
-		h->runs[n++] = (struct fa_hist_run){
-			rr->id,     rr->started_at, rr->git_commit, rr->git_dirty, rr->label,
-			rr->status, rr->suite_name, ab_side(rr->ab_group, rr->label, rr->ab_earlier)};
+		h->runs[n++] = (struct fa_hist_run){rr->id,
+						    rr->started_at,
+						    rr->git_commit,
+						    rr->git_dirty,
+						    rr->label,
+						    rr->status,
+						    rr->suite_name,
+						    ab_side(rr->ab_group, rr->label, rr->ab_earlier)};
 	}
 	h->n_runs = n;
 	return FA_OK;

@@ -28,8 +28,8 @@ static int item_common(const char *item, size_t n, const char *const *sets, int 
 
 /* The items of params that are not common to every set (the tic label),
  * or, when common != 0, those that are (for the axis label). */
-static void params_part(const char *params, const char *const *sets, int nsets, int common, char *buf,
-			size_t size)
+static void params_part(const char *params, const char *const *sets, int nsets, int common,
+			char *buf, size_t size)
 {
 	size_t len = 0;
 	buf[0] = '\0';

@@ -16,8 +16,9 @@
 
 #include <stdint.h>
 
-#include "../harness/run/check.h"
+#include "../harness/base/err.h"
 #include "../kernels/common/fa_problem.h"
+#include "ref_rows.h"
 
 /* Computes the reference for rows[0..n_rows) (row id T * heads + h, see
  * struct fa_ref) into ref, which takes ownership of a copy of the row list.

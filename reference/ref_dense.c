@@ -183,6 +183,16 @@ static void free_scratch(struct ref_scratch *s, int n)
 	free(s);
 }
 
+void fa_ref_free(struct fa_ref *r)
+{
+	if (!r)
+		return;
+	free(r->rows);
+	free(r->out);
+	free(r->same);
+	memset(r, 0, sizeof *r);
+}
+
 enum fa_rc fa_ref_compute(const struct fa_problem *p, const int32_t *cu_seqlens_q,
 			  const int32_t *cu_seqlens_k, const int32_t *prefix_lens, const void *q,
 			  const void *k, const void *v, const int64_t *rows, int64_t n_rows,

@@ -1,33 +1,38 @@
-/* names.c - the words for dtypes, masks, layouts and input distributions, as
- * written in suites, keys, the database and reports. */
+/* names.c - the words of names.h: dtypes and masks from the plugin SDK's
+ * fa_dtype_str / fa_mask_str, layouts and input distributions from the
+ * tables here. */
+#include "names.h"
+
 #include <string.h>
 
-#include "../suite/suite.h"
+#include "../../kernels/common/fa_problem.h"
 
-static const char *const dtype_names[FA_DTYPE_COUNT] = {"fp32", "fp16", "bf16"};
-static const char *const mask_names[FA_MASK_COUNT] = {"none", "causal", "prefix_lm",
-						      "sliding_window"};
 static const char *const layout_names[FA_LAYOUT_COUNT] = {"bshd", "bhsd"};
 static const char *const dist_names[FA_DIST_COUNT] = {"normal", "uniform", "outliers"};
 
-static const char *name_of(const char *const *names, int n, int v)
+const char *fa_dtype_name(int v) { return fa_dtype_str(v); }
+const char *fa_mask_name(int v) { return fa_mask_str(v); }
+
+const char *fa_layout_name(int v)
 {
-	return v >= 0 && v < n ? names[v] : NULL;
+	return v >= 0 && v < FA_LAYOUT_COUNT ? layout_names[v] : NULL;
 }
 
-static int parse_of(const char *const *names, int n, const char *s)
+const char *fa_dist_name(int v)
+{
+	return v >= 0 && v < FA_DIST_COUNT ? dist_names[v] : NULL;
+}
+
+/* The value whose name (by name_of) is s, -1 when none. */
+static int parse_of(const char *(*name_of)(int), int n, const char *s)
 {
 	for (int i = 0; s && i < n; i++)
-		if (strcmp(names[i], s) == 0)
+		if (strcmp(name_of(i), s) == 0)
 			return i;
 	return -1;
 }
 
-const char *fa_dtype_name(int v) { return name_of(dtype_names, FA_DTYPE_COUNT, v); }
-const char *fa_mask_name(int v) { return name_of(mask_names, FA_MASK_COUNT, v); }
-const char *fa_layout_name(int v) { return name_of(layout_names, FA_LAYOUT_COUNT, v); }
-const char *fa_dist_name(int v) { return name_of(dist_names, FA_DIST_COUNT, v); }
-int fa_dtype_parse(const char *s) { return parse_of(dtype_names, FA_DTYPE_COUNT, s); }
-int fa_mask_parse(const char *s) { return parse_of(mask_names, FA_MASK_COUNT, s); }
-int fa_layout_parse(const char *s) { return parse_of(layout_names, FA_LAYOUT_COUNT, s); }
-int fa_dist_parse(const char *s) { return parse_of(dist_names, FA_DIST_COUNT, s); }
+int fa_dtype_parse(const char *s) { return parse_of(fa_dtype_name, FA_DTYPE_COUNT, s); }
+int fa_mask_parse(const char *s) { return parse_of(fa_mask_name, FA_MASK_COUNT, s); }
+int fa_layout_parse(const char *s) { return parse_of(fa_layout_name, FA_LAYOUT_COUNT, s); }
+int fa_dist_parse(const char *s) { return parse_of(fa_dist_name, FA_DIST_COUNT, s); }

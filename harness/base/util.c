@@ -220,6 +220,15 @@ void fa_format_bytes(double b, char *buf, size_t size)
 		snprintf(buf, size, b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s", b, units[u]);
 }
 
+void fa_format_float(double x, char *buf, size_t size)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, size, "%.*g", prec, x);
+		if ((float)strtod(buf, NULL) == (float)x)
+			return;
+	}
+}
+
 int fa_run_capture(char *const argv[], char *out, size_t size)
 {
 	int fds[2], status;

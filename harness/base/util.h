@@ -47,6 +47,10 @@ int fa_parse_size(const char *s, double *bytes);
 /* "1.5 GiB", "312 MiB", "12 KiB", "100 B" into buf. */
 void fa_format_bytes(double bytes, char *buf, size_t size);
 
+/* A float32 value (as the scale parameter is) in the fewest digits, %.6g to
+ * %.9g, that give the same float back: 0.3, not 0.30000001192092896. */
+void fa_format_float(double x, char *buf, size_t size);
+
 /* Runs argv[0] (looked up in PATH) with argv, without a shell, capturing at
  * most size-1 bytes of its standard output into out (NUL-terminated, trailing
  * newlines removed); stderr is discarded. Returns the exit status, or -1

@@ -3,8 +3,8 @@
  * params), a verdict per pair from the raw samples, and the comparison
  * written as markdown for a PR comment, CSV or JSON.
  *
- * Also the reader of stored results and the case-parameter columns that
- * history.c shares (the second half of compare.h).
+ * Also the case-parameter columns that history.c shares (the second half
+ * of compare.h). Runs and results come from the reader (store/reader.h).
  *
  * Output is deterministic: rows follow the suite order, groups are sorted by
  * name, the bootstrap seed of a row is a hash of the row, and nothing
@@ -14,8 +14,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
-#include <stdalign.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,71 +25,7 @@
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* ---- Arena ------------------------------------------------------------------- */
-
-struct fa_cmp_arena {
-	struct fa_cmp_arena *next;
-	size_t used, size;
-	alignas(max_align_t) unsigned char data[];
-};
-
-/* Blocks of 64 KiB hold thousands of rows' strings; larger requests get a
- * block of their own. */
-#define ARENA_BLOCK 65536
-
-void *fa_compare_arena_alloc(struct fa_cmp_arena **a, size_t size)
-{
-	size_t align = alignof(max_align_t), need = (size + align - 1) / align * align;
-	struct fa_cmp_arena *b = *a;
-	if (need == 0)
-		need = align;
-	if (!b || b->size - b->used < need) {
-		size_t bsize = need > ARENA_BLOCK ? need : ARENA_BLOCK;
-		struct fa_cmp_arena *nb = malloc(sizeof *nb + bsize);
-		if (!nb)
-			return NULL;
-		nb->used = 0;
-		nb->size = bsize;
-		if (b && need > ARENA_BLOCK) { /* keep the current block for small ones */
-			nb->next = b->next;
-			b->next = nb;
-		} else {
-			nb->next = b;
-			*a = nb;
-		}
-		b = nb;
-	}
-	void *p = b->data + b->used;
-	b->used += need;
-	memset(p, 0, need);
-	return p;
-}
-
-char *fa_compare_arena_strdup(struct fa_cmp_arena **a, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	char *p = fa_compare_arena_alloc(a, n + 1);
-	if (p && n)
-		memcpy(p, s, n);
-	return p;
-}
-
-void fa_compare_arena_free(struct fa_cmp_arena *a)
-{
-	while (a) {
-		struct fa_cmp_arena *next = a->next;
-		free(a);
-		a = next;
-	}
-}
-
 /* ---- Case parameters --------------------------------------------------------- */
-
-const char *const fa_compare_param_names[FA_CMP_N_PARAMS] = {
-	"batch",  "heads",  "kv_heads", "q_len",   "kv_len",     "head_dim",
-	"head_dim_v", "dtype", "mask",  "prefix_len", "window",  "layout",
-	"input",  "seqlens", "kv_seqlens", "prefix_lens", "scale",
-};
 
 /* The partner a parameter often equals (then it gets no column), -1 none. */
 static const int8_t param_partner[FA_CMP_N_PARAMS] = {
@@ -144,7 +78,7 @@ static void md_common(FILE *f, const char *const *const *values, int n, const in
 		if (shown[j] || param_varies(values, n, j) || !values[0][j][0])
 			continue;
 		fprintf(f, "%s%s=", k++ ? ", " : "Common to every case: ",
-			fa_compare_param_names[j]);
+			fa_reader_param_names[j]);
 		fa_table_md_text(f, values[0][j]);
 	}
 	for (int j = 0, first = 1; j < FA_CMP_N_PARAMS; j++) {
@@ -153,7 +87,7 @@ static void md_common(FILE *f, const char *const *const *values, int n, const in
 		    !param_same_everywhere(values, n, j, partner))
 			continue;
 		fprintf(f, "%s%s = %s", first ? (k ? "; " : "Common to every case: ") : ", ",
-			fa_compare_param_names[j], fa_compare_param_names[partner]);
+			fa_reader_param_names[j], fa_reader_param_names[partner]);
 		first = 0;
 		k++;
 	}
@@ -191,7 +125,7 @@ enum fa_rc fa_compare_suite_table(FILE *f, const char *title, const char *suite,
 	rc = fa_table_add_md(t, "#", err);
 	for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 		if (shown[j])
-			rc = fa_table_add_md(t, fa_compare_param_names[j], err);
+			rc = fa_table_add_md(t, fa_reader_param_names[j], err);
 	for (int j = 0; rc == FA_OK && j < n_tail; j++)
 		rc = fa_table_add_md(t, tail[j], err);
 	return rc;
@@ -234,11 +168,11 @@ void fa_compare_json_case(FILE *f, const char *const *values)
 {
 	fputs("\"case\": {", f);
 	for (int j = 0; j < FA_CMP_N_PARAMS; j++) {
-		fprintf(f, "%s\"%s\": ", j ? ", " : "", fa_compare_param_names[j]);
+		fprintf(f, "%s\"%s\": ", j ? ", " : "", fa_reader_param_names[j]);
 		if (!values[j][0])
 			fputs("null", f);
 		else if (fa_compare_param_numeric(j))
-			fputs(values[j], f); /* an integer, or a float from fa_table_fmt_float */
+			fputs(values[j], f); /* an integer, or a float from fa_format_float */
 		else
 			fa_json_string(f, values[j]);
 	}
@@ -246,234 +180,6 @@ void fa_compare_json_case(FILE *f, const char *const *values)
 }
 
 /* ---- Reading results ----------------------------------------------------------- */
-
-/* The columns of the result query, in order. */
-enum {
-	RQ_ID, RQ_RUN, RQ_IDX, RQ_KEY, RQ_KERNEL, RQ_PARAMS, RQ_STATUS, RQ_REASON, RQ_MEDIAN,
-	RQ_STDEV, RQ_NSAMPLES,
-	RQ_PARAM0, /* fa_compare_param_names in order, then: */
-	RQ_SCALE_SET = RQ_PARAM0 + FA_CMP_N_PARAMS, RQ_VARLEN, RQ_TOTAL_Q, RQ_TOTAL_K,
-	RQ_CHECKED, RQ_STOP,
-};
-
-static const char result_sql[] =
-	"SELECT r.id, r.run_id, c.idx, c.key, r.kernel, r.params, r.status, r.reason, "
-	"r.median_ms, r.stdev_ms, r.n_samples, "
-	"c.batch, c.heads, c.kv_heads, c.q_len, c.kv_len, c.head_dim, c.head_dim_v, c.dtype, "
-	"c.mask, c.prefix_len, c.window, c.layout, c.input, c.seqlens, c.kv_seqlens, "
-	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, r.checked, "
-	"r.stop_reason "
-	"FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = ? "
-	"ORDER BY c.idx, r.kernel, r.params, r.id";
-
-static const char samples_sql[] =
-	"SELECT s.result_id, s.time_ms FROM samples s JOIN results r ON r.id = s.result_id "
-	"WHERE r.run_id = ? ORDER BY s.result_id, s.seq";
-
-static double col_real(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? (const char *)t : "";
-}
-
-/* The text of parameter j of the current row (arena), "" when NULL. */
-static const char *param_value(sqlite3_stmt *st, int j, struct fa_cmp_arena **a)
-{
-	char buf[64];
-	int i = RQ_PARAM0 + j;
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_INTEGER:
-		snprintf(buf, sizeof buf, "%" PRId64, (int64_t)sqlite3_column_int64(st, i));
-		return fa_compare_arena_strdup(a, buf);
-	case SQLITE_FLOAT:
-		/* like the key: a scale only where the suite gave one */
-		if (strcmp(fa_compare_param_names[j], "scale") == 0 &&
-		    !sqlite3_column_int(st, RQ_SCALE_SET))
-			return fa_compare_arena_strdup(a, "");
-		fa_table_fmt_float(sqlite3_column_double(st, i), buf, sizeof buf);
-		return fa_compare_arena_strdup(a, buf);
-	case SQLITE_TEXT: return fa_compare_arena_strdup(a, col_text(st, i));
-	default: return fa_compare_arena_strdup(a, "");
-	}
-}
-
-static int param_int(sqlite3_stmt *st, const char *name)
-{
-	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		if (strcmp(fa_compare_param_names[j], name) == 0)
-			return sqlite3_column_int(st, RQ_PARAM0 + j);
-	return 0;
-}
-
-static int param_enum(sqlite3_stmt *st, const char *name, int (*parse)(const char *))
-{
-	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		if (strcmp(fa_compare_param_names[j], name) == 0) {
-			int v = parse(col_text(st, RQ_PARAM0 + j));
-			return v < 0 ? 0 : v;
-		}
-	return 0;
-}
-
-static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_arena **a,
-			   struct fa_cmp_result *r)
-{
-	struct fa_problem *p = &r->p;
-	memset(r, 0, sizeof *r);
-	r->id = sqlite3_column_int64(st, RQ_ID);
-	r->run_id = sqlite3_column_int64(st, RQ_RUN);
-	r->case_idx = sqlite3_column_int(st, RQ_IDX);
-	r->suite = fa_compare_arena_strdup(a, suite);
-	r->key = fa_compare_arena_strdup(a, col_text(st, RQ_KEY));
-	r->kernel = fa_compare_arena_strdup(a, col_text(st, RQ_KERNEL));
-	r->params = fa_compare_arena_strdup(a, col_text(st, RQ_PARAMS));
-	r->reason = fa_compare_arena_strdup(a, col_text(st, RQ_REASON));
-	r->stop = fa_compare_arena_strdup(a, col_text(st, RQ_STOP));
-	/* a pass nobody checked (an import) reads as unchecked */
-	r->status = fa_status_effective(fa_status_parse(col_text(st, RQ_STATUS)),
-					sqlite3_column_int(st, RQ_CHECKED));
-	r->median_ms = col_real(st, RQ_MEDIAN);
-	r->stdev_ms = col_real(st, RQ_STDEV);
-	r->n_samples = sqlite3_column_int(st, RQ_NSAMPLES);
-	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		if (!(r->values[j] = param_value(st, j, a)))
-			return FA_ERR_NOMEM;
-	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop)
-		return FA_ERR_NOMEM;
-	p->batch = param_int(st, "batch");
-	p->heads = param_int(st, "heads");
-	p->kv_heads = param_int(st, "kv_heads");
-	p->q_len = param_int(st, "q_len");
-	p->kv_len = param_int(st, "kv_len");
-	p->head_dim = param_int(st, "head_dim");
-	p->head_dim_v = param_int(st, "head_dim_v");
-	p->prefix_len = param_int(st, "prefix_len");
-	p->window = param_int(st, "window");
-	p->dtype = param_enum(st, "dtype", fa_dtype_parse);
-	p->mask = param_enum(st, "mask", fa_mask_parse);
-	p->layout = param_enum(st, "layout", fa_layout_parse);
-	r->dist = param_enum(st, "input", fa_dist_parse);
-	p->scale = (float)sqlite3_column_double(st, RQ_PARAM0 + FA_CMP_N_PARAMS - 1);
-	p->varlen = sqlite3_column_int(st, RQ_VARLEN);
-	p->total_q = sqlite3_column_int(st, RQ_TOTAL_Q);
-	p->total_k = sqlite3_column_int(st, RQ_TOTAL_K);
-	return FA_OK;
-}
-
-static int cmp_result_id(const void *a, const void *b)
-{
-	int64_t x = (*(struct fa_cmp_result *const *)a)->id;
-	int64_t y = (*(struct fa_cmp_result *const *)b)->id;
-	return (x > y) - (x < y);
-}
-
-/* Attaches the samples of run_id to its results res[0..n): one query for
- * the whole run, ordered by result id, matched against the results sorted
- * by id. */
-static enum fa_rc read_samples(sqlite3 *db, int64_t run_id, struct fa_cmp_result *res, int n,
-			       struct fa_cmp_arena **a)
-{
-	struct fa_cmp_result **by_id = malloc(((size_t)n + 1) * sizeof *by_id);
-	sqlite3_stmt *st = NULL;
-	int rc = SQLITE_OK, at = 0;
-	if (!by_id)
-		return FA_ERR_NOMEM;
-	for (int i = 0; i < n; i++) {
-		by_id[i] = &res[i];
-		/* room for the stored count (more are never taken) */
-		if (res[i].n_samples > 0 &&
-		    !(res[i].samples = fa_compare_arena_alloc(
-			      a, (size_t)res[i].n_samples * sizeof *res[i].samples))) {
-			free(by_id);
-			return FA_ERR_NOMEM;
-		}
-	}
-	qsort(by_id, (size_t)n, sizeof *by_id, cmp_result_id);
-	rc = sqlite3_prepare_v2(db, samples_sql, -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 1, run_id);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t rid = sqlite3_column_int64(st, 0);
-		struct fa_cmp_result *r;
-		rc = SQLITE_OK;
-		while (at < n && by_id[at]->id < rid)
-			at++;
-		if (at == n || by_id[at]->id != rid)
-			continue;
-		r = by_id[at];
-		if (r->n_read < r->n_samples)
-			r->samples[r->n_read++] = sqlite3_column_double(st, 1);
-	}
-	sqlite3_finalize(st);
-	free(by_id);
-	return rc == SQLITE_DONE ? FA_OK : FA_ERR_DB;
-}
-
-enum fa_rc fa_compare_read_run(struct fa_store *s, int64_t run_id, const char *suite,
-			       struct fa_cmp_arena **a, struct fa_cmp_result **out, int *n,
-			       struct fa_err *err)
-{
-	sqlite3 *db = fa_store_db(s);
-	sqlite3_stmt *st = NULL;
-	struct fa_cmp_result *res = NULL;
-	int cap = 0, count = 0, rc;
-	enum fa_rc frc = FA_OK;
-
-	*out = NULL;
-	*n = 0;
-	rc = sqlite3_prepare_v2(db, result_sql, -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 1, run_id);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rc = SQLITE_OK;
-		if (count == cap) {
-			int ncap = cap ? cap * 2 : 64;
-			struct fa_cmp_result *nr = realloc(res, (size_t)ncap * sizeof *nr);
-			if (!nr) {
-				frc = FA_ERR_NOMEM;
-				break;
-			}
-			res = nr;
-			cap = ncap;
-		}
-		if ((frc = read_row(st, suite, a, &res[count++])) != FA_OK)
-			break;
-	}
-	sqlite3_finalize(st);
-	if (frc == FA_OK && rc != SQLITE_DONE)
-		frc = FA_ERR_DB;
-	if (frc == FA_OK && count)
-		frc = read_samples(db, run_id, res, count, a);
-	if (frc == FA_OK && count) {
-		/* into the arena, so that the caller frees nothing */
-		*out = fa_compare_arena_alloc(a, (size_t)count * sizeof **out);
-		if (!*out)
-			frc = FA_ERR_NOMEM;
-		else
-			memcpy(*out, res, (size_t)count * sizeof **out);
-	}
-	free(res);
-	if (frc == FA_ERR_NOMEM)
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading run %" PRId64, run_id);
-	if (frc != FA_OK)
-		return fa_err_set(err, FA_ERR_DB, "cannot read run %" PRId64 " from '%s': %s",
-				  run_id, fa_store_path(s), sqlite3_errmsg(db));
-	*n = count;
-	return FA_OK;
-}
-
-void fa_compare_result_case(const struct fa_cmp_result *r, struct fa_case *c)
-{
-	memset(c, 0, sizeof *c);
-	c->p = r->p;
-	c->dist = r->dist;
-	c->index = r->case_idx;
-}
 
 /* ---- Run specs ------------------------------------------------------------------ */
 
@@ -494,120 +200,30 @@ void fa_compare_opts_init(struct fa_compare_opts *o)
 	o->perf.min_effect = FA_CMP_MIN_EFFECT;
 }
 
-/* The ids a query with one bound text (or none) returns, appended to ids. */
-static int query_ids(sqlite3 *db, const char *sql, const char *arg, int64_t **ids, int *n)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc == SQLITE_OK && arg)
-		rc = sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
-	if (rc == SQLITE_OK && arg && sqlite3_bind_parameter_count(st) >= 2)
-		rc = sqlite3_bind_int(st, 2, (int)strlen(arg));
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t *ni = realloc(*ids, (size_t)(*n + 1) * sizeof *ni);
-		rc = SQLITE_OK;
-		if (!ni) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		*ids = ni;
-		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-static const char run_sql[] =
-	"SELECT id, started_at, git_commit, git_dirty, label, status, suite_name, backend, "
-	"device_name, host, ab_group FROM runs WHERE id = ?";
-
 /* Resolves spec into side->runs (arena), oldest first. */
 static enum fa_rc resolve_side(struct fa_store *s, const char *spec, struct fa_cmp_side *side,
-			       struct fa_cmp_arena **a, struct fa_err *err)
+			       struct fa_arena *a, struct fa_err *err)
 {
-	sqlite3 *db = fa_store_db(s);
 	int64_t *ids = NULL;
-	int n = 0, rc = SQLITE_OK;
-	size_t len = strlen(spec);
-	char lower[64];
-	enum fa_rc frc = FA_OK;
+	int n = 0;
+	enum fa_rc frc;
 
-	side->spec = fa_compare_arena_strdup(a, spec);
-	/* a decimal id (at most 18 digits: always fits an int64) */
-	if (len <= 18 && strspn(spec, "0123456789") == len) {
-		rc = query_ids(db, "SELECT id FROM runs WHERE id = CAST(? AS INTEGER)", spec, &ids,
-			       &n);
-		side->matched_by = "id";
-	}
-	if (rc == SQLITE_OK && n == 0) {
-		rc = query_ids(db, "SELECT id FROM runs WHERE label = ? ORDER BY started_at, id",
-			       spec, &ids, &n);
-		side->matched_by = "label";
-	}
-	if (rc == SQLITE_OK && n == 0 && strcmp(spec, "latest") == 0) {
-		rc = query_ids(db, "SELECT id FROM runs ORDER BY id DESC LIMIT 1", NULL, &ids, &n);
-		side->matched_by = "latest";
-	}
-	if (rc == SQLITE_OK && n == 0 && len >= FA_COMPARE_MIN_COMMIT_PREFIX && len < sizeof lower &&
-	    strspn(spec, "0123456789abcdefABCDEF") == len) {
-		for (size_t i = 0; i <= len; i++)
-			lower[i] = (char)(spec[i] >= 'A' && spec[i] <= 'F' ? spec[i] - 'A' + 'a'
-									  : spec[i]);
-		rc = query_ids(db,
-			       "SELECT id FROM runs WHERE substr(lower(git_commit), 1, ?2) = ?1 "
-			       "ORDER BY started_at, id",
-			       lower, &ids, &n);
-		side->matched_by = "commit";
-	}
-	if (rc != SQLITE_OK) {
-		free(ids);
-		return rc == SQLITE_NOMEM
-			       ? fa_err_set(err, FA_ERR_NOMEM, "out of memory reading runs")
-			       : fa_err_set(err, FA_ERR_DB, "cannot read runs from '%s': %s",
-					    fa_store_path(s), sqlite3_errmsg(db));
-	}
-	if (n == 0) {
-		free(ids);
-		return fa_err_set(err, FA_ERR_NOT_FOUND,
-				  "no run '%s' in '%s' (not a run id, a label, latest or a commit "
-				  "prefix of at least %d hex digits)",
-				  spec, fa_store_path(s), FA_COMPARE_MIN_COMMIT_PREFIX);
-	}
-	side->runs = fa_compare_arena_alloc(a, (size_t)n * sizeof *side->runs);
+	side->spec = fa_arena_strdup(a, spec);
+	frc = fa_reader_runs_match(s, spec, &ids, &n, &side->matched_by, err);
+	if (frc != FA_OK)
+		return frc;
+	side->runs = fa_arena_alloc(a, (size_t)n * sizeof *side->runs);
 	if (!side->runs)
 		frc = fa_err_set(err, FA_ERR_NOMEM, "out of memory reading runs");
 	for (int i = 0; frc == FA_OK && i < n; i++) {
 		struct fa_cmp_run *r = &side->runs[i];
-		sqlite3_stmt *st = NULL;
-		rc = sqlite3_prepare_v2(db, run_sql, -1, &st, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_int64(st, 1, ids[i]);
-		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			rc = SQLITE_OK;
-			r->id = sqlite3_column_int64(st, 0);
-			r->started_at = fa_compare_arena_strdup(a, col_text(st, 1));
-			r->git_commit = fa_compare_arena_strdup(a, col_text(st, 2));
-			r->git_dirty = sqlite3_column_type(st, 3) == SQLITE_NULL
-					       ? -1
-					       : sqlite3_column_int(st, 3);
-			r->label = fa_compare_arena_strdup(a, col_text(st, 4));
-			r->status = fa_compare_arena_strdup(a, col_text(st, 5));
-			r->suite_name = fa_compare_arena_strdup(a, col_text(st, 6));
-			r->backend = fa_compare_arena_strdup(a, col_text(st, 7));
-			r->device_name = fa_compare_arena_strdup(a, col_text(st, 8));
-			r->host = fa_compare_arena_strdup(a, col_text(st, 9));
-			r->ab_group = fa_compare_arena_strdup(a, col_text(st, 10));
-			if (!r->host || !r->ab_group)
-				rc = SQLITE_NOMEM;
-		} else if (rc == SQLITE_DONE) {
-			rc = SQLITE_ERROR; /* deleted under us */
-		}
-		sqlite3_finalize(st);
-		if (rc == SQLITE_NOMEM)
-			frc = fa_err_set(err, FA_ERR_NOMEM, "out of memory reading runs");
-		else if (rc != SQLITE_OK)
-			frc = fa_err_set(err, FA_ERR_DB, "cannot read run %" PRId64 " from '%s': %s",
-					 ids[i], fa_store_path(s), sqlite3_errmsg(db));
+		struct fa_reader_run rr;
+		frc = fa_reader_run_get(s, ids[i], a, &rr, err);
+		if (frc == FA_OK)
+			*r = (struct fa_cmp_run){rr.id,          rr.started_at, rr.git_commit,
+						 rr.git_dirty,   rr.label,      rr.status,
+						 rr.suite_name,  rr.backend,    rr.device_name,
+						 rr.host,        rr.ab_group};
 	}
 	side->n_runs = n;
 	for (int i = 0; frc == FA_OK && i < n; i++) {
@@ -624,7 +240,7 @@ static enum fa_rc resolve_side(struct fa_store *s, const char *spec, struct fa_c
 
 /* A result of either side, for sorting into (key, kernel, params) groups. */
 struct entry {
-	const struct fa_cmp_result *r;
+	const struct fa_reader_result *r;
 	int side;          /* 0 base, 1 head */
 	int order;         /* run position within its side, then read order */
 	int ignore_params; /* group by (key, kernel) only */
@@ -684,7 +300,7 @@ static enum fa_rc pool_side(const struct entry *e, int n, int *status, const cha
 	*status = -1;
 	*reason = "";
 	for (int i = 0; i < n; i++) {
-		const struct fa_cmp_result *r = e[i].r;
+		const struct fa_reader_result *r = e[i].r;
 		if (r->status >= 0 && status_rank(r->status) > best) {
 			best = status_rank(r->status);
 			*status = r->status;
@@ -696,7 +312,7 @@ static enum fa_rc pool_side(const struct entry *e, int n, int *status, const cha
 	if (cap > 0 && !(x = malloc((size_t)cap * sizeof *x)))
 		return FA_ERR_NOMEM;
 	for (int i = 0; i < n; i++) {
-		const struct fa_cmp_result *r = e[i].r;
+		const struct fa_reader_result *r = e[i].r;
 		if (!is_timed_status(r->status))
 			continue;
 		/* fa_stats_verdict takes finite positive times only */
@@ -736,7 +352,7 @@ static double side_noise(const struct entry *e, int n, const double *x, int k, c
 			rsd = fa_stats_stdev(x, k) / m;
 	} else {
 		for (int i = 0; i < n && isnan(rsd); i++) {
-			const struct fa_cmp_result *r = e[i].r;
+			const struct fa_reader_result *r = e[i].r;
 			if (r->status == FA_STATUS_PASS && isfinite(r->stdev_ms) &&
 			    r->median_ms > 0 && r->n_samples >= 2)
 				rsd = r->stdev_ms / r->median_ms;
@@ -760,7 +376,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	int nb = 0, bs, hs, n_bs = 0, n_hs = 0;
 	const char *br, *hr;
 	double *bx = NULL, *hx = NULL;
-	const struct fa_cmp_result *rep;
+	const struct fa_reader_result *rep;
 	enum fa_rc rc;
 
 	while (nb < n && e[nb].side == 0)
@@ -964,7 +580,7 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 			g[k][i].geomean_speedup = nlogs[k][i] ? exp(logs[k][i] / nlogs[k][i]) : NAN;
 		if (ng[k])
 			qsort(g[k], (size_t)ng[k], sizeof *g[k], cmp_group);
-		dst = fa_compare_arena_alloc(&cmp->arena, (size_t)ng[k] * sizeof *dst + 1);
+		dst = fa_arena_alloc(&cmp->arena, (size_t)ng[k] * sizeof *dst + 1);
 		if (!dst) {
 			rc = FA_ERR_NOMEM;
 			break;
@@ -994,11 +610,11 @@ static enum fa_rc read_side(struct fa_store *s, struct fa_compare *cmp, int side
 	const struct fa_cmp_side *side = side_no ? &cmp->head : &cmp->base;
 	int order = 0;
 	for (int i = 0; i < side->n_runs; i++) {
-		struct fa_cmp_result *res;
+		struct fa_reader_result *res;
 		int nr;
 		struct entry *ne;
-		enum fa_rc rc = fa_compare_read_run(s, side->runs[i].id, side->runs[i].suite_name,
-						    &cmp->arena, &res, &nr, err);
+		enum fa_rc rc = fa_reader_results(s, side->runs[i].id, side->runs[i].suite_name,
+						  FA_READER_SAMPLES, &cmp->arena, &res, &nr, err);
 		if (rc != FA_OK)
 			return rc;
 		if (nr == 0)
@@ -1036,10 +652,10 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
 	if (!(cmp->opts.perf.min_effect >= 0 && cmp->opts.perf.min_effect < 1))
 		return fa_err_set(err, FA_ERR_USAGE, "min effect %g must be in [0, 1)",
 				  cmp->opts.perf.min_effect);
-	cmp->db_path = fa_compare_arena_strdup(&cmp->arena, fa_store_path(s));
+	cmp->db_path = fa_arena_strdup(&cmp->arena, fa_store_path(s));
 	cmp->n_params = FA_CMP_N_PARAMS;
-	cmp->param_names = fa_compare_param_names;
-	cmp->shown = fa_compare_arena_alloc(&cmp->arena, FA_CMP_N_PARAMS * sizeof *cmp->shown);
+	cmp->param_names = fa_reader_param_names;
+	cmp->shown = fa_arena_alloc(&cmp->arena, FA_CMP_N_PARAMS * sizeof *cmp->shown);
 	if (!cmp->db_path || !cmp->shown)
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory comparing runs");
 	if (rc == FA_OK)
@@ -1066,7 +682,7 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
 		qsort(e, (size_t)n, sizeof *e, cmp_entry);
 		for (int i = 0; i < n; i++)
 			groups += i == 0 || cmp_group_key(&e[i], &e[i - 1]) != 0;
-		cmp->rows = fa_compare_arena_alloc(&cmp->arena, (size_t)groups * sizeof *cmp->rows);
+		cmp->rows = fa_arena_alloc(&cmp->arena, (size_t)groups * sizeof *cmp->rows);
 		if (!cmp->rows)
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory comparing runs");
 	}
@@ -1101,7 +717,7 @@ void fa_compare_free(struct fa_compare *cmp)
 {
 	if (!cmp)
 		return;
-	fa_compare_arena_free(cmp->arena);
+	fa_arena_free(&cmp->arena);
 	memset(cmp, 0, sizeof *cmp);
 }
 
@@ -1578,7 +1194,7 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 {
 	fputs("suite,case_idx,case_key", f);
 	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
-		fprintf(f, ",%s", fa_compare_param_names[j]);
+		fprintf(f, ",%s", fa_reader_param_names[j]);
 	fputs(",kernel,params,base_params,change,base_status,head_status,n_base,n_head,base_ms,"
 	      "head_ms,speedup,ratio,ratio_lo,ratio_hi,p,effect,verdict,low_samples,base_reason,"
 	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost\n",

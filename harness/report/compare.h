@@ -33,13 +33,11 @@
 #include "../../kernels/common/fa_problem.h"
 #include "../base/err.h"
 #include "stats.h"
+#include "../store/reader.h"
 #include "../store/store.h"
 
-/* The smallest commit prefix accepted as a spec: shorter hex strings are
- * too likely to be a typo of an id or to match many commits. */
-#define FA_COMPARE_MIN_COMMIT_PREFIX 4
-
-struct fa_cmp_arena;
+/* The smallest commit prefix accepted as a spec (the reader's). */
+#define FA_COMPARE_MIN_COMMIT_PREFIX FA_READER_MIN_COMMIT_PREFIX
 
 /* What happened to one (case key, kernel, params) between BASE and HEAD.
  * Stored nowhere; printed by name (fa_compare_change_name). */
@@ -201,7 +199,7 @@ struct fa_compare {
 	double median_rsd;                    /* median over the TIMED rows of the larger
 	                                         side's base_rsd/head_rsd; NaN when none */
 
-	struct fa_cmp_arena *arena;           /* private: owns every string and array above */
+	struct fa_arena arena;                /* private: owns every string and array above */
 };
 
 /* Resolves base_spec and head_spec, reads both sides' results and samples,
@@ -229,51 +227,15 @@ enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,
 void fa_compare_free(struct fa_compare *cmp);
 
 /* ---- Shared with history.c ---------------------------------------------------
- * The reader of stored results and the case-parameter columns that compare
- * and history both use (their text helpers are table.h's). Not an interface
- * for other modules: read the structs above. */
+ * The case-parameter columns that compare and history both print (their
+ * text helpers are table.h's; the results come from store/reader.h). Not an
+ * interface for other modules: read the structs above. */
 
-struct fa_case;
-
-/* An arena: every allocation lives until fa_compare_arena_free. */
-void *fa_compare_arena_alloc(struct fa_cmp_arena **a, size_t size); /* zeroed; NULL on OOM */
-char *fa_compare_arena_strdup(struct fa_cmp_arena **a, const char *s); /* NULL s gives "" */
-void fa_compare_arena_free(struct fa_cmp_arena *a);
-
-/* The case parameters shown as columns, in the report's order. */
-#define FA_CMP_N_PARAMS 17
-extern const char *const fa_compare_param_names[FA_CMP_N_PARAMS];
+/* The case parameters shown as columns, in the report's order: the
+ * reader's values[] (fa_reader_param_names). */
+#define FA_CMP_N_PARAMS FA_READER_N_PARAMS
 /* 1 for the parameters that are numbers (right-aligned in tables). */
 int fa_compare_param_numeric(int j);
-
-/* One stored result with its case and its run's suite, as read by
- * fa_compare_read_run (strings in the arena). */
-struct fa_cmp_result {
-	int64_t id, run_id;
-	const char *suite, *key, *kernel, *params, *reason;
-	const char *stop;      /* stop_reason as stored ("converged", "max_time", ...), "" NULL */
-	int32_t case_idx;
-	int32_t status;        /* enum fa_status */
-	int32_t n_samples;     /* as stored in results.n_samples */
-	double median_ms;      /* NaN when NULL */
-	double stdev_ms;       /* NaN when NULL */
-	double *samples;       /* the rows of samples, in order taken */
-	int32_t n_read;        /* how many samples were read */
-	const char *values[FA_CMP_N_PARAMS]; /* parameters as text, "" when NULL */
-	struct fa_problem p;   /* the fields the where-language reads */
-	int32_t dist;          /* enum fa_dist */
-};
-
-/* Reads every result of run_id (by case idx, kernel, params, id) with its
- * samples into *out (arena storage), *n their number. suite is the run's
- * suite name (stored with each result). Returns FA_OK, FA_ERR_DB or
- * FA_ERR_NOMEM. */
-enum fa_rc fa_compare_read_run(struct fa_store *s, int64_t run_id, const char *suite,
-			       struct fa_cmp_arena **a, struct fa_cmp_result **out, int *n,
-			       struct fa_err *err);
-
-/* A case for fa_expr_eval from a result's problem fields. */
-void fa_compare_result_case(const struct fa_cmp_result *r, struct fa_case *c);
 
 /* shown[j] (FA_CMP_N_PARAMS entries) = 1 for the parameters that make
  * columns among the n value arrays values[i][0..FA_CMP_N_PARAMS): those that

@@ -4,8 +4,8 @@
  * written as markdown (the nightly job's page), CSV (one line per point, for
  * spreadsheets) or JSON.
  *
- * Runs are selected in C from one query over the runs table (label, date,
- * suite, status); results are filtered in C by the kernel glob and the
+ * Runs are selected in C from the reader's list of runs (store/reader.h:
+ * label, date, suite, status); results are filtered in C by the kernel glob and the
  * where-expression, evaluated on a struct fa_case rebuilt from the cases
  * table. No filter text ever reaches SQL.
  */
@@ -14,7 +14,6 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +72,6 @@ static int parse_since(const char *s, char *out, size_t size)
 	return 0;
 }
 
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? (const char *)t : "";
-}
-
 /* The side of a run in a `run --ab` group ("" when group is ""): the
  * suffix of its label LABEL-a or LABEL-b, else "a" for the group's first
  * run (earlier is 0 of them are older) and "b" for a later one. */
@@ -96,70 +89,35 @@ static const char *ab_side(const char *group, const char *label, int earlier)
 static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const char *since,
 			      struct fa_err *err)
 {
-	static const char sql[] = "SELECT id, started_at, git_commit, git_dirty, label, status, "
-				  "suite_name, ab_group, (SELECT count(*) FROM runs o WHERE "
-				  "o.ab_group = runs.ab_group AND o.id < runs.id) FROM runs "
-				  "ORDER BY started_at, id";
 	const struct fa_history_opts *o = &h->opts;
-	sqlite3 *db = fa_store_db(s);
-	sqlite3_stmt *st = NULL;
-	struct fa_hist_run *runs = NULL;
-	int n = 0, cap = 0, rc;
-	enum fa_rc frc = FA_OK;
+	struct fa_reader_run *all;
+	int32_t n_all, n = 0;
+	enum fa_rc rc = fa_reader_runs_list(s, &h->arena, &all, &n_all, err);
 
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *started = col_text(st, 1), *label = col_text(st, 4);
-		const char *status = col_text(st, 5), *suite = col_text(st, 6);
-		struct fa_hist_run *r;
-		rc = SQLITE_OK;
-		if ((o->label && strcmp(label, o->label) != 0) ||
-		    (o->suite && strcmp(suite, o->suite) != 0) ||
-		    (since && strcmp(started, since) < 0) ||
-		    (!o->include_incomplete && strcmp(status, "complete") != 0) ||
-		    (o->no_ab && col_text(st, 7)[0]))
+	if (rc != FA_OK)
+		return rc;
+	if (n_all) {
+		h->runs = fa_arena_alloc(&h->arena, (size_t)n_all * sizeof *h->runs);
+		if (!h->runs)
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading runs");
+	}
+	for (int i = 0; i < n_all; i++) {
+		const struct fa_reader_run *rr = &all[i];
+		if ((o->label && strcmp(rr->label, o->label) != 0) ||
+		    (o->suite && strcmp(rr->suite_name, o->suite) != 0) ||
+		    (since && strcmp(rr->started_at, since) < 0) ||
+		    (!o->include_incomplete && strcmp(rr->status, "complete") != 0) ||
+		    (o->no_ab && rr->ab_group[0]))
 			continue;
-		if (n == cap) {
-			int ncap = cap ? cap * 2 : 32;
-			struct fa_hist_run *nr = realloc(runs, (size_t)ncap * sizeof *nr);
-			if (!nr) {
-				frc = FA_ERR_NOMEM;
-				break;
-			}
-			runs = nr;
-			cap = ncap;
-		}
-		r = &runs[n++];
-		r->id = sqlite3_column_int64(st, 0);
-		r->started_at = fa_compare_arena_strdup(&h->arena, started);
-		r->git_commit = fa_compare_arena_strdup(&h->arena, col_text(st, 2));
-		r->git_dirty = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
-									  : sqlite3_column_int(st, 3);
-		r->label = fa_compare_arena_strdup(&h->arena, label);
-		r->status = fa_compare_arena_strdup(&h->arena, status);
-		r->suite_name = fa_compare_arena_strdup(&h->arena, suite);
-		r->ab_side = ab_side(col_text(st, 7), label, sqlite3_column_int(st, 8));
-		if (!r->suite_name) {
-			frc = FA_ERR_NOMEM;
-			break;
-		}
+		h->runs[n++] = (struct fa_hist_run){rr->id,
+						    rr->started_at,
+						    rr->git_commit,
+						    rr->git_dirty,
+						    rr->label,
+						    rr->status,
+						    rr->suite_name,
+						    ab_side(rr->ab_group, rr->label, rr->ab_earlier)};
 	}
-	sqlite3_finalize(st);
-	if (frc == FA_OK && rc != SQLITE_DONE)
-		frc = FA_ERR_DB;
-	if (frc == FA_OK && n) {
-		h->runs = fa_compare_arena_alloc(&h->arena, (size_t)n * sizeof *h->runs);
-		if (h->runs)
-			memcpy(h->runs, runs, (size_t)n * sizeof *runs);
-		else
-			frc = FA_ERR_NOMEM;
-	}
-	free(runs);
-	if (frc == FA_ERR_NOMEM)
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading runs");
-	if (frc != FA_OK)
-		return fa_err_set(err, FA_ERR_DB, "cannot read runs from '%s': %s", fa_store_path(s),
-				  sqlite3_errmsg(db));
 	h->n_runs = n;
 	return FA_OK;
 }
@@ -167,7 +125,7 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 /* ---- Series ------------------------------------------------------------------- */
 
 struct entry {
-	const struct fa_cmp_result *r;
+	const struct fa_reader_result *r;
 	int run;          /* index into h->runs */
 	const char *side; /* h->runs[run].ab_side */
 };
@@ -196,7 +154,7 @@ static int same_series(const struct entry *x, const struct entry *y)
 }
 
 /* The median and its standard error of a passing, timed result. */
-static void point_of(const struct fa_cmp_result *r, struct fa_hist_point *pt)
+static void point_of(const struct fa_reader_result *r, struct fa_hist_point *pt)
 {
 	double med = r->median_ms, mad;
 	pt->median_ms = pt->sigma_ms = NAN;
@@ -236,7 +194,7 @@ static int latest_of_suite(const struct fa_history *h, int run)
 static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int n,
 			       struct fa_hist_series *sr, struct fa_err *err)
 {
-	const struct fa_cmp_result *rep = e[n - 1].r; /* the latest */
+	const struct fa_reader_result *rep = e[n - 1].r; /* the latest */
 	double *y = NULL, *sigma = NULL, *means = NULL;
 	int *idx = NULL, *cps = NULL, ncps = 0, np = 0;
 	enum fa_rc rc = FA_OK;
@@ -250,7 +208,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 	sr->values = rep->values;
 	sr->latest = sr->best = -1;
 	sr->change_prev = NAN;
-	sr->points = fa_compare_arena_alloc(&h->arena, (size_t)n * sizeof *sr->points);
+	sr->points = fa_arena_alloc(&h->arena, (size_t)n * sizeof *sr->points);
 	if (!sr->points)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory building the history");
 	for (int i = 0; i < n; i++) {
@@ -290,7 +248,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 	if (rc == FA_OK && ncps > 0)
 		rc = fa_stats_segment_means(y, sigma, sr->n_timed, cps, ncps, means, err);
 	if (rc == FA_OK && ncps > 0) {
-		sr->steps = fa_compare_arena_alloc(&h->arena, (size_t)ncps * sizeof *sr->steps);
+		sr->steps = fa_arena_alloc(&h->arena, (size_t)ncps * sizeof *sr->steps);
 		if (!sr->steps)
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory building the history");
 	}
@@ -341,10 +299,10 @@ static enum fa_rc read_entries(struct fa_store *s, struct fa_history *h,
 	struct entry *e = NULL;
 	int n = 0, cap = 0;
 	for (int i = 0; i < h->n_runs; i++) {
-		struct fa_cmp_result *res;
+		struct fa_reader_result *res;
 		int nr;
-		enum fa_rc rc = fa_compare_read_run(s, h->runs[i].id, h->runs[i].suite_name,
-						    &h->arena, &res, &nr, err);
+		enum fa_rc rc = fa_reader_results(s, h->runs[i].id, h->runs[i].suite_name,
+						  FA_READER_SAMPLES, &h->arena, &res, &nr, err);
 		if (rc != FA_OK) {
 			free(e);
 			return rc;
@@ -354,7 +312,7 @@ static enum fa_rc read_entries(struct fa_store *s, struct fa_history *h,
 				continue;
 			if (where) {
 				struct fa_case c;
-				fa_compare_result_case(&res[k], &c);
+				fa_reader_result_case(&res[k], &c);
 				if (!fa_expr_eval(where, &c))
 					continue;
 			}
@@ -409,10 +367,10 @@ enum fa_rc fa_history_build(struct fa_store *s, const struct fa_history_opts *op
 		fa_err_set_text(err, h->opts.where);
 		return rc;
 	}
-	h->db_path = fa_compare_arena_strdup(&h->arena, fa_store_path(s));
+	h->db_path = fa_arena_strdup(&h->arena, fa_store_path(s));
 	h->n_params = FA_CMP_N_PARAMS;
-	h->param_names = fa_compare_param_names;
-	h->shown = fa_compare_arena_alloc(&h->arena, FA_CMP_N_PARAMS * sizeof *h->shown);
+	h->param_names = fa_reader_param_names;
+	h->shown = fa_arena_alloc(&h->arena, FA_CMP_N_PARAMS * sizeof *h->shown);
 	if (!h->db_path || !h->shown)
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory building the history");
 	if (rc == FA_OK)
@@ -424,7 +382,7 @@ enum fa_rc fa_history_build(struct fa_store *s, const struct fa_history_opts *op
 		qsort(e, (size_t)n, sizeof *e, cmp_entry);
 		for (int i = 0; i < n; i++)
 			groups += i == 0 || !same_series(&e[i], &e[i - 1]);
-		h->series = fa_compare_arena_alloc(&h->arena, (size_t)groups * sizeof *h->series);
+		h->series = fa_arena_alloc(&h->arena, (size_t)groups * sizeof *h->series);
 		if (!h->series)
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory building the history");
 	}
@@ -460,7 +418,7 @@ void fa_history_free(struct fa_history *h)
 {
 	if (!h)
 		return;
-	fa_compare_arena_free(h->arena);
+	fa_arena_free(&h->arena);
 	memset(h, 0, sizeof *h);
 }
 

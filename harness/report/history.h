@@ -130,7 +130,7 @@ struct fa_history {
 	int32_t n_steps;                /* over every series */
 	int32_t n_new_regressions;      /* series with a new regression: exit status 1 */
 
-	struct fa_cmp_arena *arena;     /* private: owns every string and array above */
+	struct fa_arena arena;          /* private: owns every string and array above */
 };
 
 /* Selects runs (opts NULL: the defaults), reads their results and samples,

@@ -29,12 +29,12 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
+#include "../store/reader.h"
 #include "plot.h"
 #include "table.h"
 #include "../base/util.h"
@@ -73,168 +73,12 @@ int fa_report_format_parse(const char *s)
 	return -1;
 }
 
-/* ---- Rows read from the database ----------------------------------------- */
-
-/* One value as SQLite returned it (type is SQLITE_INTEGER, SQLITE_FLOAT,
- * SQLITE_TEXT or SQLITE_NULL). */
-struct cell {
-	int type;
-	int64_t i;
-	double d;
-	char *s;
-};
-
-struct table {
-	const char *const *cols;
-	int ncols, nrows, cap;
-	struct cell *c; /* nrows * ncols */
-};
-
-static const char *const run_cols[] = {
-	"id",         "started_at", "finished_at", "git_commit",  "git_dirty",
-	"host",       "backend",    "device_name", "device_arch", "driver",
-	"runtime",    "suite_path", "suite_name",  "suite_hash",  "command_line",
-	"label",      "seed",       "version",     "source",      "status",
-	"running",
-};
-
-/* The case columns: id and idx, key, the parameters, then the data seed. */
-static const char *const case_cols[] = {
-	"id",       "idx",        "key",     "batch",      "heads",      "kv_heads",
-	"q_len",    "kv_len",     "head_dim", "head_dim_v", "dtype",     "mask",
-	"prefix_len", "window",   "layout",  "input",      "varlen",     "seqlens",
-	"kv_seqlens", "prefix_lens", "total_q", "total_k", "scale",      "scale_set",
-	"seed",
-};
-#define CASE_FIRST_PARAM 3 /* batch */
-#define CASE_END_PARAM 24  /* one past scale_set */
-
-static const char *const result_cols[] = {
-	"id",           "case_id",      "kernel",      "backend",    "params",
-	"status",       "reason",       "timing",      "n_samples",  "discarded",
-	"stop_reason",  "median_ms",    "mean_ms",     "min_ms",     "max_ms",
-	"stdev_ms",     "flops",        "tflops",      "bytes",      "gbps",
-	"checked",      "max_abs",      "max_rel",     "mean_abs",   "rel_l2",
-	"nmse",         "same_max_abs", "nan_count",   "inf_count",  "unwritten",
-	"worst_index",  "worst_out",    "worst_ref",   "rows_checked", "elems_checked",
-	"rule",         "mem_bytes",    "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
-	"power_w",      "throttle_reasons",
-};
-#define RESULT_FIRST_FIELD 2 /* kernel: id and case_id are not reported */
-
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int col_index(const struct table *t, const char *name)
-{
-	for (int i = 0; i < t->ncols; i++)
-		if (strcmp(t->cols[i], name) == 0)
-			return i;
-	return -1;
-}
-
-static const struct cell *cell_at(const struct table *t, int row, const char *name)
-{
-	int c = col_index(t, name);
-	return c < 0 ? NULL : &t->c[(size_t)row * t->ncols + c];
-}
-
-static const char *text_at(const struct table *t, int row, const char *name)
-{
-	const struct cell *c = cell_at(t, row, name);
-	return c && c->type == SQLITE_TEXT ? c->s : NULL;
-}
-
-static int64_t int_at(const struct table *t, int row, const char *name)
-{
-	const struct cell *c = cell_at(t, row, name);
-	return c && c->type == SQLITE_INTEGER ? c->i : 0;
-}
-
-/* 1 and *v when the value is a number (not NULL). */
-static int real_at(const struct table *t, int row, const char *name, double *v)
-{
-	const struct cell *c = cell_at(t, row, name);
-	if (!c || (c->type != SQLITE_FLOAT && c->type != SQLITE_INTEGER))
-		return 0;
-	*v = c->type == SQLITE_FLOAT ? c->d : (double)c->i;
-	return 1;
-}
-
-static void table_free(struct table *t)
-{
-	for (int i = 0; i < t->nrows * t->ncols; i++)
-		free(t->c[i].s);
-	free(t->c);
-	memset(t, 0, sizeof *t);
-}
-
-/* Runs "SELECT <cols> FROM <from>" with run_id bound to its one parameter
- * and keeps every row. */
-static enum fa_rc table_load(struct fa_store *s, const char *const *cols, int ncols,
-			     const char *from, int64_t run_id, struct table *t, struct fa_err *err)
-{
-	sqlite3 *db = fa_store_db(s);
-	sqlite3_stmt *st = NULL;
-	char sql[2048];
-	size_t len = 0;
-	int rc;
-
-	memset(t, 0, sizeof *t);
-	t->cols = cols;
-	t->ncols = ncols;
-	/* identifiers are this file's constants; the run id is bound */
-	len += (size_t)snprintf(sql + len, sizeof sql - len, "SELECT ");
-	for (int i = 0; i < ncols; i++)
-		len += (size_t)snprintf(sql + len, sizeof sql - len, "%s%s", i ? ", " : "", cols[i]);
-	snprintf(sql + len, sizeof sql - len, " FROM %s", from);
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 1, run_id);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct cell *row;
-		rc = SQLITE_OK;
-		if (t->nrows == t->cap) {
-			int cap = t->cap ? t->cap * 2 : 16;
-			struct cell *nc = realloc(t->c, (size_t)cap * ncols * sizeof *nc);
-			if (!nc) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			t->c = nc;
-			t->cap = cap;
-		}
-		row = &t->c[(size_t)t->nrows * ncols];
-		memset(row, 0, (size_t)ncols * sizeof *row);
-		t->nrows++;
-		for (int i = 0; i < ncols; i++) {
-			row[i].type = sqlite3_column_type(st, i);
-			if (row[i].type == SQLITE_INTEGER) {
-				row[i].i = sqlite3_column_int64(st, i);
-			} else if (row[i].type == SQLITE_FLOAT) {
-				row[i].d = sqlite3_column_double(st, i);
-			} else if (row[i].type == SQLITE_TEXT) {
-				row[i].s = strdup((const char *)sqlite3_column_text(st, i));
-				if (!row[i].s)
-					rc = SQLITE_NOMEM;
-			} else {
-				row[i].type = SQLITE_NULL; /* blobs are not ours */
-			}
-		}
-	}
-	sqlite3_finalize(st);
-	if (rc == SQLITE_DONE)
-		return FA_OK;
-	if (rc == SQLITE_NOMEM)
-		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'",
-				  fa_store_path(s));
-	return fa_err_set(err, FA_ERR_DB, "cannot read run %" PRId64 " from '%s': %s", run_id,
-			  fa_store_path(s), sqlite3_errmsg(db));
-}
-
-/* ---- The run in memory ----------------------------------------------------- */
+/* ---- The run in memory (rows from the reader, store/reader.h) ------------- */
 
 struct report {
-	struct table run, cases, res;
+	struct fa_rows run, cases, res;
 	int *res_case;    /* case row of each result row */
 	char **res_label; /* column label of each result row */
 	const char **labels; /* kernel columns (pointing into res_label) */
@@ -256,9 +100,9 @@ static void report_free(struct report *r)
 	for (int i = 0; r->res_label && i < r->res.nrows; i++)
 		free(r->res_label[i]);
 	free(r->res_label);
-	table_free(&r->run);
-	table_free(&r->cases);
-	table_free(&r->res);
+	fa_rows_free(&r->run);
+	fa_rows_free(&r->cases);
+	fa_rows_free(&r->res);
 	free(r->labels);
 	free(r->res_shown);
 	free(r->res_case);
@@ -269,12 +113,12 @@ static void report_free(struct report *r)
 
 static const char *res_text(const struct report *r, int row, const char *name)
 {
-	return text_at(&r->res, row, name);
+	return fa_rows_text(&r->res, row, name);
 }
 
 static int res_real(const struct report *r, int row, const char *name, double *v)
 {
-	return real_at(&r->res, row, name, v);
+	return fa_rows_real(&r->res, row, name, v);
 }
 
 /* The status shown: the stored one, but unchecked for a pass nobody
@@ -282,7 +126,7 @@ static int res_real(const struct report *r, int row, const char *name, double *v
 static int res_status(const struct report *r, int row)
 {
 	return fa_status_effective(fa_status_parse(res_text(r, row, "status")),
-				   (int)int_at(&r->res, row, "checked"));
+				   (int)fa_rows_int(&r->res, row, "checked"));
 }
 
 /* baseline median / this result's median; 0 when there is none (no
@@ -323,14 +167,14 @@ static int cmp_order(const void *a, const void *b)
 {
 	const struct report *r = sort_ctx;
 	int x = *(const int *)a, y = *(const int *)b, c;
-	int64_t ix = int_at(&r->cases, r->res_case[x], "idx");
-	int64_t iy = int_at(&r->cases, r->res_case[y], "idx");
+	int64_t ix = fa_rows_int(&r->cases, r->res_case[x], "idx");
+	int64_t iy = fa_rows_int(&r->cases, r->res_case[y], "idx");
 	if (ix != iy)
 		return ix < iy ? -1 : 1;
 	c = strcmp(r->labels[r->res_k[x]], r->labels[r->res_k[y]]);
 	if (c)
 		return c;
-	return int_at(&r->res, x, "id") < int_at(&r->res, y, "id") ? -1 : 1;
+	return fa_rows_int(&r->res, x, "id") < fa_rows_int(&r->res, y, "id") ? -1 : 1;
 }
 
 /* 1 when the item params[0..n) ("name=value") appears in the params of
@@ -439,7 +283,7 @@ static enum fa_rc fold_families(struct report *r, struct fa_err *err)
 	}
 	for (int i = 0; i < n; i++) {
 		int k = 0;
-		int64_t id = int_at(&r->res, i, "id");
+		int64_t id = fa_rows_int(&r->res, i, "id");
 		while (strcmp(r->labels[k], r->res_label[i]) != 0)
 			k++;
 		lab[i] = k;
@@ -523,24 +367,22 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 
 	memset(r, 0, sizeof *r);
 	r->baseline = -1;
-	rc = table_load(s, run_cols, N_OF(run_cols), "runs WHERE id = ?", run_id, &r->run, err);
+	rc = fa_reader_rows(s, FA_ROWS_RUN, run_id, &r->run, err);
 	if (rc == FA_OK && r->run.nrows == 0)
 		return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
 				  fa_store_path(s));
 	if (rc == FA_OK) {
 		/* the device's latest calibration, when there is one, for % of peak */
-		const char *dev = text_at(&r->run, 0, "device_name");
+		const char *dev = fa_rows_text(&r->run, 0, "device_name");
 		struct fa_err cerr;
 		fa_err_clear(&cerr);
 		r->have_cal = dev && fa_store_calibration_get(s, dev, &r->cal, &cerr) == FA_OK &&
 			      (r->cal.matmul_tflops > 0 || r->cal.copy_gbps > 0);
 	}
 	if (rc == FA_OK)
-		rc = table_load(s, case_cols, N_OF(case_cols), "cases WHERE run_id = ? ORDER BY idx",
-				run_id, &r->cases, err);
+		rc = fa_reader_rows(s, FA_ROWS_CASES, run_id, &r->cases, err);
 	if (rc == FA_OK)
-		rc = table_load(s, result_cols, N_OF(result_cols),
-				"results WHERE run_id = ? ORDER BY id", run_id, &r->res, err);
+		rc = fa_reader_rows(s, FA_ROWS_RESULTS, run_id, &r->res, err);
 	if (rc != FA_OK)
 		return rc;
 
@@ -556,16 +398,16 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	if (!ids)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	for (int c = 0; c < r->cases.nrows; c++)
-		ids[c] = (struct case_id){int_at(&r->cases, c, "id"), c};
+		ids[c] = (struct case_id){fa_rows_int(&r->cases, c, "id"), c};
 	qsort(ids, (size_t)r->cases.nrows, sizeof *ids, cmp_case_id);
 	for (int i = 0; i < r->res.nrows; i++) {
-		struct case_id key = {int_at(&r->res, i, "case_id"), 0}, *hit;
+		struct case_id key = {fa_rows_int(&r->res, i, "case_id"), 0}, *hit;
 		hit = bsearch(&key, ids, (size_t)r->cases.nrows, sizeof *ids, cmp_case_id);
 		if (!hit) {
 			free(ids);
 			return fa_err_set(err, FA_ERR_DB,
 					  "result %" PRId64 " of run %" PRId64 " has no case",
-					  int_at(&r->res, i, "id"), run_id);
+					  fa_rows_int(&r->res, i, "id"), run_id);
 		}
 		r->res_case[i] = hit->row;
 	}
@@ -663,52 +505,52 @@ static const struct md_param md_params[] = {
 	{"prefix_lens", NULL},  {"scale", NULL},
 };
 
-static int cell_equal(const struct cell *a, const struct cell *b)
+static int cell_equal(const struct fa_cell *a, const struct fa_cell *b)
 {
 	if (a->type != b->type)
 		return 0;
 	switch (a->type) {
-	case SQLITE_INTEGER: return a->i == b->i;
-	case SQLITE_FLOAT: return a->d == b->d;
-	case SQLITE_TEXT: return strcmp(a->s, b->s) == 0;
+	case FA_CELL_INT: return a->i == b->i;
+	case FA_CELL_REAL: return a->d == b->d;
+	case FA_CELL_TEXT: return strcmp(a->s, b->s) == 0;
 	default: return 1;
 	}
 }
 
 /* A parameter's value as the markdown report shows it ("" for NULL). */
-static void param_text(const struct cell *c, char *buf, size_t size)
+static void param_text(const struct fa_cell *c, char *buf, size_t size)
 {
 	switch (c->type) {
-	case SQLITE_INTEGER: snprintf(buf, size, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT: fa_table_fmt_float(c->d, buf, size); break;
-	case SQLITE_TEXT: snprintf(buf, size, "%s", c->s); break;
+	case FA_CELL_INT: snprintf(buf, size, "%" PRId64, c->i); break;
+	case FA_CELL_REAL: fa_format_float(c->d, buf, size); break;
+	case FA_CELL_TEXT: snprintf(buf, size, "%s", c->s); break;
 	default: buf[0] = '\0'; break;
 	}
 }
 
-static int param_varies(const struct table *cases, const char *name)
+static int param_varies(const struct fa_rows *cases, const char *name)
 {
 	for (int i = 1; i < cases->nrows; i++)
-		if (!cell_equal(cell_at(cases, 0, name), cell_at(cases, i, name)))
+		if (!cell_equal(fa_rows_cell(cases, 0, name), fa_rows_cell(cases, i, name)))
 			return 1;
 	return 0;
 }
 
-static int param_same_everywhere(const struct table *cases, const char *a, const char *b)
+static int param_same_everywhere(const struct fa_rows *cases, const char *a, const char *b)
 {
 	for (int i = 0; i < cases->nrows; i++)
-		if (!cell_equal(cell_at(cases, i, a), cell_at(cases, i, b)))
+		if (!cell_equal(fa_rows_cell(cases, i, a), fa_rows_cell(cases, i, b)))
 			return 0;
 	return 1;
 }
 
 /* How a parameter appears: 1 a column, 0 listed as common (or hidden). */
-static int param_is_column(const struct table *cases, const struct md_param *mp)
+static int param_is_column(const struct fa_rows *cases, const struct md_param *mp)
 {
 	if (strcmp(mp->name, "scale") == 0) {
 		int set = 0;
 		for (int i = 0; i < cases->nrows; i++)
-			set |= int_at(cases, i, "scale_set") != 0;
+			set |= fa_rows_int(cases, i, "scale_set") != 0;
 		if (!set) /* the default 1/sqrt(head_dim) follows head_dim */
 			return 0;
 	}
@@ -768,7 +610,7 @@ static char *md_cell(const char *s, int raw)
 
 static int is_decode(const struct report *r, int case_row)
 {
-	return int_at(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
+	return fa_rows_int(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
 }
 
 /* The noise of result row's samples: "±0.4%" (their relative standard
@@ -782,7 +624,7 @@ static void noise_text(const struct report *r, int row, char *buf, size_t size)
 	double sd, mean;
 	size_t n = 0;
 	buf[0] = '\0';
-	if (int_at(&r->res, row, "n_samples") >= 2 && res_real(r, row, "stdev_ms", &sd) &&
+	if (fa_rows_int(&r->res, row, "n_samples") >= 2 && res_real(r, row, "stdev_ms", &sd) &&
 	    res_real(r, row, "mean_ms", &mean) && mean > 0) {
 		double pct = 100.0 * sd / mean;
 		n = (size_t)snprintf(buf, size, pct < 9.95 ? "±%.1f%%" : "±%.0f%%", pct);
@@ -823,12 +665,12 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 	switch (col->kind) {
 	case MC_IDX:
 		/* counted from 1 as `run` and `list` do (idx is stored from 0) */
-		snprintf(buf, size, "%" PRId64, int_at(&r->cases, c, "idx") + 1);
+		snprintf(buf, size, "%" PRId64, fa_rows_int(&r->cases, c, "idx") + 1);
 		return;
 	case MC_PARAM:
 		/* like the key: a scale only where the suite gave one */
-		if (strcmp(col->param, "scale") != 0 || int_at(&r->cases, c, "scale_set"))
-			param_text(cell_at(&r->cases, c, col->param), buf, size);
+		if (strcmp(col->param, "scale") != 0 || fa_rows_int(&r->cases, c, "scale_set"))
+			param_text(fa_rows_cell(&r->cases, c, col->param), buf, size);
 		return;
 	default:
 		break;
@@ -877,7 +719,7 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 		/* decode-like rows against the copy bandwidth, the rest against the
 		 * matrix rate of their precision */
 		int decode = is_decode(r, c);
-		const char *dt = text_at(&r->cases, c, "dtype");
+		const char *dt = fa_rows_text(&r->cases, c, "dtype");
 		double ceil = decode ? r->cal.copy_gbps
 			      : dt && strcmp(dt, "fp32") == 0 && r->cal.matmul_fp32_tflops > 0
 				      ? r->cal.matmul_fp32_tflops
@@ -949,7 +791,7 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		if (param_is_column(&r->cases, &md_params[i])) {
 			int numeric = 1;
 			for (int c = 0; c < r->cases.nrows; c++)
-				numeric &= cell_at(&r->cases, c, md_params[i].name)->type != SQLITE_TEXT;
+				numeric &= fa_rows_cell(&r->cases, c, md_params[i].name)->type != FA_CELL_TEXT;
 			t->cols[ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
 		}
 	for (int k = 0; k < r->nk; k++) {
@@ -1046,7 +888,7 @@ static enum fa_rc long_build(const struct report *r, struct fa_table *t, int raw
 	for (int j = 0; rc == FA_OK && j < nparam; j++) {
 		int numeric = 1;
 		for (int c = 0; c < r->cases.nrows; c++)
-			numeric &= cell_at(&r->cases, c, md_params[pcol[j]].name)->type != SQLITE_TEXT;
+			numeric &= fa_rows_cell(&r->cases, c, md_params[pcol[j]].name)->type != FA_CELL_TEXT;
 		t->right[1 + j] = numeric;
 		rc = fa_table_add(t, md_params[pcol[j]].name, NULL);
 	}
@@ -1066,13 +908,13 @@ static enum fa_rc long_build(const struct report *r, struct fa_table *t, int raw
 			if (row < 0)
 				continue;
 			st = res_status(r, row);
-			snprintf(buf, sizeof buf, "%" PRId64, int_at(&r->cases, c, "idx") + 1);
+			snprintf(buf, sizeof buf, "%" PRId64, fa_rows_int(&r->cases, c, "idx") + 1);
 			rc = fa_table_add(t, buf, NULL);
 			for (int j = 0; rc == FA_OK && j < nparam; j++) {
 				const char *name = md_params[pcol[j]].name;
 				buf[0] = '\0';
-				if (strcmp(name, "scale") != 0 || int_at(&r->cases, c, "scale_set"))
-					param_text(cell_at(&r->cases, c, name), buf, sizeof buf);
+				if (strcmp(name, "scale") != 0 || fa_rows_int(&r->cases, c, "scale_set"))
+					param_text(fa_rows_cell(&r->cases, c, name), buf, sizeof buf);
 				rc = md_add_cell(t, buf, raw);
 			}
 			for (int j = 0; rc == FA_OK && j < ntail; j++) {
@@ -1163,19 +1005,19 @@ static void field(FILE *out, const struct markup *m, const char *name)
 
 static void write_header(FILE *out, const struct report *r, const struct markup *m)
 {
-	const struct table *run = &r->run;
-	const char *s, *commit = text_at(run, 0, "git_commit");
-	const struct cell *dirty = cell_at(run, 0, "git_dirty");
+	const struct fa_rows *run = &r->run;
+	const char *s, *commit = fa_rows_text(run, 0, "git_commit");
+	const struct fa_cell *dirty = fa_rows_cell(run, 0, "git_dirty");
 	int counts[FA_STATUS_UNCHECKED + 1] = {0}, first = 1;
 
-	fprintf(out, "%sfabench report: run %" PRId64 "%s", m->title, int_at(run, 0, "id"),
+	fprintf(out, "%sfabench report: run %" PRId64 "%s", m->title, fa_rows_int(run, 0, "id"),
 		m->title_end);
 	field(out, m, "suite");
-	m->text(out, (s = text_at(run, 0, "suite_name")) ? s : "(unnamed)");
-	if ((s = text_at(run, 0, "suite_path"))) {
+	m->text(out, (s = fa_rows_text(run, 0, "suite_name")) ? s : "(unnamed)");
+	if ((s = fa_rows_text(run, 0, "suite_path"))) {
 		fputs(" (", out);
 		m->code(out, s);
-		if ((s = text_at(run, 0, "suite_hash"))) {
+		if ((s = fa_rows_text(run, 0, "suite_hash"))) {
 			fputs(", hash ", out);
 			m->word(out, s);
 		}
@@ -1183,27 +1025,27 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	}
 	fputs(m->dd_end, out);
 	field(out, m, "backend");
-	m->text(out, (s = text_at(run, 0, "backend")) ? s : "unknown");
-	if ((s = text_at(run, 0, "device_name"))) {
+	m->text(out, (s = fa_rows_text(run, 0, "backend")) ? s : "unknown");
+	if ((s = fa_rows_text(run, 0, "device_name"))) {
 		fputs(" on ", out);
 		m->text(out, s);
 	}
-	if ((s = text_at(run, 0, "device_arch"))) {
+	if ((s = fa_rows_text(run, 0, "device_arch"))) {
 		fputs(", ", out);
 		m->text(out, s);
 	}
-	if ((s = text_at(run, 0, "driver"))) {
+	if ((s = fa_rows_text(run, 0, "driver"))) {
 		fputs(", driver ", out);
 		m->text(out, s);
 	}
-	if ((s = text_at(run, 0, "runtime"))) {
+	if ((s = fa_rows_text(run, 0, "runtime"))) {
 		fputs(", runtime ", out);
 		m->text(out, s);
 	}
 	fputs(m->dd_end, out);
 	field(out, m, "started");
-	m->text(out, text_at(run, 0, "started_at"));
-	if ((s = text_at(run, 0, "finished_at"))) {
+	m->text(out, fa_rows_text(run, 0, "started_at"));
+	if ((s = fa_rows_text(run, 0, "finished_at"))) {
 		fputs(m->finished, out);
 		m->text(out, s);
 	}
@@ -1211,22 +1053,22 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	field(out, m, "git");
 	if (commit) {
 		fprintf(out, "%s%.*s%s", m->commit, FA_TABLE_SHORT_COMMIT, commit, m->commit_end);
-		if (dirty->type == SQLITE_INTEGER)
+		if (dirty->type == FA_CELL_INT)
 			fputs(dirty->i ? " (dirty)" : " (clean)", out);
 	} else {
 		fputs("unknown", out);
 	}
 	fputs(m->dd_end, out);
-	if ((s = text_at(run, 0, "label"))) {
+	if ((s = fa_rows_text(run, 0, "label"))) {
 		field(out, m, "label");
 		m->text(out, s);
 		fputs(m->dd_end, out);
 	}
 	field(out, m, "status");
-	m->word(out, text_at(run, 0, "status"));
-	if (strcmp(text_at(run, 0, "status"), "complete") != 0)
+	m->word(out, fa_rows_text(run, 0, "status"));
+	if (strcmp(fa_rows_text(run, 0, "status"), "complete") != 0)
 		fputs(" (the run did not finish; the cases below are those it stored)", out);
-	if ((s = text_at(run, 0, "running"))) {
+	if ((s = fa_rows_text(run, 0, "running"))) {
 		/* set before each case and kernel, cleared when the run ends */
 		fputs("; it stopped in ", out);
 		m->text(out, s);
@@ -1236,22 +1078,22 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 	}
 	fputs(m->dd_end, out);
 	field(out, m, "seed");
-	m->word(out, text_at(run, 0, "seed"));
+	m->word(out, fa_rows_text(run, 0, "seed"));
 	fputs(m->dd_end, out);
-	if ((s = text_at(run, 0, "version")) || text_at(run, 0, "host")) {
+	if ((s = fa_rows_text(run, 0, "version")) || fa_rows_text(run, 0, "host")) {
 		field(out, m, m->by);
-		m->text(out, (s = text_at(run, 0, "source")) ? s : "fabench");
-		if ((s = text_at(run, 0, "version"))) {
+		m->text(out, (s = fa_rows_text(run, 0, "source")) ? s : "fabench");
+		if ((s = fa_rows_text(run, 0, "version"))) {
 			fputc(' ', out);
 			m->word(out, s);
 		}
-		if ((s = text_at(run, 0, "host"))) {
+		if ((s = fa_rows_text(run, 0, "host"))) {
 			fputs(" on ", out);
 			m->text(out, s);
 		}
 		fputs(m->dd_end, out);
 	}
-	if ((s = text_at(run, 0, "command_line"))) {
+	if ((s = fa_rows_text(run, 0, "command_line"))) {
 		field(out, m, "command");
 		m->code(out, s);
 		fputs(m->dd_end, out);
@@ -1301,8 +1143,8 @@ static void write_failures(FILE *out, const struct report *r, const struct marku
 			m->tag(out, badge);
 			fprintf(out, "%s%s ", status_word(st), m->tag_end);
 			m->text(out, r->res_label[row]); /* the instance, in a family's column */
-			fprintf(out, " on case %" PRId64 " ", int_at(&r->cases, c, "idx") + 1);
-			m->code(out, text_at(&r->cases, c, "key"));
+			fprintf(out, " on case %" PRId64 " ", fa_rows_int(&r->cases, c, "idx") + 1);
+			m->code(out, fa_rows_text(&r->cases, c, "key"));
 			if ((reason = res_text(r, row, "reason"))) {
 				fputs(": ", out);
 				m->text(out, reason);
@@ -1322,10 +1164,10 @@ static void write_common(FILE *out, const struct report *r, const struct markup 
 	int n = 0;
 	for (int i = 0; i < N_OF(md_params); i++) {
 		const struct md_param *mp = &md_params[i];
-		const struct cell *c = cell_at(&r->cases, 0, mp->name);
-		if (param_varies(&r->cases, mp->name) || c->type == SQLITE_NULL)
+		const struct fa_cell *c = fa_rows_cell(&r->cases, 0, mp->name);
+		if (param_varies(&r->cases, mp->name) || c->type == FA_CELL_NULL)
 			continue;
-		if (strcmp(mp->name, "scale") == 0 && !int_at(&r->cases, 0, "scale_set"))
+		if (strcmp(mp->name, "scale") == 0 && !fa_rows_int(&r->cases, 0, "scale_set"))
 			continue;
 		param_text(c, buf, sizeof buf);
 		if (!n++)
@@ -1416,7 +1258,7 @@ static void write_families(FILE *out, const struct report *r, const struct marku
 				m->text(out, r->labels[k]);
 				fputs(" is a family of instances; cases run by an instance: ", out);
 			}
-			fprintf(out, "%s%" PRId64 " ", any ? ", " : "", int_at(&r->cases, c, "idx") + 1);
+			fprintf(out, "%s%" PRId64 " ", any ? ", " : "", fa_rows_int(&r->cases, c, "idx") + 1);
 			m->code(out, r->res_label[row]);
 			any = 1;
 		}
@@ -1500,7 +1342,7 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 static enum fa_rc write_body(FILE *out, const struct report *r, const struct markup *m,
 			     struct fa_err *err)
 {
-	const char *suite = text_at(&r->run, 0, "suite_name");
+	const char *suite = fa_rows_text(&r->run, 0, "suite_name");
 	struct md_table t;
 	int mixed;
 	enum fa_rc rc;
@@ -1615,16 +1457,16 @@ static enum fa_rc write_md(FILE *out, const struct report *r, struct fa_err *err
 
 /* ---- CSV ------------------------------------------------------------------ */
 
-static void csv_cell(FILE *out, const struct cell *c)
+static void csv_cell(FILE *out, const struct fa_cell *c)
 {
 	char buf[64];
 	switch (c->type) {
-	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT:
+	case FA_CELL_INT: fprintf(out, "%" PRId64, c->i); break;
+	case FA_CELL_REAL:
 		fa_table_fmt_real(c->d, buf, sizeof buf);
 		fputs(buf, out);
 		break;
-	case SQLITE_TEXT: fa_table_csv_text(out, c->s); break;
+	case FA_CELL_TEXT: fa_table_csv_text(out, c->s); break;
 	default: break;
 	}
 }
@@ -1653,19 +1495,19 @@ static void write_csv(FILE *out, const struct report *r)
 {
 	char buf[64];
 	fputs("run_id,case_idx,case_key", out);
-	for (int j = CASE_FIRST_PARAM; j < CASE_END_PARAM; j++)
-		fprintf(out, ",%s", case_cols[j]);
+	for (int j = FA_ROWS_CASE_FIRST_PARAM; j < FA_ROWS_CASE_END_PARAM; j++)
+		fprintf(out, ",%s", r->cases.cols[j]);
 	for (int j = 0; j < N_OF(csv_result_cols); j++)
 		fprintf(out, ",%s", csv_result_cols[j]);
 	fputs("\n", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
-		fprintf(out, "%" PRId64 ",%" PRId64 ",", int_at(&r->run, 0, "id"),
-			int_at(&r->cases, c, "idx"));
-		fa_table_csv_text(out, text_at(&r->cases, c, "key"));
-		for (int j = CASE_FIRST_PARAM; j < CASE_END_PARAM; j++) {
+		fprintf(out, "%" PRId64 ",%" PRId64 ",", fa_rows_int(&r->run, 0, "id"),
+			fa_rows_int(&r->cases, c, "idx"));
+		fa_table_csv_text(out, fa_rows_text(&r->cases, c, "key"));
+		for (int j = FA_ROWS_CASE_FIRST_PARAM; j < FA_ROWS_CASE_END_PARAM; j++) {
 			fputc(',', out);
-			csv_cell(out, cell_at(&r->cases, c, case_cols[j]));
+			csv_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
 		for (int j = 0; j < N_OF(csv_result_cols); j++) {
 			fputc(',', out);
@@ -1678,7 +1520,7 @@ static void write_csv(FILE *out, const struct report *r)
 			} else if (strcmp(csv_result_cols[j], "status") == 0) {
 				fputs(fa_status_name(res_status(r, i)), out);
 			} else {
-				csv_cell(out, cell_at(&r->res, i, csv_result_cols[j]));
+				csv_cell(out, fa_rows_cell(&r->res, i, csv_result_cols[j]));
 			}
 		}
 		fputs("\n", out);
@@ -1687,12 +1529,12 @@ static void write_csv(FILE *out, const struct report *r)
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-static void json_cell(FILE *out, const struct cell *c)
+static void json_cell(FILE *out, const struct fa_cell *c)
 {
 	switch (c->type) {
-	case SQLITE_INTEGER: fprintf(out, "%" PRId64, c->i); break;
-	case SQLITE_FLOAT: fa_table_json_real(out, c->d); break;
-	case SQLITE_TEXT: fa_json_string(out, c->s); break;
+	case FA_CELL_INT: fprintf(out, "%" PRId64, c->i); break;
+	case FA_CELL_REAL: fa_table_json_real(out, c->d); break;
+	case FA_CELL_TEXT: fa_json_string(out, c->s); break;
 	default: fputs("null", out); break;
 	}
 }
@@ -1701,7 +1543,7 @@ static void write_json(FILE *out, const struct report *r)
 {
 	fprintf(out, "{\n  \"schema_version\": %d,\n  \"run\": {\n", FA_JSON_SCHEMA_VERSION);
 	for (int j = 0; j < r->run.ncols; j++) {
-		fprintf(out, "    \"%s\": ", run_cols[j]);
+		fprintf(out, "    \"%s\": ", r->run.cols[j]);
 		json_cell(out, &r->run.c[j]);
 		fputs(j + 1 < r->run.ncols ? ",\n" : "\n", out);
 	}
@@ -1718,24 +1560,24 @@ static void write_json(FILE *out, const struct report *r)
 		/* the case on one line: it repeats for every kernel */
 		fputs("      \"case\": {", out);
 		for (int j = 1; j < r->cases.ncols; j++) {
-			fprintf(out, "%s\"%s\": ", j > 1 ? ", " : "", case_cols[j]);
-			json_cell(out, cell_at(&r->cases, c, case_cols[j]));
+			fprintf(out, "%s\"%s\": ", j > 1 ? ", " : "", r->cases.cols[j]);
+			json_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
 		fputs("},\n", out);
-		for (int j = RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
-			fprintf(out, "      \"%s\": ", result_cols[j]);
-			if (strcmp(result_cols[j], "status") == 0)
+		for (int j = FA_ROWS_RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
+			fprintf(out, "      \"%s\": ", r->res.cols[j]);
+			if (strcmp(r->res.cols[j], "status") == 0)
 				fa_json_string(out, fa_status_name(res_status(r, i)));
 			else
-				json_cell(out, cell_at(&r->res, i, result_cols[j]));
-			if (strcmp(result_cols[j], "kernel") == 0) {
+				json_cell(out, fa_rows_cell(&r->res, i, r->res.cols[j]));
+			if (strcmp(r->res.cols[j], "kernel") == 0) {
 				fputs(",\n      \"family\": ", out);
 				if (family_of(r, i))
 					fa_json_string(out, family_of(r, i));
 				else
 					fputs("null", out);
 			}
-			if (strcmp(result_cols[j], "gbps") == 0) {
+			if (strcmp(r->res.cols[j], "gbps") == 0) {
 				fputs(",\n      \"speedup\": ", out);
 				if (x > 0)
 					fa_table_json_real(out, x);
@@ -2170,7 +2012,7 @@ static enum fa_rc write_html(FILE *out, struct fa_store *s, int64_t run_id, cons
 		     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 		     "<title>fabench report: run %" PRId64 "</title>\n<style>\n%s</style>\n"
 		     "</head>\n<body>\n",
-		int_at(&r->run, 0, "id"), html_css);
+		fa_rows_int(&r->run, 0, "id"), html_css);
 	rc = write_body(out, r, &html_markup, err);
 	if (o->plots && !can_plot)
 		fputs("<p class=\"note\">Plots are left out: gnuplot is not installed (install the "

@@ -16,10 +16,10 @@
 
 #include "../base/err.h"
 #include "../store/store.h"
+#include "table.h"
 
-enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_HTML = 3 };
-
-/* "md", "csv", "json", "html" -> enum, -1 when unknown. */
+/* "md", "csv", "json", "html" -> enum fa_report_format (table.h), -1 when
+ * unknown. */
 int fa_report_format_parse(const char *s);
 
 /* What the cells of a kernel column show. */

@@ -106,15 +106,6 @@ void fa_table_fmt_real(double x, char *buf, size_t size)
 	}
 }
 
-void fa_table_fmt_float(double x, char *buf, size_t size)
-{
-	for (int prec = 6; prec <= 9; prec++) {
-		snprintf(buf, size, "%.*g", prec, x);
-		if ((float)strtod(buf, NULL) == (float)x)
-			return;
-	}
-}
-
 /* ---- Tables ------------------------------------------------------------------ */
 
 enum fa_rc fa_table_init(struct fa_table *t, int ncols, struct fa_err *err)

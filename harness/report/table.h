@@ -25,6 +25,10 @@
  * adding a member keeps it. */
 #define FA_JSON_SCHEMA_VERSION 1
 
+/* The formats the writers (report, compare, history) produce; each says
+ * which of them it takes. */
+enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_HTML = 3 };
+
 /* ---- Text ------------------------------------------------------------------- */
 
 /* s as markdown text: '\\', '`', '*', '[', ']', '<' and '|' escaped with a
@@ -58,9 +62,8 @@ void fa_table_fmt_sig3(double x, char *buf, size_t size);
  * the same double; "" for NaN. */
 void fa_table_fmt_real(double x, char *buf, size_t size);
 
-/* A float32 value (as the scale parameter is) in the fewest digits, %.6g to
- * %.9g, that give the same float back: 0.3, not 0.30000001192092896. */
-void fa_table_fmt_float(double x, char *buf, size_t size);
+/* (A float32 value, as the scale parameter is, is base/util.h's
+ * fa_format_float: the reader formats stored parameters with it.) */
 
 /* ---- Tables ------------------------------------------------------------------ */
 

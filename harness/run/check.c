@@ -78,16 +78,6 @@ struct fa_fa_limit fa_check_fa_limit(const struct fa_check_cfg *cfg, int dtype)
 	return f;
 }
 
-void fa_ref_free(struct fa_ref *r)
-{
-	if (!r)
-		return;
-	free(r->rows);
-	free(r->out);
-	free(r->same);
-	memset(r, 0, sizeof *r);
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

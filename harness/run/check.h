@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "../../kernels/common/fa_problem.h"
+#include "../../reference/ref_rows.h"
 #include "../base/err.h"
 
 enum fa_check_rule { FA_RULE_TOLERANCE = 0, FA_RULE_FA = 1 };
@@ -69,18 +70,6 @@ struct fa_err_stats {
 	int64_t rows_checked, elems_checked;
 	double same_rel_l2;   /* rel_l2 of the input-precision reference, -1 if not computed */
 };
-
-/* The reference for selected rows. A row is (packed query token T, head h),
- * row id T * heads + h. out holds n_rows * head_dim_v values in row order;
- * same (or NULL) the same rows computed in the input precision. */
-struct fa_ref {
-	int64_t n_rows;
-	int64_t *rows;
-	double *out;
-	float *same;
-};
-
-void fa_ref_free(struct fa_ref *r);
 
 /* Chooses the rows to check: all rows when the case's cost is within
  * cfg->full_limit, else cfg->rows rows drawn with the counter RNG from seed

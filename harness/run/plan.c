@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "data.h"
-#include "../suite/expand.h"
+#include "../base/text.h"
 #include "../base/util.h"
 
 /* Visible kernels of every loaded backend, in registry order. */

@@ -1,5 +1,6 @@
-/* import.c - reading other tools' results (JSON lines or CSV) into fabench
- * cases and results, and storing them (fabench import).
+/* import.c - other tools' results (JSON lines or CSV) mapped into fabench
+ * cases and results, and stored (fabench import). The readers of the two
+ * formats are import_json.c and import_csv.c.
  *
  * Both formats are first turned into the same thing: per row, a list of
  * named values with their file:line:col (struct ival). Case parameters are
@@ -9,7 +10,7 @@
  * validates the combination. Everything is parsed and checked before the
  * database is touched.
  */
-#include "import.h"
+#include "import_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,45 +24,14 @@
 
 #include "../../kernels/common/fa_rng.h"
 #include "../run/data.h"
+#include "../base/text.h"
 #include "../suite/expand.h"
 #include "../base/util.h"
 
-/* JSON nesting a result row may have: an object holding lists of numbers is
- * depth 2; anything much deeper is not a result row. */
-#define IMPORT_MAX_DEPTH 8
 /* fa_result.rule is char[16]. */
 #define IMPORT_RULE_MAX 15
 /* Kernel names appear in table headers and file names: keep them short. */
 #define IMPORT_KERNEL_MAX 100
-
-/* ---- values of a row, from either format ---- */
-
-enum ikind {
-	IK_NULL,  /* JSON null, or an empty CSV cell: absent */
-	IK_RAW,   /* a CSV cell: text that may be a number, a word or a list */
-	IK_STR,   /* a JSON string */
-	IK_NUM,   /* a JSON number (its literal text) */
-	IK_BOOL,  /* JSON true / false */
-	IK_LIST,  /* a JSON array */
-	IK_OBJ,   /* a JSON object */
-};
-
-struct ifield;
-
-struct ival {
-	int kind;
-	const char *s; /* RAW, STR, NUM, BOOL: the text (decoded for STR) */
-	struct fa_loc loc;
-	struct ival *items; /* LIST */
-	struct ifield *fields; /* OBJ */
-	int32_t n;          /* items or fields */
-};
-
-struct ifield {
-	const char *name;
-	struct fa_loc loc;
-	struct ival v;
-};
 
 /* ---- the fields a row may have besides the case parameters ---- */
 
@@ -117,38 +87,37 @@ static const char *const hfields[HF_COUNT] = {
 
 static const char *const timing_names[] = {"cpu", "cold", "hot", "graph"};
 
+
+/* 1 when name is a column a row may have: a case parameter or a result
+ * field. */
+int fa_import_row_field_known(const char *name)
+{
+	int known = fa_param_lookup(name ? name : "") >= 0;
+	for (int i = 0; i < RF_COUNT && !known; i++)
+		known = strcmp(rfields[i].name, name) == 0;
+	return known;
+}
+
+/* 1 when name is a run header field or within edit distance 2 of one (a
+ * misspelt field is an error, not a comment). */
+int fa_import_header_field_near(const char *name)
+{
+	int known = 0, near = 0;
+	for (int i = 0; i < HF_COUNT; i++) {
+		known |= strcmp(hfields[i], name) == 0;
+		near |= fa_edit_distance(hfields[i], name) <= 2;
+	}
+	return known || near;
+}
+
 /* ---- parse state ---- */
 
-/* A string -> index map (open addressing, power-of-two size). */
-struct smap {
-	const char **keys;
-	int32_t *vals;
-	size_t cap, n;
-};
-
-struct mem {
-	struct fa_arena arena;
-	yaml_document_t doc; /* the current row's parameter nodes */
-	int doc_live;
-	struct smap cases;   /* key -> case index */
-	struct smap results; /* key \x1f kernel \x1f params -> row index */
-	int32_t cap_cases, cap_rows;
-};
-
-struct ctx {
-	struct fa_import *im;
-	struct mem *m;
-	const char *file;
-	struct fa_err *err;
-	int header_done;     /* JSON lines: a row was seen, so no header may follow */
-};
-
-static enum fa_rc nomem(struct ctx *cx)
+enum fa_rc fa_import_nomem(struct ctx *cx)
 {
 	return fa_err_set(cx->err, FA_ERR_NOMEM, "out of memory reading '%s'", cx->file);
 }
 
-static char *astrndup(struct fa_arena *a, const char *s, size_t n)
+char *fa_import_strndup(struct fa_arena *a, const char *s, size_t n)
 {
 	char *d = fa_arena_alloc(a, n + 1);
 	if (d)
@@ -214,7 +183,7 @@ static void smap_free(struct smap *m)
 
 /* How a value reads in a message: 16, "16" (a JSON string), 'abc' (a CSV
  * cell), a list, an object, null, nothing. */
-static const char *ival_words(const struct ival *v, char *buf, size_t size)
+const char *fa_import_ival_words(const struct ival *v, char *buf, size_t size)
 {
 	switch (v->kind) {
 	case IK_NULL: return "null";
@@ -264,403 +233,13 @@ static const char *suggest(const char *name, int header)
 	return bd <= 2 ? best : NULL;
 }
 
-static enum fa_rc unknown_field(struct ctx *cx, const struct fa_loc *l, const char *what,
-				const char *name, int header)
+enum fa_rc fa_import_unknown_field(struct ctx *cx, const struct fa_loc *l, const char *what,
+				   const char *name, int header)
 {
 	const char *s = suggest(name, header);
 	if (s)
 		return fa_err_at(cx->err, l, "unknown %s '%s' (did you mean '%s'?)", what, name, s);
 	return fa_err_at(cx->err, l, "unknown %s '%s'", what, name);
-}
-
-/* ---- JSON: one value per line ---- */
-
-struct jp {
-	struct ctx *cx;
-	const char *line_start, *p, *end; /* the line, without its newline */
-	int line;
-	int depth;
-};
-
-static struct fa_loc jloc(const struct jp *j, const char *at)
-{
-	struct fa_loc l = {j->cx->file, j->line, (int)(at - j->line_start) + 1};
-	return l;
-}
-
-static void jskip(struct jp *j)
-{
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
-		j->p++;
-}
-
-static enum fa_rc jerr_char(struct jp *j, const char *expected)
-{
-	struct fa_loc l = jloc(j, j->p);
-	unsigned char c;
-	if (j->p >= j->end)
-		return fa_err_at(j->cx->err, &l, "%s, got the end of the line", expected);
-	c = (unsigned char)*j->p;
-	if (c >= 0x20 && c < 0x7f)
-		return fa_err_at(j->cx->err, &l, "%s, got '%c'", expected, c);
-	return fa_err_at(j->cx->err, &l, "%s, got byte 0x%02x", expected, c);
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Four hex digits at p, or -1. */
-static long hex4(const char *p, const char *end)
-{
-	long v = 0;
-	if (end - p < 4)
-		return -1;
-	for (int i = 0; i < 4; i++) {
-		int h = hexval(p[i]);
-		if (h < 0)
-			return -1;
-		v = v * 16 + h;
-	}
-	return v;
-}
-
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *p, const unsigned char *end)
-{
-	int n;
-	uint32_t cp;
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (end - p < n)
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
-}
-
-static char *put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		*o++ = (char)cp;
-	} else if (cp < 0x800) {
-		*o++ = (char)(0xc0 | cp >> 6);
-		*o++ = (char)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		*o++ = (char)(0xe0 | cp >> 12);
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-		*o++ = (char)(0x80 | (cp & 0x3f));
-	} else {
-		*o++ = (char)(0xf0 | cp >> 18);
-		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-		*o++ = (char)(0x80 | (cp & 0x3f));
-	}
-	return o;
-}
-
-/* A string at j->p (on its opening quote): *out is the decoded text. */
-static enum fa_rc jstring(struct jp *j, const char **out)
-{
-	const char *start = j->p++, *q;
-	char *buf, *o;
-	struct fa_loc l;
-	/* find the closing quote first: the decoded text is never longer */
-	for (q = j->p; q < j->end && *q != '"'; q++)
-		if (*q == '\\' && q + 1 < j->end)
-			q++;
-	if (q >= j->end) {
-		l = jloc(j, start);
-		return fa_err_at(j->cx->err, &l, "unterminated string");
-	}
-	if (!(buf = fa_arena_alloc(&j->cx->m->arena, (size_t)(q - j->p) + 1)))
-		return nomem(j->cx);
-	o = buf;
-	while (*j->p != '"') {
-		unsigned char c = (unsigned char)*j->p;
-		if (c < 0x20) {
-			l = jloc(j, j->p);
-			return fa_err_at(j->cx->err, &l, "control character 0x%02x in a string", c);
-		}
-		if (c != '\\') {
-			int n = utf8_len((const unsigned char *)j->p, (const unsigned char *)j->end);
-			if (!n) {
-				l = jloc(j, j->p);
-				return fa_err_at(j->cx->err, &l, "invalid UTF-8 in a string");
-			}
-			memcpy(o, j->p, (size_t)n);
-			o += n;
-			j->p += n;
-			continue;
-		}
-		l = jloc(j, j->p);
-		switch (j->p[1]) {
-		case '"': *o++ = '"'; break;
-		case '\\': *o++ = '\\'; break;
-		case '/': *o++ = '/'; break;
-		case 'b': *o++ = '\b'; break;
-		case 'f': *o++ = '\f'; break;
-		case 'n': *o++ = '\n'; break;
-		case 'r': *o++ = '\r'; break;
-		case 't': *o++ = '\t'; break;
-		case 'u': {
-			long cp = hex4(j->p + 2, j->end), lo;
-			if (cp < 0)
-				return fa_err_at(j->cx->err, &l, "\\u needs four hex digits");
-			if (cp == 0)
-				return fa_err_at(j->cx->err, &l, "\\u0000 (NUL) is not allowed in a string");
-			if (cp >= 0xdc00 && cp <= 0xdfff)
-				return fa_err_at(j->cx->err, &l, "lone low surrogate \\u%04lx", cp);
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (j->p + 12 > j->end || j->p[6] != '\\' || j->p[7] != 'u' ||
-				    (lo = hex4(j->p + 8, j->end)) < 0xdc00 || lo > 0xdfff)
-					return fa_err_at(j->cx->err, &l,
-							 "high surrogate \\u%04lx without its low half", cp);
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				j->p += 6;
-			}
-			o = put_utf8(o, (uint32_t)cp);
-			j->p += 4;
-			break;
-		}
-		default:
-			if ((unsigned char)j->p[1] >= 0x20 && (unsigned char)j->p[1] < 0x7f)
-				return fa_err_at(j->cx->err, &l, "invalid escape '\\%c'", j->p[1]);
-			return fa_err_at(j->cx->err, &l, "invalid escape");
-		}
-		j->p += 2;
-	}
-	j->p++;
-	*o = '\0';
-	*out = buf;
-	return FA_OK;
-}
-
-/* A number at j->p, checked against JSON's grammar; its literal text. */
-static enum fa_rc jnumber(struct jp *j, const char **out)
-{
-	const char *s = j->p, *p = j->p;
-	struct fa_loc l = jloc(j, s);
-	if (p < j->end && *p == '-')
-		p++;
-	if (p < j->end && *p == '0') {
-		p++;
-	} else if (p < j->end && *p >= '1' && *p <= '9') {
-		while (p < j->end && *p >= '0' && *p <= '9')
-			p++;
-	} else {
-		return fa_err_at(j->cx->err, &l, "invalid number");
-	}
-	if (p < j->end && *p == '.') {
-		p++;
-		if (p >= j->end || *p < '0' || *p > '9')
-			return fa_err_at(j->cx->err, &l, "invalid number: digits must follow '.'");
-		while (p < j->end && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < j->end && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < j->end && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= j->end || *p < '0' || *p > '9')
-			return fa_err_at(j->cx->err, &l, "invalid number: digits must follow the exponent");
-		while (p < j->end && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < j->end && ((*p >= '0' && *p <= '9') || *p == '.' || (*p >= 'a' && *p <= 'z') ||
-			   (*p >= 'A' && *p <= 'Z')))
-		return fa_err_at(j->cx->err, &l, "invalid number '%.*s'", (int)(p - s + 1), s);
-	j->p = p;
-	if (!(*out = astrndup(&j->cx->m->arena, s, (size_t)(p - s))))
-		return nomem(j->cx);
-	return FA_OK;
-}
-
-static enum fa_rc jvalue(struct jp *j, struct ival *v);
-
-static enum fa_rc jarray(struct jp *j, struct ival *v)
-{
-	struct ival *items = NULL;
-	int32_t n = 0, cap = 0;
-	enum fa_rc rc;
-	j->p++;
-	jskip(j);
-	if (j->p < j->end && *j->p == ']') {
-		j->p++;
-		v->items = NULL;
-		v->n = 0;
-		return FA_OK;
-	}
-	for (;;) {
-		if (n == cap) {
-			int32_t nc = cap ? cap * 2 : 8;
-			struct ival *ni = fa_arena_alloc(&j->cx->m->arena, (size_t)nc * sizeof *ni);
-			if (!ni)
-				return nomem(j->cx);
-			if (n)
-				memcpy(ni, items, (size_t)n * sizeof *ni);
-			items = ni;
-			cap = nc;
-		}
-		jskip(j);
-		if ((rc = jvalue(j, &items[n])) != FA_OK)
-			return rc;
-		n++;
-		jskip(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			continue;
-		}
-		if (j->p < j->end && *j->p == ']') {
-			j->p++;
-			break;
-		}
-		return jerr_char(j, "expected ',' or ']' in a list");
-	}
-	v->items = items;
-	v->n = n;
-	return FA_OK;
-}
-
-static enum fa_rc jobject(struct jp *j, struct ival *v)
-{
-	struct ifield *f = NULL;
-	int32_t n = 0, cap = 0;
-	enum fa_rc rc;
-	j->p++;
-	jskip(j);
-	if (j->p < j->end && *j->p == '}') {
-		j->p++;
-		v->fields = NULL;
-		v->n = 0;
-		return FA_OK;
-	}
-	for (;;) {
-		struct fa_loc kl;
-		const char *name;
-		jskip(j);
-		if (j->p >= j->end || *j->p != '"')
-			return jerr_char(j, "expected a field name in double quotes");
-		kl = jloc(j, j->p);
-		if ((rc = jstring(j, &name)) != FA_OK)
-			return rc;
-		for (int32_t k = 0; k < n; k++)
-			if (strcmp(f[k].name, name) == 0)
-				return fa_err_at(j->cx->err, &kl, "duplicate field '%s' (first at column %d)",
-						 name, f[k].loc.col);
-		jskip(j);
-		if (j->p >= j->end || *j->p != ':')
-			return jerr_char(j, "expected ':' after the field name");
-		j->p++;
-		jskip(j);
-		if (n == cap) {
-			int32_t nc = cap ? cap * 2 : 16;
-			struct ifield *nf = fa_arena_alloc(&j->cx->m->arena, (size_t)nc * sizeof *nf);
-			if (!nf)
-				return nomem(j->cx);
-			if (n)
-				memcpy(nf, f, (size_t)n * sizeof *nf);
-			f = nf;
-			cap = nc;
-		}
-		f[n].name = name;
-		f[n].loc = kl;
-		if ((rc = jvalue(j, &f[n].v)) != FA_OK)
-			return rc;
-		n++;
-		jskip(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			continue;
-		}
-		if (j->p < j->end && *j->p == '}') {
-			j->p++;
-			break;
-		}
-		return jerr_char(j, "expected ',' or '}' after a field");
-	}
-	v->fields = f;
-	v->n = n;
-	return FA_OK;
-}
-
-static enum fa_rc jvalue(struct jp *j, struct ival *v)
-{
-	static const struct {
-		const char *word;
-		int kind;
-	} words[] = {{"true", IK_BOOL}, {"false", IK_BOOL}, {"null", IK_NULL}};
-	enum fa_rc rc;
-	memset(v, 0, sizeof *v);
-	jskip(j);
-	v->loc = jloc(j, j->p);
-	if (j->p >= j->end)
-		return jerr_char(j, "expected a value");
-	switch (*j->p) {
-	case '{':
-	case '[':
-		if (j->depth >= IMPORT_MAX_DEPTH)
-			return fa_err_at(j->cx->err, &v->loc, "values nested deeper than %d",
-					 IMPORT_MAX_DEPTH);
-		j->depth++;
-		v->kind = *j->p == '{' ? IK_OBJ : IK_LIST;
-		rc = v->kind == IK_OBJ ? jobject(j, v) : jarray(j, v);
-		j->depth--;
-		return rc;
-	case '"':
-		v->kind = IK_STR;
-		return jstring(j, &v->s);
-	case '-':
-		if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "-Inf", 4) == 0)
-			return fa_err_at(j->cx->err, &v->loc,
-					 "NaN and Infinity are not JSON numbers (write null for unknown)");
-		/* fall through */
-	case '0': case '1': case '2': case '3': case '4':
-	case '5': case '6': case '7': case '8': case '9':
-		v->kind = IK_NUM;
-		return jnumber(j, &v->s);
-	default:
-		if ((size_t)(j->end - j->p) >= 3 &&
-		    (memcmp(j->p, "NaN", 3) == 0 || memcmp(j->p, "Inf", 3) == 0))
-			return fa_err_at(j->cx->err, &v->loc,
-					 "NaN and Infinity are not JSON numbers (write null for unknown)");
-		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-			size_t n = strlen(words[i].word);
-			if ((size_t)(j->end - j->p) >= n && memcmp(j->p, words[i].word, n) == 0) {
-				j->p += n;
-				v->kind = words[i].kind;
-				v->s = words[i].word;
-				return FA_OK;
-			}
-		}
-		return jerr_char(j, "expected a value");
-	}
 }
 
 /* ---- turning rows into cases and results ---- */
@@ -734,7 +313,7 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 	if (!count)
 		return FA_OK;
 	if (!(*items = fa_arena_alloc(&cx->m->arena, (size_t)count * sizeof **items)))
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	while (*p) {
 		size_t len;
 		p += strspn(p, seps);
@@ -744,8 +323,8 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 		(*items)[k].kind = IK_RAW;
 		(*items)[k].loc = v->loc;
 		(*items)[k].loc.col += (int)(p - v->s);
-		if (!((*items)[k].s = astrndup(&cx->m->arena, p, len)))
-			return nomem(cx);
+		if (!((*items)[k].s = fa_import_strndup(&cx->m->arena, p, len)))
+			return fa_import_nomem(cx);
 		k++;
 		p += len;
 	}
@@ -767,11 +346,11 @@ static int param_node(struct ctx *cx, int p, const struct ival *v)
 				return 0;
 		} else if (v->kind != IK_LIST) {
 			fa_err_at(cx->err, &v->loc, "expected a list of integers for '%s', got %s", name,
-				  ival_words(v, buf, sizeof buf));
+				  fa_import_ival_words(v, buf, sizeof buf));
 			return 0;
 		}
 		if (!(seq = yaml_document_add_sequence(&cx->m->doc, NULL, YAML_FLOW_SEQUENCE_STYLE))) {
-			nomem(cx);
+			fa_import_nomem(cx);
 			return 0;
 		}
 		yaml_node_t *sn = yaml_document_get_node(&cx->m->doc, seq);
@@ -784,12 +363,12 @@ static int param_node(struct ctx *cx, int p, const struct ival *v)
 				bad |= (unsigned char)*q < 0x20 || (unsigned char)*q >= 0x7f;
 			if (!kind_is_number(items[k].kind) || bad) {
 				fa_err_at(cx->err, &items[k].loc, "expected an integer in '%s', got %s",
-					  name, ival_words(&items[k], buf, sizeof buf));
+					  name, fa_import_ival_words(&items[k], buf, sizeof buf));
 				return 0;
 			}
 			if (!(id = add_scalar(cx, items[k].s, strlen(items[k].s), &items[k].loc)) ||
 			    !yaml_document_append_sequence_item(&cx->m->doc, seq, id)) {
-				nomem(cx);
+				fa_import_nomem(cx);
 				return 0;
 			}
 		}
@@ -805,11 +384,11 @@ static int param_node(struct ctx *cx, int p, const struct ival *v)
 			}
 		id = add_scalar(cx, v->s, strlen(v->s), &v->loc);
 		if (!id)
-			nomem(cx);
+			fa_import_nomem(cx);
 		return id;
 	}
 	fa_err_at(cx->err, &v->loc, "expected %s for '%s', got %s", param_expected(p), name,
-		  ival_words(v, buf, sizeof buf));
+		  fa_import_ival_words(v, buf, sizeof buf));
 	return 0;
 }
 
@@ -820,7 +399,7 @@ static enum fa_rc get_number(struct ctx *cx, int f, const struct ival *v, double
 	const char *name = rfields[f].name;
 	if (!kind_is_number(v->kind) || fa_parse_num(v->s, out) != 0)
 		return fa_err_at(cx->err, &v->loc, "expected a number for '%s', got %s", name,
-				 ival_words(v, buf, sizeof buf));
+				 fa_import_ival_words(v, buf, sizeof buf));
 	if (rfields[f].type == RT_MS && !(*out > 0))
 		return fa_err_at(cx->err, &v->loc, "%s %s must be positive", name, v->s);
 	if (!(*out >= 0))
@@ -837,7 +416,7 @@ static enum fa_rc get_count(struct ctx *cx, int f, const struct ival *v, int64_t
 		return fa_err_at(cx->err, &v->loc, "%s %s is too large", name, v->s);
 	if (r != 0)
 		return fa_err_at(cx->err, &v->loc, "expected an integer for '%s', got %s", name,
-				 ival_words(v, buf, sizeof buf));
+				 fa_import_ival_words(v, buf, sizeof buf));
 	if (*out < 0)
 		return fa_err_at(cx->err, &v->loc, "%s %s must not be negative", name, v->s);
 	if (f == RF_N_SAMPLES && (*out < 1 || *out > INT32_MAX))
@@ -867,7 +446,7 @@ static enum fa_rc get_u64(struct ctx *cx, const char *name, const struct ival *v
 	return FA_OK;
 bad:
 	return fa_err_at(cx->err, &v->loc, "expected an integer from 0 for '%s', got %s", name,
-			 ival_words(v, buf, sizeof buf));
+			 fa_import_ival_words(v, buf, sizeof buf));
 }
 
 static enum fa_rc get_text(struct ctx *cx, const char *name, const struct ival *v, const char **out)
@@ -875,7 +454,7 @@ static enum fa_rc get_text(struct ctx *cx, const char *name, const struct ival *
 	char buf[80];
 	if (!kind_is_text(v->kind))
 		return fa_err_at(cx->err, &v->loc, "expected a string for '%s', got %s", name,
-				 ival_words(v, buf, sizeof buf));
+				 fa_import_ival_words(v, buf, sizeof buf));
 	*out = v->s;
 	return FA_OK;
 }
@@ -892,17 +471,17 @@ static enum fa_rc get_samples(struct ctx *cx, const struct ival *v, double **out
 			return cx->err->rc;
 	} else if (v->kind != IK_LIST) {
 		return fa_err_at(cx->err, &v->loc, "expected a list of times for 'samples', got %s",
-				 ival_words(v, buf, sizeof buf));
+				 fa_import_ival_words(v, buf, sizeof buf));
 	}
 	if (count == 0)
 		return fa_err_at(cx->err, &v->loc, "empty list for 'samples'");
 	if (!(x = fa_arena_alloc(&cx->m->arena, (size_t)count * sizeof *x)))
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	for (int32_t k = 0; k < count; k++) {
 		const struct ival *it = &items[k];
 		if (!kind_is_number(it->kind) || fa_parse_num(it->s, &x[k]) != 0)
 			return fa_err_at(cx->err, &it->loc, "expected a number in 'samples', got %s",
-					 ival_words(it, buf, sizeof buf));
+					 fa_import_ival_words(it, buf, sizeof buf));
 		if (!(x[k] > 0))
 			return fa_err_at(cx->err, &it->loc, "samples entry %s must be positive", it->s);
 	}
@@ -953,7 +532,7 @@ static enum fa_rc add_case(struct ctx *cx, struct fa_work *w, int seed_given, ui
 		int32_t nc = m->cap_cases ? m->cap_cases * 2 : 64;
 		struct fa_case *cs = realloc(im->cases, (size_t)nc * sizeof *cs);
 		if (!cs)
-			return nomem(cx);
+			return fa_import_nomem(cx);
 		im->cases = cs;
 		m->cap_cases = nc;
 	}
@@ -965,7 +544,7 @@ static enum fa_rc add_case(struct ctx *cx, struct fa_work *w, int seed_given, ui
 	c->seed = seed_given ? seed
 			     : fa_rng_mix64((im->run.seed_set ? im->run.seed : 1) ^ hash_str(c->key));
 	if (smap_put(&m->cases, c->key, im->n_cases) != 0)
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	*idx = im->n_cases++;
 	return FA_OK;
 }
@@ -992,10 +571,10 @@ static enum fa_rc take_case(struct ctx *cx, const struct ival *const *pv,
 		yaml_document_delete(&m->doc);
 	m->doc_live = 0;
 	if (!yaml_document_initialize(&m->doc, NULL, NULL, NULL, 1, 1))
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	m->doc_live = 1;
 	if (!(vals = fa_arena_alloc(&m->arena, FA_P_COUNT * sizeof *vals)))
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	for (int p = 0; p < FA_P_COUNT; p++) {
 		int id;
 		if (!pv[p])
@@ -1013,7 +592,7 @@ static enum fa_rc take_case(struct ctx *cx, const struct ival *const *pv,
 	if (rc == FA_OK && wl.v[0].pending)
 		rc = fa_err_at(cx->err, &wl.v[0].pending_loc, "%s", wl.v[0].pending);
 	if (rc == FA_OK && !(wl.v[0].c.key = fa_case_key(&wl.v[0].c)))
-		rc = nomem(cx);
+		rc = fa_import_nomem(cx);
 	if (rc == FA_OK && key && (rc = get_text(cx, "key", key, &text)) == FA_OK &&
 	    strcmp(text, wl.v[0].c.key) != 0)
 		rc = fa_err_at(cx->err, &key->loc,
@@ -1157,7 +736,7 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
 }
 
 /* One row: the object obj (fields with locations), starting at row_loc. */
-static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct fa_loc *row_loc)
+enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const struct fa_loc *row_loc)
 {
 	struct fa_import *im = cx->im;
 	struct mem *m = cx->m;
@@ -1181,7 +760,7 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 				return fa_err_at(cx->err, &f->loc,
 						 "a run header must be the first line, alone in its "
 						 "object");
-			return unknown_field(cx, &f->loc,
+			return fa_import_unknown_field(cx, &f->loc,
 					     im->format == FA_IMPORT_CSV ? "column" : "field", f->name,
 					     0);
 		}
@@ -1211,7 +790,7 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 		size_t lk = strlen(c->key), lq = strlen(kernel), lp = strlen(params);
 		char *d = fa_arena_alloc(&m->arena, lk + lq + lp + 3);
 		if (!d)
-			return nomem(cx);
+			return fa_import_nomem(cx);
 		memcpy(d, c->key, lk);
 		d[lk] = '\x1f';
 		memcpy(d + lk + 1, kernel, lq);
@@ -1228,7 +807,7 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 		int32_t nc = m->cap_rows ? m->cap_rows * 2 : 64;
 		struct fa_import_row *nr = realloc(im->rows, (size_t)nc * sizeof *nr);
 		if (!nr)
-			return nomem(cx);
+			return fa_import_nomem(cx);
 		im->rows = nr;
 		m->cap_rows = nc;
 	}
@@ -1258,7 +837,7 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 	r->tel.sm_clock_mhz = r->tel.sm_clock_max_mhz = r->tel.temp_c = r->tel.power_w = NAN;
 	r->tel.throttle_reasons = -1;
 	if (smap_put(&m->results, dkey, im->n_rows) != 0)
-		return nomem(cx);
+		return fa_import_nomem(cx);
 	im->n_rows++;
 	return FA_OK;
 }
@@ -1276,7 +855,7 @@ static int iso_time_ok(const char *s)
 }
 
 /* One field of the run header. */
-static enum fa_rc take_header_field(struct ctx *cx, const char *name, const struct fa_loc *nl,
+enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const struct fa_loc *nl,
 				    const struct ival *v)
 {
 	struct fa_import_run *h = &cx->im->run;
@@ -1295,7 +874,7 @@ static enum fa_rc take_header_field(struct ctx *cx, const char *name, const stru
 		if (strcmp(hfields[i], name) == 0)
 			f = i;
 	if (f < 0)
-		return unknown_field(cx, nl, "run field", name, 1);
+		return fa_import_unknown_field(cx, nl, "run field", name, 1);
 	if (v->kind == IK_NULL)
 		return FA_OK;
 	if (f == HF_SEED) {
@@ -1311,286 +890,6 @@ static enum fa_rc take_header_field(struct ctx *cx, const char *name, const stru
 				 "started_at '%s' must be UTC like 2026-11-25T21:40:00Z", *dst[f]);
 	if (f == HF_BACKEND && !kernel_name_ok(*dst[f]))
 		return fa_err_at(cx->err, &v->loc, "backend '%s' must be a word like cuda", *dst[f]);
-	return FA_OK;
-}
-
-/* ---- JSON lines ---- */
-
-static enum fa_rc parse_jsonl(struct ctx *cx, const char *text, size_t len)
-{
-	const char *p = text, *end = text + len;
-	int line = 0;
-	enum fa_rc rc;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		struct jp j = {cx, p, p, le, ++line, 0};
-		struct ival v;
-		jskip(&j);
-		if (j.p == le) { /* a blank line */
-			p = nl ? nl + 1 : end;
-			continue;
-		}
-		if (*j.p != '{')
-			return jerr_char(&j, "expected a JSON object (one result per line)");
-		if ((rc = jvalue(&j, &v)) != FA_OK)
-			return rc;
-		jskip(&j);
-		if (j.p < le)
-			return jerr_char(&j, "expected the end of the line after the object");
-		if (v.n == 1 && strcmp(v.fields[0].name, "run") == 0 && !cx->header_done) {
-			const struct ival *h = &v.fields[0].v;
-			char buf[80];
-			if (h->kind != IK_OBJ)
-				return fa_err_at(cx->err, &h->loc, "expected an object for 'run', got %s",
-						 ival_words(h, buf, sizeof buf));
-			for (int32_t k = 0; k < h->n; k++)
-				if ((rc = take_header_field(cx, h->fields[k].name, &h->fields[k].loc,
-							    &h->fields[k].v)) != FA_OK)
-					return rc;
-		} else {
-			struct fa_loc rl = v.loc;
-			if ((rc = take_row(cx, &v, &rl)) != FA_OK)
-				return rc;
-		}
-		cx->header_done = 1;
-		p = nl ? nl + 1 : end;
-	}
-	return FA_OK;
-}
-
-/* ---- CSV ---- */
-
-struct csv {
-	struct ctx *cx;
-	const char *p, *end;
-	const char *line_start;
-	int line;
-};
-
-/* One cell at c->p: *v is its text (IK_RAW) or IK_NULL when empty. Leaves
- * c->p on the ',' or newline (or the end) after it. */
-static enum fa_rc csv_cell(struct csv *c, struct ival *v)
-{
-	struct fa_loc l;
-	memset(v, 0, sizeof *v);
-	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
-		c->p++;
-	l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
-	if (c->p < c->end && *c->p == '"') {
-		const char *q = ++c->p;
-		size_t n = 0;
-		char *buf, *o;
-		struct fa_loc start = l;
-		/* the length first (a quoted cell may span lines) */
-		for (; q < c->end; q++) {
-			if (*q == '"') {
-				if (q + 1 < c->end && q[1] == '"') {
-					q++;
-					n++;
-					continue;
-				}
-				break;
-			}
-			n++;
-		}
-		if (q >= c->end)
-			return fa_err_at(c->cx->err, &start, "unterminated quoted cell");
-		if (!(buf = fa_arena_alloc(&c->cx->m->arena, n + 1)))
-			return nomem(c->cx);
-		for (o = buf; c->p < q; c->p++) {
-			if (*c->p == '\n') {
-				c->line++;
-				c->line_start = c->p + 1;
-			}
-			*o++ = *c->p;
-			if (*c->p == '"')
-				c->p++; /* "" is one quote */
-		}
-		c->p++; /* the closing quote */
-		while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
-			c->p++;
-		if (c->p < c->end && *c->p != ',' && *c->p != '\n') {
-			l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
-			return fa_err_at(c->cx->err, &l, "expected ',' after a quoted cell");
-		}
-		start.col++; /* point at the text, past the quote */
-		v->kind = buf[0] ? IK_RAW : IK_NULL;
-		v->s = buf;
-		v->loc = start;
-		return FA_OK;
-	}
-	{
-		const char *s = c->p, *e;
-		while (c->p < c->end && *c->p != ',' && *c->p != '\n') {
-			if (*c->p == '"') {
-				l = (struct fa_loc){c->cx->file, c->line,
-						    (int)(c->p - c->line_start) + 1};
-				return fa_err_at(c->cx->err, &l,
-						 "quote inside an unquoted cell (quote the whole cell)");
-			}
-			c->p++;
-		}
-		for (e = c->p; e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
-			;
-		v->loc = l;
-		v->kind = e > s ? IK_RAW : IK_NULL;
-		if (!(v->s = astrndup(&c->cx->m->arena, s, (size_t)(e - s))))
-			return nomem(c->cx);
-		return FA_OK;
-	}
-}
-
-/* One record: its cells (arena) up to and past its newline. */
-static enum fa_rc csv_record(struct csv *c, struct ival **cells, int32_t *n)
-{
-	int32_t cap = 16, k = 0;
-	struct ival *v = fa_arena_alloc(&c->cx->m->arena, (size_t)cap * sizeof *v);
-	enum fa_rc rc;
-	if (!v)
-		return nomem(c->cx);
-	for (;;) {
-		if (k == cap) {
-			struct ival *nv = fa_arena_alloc(&c->cx->m->arena, (size_t)cap * 2 * sizeof *nv);
-			if (!nv)
-				return nomem(c->cx);
-			memcpy(nv, v, (size_t)k * sizeof *nv);
-			v = nv;
-			cap *= 2;
-		}
-		if ((rc = csv_cell(c, &v[k])) != FA_OK)
-			return rc;
-		for (const char *q = v[k].s, *e = q + strlen(q); q < e;) {
-			int len = utf8_len((const unsigned char *)q, (const unsigned char *)e);
-			if (!len)
-				return fa_err_at(c->cx->err, &v[k].loc, "invalid UTF-8 in a cell");
-			q += len;
-		}
-		k++;
-		if (c->p < c->end && *c->p == ',') {
-			c->p++;
-			continue;
-		}
-		break;
-	}
-	if (c->p < c->end) { /* the newline */
-		c->p++;
-		c->line++;
-		c->line_start = c->p;
-	}
-	*cells = v;
-	*n = k;
-	return FA_OK;
-}
-
-/* A "# key: value" line above the header: a run field when key is one (or
- * close enough to be a typo of one); any other comment is skipped. */
-static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
-{
-	const char *p = hash + 1, *ks, *ke, *vs, *ve;
-	struct fa_loc kl, vl;
-	struct ival v;
-	char *name;
-	while (p < le && (*p == ' ' || *p == '\t'))
-		p++;
-	ks = p;
-	while (p < le && ((*p >= 'a' && *p <= 'z') || *p == '_'))
-		p++;
-	ke = p;
-	if (ke == ks || p >= le || *p != ':')
-		return FA_OK;
-	if (!(name = astrndup(&c->cx->m->arena, ks, (size_t)(ke - ks))))
-		return nomem(c->cx);
-	kl = (struct fa_loc){c->cx->file, c->line, (int)(ks - c->line_start) + 1};
-	{
-		int known = 0, near = 0;
-		for (int i = 0; i < HF_COUNT; i++) {
-			known |= strcmp(hfields[i], name) == 0;
-			near |= fa_edit_distance(hfields[i], name) <= 2;
-		}
-		if (!known && !near)
-			return FA_OK;
-	}
-	for (vs = p + 1; vs < le && (*vs == ' ' || *vs == '\t'); vs++)
-		;
-	for (ve = le; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'); ve--)
-		;
-	vl = (struct fa_loc){c->cx->file, c->line, (int)(vs - c->line_start) + 1};
-	memset(&v, 0, sizeof v);
-	v.kind = ve > vs ? IK_RAW : IK_NULL;
-	v.loc = vl;
-	if (!(v.s = astrndup(&c->cx->m->arena, vs, (size_t)(ve - vs))))
-		return nomem(c->cx);
-	return take_header_field(c->cx, name, &kl, &v);
-}
-
-static enum fa_rc parse_csv(struct ctx *cx, const char *text, size_t len)
-{
-	struct csv c = {cx, text, text + len, text, 1};
-	struct ival *head = NULL, *cells;
-	int32_t n_head = 0, n;
-	enum fa_rc rc;
-	while (c.p < c.end) {
-		const char *nl = memchr(c.p, '\n', (size_t)(c.end - c.p));
-		const char *le = nl ? nl : c.end, *q = c.p;
-		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
-			q++;
-		if (q == le || (!head && *q == '#')) {
-			if (q < le && (rc = csv_comment(&c, q, le)) != FA_OK)
-				return rc;
-			c.p = nl ? nl + 1 : c.end;
-			c.line++;
-			c.line_start = c.p;
-			continue;
-		}
-		{
-			int rec_line = c.line;
-			if ((rc = csv_record(&c, &cells, &n)) != FA_OK)
-				return rc;
-			if (!head) {
-				for (int32_t k = 0; k < n; k++) {
-					const struct ival *h = &cells[k];
-					int known = fa_param_lookup(h->s ? h->s : "") >= 0;
-					if (h->kind == IK_NULL)
-						return fa_err_at(cx->err, &h->loc, "empty column name");
-					for (int i = 0; i < RF_COUNT && !known; i++)
-						known = strcmp(rfields[i].name, h->s) == 0;
-					if (!known)
-						return unknown_field(cx, &h->loc, "column", h->s, 0);
-					for (int32_t i = 0; i < k; i++)
-						if (strcmp(cells[i].s, h->s) == 0)
-							return fa_err_at(cx->err, &h->loc,
-									 "duplicate column '%s' (also column %d)",
-									 h->s, i + 1);
-				}
-				head = cells;
-				n_head = n;
-				continue;
-			}
-			struct fa_loc rl = {cx->file, rec_line, 1};
-			if (n != n_head)
-				return fa_err_at(cx->err, &rl, "row has %d cells, the header has %d", n,
-						 n_head);
-			struct ival obj;
-			struct ifield *f = fa_arena_alloc(&cx->m->arena, (size_t)n * sizeof *f);
-			if (!f)
-				return nomem(cx);
-			for (int32_t k = 0; k < n; k++) {
-				f[k].name = head[k].s;
-				f[k].loc = cells[k].loc;
-				f[k].v = cells[k];
-			}
-			memset(&obj, 0, sizeof obj);
-			obj.kind = IK_OBJ;
-			obj.fields = f;
-			obj.n = n;
-			obj.loc = rl;
-			if ((rc = take_row(cx, &obj, &rl)) != FA_OK)
-				return rc;
-		}
-	}
-	if (!head)
-		return fa_err_set(cx->err, FA_ERR_INPUT, "'%s' has no header row", cx->file);
 	return FA_OK;
 }
 
@@ -1635,7 +934,7 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 	if (!(m = calloc(1, sizeof *m)))
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'", name);
 	im->mem = m;
-	if (!(im->path = astrndup(&m->arena, name, strlen(name)))) {
+	if (!(im->path = fa_import_strndup(&m->arena, name, strlen(name)))) {
 		fa_import_free(im);
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'", name);
 	}
@@ -1663,7 +962,7 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 		struct fa_loc l = {im->path, line, (int)(nul - ls) + 1};
 		rc = fa_err_at(err, &l, "NUL byte in the file");
 	} else {
-		rc = format == FA_IMPORT_CSV ? parse_csv(&cx, text, len) : parse_jsonl(&cx, text, len);
+		rc = format == FA_IMPORT_CSV ? fa_import_parse_csv(&cx, text, len) : fa_import_parse_jsonl(&cx, text, len);
 	}
 	if (rc == FA_OK && im->n_rows == 0)
 		rc = fa_err_set(err, FA_ERR_INPUT, "'%s' holds no results", name);
@@ -1799,3 +1098,4 @@ enum fa_rc fa_import_store(struct fa_store *s, const struct fa_import *im,
 							   im->rows[k].r.checked)]++;
 	return FA_OK;
 }
+

@@ -52,7 +52,7 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
  * (size bytes); returns 0, or -1 when it does not fit. Exposed for tests. */
 int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size);
 
-/* The underlying handle, for read-only queries by report/compare/history. */
+/* The underlying handle, for the reader of stored runs (reader.c). */
 struct sqlite3 *fa_store_db(struct fa_store *s);
 
 /* The path the store was opened with (owned by s), for messages. */

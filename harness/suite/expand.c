@@ -17,56 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/text.h"
 #include "../run/data.h"
-
-/* ---- arena */
-
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	/* data follows, 16-byte aligned */
-};
-
-#define CHUNK_HEADER ((sizeof(struct chunk) + 15) & ~(size_t)15)
-#define CHUNK_BYTES ((size_t)64 * 1024)
-
-void *fa_arena_alloc(struct fa_arena *a, size_t n)
-{
-	struct chunk *c = a->head;
-	n = (n + 15) & ~(size_t)15;
-	if (!c || c->used + n > c->cap) {
-		size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
-		struct chunk *nc = malloc(CHUNK_HEADER + cap);
-		if (!nc)
-			return NULL;
-		nc->used = 0;
-		nc->cap = cap;
-		if (c && n > CHUNK_BYTES) {
-			/* an odd big block goes behind the current chunk, which keeps serving */
-			nc->next = c->next;
-			c->next = nc;
-		} else {
-			nc->next = c;
-			a->head = nc;
-		}
-		c = nc;
-	}
-	void *p = (char *)c + CHUNK_HEADER + c->used;
-	c->used += n;
-	memset(p, 0, n);
-	return p;
-}
-
-void fa_arena_free(struct fa_arena *a)
-{
-	struct chunk *c = a->head;
-	while (c) {
-		struct chunk *next = c->next;
-		free(c);
-		c = next;
-	}
-	a->head = NULL;
-}
 
 /* ---- nodes and scalars */
 
@@ -144,31 +96,6 @@ int fa_parse_num(const char *s, double *out)
 			return -1;
 	*out = d;
 	return 0;
-}
-
-int fa_edit_distance(const char *a, const char *b)
-{
-	int la = (int)strlen(a), lb = (int)strlen(b);
-	int row[64];
-	if (la > 62 || lb > 62)
-		return 3;
-	for (int j = 0; j <= lb; j++)
-		row[j] = j;
-	for (int i = 1; i <= la; i++) {
-		int prev = row[0];
-		row[0] = i;
-		for (int j = 1; j <= lb; j++) {
-			int cur = row[j];
-			int best = prev + (a[i - 1] != b[j - 1]);
-			if (row[j] + 1 < best)
-				best = row[j] + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			prev = cur;
-		}
-	}
-	return row[lb] > 3 ? 3 : row[lb];
 }
 
 /* ---- the parameter table */

@@ -2,10 +2,9 @@
  * suite's own keys) and expand.c (case parameters: their values, axes, zip,
  * exclude, and the expansion of one file or group into validated cases).
  *
- * Other modules see struct fa_suite (suite.h), with two exceptions that must
+ * Other modules see struct fa_suite (suite.h), with one exception that must
  * build cases exactly as suites do: import.c (fa_param_value, fa_expand, so
- * imported rows get the same defaults, checks and keys) and plan.c
- * (fa_edit_distance, for "did you mean").
+ * imported rows get the same defaults, checks and keys).
  */
 #ifndef FA_EXPAND_H
 #define FA_EXPAND_H
@@ -14,6 +13,7 @@
 #include <stdint.h>
 #include <yaml.h>
 
+#include "../base/arena.h"
 #include "../base/err.h"
 #include "expr.h"
 #include "suite.h"
@@ -33,15 +33,6 @@ enum fa_param {
 	FA_P_LAYOUT, FA_P_SEQLENS, FA_P_KV_SEQLENS, FA_P_PREFIX_LENS, FA_P_SCALE, FA_P_INPUT,
 	FA_P_COUNT
 };
-
-/* Allocation that lives as long as one fa_suite_load call. */
-struct fa_arena {
-	void *head;
-};
-
-/* Zeroed memory of n bytes, or NULL when out of memory. */
-void *fa_arena_alloc(struct fa_arena *a, size_t n);
-void fa_arena_free(struct fa_arena *a);
 
 /* One YAML document being read: node lookups and locations. */
 struct fa_src {
@@ -63,9 +54,6 @@ const char *fa_node_words(const yaml_node_t *n, char *buf, size_t size);
 int fa_parse_int(const char *s, int64_t *out);
 /* Numbers: an integer as above or a finite decimal/exponent number. */
 int fa_parse_num(const char *s, double *out);
-
-/* Edit distance of a and b (Levenshtein), capped at 3. */
-int fa_edit_distance(const char *a, const char *b);
 
 /* One parsed parameter value. */
 struct fa_pval {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expand.h"
+#include "../base/text.h"
 #include "suite.h"
 
 enum node_kind {

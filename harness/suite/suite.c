@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "../../kernels/common/fa_rng.h"
+#include "../base/text.h"
 #include "expand.h"
 #include "../base/util.h"
 

@@ -13,6 +13,7 @@
 #include "../../kernels/common/fa_problem.h"
 #include "../run/check.h"
 #include "../base/err.h"
+#include "../base/names.h"
 #include "../run/measure.h"
 
 /* Kernel names or globs (fnmatch) a file asks for. */
@@ -80,14 +81,7 @@ void fa_suite_free(struct fa_suite *s);
  * Returns a malloc'd string, or NULL when out of memory. */
 char *fa_case_key(const struct fa_case *c);
 
-/* Names used in suites, keys, the database and reports; NULL/-1 when unknown. */
-const char *fa_dtype_name(int dtype);
-const char *fa_mask_name(int mask);
-const char *fa_layout_name(int layout);
-const char *fa_dist_name(int dist);
-int fa_dtype_parse(const char *s);
-int fa_mask_parse(const char *s);
-int fa_layout_parse(const char *s);
-int fa_dist_parse(const char *s);
+/* The names of dtypes, masks, layouts and dists (fa_dtype_name, ...) are
+ * base/names.h's, included above. */
 
 #endif /* FA_SUITE_H */

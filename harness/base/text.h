@@ -1,0 +1,17 @@
+/* text.h - small text helpers shared by the stages that read input: the
+ * edit distance behind every "did you mean" (suite keys and parameters,
+ * where-expressions, kernel names, import columns) and UTF-8 validation.
+ */
+#ifndef FA_TEXT_H
+#define FA_TEXT_H
+
+/* Edit distance of a and b (Levenshtein), capped at 3: names closer than 3
+ * are the only ones worth suggesting. Strings longer than 62 bytes are
+ * always 3 away. */
+int fa_edit_distance(const char *a, const char *b);
+
+/* The length (1..4) of the valid UTF-8 sequence at p, before end; 0 when
+ * it is not one (overlong forms, surrogates, past U+10FFFF, cut short). */
+int fa_utf8_len(const unsigned char *p, const unsigned char *end);
+
+#endif /* FA_TEXT_H */

@@ -1,0 +1,420 @@
+/* import_json.c - the JSON lines reader of import: one JSON value per line
+ * (RFC 8259 strings with escapes and UTF-8 checked, numbers kept as their
+ * literal text), each value with its file:line:col, a line at a time:
+ * {"run": {...}} first, then a result object per line.
+ */
+#include "import_int.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/text.h"
+
+/* JSON nesting a result row may have: an object holding lists of numbers is
+ * depth 2; anything much deeper is not a result row. */
+#define IMPORT_MAX_DEPTH 8
+
+/* ---- JSON: one value per line ---- */
+
+struct jp {
+	struct ctx *cx;
+	const char *line_start, *p, *end; /* the line, without its newline */
+	int line;
+	int depth;
+};
+
+static struct fa_loc jloc(const struct jp *j, const char *at)
+{
+	struct fa_loc l = {j->cx->file, j->line, (int)(at - j->line_start) + 1};
+	return l;
+}
+
+static void jskip(struct jp *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
+		j->p++;
+}
+
+static enum fa_rc jerr_char(struct jp *j, const char *expected)
+{
+	struct fa_loc l = jloc(j, j->p);
+	unsigned char c;
+	if (j->p >= j->end)
+		return fa_err_at(j->cx->err, &l, "%s, got the end of the line", expected);
+	c = (unsigned char)*j->p;
+	if (c >= 0x20 && c < 0x7f)
+		return fa_err_at(j->cx->err, &l, "%s, got '%c'", expected, c);
+	return fa_err_at(j->cx->err, &l, "%s, got byte 0x%02x", expected, c);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Four hex digits at p, or -1. */
+static long hex4(const char *p, const char *end)
+{
+	long v = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		int h = hexval(p[i]);
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+static char *put_utf8(char *o, uint32_t cp)
+{
+	if (cp < 0x80) {
+		*o++ = (char)cp;
+	} else if (cp < 0x800) {
+		*o++ = (char)(0xc0 | cp >> 6);
+		*o++ = (char)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		*o++ = (char)(0xe0 | cp >> 12);
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+		*o++ = (char)(0x80 | (cp & 0x3f));
+	} else {
+		*o++ = (char)(0xf0 | cp >> 18);
+		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+		*o++ = (char)(0x80 | (cp & 0x3f));
+	}
+	return o;
+}
+
+/* A string at j->p (on its opening quote): *out is the decoded text. */
+static enum fa_rc jstring(struct jp *j, const char **out)
+{
+	const char *start = j->p++, *q;
+	char *buf, *o;
+	struct fa_loc l;
+	/* find the closing quote first: the decoded text is never longer */
+	for (q = j->p; q < j->end && *q != '"'; q++)
+		if (*q == '\\' && q + 1 < j->end)
+			q++;
+	if (q >= j->end) {
+		l = jloc(j, start);
+		return fa_err_at(j->cx->err, &l, "unterminated string");
+	}
+	if (!(buf = fa_arena_alloc(&j->cx->m->arena, (size_t)(q - j->p) + 1)))
+		return fa_import_nomem(j->cx);
+	o = buf;
+	while (*j->p != '"') {
+		unsigned char c = (unsigned char)*j->p;
+		if (c < 0x20) {
+			l = jloc(j, j->p);
+			return fa_err_at(j->cx->err, &l, "control character 0x%02x in a string", c);
+		}
+		if (c != '\\') {
+			int n = fa_utf8_len((const unsigned char *)j->p, (const unsigned char *)j->end);
+			if (!n) {
+				l = jloc(j, j->p);
+				return fa_err_at(j->cx->err, &l, "invalid UTF-8 in a string");
+			}
+			memcpy(o, j->p, (size_t)n);
+			o += n;
+			j->p += n;
+			continue;
+		}
+		l = jloc(j, j->p);
+		switch (j->p[1]) {
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '/': *o++ = '/'; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			long cp = hex4(j->p + 2, j->end), lo;
+			if (cp < 0)
+				return fa_err_at(j->cx->err, &l, "\\u needs four hex digits");
+			if (cp == 0)
+				return fa_err_at(j->cx->err, &l, "\\u0000 (NUL) is not allowed in a string");
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return fa_err_at(j->cx->err, &l, "lone low surrogate \\u%04lx", cp);
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (j->p + 12 > j->end || j->p[6] != '\\' || j->p[7] != 'u' ||
+				    (lo = hex4(j->p + 8, j->end)) < 0xdc00 || lo > 0xdfff)
+					return fa_err_at(j->cx->err, &l,
+							 "high surrogate \\u%04lx without its low half", cp);
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				j->p += 6;
+			}
+			o = put_utf8(o, (uint32_t)cp);
+			j->p += 4;
+			break;
+		}
+		default:
+			if ((unsigned char)j->p[1] >= 0x20 && (unsigned char)j->p[1] < 0x7f)
+				return fa_err_at(j->cx->err, &l, "invalid escape '\\%c'", j->p[1]);
+			return fa_err_at(j->cx->err, &l, "invalid escape");
+		}
+		j->p += 2;
+	}
+	j->p++;
+	*o = '\0';
+	*out = buf;
+	return FA_OK;
+}
+
+/* A number at j->p, checked against JSON's grammar; its literal text. */
+static enum fa_rc jnumber(struct jp *j, const char **out)
+{
+	const char *s = j->p, *p = j->p;
+	struct fa_loc l = jloc(j, s);
+	if (p < j->end && *p == '-')
+		p++;
+	if (p < j->end && *p == '0') {
+		p++;
+	} else if (p < j->end && *p >= '1' && *p <= '9') {
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	} else {
+		return fa_err_at(j->cx->err, &l, "invalid number");
+	}
+	if (p < j->end && *p == '.') {
+		p++;
+		if (p >= j->end || *p < '0' || *p > '9')
+			return fa_err_at(j->cx->err, &l, "invalid number: digits must follow '.'");
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < j->end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < j->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= j->end || *p < '0' || *p > '9')
+			return fa_err_at(j->cx->err, &l, "invalid number: digits must follow the exponent");
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < j->end && ((*p >= '0' && *p <= '9') || *p == '.' || (*p >= 'a' && *p <= 'z') ||
+			   (*p >= 'A' && *p <= 'Z')))
+		return fa_err_at(j->cx->err, &l, "invalid number '%.*s'", (int)(p - s + 1), s);
+	j->p = p;
+	if (!(*out = fa_import_strndup(&j->cx->m->arena, s, (size_t)(p - s))))
+		return fa_import_nomem(j->cx);
+	return FA_OK;
+}
+
+static enum fa_rc jvalue(struct jp *j, struct ival *v);
+
+static enum fa_rc jarray(struct jp *j, struct ival *v)
+{
+	struct ival *items = NULL;
+	int32_t n = 0, cap = 0;
+	enum fa_rc rc;
+	j->p++;
+	jskip(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+		v->items = NULL;
+		v->n = 0;
+		return FA_OK;
+	}
+	for (;;) {
+		if (n == cap) {
+			int32_t nc = cap ? cap * 2 : 8;
+			struct ival *ni = fa_arena_alloc(&j->cx->m->arena, (size_t)nc * sizeof *ni);
+			if (!ni)
+				return fa_import_nomem(j->cx);
+			if (n)
+				memcpy(ni, items, (size_t)n * sizeof *ni);
+			items = ni;
+			cap = nc;
+		}
+		jskip(j);
+		if ((rc = jvalue(j, &items[n])) != FA_OK)
+			return rc;
+		n++;
+		jskip(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == ']') {
+			j->p++;
+			break;
+		}
+		return jerr_char(j, "expected ',' or ']' in a list");
+	}
+	v->items = items;
+	v->n = n;
+	return FA_OK;
+}
+
+static enum fa_rc jobject(struct jp *j, struct ival *v)
+{
+	struct ifield *f = NULL;
+	int32_t n = 0, cap = 0;
+	enum fa_rc rc;
+	j->p++;
+	jskip(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		v->fields = NULL;
+		v->n = 0;
+		return FA_OK;
+	}
+	for (;;) {
+		struct fa_loc kl;
+		const char *name;
+		jskip(j);
+		if (j->p >= j->end || *j->p != '"')
+			return jerr_char(j, "expected a field name in double quotes");
+		kl = jloc(j, j->p);
+		if ((rc = jstring(j, &name)) != FA_OK)
+			return rc;
+		for (int32_t k = 0; k < n; k++)
+			if (strcmp(f[k].name, name) == 0)
+				return fa_err_at(j->cx->err, &kl, "duplicate field '%s' (first at column %d)",
+						 name, f[k].loc.col);
+		jskip(j);
+		if (j->p >= j->end || *j->p != ':')
+			return jerr_char(j, "expected ':' after the field name");
+		j->p++;
+		jskip(j);
+		if (n == cap) {
+			int32_t nc = cap ? cap * 2 : 16;
+			struct ifield *nf = fa_arena_alloc(&j->cx->m->arena, (size_t)nc * sizeof *nf);
+			if (!nf)
+				return fa_import_nomem(j->cx);
+			if (n)
+				memcpy(nf, f, (size_t)n * sizeof *nf);
+			f = nf;
+			cap = nc;
+		}
+		f[n].name = name;
+		f[n].loc = kl;
+		if ((rc = jvalue(j, &f[n].v)) != FA_OK)
+			return rc;
+		n++;
+		jskip(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == '}') {
+			j->p++;
+			break;
+		}
+		return jerr_char(j, "expected ',' or '}' after a field");
+	}
+	v->fields = f;
+	v->n = n;
+	return FA_OK;
+}
+
+static enum fa_rc jvalue(struct jp *j, struct ival *v)
+{
+	static const struct {
+		const char *word;
+		int kind;
+	} words[] = {{"true", IK_BOOL}, {"false", IK_BOOL}, {"null", IK_NULL}};
+	enum fa_rc rc;
+	memset(v, 0, sizeof *v);
+	jskip(j);
+	v->loc = jloc(j, j->p);
+	if (j->p >= j->end)
+		return jerr_char(j, "expected a value");
+	switch (*j->p) {
+	case '{':
+	case '[':
+		if (j->depth >= IMPORT_MAX_DEPTH)
+			return fa_err_at(j->cx->err, &v->loc, "values nested deeper than %d",
+					 IMPORT_MAX_DEPTH);
+		j->depth++;
+		v->kind = *j->p == '{' ? IK_OBJ : IK_LIST;
+		rc = v->kind == IK_OBJ ? jobject(j, v) : jarray(j, v);
+		j->depth--;
+		return rc;
+	case '"':
+		v->kind = IK_STR;
+		return jstring(j, &v->s);
+	case '-':
+		if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "-Inf", 4) == 0)
+			return fa_err_at(j->cx->err, &v->loc,
+					 "NaN and Infinity are not JSON numbers (write null for unknown)");
+		/* fall through */
+	case '0': case '1': case '2': case '3': case '4':
+	case '5': case '6': case '7': case '8': case '9':
+		v->kind = IK_NUM;
+		return jnumber(j, &v->s);
+	default:
+		if ((size_t)(j->end - j->p) >= 3 &&
+		    (memcmp(j->p, "NaN", 3) == 0 || memcmp(j->p, "Inf", 3) == 0))
+			return fa_err_at(j->cx->err, &v->loc,
+					 "NaN and Infinity are not JSON numbers (write null for unknown)");
+		for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+			size_t n = strlen(words[i].word);
+			if ((size_t)(j->end - j->p) >= n && memcmp(j->p, words[i].word, n) == 0) {
+				j->p += n;
+				v->kind = words[i].kind;
+				v->s = words[i].word;
+				return FA_OK;
+			}
+		}
+		return jerr_char(j, "expected a value");
+	}
+}
+
+/* ---- JSON lines ---- */
+
+enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	int line = 0;
+	enum fa_rc rc;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		struct jp j = {cx, p, p, le, ++line, 0};
+		struct ival v;
+		jskip(&j);
+		if (j.p == le) { /* a blank line */
+			p = nl ? nl + 1 : end;
+			continue;
+		}
+		if (*j.p != '{')
+			return jerr_char(&j, "expected a JSON object (one result per line)");
+		if ((rc = jvalue(&j, &v)) != FA_OK)
+			return rc;
+		jskip(&j);
+		if (j.p < le)
+			return jerr_char(&j, "expected the end of the line after the object");
+		if (v.n == 1 && strcmp(v.fields[0].name, "run") == 0 && !cx->header_done) {
+			const struct ival *h = &v.fields[0].v;
+			char buf[80];
+			if (h->kind != IK_OBJ)
+				return fa_err_at(cx->err, &h->loc, "expected an object for 'run', got %s",
+						 fa_import_ival_words(h, buf, sizeof buf));
+			for (int32_t k = 0; k < h->n; k++)
+				if ((rc = fa_import_take_header_field(cx, h->fields[k].name, &h->fields[k].loc,
+							    &h->fields[k].v)) != FA_OK)
+					return rc;
+		} else {
+			struct fa_loc rl = v.loc;
+			if ((rc = fa_import_take_row(cx, &v, &rl)) != FA_OK)
+				return rc;
+		}
+		cx->header_done = 1;
+		p = nl ? nl + 1 : end;
+	}
+	return FA_OK;
+}
+

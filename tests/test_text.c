@@ -1,0 +1,57 @@
+/* test_text.c - the text helpers of harness/base/text.h: the edit distance
+ * behind every "did you mean". */
+#include <string.h>
+
+#include "../harness/base/text.h"
+#include "test.h"
+
+FA_TEST(text, edit_distance)
+{
+	char long_a[80], long_b[80];
+	FA_CHECK(fa_edit_distance("", "") == 0);
+	FA_CHECK(fa_edit_distance("heads", "heads") == 0);
+	FA_CHECK(fa_edit_distance("heds", "heads") == 1);      /* insertion */
+	FA_CHECK(fa_edit_distance("headss", "heads") == 1);    /* deletion */
+	FA_CHECK(fa_edit_distance("haeds", "heads") == 2);     /* no transpositions */
+	FA_CHECK(fa_edit_distance("q_len", "kv_len") == 2);    /* substitution + insertion */
+	FA_CHECK(fa_edit_distance("dtype", "mask") == 3);      /* capped */
+	FA_CHECK(fa_edit_distance("", "abcdefgh") == 3);
+	FA_CHECK(fa_edit_distance("cpu_flash", "cpu_dense") == 3);
+	/* symmetric */
+	FA_CHECK(fa_edit_distance("window", "widow") == fa_edit_distance("widow", "window"));
+	/* longer than 62 bytes: always 3, even when equal */
+	memset(long_a, 'a', 63);
+	long_a[63] = '\0';
+	memcpy(long_b, long_a, 64);
+	FA_CHECK(fa_edit_distance(long_a, long_b) == 3);
+	long_a[62] = '\0';
+	long_b[62] = '\0';
+	FA_CHECK(fa_edit_distance(long_a, long_b) == 0);
+}
+
+FA_TEST(text, utf8_len)
+{
+	static const struct {
+		const char *s;
+		int len; /* of the whole string, which is one sequence, or 0 */
+	} cases[] = {
+		{"a", 1},
+		{"\xc3\xa9", 2},         /* e acute */
+		{"\xe2\x82\xac", 3},     /* euro sign */
+		{"\xf0\x9f\x98\x80", 4}, /* an emoji */
+		{"\xc0\xaf", 0},         /* overlong '/' */
+		{"\xe0\x80\xaf", 0},     /* overlong in 3 */
+		{"\xed\xa0\x80", 0},     /* a surrogate */
+		{"\xf4\x90\x80\x80", 0}, /* past U+10FFFF */
+		{"\x80", 0},             /* a continuation byte first */
+		{"\xc3(", 0},            /* a bad continuation */
+		{"\xff", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const unsigned char *p = (const unsigned char *)cases[i].s;
+		FA_CHECKF(fa_utf8_len(p, p + strlen(cases[i].s)) == cases[i].len, "case %zu", i);
+	}
+	/* cut short by end */
+	const unsigned char *euro = (const unsigned char *)"\xe2\x82\xac";
+	FA_CHECK(fa_utf8_len(euro, euro + 2) == 0);
+}

@@ -2,8 +2,8 @@
  * opening and migrating the file, and the prepared statements that write it.
  *
  * Schema version 4 (PRAGMA user_version = 4; version 2 added runs.ab_group,
- * version 3 runs.running, version 4 runs.shard, runs.devices and
- * results.device).
+ * version 3 runs.running, version 4 runs.shard, runs.devices,
+ * runs.merged_from and results.device).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -24,7 +24,10 @@
  *            there (a kernel that crashed the process without --isolate).
  *            shard is "K/N" for a run that took share K of N (--shard),
  *            devices the device indices its workers drove ("0,1";
- *            --devices), both NULL otherwise.
+ *            --devices), both NULL otherwise. merged_from lists, one per
+ *            line, the identities of the runs `fabench merge --one-run`
+ *            combined into this one (NULL otherwise), so a second merge
+ *            of the same databases adds nothing.
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -223,7 +226,8 @@ static const char *const migrations[] = {
 	 * (--devices), and the device each result was measured on */
 	"ALTER TABLE runs ADD COLUMN shard TEXT;\n"
 	"ALTER TABLE runs ADD COLUMN devices TEXT;\n"
-	"ALTER TABLE results ADD COLUMN device INTEGER;\n",
+	"ALTER TABLE results ADD COLUMN device INTEGER;\n"
+	"ALTER TABLE runs ADD COLUMN merged_from TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,

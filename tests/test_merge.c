@@ -2,6 +2,7 @@
  * remapped, duplicates left out by run identity, suites of different hashes
  * refused, and the output as it was after any error. */
 #include <dirent.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,4 +175,54 @@ FA_TEST(merge, refusals_leave_the_output_as_it_was)
 	fa_proc_run((char *[]){"merge", "--help", NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 0 && strstr(r.out, "--one-run"));
 	fa_proc_free(&r);
+}
+
+FA_TEST(merge, compare_runs_of_two_files)
+{
+	char a[1024], b[1024], sa[1100], sb[1100], sbl[1100], missing[1024], none[1100];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	path_in(a, sizeof a, "c-base.db");
+	path_in(b, sizeof b, "c-head.db");
+	/* two jobs, each with its own database, the same label in both */
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "pr") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 1, 1, "pr") == 0);
+	snprintf(sa, sizeof sa, "%s:pr", a);
+	snprintf(sb, sizeof sb, "%s:1", b);
+	fa_proc_run((char *[]){"compare", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, sa) && strstr(r.out, sb) &&
+			  strstr(r.out, "0 added, 0 removed"),
+		  "%d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* a plain spec on one side is a run of --db */
+	fa_proc_run((char *[]){"compare", "--db", a, "--format", "json", "pr", sb, NULL}, NULL, 120,
+		    &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"removed\": 0"), "%d %s %s", r.status, r.out,
+		  r.err);
+	fa_proc_free(&r);
+	/* another GPU model: refused, unless asked, and then the table says so */
+	FA_REQUIRE(sqlite3_open(b, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "UPDATE runs SET device_name = 'NVIDIA H200'", NULL, NULL,
+				NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	fa_proc_run((char *[]){"compare", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "on 'NVIDIA H200': times of different GPU models "
+						 "do not compare; --cross-device"),
+		  "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"compare", "--cross-device", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "**different devices"), "%d %s %s", r.status,
+		  r.out, r.err);
+	fa_proc_free(&r);
+	/* unknown files and runs: exit 2, no temporary folder left */
+	path_in(missing, sizeof missing, "c-missing.db");
+	snprintf(none, sizeof none, "%s:pr", missing);
+	fa_proc_run((char *[]){"compare", none, sb, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "c-missing.db"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	snprintf(sbl, sizeof sbl, "%s:nosuchlabel", b);
+	fa_proc_run((char *[]){"compare", sa, sbl, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "nosuchlabel"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(missing, F_OK) != 0);
 }

@@ -46,11 +46,12 @@ int fa_cmd_merge(int argc, char **argv)
 		{"output", required_argument, 0, 'o'}, {"one-run", no_argument, 0, '1'},
 		{"label", required_argument, 0, 'l'},  {"mixed-suites", no_argument, 0, 'm'},
 		{"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-	struct fa_merge_opts opts = {0, 0, NULL};
+	struct fa_merge_opts opts;
 	struct fa_merge_out out;
 	struct fa_err err;
 	const char *output = NULL;
 	int c;
+	memset(&opts, 0, sizeof opts);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {

@@ -265,7 +265,7 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 		sqlite3_bind_text(st, 1, identity, -1, SQLITE_TRANSIENT);
 		dup = sqlite3_step(st) == SQLITE_ROW;
 		sqlite3_finalize(st);
-		if (dup) {
+		if (dup && !m->opts->keep_duplicates) {
 			m->out->runs_duplicate++;
 			free(identity);
 			return FA_OK;
@@ -325,6 +325,7 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 			return sql_fail(m, "cannot copy a run");
 		}
 		new_run = sqlite3_last_insert_rowid(m->db);
+		m->out->run_id = new_run;
 		if (m->opts->one_run) {
 			m->one_run = new_run;
 			m->one_suite_hash = hash;
@@ -415,9 +416,11 @@ static enum fa_rc merge_input(struct merger *m, const char *path)
 		return rc;
 	}
 	rc = FA_OK;
-	if (sqlite3_prepare_v2(m->db, "SELECT id FROM src.runs ORDER BY id", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(m->db, "SELECT id FROM src.runs WHERE ?1 <= 0 OR id = ?1 ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
 		rc = sql_fail(m, "cannot list the runs of an input");
+	else
+		sqlite3_bind_int64(st, 1, m->opts->only_run);
 	while (rc == FA_OK && sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
 			int64_t *ni = realloc(ids, sizeof *ids * (size_t)(cap ? 2 * cap : 16));
@@ -545,4 +548,47 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 	if (rc != FA_OK)
 		remove_db(part);
 	return rc;
+}
+
+int fa_store_spec_file(const char *spec, char *file, size_t size, const char **run)
+{
+	for (const char *c = strchr(spec, ':'); c; c = strchr(c + 1, ':')) {
+		struct stat sb;
+		size_t len = (size_t)(c - spec);
+		if (len == 0 || len >= size)
+			continue;
+		memcpy(file, spec, len);
+		file[len] = '\0';
+		if ((stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) ||
+		    (len > 3 && strcmp(file + len - 3, ".db") == 0)) {
+			*run = c[1] ? c + 1 : "latest";
+			return 1;
+		}
+	}
+	return 0;
+}
+
+enum fa_rc fa_store_copy_run(const char *out_path, const char *in_path, const char *run_spec,
+			     int64_t *new_id, struct fa_err *err)
+{
+	struct fa_store *in = NULL;
+	struct fa_merge_opts opts;
+	struct fa_merge_out out;
+	int64_t id = 0;
+	enum fa_rc rc;
+	*new_id = 0;
+	if ((rc = fa_store_open_readonly(in_path, &in, err)) != FA_OK) {
+		return rc;
+	}
+	rc = fa_store_find_run(in, run_spec, &id, err);
+	fa_store_close(in);
+	if (rc != FA_OK)
+		return rc; /* the message names the run and the file */
+	memset(&opts, 0, sizeof opts);
+	opts.only_run = id;
+	opts.keep_duplicates = 1;
+	if ((rc = fa_store_merge(out_path, &in_path, 1, &opts, &out, err)) != FA_OK)
+		return rc;
+	*new_id = out.run_id;
+	return FA_OK;
 }

@@ -290,8 +290,15 @@ static struct fa_loc jloc(const struct jp *j, const char *at)
 
 static void jskip(struct jp *j)
 {
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
+	/* a newline only occurs inside a whole-file document (a report's JSON):
+	 * JSON lines hand the parser one line at a time */
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n')) {
+		if (*j->p == '\n') {
+			j->line++;
+			j->line_start = j->p + 1;
+		}
 		j->p++;
+	}
 }
 
 static enum fa_rc jerr_char(struct jp *j, const char *expected)
@@ -1157,6 +1164,37 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
 }
 
 /* One row: the object obj (fields with locations), starting at row_loc. */
+/* Columns and fields of fabench's own reports (report --format csv|json)
+ * that import recomputes (FLOPs, rates, totals) or does not store: a report
+ * imports as it was written. */
+static const char *const report_only[] = {
+	"run_id", "case_idx", "idx", "family", "discarded", "stop_reason", "flops", "tflops",
+	"bytes", "gbps", "speedup", "checked", "same_max_abs", "unwritten", "worst_index",
+	"worst_out", "worst_ref", "mem_bytes", "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
+	"power_w", "throttle_reasons", "total_q", "total_k", "varlen", "scale_set", "device",
+};
+
+static int is_report_only(const char *name)
+{
+	for (size_t i = 0; i < sizeof report_only / sizeof report_only[0]; i++)
+		if (strcmp(report_only[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 when obj has field name with value word (a report's scale_set 0: the
+ * scale written out is the default and must not become an explicit one;
+ * varlen 1: batch, q_len and kv_len written out follow from the seqlens). */
+static int field_is(const struct ival *obj, const char *name, const char *word)
+{
+	for (int32_t k = 0; k < obj->n; k++)
+		if (strcmp(obj->fields[k].name, name) == 0) {
+			const struct ival *v = &obj->fields[k].v;
+			return v->s && strcmp(v->s, word) == 0;
+		}
+	return 0;
+}
+
 static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct fa_loc *row_loc)
 {
 	struct fa_import *im = cx->im;
@@ -1167,6 +1205,8 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 	const struct fa_case *c;
 	const char *kernel = NULL, *params = "", *dkey;
 	int32_t case_idx = -1, prev;
+	int default_scale = field_is(obj, "scale_set", "0") || field_is(obj, "scale_set", "false");
+	int varlen = field_is(obj, "varlen", "1") || field_is(obj, "varlen", "true");
 	enum fa_rc rc;
 
 	/* sort the fields into case parameters and result fields; null is absent */
@@ -1176,6 +1216,16 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 		for (int i = 0; i < RF_COUNT && q < 0 && p < 0; i++)
 			if (strcmp(rfields[i].name, f->name) == 0)
 				q = i;
+		if (p < 0 && q < 0 && strcmp(f->name, "case_key") == 0)
+			q = RF_KEY; /* a report's CSV */
+		if ((p < 0 && q < 0 && is_report_only(f->name)) ||
+		    (default_scale && strcmp(f->name, "scale") == 0) ||
+		    (varlen && (strcmp(f->name, "batch") == 0 || strcmp(f->name, "q_len") == 0 ||
+				strcmp(f->name, "kv_len") == 0)))
+			continue;
+		/* a report writes 0 samples for a result nothing timed */
+		if (q == RF_N_SAMPLES && f->v.s && strcmp(f->v.s, "0") == 0)
+			continue;
 		if (p < 0 && q < 0) {
 			if (strcmp(f->name, "run") == 0)
 				return fa_err_at(cx->err, &f->loc,
@@ -1357,6 +1407,99 @@ static enum fa_rc parse_jsonl(struct ctx *cx, const char *text, size_t len)
 		p = nl ? nl + 1 : end;
 	}
 	return FA_OK;
+}
+
+/* A report of fabench's own (report --format json): one document,
+ * {"schema_version": 1, "run": {...}, "baseline": ..., "results": [{"case":
+ * {...}, "kernel": ...}, ...]}. Each result with its case's fields becomes
+ * a row; the run's fields that a header has make the header. */
+static enum fa_rc parse_report_json(struct ctx *cx, const char *text, size_t len)
+{
+	struct jp j = {cx, text, text, text + len, 1, 0};
+	const struct ival *results = NULL, *run = NULL, *version = NULL;
+	struct ival v;
+	char buf[80];
+	enum fa_rc rc;
+	jskip(&j);
+	if ((rc = jvalue(&j, &v)) != FA_OK)
+		return rc;
+	jskip(&j);
+	if (j.p < j.end)
+		return jerr_char(&j, "expected the end of the file after the report");
+	for (int32_t k = 0; k < v.n; k++) {
+		const struct ifield *f = &v.fields[k];
+		if (strcmp(f->name, "schema_version") == 0)
+			version = &f->v;
+		else if (strcmp(f->name, "run") == 0)
+			run = &f->v;
+		else if (strcmp(f->name, "results") == 0)
+			results = &f->v;
+	}
+	if (!version || !version->s || strcmp(version->s, "1") != 0)
+		return fa_err_at(cx->err, version ? &version->loc : &v.loc,
+				 "report schema_version '%s' is not 1, the version this fabench imports",
+				 version && version->s ? version->s : "(missing)");
+	if (!results || results->kind != IK_LIST)
+		return fa_err_at(cx->err, results ? &results->loc : &v.loc,
+				 "expected a list for 'results', got %s",
+				 results ? ival_words(results, buf, sizeof buf) : "nothing");
+	for (int32_t k = 0; run && run->kind == IK_OBJ && k < run->n; k++) {
+		const struct ifield *f = &run->fields[k];
+		int header = 0;
+		for (int i = 0; i < HF_COUNT && !header; i++)
+			header = strcmp(hfields[i], f->name) == 0;
+		if (header && (rc = take_header_field(cx, f->name, &f->loc, &f->v)) != FA_OK)
+			return rc;
+	}
+	for (int32_t i = 0; i < results->n; i++) {
+		const struct ival *r = &results->items[i];
+		const struct ival *c = NULL;
+		struct ifield *f;
+		struct ival row;
+		int32_t n = 0, cap;
+		if (r->kind != IK_OBJ)
+			return fa_err_at(cx->err, &r->loc, "expected an object for a result, got %s",
+					 ival_words(r, buf, sizeof buf));
+		for (int32_t k = 0; k < r->n; k++)
+			if (strcmp(r->fields[k].name, "case") == 0)
+				c = &r->fields[k].v;
+		if (!c || c->kind != IK_OBJ)
+			return fa_err_at(cx->err, &r->loc, "missing object 'case' in a result");
+		cap = r->n + c->n;
+		if (!(f = fa_arena_alloc(&cx->m->arena, (size_t)cap * sizeof *f)))
+			return nomem(cx);
+		for (int32_t k = 0; k < c->n; k++) {
+			f[n] = c->fields[k];
+			/* per-sequence lists are written "a/b/c", as in a CSV cell */
+			if (f[n].v.kind == IK_STR && param_is_list(fa_param_lookup(f[n].name)))
+				f[n].v.kind = IK_RAW;
+			n++;
+		}
+		for (int32_t k = 0; k < r->n; k++)
+			if (strcmp(r->fields[k].name, "case") != 0)
+				f[n++] = r->fields[k];
+		row = *r;
+		row.fields = f;
+		row.n = n;
+		if ((rc = take_row(cx, &row, &r->loc)) != FA_OK)
+			return rc;
+	}
+	return FA_OK;
+}
+
+/* 1 when the text's first line holds only "{": a whole JSON document (a
+ * JSON lines file has one object per line). */
+static int is_document(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	while (p < end && strchr(" \t\r\n", *p))
+		p++;
+	if (p == end || *p != '{')
+		return 0;
+	for (p++; p < end && *p != '\n'; p++)
+		if (!strchr(" \t\r", *p))
+			return 0;
+	return 1;
 }
 
 /* ---- CSV ---- */
@@ -1553,6 +1696,7 @@ static enum fa_rc parse_csv(struct ctx *cx, const char *text, size_t len)
 					int known = fa_param_lookup(h->s ? h->s : "") >= 0;
 					if (h->kind == IK_NULL)
 						return fa_err_at(cx->err, &h->loc, "empty column name");
+					known |= is_report_only(h->s) || strcmp(h->s, "case_key") == 0;
 					for (int i = 0; i < RF_COUNT && !known; i++)
 						known = strcmp(rfields[i].name, h->s) == 0;
 					if (!known)
@@ -1663,7 +1807,9 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 		struct fa_loc l = {im->path, line, (int)(nul - ls) + 1};
 		rc = fa_err_at(err, &l, "NUL byte in the file");
 	} else {
-		rc = format == FA_IMPORT_CSV ? parse_csv(&cx, text, len) : parse_jsonl(&cx, text, len);
+		rc = format == FA_IMPORT_CSV    ? parse_csv(&cx, text, len)
+		     : is_document(text, len) ? parse_report_json(&cx, text, len)
+					      : parse_jsonl(&cx, text, len);
 	}
 	if (rc == FA_OK && im->n_rows == 0)
 		rc = fa_err_set(err, FA_ERR_INPUT, "'%s' holds no results", name);

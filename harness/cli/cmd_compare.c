@@ -18,7 +18,7 @@
 static const char usage_text[] =
 	"usage: fabench compare [--db PATH] [--format md|csv|json] [--min-effect PCT]\n"
 	"                       [--alpha P] [--fail-on-regression] [--ignore-params]\n"
-	"                       [--output FILE] [--cross-device] BASE HEAD";
+	"                       [--output FILE] [--cross-device] [--only-changed] BASE HEAD";
 
 static void help(void)
 {
@@ -48,6 +48,10 @@ static void help(void)
 	       "  --ignore-params        match by case and kernel only: compare one kernel\n"
 	       "                         run with other tunables (--param) in HEAD\n"
 	       "  --output FILE          write to FILE instead of standard output\n"
+	       "  --only-changed         list only the rows that changed: FASTER, SLOWER,\n"
+	       "                         broken, fixed, still failing, added, removed and\n"
+	       "                         lost coverage (the counts and summary still cover\n"
+	       "                         every row): a PR comment that fits\n"
 	       "  --cross-device         compare runs measured on different GPU models\n"
 	       "                         (refused otherwise: their times are not like for\n"
 	       "                         like); the table says so\n\n"
@@ -144,6 +148,7 @@ int fa_cmd_compare(int argc, char **argv)
 		{"fail-on-regression", no_argument, 0, 'F'},
 		{"ignore-params", no_argument, 0, 'I'},
 		{"cross-device", no_argument, 0, 'X'},
+		{"only-changed", no_argument, 0, 'C'},
 		{"output", required_argument, 0, 'o'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
@@ -152,7 +157,7 @@ int fa_cmd_compare(int argc, char **argv)
 	struct fa_compare cmp;
 	struct fa_store *store = NULL;
 	struct fa_err err;
-	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK, cross = 0;
+	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK, cross = 0, only_changed = 0;
 	const char *spec[2];
 	char ids[2][32];
 	struct tmp_db tmp = {"", ""};
@@ -188,6 +193,7 @@ int fa_cmd_compare(int argc, char **argv)
 		case 'F': gate = 1; break;
 		case 'I': co.ignore_params = 1; break;
 		case 'X': cross = 1; break;
+		case 'C': only_changed = 1; break;
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
@@ -215,6 +221,18 @@ int fa_cmd_compare(int argc, char **argv)
 		fa_store_close(store);
 		tmp_db_remove(&tmp);
 		return fa_cmd_fail("compare", &err);
+	}
+	if (only_changed) {
+		/* keep the rows that changed; the counts were made over all of them */
+		int32_t n = 0;
+		for (int32_t i = 0; i < cmp.n_rows; i++) {
+			const struct fa_cmp_row *row = &cmp.rows[i];
+			int timed = row->change == FA_CMP_TIMED, untimed = row->change == FA_CMP_UNTIMED;
+			if ((timed && (row->verdict == FA_PERF_FASTER || row->verdict == FA_PERF_SLOWER)) ||
+			    (!timed && !untimed) || row->lost)
+				cmp.rows[n++] = *row;
+		}
+		cmp.n_rows = n;
 	}
 	/* the tables name the sides as given */
 	cmp.base.spec = argv[optind];

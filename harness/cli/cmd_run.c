@@ -1446,10 +1446,14 @@ int fa_cmd_run(int argc, char **argv)
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);
 		goto out;
 	}
-	runner = fa_runner_new(plan.slot, &rcfg, &err);
-	if (!runner) {
-		exit_status = fa_cmd_fail("run", &err);
-		goto out;
+	/* under --devices only the workers touch a device: no runner here (its
+	 * buffers would sit on a GPU that a worker times on) */
+	if (!o.devices_text || o.dry_run) {
+		runner = fa_runner_new(plan.slot, &rcfg, &err);
+		if (!runner) {
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
 	}
 	if (o.dry_run) {
 		fa_plan_print_dry(&plan, &suite, runner, skip, stdout);

@@ -109,7 +109,7 @@ FA_TEST(fleet, shard_partitions_the_cases_whatever_their_order)
 		   "axes:\n  mask: [causal, none]\n  seq_len: [48, 16]\n");
 	fclose(f);
 	for (int k = 1; k <= 3; k++) {
-		char shard[8];
+		char shard[16];
 		snprintf(shard, sizeof shard, "%d/3", k);
 		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu",
 				       "--kernels", "cpu_flash", "--shard", shard, "--db", db,

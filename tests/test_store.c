@@ -1124,6 +1124,7 @@ FA_TEST(store, migrates_version_1_to_2)
 	/* make it a version-1 file: no ab_group column (nor running, of version 3) */
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw,
+				"ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				"ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN "
 				"running; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
@@ -1159,11 +1160,12 @@ FA_TEST(store, running_mark_migrates_and_clears)
 	FA_REQUIRE(fa_store_run_begin(s, &ri, &old_id, &err) == FA_OK);
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN running; PRAGMA user_version = 2",
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
+				     "ALTER TABLE runs DROP COLUMN running; PRAGMA user_version = 2",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 3);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs WHERE running IS NULL", -1) ==
 		 1);
 	FA_REQUIRE(fa_store_run_begin(s, &ri, &id, &err) == FA_OK);
@@ -1283,7 +1285,8 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
+				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
 				"PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
@@ -1292,7 +1295,8 @@ FA_TEST(store, readonly_old_schema)
 	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
+	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
+				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
 				"PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);

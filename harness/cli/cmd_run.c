@@ -14,9 +14,11 @@
 #include "cmd.h"
 #include "../run/crash.h"
 #include "../run/data.h"
+#include "../run/fleet.h"
 #include "../run/isolate.h"
 #include "../base/parallel.h"
 #include "../run/plan.h"
+#include "../report/junit.h"
 #include "../report/report.h"
 #include "../run/runner.h"
 #include "../store/store.h"
@@ -29,7 +31,8 @@ static const char usage_text[] =
 	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
 	"                  [--ab PLUGIN_A:PLUGIN_B] [--repeat N] [--dump DIR] [--report FILE]\n"
-	"                  [--quiet] [--case KEY]...\n"
+	"                  [--quiet] [--case KEY]... [--shard K/N] [--devices LIST|all]\n"
+	"                  [--junit FILE]\n"
 	"       fabench run [SUITE.yaml] --rerun-failed RUN | --resume RUN [--db PATH]";
 
 static void help(void)
@@ -74,6 +77,22 @@ static void help(void)
 	       "  --dump DIR         write q, k, v, outputs and reference as .npy files\n"
 	       "  --report FILE      write the markdown report of this run to FILE\n"
 	       "  --quiet            no per-case progress lines\n"
+	       "  --shard K/N        run share K of N of the cases (1 <= K <= N), chosen by a\n"
+	       "                     hash of each case key: the same on every machine and\n"
+	       "                     wherever the case stands in the suite file, so N jobs\n"
+	       "                     (a CI matrix, a Slurm array) split a suite without\n"
+	       "                     talking to each other; fabench merge joins their\n"
+	       "                     databases (docs/ci.md)\n"
+	       "  --devices LIST     one worker thread per device (0,1,3 or all), each\n"
+	       "                     running the cases as --isolate does, in worker\n"
+	       "                     processes pinned to its device (FABENCH_CUDA_DEVICE),\n"
+	       "                     one at a time: no case is timed while another of this\n"
+	       "                     run uses its GPU. Cases are dealt longest first (the\n"
+	       "                     plan's estimate); a worker that faults is replaced and\n"
+	       "                     the run goes on; each result stores its device. With\n"
+	       "                     --ab, one device (both sides of a pair on it)\n"
+	       "  --junit FILE       also write the results as JUnit XML (one testcase per\n"
+	       "                     case and kernel) for CI\n"
 	       "  --case KEY         run only the case with this key (fabench list shows\n"
 	       "                     them); repeatable, or several keys joined by commas\n"
 	       "                     (a key starts with batch=)\n"
@@ -113,6 +132,8 @@ struct run_cli {
 	char *case_args[64]; /* --case, as given */
 	int n_case_args;
 	const char *rerun, *resume; /* --rerun-failed RUN, --resume RUN */
+	const char *shard_text, *devices_text, *junit; /* --shard, --devices, --junit */
+	int shard_k, shard_n; /* 0/0: no --shard */
 	/* the cases to run, by key (--case, or --rerun-failed's), NULL: all */
 	char **keys;
 	int n_keys;
@@ -135,6 +156,9 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"rerun-failed", required_argument, 0, 'X'},
 		{"resume", required_argument, 0, 'Z'},
 		{"worker-case", required_argument, 0, 'C'},
+		{"shard", required_argument, 0, 'S'},
+		{"devices", required_argument, 0, 'V'},
+		{"junit", required_argument, 0, 'J'},
 		{"worker-from", required_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	int c;
@@ -221,6 +245,16 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			break;
 		case 'X': o->rerun = optarg; break;
 		case 'Z': o->resume = optarg; break;
+		case 'S': {
+			struct fa_err e;
+			fa_err_clear(&e);
+			o->shard_text = optarg;
+			if (fa_fleet_parse_shard(optarg, &o->shard_k, &o->shard_n, &e) != FA_OK)
+				return fa_cmd_usage_error("run", usage_text, "%s", e.msg);
+			break;
+		}
+		case 'V': o->devices_text = optarg; break;
+		case 'J': o->junit = optarg; break;
 		case 'F': o->worker_fd = atoi(optarg); break;
 		case 'C': o->worker_case = atoi(optarg); break;
 		case 'K': o->worker_from = atoi(optarg); break;
@@ -533,16 +567,27 @@ static int load_stored(struct run_cli *o, struct stored *sp)
 	return -1;
 }
 
+/* Leaves out (sets skip[ci]) the cases outside --shard K/N. */
+static void select_shard(const struct run_cli *o, const struct fa_suite *suite, char *skip)
+{
+	for (int ci = 0; o->shard_n > 0 && ci < suite->n_cases; ci++)
+		if (fa_fleet_shard_of(suite->cases[ci].key, o->shard_n) != o->shard_k)
+			skip[ci] = 1;
+}
+
 /* Which cases of the suite run: none are skipped unless o->keys names some
- * (then every key must name a case). *skip is malloc'd (one flag per case).
- * Returns -1 to go on, else the exit status (an unknown key). */
+ * (then every key must name a case) or --shard takes a share. *skip is
+ * malloc'd (one flag per case). Returns -1 to go on, else the exit status
+ * (an unknown key). */
 static int select_cases(const struct run_cli *o, const struct fa_suite *suite, char **skip)
 {
 	*skip = calloc((size_t)suite->n_cases + 1, 1);
 	if (!*skip)
 		return FA_EXIT_FAIL;
-	if (!o->keys)
+	if (!o->keys) {
+		select_shard(o, suite, *skip);
 		return -1;
+	}
 	memset(*skip, 1, (size_t)suite->n_cases);
 	for (int k = 0; k < o->n_keys; k++) {
 		int found = 0;
@@ -557,6 +602,7 @@ static int select_cases(const struct run_cli *o, const struct fa_suite *suite, c
 						  o->rerun ? "failed case" : "--case", o->keys[k],
 						  suite->name, suite->path);
 	}
+	select_shard(o, suite, *skip);
 	return -1;
 }
 
@@ -807,7 +853,7 @@ static void plugin_path(const char *spec, char *buf, size_t size)
 }
 
 static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_registry *reg,
-		  int argc, char **argv)
+		  const char *skip, int argc, char **argv)
 {
 	char spec[2048], path[2][1024], label[2][256], time_buf[32], commit[64], host[256];
 	const char *base = o->label ? o->label : "ab";
@@ -923,7 +969,11 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		oi.label = label[i];
 		fill_run_info(&ri, suite, slot[i], &oi, time_buf, commit, host, cmdline ? cmdline : "");
 		ri.ab_group = group; /* compare pairs the samples of these two runs */
-		if (fa_store_run_begin(store, &ri, &run_id[i], &err) != FA_OK) {
+		if (fa_store_run_begin(store, &ri, &run_id[i], &err) != FA_OK ||
+		    ((o->shard_text || o->devices_text) &&
+		     fa_store_run_fleet(store, run_id[i], o->shard_text,
+					o->devices_text ? getenv("FABENCH_DEVICE") : NULL,
+					&err) != FA_OK)) {
 			status = fa_cmd_fail("run", &err);
 			goto out;
 		}
@@ -938,6 +988,8 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		struct fa_samples *smp[2] = {NULL, NULL};
 		enum fa_rc frc[2] = {FA_OK, FA_OK};
 		int n[2] = {plan[0].n_kernels[ci], plan[1].n_kernels[ci]}, done[2] = {0, 0};
+		if (skip && skip[ci]) /* outside --shard */
+			continue;
 		for (int side = 0; side < 2; side++) {
 			res[side] = calloc((size_t)n[side] + 1, sizeof *res[side]);
 			smp[side] = calloc((size_t)n[side] + 1, sizeof *smp[side]);
@@ -1036,6 +1088,220 @@ out:
 	return status;
 }
 
+/* ---- the cases of a run, one step at a time, on one device or several ---- */
+
+/* What run_step reads and updates; the pointers are fa_cmd_run's. Under
+ * --devices the steps run on several threads: everything but the worker's
+ * case itself is touched under fa_fleet_lock. */
+struct run_state {
+	const struct run_cli *o;
+	const struct fa_suite *suite;
+	struct fa_plan *plan;
+	struct fa_store *store;
+	struct fa_runner *runner; /* NULL under --isolate and --devices */
+	int64_t run_id;
+	struct running_mark *mark;
+	struct tally *tal;
+	struct failure **fails;
+	int *n_fail, *n_done, *step_no, n_steps, *exit_status, *stopped;
+	double t0;
+	const char **worker_argv;
+	struct fa_junit *junit;   /* --junit, else NULL */
+	const int *steps;         /* run_devices: job -> step */
+};
+
+/* The stored idx of step `step` (--repeat numbers the copies after the
+ * first). */
+static int step_index(const struct fa_suite *suite, int step)
+{
+	return suite->cases[step % suite->n_cases].index + step / suite->n_cases * suite->n_cases;
+}
+
+/* Runs one step (a case, or a --repeat copy of one): in-process, or in
+ * worker processes (--isolate; device >= 0: pinned to that device with
+ * env_extra, under --devices), then stores, tallies and prints it. Returns 0
+ * to go on, 1 to stop the run. */
+static int run_step(struct run_state *rs, int step, int device, const char *const *env_extra)
+{
+	const struct run_cli *o = rs->o;
+	const struct fa_suite *suite = rs->suite;
+	struct fa_plan *plan = rs->plan;
+	int ci = step % suite->n_cases, rep = step / suite->n_cases;
+	struct fa_case cc = suite->cases[ci];
+	const struct fa_case *c = &cc;
+	int n = plan->n_kernels[ci], fleet = device >= 0, stop = 0;
+	struct fa_result *res;
+	struct fa_samples *smp;
+	struct fa_err err;
+	enum fa_rc frc;
+	cc.index = step_index(suite, step);
+	fa_err_clear(&err);
+	res = calloc((size_t)n, sizeof *res);
+	smp = calloc((size_t)n, sizeof *smp);
+	if (!res || !smp) {
+		free(res);
+		free(smp);
+		fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
+		if (fleet)
+			fa_fleet_lock();
+		*rs->exit_status = fa_cmd_fail("run", &err);
+		if (fleet)
+			fa_fleet_unlock();
+		return 1;
+	}
+	if (!fleet)
+		mark_case(rs->mark, step, suite->n_cases * o->repeat, c, plan->kernels[ci], o->isolate);
+	if (o->isolate || fleet) {
+		struct fa_isolate_case ic;
+		memset(&ic, 0, sizeof ic);
+		ic.worker_argv = rs->worker_argv;
+		ic.case_index = ci;
+		ic.n_kernels = n;
+		ic.kernels = plan->kernels[ci];
+		ic.kernel_timeout_s = o->timeout > 0 ? o->timeout : c->measure->timeout_s;
+		ic.setup_timeout_s = ic.kernel_timeout_s;
+		ic.cancel = &g_cancel;
+		ic.env_extra = env_extra;
+		frc = fa_isolate_run_case(&ic, res, smp, &err);
+		for (int i = 0; i < n; i++)
+			if (res[i].flops == 0) { /* a result the worker could not send */
+				res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k,
+								c->prefix_lens);
+				res[i].bytes = fa_problem_bytes(&c->p);
+				res[i].mem_bytes = fa_runner_mem_estimate(c, &plan->kernels[ci][i]);
+				res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;
+				res[i].tel.temp_c = res[i].tel.power_w = NAN;
+				res[i].tel.throttle_reasons = -1;
+			}
+	} else {
+		frc = fa_runner_run_case(rs->runner, c, plan->kernels[ci], n, res, smp, &err);
+	}
+	if (fleet)
+		fa_fleet_lock();
+	if (frc == FA_OK || frc == FA_ERR_STICKY) {
+		struct fa_err serr;
+		fa_err_clear(&serr);
+		if (fa_store_case_commit_dev(rs->store, rs->run_id, c, res, n, device, NULL, &serr) !=
+		    FA_OK) {
+			*rs->exit_status = fa_cmd_fail("run", &serr);
+			frc = FA_ERR_DB;
+		} else {
+			int step_no = ++*rs->step_no;
+			(*rs->n_done)++;
+			for (int i = 0; i < n; i++) {
+				rs->tal->count[res[i].status]++;
+				failures_add(rs->fails, rs->n_fail, c, plan->kernels[ci][i].k->name,
+					     &res[i]);
+				if (rs->junit)
+					fa_junit_add(rs->junit, c, plan->labels[ci],
+						     plan->kernels[ci][i].params_text, &res[i], device);
+			}
+			fa_plan_tally_case(plan, ci, res, n);
+			if (!o->quiet) {
+				double el = fa_now_s() - rs->t0;
+				double done = rs->n_steps < suite->n_cases * o->repeat || fleet
+						      ? (double)step_no / rs->n_steps
+						      : (rep + fa_plan_progress(plan, ci)) / o->repeat;
+				double eta = done > 0 && step_no < rs->n_steps ? el * (1.0 / done - 1.0)
+									       : -1;
+				print_case_line(plan, ci, step_no - 1, rs->n_steps, plan->kernels[ci], res,
+						n, done, eta);
+				if (fleet)
+					printf("      on device %d\n", device);
+			}
+		}
+	}
+	if (frc == FA_OK && err.rc != FA_OK) /* e.g. a dump that failed */
+		fprintf(stderr, "fabench run: warning: %s\n", err.msg);
+	if (frc == FA_ERR_STICKY) {
+		fprintf(stderr,
+			"fabench run: the device is unusable after case %d: %s\n"
+			"fabench run: stopping; the %d finished cases are stored (run %lld, "
+			"incomplete); --isolate runs each case in its own process\n",
+			ci, err.msg, *rs->n_done, (long long)rs->run_id);
+		*rs->exit_status = FA_EXIT_FAIL;
+		*rs->stopped = stop = 1;
+	} else if (frc == FA_ERR_DB) {
+		*rs->stopped = stop = 1;
+	} else if (frc == FA_ERR_CANCELLED) {
+		stop = 1;
+	} else if (frc != FA_OK) {
+		*rs->exit_status = fa_cmd_fail("run", &err);
+		*rs->stopped = stop = 1;
+	}
+	if (fleet)
+		fa_fleet_unlock();
+	for (int i = 0; i < n; i++)
+		fa_samples_free(&smp[i]);
+	free(res);
+	free(smp);
+	return stop;
+}
+
+/* The environment of device slot i's workers. */
+struct device_env {
+	char cuda[40], hip[40], any[40];
+	const char *v[4];
+};
+
+static struct device_env device_envs[FA_FLEET_MAX_DEVICES];
+
+static int device_job(void *ctx, int job, int slot, int device)
+{
+	struct run_state *rs = ctx;
+	return run_step(rs, rs->steps[job], device, device_envs[slot].v);
+}
+
+/* --devices: the steps still to run, dealt longest first (the plan's work
+ * estimate) to one thread per device. Returns the exit status so far. */
+static int run_devices(struct run_state *rs, const char *skip, const char *stored_idx)
+{
+	const struct fa_suite *suite = rs->suite;
+	int devices[FA_FLEET_MAX_DEVICES], n_devices = 0, n = 0, total;
+	int *steps;
+	double *cost;
+	struct fa_err err;
+	fa_err_clear(&err);
+	/* parsed (and refused, exit 2) before the database opened */
+	fa_fleet_parse_devices(rs->o->devices_text, rs->plan->slot->name, devices, &n_devices, &err);
+	total = suite->n_cases * rs->o->repeat;
+	steps = malloc(sizeof *steps * (size_t)(total + 1));
+	cost = malloc(sizeof *cost * (size_t)(total + 1));
+	if (!steps || !cost) {
+		free(steps);
+		free(cost);
+		fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
+		return fa_cmd_fail("run", &err);
+	}
+	for (int step = 0; step < total; step++) {
+		int ci = step % suite->n_cases;
+		if (rs->plan->n_kernels[ci] == 0 || skip[ci] ||
+		    (stored_idx && stored_idx[step_index(suite, step)]))
+			continue;
+		steps[n] = step;
+		cost[n++] = fa_plan_progress(rs->plan, ci) -
+			    (ci > 0 ? fa_plan_progress(rs->plan, ci - 1) : 0);
+	}
+	for (int i = 0; i < n_devices; i++) {
+		struct device_env *de = &device_envs[i];
+		snprintf(de->cuda, sizeof de->cuda, "FABENCH_CUDA_DEVICE=%d", devices[i]);
+		snprintf(de->hip, sizeof de->hip, "FABENCH_HIP_DEVICE=%d", devices[i]);
+		snprintf(de->any, sizeof de->any, "FABENCH_DEVICE=%d", devices[i]);
+		de->v[0] = de->cuda;
+		de->v[1] = de->hip;
+		de->v[2] = de->any;
+		de->v[3] = NULL;
+	}
+	rs->steps = steps;
+	if (fa_fleet_deal(cost, n, devices, n_devices, device_job, rs, &g_cancel, &err) != FA_OK) {
+		*rs->exit_status = fa_cmd_fail("run", &err);
+		*rs->stopped = 1;
+	}
+	free(steps);
+	free(cost);
+	return *rs->exit_status;
+}
+
 int fa_cmd_run(int argc, char **argv)
 {
 	struct run_cli o;
@@ -1049,6 +1315,9 @@ int fa_cmd_run(int argc, char **argv)
 	struct fa_run_info ri;
 	struct tally tal;
 	struct running_mark mark;
+	struct run_state rs;
+	struct fa_junit *junit = NULL;
+	char devices_buf[4 * FA_FLEET_MAX_DEVICES] = "";
 	int64_t run_id = 0;
 	int rc = parse_args(argc, argv, &o), exit_status = FA_EXIT_OK, n_done = 0, stopped = 0;
 	int n_fail = 0, n_steps = 0, step_no = 0;
@@ -1058,7 +1327,6 @@ int fa_cmd_run(int argc, char **argv)
 	struct failure *fails = NULL;
 	struct stored sp;
 	double t0 = fa_now_s();
-	enum fa_rc frc;
 
 	if (rc != 0)
 		return rc < 0 ? FA_EXIT_OK : rc;
@@ -1123,12 +1391,33 @@ int fa_cmd_run(int argc, char **argv)
 		exit_status = fa_cmd_fail("run", &err);
 		goto out_early;
 	}
+	if (o.ab && o.devices_text) {
+		/* both sides of every pair on one device: the whole process is pinned
+		 * to it before a plugin loads */
+		int devs[FA_FLEET_MAX_DEVICES], nd = 0;
+		char v[16];
+		if (fa_fleet_parse_devices(o.devices_text, "cuda", devs, &nd, &err) != FA_OK) {
+			exit_status = fa_cmd_usage_error("run", usage_text, "%s", err.msg);
+			goto out_early;
+		}
+		if (nd != 1) {
+			exit_status = fa_cmd_usage_error("run", usage_text,
+							 "--ab runs on one device: --devices '%s' "
+							 "names %d",
+							 o.devices_text, nd);
+			goto out_early;
+		}
+		snprintf(v, sizeof v, "%d", devs[0]);
+		setenv("FABENCH_CUDA_DEVICE", v, 1);
+		setenv("FABENCH_HIP_DEVICE", v, 1);
+		setenv("FABENCH_DEVICE", v, 1);
+	}
 	if (fa_cmd_registry(&reg, &err) != FA_OK) {
 		exit_status = fa_cmd_fail("run", &err);
 		goto out_early;
 	}
 	if (o.ab) {
-		exit_status = run_ab(&o, &suite, &reg, argc, argv);
+		exit_status = run_ab(&o, &suite, &reg, skip, argc, argv);
 		goto out;
 	}
 	if (fa_plan_build(&plan, &suite, &reg, o.backend, o.kernels, o.params, o.n_params, &err) !=
@@ -1146,6 +1435,19 @@ int fa_cmd_run(int argc, char **argv)
 			"kernels%s%s\n",
 			plan.slot->name, o.kernels ? " and --kernels " : "", o.kernels ? o.kernels : "");
 		exit_status = FA_EXIT_USAGE;
+		goto out;
+	}
+	if (o.devices_text && o.worker_fd <= 0) {
+		int devs[FA_FLEET_MAX_DEVICES], nd;
+		if (fa_fleet_parse_devices(o.devices_text, plan.slot->name, devs, &nd, &err) != FA_OK) {
+			exit_status = fa_cmd_usage_error("run", usage_text, "%s", err.msg);
+			goto out;
+		}
+		fa_fleet_devices_text(devs, nd, devices_buf, sizeof devices_buf);
+	}
+	if (o.junit && o.worker_fd <= 0 && !o.dry_run && !(junit = fa_junit_new(suite.name))) {
+		fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
+		exit_status = fa_cmd_fail("run", &err);
 		goto out;
 	}
 
@@ -1166,10 +1468,14 @@ int fa_cmd_run(int argc, char **argv)
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);
 		goto out;
 	}
-	runner = fa_runner_new(plan.slot, &rcfg, &err);
-	if (!runner) {
-		exit_status = fa_cmd_fail("run", &err);
-		goto out;
+	/* under --devices only the workers touch a device: no runner here (its
+	 * buffers would sit on a GPU that a worker times on) */
+	if (!o.devices_text || o.dry_run) {
+		runner = fa_runner_new(plan.slot, &rcfg, &err);
+		if (!runner) {
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
 	}
 	if (o.dry_run) {
 		fa_plan_print_dry(&plan, &suite, runner, skip, stdout);
@@ -1187,6 +1493,11 @@ int fa_cmd_run(int argc, char **argv)
 		fill_run_info(&ri, &suite, plan.slot, &o, time_buf, commit, host,
 			      cmdline ? cmdline : "");
 		if (fa_store_run_begin(store, &ri, &run_id, &err) != FA_OK) {
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+		if ((o.shard_text || o.devices_text) &&
+		    fa_store_run_fleet(store, run_id, o.shard_text, devices_buf, &err) != FA_OK) {
 			exit_status = fa_cmd_fail("run", &err);
 			goto out;
 		}
@@ -1208,105 +1519,34 @@ int fa_cmd_run(int argc, char **argv)
 	if (!o.isolate)
 		fa_crash_install();
 
-	for (int step = 0; step < suite.n_cases * o.repeat && !g_cancel; step++) {
-		/* --repeat: the whole suite again, the copies numbered after the first */
-		int ci = step % suite.n_cases, rep = step / suite.n_cases;
-		struct fa_case cc = suite.cases[ci];
-		const struct fa_case *c = &cc;
-		int n = plan.n_kernels[ci];
-		cc.index += rep * suite.n_cases;
-		struct fa_result *res;
-		struct fa_samples *smp;
-		if (n == 0 || skip[ci] || (stored_idx && stored_idx[cc.index]))
-			continue;
-		step_no++;
-		res = calloc((size_t)n, sizeof *res);
-		smp = calloc((size_t)n, sizeof *smp);
-		if (!res || !smp) {
-			free(res);
-			free(smp);
-			fa_err_set(&err, FA_ERR_NOMEM, "out of memory");
-			exit_status = fa_cmd_fail("run", &err);
-			break;
-		}
-		fa_err_clear(&err);
-		mark_case(&mark, step, suite.n_cases * o.repeat, c, plan.kernels[ci], o.isolate);
-		if (o.isolate) {
-			struct fa_isolate_case ic;
-			ic.worker_argv = worker_argv(&o, plan.slot->name);
-			ic.case_index = ci;
-			ic.n_kernels = n;
-			ic.kernels = plan.kernels[ci];
-			ic.kernel_timeout_s = o.timeout > 0 ? o.timeout : c->measure->timeout_s;
-			ic.setup_timeout_s = ic.kernel_timeout_s;
-			ic.cancel = &g_cancel;
-			frc = fa_isolate_run_case(&ic, res, smp, &err);
-			for (int i = 0; i < n; i++)
-				if (res[i].flops == 0) { /* a result the worker could not send */
-					res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q,
-									c->cu_seqlens_k, c->prefix_lens);
-					res[i].bytes = fa_problem_bytes(&c->p);
-					res[i].mem_bytes = fa_runner_mem_estimate(c, &plan.kernels[ci][i]);
-					res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;
-					res[i].tel.temp_c = res[i].tel.power_w = NAN;
-					res[i].tel.throttle_reasons = -1;
-				}
-		} else {
-			frc = fa_runner_run_case(runner, c, plan.kernels[ci], n, res, smp, &err);
-		}
-		if (frc == FA_OK || frc == FA_ERR_STICKY) {
-			struct fa_err serr;
-			fa_err_clear(&serr);
-			if (fa_store_case_commit(store, run_id, c, res, n, NULL, &serr) != FA_OK) {
-				exit_status = fa_cmd_fail("run", &serr);
-				frc = FA_ERR_DB;
-			} else {
-				n_done++;
-				for (int i = 0; i < n; i++) {
-					tal.count[res[i].status]++;
-					failures_add(&fails, &n_fail, c, plan.kernels[ci][i].k->name,
-						     &res[i]);
-				}
-				fa_plan_tally_case(&plan, ci, res, n);
-				if (!o.quiet) {
-					double el = fa_now_s() - t0;
-					double done = n_steps < suite.n_cases * o.repeat
-							      ? (double)step_no / n_steps
-							      : (rep + fa_plan_progress(&plan, ci)) / o.repeat;
-					double eta = done > 0 && step_no < n_steps
-							     ? el * (1.0 / done - 1.0)
-							     : -1;
-					print_case_line(&plan, ci, step_no - 1, n_steps,
-							plan.kernels[ci], res, n, done, eta);
-				}
-			}
-		}
-		if (frc == FA_OK && err.rc != FA_OK) /* e.g. a dump that failed */
-			fprintf(stderr, "fabench run: warning: %s\n", err.msg);
-		for (int i = 0; i < n; i++)
-			fa_samples_free(&smp[i]);
-		free(res);
-		free(smp);
-		if (frc == FA_ERR_STICKY) {
-			fprintf(stderr,
-				"fabench run: the device is unusable after case %d: %s\n"
-				"fabench run: stopping; the %d finished cases are stored (run %lld, "
-				"incomplete); --isolate runs each case in its own process\n",
-				ci, err.msg, n_done, (long long)run_id);
-			exit_status = FA_EXIT_FAIL;
-			stopped = 1;
-			break;
-		}
-		if (frc == FA_ERR_DB) {
-			stopped = 1;
-			break;
-		}
-		if (frc == FA_ERR_CANCELLED)
-			break;
-		if (frc != FA_OK) {
-			exit_status = fa_cmd_fail("run", &err);
-			stopped = 1;
-			break;
+	rs.o = &o;
+	rs.suite = &suite;
+	rs.plan = &plan;
+	rs.store = store;
+	rs.runner = runner;
+	rs.run_id = run_id;
+	rs.mark = &mark;
+	rs.tal = &tal;
+	rs.fails = &fails;
+	rs.n_fail = &n_fail;
+	rs.n_done = &n_done;
+	rs.step_no = &step_no;
+	rs.n_steps = n_steps;
+	rs.exit_status = &exit_status;
+	rs.stopped = &stopped;
+	rs.t0 = t0;
+	rs.worker_argv = worker_argv(&o, plan.slot->name);
+	rs.junit = junit;
+	if (o.devices_text) {
+		exit_status = run_devices(&rs, skip, stored_idx);
+	} else {
+		for (int step = 0; step < suite.n_cases * o.repeat && !g_cancel; step++) {
+			int ci = step % suite.n_cases;
+			if (plan.n_kernels[ci] == 0 || skip[ci] ||
+			    (stored_idx && stored_idx[step_index(&suite, step)]))
+				continue;
+			if (run_step(&rs, step, -1, NULL) != 0)
+				break;
 		}
 	}
 	fa_crash_set_case(NULL);
@@ -1350,6 +1590,15 @@ int fa_cmd_run(int argc, char **argv)
 			fclose(f);
 		}
 	}
+	if (junit) {
+		struct fa_err e4;
+		fa_err_clear(&e4);
+		if (fa_junit_write(junit, o.junit, &e4) != FA_OK) {
+			fa_cmd_fail("run", &e4);
+			if (exit_status == FA_EXIT_OK)
+				exit_status = FA_EXIT_FAIL;
+		}
+	}
 	fa_plan_print_summary(&plan, &suite, stdout);
 	failures_print(fails, n_fail, run_id, o.db);
 	printf("\n%d cases in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n", n_done,
@@ -1358,11 +1607,14 @@ int fa_cmd_run(int argc, char **argv)
 	printf("results: %s (run %lld)\n", o.db, (long long)run_id);
 	if (o.report)
 		printf("report:  %s\n", o.report);
+	if (junit)
+		printf("junit:   %s\n", o.junit);
 	if (o.dump)
 		printf("dumps:   %s\n", o.dump);
 	printf("seed:    %llu (replay with --seed %llu)\n", (unsigned long long)suite.seed,
 	       (unsigned long long)suite.seed);
 out:
+	fa_junit_free(junit);
 	fa_runner_free(runner);
 	if (store)
 		fa_store_close(store);

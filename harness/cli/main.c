@@ -25,6 +25,7 @@ static const struct cmd commands[] = {
 	{"history", fa_cmd_history, "each result over the runs, with steps (nightly job)"},
 	{"plot", fa_cmd_plot, "charts of stored results through gnuplot (PNG, SVG)"},
 	{"import", fa_cmd_import, "store results measured by other tools (JSON lines, CSV)"},
+	{"merge", fa_cmd_merge, "the runs of several databases in one (CI shards, hosts)"},
 };
 
 static void usage(FILE *f)

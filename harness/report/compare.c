@@ -1069,6 +1069,13 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 	for (int i = 0; i < cmp->n_rows; i++)
 		if (cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0)
 			vals[n++] = cmp->rows[i].values;
+	if (n == 0) { /* every timed row of the suite left out (compare --only-changed) */
+		free(vals);
+		fprintf(f, "\n## Performance%s", suite[0] ? ": " : "");
+		fa_table_md_text(f, suite);
+		fputs("\n\nNo row changed.\n", f);
+		return FA_OK;
+	}
 	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, N_OF(tail),
 				    shown, &t, err);
 	free(vals);

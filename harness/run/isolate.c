@@ -4,6 +4,7 @@
 #include "isolate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,13 +93,51 @@ static int read_all(int fd, void *buf, size_t n, double deadline, volatile int *
 	return 0;
 }
 
+extern char **environ;
+
+/* The worker's environment: this process's, with ic->env_extra on top
+ * (malloc'd array of borrowed strings; NULL when there is nothing to add,
+ * or on failure, which leaves the environment as it is). Built before fork:
+ * the child of a threaded process should not allocate. */
+static char **worker_env(const struct fa_isolate_case *ic)
+{
+	size_t n = 0, m = 0, k = 0;
+	char **env;
+	if (!ic->env_extra || !ic->env_extra[0])
+		return NULL;
+	while (environ[n])
+		n++;
+	while (ic->env_extra[m])
+		m++;
+	if (!(env = malloc(sizeof *env * (n + m + 1))))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int replaced = 0;
+		for (size_t j = 0; j < m && !replaced; j++) {
+			const char *eq = strchr(ic->env_extra[j], '=');
+			size_t len = eq ? (size_t)(eq - ic->env_extra[j]) + 1 : 0;
+			replaced = len && strncmp(environ[i], ic->env_extra[j], len) == 0;
+		}
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	for (size_t j = 0; j < m; j++)
+		env[k++] = (char *)ic->env_extra[j];
+	env[k] = NULL;
+	return env;
+}
+
 static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 {
+	char **env;
 	int fds[2], n = 0;
 	char ci[32], fr[32];
 	const char *args[128];
 	pid_t pid, parent;
-	if (pipe(fds) != 0)
+	/* close-on-exec: under --devices other threads start workers at the same
+	 * time, and a worker that inherited this pipe's write end would keep the
+	 * parent from seeing this worker die */
+	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
 	for (int i = 0; ic->worker_argv[i] && n < 120; i++)
 		args[n++] = ic->worker_argv[i];
@@ -114,10 +153,12 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 	fflush(stdout);
 	fflush(stderr);
 	parent = getpid();
+	env = worker_env(ic);
 	pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		free(env);
 		return -1;
 	}
 	if (pid == 0) {
@@ -129,14 +170,20 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 			_exit(127);
 		if (fds[1] != 3) {
-			dup2(fds[1], 3);
+			dup2(fds[1], 3); /* the copy is not close-on-exec */
 			close(fds[1]);
+		} else {
+			fcntl(3, F_SETFD, 0);
 		}
 		close(fds[0]);
 		signal(SIGINT, SIG_IGN); /* the parent decides when to stop */
-		execv("/proc/self/exe", (char *const *)args);
+		if (env)
+			execve("/proc/self/exe", (char *const *)args, env);
+		else
+			execv("/proc/self/exe", (char *const *)args);
 		_exit(127);
 	}
+	free(env);
 	close(fds[1]);
 	*rfd = fds[0];
 	return pid;

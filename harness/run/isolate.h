@@ -33,6 +33,10 @@ struct fa_isolate_case {
 	double kernel_timeout_s; /* a kernel silent for longer than this (plus grace) is killed */
 	double setup_timeout_s;  /* likewise for the inputs and the reference */
 	volatile int *cancel;
+	/* "NAME=value" entries (NULL-terminated; NULL: none) the worker's
+	 * environment gets on top of this process's, replacing the same names:
+	 * --devices pins each worker to its device with FABENCH_CUDA_DEVICE */
+	const char *const *env_extra;
 };
 
 /* Parent side: runs one case in workers until every kernel has a result.

@@ -736,6 +736,50 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
 }
 
 /* One row: the object obj (fields with locations), starting at row_loc. */
+/* Columns and fields of fabench's own reports (report --format csv|json)
+ * that import recomputes (FLOPs, rates, totals) or does not store: a report
+ * imports as it was written. */
+static const char *const report_only[] = {
+	"run_id", "case_idx", "idx", "family", "discarded", "stop_reason", "flops", "tflops",
+	"bytes", "gbps", "speedup", "checked", "same_max_abs", "unwritten", "worst_index",
+	"worst_out", "worst_ref", "mem_bytes", "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
+	"power_w", "throttle_reasons", "total_q", "total_k", "varlen", "scale_set", "device",
+};
+
+int fa_import_report_only(const char *name)
+{
+	for (size_t i = 0; i < sizeof report_only / sizeof report_only[0]; i++)
+		if (strcmp(report_only[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int fa_import_header_field_is(const char *name)
+{
+	for (int i = 0; i < HF_COUNT; i++)
+		if (strcmp(hfields[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int fa_import_param_is_list(const char *name)
+{
+	return param_is_list(fa_param_lookup(name));
+}
+
+/* 1 when obj has field name with value word (a report's scale_set 0: the
+ * scale written out is the default and must not become an explicit one;
+ * varlen 1: batch, q_len and kv_len written out follow from the seqlens). */
+static int field_is(const struct ival *obj, const char *name, const char *word)
+{
+	for (int32_t k = 0; k < obj->n; k++)
+		if (strcmp(obj->fields[k].name, name) == 0) {
+			const struct ival *v = &obj->fields[k].v;
+			return v->s && strcmp(v->s, word) == 0;
+		}
+	return 0;
+}
+
 enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const struct fa_loc *row_loc)
 {
 	struct fa_import *im = cx->im;
@@ -746,6 +790,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const stru
 	const struct fa_case *c;
 	const char *kernel = NULL, *params = "", *dkey;
 	int32_t case_idx = -1, prev;
+	int default_scale = field_is(obj, "scale_set", "0") || field_is(obj, "scale_set", "false");
+	int varlen = field_is(obj, "varlen", "1") || field_is(obj, "varlen", "true");
 	enum fa_rc rc;
 
 	/* sort the fields into case parameters and result fields; null is absent */
@@ -755,6 +801,16 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const stru
 		for (int i = 0; i < RF_COUNT && q < 0 && p < 0; i++)
 			if (strcmp(rfields[i].name, f->name) == 0)
 				q = i;
+		if (p < 0 && q < 0 && strcmp(f->name, "case_key") == 0)
+			q = RF_KEY; /* a report's CSV */
+		if ((p < 0 && q < 0 && fa_import_report_only(f->name)) ||
+		    (default_scale && strcmp(f->name, "scale") == 0) ||
+		    (varlen && (strcmp(f->name, "batch") == 0 || strcmp(f->name, "q_len") == 0 ||
+				strcmp(f->name, "kv_len") == 0)))
+			continue;
+		/* a report writes 0 samples for a result nothing timed */
+		if (q == RF_N_SAMPLES && f->v.s && strcmp(f->v.s, "0") == 0)
+			continue;
 		if (p < 0 && q < 0) {
 			if (strcmp(f->name, "run") == 0)
 				return fa_err_at(cx->err, &f->loc,
@@ -962,7 +1018,9 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 		struct fa_loc l = {im->path, line, (int)(nul - ls) + 1};
 		rc = fa_err_at(err, &l, "NUL byte in the file");
 	} else {
-		rc = format == FA_IMPORT_CSV ? fa_import_parse_csv(&cx, text, len) : fa_import_parse_jsonl(&cx, text, len);
+		rc = format == FA_IMPORT_CSV		? fa_import_parse_csv(&cx, text, len)
+		     : fa_import_is_document(text, len) ? fa_import_parse_report_json(&cx, text, len)
+							: fa_import_parse_jsonl(&cx, text, len);
 	}
 	if (rc == FA_OK && im->n_rows == 0)
 		rc = fa_err_set(err, FA_ERR_INPUT, "'%s' holds no results", name);

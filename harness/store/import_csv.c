@@ -198,7 +198,8 @@ enum fa_rc fa_import_parse_csv(struct ctx *cx, const char *text, size_t len)
 					const struct ival *h = &cells[k];
 					if (h->kind == IK_NULL)
 						return fa_err_at(cx->err, &h->loc, "empty column name");
-					if (!fa_import_row_field_known(h->s))
+					if (!fa_import_row_field_known(h->s) &&
+					    !fa_import_report_only(h->s) && strcmp(h->s, "case_key") != 0)
 						return fa_import_unknown_field(cx, &h->loc, "column", h->s, 0);
 					for (int32_t i = 0; i < k; i++)
 						if (strcmp(cells[i].s, h->s) == 0)

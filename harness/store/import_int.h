@@ -99,6 +99,16 @@ enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const s
 /* JSON lines (import_json.c): a {"run": {...}} header line, then a result
  * object per line. */
 enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len);
+/* A report of fabench's own (report --format json), one document; and 1
+ * when the text's first line holds only "{" (such a document). */
+enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len);
+int fa_import_is_document(const char *text, size_t len);
+/* 1 for a column or field of fabench's own reports that import recomputes
+ * or does not store (a report imports as it was written) */
+int fa_import_report_only(const char *name);
+/* 1 for a run header field; 1 for a per-sequence list parameter */
+int fa_import_header_field_is(const char *name);
+int fa_import_param_is_list(const char *name);
 /* CSV (import_csv.c): "# key: value" header lines, a row of column names,
  * then a result per row. */
 enum fa_rc fa_import_parse_csv(struct ctx *cx, const char *text, size_t len);

@@ -33,8 +33,15 @@ static struct fa_loc jloc(const struct jp *j, const char *at)
 
 static void jskip(struct jp *j)
 {
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
+	/* a newline only occurs inside a whole-file document (a report's JSON):
+	 * JSON lines hand the parser one line at a time */
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n')) {
+		if (*j->p == '\n') {
+			j->line++;
+			j->line_start = j->p + 1;
+		}
 		j->p++;
+	}
 }
 
 static enum fa_rc jerr_char(struct jp *j, const char *expected)
@@ -418,3 +425,92 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
 	return FA_OK;
 }
 
+
+/* A report of fabench's own (report --format json): one document,
+ * {"schema_version": 1, "run": {...}, "baseline": ..., "results": [{"case":
+ * {...}, "kernel": ...}, ...]}. Each result with its case's fields becomes
+ * a row; the run's fields that a header has make the header. */
+enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len)
+{
+	struct jp j = {cx, text, text, text + len, 1, 0};
+	const struct ival *results = NULL, *run = NULL, *version = NULL;
+	struct ival v;
+	char buf[80];
+	enum fa_rc rc;
+	jskip(&j);
+	if ((rc = jvalue(&j, &v)) != FA_OK)
+		return rc;
+	jskip(&j);
+	if (j.p < j.end)
+		return jerr_char(&j, "expected the end of the file after the report");
+	for (int32_t k = 0; k < v.n; k++) {
+		const struct ifield *f = &v.fields[k];
+		if (strcmp(f->name, "schema_version") == 0)
+			version = &f->v;
+		else if (strcmp(f->name, "run") == 0)
+			run = &f->v;
+		else if (strcmp(f->name, "results") == 0)
+			results = &f->v;
+	}
+	if (!version || !version->s || strcmp(version->s, "1") != 0)
+		return fa_err_at(cx->err, version ? &version->loc : &v.loc,
+				 "report schema_version '%s' is not 1, the version this fabench imports",
+				 version && version->s ? version->s : "(missing)");
+	if (!results || results->kind != IK_LIST)
+		return fa_err_at(cx->err, results ? &results->loc : &v.loc,
+				 "expected a list for 'results', got %s",
+				 results ? fa_import_ival_words(results, buf, sizeof buf) : "nothing");
+	for (int32_t k = 0; run && run->kind == IK_OBJ && k < run->n; k++) {
+		const struct ifield *f = &run->fields[k];
+		if (fa_import_header_field_is(f->name) &&
+		    (rc = fa_import_take_header_field(cx, f->name, &f->loc, &f->v)) != FA_OK)
+			return rc;
+	}
+	for (int32_t i = 0; i < results->n; i++) {
+		const struct ival *r = &results->items[i];
+		const struct ival *c = NULL;
+		struct ifield *f;
+		struct ival row;
+		int32_t n = 0, cap;
+		if (r->kind != IK_OBJ)
+			return fa_err_at(cx->err, &r->loc, "expected an object for a result, got %s",
+					 fa_import_ival_words(r, buf, sizeof buf));
+		for (int32_t k = 0; k < r->n; k++)
+			if (strcmp(r->fields[k].name, "case") == 0)
+				c = &r->fields[k].v;
+		if (!c || c->kind != IK_OBJ)
+			return fa_err_at(cx->err, &r->loc, "missing object 'case' in a result");
+		cap = r->n + c->n;
+		if (!(f = fa_arena_alloc(&cx->m->arena, (size_t)cap * sizeof *f)))
+			return fa_import_nomem(cx);
+		for (int32_t k = 0; k < c->n; k++) {
+			f[n] = c->fields[k];
+			/* per-sequence lists are written "a/b/c", as in a CSV cell */
+			if (f[n].v.kind == IK_STR && fa_import_param_is_list(f[n].name))
+				f[n].v.kind = IK_RAW;
+			n++;
+		}
+		for (int32_t k = 0; k < r->n; k++)
+			if (strcmp(r->fields[k].name, "case") != 0)
+				f[n++] = r->fields[k];
+		row = *r;
+		row.fields = f;
+		row.n = n;
+		if ((rc = fa_import_take_row(cx, &row, &r->loc)) != FA_OK)
+			return rc;
+	}
+	return FA_OK;
+}
+
+int fa_import_is_document(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	while (p < end && strchr(" \t\r\n", *p))
+		p++;
+	if (p == end || *p != '{')
+		return 0;
+	for (p++; p < end && *p != '\n'; p++)
+		if (!strchr(" \t\r", *p))
+			return 0;
+	return 1;
+}

@@ -1,8 +1,9 @@
 /* store.c - the SQLite database of runs, cases, results and raw samples:
  * opening and migrating the file, and the prepared statements that write it.
  *
- * Schema version 3 (PRAGMA user_version = 3; version 2 added runs.ab_group,
- * version 3 runs.running).
+ * Schema version 4 (PRAGMA user_version = 4; version 2 added runs.ab_group,
+ * version 3 runs.running, version 4 runs.shard, runs.devices,
+ * runs.merged_from and results.device).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -21,6 +22,12 @@
  *            "case 12/63 KEY kernel NAME", and set to NULL when the run
  *            ends: a run left 'incomplete' with running set was killed
  *            there (a kernel that crashed the process without --isolate).
+ *            shard is "K/N" for a run that took share K of N (--shard),
+ *            devices the device indices its workers drove ("0,1";
+ *            --devices), both NULL otherwise. merged_from lists, one per
+ *            line, the identities of the runs `fabench merge --one-run`
+ *            combined into this one (NULL otherwise), so a second merge
+ *            of the same databases adds nothing.
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -35,7 +42,9 @@
  *            there is no worst element); telemetry is NULL where unknown.
  *            stop_reason is fa_stop_name() of the sampling's stop, NULL when
  *            no sampling took place. params is the kernel's tunables
- *            "name=value,..." ('' when none).
+ *            "name=value,..." ('' when none). device is the index of the
+ *            device the result was measured on (--devices), NULL when the
+ *            run drove one device in-process.
  *   samples  the raw timing samples of a result in the order taken (seq
  *            from 0), so compare/history can test distributions, not only
  *            medians.
@@ -212,6 +221,13 @@ static const char *const migrations[] = {
 	/* 2 -> 3: what a run is doing while a kernel runs, so that a process
 	 * killed by a crashing kernel leaves its name behind */
 	"ALTER TABLE runs ADD COLUMN running TEXT;\n",
+	/* 3 -> 4: runs spread over GPUs and machines (issue 14): the share of
+	 * the cases a run took (--shard K/N), the devices its workers drove
+	 * (--devices), and the device each result was measured on */
+	"ALTER TABLE runs ADD COLUMN shard TEXT;\n"
+	"ALTER TABLE runs ADD COLUMN devices TEXT;\n"
+	"ALTER TABLE results ADD COLUMN device INTEGER;\n"
+	"ALTER TABLE runs ADD COLUMN merged_from TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -752,6 +768,26 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 	return FA_OK;
 }
 
+enum fa_rc fa_store_run_fleet(struct fa_store *s, int64_t run_id, const char *shard,
+			      const char *devices, struct fa_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "UPDATE runs SET shard = ?, devices = ? WHERE id = ?", -1,
+				    &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_error(s->db, s->path, rc, err, "cannot record the run's shard and devices");
+	if (shard && *shard)
+		sqlite3_bind_text(st, 1, shard, -1, SQLITE_TRANSIENT);
+	if (devices && *devices)
+		sqlite3_bind_text(st, 2, devices, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, run_id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_error(s->db, s->path, rc, err, "cannot record the run's shard and devices");
+	return FA_OK;
+}
+
 enum fa_rc fa_store_run_end(struct fa_store *s, int64_t run_id, const char *status,
 			    struct fa_err *err)
 {
@@ -950,6 +986,13 @@ enum fa_rc fa_store_case_commit(struct fa_store *s, int64_t run_id, const struct
 				const struct fa_result *results, int n_results, int64_t *case_id,
 				struct fa_err *err)
 {
+	return fa_store_case_commit_dev(s, run_id, c, results, n_results, -1, case_id, err);
+}
+
+enum fa_rc fa_store_case_commit_dev(struct fa_store *s, int64_t run_id, const struct fa_case *c,
+				    const struct fa_result *results, int n_results, int32_t device,
+				    int64_t *case_id, struct fa_err *err)
+{
 	int64_t id = 0;
 	enum fa_rc frc = FA_OK;
 	char what[96];
@@ -971,6 +1014,13 @@ enum fa_rc fa_store_case_commit(struct fa_store *s, int64_t run_id, const struct
 			break;
 		}
 		rc = insert_result(s, run_id, id, &results[k], err);
+	}
+	if (frc == FA_OK && rc == SQLITE_DONE && device >= 0) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "UPDATE results SET device = %" PRId32 " WHERE case_id = %" PRId64,
+			 device, id);
+		if ((rc = exec_sql(s->db, sql)) == SQLITE_OK)
+			rc = SQLITE_DONE;
 	}
 	if (frc == FA_OK && rc == SQLITE_DONE) {
 		rc = exec_sql(s->db, "COMMIT");

@@ -23,7 +23,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 3
+#define FA_STORE_SCHEMA_VERSION 4
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than
@@ -86,6 +86,12 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 enum fa_rc fa_store_run_running(struct fa_store *s, int64_t run_id, const char *what,
 				struct fa_err *err);
 
+/* Records where a run's cases ran: shard "K/N" (--shard) and devices
+ * "0,1" (--devices); NULL or "" stores NULL. Commits. Returns FA_OK or
+ * FA_ERR_DB. */
+enum fa_rc fa_store_run_fleet(struct fa_store *s, int64_t run_id, const char *shard,
+			      const char *devices, struct fa_err *err);
+
 /* Sets the run's status ('complete' or 'incomplete') and finished_at, and
  * clears running. */
 enum fa_rc fa_store_run_end(struct fa_store *s, int64_t run_id, const char *status,
@@ -135,6 +141,12 @@ struct fa_result {
 enum fa_rc fa_store_case_commit(struct fa_store *s, int64_t run_id, const struct fa_case *c,
 				const struct fa_result *results, int n_results, int64_t *case_id,
 				struct fa_err *err);
+
+/* The same, with every result's device column set to device (the index
+ * of the GPU a --devices worker measured it on); device < 0 stores NULL. */
+enum fa_rc fa_store_case_commit_dev(struct fa_store *s, int64_t run_id, const struct fa_case *c,
+				    const struct fa_result *results, int n_results, int32_t device,
+				    int64_t *case_id, struct fa_err *err);
 
 /* Resolves "latest", a numeric id or a label to a run id (latest run with
  * that label). FA_ERR_NOT_FOUND with a message naming spec when none. */

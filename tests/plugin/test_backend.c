@@ -7,12 +7,15 @@
  * Every kernel computes attention with a plain per-row loop (fp32, online
  * softmax), then does its misdeed.
  */
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../harness/run/backend_impl.h"
 #include "../../harness/base/parallel.h"
@@ -230,6 +233,32 @@ static const struct fa_kernel kernels[] = {
 	 1024, NULL, 0, 0, record_params, 2, NULL, record_ws, k_record, 1, KSIZE},
 };
 
+/* The device this load pretends to drive: $FABENCH_DEVICE, which `run
+ * --devices` sets in each worker; -1 when not set. */
+static int this_device = -1;
+
+/* Under $FABENCH_TEST_LOCK_DIR, a load pinned to device D holds an exclusive
+ * lock on DIR/device-D for as long as the process lives, and refuses to load
+ * when another process holds it: a test of `run --devices` sees two workers
+ * of one run on one device as errors. Returns 0, or -1 with why filled. */
+static int lock_device(char *why, size_t why_size)
+{
+	const char *dir = getenv("FABENCH_TEST_LOCK_DIR");
+	char path[1024];
+	int fd;
+	if (this_device < 0 || !dir || !*dir)
+		return 0;
+	snprintf(path, sizeof path, "%s/device-%d", dir, this_device);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		snprintf(why, why_size, "test device %d is in use by another process", this_device);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return 0; /* fd stays open: the lock goes with the process */
+}
+
 static int t_info(void *ctx, struct fa_device_info *out)
 {
 	(void)ctx;
@@ -240,7 +269,12 @@ static int t_info(void *ctx, struct fa_device_info *out)
 	 * but swaps them at random, docs/compare.md) */
 	const char *dm = getenv("FABENCH_TEST_DEVICE_MEMORY");
 	int host = !(dm && strcmp(dm, "1") == 0);
-	snprintf(out->name, sizeof out->name, "test device (%s memory)", host ? "host" : "device");
+	if (this_device >= 0)
+		snprintf(out->name, sizeof out->name, "test device %d (%s memory)", this_device,
+			 host ? "host" : "device");
+	else
+		snprintf(out->name, sizeof out->name, "test device (%s memory)",
+			 host ? "host" : "device");
 	snprintf(out->arch, sizeof out->arch, "test");
 	out->mem_total_bytes = out->mem_free_bytes = (int64_t)4 << 30;
 	out->sm_count = 1;
@@ -361,6 +395,10 @@ int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char
 			 FA_BACKEND_API_VERSION, harness_api_version);
 		return -1;
 	}
+	if (getenv("FABENCH_DEVICE"))
+		this_device = atoi(getenv("FABENCH_DEVICE"));
+	if (lock_device(why, why_size) != 0)
+		return -1;
 	memset(out, 0, sizeof *out);
 	out->api_version = FA_BACKEND_API_VERSION;
 	out->struct_size = (uint32_t)sizeof *out;

@@ -1,0 +1,91 @@
+/* cmd_merge.c - `fabench merge`: the runs of several databases (the shards
+ * of a CI matrix or a Slurm array, the nightly files of several hosts) in
+ * one, for report, compare and history. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "../store/merge.h"
+
+static const char usage_text[] =
+	"usage: fabench merge A.db [B.db ...] -o OUT.db [--one-run [--label TEXT]]\n"
+	"                     [--mixed-suites]";
+
+static void help(void)
+{
+	printf("%s\n\n"
+	       "Copies every run of the input databases into OUT.db (created when missing,\n"
+	       "else added to): runs, cases, results, raw samples, every other table of a\n"
+	       "run, and the calibrations OUT.db lacks, with ids renumbered. A run OUT.db\n"
+	       "already holds (same start time, host, seed, suite hash, shard and command\n"
+	       "line) is left out, so merging a database twice adds nothing. Each run keeps\n"
+	       "its host, device, shard and devices; each result its device. OUT.db is\n"
+	       "written to a copy beside it and renamed into place: after an error it is\n"
+	       "as it was.\n\n"
+	       "options:\n"
+	       "  -o, --output PATH  the database to write (required)\n"
+	       "  --one-run          combine the runs copied into one run: the shards of one\n"
+	       "                     job (run --shard K/N) become the run of the whole suite,\n"
+	       "                     which compare and report then read as one. Its host,\n"
+	       "                     shard and devices list every part's; it is complete only\n"
+	       "                     when every part is. Refused when two parts hold the same\n"
+	       "                     case, or come from suites with different hashes\n"
+	       "  --label TEXT       with --one-run: the combined run's label (default: the\n"
+	       "                     first part's)\n"
+	       "  --mixed-suites     with --one-run: combine parts of different suite hashes\n"
+	       "                     anyway\n\n"
+	       "exit status: 0 merged, 1 a database fabench cannot read or write, 2 bad usage,\n"
+	       "an input that does not exist, or parts --one-run refuses (nothing written)\n",
+	       usage_text);
+}
+
+int fa_cmd_merge(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, 0, 'o'}, {"one-run", no_argument, 0, '1'},
+		{"label", required_argument, 0, 'l'},  {"mixed-suites", no_argument, 0, 'm'},
+		{"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+	struct fa_merge_opts opts;
+	struct fa_merge_out out;
+	struct fa_err err;
+	const char *output = NULL;
+	int c;
+	memset(&opts, 0, sizeof opts);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case '1': opts.one_run = 1; break;
+		case 'l': opts.label = optarg; break;
+		case 'm': opts.mixed_suites = 1; break;
+		case 'h': help(); return FA_EXIT_OK;
+		default:
+			return fa_cmd_usage_error("merge", usage_text, "unknown option '%s'",
+						  argv[optind - 1]);
+		}
+	}
+	if (!output)
+		return fa_cmd_usage_error("merge", usage_text, "missing -o OUT.db");
+	if (optind >= argc)
+		return fa_cmd_usage_error("merge", usage_text, "missing the databases to merge");
+	if ((opts.label || opts.mixed_suites) && !opts.one_run)
+		return fa_cmd_usage_error("merge", usage_text, "%s goes with --one-run only",
+					  opts.label ? "--label" : "--mixed-suites");
+	for (int i = optind; i < argc; i++)
+		if (strcmp(argv[i], output) == 0)
+			return fa_cmd_usage_error("merge", usage_text,
+						  "'%s' is both an input and the output", output);
+	fa_err_clear(&err);
+	if (fa_store_merge(output, (const char *const *)argv + optind, argc - optind, &opts, &out,
+			   &err) != FA_OK)
+		return fa_cmd_fail("merge", &err);
+	printf("%s: %d run%s added (%d case%s, %d result%s, %d sample%s), %d already there\n",
+	       output, out.runs_added, out.runs_added == 1 ? "" : "s", out.cases_added,
+	       out.cases_added == 1 ? "" : "s", out.results_added, out.results_added == 1 ? "" : "s",
+	       out.samples_added, out.samples_added == 1 ? "" : "s", out.runs_duplicate);
+	if (out.run_id)
+		printf("combined run: %lld\n", (long long)out.run_id);
+	return FA_EXIT_OK;
+}

@@ -1,0 +1,594 @@
+/* merge.c - copies the runs of several fabench databases into one (fabench
+ * merge): per run, its row, then cases, results, samples and every other
+ * table that hangs off a run, case or result, with ids remapped through
+ * temporary maps. Columns are matched by name, so an input of an older
+ * schema merges into a newer output (the columns it lacks stay NULL). The
+ * output is built in a copy and renamed into place. */
+#include "merge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+/* A run's identity: what two copies of one run share and two runs never do. */
+#define IDENTITY_SQL(shard)                                                                   \
+	"coalesce(started_at, '') || '|' || coalesce(host, '') || '|' || coalesce(seed, '') || "   \
+	"'|' || coalesce(suite_hash, '') || '|' || coalesce(" shard ", '') || '|' || "             \
+	"coalesce(command_line, '')"
+
+struct merger {
+	sqlite3 *db;
+	const char *out_path, *in_path;
+	struct fa_err *err;
+	struct fa_merge_out *out;
+	const struct fa_merge_opts *opts;
+	int64_t one_run;      /* one_run: the combined run's id, 0 until made */
+	char *one_suite_hash; /* one_run: its suite hash */
+	char *one_from;       /* one_run: the inputs' identity, ';'-free, newline-joined */
+};
+
+static enum fa_rc sql_fail(struct merger *m, const char *what)
+{
+	return fa_err_set(m->err, FA_ERR_DB, "%s: %s: %s", m->out_path, what, sqlite3_errmsg(m->db));
+}
+
+static int exec(struct merger *m, const char *sql)
+{
+	return sqlite3_exec(m->db, sql, NULL, NULL, NULL);
+}
+
+/* The first column of the first row of sql (bound int64 params a, b; -1 to
+ * leave unbound) as int64; def when no row. */
+static int64_t query_i64(struct merger *m, const char *sql, int64_t a, int64_t b, int64_t def)
+{
+	sqlite3_stmt *st;
+	int64_t v = def;
+	if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return def;
+	if (a != -1)
+		sqlite3_bind_int64(st, 1, a);
+	if (b != -1)
+		sqlite3_bind_int64(st, 2, b);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Text of the first column of the first row (malloc'd; NULL when none). */
+static char *query_text(struct merger *m, const char *sql, int64_t a)
+{
+	sqlite3_stmt *st;
+	char *v = NULL;
+	if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	if (a != -1)
+		sqlite3_bind_int64(st, 1, a);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* 1 when schema `schema` has column col in table. */
+static int has_column(struct merger *m, const char *schema, const char *table, const char *col)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.pragma_table_info('%s') WHERE name = '%s'",
+		 schema, table, col);
+	return query_i64(m, sql, -1, -1, 0) > 0;
+}
+
+/* Copies the rows of table `table` chosen by `where` (a condition on the
+ * source row s, with ?1 bound to old and ?2 to a second value) into main:
+ * every column both have, but id (fresh) and run_id / case_id / result_id,
+ * which become ?3 (the new run) and the maps' new ids. With one_by_one, row
+ * by row, recording old id -> new id in temp.map_<table>. Returns the rows
+ * copied, or -1 on error. */
+static int64_t copy_rows(struct merger *m, const char *table, const char *where, int64_t a,
+			 int64_t b, int64_t new_run, int one_by_one)
+{
+	char cols[4096] = "", exprs[4096] = "", sql[9000], q[300];
+	sqlite3_stmt *info, *st = NULL;
+	int64_t n = 0;
+	snprintf(q, sizeof q, "SELECT name FROM main.pragma_table_info('%s') WHERE name IN "
+			      "(SELECT name FROM src.pragma_table_info('%s'))",
+		 table, table);
+	if (sqlite3_prepare_v2(m->db, q, -1, &info, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(info) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(info, 0);
+		char e[200];
+		if (strcmp(c, "id") == 0)
+			continue;
+		if (strcmp(c, "run_id") == 0)
+			snprintf(e, sizeof e, "?3");
+		else if (strcmp(c, "case_id") == 0)
+			snprintf(e, sizeof e, "(SELECT new FROM temp.map_cases WHERE old = s.case_id)");
+		else if (strcmp(c, "result_id") == 0)
+			snprintf(e, sizeof e,
+				 "(SELECT new FROM temp.map_results WHERE old = s.result_id)");
+		else
+			snprintf(e, sizeof e, "s.\"%s\"", c);
+		if (strlen(cols) + strlen(c) + 8 >= sizeof cols ||
+		    strlen(exprs) + strlen(e) + 4 >= sizeof exprs)
+			break;
+		snprintf(cols + strlen(cols), sizeof cols - strlen(cols), "%s\"%s\"", cols[0] ? ", " : "",
+			 c);
+		snprintf(exprs + strlen(exprs), sizeof exprs - strlen(exprs), "%s%s",
+			 exprs[0] ? ", " : "", e);
+	}
+	sqlite3_finalize(info);
+	if (one_by_one) {
+		/* row by row: the new id of each old one goes to the map */
+		char ids[512], ins[9300];
+		sqlite3_stmt *sel;
+		snprintf(ids, sizeof ids, "SELECT s.id FROM src.\"%s\" s WHERE %s ORDER BY s.id", table,
+			 where);
+		snprintf(ins, sizeof ins,
+			 "INSERT INTO main.\"%s\" (%s) SELECT %s FROM src.\"%s\" s WHERE s.id = ?4",
+			 table, cols, exprs, table);
+		if (sqlite3_prepare_v2(m->db, ids, -1, &sel, NULL) != SQLITE_OK)
+			return -1;
+		if (sqlite3_prepare_v2(m->db, ins, -1, &st, NULL) != SQLITE_OK) {
+			sqlite3_finalize(sel);
+			return -1;
+		}
+		sqlite3_bind_int64(sel, 1, a);
+		sqlite3_bind_int64(sel, 2, b);
+		while (sqlite3_step(sel) == SQLITE_ROW) {
+			int64_t old = sqlite3_column_int64(sel, 0), new_id;
+			char map[160];
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 1, a);
+			sqlite3_bind_int64(st, 2, b);
+			sqlite3_bind_int64(st, 3, new_run);
+			sqlite3_bind_int64(st, 4, old);
+			if (sqlite3_step(st) != SQLITE_DONE) {
+				n = -1;
+				break;
+			}
+			new_id = sqlite3_last_insert_rowid(m->db);
+			snprintf(map, sizeof map,
+				 "INSERT INTO temp.map_%s (old, new) VALUES (%" PRId64 ", %" PRId64 ")",
+				 table, old, new_id);
+			if (exec(m, map) != SQLITE_OK) {
+				n = -1;
+				break;
+			}
+			n++;
+		}
+		sqlite3_finalize(sel);
+		sqlite3_finalize(st);
+		return n;
+	}
+	snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\" (%s) SELECT %s FROM src.\"%s\" s WHERE %s",
+		 table, cols, exprs, table, where);
+	if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, b);
+	sqlite3_bind_int64(st, 3, new_run);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		n = -1;
+	else
+		n = sqlite3_changes(m->db);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Copies the tables other than runs, cases, results and samples that hang
+ * off the run being merged (a run_id, case_id or result_id column, in both
+ * files). */
+static enum fa_rc copy_other_tables(struct merger *m, int64_t old_run, int64_t new_run)
+{
+	sqlite3_stmt *st;
+	enum fa_rc rc = FA_OK;
+	if (sqlite3_prepare_v2(m->db,
+			       "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name "
+			       "NOT IN ('runs', 'cases', 'results', 'samples', 'calibrations') AND "
+			       "name NOT LIKE 'sqlite_%' AND name IN (SELECT name FROM "
+			       "src.sqlite_master WHERE type = 'table')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(m, "cannot list the tables");
+	while (rc == FA_OK && sqlite3_step(st) == SQLITE_ROW) {
+		char *t = strdup((const char *)sqlite3_column_text(st, 0));
+		const char *where = NULL;
+		if (!t)
+			return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
+		if (has_column(m, "src", t, "run_id"))
+			where = "s.run_id = ?1";
+		else if (has_column(m, "src", t, "result_id"))
+			where = "s.result_id IN (SELECT old FROM temp.map_results)";
+		else if (has_column(m, "src", t, "case_id"))
+			where = "s.case_id IN (SELECT old FROM temp.map_cases)";
+		if (where && copy_rows(m, t, where, old_run, 0, new_run, 0) < 0)
+			rc = sql_fail(m, "cannot copy a table of a run");
+		free(t);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Adds s to the newline-joined list *list (once). */
+static int list_add(char **list, const char *s, const char *sep)
+{
+	size_t n = *list ? strlen(*list) : 0;
+	char *nl;
+	if (!s || !*s)
+		return 0;
+	if (*list) {
+		/* already there: as a whole entry */
+		size_t len = strlen(s);
+		for (const char *p = *list; (p = strstr(p, s)) != NULL; p++)
+			if ((p == *list || strncmp(p - strlen(sep), sep, strlen(sep)) == 0) &&
+			    (p[len] == '\0' || strncmp(p + len, sep, strlen(sep)) == 0))
+				return 0;
+	}
+	if (!(nl = realloc(*list, n + strlen(sep) + strlen(s) + 1)))
+		return -1;
+	snprintf(nl + n, strlen(sep) + strlen(s) + 1, "%s%s", n ? sep : "", s);
+	*list = nl;
+	return 0;
+}
+
+/* Merges run old_run of the attached src. */
+static enum fa_rc merge_run(struct merger *m, int64_t old_run)
+{
+	char sql[1024], *identity, *hash;
+	int64_t new_run, n;
+	identity = query_text(m, has_column(m, "src", "runs", "shard")
+					 ? "SELECT " IDENTITY_SQL("shard") " FROM src.runs WHERE id = ?"
+					 : "SELECT " IDENTITY_SQL("NULL") " FROM src.runs WHERE id = ?",
+			      old_run);
+	if (!identity)
+		return sql_fail(m, "cannot read a run");
+	/* a duplicate: the output holds this run, alone or combined */
+	{
+		sqlite3_stmt *st;
+		int dup = 0;
+		if (sqlite3_prepare_v2(m->db,
+				       "SELECT 1 FROM main.runs WHERE " IDENTITY_SQL("shard") " = ?1 OR "
+				       "instr(char(10) || coalesce(merged_from, '') || char(10), "
+				       "char(10) || ?1 || char(10)) > 0 LIMIT 1",
+				       -1, &st, NULL) != SQLITE_OK) {
+			free(identity);
+			return sql_fail(m, "cannot look for duplicates");
+		}
+		sqlite3_bind_text(st, 1, identity, -1, SQLITE_TRANSIENT);
+		dup = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+		if (dup && !m->opts->keep_duplicates) {
+			m->out->runs_duplicate++;
+			free(identity);
+			return FA_OK;
+		}
+	}
+	hash = query_text(m, "SELECT suite_hash FROM src.runs WHERE id = ?", old_run);
+	if (m->opts->one_run) {
+		/* the same identity twice among the inputs counts once */
+		if (m->one_from) {
+			size_t before = strlen(m->one_from);
+			if (list_add(&m->one_from, identity, "\n") != 0) {
+				free(identity);
+				free(hash);
+				return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
+			}
+			if (strlen(m->one_from) == before) {
+				m->out->runs_duplicate++;
+				free(identity);
+				free(hash);
+				return FA_OK;
+			}
+		} else if (list_add(&m->one_from, identity, "\n") != 0) {
+			free(identity);
+			free(hash);
+			return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
+		}
+		if (m->one_run && !m->opts->mixed_suites &&
+		    strcmp(hash ? hash : "", m->one_suite_hash ? m->one_suite_hash : "") != 0) {
+			fa_err_set(m->err, FA_ERR_INPUT,
+				   "%s: run %" PRId64 " has suite hash '%s', the merged run '%s'; "
+				   "--mixed-suites combines them anyway",
+				   m->in_path, old_run, hash ? hash : "", m->one_suite_hash ? m->one_suite_hash : "");
+			free(identity);
+			free(hash);
+			return FA_ERR_INPUT;
+		}
+	}
+	free(identity);
+	exec(m, "DELETE FROM temp.map_cases; DELETE FROM temp.map_results");
+	if (m->opts->one_run && m->one_run) {
+		new_run = m->one_run;
+		/* a case idx of this run the combined run holds: not shards of one job */
+		int64_t clash = query_i64(m,
+					  "SELECT idx FROM src.cases WHERE run_id = ?1 AND idx IN "
+					  "(SELECT idx FROM main.cases WHERE run_id = ?2) LIMIT 1",
+					  old_run, new_run, -1);
+		if (clash >= 0) {
+			free(hash);
+			return fa_err_set(m->err, FA_ERR_INPUT,
+					  "%s: run %" PRId64 " and the merged run both hold case %" PRId64
+					  "; --one-run combines disjoint shards only",
+					  m->in_path, old_run, clash + 1);
+		}
+	} else {
+		if (copy_rows(m, "runs", "s.id = ?1", old_run, 0, 0, 0) != 1) {
+			free(hash);
+			return sql_fail(m, "cannot copy a run");
+		}
+		new_run = sqlite3_last_insert_rowid(m->db);
+		m->out->run_id = new_run;
+		if (m->opts->one_run) {
+			m->one_run = new_run;
+			m->one_suite_hash = hash;
+			hash = NULL;
+		}
+		m->out->runs_added++;
+	}
+	free(hash);
+	if ((n = copy_rows(m, "cases", "s.run_id = ?1", old_run, 0, new_run, 1)) < 0)
+		return sql_fail(m, "cannot copy the cases of a run");
+	m->out->cases_added += (int32_t)n;
+	if ((n = copy_rows(m, "results", "s.run_id = ?1", old_run, 0, new_run, 1)) < 0)
+		return sql_fail(m, "cannot copy the results of a run");
+	m->out->results_added += (int32_t)n;
+	if ((n = copy_rows(m, "samples", "s.result_id IN (SELECT old FROM temp.map_results)",
+			   old_run, 0, new_run, 0)) < 0)
+		return sql_fail(m, "cannot copy the samples of a run");
+	m->out->samples_added += (int32_t)n;
+	if (m->opts->one_run) {
+		/* the combined run's provenance: every source's host, shard and devices */
+		static const char *const cols[] = {"host", "shard", "devices"};
+		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+			char *have, *add;
+			snprintf(sql, sizeof sql, "SELECT %s FROM main.runs WHERE id = ?", cols[i]);
+			have = query_text(m, sql, new_run);
+			snprintf(sql, sizeof sql, "SELECT %s FROM src.runs WHERE id = ?", cols[i]);
+			add = has_column(m, "src", "runs", cols[i]) ? query_text(m, sql, old_run) : NULL;
+			if (add && list_add(&have, add, cols[i][0] == 'd' ? ";" : ",") == 0) {
+				sqlite3_stmt *st;
+				snprintf(sql, sizeof sql, "UPDATE main.runs SET %s = ? WHERE id = ?",
+					 cols[i]);
+				if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) == SQLITE_OK) {
+					sqlite3_bind_text(st, 1, have, -1, SQLITE_TRANSIENT);
+					sqlite3_bind_int64(st, 2, new_run);
+					sqlite3_step(st);
+					sqlite3_finalize(st);
+				}
+			}
+			free(have);
+			free(add);
+		}
+		/* complete only when every part is */
+		snprintf(sql, sizeof sql,
+			 "UPDATE main.runs SET status = 'incomplete' WHERE id = %" PRId64
+			 " AND (SELECT status FROM src.runs WHERE id = %" PRId64 ") = 'incomplete'",
+			 new_run, old_run);
+		exec(m, sql);
+	}
+	return copy_other_tables(m, old_run, new_run);
+}
+
+/* Copies the calibrations the output lacks. */
+static enum fa_rc merge_calibrations(struct merger *m)
+{
+	char where[] = "NOT EXISTS (SELECT 1 FROM main.calibrations c WHERE c.measured_at = "
+		       "s.measured_at AND c.device_name = s.device_name AND c.backend = s.backend)";
+	if (copy_rows(m, "calibrations", where, 0, 0, 0, 0) < 0)
+		return sql_fail(m, "cannot copy the calibrations");
+	return FA_OK;
+}
+
+static enum fa_rc merge_input(struct merger *m, const char *path)
+{
+	struct fa_store *probe = NULL;
+	sqlite3_stmt *st, *att;
+	enum fa_rc rc;
+	int64_t *ids = NULL;
+	int n = 0, cap = 0;
+	/* a file that is there and is a fabench database (migrated when it may be) */
+	if ((rc = fa_store_open_readonly(path, &probe, m->err)) != FA_OK)
+		return rc;
+	fa_store_close(probe);
+	m->in_path = path;
+	if (sqlite3_prepare_v2(m->db, "ATTACH ? AS src", -1, &att, NULL) != SQLITE_OK)
+		return sql_fail(m, "cannot attach an input");
+	sqlite3_bind_text(att, 1, path, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(att) != SQLITE_DONE) {
+		sqlite3_finalize(att);
+		return fa_err_set(m->err, FA_ERR_DB, "%s: cannot read it: %s", path,
+				  sqlite3_errmsg(m->db));
+	}
+	sqlite3_finalize(att);
+	/* one transaction per input, for speed: the file is a copy that only
+	 * replaces the output once everything is in */
+	if (exec(m, "BEGIN IMMEDIATE") != SQLITE_OK) {
+		rc = sql_fail(m, "cannot start the merge");
+		exec(m, "DETACH src");
+		return rc;
+	}
+	rc = FA_OK;
+	if (sqlite3_prepare_v2(m->db, "SELECT id FROM src.runs WHERE ?1 <= 0 OR id = ?1 ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		rc = sql_fail(m, "cannot list the runs of an input");
+	else
+		sqlite3_bind_int64(st, 1, m->opts->only_run);
+	while (rc == FA_OK && sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap) {
+			int64_t *ni = realloc(ids, sizeof *ids * (size_t)(cap ? 2 * cap : 16));
+			if (!ni) {
+				rc = fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
+				break;
+			}
+			ids = ni;
+			cap = cap ? 2 * cap : 16;
+		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	if (rc == FA_OK || st)
+		sqlite3_finalize(st);
+	for (int i = 0; i < n && rc == FA_OK; i++)
+		rc = merge_run(m, ids[i]);
+	if (rc == FA_OK)
+		rc = merge_calibrations(m);
+	free(ids);
+	if (rc == FA_OK && exec(m, "COMMIT") != SQLITE_OK)
+		rc = sql_fail(m, "cannot commit the merge");
+	if (rc != FA_OK)
+		exec(m, "ROLLBACK");
+	exec(m, "DETACH src");
+	return rc;
+}
+
+/* Copies the database at from (when there) into the file to. 0, -1 on error. */
+static int copy_db(const char *from, const char *to, struct fa_err *err)
+{
+	sqlite3 *src = NULL, *dst = NULL;
+	sqlite3_backup *b;
+	int rc;
+	if (sqlite3_open_v2(from, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_open_v2(to, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+		    SQLITE_OK) {
+		fa_err_set(err, FA_ERR_DB, "cannot copy '%s': %s", from,
+			   sqlite3_errmsg(dst ? dst : src));
+		sqlite3_close(src);
+		sqlite3_close(dst);
+		return -1;
+	}
+	b = sqlite3_backup_init(dst, "main", src, "main");
+	rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE)
+		fa_err_set(err, FA_ERR_DB, "cannot copy '%s': %s", from, sqlite3_errmsg(dst));
+	sqlite3_close(src);
+	sqlite3_close(dst);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Removes a temporary database and what SQLite left beside it. */
+static void remove_db(const char *path)
+{
+	char p[4200];
+	unlink(path);
+	snprintf(p, sizeof p, "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-shm", path);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-journal", path);
+	unlink(p);
+}
+
+enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n,
+			  const struct fa_merge_opts *opts, struct fa_merge_out *out,
+			  struct fa_err *err)
+{
+	struct fa_store *s = NULL;
+	struct merger m;
+	struct stat sb;
+	char part[4096];
+	enum fa_rc rc = FA_OK;
+	memset(out, 0, sizeof *out);
+	memset(&m, 0, sizeof m);
+	/* every input is there before anything is written */
+	for (int i = 0; i < n; i++)
+		if (stat(inputs[i], &sb) != 0)
+			return fa_err_set(err, FA_ERR_NOT_FOUND, "no database '%s'", inputs[i]);
+	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
+	remove_db(part);
+	if (stat(out_path, &sb) == 0 && copy_db(out_path, part, err) != 0) {
+		remove_db(part);
+		return FA_ERR_DB;
+	}
+	if ((rc = fa_store_open(part, 1, &s, err)) != FA_OK) {
+		remove_db(part);
+		return rc;
+	}
+	m.db = fa_store_db(s);
+	m.out_path = out_path;
+	m.err = err;
+	m.out = out;
+	m.opts = opts;
+	if (exec(&m, "CREATE TEMP TABLE map_cases (old INTEGER PRIMARY KEY, new INTEGER);"
+		     "CREATE TEMP TABLE map_results (old INTEGER PRIMARY KEY, new INTEGER)") !=
+	    SQLITE_OK)
+		rc = sql_fail(&m, "cannot start the merge");
+	for (int i = 0; i < n && rc == FA_OK; i++)
+		rc = merge_input(&m, inputs[i]);
+	if (rc == FA_OK && opts->one_run && m.one_run) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(m.db,
+				       "UPDATE runs SET merged_from = ?, label = coalesce(?, label) "
+				       "WHERE id = ?",
+				       -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, m.one_from, -1, SQLITE_TRANSIENT);
+			if (opts->label)
+				sqlite3_bind_text(st, 2, opts->label, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 3, m.one_run);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				rc = sql_fail(&m, "cannot record the merged runs");
+			sqlite3_finalize(st);
+		} else {
+			rc = sql_fail(&m, "cannot record the merged runs");
+		}
+		out->run_id = m.one_run;
+	}
+	fa_store_close(s);
+	free(m.one_suite_hash);
+	free(m.one_from);
+	if (rc == FA_OK && rename(part, out_path) != 0)
+		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", out_path, strerror(errno));
+	if (rc != FA_OK)
+		remove_db(part);
+	return rc;
+}
+
+int fa_store_spec_file(const char *spec, char *file, size_t size, const char **run)
+{
+	for (const char *c = strchr(spec, ':'); c; c = strchr(c + 1, ':')) {
+		struct stat sb;
+		size_t len = (size_t)(c - spec);
+		if (len == 0 || len >= size)
+			continue;
+		memcpy(file, spec, len);
+		file[len] = '\0';
+		if ((stat(file, &sb) == 0 && S_ISREG(sb.st_mode)) ||
+		    (len > 3 && strcmp(file + len - 3, ".db") == 0)) {
+			*run = c[1] ? c + 1 : "latest";
+			return 1;
+		}
+	}
+	return 0;
+}
+
+enum fa_rc fa_store_copy_run(const char *out_path, const char *in_path, const char *run_spec,
+			     int64_t *new_id, struct fa_err *err)
+{
+	struct fa_store *in = NULL;
+	struct fa_merge_opts opts;
+	struct fa_merge_out out;
+	int64_t id = 0;
+	enum fa_rc rc;
+	*new_id = 0;
+	if ((rc = fa_store_open_readonly(in_path, &in, err)) != FA_OK) {
+		return rc;
+	}
+	rc = fa_store_find_run(in, run_spec, &id, err);
+	fa_store_close(in);
+	if (rc != FA_OK)
+		return rc; /* the message names the run and the file */
+	memset(&opts, 0, sizeof opts);
+	opts.only_run = id;
+	opts.keep_duplicates = 1;
+	if ((rc = fa_store_merge(out_path, &in_path, 1, &opts, &out, err)) != FA_OK)
+		return rc;
+	*new_id = out.run_id;
+	return FA_OK;
+}

@@ -1,0 +1,62 @@
+/* test_compare_changed.c - compare --only-changed: the PR comment that fits.
+ * On the fixture (run 1 vs 2: cpu_flash slower on case 1, faster on 2, 3
+ * and 6; cpu_dense the same everywhere), only the four changed rows are
+ * listed, and the counts still cover every row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/store/store.h"
+#include "fixture.h"
+#include "proc.h"
+#include "test.h"
+
+/* Lines of text that contain needle. */
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = strndup(p, len);
+		n += line && strstr(line, needle) != NULL;
+		free(line);
+		p = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+FA_TEST(compare, only_changed_lists_the_changed_rows)
+{
+	struct fa_proc_result all, some, js;
+	struct fa_store *s = fa_fixture_open();
+	char *db = (char *)fa_fixture_path();
+	FA_REQUIRE(s);
+	fa_store_close(s);
+	fa_proc_run((char *[]){"compare", "--db", db, "1", "2", NULL}, NULL, 60, &all);
+	fa_proc_run((char *[]){"compare", "--db", db, "--only-changed", "1", "2", NULL}, NULL, 60,
+		    &some);
+	FA_REQUIRE(all.status == 0 && some.status == 0);
+	/* the verdict counts first, the same with and without */
+	const char *v = strstr(all.out, "- verdicts: ");
+	FA_REQUIRE(v);
+	char counts[128];
+	snprintf(counts, sizeof counts, "%.*s", (int)(strchr(v, '(') - v), v);
+	FA_CHECKF(strstr(some.out, counts) != NULL, "'%s' missing:\n%s", counts, some.out);
+	FA_CHECK(count_lines(all.out, "| same    |") > 0);
+	FA_CHECK(count_lines(some.out, "| same    |") == 0);
+	FA_CHECK(count_lines(some.out, "| SLOWER  |") == count_lines(all.out, "| SLOWER  |"));
+	FA_CHECK(count_lines(some.out, "| FASTER  |") == count_lines(all.out, "| FASTER  |"));
+	FA_CHECK(count_lines(some.out, "| SLOWER  |") + count_lines(some.out, "| FASTER  |") == 4);
+	FA_CHECK(strlen(some.out) < strlen(all.out));
+	/* JSON rows too */
+	fa_proc_run((char *[]){"compare", "--db", db, "--only-changed", "--format", "json", "1",
+			       "2", NULL},
+		    NULL, 60, &js);
+	FA_CHECKF(js.status == 0 && strstr(js.out, "\"verdict\": \"same\"") == NULL &&
+			  strstr(js.out, "\"verdict\": \"slower\""),
+		  "%d %.600s", js.status, js.out);
+	fa_proc_free(&all);
+	fa_proc_free(&some);
+	fa_proc_free(&js);
+}

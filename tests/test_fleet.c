@@ -1,0 +1,333 @@
+/* test_fleet.c - runs spread over devices and machines: --shard K/N (a
+ * partition by case key, stable under reordering of the suite file),
+ * --devices (the longest-first dealer, a worker per device at a time,
+ * faulting workers replaced, every result's device stored), and the JUnit
+ * XML of --junit. The test plugin pretends to be N devices
+ * (FABENCH_TEST_DEVICES) and, under FABENCH_TEST_LOCK_DIR, refuses to load
+ * on a device another process holds. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "../harness/report/junit.h"
+#include "../harness/run/fleet.h"
+#include "fixture.h"
+#include "proc.h"
+#include "test.h"
+
+static void path_in(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/%s", fa_test_tmpdir(), name);
+	unlink(buf);
+}
+
+FA_TEST(fleet, shard_parse_and_hash)
+{
+	struct fa_err e;
+	int k = 0, n = 0, seen[4] = {0};
+	fa_err_clear(&e);
+	FA_CHECK(fa_fleet_parse_shard("2/8", &k, &n, &e) == FA_OK && k == 2 && n == 8);
+	FA_CHECK(fa_fleet_parse_shard("1/1", &k, &n, &e) == FA_OK && k == 1 && n == 1);
+	const char *bad[] = {"0/2", "3/2", "2", "a/b", "1/", "/2", "1/0", "1/2/3", "-1/2", ""};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fa_err_clear(&e);
+		FA_CHECKF(fa_fleet_parse_shard(bad[i], &k, &n, &e) == FA_ERR_USAGE &&
+				  strstr(e.msg, bad[i]),
+			  "'%s' accepted or not named: %s", bad[i], e.msg);
+	}
+	/* a pure function of the key: FNV-1a 64 of "abc" is 0xe71fa2190541574b */
+	FA_CHECK(fa_fleet_shard_of("abc", 1000) == (int)(0xe71fa2190541574bull % 1000) + 1);
+	FA_CHECK(fa_fleet_shard_of("abc", 1) == 1);
+	/* 400 keys spread over 4 shards, none empty */
+	for (int i = 0; i < 400; i++) {
+		char key[64];
+		snprintf(key, sizeof key, "batch=1,heads=%d,q_len=%d", i % 7, i);
+		int s = fa_fleet_shard_of(key, 4);
+		FA_REQUIRE(s >= 1 && s <= 4);
+		seen[s - 1]++;
+	}
+	for (int i = 0; i < 4; i++)
+		FA_CHECKF(seen[i] > 50, "shard %d has %d of 400 keys", i + 1, seen[i]);
+}
+
+FA_TEST(fleet, devices_parse_and_lpt)
+{
+	struct fa_err e;
+	int d[FA_FLEET_MAX_DEVICES], n = 0, order[5];
+	char text[64];
+	const double cost[5] = {1, 5, 3, 5, 0.5};
+	fa_err_clear(&e);
+	FA_CHECK(fa_fleet_parse_devices("0,2,1", "cuda", d, &n, &e) == FA_OK && n == 3 &&
+		 d[0] == 0 && d[1] == 2 && d[2] == 1);
+	fa_fleet_devices_text(d, n, text, sizeof text);
+	FA_CHECK(strcmp(text, "0,2,1") == 0);
+	setenv("FABENCH_TEST_DEVICES", "3", 1);
+	FA_CHECK(fa_fleet_parse_devices("all", "test", d, &n, &e) == FA_OK && n == 3 && d[2] == 2);
+	unsetenv("FABENCH_TEST_DEVICES");
+	FA_CHECK(fa_fleet_parse_devices("0,0", "cuda", d, &n, &e) == FA_ERR_USAGE &&
+		 strstr(e.msg, "names device 0 twice"));
+	const char *bad[] = {"", "x", "0,", ",1", "1,,2", "0;1", "1000"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fa_err_clear(&e);
+		FA_CHECKF(fa_fleet_parse_devices(bad[i], "cuda", d, &n, &e) == FA_ERR_USAGE,
+			  "--devices '%s' accepted", bad[i]);
+	}
+	/* longest first, ties in index order */
+	fa_fleet_lpt_order(cost, 5, order);
+	FA_CHECK(order[0] == 1 && order[1] == 3 && order[2] == 2 && order[3] == 0 &&
+		 order[4] == 4);
+}
+
+/* The keys a database holds, sorted and joined by ';' (malloc'd). */
+static char *keys_of(const char *db, const char *where)
+{
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "SELECT group_concat(key, ';') FROM (SELECT key FROM cases c JOIN runs r ON "
+		 "r.id = c.run_id WHERE %s ORDER BY key)",
+		 where);
+	return fa_test_db_text(db, sql);
+}
+
+FA_TEST(fleet, shard_partitions_the_cases_whatever_their_order)
+{
+	char db[1024], db2[1024], suite[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, "shard.db");
+	path_in(db2, sizeof db2, "shard-reordered.db");
+	path_in(suite, sizeof suite, "tiny-reordered.yaml");
+	/* tests/suites/tiny.yaml with its axes and their values in another order */
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fprintf(f, "suite: tiny\nseed: 7\n"
+		   "measure: {warmup: 1, min_samples: 3, min_time_ms: 5, max_time_ms: 20, "
+		   "timeout_s: 20}\n"
+		   "defaults: {heads: 2, head_dim: 32, dtype: fp32}\n"
+		   "axes:\n  mask: [causal, none]\n  seq_len: [48, 16]\n");
+	fclose(f);
+	for (int k = 1; k <= 3; k++) {
+		char shard[16];
+		snprintf(shard, sizeof shard, "%d/3", k);
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu",
+				       "--kernels", "cpu_flash", "--shard", shard, "--db", db,
+				       "--quiet", NULL},
+			    NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "shard %s: status %d\n%s", shard, r.status, r.err);
+		fa_proc_free(&r);
+		fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash",
+				       "--shard", shard, "--db", db2, "--quiet", NULL},
+			    NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "reordered shard %s: status %d\n%s", shard, r.status,
+			  r.err);
+		fa_proc_free(&r);
+	}
+	/* together the shards ran every case once */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 3);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT key) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE shard = '2/3'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE devices IS NULL") == 3);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device IS NOT NULL") == 0);
+	/* and each shard took the same cases from the reordered file */
+	for (int k = 1; k <= 3; k++) {
+		char where[64];
+		snprintf(where, sizeof where, "r.shard = '%d/3'", k);
+		char *a = keys_of(db, where), *b = keys_of(db2, where);
+		FA_CHECKF((!a && !b) || (a && b && strcmp(a, b) == 0), "shard %d: '%s' vs '%s'", k,
+			  a ? a : "", b ? b : "");
+		free(a);
+		free(b);
+	}
+	/* the shard of each stored case is the hash's */
+	char *keys = keys_of(db, "r.shard = '1/3'");
+	for (char *p = keys ? strtok(keys, ";") : NULL; p; p = strtok(NULL, ";"))
+		FA_CHECKF(fa_fleet_shard_of(p, 3) == 1, "key %s in shard 1", p);
+	free(keys);
+}
+
+FA_TEST(fleet, bad_options_exit_2_and_write_nothing)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, "fleet-bad.db");
+	struct {
+		const char *opt, *val, *want;
+	} cases[] = {
+		{"--shard", "3/2", "--shard '3/2': K must be 1 to N"},
+		{"--shard", "half", "--shard 'half' must be K/N"},
+		{"--devices", "0,0", "--devices '0,0' names device 0 twice"},
+		{"--devices", "gpu0", "--devices 'gpu0' must be all or device numbers"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu",
+				       (char *)cases[i].opt, (char *)cases[i].val, "--db", db, NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, cases[i].want), "%s %s: %d %s",
+			  cases[i].opt, cases[i].val, r.status, r.err);
+		fa_proc_free(&r);
+	}
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", "a.so:b.so", "--devices",
+			       "0,1", "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--ab runs on one device: --devices '0,1' names 2"),
+		  "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(db, F_OK) != 0);
+}
+
+/* Runs tiny.yaml on the test backend's N pretend devices; returns the status. */
+static int run_devices(const char *db, const char *devices, const char *kernels,
+		       const char *junit, const char *lockdir)
+{
+	char plug[1100], lock[1100], *env[5];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	int status;
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	snprintf(lock, sizeof lock, "FABENCH_TEST_LOCK_DIR=%s", lockdir);
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = "FABENCH_TEST_DEVICES=3";
+	env[3] = lock;
+	env[4] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       (char *)kernels, "--devices", (char *)devices, "--repeat", "2",
+			       "--junit", (char *)junit, "--db", (char *)db, "--quiet", NULL},
+		    env, 300, &r);
+	status = r.status;
+	if (status != 1)
+		fprintf(stderr, "run --devices %s: %d\n%s\n%s\n", devices, r.status, r.out, r.err);
+	fa_proc_free(&r);
+	return status;
+}
+
+FA_TEST(fleet, devices_deal_every_case_and_survive_faults)
+{
+	char db[1024], junit[1024], lockdir[1024];
+	path_in(db, sizeof db, "devices.db");
+	path_in(junit, sizeof junit, "devices.xml");
+	snprintf(lockdir, sizeof lockdir, "%s", fa_test_tmpdir());
+	/* three devices, eight cases (--repeat 2), a kernel that kills its worker in
+	 * each: every worker that crashes is replaced and the run finishes */
+	FA_CHECK(run_devices(db, "all", "test_correct,test_crash", junit, lockdir) == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+			   "devices = '0,1,2'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
+	/* right on every device: no worker ever found its device held by another
+	 * process of the run (the test plugin's lock) */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_correct' "
+			   "AND status = 'pass' AND n_samples > 0") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_crash' "
+			   "AND status = 'error' AND reason LIKE 'worker killed by signal%'") == 8);
+	/* each result names its device; the devices shared the work */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device IS NULL OR "
+			   "device NOT IN (0, 1, 2)") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT device) FROM results") >= 2);
+	/* a case's kernels ran on one device */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM (SELECT case_id FROM results GROUP BY "
+			   "case_id HAVING count(DISTINCT device) > 1)") == 0);
+	char *x = fa_test_read_file(junit, NULL);
+	FA_REQUIRE(x);
+	FA_CHECK(strstr(x, "tests=\"16\" failures=\"0\" errors=\"8\" skipped=\"0\""));
+	FA_CHECK(strstr(x, "<error type=\"error\" message=\"worker killed by signal"));
+	FA_CHECK(strstr(x, "device 2</system-out>") || strstr(x, "device 1</system-out>"));
+	free(x);
+}
+
+FA_TEST(fleet, devices_lock_sees_a_cotenant)
+{
+	/* the check above can fail: with device 1 held by this process, the run's
+	 * workers on device 1 cannot load and their results are errors */
+	char db[1024], junit[1024], lockfile[1100];
+	const char *dir = fa_test_tmpdir();
+	int fd;
+	path_in(db, sizeof db, "cotenant.db");
+	path_in(junit, sizeof junit, "cotenant.xml");
+	snprintf(lockfile, sizeof lockfile, "%s/device-1", dir);
+	fd = open(lockfile, O_RDWR | O_CREAT, 0644);
+	FA_REQUIRE(fd >= 0);
+	FA_REQUIRE(flock(fd, LOCK_EX | LOCK_NB) == 0);
+	FA_CHECK(run_devices(db, "0,1", "test_correct", junit, dir) == 1);
+	close(fd);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device = 0 AND "
+			   "status = 'pass'") >= 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device = 1 AND "
+			   "status = 'pass'") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device = 1 AND "
+			   "status = 'error'") >= 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+}
+
+FA_TEST(fleet, junit_escapes_hostile_text)
+{
+	struct fa_junit *j = fa_junit_new("s<&>\"'");
+	struct fa_case c;
+	struct fa_result r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	FA_REQUIRE(j);
+	memset(&c, 0, sizeof c);
+	memset(&r, 0, sizeof r);
+	c.index = 4;
+	c.key = "k<]]>&\x01";
+	r.kernel = "ker\"nel";
+	r.status = FA_STATUS_FAIL;
+	snprintf(r.reason, sizeof r.reason, "max_abs 3 > 1e-3 & </failure><x a='1'>\x1b[31m");
+	FA_REQUIRE(fa_junit_add(j, &c, "lab<el>", "p=\"1\"", &r, -1) == 0);
+	r.status = FA_STATUS_SKIP;
+	snprintf(r.reason, sizeof r.reason, "needs 9 GB > budget <1 GB>");
+	FA_REQUIRE(fa_junit_add(j, &c, NULL, "", &r, 3) == 0);
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	fa_junit_print(j, f);
+	fclose(f);
+	fa_junit_free(j);
+	FA_CHECK(strstr(buf, "<testsuite name=\"s&lt;&amp;&gt;&quot;&apos;\" tests=\"2\" "
+			     "failures=\"1\" errors=\"0\" skipped=\"1\""));
+	FA_CHECK(strstr(buf, "classname=\"s&lt;&amp;&gt;&quot;&apos;.ker&quot;nel[p=&quot;1&quot;]\""));
+	FA_CHECK(strstr(buf, "name=\"case 5: lab&lt;el&gt; (k&lt;]]&gt;&amp;?)\""));
+	FA_CHECK(strstr(buf, "<failure type=\"fail\" message=\"max_abs 3 &gt; 1e-3 &amp; "
+			     "&lt;/failure&gt;&lt;x a=&apos;1&apos;&gt;?[31m\">"));
+	FA_CHECK(strstr(buf, "<skipped message=\"needs 9 GB &gt; budget &lt;1 GB&gt;\"/>"));
+	FA_CHECK(strstr(buf, "<system-out>device 3</system-out>"));
+	/* nothing unescaped: every '<' opens one of the elements we write */
+	for (const char *p = strchr(buf, '<'); p; p = strchr(p + 1, '<'))
+		FA_CHECKF(strncmp(p, "<?xml", 5) == 0 || strncmp(p, "<testsuite", 10) == 0 ||
+				  strncmp(p, "</testsuite", 11) == 0 ||
+				  strncmp(p, "<testcase", 9) == 0 || strncmp(p, "</testcase", 10) == 0 ||
+				  strncmp(p, "<failure", 8) == 0 || strncmp(p, "</failure>", 10) == 0 ||
+				  strncmp(p, "<skipped", 8) == 0 || strncmp(p, "<system-out>", 12) == 0 ||
+				  strncmp(p, "</system-out>", 13) == 0,
+			  "stray '<' at: %.40s", p);
+	for (const char *p = buf; *p; p++)
+		FA_CHECKF((unsigned char)*p >= 0x20 || *p == '\n', "control byte %d", *p);
+	free(buf);
+}
+
+FA_TEST(fleet, junit_unwritable_path_fails)
+{
+	char dir[1100];
+	struct fa_proc_result r;
+	char db[1024];
+	path_in(db, sizeof db, "junit-bad.db");
+	snprintf(dir, sizeof dir, "%s/junit-file-not-dir", fa_test_tmpdir());
+	FILE *f = fopen(dir, "w");
+	FA_REQUIRE(f);
+	fclose(f);
+	char target[1200];
+	snprintf(target, sizeof target, "%s/x.xml", dir);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 16 && mask == 'none'", "--junit",
+			       target, "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "cannot write junit file"), "%d %s", r.status,
+		  r.err);
+	fa_proc_free(&r);
+	/* the run itself is stored */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 1);
+}

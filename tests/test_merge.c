@@ -1,0 +1,228 @@
+/* test_merge.c - fabench merge: shards combined into one run, ids
+ * remapped, duplicates left out by run identity, suites of different hashes
+ * refused, and the output as it was after any error. */
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "proc.h"
+#include "test.h"
+
+static void path_in(char *buf, size_t size, const char *name)
+{
+	char p[1200];
+	snprintf(buf, size, "%s/%s", fa_test_tmpdir(), name);
+	unlink(buf);
+	snprintf(p, sizeof p, "%s-wal", buf);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-shm", buf);
+	unlink(p);
+}
+
+/* Runs shard k/n of suite on the CPU into db with label; 0 on success. */
+static int run_shard(const char *suite, const char *db, int k, int n, const char *label)
+{
+	char shard[16];
+	struct fa_proc_result r;
+	int st;
+	snprintf(shard, sizeof shard, "%d/%d", k, n);
+	fa_proc_run((char *[]){"run", (char *)suite, "--backend", "cpu", "--kernels", "cpu_flash",
+			       "--shard", shard, "--label", (char *)label, "--db", (char *)db,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	st = r.status;
+	if (st != 0)
+		fprintf(stderr, "run %s shard %s: %d\n%s\n", suite, shard, r.status, r.err);
+	fa_proc_free(&r);
+	return st;
+}
+
+static int merge(char *const argv[], struct fa_proc_result *r)
+{
+	fa_proc_run(argv, NULL, 120, r);
+	return r->status;
+}
+
+/* Files in the temporary folder whose name contains part. */
+static int leftovers(const char *part)
+{
+	DIR *d = opendir(fa_test_tmpdir());
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)) != NULL)
+		n += strstr(e->d_name, part) != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+FA_TEST(merge, shards_become_one_run_once)
+{
+	char a[1024], b[1024], all[1024], sep[1024];
+	struct fa_proc_result r;
+	path_in(a, sizeof a, "m-shard1.db");
+	path_in(b, sizeof b, "m-shard2.db");
+	path_in(all, sizeof all, "m-all.db");
+	path_in(sep, sizeof sep, "m-sep.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 2, "base") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 2, 2, "base") == 0);
+	long long samples = fa_test_db_int(a, "SELECT count(*) FROM samples") +
+			    fa_test_db_int(b, "SELECT count(*) FROM samples");
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", all, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "1 run added (4 cases, 4 results"), "%s%s", r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(DISTINCT idx) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM samples") == samples);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM runs WHERE shard = '1/2,2/2' AND "
+			    "label = 'base' AND status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(all, "SELECT length(merged_from) - length(replace(merged_from, "
+			    "char(10), '')) FROM runs") == 1);
+	/* every result points at a case of its run, every sample at its result */
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+			    "r.case_id AND c.run_id = r.run_id") == 4);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM results r WHERE n_samples != (SELECT "
+			    "count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
+	/* the same databases again: nothing added */
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", all, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added (0 cases, 0 results, 0 samples), 2 already there"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(all, "SELECT count(*) FROM cases") == 4);
+	/* runs kept apart: ids renumbered, the repeated input counted once */
+	FA_CHECK(merge((char *[]){"merge", a, b, a, "-o", sep, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "2 runs added") && strstr(r.out, "1 already there"), "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(sep, "SELECT count(*) FROM runs WHERE shard IN ('1/2', '2/2')") == 2);
+	FA_CHECK(fa_test_db_int(sep, "SELECT count(*) FROM samples") == samples);
+	FA_CHECK(fa_test_db_int(sep, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+			    "r.case_id AND c.run_id = r.run_id") == 4);
+	/* the merged run reads like any other */
+	fa_proc_run((char *[]){"report", "--db", all, "--run", "base", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "cases: 4"), "%d %s %s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(leftovers(".merge-") == 0);
+}
+
+FA_TEST(merge, refusals_leave_the_output_as_it_was)
+{
+	char a[1024], b[1024], c[1024], other[1024], out[1024], suite[1024], missing[1024];
+	struct fa_proc_result r;
+	path_in(a, sizeof a, "r-a.db");
+	path_in(b, sizeof b, "r-b.db");
+	path_in(c, sizeof c, "r-c.db");
+	path_in(other, sizeof other, "r-other.db");
+	path_in(out, sizeof out, "r-out.db");
+	path_in(missing, sizeof missing, "r-missing.db");
+	path_in(suite, sizeof suite, "r-tiny2.yaml");
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fprintf(f, "suite: tiny2\nseed: 7\nmeasure: {min_samples: 3, min_time_ms: 5, max_time_ms: 20}\n"
+		   "defaults: {heads: 2, head_dim: 32, dtype: fp32}\n"
+		   "axes:\n  seq_len: [16, 48]\n  mask: [none, causal]\n");
+	fclose(f);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "x") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 1, 1, "y") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", c, 1, 1, "z") == 0);
+	FA_REQUIRE(run_shard(suite, other, 1, 2, "x") == 0);
+	FA_REQUIRE(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	/* two suite hashes in one run */
+	FA_CHECK(merge((char *[]){"merge", b, other, "-o", out, "--one-run", NULL}, &r) == 2);
+	FA_CHECKF(strstr(r.err, "has suite hash") && strstr(r.err, "--mixed-suites"), "%s", r.err);
+	fa_proc_free(&r);
+	/* the same cases twice in one run */
+	FA_CHECK(merge((char *[]){"merge", b, c, "-o", out, "--one-run", "--label", "ab", NULL},
+		       &r) == 2);
+	FA_CHECKF(strstr(r.err, "both hold case 1; --one-run combines disjoint shards only"), "%s",
+		  r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(leftovers(".merge-") == 0);
+	/* asked for: the parts of two suites in one run (tiny2 lists tiny's cases in
+	 * the same order, so its shard 1 and tiny's shard 2 are disjoint) */
+	path_in(c, sizeof c, "r-c2.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", c, 2, 2, "z") == 0);
+	FA_CHECK(merge((char *[]){"merge", other, c, "-o", out, "--one-run", "--mixed-suites",
+				 "--label", "mixed", NULL},
+		       &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs WHERE label = 'mixed'") == 1);
+	/* usage */
+	struct {
+		char *argv[8];
+		const char *want;
+	} bad[] = {
+		{{"merge", a, NULL}, "missing -o OUT.db"},
+		{{"merge", "-o", out, NULL}, "missing the databases to merge"},
+		{{"merge", a, "-o", out, "--label", "l", NULL}, "--label goes with --one-run only"},
+		{{"merge", a, "-o", a, NULL}, "is both an input and the output"},
+		{{"merge", missing, "-o", out, NULL}, "no database"},
+		{{"merge", a, "-o", out, "--bogus", NULL}, "unknown option '--bogus'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FA_CHECKF(merge(bad[i].argv, &r) == 2 && strstr(r.err, bad[i].want), "%s: %d %s",
+			  bad[i].want, r.status, r.err);
+		fa_proc_free(&r);
+	}
+	FA_CHECK(access(missing, F_OK) != 0);
+	fa_proc_run((char *[]){"merge", "--help", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "--one-run"));
+	fa_proc_free(&r);
+}
+
+FA_TEST(merge, compare_runs_of_two_files)
+{
+	char a[1024], b[1024], sa[1100], sb[1100], sbl[1100], missing[1024], none[1100];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	path_in(a, sizeof a, "c-base.db");
+	path_in(b, sizeof b, "c-head.db");
+	/* two jobs, each with its own database, the same label in both */
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "pr") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 1, 1, "pr") == 0);
+	snprintf(sa, sizeof sa, "%s:pr", a);
+	snprintf(sb, sizeof sb, "%s:1", b);
+	fa_proc_run((char *[]){"compare", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, sa) && strstr(r.out, sb) &&
+			  strstr(r.out, "0 added, 0 removed"),
+		  "%d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* a plain spec on one side is a run of --db */
+	fa_proc_run((char *[]){"compare", "--db", a, "--format", "json", "pr", sb, NULL}, NULL, 120,
+		    &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"removed\": 0"), "%d %s %s", r.status, r.out,
+		  r.err);
+	fa_proc_free(&r);
+	/* another GPU model: refused, unless asked, and then the table says so */
+	FA_REQUIRE(sqlite3_open(b, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "UPDATE runs SET device_name = 'NVIDIA H200'", NULL, NULL,
+				NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	fa_proc_run((char *[]){"compare", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "on 'NVIDIA H200': times of different GPU models "
+						 "do not compare; --cross-device"),
+		  "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"compare", "--cross-device", sa, sb, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "**different devices"), "%d %s %s", r.status,
+		  r.out, r.err);
+	fa_proc_free(&r);
+	/* unknown files and runs: exit 2, no temporary folder left */
+	path_in(missing, sizeof missing, "c-missing.db");
+	snprintf(none, sizeof none, "%s:pr", missing);
+	fa_proc_run((char *[]){"compare", none, sb, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "c-missing.db"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	snprintf(sbl, sizeof sbl, "%s:nosuchlabel", b);
+	fa_proc_run((char *[]){"compare", sa, sbl, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "nosuchlabel"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(missing, F_OK) != 0);
+}

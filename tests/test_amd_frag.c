@@ -457,3 +457,25 @@ FA_TEST(amd_frag, mutant_partial_or_permuted_operands_fail)
 			pl.c[l][i] = fa_frag_rc_make(4 * (l / 32) + i, l % 32);
 	FA_CHECK(!check_kind(&pl, FA_FRAG_MFMA_32X32X8, why, sizeof why));
 }
+
+/* What kernels/hip/flash_amd_mma.h relies on to load a fragment one 32-bit
+ * word at a time: in every A and B map, elements 2j and 2j+1 of a lane are
+ * consecutive in k (A: same row, next column; B: same column, next row),
+ * and element 2j sits at an even k (a 4-byte aligned address). */
+FA_TEST(amd_frag, pairs_are_adjacent_along_k)
+{
+	for (int kind = 0; kind < FA_FRAG_KINDS; kind++) {
+		const struct fa_frag_shape s = fa_frag_shape_of(kind);
+		for (int l = 0; l < s.wave; l++)
+			for (int i = 0; i + 1 < s.a_elems; i += 2) {
+				const struct fa_frag_rc a0 = fa_frag_a(kind, l, i), a1 = fa_frag_a(kind, l, i + 1);
+				const struct fa_frag_rc b0 = fa_frag_b(kind, l, i), b1 = fa_frag_b(kind, l, i + 1);
+				FA_CHECKF(a1.row == a0.row && a1.col == a0.col + 1 && a0.col % 2 == 0,
+					  "kind %d lane %d: A elements %d, %d at (%d, %d), (%d, %d)", kind, l,
+					  i, i + 1, a0.row, a0.col, a1.row, a1.col);
+				FA_CHECKF(b1.col == b0.col && b1.row == b0.row + 1 && b0.row % 2 == 0,
+					  "kind %d lane %d: B elements %d, %d at (%d, %d), (%d, %d)", kind, l,
+					  i, i + 1, b0.row, b0.col, b1.row, b1.col);
+			}
+	}
+}

@@ -49,7 +49,10 @@
 #define FA_AMD_FRAG_H
 
 #if defined(__HIPCC__) || defined(__CUDACC__)
-#define FA_FRAG_FN static __host__ __device__ inline
+/* constexpr: a kernel sizes its fragments with fa_frag_shape_of(KIND) */
+#define FA_FRAG_FN static constexpr __host__ __device__ inline
+#elif defined(__cplusplus)
+#define FA_FRAG_FN static constexpr inline
 #else
 #define FA_FRAG_FN static inline
 #endif
@@ -93,9 +96,7 @@ FA_FRAG_FN struct fa_frag_shape fa_frag_shape_of(int kind)
 
 FA_FRAG_FN struct fa_frag_rc fa_frag_rc_make(int row, int col)
 {
-	struct fa_frag_rc r;
-	r.row = row;
-	r.col = col;
+	struct fa_frag_rc r = {row, col};
 	return r;
 }
 

@@ -48,7 +48,13 @@
 #include <math.h>
 #include <stdint.h>
 
+/* FA_AMD_MMA_EXTERNAL: the includer (tests/hip_emu, which runs the kernel
+ * body on CPU threads) supplies the HIP names this file uses and
+ * fa_amd_external_mma(), the matrix instruction; the __global__ kernels and
+ * launchers are left out. */
+#ifndef FA_AMD_MMA_EXTERNAL
 #include "../common/fa_gpu.h" /* first: hip_runtime.h defines __forceinline__ for FA_HD */
+#endif
 #include "../common/fa_dtype.h"
 
 /* ---- the fa_mma primitives flash_mma.cuh's shared parts use, for HIP.
@@ -137,7 +143,9 @@ typedef uint32_t u32x8 __attribute__((ext_vector_type(8)));
 template <int KIND>
 static __device__ constexpr bool native()
 {
-#if defined(__GFX9__)
+#if defined(FA_AMD_MMA_EXTERNAL)
+	return true;
+#elif defined(__GFX9__)
 	return KIND == FA_FRAG_MFMA_16X16X16 || KIND == FA_FRAG_MFMA_32X32X8;
 #elif defined(__GFX11__)
 	return KIND == FA_FRAG_WMMA_GFX11;
@@ -156,6 +164,9 @@ template <int KIND, class T, int AW, int CE>
 static __device__ __forceinline__ void mma(float (&acc)[CE], const uint32_t (&a)[AW],
 					   const uint32_t (&b)[AW])
 {
+#if defined(FA_AMD_MMA_EXTERNAL)
+	fa_amd_external_mma<KIND, T::dtype>(acc, a, b);
+#else
 	if constexpr (KIND == FA_FRAG_MFMA_16X16X16) {
 #if defined(__GFX9__)
 		static_assert(AW == 2 && CE == 4, "mfma_f32_16x16x16: 4 + 4 -> 4");
@@ -213,6 +224,7 @@ static __device__ __forceinline__ void mma(float (&acc)[CE], const uint32_t (&a)
 			acc[i] = c[i];
 #endif
 	}
+#endif /* FA_AMD_MMA_EXTERNAL */
 }
 
 /* One fp32 value rounded to nearest even as the 16-bit type's bits. */
@@ -512,6 +524,7 @@ static __device__ __forceinline__ void flash_amd_cta(const params &prm, int tid,
 	}
 }
 
+#ifndef FA_AMD_MMA_EXTERNAL
 template <class CFG, class T>
 __global__ void __launch_bounds__(CFG::NT) flash_amd_kernel(const params prm)
 {
@@ -564,6 +577,7 @@ static int launch(const struct fa_launch_args *a)
 		return launch_typed<CFG, fp16_t>(a);
 	return (int)hipErrorInvalidValue; /* supports() rejects other dtypes */
 }
+#endif /* FA_AMD_MMA_EXTERNAL */
 
 } /* namespace fa_amd */
 

@@ -52,6 +52,7 @@ static int check_grid(const struct fa_problem *p, int bm, int bn, int packed, in
 			for (int bx = 0; bx < gr.m_tiles; bx++) {
 				memset(seen, 0, (size_t)(lk / bn + 2) * sizeof *seen);
 				struct fa_cta_work w0;
+				memset(&w0, 0, sizeof w0);
 				int have = 0;
 				for (int sp = 0; sp < splits; sp++) {
 					struct fa_cta_work w;

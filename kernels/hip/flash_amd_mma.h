@@ -167,6 +167,9 @@ static __device__ __forceinline__ void mma(float (&acc)[CE], const uint32_t (&a)
 #if defined(FA_AMD_MMA_EXTERNAL)
 	fa_amd_external_mma<KIND, T::dtype>(acc, a, b);
 #else
+	(void)acc; /* the host pass and a foreign arch compile no builtin */
+	(void)a;
+	(void)b;
 	if constexpr (KIND == FA_FRAG_MFMA_16X16X16) {
 #if defined(__GFX9__)
 		static_assert(AW == 2 && CE == 4, "mfma_f32_16x16x16: 4 + 4 -> 4");

@@ -58,16 +58,20 @@ size_t workspace_kind(const struct fa_problem *p, const int32_t *params)
 	}
 }
 
-/* The fragment layout of the current device's matrix unit, or -1 (no
- * device, or none of these archs); the arch name in `arch`. */
+/* The fragment layout of the current device's matrix unit; -1 for an arch
+ * without one of these units (its name in `arch`), -2 when no device
+ * answers (the runtime's error name in `arch`). */
 int device_kind(char *arch, size_t arch_size)
 {
 	int dev = 0;
 	hipDeviceProp_t prop;
-	snprintf(arch, arch_size, "none");
-	if (hipGetDevice(&dev) != hipSuccess || hipGetDeviceProperties(&prop, dev) != hipSuccess) {
+	hipError_t e = hipGetDevice(&dev);
+	if (e == hipSuccess)
+		e = hipGetDeviceProperties(&prop, dev);
+	if (e != hipSuccess) {
+		snprintf(arch, arch_size, "%s", hipGetErrorName(e));
 		(void)hipGetLastError();
-		return -1;
+		return -2;
 	}
 	snprintf(arch, arch_size, "%.*s", (int)strcspn(prop.gcnArchName, ":"), prop.gcnArchName);
 	if (!strcmp(arch, "gfx90a") || !strncmp(arch, "gfx94", 5))
@@ -129,7 +133,12 @@ int mfma_supports(const struct fa_problem *p, char *why, size_t why_size)
 	char arch[64];
 	if (!supports_common(p, why, why_size))
 		return 0;
-	if (device_kind(arch, sizeof arch) != FA_FRAG_MFMA_16X16X16) {
+	const int kind = device_kind(arch, sizeof arch);
+	if (kind == -2) {
+		snprintf(why, why_size, "no HIP device to ask for its architecture (%s)", arch);
+		return 0;
+	}
+	if (kind != FA_FRAG_MFMA_16X16X16) {
 		snprintf(why, why_size, "device '%s' has no MFMA bf16_1k unit (gfx90a, gfx94x)", arch);
 		return 0;
 	}
@@ -142,6 +151,10 @@ int wmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 	if (!supports_common(p, why, why_size))
 		return 0;
 	const int kind = device_kind(arch, sizeof arch);
+	if (kind == -2) {
+		snprintf(why, why_size, "no HIP device to ask for its architecture (%s)", arch);
+		return 0;
+	}
 	if (kind != FA_FRAG_WMMA_GFX11 && kind != FA_FRAG_WMMA_GFX12) {
 		snprintf(why, why_size, "device '%s' has no WMMA unit (gfx11, gfx12)", arch);
 		return 0;
@@ -168,12 +181,13 @@ int wmma_kind_cached(void)
 	char arch[64];
 	if (hipGetDevice(&dev) != hipSuccess || dev < 0 || dev >= 64)
 		return device_kind(arch, sizeof arch);
-	int k = __atomic_load_n(&cache[dev], __ATOMIC_RELAXED);
-	if (!k) {
-		k = device_kind(arch, sizeof arch) + 1;
-		__atomic_store_n(&cache[dev], k, __ATOMIC_RELAXED);
-	}
-	return k - 1;
+	const int k = __atomic_load_n(&cache[dev], __ATOMIC_RELAXED);
+	if (k)
+		return k - 1;
+	const int kind = device_kind(arch, sizeof arch);
+	if (kind >= 0) /* a failed query is asked again next time */
+		__atomic_store_n(&cache[dev], kind + 1, __ATOMIC_RELAXED);
+	return kind;
 }
 
 int wmma_launch(const struct fa_launch_args *a)

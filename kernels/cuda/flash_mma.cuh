@@ -54,6 +54,7 @@
 #endif
 #include "../../harness/run/backend_impl.h"
 #include "../common/fa_problem.h"
+#include "../common/fa_cta.h"
 #include "../common/fa_split.h"
 #include "cuda_kernels.h"
 
@@ -540,13 +541,7 @@ static __device__ __forceinline__ void zero_pad(unsigned char *base, int tid)
 static __device__ __forceinline__ void row_head_pos(int packed, int h0, int lq, int R, int &h,
 						    int &i)
 {
-	if (packed) {
-		h = h0 + R / lq;
-		i = R % lq;
-	} else {
-		h = h0;
-		i = R;
-	}
+	fa_cta_row_head_pos(packed, h0, lq, R, &h, &i);
 }
 
 /* The sum of v over the 4 lanes of a quad (the lanes holding one row of a
@@ -562,7 +557,7 @@ static __device__ __forceinline__ float quad_sum(float v)
  * may reach 2^8 = 256, exact enough in fp32 sums and far below fp16's
  * 65504, and the O accumulator is not rescaled at all (the FA4 trick: after
  * the first tiles a warp almost never needs the 4*NO multiplies). */
-#define FA_MMA_RESCALE_SLACK 8.0f
+#define FA_MMA_RESCALE_SLACK FA_ONLINE_SLACK
 
 /* The body of one CTA (a __device__ function so that a CPU emulation of the
  * warp primitives can run it; the __global__ wrapper is below). */
@@ -584,60 +579,15 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	const struct fa_problem &p = prm.p;
 	const int warp = tid >> 5, lane = tid & 31;
 	const int g = lane >> 2, t4 = lane & 3; /* fragment row group, thread in group */
-	/* block -> (query tile, head) in launch order: head by head (x fastest,
-	 * the tiles of one head side by side share its K/V in L2), or tile by
-	 * tile across every head (the heaviest causal tiles of all heads first:
-	 * longest-processing-time order, a shorter tail) */
-	if (prm.tile_major) {
-		const int gy = prm.packed ? p.kv_heads : p.heads;
-		const int lin = by * prm.m_tiles + bx;
-		bx = lin / gy;
-		by = lin - bx * gy;
-	}
-	const int b = bz / prm.splits, sp = bz - b * prm.splits; /* sequence, key range */
-	const int x = prm.reverse ? prm.m_tiles - 1 - bx : bx;
-
-	/* ---- this CTA's rows ---- */
-	const int lq = fa_seq_q_len(&p, prm.cu_q, b);
-	const int lk = fa_seq_kv_len(&p, prm.cu_k, b);
-	const int rows_total = prm.packed ? prm.group * lq : lq;
-	const int row0 = x * BM;
-	if (row0 >= rows_total)
+	/* ---- this CTA's rows and key tiles (kernels/common/fa_cta.h) ---- */
+	const struct fa_grid gr = {prm.group, prm.packed, prm.m_tiles, prm.reverse, prm.tile_major,
+				   prm.splits};
+	struct fa_cta_work w;
+	if (!fa_cta_work_of(&p, &gr, prm.cu_q, prm.cu_k, prm.prefix_lens, BM, BN, bx, by, bz, &w))
 		return; /* past this sequence (varlen, or packed rows): whole CTA leaves */
-	const int hk = prm.packed ? by : by / prm.group;     /* KV head */
-	const int h0 = prm.packed ? by * prm.group : by;     /* query head of packed row 0 */
-	const int row_last = (row0 + BM < rows_total ? row0 + BM : rows_total) - 1;
-
-	/* ---- key range of the CTA (masks are monotone in the position i) ---- */
-	int i_first, i_last; /* smallest and largest position among the valid rows */
-	if (!prm.packed) {
-		i_first = row0;
-		i_last = row_last;
-	} else if (row0 / lq == row_last / lq) {
-		i_first = row0 % lq;
-		i_last = row_last % lq;
-	} else {
-		i_first = 0; /* rows wrap from one head to the next */
-		i_last = lq - 1;
-	}
-	int lo_first, hi_first, lo_last, hi_last;
-	fa_mask_range(p.mask, i_first, lq, lk, p.window, &lo_first, &hi_first);
-	fa_mask_range(p.mask, i_last, lq, lk, p.window, &lo_last, &hi_last);
-	int pfx = 0; /* keys [0, pfx) visible to every row (prefix-LM) */
-	if (p.mask == FA_MASK_PREFIX_LM) {
-		pfx = fa_seq_prefix(&p, prm.prefix_lens, b);
-		pfx = pfx < 0 ? 0 : pfx > lk ? lk : pfx;
-	}
-	const int key_begin = pfx > 0 ? 0 : lo_first;
-	const int key_end = hi_last > pfx ? hi_last : pfx;
-	int n_begin = key_begin / BN;
-	int n_end = key_end > key_begin ? (key_end + BN - 1) / BN : n_begin;
-	if (prm.splits > 1) { /* split-KV: this CTA's share of the tiles, maybe none */
-		const int per = (n_end - n_begin + prm.splits - 1) / prm.splits;
-		const int nb = n_begin + sp * per;
-		n_begin = nb < n_end ? nb : n_end;
-		n_end = nb + per < n_end ? nb + per : n_end;
-	}
+	const int b = w.b, sp = w.sp, lq = w.lq, lk = w.lk, rows_total = w.rows_total;
+	const int row0 = w.row0, hk = w.hk, h0 = w.h0, pfx = w.pfx;
+	const int n_begin = w.n_begin, n_end = w.n_end;
 
 	/* ---- global bases ---- */
 	const uint16_t *kbase = prm.k + fa_k_offset(&p, prm.cu_k, b, 0, hk);
@@ -812,7 +762,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		/* ---- mask, only where needed ----
 		 * s[mt][j][e] is row mt*16 + (e >> 1)*8 + g, key n0 + 8j + 2t4 + (e & 1).
 		 * full: every key of the chunk is allowed for every valid row. */
-		const bool full = n0 + BNC <= pfx || (n0 >= lo_last && n0 + BNC <= hi_first);
+		const bool full = fa_cta_chunk_full(&w, n0, BNC);
 		if (!full) {
 			/* row ranges come from shared memory: masked chunks are few
 			 * (edges, the diagonal band), registers in the loop are not */
@@ -828,7 +778,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 #pragma unroll
 						for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
 							const int kr = 8 * j + (e & 1); /* key - kb0 */
-							if (!((kr >= lo && kr < hi) || kr < pf))
+							if (!fa_cta_key_allowed(kr, lo, hi, pf))
 								s[mt][j][e] = -INFINITY;
 						}
 				}
@@ -851,7 +801,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 				mx = fmaxf(mx, fa_mma_shfl_xor(mx, 2));
 				mx *= c_log2; /* -inf stays -inf */
 				/* -inf > -inf + 8 is false: a row with no key yet keeps -inf */
-				const bool up = mx > m_run[mt][hf] + FA_MMA_RESCALE_SLACK;
+				const bool up = fa_online_moves(m_run[mt][hf], mx);
 				alpha[mt][hf] = up ? fa_mma_exp2(m_run[mt][hf] - mx) : 1.f; /* exp2(-inf) = 0 */
 				m_run[mt][hf] = up ? mx : m_run[mt][hf];
 				grow |= up;
@@ -873,7 +823,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 #pragma unroll
 			for (int hf = 0; hf < 2; ++hf) {
 				/* a row with no key yet: subtract 0, so masked -inf gives 0, never NaN */
-				const float m_use = m_run[mt][hf] == -INFINITY ? 0.f : m_run[mt][hf];
+				const float m_use = fa_online_m_use(m_run[mt][hf]);
 				float sum = 0.f;
 #pragma unroll
 				for (int j = 0; j < NN; ++j)
@@ -933,14 +883,14 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 				int h, i;
 				row_head_pos(prm.packed, h0, lq, R, h, i);
 				const int64_t wr = (tok0 + i) * p.heads + h;
-				const float inv = l > 0.f ? 1.f / l : 0.f;
+				const float inv = fa_online_inv_l(l);
 				float *dst = ws_o + wr * DV;
 #pragma unroll
 				for (int j = 0; j < NO; ++j)
 					*reinterpret_cast<float2 *>(dst + 8 * j) =
 						make_float2(o[mt][j][2 * hf] * inv, o[mt][j][2 * hf + 1] * inv);
 				if (t4 == 0) /* no key in range: -inf, weight 0 in the merge */
-					ws_lse[wr] = l > 0.f ? m_run[mt][hf] + log2f(l) : -INFINITY;
+					ws_lse[wr] = fa_online_lse(m_run[mt][hf], l);
 			}
 		return;
 	}
@@ -954,7 +904,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 #pragma unroll
 		for (int hf = 0; hf < 2; ++hf) {
 			const float l = quad_sum(l_run[mt][hf]);
-			const float inv = l > 0.f ? 1.f / l : 0.f; /* no allowed key: zeros */
+			const float inv = fa_online_inv_l(l); /* no allowed key: zeros */
 			static_for<NO>([&](auto j_c) {
 				constexpr int j = decltype(j_c)::value;
 				/* C fragment: row g (+8), columns 8j + 2t4, +1 -> bytes 4 t4 of chunk j */

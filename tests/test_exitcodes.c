@@ -135,7 +135,7 @@ static const struct exit_case cases[] = {
 	{{"build-matrix", "--source", "no-such.cu", "--db", "@DB"}, 2, "'no-such.cu'", DB_SAME},
 	{{"build-matrix", "--source", "README.md", "--db", "@NODB"},
 	 2,
-	 "source 'README.md' is neither a .cu nor a .hip file",
+	 "source 'README.md' is not a .cu, .hip or .cpp file",
 	 DB_NONE},
 	{{"build-matrix", "--source", "tests/bmatrix/mma.cu", "--fail-on", "nope", "--db", "@DB"},
 	 2,

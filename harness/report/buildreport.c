@@ -70,6 +70,8 @@ static void fmt_kib(long long b, char *buf, size_t size)
 {
 	if (b >= 1024 && b % 1024 == 0)
 		snprintf(buf, size, "%lldK", b / 1024);
+	else if (b >= 1024)
+		snprintf(buf, size, "%.1fK", (double)b / 1024);
 	else
 		snprintf(buf, size, "%lldB", b);
 }

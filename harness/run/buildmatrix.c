@@ -36,6 +36,14 @@ struct family {
 	const char *compiler;   /* shown in "skipped: nvcc not found" */
 	const char *globs[4];   /* the kernel sources, relative to the root */
 	const char *flags[12];  /* as the plugin's build compiles them (Makefile) */
+	/* Sources of another family this one compiles too, once the folder
+	 * shared_when exists: the CUDA sources the HIP plugin builds (the
+	 * Makefile's HIP_SRC). */
+	const char *shared_when;
+	const char *shared[8];
+	/* Flags for the listed sources only (not --source files): the HIP
+	 * plugin pre-includes its alias header kernels/common/fa_gpu.h. */
+	const char *shared_flags[4];
 };
 
 /* Flags match the Makefile's NVCC_FLAGS (and the HIP plugin's): a kernel is
@@ -47,11 +55,16 @@ static const struct family families[] = {
 			{"-std=c++17", "-O3", "--expt-relaxed-constexpr", NULL}},
 	[FA_BM_HIP] = {"hip",
 		       "clang++-19",
-		       {"kernels/hip/*.hip", "kernels/hip/instances/*.hip", NULL},
+		       {"kernels/hip/*.hip", "kernels/hip/instances/*.hip", "kernels/hip/*.cpp", NULL},
 		       {"-x", "hip", "-std=c++17", "-O3", "--rocm-path=/usr",
 			/* a back-end crash (seed 000: a gfx11 builtin on gfx1201)
 			 * is a failed compile, not files left in /tmp */
-			"-fno-crash-diagnostics", NULL}},
+			"-fno-crash-diagnostics", NULL},
+		       "kernels/hip",
+		       {"kernels/cuda/cuda_dense.cu", "kernels/cuda/flash_simt.cu",
+			"kernels/cuda/data_gpu.cu", "kernels/cuda/ref_gpu.cu",
+			"kernels/cuda/test_kernels.cu", NULL},
+		       {"-include", "kernels/common/fa_gpu.h", NULL}},
 };
 
 /* Where Debian's rocm-device-libs (and a ROCm install) keep the bitcode. */
@@ -111,7 +124,8 @@ static int family_of_source(const char *path)
 	size_t n = strlen(path);
 	if (n > 3 && strcmp(path + n - 3, ".cu") == 0)
 		return FA_BM_CUDA;
-	if (n > 4 && strcmp(path + n - 4, ".hip") == 0)
+	if ((n > 4 && strcmp(path + n - 4, ".hip") == 0) ||
+	    (n > 4 && strcmp(path + n - 4, ".cpp") == 0))
 		return FA_BM_HIP;
 	return -1;
 }
@@ -126,7 +140,7 @@ static void note(struct fa_bm_plan *p, const char *fmt, const char *a, const cha
 }
 
 static enum fa_rc add_job(struct fa_bm_plan *p, int *cap, const char *source,
-			  const struct fa_bm_target *t, struct fa_err *err)
+			  const struct fa_bm_target *t, int listed, struct fa_err *err)
 {
 	struct fa_bm_job *j;
 	if (p->n_jobs == *cap) {
@@ -142,6 +156,7 @@ static enum fa_rc add_job(struct fa_bm_plan *p, int *cap, const char *source,
 	snprintf(j->source, sizeof j->source, "%s", source);
 	j->arch = t->arch;
 	j->family = t->family;
+	j->listed = listed;
 	j->status = FA_BM_OK;
 	return FA_OK;
 }
@@ -308,7 +323,7 @@ enum fa_rc fa_bm_plan_make(const struct fa_bm_opts *o, struct fa_bm_plan *p, str
 			int fam = family_of_source(o->sources[s]);
 			if (fam < 0) {
 				rc = fa_err_set(err, FA_ERR_USAGE,
-						"source '%s' is neither a .cu nor a .hip file",
+						"source '%s' is not a .cu, .hip or .cpp file",
 						o->sources[s]);
 				break;
 			}
@@ -325,7 +340,7 @@ enum fa_rc fa_bm_plan_make(const struct fa_bm_opts *o, struct fa_bm_plan *p, str
 			for (int t = 0; t < fa_bm_n_targets && rc == FA_OK; t++)
 				if ((int)fa_bm_targets[t].family == fam &&
 				    target_selected(o, &fa_bm_targets[t]))
-					rc = add_job(p, &cap, o->sources[s], &fa_bm_targets[t], err);
+					rc = add_job(p, &cap, o->sources[s], &fa_bm_targets[t], 0, err);
 		}
 	} else {
 		for (int f = 0; f < 2 && rc == FA_OK; f++) {
@@ -337,16 +352,35 @@ enum fa_rc fa_bm_plan_make(const struct fa_bm_opts *o, struct fa_bm_plan *p, str
 				if (glob(pat, 0, NULL, &g) != 0)
 					continue;
 				for (size_t i = 0; i < g.gl_pathc && rc == FA_OK; i++) {
-					const char *rel = g.gl_pathv[i];
-					if (strcmp(root, ".") == 0 && strncmp(rel, "./", 2) == 0)
-						rel += 2;
+					/* stored relative to the root, as the list names it */
+					const char *rel = g.gl_pathv[i] + strlen(root);
+					while (*rel == '/')
+						rel++;
 					n_found++;
 					for (int t = 0; t < fa_bm_n_targets && rc == FA_OK; t++)
 						if ((int)fa_bm_targets[t].family == f &&
 						    target_selected(o, &fa_bm_targets[t]))
-							rc = add_job(p, &cap, rel, &fa_bm_targets[t], err);
+							rc = add_job(p, &cap, rel, &fa_bm_targets[t], 1, err);
 				}
 				globfree(&g);
+			}
+			if (families[f].shared_when) {
+				char dir[1024];
+				snprintf(dir, sizeof dir, "%s/%s", root, families[f].shared_when);
+				for (int i = 0; families[f].shared[i] && rc == FA_OK &&
+						stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+				     i++) {
+					char src[1024];
+					snprintf(src, sizeof src, "%s/%s", root, families[f].shared[i]);
+					if (stat(src, &st) != 0)
+						continue;
+					n_found++;
+					for (int t = 0; t < fa_bm_n_targets && rc == FA_OK; t++)
+						if ((int)fa_bm_targets[t].family == f &&
+						    target_selected(o, &fa_bm_targets[t]))
+							rc = add_job(p, &cap, families[f].shared[i],
+								     &fa_bm_targets[t], 1, err);
+				}
 			}
 			if (!n_found)
 				note(p, "%s: no sources (%s)", families[f].name, families[f].globs[0]);
@@ -491,7 +525,7 @@ static void run_job(struct fa_bm_plan *p, const char *root, struct fa_bm_job *j,
 {
 	char dir[700], src[1100], out_path[800], *log = NULL;
 	const char *argv[40];
-	char arch_flag[64], keep_dir[720], dl_flag[760];
+	char arch_flag[64], keep_dir[720], dl_flag[760], inc[1100];
 	int n = 0, rc;
 	double t0 = now_s();
 
@@ -502,7 +536,8 @@ static void run_job(struct fa_bm_plan *p, const char *root, struct fa_bm_job *j,
 			 strerror(errno));
 		return;
 	}
-	if (j->source[0] == '/' || strcmp(root, ".") == 0 || strncmp(j->source, root, strlen(root)) == 0)
+	/* listed sources are relative to the root, --source files to the cwd */
+	if (!j->listed || strcmp(root, ".") == 0)
 		snprintf(src, sizeof src, "%s", j->source);
 	else
 		snprintf(src, sizeof src, "%s/%s", root, j->source);
@@ -528,6 +563,13 @@ static void run_job(struct fa_bm_plan *p, const char *root, struct fa_bm_job *j,
 		argv[n++] = p->clang;
 		for (int f = 0; families[FA_BM_HIP].flags[f]; f++)
 			argv[n++] = families[FA_BM_HIP].flags[f];
+		if (j->listed) {
+			/* the HIP plugin's alias header (its Makefile pre-includes it
+			 * in every source), found under the root */
+			snprintf(inc, sizeof inc, "%s/%s", root, families[FA_BM_HIP].shared_flags[1]);
+			argv[n++] = families[FA_BM_HIP].shared_flags[0];
+			argv[n++] = inc;
+		}
 		argv[n++] = dl_flag;
 		argv[n++] = arch_flag;
 		argv[n++] = "--cuda-device-only";

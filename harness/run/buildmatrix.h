@@ -34,7 +34,7 @@ extern const int fa_bm_n_targets;
 
 struct fa_bm_opts {
 	const char *root;            /* the tree the listed sources are under; NULL "." */
-	const char *const *sources;  /* explicit sources (.cu, .hip); NULL: the list's */
+	const char *const *sources;  /* explicit sources (.cu; .hip, .cpp); NULL: the list's */
 	int n_sources;
 	const char *const *targets;  /* explicit targets; NULL: all */
 	int n_targets;
@@ -55,6 +55,7 @@ struct fa_bm_job {
 	char source[512];            /* as listed (relative to root) */
 	const char *arch;
 	enum fa_bm_family family;
+	int listed;                  /* 1: from the list (gets the list's extra flags) */
 	char compiler[512];          /* the program that ran ("" when skipped) */
 	int status;                  /* enum fa_bm_status */
 	char error[512];             /* failed: the first error line; skipped: why */

@@ -3,9 +3,11 @@
  * CUDA and HIP source where the compilers are installed, compilers that are
  * missing (skipped, not failed), and the regression gate on a fixture
  * database (a new spill, lost HMMA, a unit that stopped compiling). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fixture.h"
 #include "proc.h"
@@ -517,4 +519,112 @@ FA_TEST(bmatrix, gate_in_process)
 	fa_build_table_free(&base);
 	fa_build_table_free(&head);
 	fa_store_close(s);
+}
+
+/* ---- A killed run, and a failing compiler, without a real nvcc ------------------ */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+FA_TEST(bmatrix, kill9_keeps_finished_jobs)
+{
+	char db[1024], slow[1024];
+	FILE *f;
+	pid_t pid;
+	int st;
+	db_path(db, sizeof db, "kill.db");
+	snprintf(slow, sizeof slow, "%s/slow.cu", fa_test_tmpdir());
+	f = fopen(slow, "w");
+	FA_REQUIRE(f);
+	fputs("__global__ void k(void) {}\n", f);
+	fclose(f);
+	/* one job at a time: mma.cu finishes at once, slow.cu takes 10 s */
+	pid = fa_proc_start((char *[]){"build-matrix", "--nvcc", "tests/bmatrix/fake-nvcc",
+				       "--cuobjdump", "/nonexistent", "--source",
+				       "tests/bmatrix/mma.cu", "--source", slow, "--targets",
+				       "sm_90a", "--jobs", "1", "--db", db, "--quiet", NULL},
+			    NULL);
+	for (int i = 0; i < 400; i++) {
+		sleep_ms(50);
+		/* (the tables first: the process may not have made them yet) */
+		if (fa_test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name = "
+				       "'build_results'") == 1 &&
+		    fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE symbol IS NULL") >= 1)
+			break;
+	}
+	kill(pid, SIGKILL);
+	st = fa_proc_wait(pid);
+	FA_CHECKF(st == 128 + SIGKILL, "status %d", st);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_runs WHERE status = 'incomplete'") ==
+		 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE symbol IS NULL AND "
+				    "source = 'tests/bmatrix/mma.cu' AND status = 'ok'") == 1);
+	/* the unit's kernels came with it (the fake prints ptxas-sm90a.txt) */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE symbol IS NOT NULL") ==
+		 5);
+	FA_CHECK(fa_test_db_int(db, "SELECT spill_bytes FROM build_results WHERE symbol = "
+				    "'_Z12spill_kernelPKfPfi'") == 848);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE source LIKE "
+				    "'%slow.cu'") == 0);
+	/* the report of the killed run says so */
+	struct fa_proc_result r;
+	fa_proc_run((char *[]){"build-matrix", "--report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, ", incomplete\n") != NULL);
+	fa_proc_free(&r);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+FA_TEST(bmatrix, failed_compile_and_gate)
+{
+	char db[1024], unit[1024];
+	struct fa_proc_result r;
+	db_path(db, sizeof db, "broken.db");
+	snprintf(unit, sizeof unit, "%s/unit.cu", fa_test_tmpdir());
+	char *argv[] = {"build-matrix", "--nvcc", "tests/bmatrix/fake-nvcc", "--cuobjdump",
+			"/nonexistent", "--source", "tests/bmatrix/mma.cu", "--source", unit,
+			"--targets", "sm_80,sm_90", "--db", db, "--label", NULL, NULL, NULL};
+	/* a good run, then the same unit broken, gated against it */
+	write_file(unit, "__global__ void k(void) {}\n");
+	argv[14] = "good";
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	write_file(unit, "__global__ void k(void) { BROKEN; }\n");
+	argv[14] = "broken";
+	argv[15] = "--fail-on=good";
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status == 1, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.err, "FAILED  sm_80    ") != NULL);
+	FA_CHECK(strstr(r.err, "unit.cu(3): error: identifier \"BROKEN\" is undefined") != NULL);
+	FA_CHECK(strstr(r.err, "fabench build-matrix: 2 compiles failed") != NULL);
+	FA_CHECK(strstr(r.err, "unit.cu for sm_90: stopped compiling: ") != NULL);
+	FA_CHECK(strstr(r.err, "fabench build-matrix: 2 regressions against build-matrix run 1 "
+			       "('good')") != NULL);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE build_id = 2 AND "
+				    "symbol IS NULL AND status = 'failed'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE build_id = 2 AND "
+				    "symbol IS NULL AND status = 'ok'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_runs WHERE status = 'complete'") ==
+		 2);
+	/* fixed again: the broken run as REF is no regression */
+	write_file(unit, "__global__ void k(void) {}\n");
+	argv[14] = "fixed";
+	argv[15] = "--fail-on=broken";
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECK(strstr(r.err, "no regression against build-matrix run 2 ('broken')") != NULL);
+	fa_proc_free(&r);
 }

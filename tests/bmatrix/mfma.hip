@@ -1,3 +1,7 @@
+// mfma.hip - a small HIP source for the build-matrix tests: one 16x16x16
+// bf16 matrix product on the matrix cores of every AMD target, each arch
+// through its own builtin (MFMA on gfx9, WMMA on gfx11, the _gfx12 WMMA on
+// gfx12), guarded by __GFX9__ / __GFX11__ / __GFX12__.
 #include <hip/hip_runtime.h>
 typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
 typedef short s4 __attribute__((ext_vector_type(4)));

@@ -1,7 +1,6 @@
 // mma.cu - a small CUDA source for the build-matrix tests: one kernel with
-// a tensor-core mma.sync (HMMA in the SASS), one without, and one that
-// spills under __launch_bounds__ pressure is not needed here (the gate's
-// spill case is a fixture database). Compiled for sm_80, sm_90, sm_90a.
+// a tensor-core mma.sync (HMMA in the SASS) and one with 1 KiB of static
+// shared memory and no matrix instruction. Compiled for sm_80, sm_90, sm_90a.
 #include <cuda_bf16.h>
 
 extern "C" __global__ void bm_mma(const unsigned *a, const unsigned *b, float *c)

@@ -1,3 +1,6 @@
+// wmma-gfx11.hip - the gfx11 WMMA builtin without an arch guard (seed
+// 000): compiles for gfx1100, fails in the back end for gfx1201 ("Cannot
+// select: intrinsic %llvm.amdgcn.wmma...") and in the front end for gfx9.
 #include <hip/hip_runtime.h>
 typedef short s16 __attribute__((ext_vector_type(16)));
 typedef float f8 __attribute__((ext_vector_type(8)));

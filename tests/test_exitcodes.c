@@ -129,12 +129,30 @@ static const struct exit_case cases[] = {
 	 2,
 	 "'xml'",
 	 DB_SAME},
+	/* build-matrix: everything named is checked before the database is touched */
+	{{"build-matrix", "--targets", "gfx9000", "--db", "@NODB"}, 2, "unknown target 'gfx9000'", DB_NONE},
+	{{"build-matrix", "--targets", "sm_80,", "--db", "@NODB"}, 2, "'sm_80,'", DB_NONE},
+	{{"build-matrix", "--source", "no-such.cu", "--db", "@DB"}, 2, "'no-such.cu'", DB_SAME},
+	{{"build-matrix", "--source", "README.md", "--db", "@NODB"},
+	 2,
+	 "source 'README.md' is not a .cu, .hip or .cpp file",
+	 DB_NONE},
+	{{"build-matrix", "--source", "tests/bmatrix/mma.cu", "--fail-on", "nope", "--db", "@DB"},
+	 2,
+	 "no build-matrix run 'nope'",
+	 DB_SAME},
+	{{"build-matrix", "--jobs", "0", "--db", "@NODB"}, 2, "'0'", DB_NONE},
+	{{"build-matrix", "--run", "3", "--db", "@NODB"}, 2, "--run '3' needs --report", DB_NONE},
+	{{"build-matrix", "--report", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
+	{{"build-matrix", "--report", "--db", "@DB"}, 2, "no build-matrix run 'latest'", DB_SAME},
+	{{"build-matrix", "--report", "--source", "x.cu", "--db", "@DB"}, 2, "--report shows a stored run", DB_SAME},
+	{{"build-matrix", "--report", "--format", "html", "--db", "@DB"}, 2, "'html'", DB_SAME},
 };
 
 /* --help of every command: status 0, its usage on stdout. */
 static const char *const commands[] = {"run",     "list",    "kernels",   "devices",
 				       "report",  "compare", "history",   "plot",
-				       "calibrate", "import"};
+				       "calibrate", "import",  "build-matrix"};
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -1126,13 +1126,17 @@ FA_TEST(store, migrates_version_1_to_2)
 	FA_REQUIRE(sqlite3_exec(raw,
 				"ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				"ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN "
-				"running; PRAGMA user_version = 1",
+				"running; DROP TABLE build_results; DROP TABLE build_runs; "
+				"PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
 	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE "
 					   "name = 'ab_group'", 0) == 1);
+	/* version 4: the build-matrix tables */
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM sqlite_master WHERE name IN "
+					   "('build_runs', 'build_results')", 0) == 2);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE "
 					   "name = 'running'", 0) == 1);
 	fa_store_close(s);
@@ -1161,7 +1165,7 @@ FA_TEST(store, running_mark_migrates_and_clears)
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
-				     "ALTER TABLE runs DROP COLUMN running; PRAGMA user_version = 2",
+				     "ALTER TABLE runs DROP COLUMN running; DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 2",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
@@ -1287,7 +1291,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	/* writable: migrated as a writer would, then read */
@@ -1297,7 +1301,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(chmod(path, 0444) == 0);

@@ -283,6 +283,96 @@ int fa_run_capture(char *const argv[], char *out, size_t size)
 	return WEXITSTATUS(status) == 127 ? -1 : WEXITSTATUS(status);
 }
 
+int fa_run_output(char *const argv[], char **out, size_t max_bytes)
+{
+	int fds[2], status;
+	pid_t pid;
+	size_t len = 0, cap = 4096;
+	ssize_t got;
+	char *buf = malloc(cap);
+	*out = NULL;
+	if (!buf)
+		return -1;
+	buf[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		snprintf(buf, cap, "cannot make a pipe: %s", strerror(errno));
+		*out = buf;
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(buf, cap, "cannot start '%s': %s", argv[0], strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		*out = buf;
+		return -1;
+	}
+	if (pid == 0) {
+		/* only async-signal-safe calls between fork and exec */
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0)
+			dup2(devnull, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		char tmp[8192];
+		got = read(fds[0], tmp, sizeof tmp);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		for (ssize_t i = 0; i < got && len < max_bytes; i++) {
+			if (len + 1 >= cap) {
+				char *grown = realloc(buf, cap * 2);
+				if (!grown)
+					break;
+				buf = grown;
+				cap *= 2;
+			}
+			buf[len++] = tmp[i];
+		}
+	}
+	close(fds[0]);
+	buf[len] = '\0';
+	*out = buf;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int fa_find_program(const char *name, char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	if (!name || !*name)
+		return -1;
+	if (strchr(name, '/')) {
+		if (access(name, X_OK) != 0 || (size_t)snprintf(buf, size, "%s", name) >= size)
+			return -1;
+		return 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t n = colon ? (size_t)(colon - path) : strlen(path);
+		struct stat st;
+		if (n > 0 && (size_t)snprintf(buf, size, "%.*s/%s", (int)n, path, name) < size &&
+		    stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+			return 0;
+		path += n + (colon ? 1 : 0);
+	}
+	return -1;
+}
+
 uint64_t fa_fnv1a64(uint64_t h, const void *data, size_t n)
 {
 	const unsigned char *p = data;

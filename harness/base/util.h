@@ -57,6 +57,22 @@ void fa_format_float(double x, char *buf, size_t size);
  * when it could not be run. */
 int fa_run_capture(char *const argv[], char *out, size_t size);
 
+/* Runs argv[0] (a path, or a name looked up in PATH) with argv, without a
+ * shell and with /dev/null as its standard input, capturing its standard
+ * output and standard error together, in the order written, into *out
+ * (malloc'd, NUL-terminated, the caller frees it; only the first max_bytes
+ * are kept, the rest is read and dropped). Safe to call from several
+ * threads at once (the pipes are close-on-exec, so one child never holds
+ * another's pipe open). Returns the exit status, 128 + the signal when it
+ * was killed, or -1 when it could not be run (*out then holds why, or NULL
+ * when out of memory). */
+int fa_run_output(char *const argv[], char **out, size_t max_bytes);
+
+/* Finds a program: name itself when it holds a '/' (and is executable),
+ * else the first executable name in $PATH's folders. Writes the path into
+ * buf and returns 0, or returns -1 when there is none. */
+int fa_find_program(const char *name, char *buf, size_t size);
+
 /* 64-bit FNV-1a of data, continuing from h (start with FA_FNV_OFFSET). */
 #define FA_FNV_OFFSET 0xcbf29ce484222325ull
 uint64_t fa_fnv1a64(uint64_t h, const void *data, size_t n);

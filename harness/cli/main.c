@@ -26,6 +26,7 @@ static const struct cmd commands[] = {
 	{"plot", fa_cmd_plot, "charts of stored results through gnuplot (PNG, SVG)"},
 	{"import", fa_cmd_import, "store results measured by other tools (JSON lines, CSV)"},
 	{"merge", fa_cmd_merge, "the runs of several databases in one (CI shards, hosts)"},
+	{"build-matrix", fa_cmd_build_matrix, "compile every kernel for every GPU target; the ISA grid"},
 };
 
 static void usage(FILE *f)
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 		   "fabench benchmarks and checks flash-attention kernels against a dense fp64\n"
 		   "reference, and stores every result in SQLite.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'fabench COMMAND --help' describes a command.\n"
 		   "exit status: 0 all passed, 1 a case failed or errored, 2 bad usage or input\n");
 }

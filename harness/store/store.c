@@ -3,7 +3,8 @@
  *
  * Schema version 4 (PRAGMA user_version = 4; version 2 added runs.ab_group,
  * version 3 runs.running, version 4 runs.shard, runs.devices,
- * runs.merged_from and results.device).
+ * runs.merged_from and results.device, version 5 the build_runs and
+ * build_results of `fabench build-matrix`, described in buildstore.c).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -228,6 +229,47 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN devices TEXT;\n"
 	"ALTER TABLE results ADD COLUMN device INTEGER;\n"
 	"ALTER TABLE runs ADD COLUMN merged_from TEXT;\n",
+	/* 4 -> 5: `fabench build-matrix` (harness/store/buildstore.c): every
+	 * kernel source compiled for every target, and per kernel what the
+	 * compiler reported */
+	"CREATE TABLE build_runs (\n"
+	"  id INTEGER PRIMARY KEY,\n"
+	"  started_at TEXT NOT NULL,\n"
+	"  finished_at TEXT,\n"
+	"  git_commit TEXT,\n"
+	"  git_dirty INTEGER CHECK (git_dirty IN (0, 1)),\n"
+	"  host TEXT,\n"
+	"  label TEXT,\n"
+	"  command_line TEXT,\n"
+	"  version TEXT,\n"
+	"  tools TEXT,\n"
+	"  status TEXT NOT NULL DEFAULT 'incomplete'\n"
+	"    CHECK (status IN ('incomplete', 'complete'))\n"
+	");\n"
+	"CREATE INDEX build_runs_by_label ON build_runs(label, id);\n"
+	"CREATE TABLE build_results (\n"
+	"  id INTEGER PRIMARY KEY,\n"
+	"  build_id INTEGER NOT NULL REFERENCES build_runs(id) ON DELETE CASCADE,\n"
+	"  source TEXT NOT NULL,\n"
+	"  arch TEXT NOT NULL,\n"
+	"  family TEXT NOT NULL,\n"
+	"  compiler TEXT,\n"
+	"  status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')),\n"
+	"  error TEXT,\n"
+	"  compile_s REAL,\n"
+	"  symbol TEXT,\n"
+	"  name TEXT,\n"
+	"  regs INTEGER,\n"
+	"  sgprs INTEGER,\n"
+	"  shared_bytes INTEGER,\n"
+	"  scratch_bytes INTEGER,\n"
+	"  spill_bytes INTEGER,\n"
+	"  spill_regs INTEGER,\n"
+	"  matrix_count INTEGER,\n"
+	"  matrix TEXT,\n"
+	"  isa_from TEXT\n"
+	");\n"
+	"CREATE INDEX build_results_by_build ON build_results(build_id, source, arch);\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,

@@ -17,7 +17,10 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 # every core by default: the CUDA plugin's instances take minutes one by one
+# (a sub-make, as `make hip` runs, shares its parent's jobs instead)
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 VARIANT ?= release
 ifeq ($(VARIANT),release)

@@ -1,6 +1,8 @@
 # fabench - build, run and test.
 #
-#   make            build build/fabench (and build/libfabench-cuda.so where nvcc is)
+#   make            build build/fabench (and build/libfabench-cuda.so where nvcc is,
+#                   build/libfabench-hip.so where clang++-19 and ROCm's headers are)
+#   make hip        install the HIP packages, build build/libfabench-hip.so
 #   make run        the main job: suites/smoke.yaml on the best backend present
 #                   (builds the CUDA plugin only where a GPU is usable)
 #   make test       every test that can run on this machine; ends "N passed, N failed"
@@ -15,7 +17,10 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 # every core by default: the CUDA plugin's instances take minutes one by one
+# (a sub-make, as `make hip` runs, shares its parent's jobs instead)
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 VARIANT ?= release
 ifeq ($(VARIANT),release)
@@ -83,9 +88,10 @@ all: $(FABENCH) $(ALL_CUDA)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found; the CUDA plugin was not built"
 endif
+	$(if $(HIP_WHY),@echo "note: the HIP plugin was not built ($(HIP_WHY)); \`make hip\` installs the packages and builds it")
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
 
 deps: $(DEPS_OK)
 $(DEPS_OK): tools/ensure-deps
@@ -134,6 +140,66 @@ $(BUILD)/cuda/%.o: %.cu
 $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(call say,LINK,$@)
 	$(Q)$(NVCC) $(NVCC_GENCODE) -shared -cudart shared -o $@ $^ -ldl
+
+# ---- HIP plugin (docs/hip.md): build/libfabench-hip.so, the CUDA plugin's
+# kernel sources built as HIP by clang (kernels/common/fa_gpu.h maps cuda* to
+# hip*, pre-included as nvcc pre-includes cuda_runtime.h) plus
+# kernels/hip/*.cpp, one fat binary for HIP_ARCHS. Built by `make` and
+# `make test` where clang++-19 and the ROCm headers and device libraries
+# are (release variant only), skipped with a note otherwise; `make hip`
+# installs the packages first (tools/ensure-deps --hip). The device
+# libraries are linked through $(HIP_DEVLIBS), which tools/hip-devlibs fills
+# with links to ROCm's plus an oclc_isa_version file for each arch they lack
+# (Debian 12's ROCm 5.2 stops at gfx940 and gfx1036). An AMD user's newer
+# ROCm: make ROCM_PATH=/opt/rocm HIPCXX=/opt/rocm/llvm/bin/clang++.
+HIPCXX ?= $(shell command -v clang++-19 2>/dev/null)
+ROCM_PATH ?= /usr
+HIP_ARCHS ?= gfx90a gfx942 gfx1100 gfx1151 gfx1201
+HIP_BITCODE ?= $(firstword $(wildcard $(ROCM_PATH)/lib/x86_64-linux-gnu/amdgcn/bitcode \
+	$(ROCM_PATH)/amdgcn/bitcode $(ROCM_PATH)/lib/llvm/lib/clang/*/lib/amdgcn/bitcode))
+HIP_LLVM_AS ?= $(or $(shell command -v llvm-as-19 2>/dev/null),$(dir $(HIPCXX))llvm-as)
+HIP_DEVLIBS := build/hip-devlibs
+HIP_DEVLIBS_STAMP := $(HIP_DEVLIBS)/.stamp-$(subst $(eval) ,-,$(strip $(HIP_ARCHS)))
+HIP_SRC := kernels/cuda/cuda_dense.cu kernels/cuda/flash_simt.cu kernels/cuda/data_gpu.cu \
+	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu $(wildcard kernels/hip/*.cpp)
+HIP_OBJ := $(addsuffix .o,$(HIP_SRC:%=$(BUILD)/hip/%))
+HIP_PLUGIN := $(BUILD)/libfabench-hip.so
+HIP_FLAGS := -x hip -std=c++17 -O3 -g0 -fPIC --rocm-path=$(ROCM_PATH) \
+	--rocm-device-lib-path=$(HIP_DEVLIBS) $(HIP_ARCHS:%=--offload-arch=%) \
+	-Wall -Wextra -Werror -include kernels/common/fa_gpu.h -MMD -MP $(HIP_EXTRA)
+# why it cannot be built, "" when it can (each reason after "; ", the first
+# "; " dropped)
+HIP_WHY := $(wordlist 2,99,$(if $(HIPCXX),,; clang++-19 not found)$(if \
+	$(wildcard $(ROCM_PATH)/include/hip/hip_runtime.h),,; no HIP headers in $(ROCM_PATH)/include)$(if \
+	$(HIP_BITCODE),,; no ROCm device libraries under $(ROCM_PATH)))
+ifeq ($(HIP_WHY),)
+ifeq ($(VARIANT),release)
+ALL_HIP := $(HIP_PLUGIN)
+endif
+endif
+all: $(ALL_HIP)
+
+.PHONY: hip hip-plugin
+hip:
+	@sh tools/ensure-deps --hip
+	@$(MAKE) --no-print-directory hip-plugin
+hip-plugin:
+ifneq ($(HIP_WHY),)
+	$(error cannot build the HIP plugin: $(HIP_WHY))
+endif
+hip-plugin: $(HIP_PLUGIN)
+
+$(HIP_DEVLIBS_STAMP): tools/hip-devlibs
+	$(call say,GEN,$(HIP_DEVLIBS) ($(HIP_ARCHS)))
+	$(Q)rm -rf $(HIP_DEVLIBS) && LLVM_AS=$(HIP_LLVM_AS) CLANG=$(HIPCXX) \
+		sh tools/hip-devlibs $(HIP_BITCODE) $(HIP_DEVLIBS) $(HIP_ARCHS) && touch $@
+$(BUILD)/hip/%.o: % $(HIP_DEVLIBS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,HIPCC,$<)
+	$(Q)$(HIPCXX) $(HIP_FLAGS) -c -o $@ $<
+$(HIP_PLUGIN): $(HIP_OBJ)
+	$(call say,LINK,$@)
+	$(Q)$(HIPCXX) --hip-link --rocm-path=$(ROCM_PATH) -shared -o $@ $^ -lamdhip64
 
 # ---- cuDNN plugin (plugins/cudnn, docs/cudnn.md): C built with gcc against
 # the CUDA headers (cuDNN's included); cuDNN itself is opened with dlopen when
@@ -225,8 +291,9 @@ endif
 test-unit: $(TESTBIN)
 	$(TESTBIN)
 
-test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA) $(ALL_CUDNN)
-	@BUILD=$(BUILD) VARIANT=$(VARIANT) FABENCH_TEST_CUDNN=$(filter %.so,$(ALL_CUDNN)) tools/run-tests
+test: $(FABENCH) $(TESTBIN) $(TEST_PLUGIN) $(TEST_PLUGIN_SLOW) $(ABI_PLUGINS) $(ALL_CUDA) $(ALL_CUDNN) $(ALL_HIP)
+	@BUILD=$(BUILD) VARIANT=$(VARIANT) FABENCH_TEST_CUDNN=$(filter %.so,$(ALL_CUDNN)) \
+		FABENCH_TEST_HIP=$(ALL_HIP) FABENCH_TEST_HIP_WHY="$(or $(HIP_WHY),not built in the $(VARIANT) variant)" tools/run-tests
 
 # The README's two commands on a bare Debian 12 chroot (root, Debian's mirror):
 # tools/test-fresh says what it checks.
@@ -244,4 +311,4 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(PLUGIN_TEST_OBJ:.o=.d) $(CUDA_OBJ:.o=.d)
--include $(CUDNN_OBJ:.o=.d) $(CUDNN_TEST_OBJ:.o=.d)
+-include $(CUDNN_OBJ:.o=.d) $(CUDNN_TEST_OBJ:.o=.d) $(HIP_OBJ:.o=.d)

@@ -14,7 +14,9 @@ static void help(void)
 	printf("%s\n\nLists the kernels of every loaded backend (or of one): name, dtypes,\n"
 	       "head sizes, tunable parameters (default and allowed values) and what it is.\n"
 	       "Kernels added by a kernel plugin say the file they came from. Backends that\n"
-	       "did not load are listed with the reason (`fabench devices` lists plugins).\n",
+	       "did not load are listed with the reason (`fabench devices` lists plugins),\n"
+	       "and with their kernels and plugin file where the plugin can list them\n"
+	       "without a device (the HIP plugin on a machine without an AMD GPU).\n",
 	       usage_text);
 }
 
@@ -87,6 +89,12 @@ int fa_cmd_kernels(int argc, char **argv)
 		shown++;
 		if (!s->loaded) {
 			printf("%s: not loaded: %s\n", s->name, s->why);
+			/* a plugin that cannot start here may still list its kernels */
+			if (s->n_idle_kernels > 0)
+				printf("  its kernels (they cannot run here):\n");
+			for (int j = 0; j < s->n_idle_kernels; j++)
+				if (fa_kernel_visible(&s->idle_kernels[j]))
+					print_kernel(&s->idle_kernels[j], s->path);
 			continue;
 		}
 		printf("%s (%s):\n", s->name, s->info.name);

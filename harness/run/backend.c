@@ -355,6 +355,28 @@ static int slot_ready(struct fa_backend_slot *s, const char *label)
 
 /* Opens the backend plugin at path (already dlopen'ed as dl, or NULL) into
  * slot s. On failure s->why says why and s stays unloaded. */
+/* A plugin that did not start may still say which kernels it has
+ * (FA_PLUGIN_KERNELS_SYMBOL): keeps its table, and the plugin open, for
+ * `fabench kernels`. Returns 1 when it did. */
+static int keep_idle_kernels(struct fa_backend_slot *s)
+{
+	fa_backend_plugin_kernels_fn fn;
+	const struct fa_kernel *t;
+	int n = 0;
+	const char *miss;
+	char what[256];
+	*(void **)&fn = dlsym(s->dl, FA_PLUGIN_KERNELS_SYMBOL);
+	/* 4096: far above any real table, so a wild count is not walked */
+	if (!fn || !(t = fn(FA_BACKEND_API_VERSION, &n)) || n <= 0 || n > 4096)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (!fa_kernel_validate(&t[i], &miss, what, sizeof what))
+			return 0; /* a table `fabench kernels` could not print: list nothing */
+	s->idle_kernels = t;
+	s->n_idle_kernels = n;
+	return 1;
+}
+
 static void open_plugin(struct fa_backend_slot *s, const char *path, void *dl)
 {
 	fa_backend_plugin_init_fn init;
@@ -390,6 +412,8 @@ static void open_plugin(struct fa_backend_slot *s, const char *path, void *dl)
 		goto fail;
 	return;
 fail:
+	if (keep_idle_kernels(s))
+		return;
 	dlclose(s->dl);
 	s->dl = NULL;
 }
@@ -708,6 +732,8 @@ void fa_registry_free(struct fa_registry *r)
 		s->n_plugin_errors = 0;
 		s->loaded = 0;
 		s->dl = NULL;
+		s->idle_kernels = NULL;
+		s->n_idle_kernels = 0;
 	}
 	for (int i = r->n_plugins - 1; i >= 0; i--)
 		if (r->plugins[i].dl)

@@ -52,6 +52,10 @@ struct fa_backend_slot {
 		void *ctx;
 	} plugin_errors[FA_MAX_KERNEL_PLUGINS];
 	int n_plugin_errors;
+	/* when !loaded: the table of FA_PLUGIN_KERNELS_SYMBOL, if the plugin
+	 * has one (dl then stays open), else NULL */
+	const struct fa_kernel *idle_kernels;
+	int n_idle_kernels;
 };
 
 /* A kernel plugin and the records it gave for the backends it joined. */

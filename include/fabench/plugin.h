@@ -629,6 +629,14 @@ typedef int (*fa_backend_plugin_init_fn)(int harness_api_version, struct fa_back
 					 char *why, size_t why_size);
 #define FA_PLUGIN_INIT_SYMBOL "fa_backend_plugin_init"
 
+/* (optional, a second export) The kernels the backend would register, for
+ * `fabench kernels` to list when fa_backend_plugin_init refused (no device
+ * here): returns the table and its length in *n without touching a device,
+ * or NULL. Only the version 1 members of each record are read; the table
+ * lives as long as the plugin is loaded. fabench's HIP plugin exports it. */
+typedef const struct fa_kernel *(*fa_backend_plugin_kernels_fn)(int harness_api_version, int *n);
+#define FA_PLUGIN_KERNELS_SYMBOL "fa_backend_plugin_kernels"
+
 /* ---- kernel plugins ---- */
 
 /* What fa_kernel_plugin_init fills: the kernels it adds to one backend. */

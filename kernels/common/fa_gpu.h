@@ -4,6 +4,15 @@
  * is; built as HIP (clang -x hip, __HIP_PLATFORM_AMD__), the names below are
  * aliased to their HIP equivalents, as ggml's ggml-cuda/vendors/hip.h does.
  * Keep this file small: only names both sides have.
+ *
+ * FA_WARP_SIZE is the hardware's wave size: 32 on NVIDIA; warpSize on AMD,
+ * 64 on CDNA (gfx9) and 32 on RDNA (gfx11, gfx12), so no kernel may assume
+ * either. The shuffles below work on aligned groups of up to 32 lanes at
+ * both sizes: an xor offset under 32 never leaves the group.
+ *
+ * The HIP build pre-includes this header (-include, as nvcc pre-includes
+ * cuda_runtime.h), so __forceinline__ and friends exist before
+ * include/fabench/plugin.h uses them.
  */
 #ifndef FA_GPU_H
 #define FA_GPU_H
@@ -34,7 +43,14 @@
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaFree hipFree
-#define cudaFuncSetAttribute hipFuncSetAttribute
+/* HIP takes the kernel as a const void * (no template overload before ROCm
+ * 6); variadic, since a kernel template's name has commas in it */
+template <typename F>
+static inline hipError_t fa_hip_func_set_attribute(F func, hipFuncAttribute attr, int value)
+{
+	return hipFuncSetAttribute(reinterpret_cast<const void *>(func), attr, value);
+}
+#define cudaFuncSetAttribute(...) fa_hip_func_set_attribute(__VA_ARGS__)
 #define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties

@@ -25,6 +25,14 @@
  * stops at 72 and its output loop at 96 (the number of 32-column groups is
  * dispatched to a compile-time count). Expected speed on an H100: 15 to 30
  * TFLOP/s (fp32 FMA peak is about 67), not tensor-core speed.
+ *
+ * The same source is the HIP plugin's hip_flash_simt (kernels/common/fa_gpu.h
+ * maps the runtime calls). AMD gives a workgroup 64 KiB of LDS, where the
+ * 128 and 256 buckets need 83 and 108.5 KiB: under that cap (FA_SIMT_SMEM_LIMIT)
+ * the 128 bucket takes 32-key tiles and the 256 bucket 32-row x 16-key
+ * tiles (4 rows and 1 key per thread). Nothing here depends on the wave
+ * size: lanes are grouped by 16 (row reductions) or 32 (staging) inside a
+ * wave of 32 or 64.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,27 +45,69 @@ namespace {
 constexpr int FS_THREADS = 128; /* 4 warps: enough to stage tiles, few enough for 128 accumulators */
 constexpr int FS_TX = 16;       /* threads along keys / output columns: a half warp */
 constexpr int FS_TY = FS_THREADS / FS_TX; /* 8 row groups */
-constexpr int FS_BM = 64;       /* query rows per block */
-constexpr int FS_RM = FS_BM / FS_TY;      /* 8 rows per thread */
 /* K^T and P^T rows are padded by 4 floats: rows stay 16-byte aligned for
  * float4 loads while the transposed stores spread over more banks. */
 constexpr int FS_PAD = 4;
-constexpr int FS_PSTRIDE = FS_BM + FS_PAD;
 constexpr int FS_VG = 32;       /* output columns per group: 16 threads x 2 */
 
+/* The shared memory a block may use, where the target caps it below what
+ * the tiles want: AMD gives a workgroup 64 KiB of LDS, so the HIP build
+ * picks smaller tiles (fs_cfg). 0: no cap (an H100 opts in to 227 KB; the
+ * device's limit is still checked at setup). A CUDA build may set it
+ * (NVCC_EXTRA=-DFA_SIMT_SMEM_LIMIT=65536) to run the AMD tiles on an
+ * NVIDIA GPU: the same code, so their logic is tested there. */
+#ifndef FA_SIMT_SMEM_LIMIT
+#ifdef FA_GPU_HIP
+#define FA_SIMT_SMEM_LIMIT 65536
+#else
+#define FA_SIMT_SMEM_LIMIT 0
+#endif
+#endif
+
+/* Shared memory of a block with tiles of bm query rows and bn keys: Q^T,
+ * then K^T or V (one buffer), then P^T. */
+constexpr int fs_tile_bytes(int dmax, int dvmax, int bm, int bn)
+{
+	const int kv = dmax * (bn + FS_PAD) > bn * dvmax ? dmax * (bn + FS_PAD) : bn * dvmax;
+	return (int)sizeof(float) * (dmax * bm + kv + bn * (bm + FS_PAD));
+}
+
+constexpr bool fs_tile_fits(int dmax, int dvmax, int bm, int bn)
+{
+	return FA_SIMT_SMEM_LIMIT == 0 || fs_tile_bytes(dmax, dvmax, bm, bn) <= FA_SIMT_SMEM_LIMIT;
+}
+
+/* The tile of a (head_dim, head_dim_v) bucket: 64 rows x 64 keys; 32 keys
+ * when a head size is in the 256 bucket, to keep the block within 2 per
+ * H100 SM in shared memory and registers. Under a shared-memory cap, the
+ * first of 64 x 32, 64 x 16 and 32 x 16 that fits (64 KiB: the 128 bucket
+ * takes 64 x 32, 58.5 KiB; the 256 bucket 32 x 16, 54.3 KiB). */
+constexpr int fs_pick_bn(int dmax, int dvmax)
+{
+	const int bn0 = (dmax > 128 || dvmax > 128) ? 32 : 64;
+	return fs_tile_fits(dmax, dvmax, 64, bn0) ? bn0 : fs_tile_fits(dmax, dvmax, 64, 32) ? 32 : 16;
+}
+
+constexpr int fs_pick_bm(int dmax, int dvmax)
+{
+	return fs_tile_fits(dmax, dvmax, 64, fs_pick_bn(dmax, dvmax)) ? 64 : 32;
+}
+
 template <int DMAX, int DVMAX> struct fs_cfg {
-	/* 64 keys per tile; 32 when a head size is in the 256 bucket, to keep
-	 * the block within 2 per H100 SM in shared memory and registers */
-	static constexpr int BN = (DMAX > 128 || DVMAX > 128) ? 32 : 64;
-	static constexpr int CN = BN / FS_TX;     /* keys per thread: 4 or 2 */
+	static constexpr int BM = fs_pick_bm(DMAX, DVMAX); /* query rows per block */
+	static constexpr int BN = fs_pick_bn(DMAX, DVMAX); /* keys per step */
+	static constexpr int RM = BM / FS_TY;     /* rows per thread: 8 or 4 */
+	static constexpr int CN = BN / FS_TX;     /* keys per thread: 4, 2 or 1 */
 	static constexpr int NG = DVMAX / FS_VG;  /* output column groups */
+	static constexpr int PSTRIDE = BM + FS_PAD;
 	static constexpr int KSTRIDE = BN + FS_PAD;
-	static constexpr int Q_FLOATS = DMAX * FS_BM;
+	static constexpr int Q_FLOATS = DMAX * BM;
 	static constexpr int K_FLOATS = DMAX * KSTRIDE;
 	static constexpr int V_FLOATS = BN * DVMAX;
 	static constexpr int KV_FLOATS = K_FLOATS > V_FLOATS ? K_FLOATS : V_FLOATS;
-	static constexpr int P_FLOATS = BN * FS_PSTRIDE;
-	static constexpr int SMEM_BYTES = (int)sizeof(float) * (Q_FLOATS + KV_FLOATS + P_FLOATS);
+	static constexpr int SMEM_BYTES = fs_tile_bytes(DMAX, DVMAX, BM, BN);
+	static_assert(RM == 4 || RM == 8, "rows per thread are moved as one or two float4");
+	static_assert(CN == 1 || CN == 2 || CN == 4, "keys per thread are one load");
 };
 
 __device__ __forceinline__ int fs_min(int a, int b)
@@ -185,22 +235,33 @@ __device__ __forceinline__ void fs_stage_v_any(float *dst, const void *src, int 
 /* acc += P V for the first NGA column groups (the rest are padding when
  * head_dim_v is below the bucket's size). P^T is sP[key][row], V is
  * sV[key][col]. */
-template <int NGA, int NG, int BN, int DVMAX>
+/* RM consecutive floats of shared memory (RM / 4 float4 loads) into v. */
+template <int RM> __device__ __forceinline__ void fs_load_rows(const float *src, float (&v)[RM])
+{
+#pragma unroll
+	for (int q = 0; q < RM / 4; q++) {
+		const float4 t = *reinterpret_cast<const float4 *>(src + 4 * q);
+		v[4 * q] = t.x;
+		v[4 * q + 1] = t.y;
+		v[4 * q + 2] = t.z;
+		v[4 * q + 3] = t.w;
+	}
+}
+
+template <int NGA, int NG, int BN, int DVMAX, int RM, int PSTRIDE>
 __device__ __forceinline__ void fs_pv(const float *sP, const float *sV, int ty, int tx,
-				      float (&acc)[FS_RM][NG][2])
+				      float (&acc)[RM][NG][2])
 {
 #pragma unroll 2
 	for (int j = 0; j < BN; j++) {
-		const float *pp = sP + j * FS_PSTRIDE + ty * FS_RM;
-		const float4 pa = *reinterpret_cast<const float4 *>(pp);
-		const float4 pb = *reinterpret_cast<const float4 *>(pp + 4);
-		const float pv[FS_RM] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+		float pv[RM];
+		fs_load_rows<RM>(sP + j * PSTRIDE + ty * RM, pv);
 #pragma unroll
 		for (int g = 0; g < NGA; g++) {
 			const float2 vv =
 				*reinterpret_cast<const float2 *>(sV + j * DVMAX + g * FS_VG + tx * 2);
 #pragma unroll
-			for (int r = 0; r < FS_RM; r++) {
+			for (int r = 0; r < RM; r++) {
 				acc[r][g][0] += pv[r] * vv.x;
 				acc[r][g][1] += pv[r] * vv.y;
 			}
@@ -209,14 +270,14 @@ __device__ __forceinline__ void fs_pv(const float *sP, const float *sV, int ty, 
 }
 
 /* fs_pv<nga> for a runtime nga in 1..N (block-uniform). */
-template <int N, int NG, int BN, int DVMAX>
+template <int N, int NG, int BN, int DVMAX, int RM, int PSTRIDE>
 __device__ __forceinline__ void fs_pv_dispatch(int nga, const float *sP, const float *sV, int ty,
-					       int tx, float (&acc)[FS_RM][NG][2])
+					       int tx, float (&acc)[RM][NG][2])
 {
 	if (nga >= N)
-		fs_pv<N, NG, BN, DVMAX>(sP, sV, ty, tx, acc);
+		fs_pv<N, NG, BN, DVMAX, RM, PSTRIDE>(sP, sV, ty, tx, acc);
 	else if constexpr (N > 1)
-		fs_pv_dispatch<N - 1, NG, BN, DVMAX>(nga, sP, sV, ty, tx, acc);
+		fs_pv_dispatch<N - 1, NG, BN, DVMAX, RM, PSTRIDE>(nga, sP, sV, ty, tx, acc);
 }
 
 template <int DMAX, int DVMAX>
@@ -226,23 +287,23 @@ __global__ void __launch_bounds__(FS_THREADS)
 		  const int32_t *cu_k, const int32_t *prefix_lens, float scale_log2)
 {
 	typedef fs_cfg<DMAX, DVMAX> C;
-	constexpr int BN = C::BN, CN = C::CN, NG = C::NG;
+	constexpr int BM = C::BM, BN = C::BN, RM = C::RM, CN = C::CN, NG = C::NG;
 	extern __shared__ float4 fs_smem[];
-	float *sQ = reinterpret_cast<float *>(fs_smem);  /* [DMAX][FS_BM]: Q^T */
+	float *sQ = reinterpret_cast<float *>(fs_smem);  /* [DMAX][BM]: Q^T */
 	float *sKV = sQ + C::Q_FLOATS;  /* [DMAX][KSTRIDE]: K^T, then [BN][DVMAX]: V */
-	float *sP = sKV + C::KV_FLOATS; /* [BN][FS_PSTRIDE]: P^T */
+	float *sP = sKV + C::KV_FLOATS; /* [BN][PSTRIDE]: P^T */
 
 	const int tid = threadIdx.x, tx = tid % FS_TX, ty = tid / FS_TX;
 	const int b = blockIdx.z, h = blockIdx.y;
 	/* the last query tiles see the most keys under causal masks: start them first */
-	const int i0 = (int)(gridDim.x - 1 - blockIdx.x) * FS_BM;
+	const int i0 = (int)(gridDim.x - 1 - blockIdx.x) * BM;
 	const int32_t lq = fa_seq_q_len(&p, cu_q, b), lk = fa_seq_kv_len(&p, cu_k, b);
 	if (i0 >= lq)
 		return; /* the whole block: this sequence is shorter than the longest */
 	const int hk = h / (p.heads / p.kv_heads);
 	const int D = p.head_dim, DV = p.head_dim_v;
 	const int d8 = (D + 7) & ~7, dv32 = (DV + 31) & ~31;
-	const int nrows = fs_min(FS_BM, lq - i0);
+	const int nrows = fs_min(BM, lq - i0);
 	int32_t prefix = 0;
 	if (p.mask == FA_MASK_PREFIX_LM)
 		prefix = fs_max(0, fs_min(fa_seq_prefix(&p, prefix_lens, b), lk));
@@ -258,12 +319,12 @@ __global__ void __launch_bounds__(FS_THREADS)
 	const int32_t kv_end = fs_max(hi_last, prefix);
 	const int32_t full_hi = fs_max(hi_first, prefix);
 
-	fs_stage_t_any<FS_BM>(sQ, FS_BM, q, p.dtype, fa_q_offset(&p, cu_q, b, i0, h), p.q_stride_s,
+	fs_stage_t_any<BM>(sQ, BM, q, p.dtype, fa_q_offset(&p, cu_q, b, i0, h), p.q_stride_s,
 			      nrows, D, d8);
 
-	float m[FS_RM], l[FS_RM], acc[FS_RM][NG][2];
+	float m[RM], l[RM], acc[RM][NG][2];
 #pragma unroll
-	for (int r = 0; r < FS_RM; r++) {
+	for (int r = 0; r < RM; r++) {
 		m[r] = -INFINITY;
 		l[r] = 0.0f; /* this thread's share of the row sum; reduced at the end */
 #pragma unroll
@@ -280,9 +341,9 @@ __global__ void __launch_bounds__(FS_THREADS)
 				   p.k_stride_s, kvalid, D, d8);
 		__syncthreads(); /* K^T (and, the first time, Q^T) staged */
 
-		float s[FS_RM][CN];
+		float s[RM][CN];
 #pragma unroll
-		for (int r = 0; r < FS_RM; r++)
+		for (int r = 0; r < RM; r++)
 #pragma unroll
 			for (int c = 0; c < CN; c++)
 				s[r][c] = 0.0f;
@@ -290,10 +351,8 @@ __global__ void __launch_bounds__(FS_THREADS)
 		for (int kb = 0; kb < d8; kb += 8) {
 #pragma unroll
 			for (int kk = 0; kk < 8; kk++) {
-				const float *qp = sQ + (kb + kk) * FS_BM + ty * FS_RM;
-				const float4 qa = *reinterpret_cast<const float4 *>(qp);
-				const float4 qb = *reinterpret_cast<const float4 *>(qp + 4);
-				const float qv[FS_RM] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+				float qv[RM];
+				fs_load_rows<RM>(sQ + (kb + kk) * BM + ty * RM, qv);
 				const float *kp = sKV + (kb + kk) * C::KSTRIDE + tx * CN;
 				float kv[CN];
 				if constexpr (CN == 4) {
@@ -302,13 +361,15 @@ __global__ void __launch_bounds__(FS_THREADS)
 					kv[1] = t.y;
 					kv[2] = t.z;
 					kv[3] = t.w;
-				} else {
+				} else if constexpr (CN == 2) {
 					const float2 t = *reinterpret_cast<const float2 *>(kp);
 					kv[0] = t.x;
 					kv[1] = t.y;
+				} else {
+					kv[0] = *kp;
 				}
 #pragma unroll
-				for (int r = 0; r < FS_RM; r++)
+				for (int r = 0; r < RM; r++)
 #pragma unroll
 					for (int c = 0; c < CN; c++)
 						s[r][c] += qv[r] * kv[c];
@@ -317,8 +378,8 @@ __global__ void __launch_bounds__(FS_THREADS)
 
 		/* to log2 units; masked and missing keys (and padding rows) to -inf */
 #pragma unroll
-		for (int r = 0; r < FS_RM; r++) {
-			const int32_t i = i0 + ty * FS_RM + r;
+		for (int r = 0; r < RM; r++) {
+			const int32_t i = i0 + ty * RM + r;
 #pragma unroll
 			for (int c = 0; c < CN; c++) {
 				const int32_t j = j0 + tx * CN + c;
@@ -332,7 +393,7 @@ __global__ void __launch_bounds__(FS_THREADS)
 
 		/* online softmax: new running max, rescale, P = exp2(s - max) */
 #pragma unroll
-		for (int r = 0; r < FS_RM; r++) {
+		for (int r = 0; r < RM; r++) {
 			float mx = s[r][0];
 #pragma unroll
 			for (int c = 1; c < CN; c++)
@@ -362,13 +423,15 @@ __global__ void __launch_bounds__(FS_THREADS)
 				acc[r][g][1] *= alpha;
 			}
 		}
-		/* P^T: sP[key][row], this thread's keys x its 8 rows */
+		/* P^T: sP[key][row], this thread's keys x its RM rows */
 #pragma unroll
 		for (int c = 0; c < CN; c++) {
-			float *pp = sP + (tx * CN + c) * FS_PSTRIDE + ty * FS_RM;
-			*reinterpret_cast<float4 *>(pp) = make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
-			*reinterpret_cast<float4 *>(pp + 4) =
-				make_float4(s[4][c], s[5][c], s[6][c], s[7][c]);
+			float *pp = sP + (tx * CN + c) * C::PSTRIDE + ty * RM;
+#pragma unroll
+			for (int q4 = 0; q4 < RM / 4; q4++)
+				*reinterpret_cast<float4 *>(pp + 4 * q4) =
+					make_float4(s[4 * q4][c], s[4 * q4 + 1][c], s[4 * q4 + 2][c],
+						    s[4 * q4 + 3][c]);
 		}
 
 		__syncthreads(); /* every thread is done reading K^T */
@@ -377,14 +440,14 @@ __global__ void __launch_bounds__(FS_THREADS)
 		__syncthreads(); /* V and P^T staged */
 
 		/* the output groups that hold real columns, as a compile-time count */
-		fs_pv_dispatch<NG, NG, BN, DVMAX>(dv32 / FS_VG, sP, sKV, ty, tx, acc);
+		fs_pv_dispatch<NG, NG, BN, DVMAX, RM, C::PSTRIDE>(dv32 / FS_VG, sP, sKV, ty, tx, acc);
 	}
 
 	/* O = acc / l; a row that attended no key has l == 0 and writes zeros */
 #pragma unroll
-	for (int r = 0; r < FS_RM; r++) {
+	for (int r = 0; r < RM; r++) {
 		const float lt = fs_sum16(l[r]);
-		const int32_t i = i0 + ty * FS_RM + r;
+		const int32_t i = i0 + ty * RM + r;
 		if (i >= lq)
 			continue;
 		const int64_t ob = fa_o_offset(&p, cu_q, b, i, h);
@@ -452,10 +515,11 @@ template <int DQ, int DV_> cudaError_t fs_setup_one(void)
 	return e;
 }
 
-template <int DQ, int DV_>
-cudaError_t fs_launch_one(const struct fa_launch_args *a, dim3 grid, float scale_log2)
+template <int DQ, int DV_> cudaError_t fs_launch_one(const struct fa_launch_args *a, float scale_log2)
 {
 	typedef fs_cfg<DQ, DV_> C;
+	const struct fa_problem *p = a->p;
+	dim3 grid((unsigned)((p->q_len + C::BM - 1) / C::BM), (unsigned)p->heads, (unsigned)p->batch);
 	fs_kernel<DQ, DV_><<<grid, FS_THREADS, C::SMEM_BYTES, fa_cuda_stream_of(a)>>>(
 		*a->p, a->q, a->k, a->v, a->o, a->cu_seqlens_q, a->cu_seqlens_k, a->prefix_lens,
 		scale_log2);
@@ -519,13 +583,12 @@ extern "C" int fa_cuda_flash_simt_launch(const struct fa_launch_args *a)
 		return (int)cudaErrorInvalidValue;
 	if (p->batch <= 0 || p->heads <= 0 || p->q_len <= 0)
 		return 0; /* no output rows */
-	dim3 grid((unsigned)((p->q_len + FS_BM - 1) / FS_BM), (unsigned)p->heads, (unsigned)p->batch);
 	/* scores in log2 units: exp2(s * scale * log2(e) - max) == exp(s * scale - max') */
 	const float scale_log2 = (float)((double)p->scale * 1.4426950408889634);
 	(void)cudaGetLastError(); /* report this launch's error, not an older one */
 #define FS_LAUNCH(DQ, DV_) \
 	if (dq == DQ && dv == DV_) \
-		return (int)fs_launch_one<DQ, DV_>(a, grid, scale_log2);
+		return (int)fs_launch_one<DQ, DV_>(a, scale_log2);
 	FS_INSTANCES(FS_LAUNCH)
 #undef FS_LAUNCH
 	return (int)cudaErrorInvalidValue;

@@ -193,8 +193,8 @@ done:
 	if (e == cudaSuccess)
 		e = e2;
 	if (d_rows)
-		cudaFree(d_rows);
+		(void)cudaFree(d_rows);
 	if (d_out)
-		cudaFree(d_out);
+		(void)cudaFree(d_out);
 	return (int)e;
 }

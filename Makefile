@@ -161,7 +161,8 @@ HIP_LLVM_AS ?= $(or $(shell command -v llvm-as-19 2>/dev/null),$(dir $(HIPCXX))l
 HIP_DEVLIBS := build/hip-devlibs
 HIP_DEVLIBS_STAMP := $(HIP_DEVLIBS)/.stamp-$(subst $(eval) ,-,$(strip $(HIP_ARCHS)))
 HIP_SRC := kernels/cuda/cuda_dense.cu kernels/cuda/flash_simt.cu kernels/cuda/data_gpu.cu \
-	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu $(wildcard kernels/hip/*.cpp)
+	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu $(wildcard kernels/hip/*.cpp) \
+	$(wildcard kernels/hip/*.hip)
 HIP_OBJ := $(addsuffix .o,$(HIP_SRC:%=$(BUILD)/hip/%))
 HIP_PLUGIN := $(BUILD)/libfabench-hip.so
 HIP_FLAGS := -x hip -std=c++17 -O3 -g0 -fPIC --rocm-path=$(ROCM_PATH) \

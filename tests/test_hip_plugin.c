@@ -41,7 +41,7 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 	fa_backend_plugin_kernels_fn kernels;
 	struct fa_backend be;
 	char why[512], what[256];
-	int rc, n = -1, seen_dense = 0, seen_simt = 0;
+	int rc, n = -1, seen_dense = 0, seen_simt = 0, seen_mma = 0;
 	const struct fa_kernel *t;
 	void *dl;
 	if (!path)
@@ -56,7 +56,8 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 	/* the table, without a device: every record passes the harness's checks */
 	t = kernels(FA_BACKEND_API_VERSION, &n);
 	FA_REQUIRE(t != NULL);
-	FA_CHECKF(n == 4, "%d kernels", n);
+	/* hip_dense, hip_flash_simt, two test-only ones, hip_flash_mfma, hip_flash_wmma */
+	FA_CHECKF(n == 6, "%d kernels", n);
 	for (int i = 0; i < n; i++) {
 		miss = NULL;
 		what[0] = '\0';
@@ -65,8 +66,10 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 		FA_CHECKF(strncmp(t[i].name, "hip_", 4) == 0, "kernel %d is '%s'", i, t[i].name);
 		seen_dense += strcmp(t[i].name, "hip_dense") == 0;
 		seen_simt += strcmp(t[i].name, "hip_flash_simt") == 0;
+		seen_mma += strcmp(t[i].name, "hip_flash_mfma") == 0;
+		seen_mma += strcmp(t[i].name, "hip_flash_wmma") == 0;
 	}
-	FA_CHECK(seen_dense == 1 && seen_simt == 1);
+	FA_CHECK(seen_dense == 1 && seen_simt == 1 && seen_mma == 2);
 
 	why[0] = '\0';
 	rc = init(1, &be, why, sizeof why);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../cuda/cuda_kernels.h"
+#include "hip_flash_amd_mma.h"
 
 namespace {
 
@@ -50,7 +51,32 @@ const struct fa_kernel hp_kernels[] = {
 	{"hip_test_hang", "test: waits forever for a device flag that nothing sets", HP_ALL_DTYPES,
 	 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_hang_launch, 1, 0},
 };
-constexpr int HP_N_KERNELS = (int)(sizeof hp_kernels / sizeof hp_kernels[0]);
+constexpr int HP_N_OWN = (int)(sizeof hp_kernels / sizeof hp_kernels[0]);
+
+/* The table the plugin hands out: hp_kernels, then the matrix-core kernels
+ * (hip_flash_mfma, hip_flash_wmma: kernels/hip/hip_flash_amd_mma.hip), in
+ * one array, built once. */
+constexpr int HP_MAX_KERNELS = 16;
+
+struct hp_table {
+	struct fa_kernel k[HP_MAX_KERNELS];
+	int n;
+	hp_table() : k(), n(0)
+	{
+		int n_mma = 0;
+		const struct fa_kernel *mma = fa_hip_mma_kernels(&n_mma);
+		for (int i = 0; i < HP_N_OWN && n < HP_MAX_KERNELS; i++)
+			k[n++] = hp_kernels[i];
+		for (int i = 0; i < n_mma && n < HP_MAX_KERNELS; i++)
+			k[n++] = mma[i];
+	}
+};
+
+const hp_table &hp_all(void)
+{
+	static const hp_table t; /* C++11: initialized once, thread-safe */
+	return t;
+}
 
 /* flush_cache writes this many times the L2, and at least HP_FLUSH_MIN_BYTES
  * (MI300X's 256 MB Infinity Cache sits behind the L2 and is not counted in
@@ -233,13 +259,13 @@ void hp_event_destroy(void *ctx, void *ev)
 int hp_kernel_count(void *ctx)
 {
 	(void)ctx;
-	return HP_N_KERNELS;
+	return hp_all().n;
 }
 
 const struct fa_kernel *hp_kernel_get(void *ctx, int i)
 {
 	(void)ctx;
-	return i >= 0 && i < HP_N_KERNELS ? &hp_kernels[i] : NULL;
+	return i >= 0 && i < hp_all().n ? &hp_all().k[i] : NULL;
 }
 
 /* ---- errors ---- */
@@ -403,8 +429,8 @@ int hp_device_from_env(char *why, size_t why_size)
 extern "C" const struct fa_kernel *fa_backend_plugin_kernels(int harness_api_version, int *n)
 {
 	(void)harness_api_version; /* the records are version 1 at every version */
-	*n = HP_N_KERNELS;
-	return hp_kernels;
+	*n = hp_all().n;
+	return hp_all().k;
 }
 
 extern "C" int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,

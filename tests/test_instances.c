@@ -66,6 +66,11 @@ FA_TEST(instances, committed_files_match_the_list)
 	snprintf(cmd, sizeof cmd, "'%s/tools/gen-instances' --bogus", fa_test_root());
 	FA_CHECK(run_sh(cmd, out, sizeof out) == 2);
 	FA_CHECKF(strstr(out, "gen-instances: unknown option '--bogus'") != NULL, "'%s'", out);
+	snprintf(cmd, sizeof cmd, "'%s/tools/gen-instances' --help", fa_test_root());
+	FA_CHECK(run_sh(cmd, out, sizeof out) == 0);
+	FA_CHECKF(strstr(out, "gen-instances - the one list of the tensor-core") == out &&
+			  strstr(out, "--check   write nothing"),
+		  "'%s'", out);
 }
 
 FA_TEST(instances, check_names_stale_missing_and_extra_files)

@@ -367,8 +367,8 @@ enum load_mode {
 			  * are zeros written once, and rows whose start is not 16-byte
 			  * aligned are copied element by element (params::gather) */
 };
-static_assert(LOAD_FULL == FA_MMA_FULL && LOAD_PAD == FA_MMA_PAD && LOAD_MASKED == FA_MMA_MASKED &&
-		      LOAD_ANY == FA_MMA_ANY,
+static_assert((int)LOAD_FULL == (int)FA_MMA_FULL && (int)LOAD_PAD == (int)FA_MMA_PAD &&
+		      (int)LOAD_MASKED == (int)FA_MMA_MASKED && (int)LOAD_ANY == (int)FA_MMA_ANY,
 	      "the modes of flash_mma.h's instance list");
 
 /* One instance's compile-time shape.

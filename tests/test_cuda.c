@@ -38,6 +38,7 @@ extern char **environ;
 /* cudaError_t values the tests expect (driver_types.h) */
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define CUDA_ERROR_MISALIGNED_ADDRESS 716
 /* set in the child processes of the fault and hang tests */
 #define CHILD_ENV "FABENCH_CUDA_TEST_CHILD"
 
@@ -628,6 +629,21 @@ FA_TEST(cuda, head_sizes_and_mla)
 	FA_CHECK(mma->supports(&t.p, why, sizeof why) == 0);
 	FA_CHECKF(strcmp(why, "dtype fp32 not supported: tensor-core kernel takes fp16 or bf16") == 0,
 		  "reason '%s'", why);
+	/* a Q base off the 16-byte grid at head size 64: the exact-size
+	 * instance copies 16 bytes at a time, so the launch is refused and
+	 * nothing runs */
+	sp.head_dim = sp.head_dim_v = 64;
+	build(&sp, &t);
+	{
+		struct bufs d;
+		struct fa_launch_args a;
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.q = (const char *)a.q + 2;
+		FA_CHECK(mma->launch(&a) == CUDA_ERROR_MISALIGNED_ADDRESS);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
+	}
 }
 
 /* Auto splits a grid that would leave the device idle (decode) and only

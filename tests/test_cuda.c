@@ -38,6 +38,7 @@ extern char **environ;
 /* cudaError_t values the tests expect (driver_types.h) */
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define CUDA_ERROR_MISALIGNED_ADDRESS 716
 /* set in the child processes of the fault and hang tests */
 #define CHILD_ENV "FABENCH_CUDA_TEST_CHILD"
 
@@ -455,42 +456,66 @@ FA_TEST(cuda, kernels_refuse_what_they_cannot_run)
 
 /* ---- tensor-core kernels: split-KV and block order ---- */
 
-/* A case, the cuda_flash_mma* kernel that runs it, and why it is here. */
+/* A case, the value of cuda_flash_mma's hd72 it runs under (the instance
+ * of head size 72), and why it is here. */
 struct mma_case {
-	const char *kernel;
+	int32_t hd72;
 	struct spec sp;
 };
 
 static const struct mma_case mma_cases[] = {
 	/* decode over a long cache, GQA 4 packed: what auto splits */
-	{"cuda_flash_mma", {2, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+	{0, {2, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
 			    {1}, {1000}, 0, {0}}},
 	/* speculative decode, causal bottom-right, the other layout and type */
-	{"cuda_flash_mma", {2, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0,
+	{0, {2, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0,
 			    {3}, {777}, 0, {0}}},
 	/* varlen: a sequence without keys (zeros) and one much longer */
-	{"cuda_flash_mma", {3, 4, 1, 64, 64, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 1, 0, 0,
+	{0, {3, 4, 1, 64, 64, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 1, 0, 0,
 			    {1, 2, 1}, {500, 0, 1300}, 0, {0}}},
 	/* prefill: causal rows whose ranges end at different tiles */
-	{"cuda_flash_mma", {1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+	{0, {1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
 			    {300}, {300}, 0, {0}}},
-	{"cuda_flash_mma", {1, 2, 1, 256, 256, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0,
+	{0, {1, 2, 1, 256, 256, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0,
 			    100, {200}, {200}, 0, {0}}},
-	{"cuda_flash_mma", {1, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0,
+	{0, {1, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0,
 			    50, 0, {150}, {600}, 0, {0}}},
-	{"cuda_flash_mma_d192_128", {2, 4, 4, 192, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD,
-				     0, 0, 0, {5}, {700}, 0, {0}}},
-	{"cuda_flash_mma_d72_masked", {1, 4, 1, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL,
-				       FA_LAYOUT_BSHD, 0, 0, 0, {2}, {900}, 0, {0}}},
-	{"cuda_flash_mma_d72_pad80", {1, 4, 1, 72, 72, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0,
-				      0, 0, {1}, {333}, 0, {0}}},
+	{0, {2, 4, 4, 192, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {5}, {700}, 0,
+	     {0}}},
+	/* head size 72 on d72_masked (hd72 1) and on d72_pad80 (hd72 0) */
+	{1, {1, 4, 1, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {2}, {900}, 0,
+	     {0}}},
+	{0, {1, 4, 1, 72, 72, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {1}, {333}, 0,
+	     {0}}},
+	/* the run-time-width instances: 40 on d64_any, 112 on d128_any, 160
+	 * and 224 on their own widths, 96/64 (unequal) on d96_any; 59 and 111
+	 * have rows that are not 16-byte aligned (element copies), decode
+	 * (split-KV merge of an odd width) and prefill, both layouts */
+	{0, {1, 4, 2, 40, 40, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {150}, {150}, 0,
+	     {0}}},
+	{0, {2, 8, 2, 59, 59, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {1000}, 0,
+	     {0}}},
+	{0, {1, 4, 4, 59, 59, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {203}, {203}, 0,
+	     {0}}},
+	{0, {2, 8, 2, 111, 111, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {3}, {777}, 0,
+	     {0}}},
+	{0, {3, 4, 1, 111, 111, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 1, 0, 0, {1, 2, 1},
+	     {500, 0, 300}, 0, {0}}},
+	{0, {1, 4, 2, 112, 112, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {300}, {300}, 0,
+	     {0}}},
+	{0, {1, 4, 4, 160, 160, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 50, 0, {150},
+	     {600}, 0, {0}}},
+	{0, {1, 2, 1, 224, 224, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0, 100, {200},
+	     {200}, 0, {0}}},
+	{0, {1, 4, 2, 96, 64, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {130}, {130}, 0,
+	     {0}}},
 };
 
-/* Runs k on t with tunables tun (splits, order), its workspace allocated as
+/* Runs k on t with tunables tun (splits, order, hd72), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
  * default) against the fp64 reference. */
 static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
-		      const int32_t tun[2], uint64_t seed, const char *what)
+		      const int32_t tun[3], uint64_t seed, const char *what)
 {
 	struct bufs d;
 	struct fa_ref ref;
@@ -538,22 +563,86 @@ static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, cons
 FA_TEST(cuda, flash_mma_split_kv_and_order)
 {
 	static const int32_t tunables[][2] = {{0, 0}, {1, 0}, {2, 0}, {7, 0}, {64, 0}, {0, 1}, {5, 1}};
+	const struct fa_kernel *k;
 	struct fa_backend_slot *s = cuda();
 	uint64_t seed;
 	if (!s)
 		return;
 	seed = fa_test_seed();
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 3);
 	for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
-		const struct fa_kernel *k = find_kernel(s, mma_cases[i].kernel);
 		struct tcase t;
 		char why[256], what[96];
-		FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 2);
 		build(&mma_cases[i].sp, &t);
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
 		for (size_t j = 0; j < sizeof tunables / sizeof tunables[0]; j++) {
-			snprintf(what, sizeof what, "%s case %zu", k->name, i);
-			check_mma(s, k, &t, tunables[j], seed + i, what);
+			const int32_t tun[3] = {tunables[j][0], tunables[j][1], mma_cases[i].hd72};
+			snprintf(what, sizeof what, "%s case %zu (%d/%d, hd72 %d)", k->name, i,
+				 t.p.head_dim, t.p.head_dim_v, (int)tun[2]);
+			check_mma(s, k, &t, tun, seed + i, what);
 		}
+	}
+}
+
+/* One name for every head size: cuda_flash_mma takes any head_dim and
+ * head_dim_v from 1 to 256 in fp16/bf16; 576/512 (MLA decode) is refused by
+ * it and by cuda_flash_simt, whose limit is 256, and runs on cuda_dense. */
+FA_TEST(cuda, head_sizes_and_mla)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *mma, *simt, *dense;
+	struct spec sp = {1, 8, 1, 64, 64, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0,
+			  {1}, {203}, 0, {0}};
+	struct tcase t;
+	char why[256];
+	if (!s)
+		return;
+	mma = find_kernel(s, "cuda_flash_mma");
+	simt = find_kernel(s, "cuda_flash_simt");
+	dense = find_kernel(s, "cuda_dense");
+	FA_REQUIRE(mma && simt && dense);
+	FA_CHECK(find_kernel(s, "cuda_flash_mma_d192_128") == NULL); /* one name now */
+	for (int d = 1; d <= 256; d++) {
+		sp.head_dim = sp.head_dim_v = d;
+		build(&sp, &t);
+		FA_CHECKF(fa_kernel_supports(mma, &t.p, why, sizeof why), "head_dim %d: %s", d, why);
+	}
+	sp.head_dim = 576;
+	sp.head_dim_v = 512;
+	build(&sp, &t);
+	FA_CHECK(fa_kernel_supports(mma, &t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head_dim 576 outside 1..256") == 0, "reason '%s'", why);
+	FA_CHECK(fa_kernel_supports(simt, &t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head_dim 576 outside 1..256") == 0, "reason '%s'", why);
+	FA_CHECK(simt->supports(&t.p, why, sizeof why) == 0); /* its own check agrees */
+	FA_CHECKF(strcmp(why, "head_dim 576 / head_dim_v 512 outside 1..256") == 0, "reason '%s'",
+		  why);
+	FA_CHECKF(fa_kernel_supports(dense, &t.p, why, sizeof why), "cuda_dense: %s", why);
+	/* fp32 and a scale that is not positive: the tensor-core kernel's own refusals */
+	sp.head_dim = sp.head_dim_v = 111;
+	build(&sp, &t);
+	t.p.scale = -0.1f;
+	FA_CHECK(mma->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strstr(why, "scale -0.1 must be positive") != NULL, "reason '%s'", why);
+	t.p.dtype = FA_DTYPE_FP32;
+	FA_CHECK(mma->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "dtype fp32 not supported: tensor-core kernel takes fp16 or bf16") == 0,
+		  "reason '%s'", why);
+	/* a Q base off the 16-byte grid at head size 64: the exact-size
+	 * instance copies 16 bytes at a time, so the launch is refused and
+	 * nothing runs */
+	sp.head_dim = sp.head_dim_v = 64;
+	build(&sp, &t);
+	{
+		struct bufs d;
+		struct fa_launch_args a;
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.q = (const char *)a.q + 2;
+		FA_CHECK(mma->launch(&a) == CUDA_ERROR_MISALIGNED_ADDRESS);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
 	}
 }
 
@@ -570,7 +659,7 @@ FA_TEST(cuda, flash_mma_split_kv_heuristic)
 	struct tcase t;
 	struct bufs d;
 	struct fa_launch_args a;
-	const int32_t auto_[2] = {0, 0}, one[2] = {1, 0}, four[2] = {4, 0};
+	const int32_t auto_[3] = {0, 0, 0}, one[3] = {1, 0, 0}, four[3] = {4, 0, 0};
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_mma");

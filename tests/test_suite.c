@@ -694,3 +694,45 @@ FA_TEST(suite, shipped_suites)
 	}
 	FA_CHECK(chdir(cwd) == 0);
 }
+
+/* conformance.yaml keeps the head sizes its comment promises: every exact
+ * instance of the tensor-core kernel, the sizes it pads (40, 59, 111, 112,
+ * 160, 224: what llama.cpp's and flash-attention's tests use), in both
+ * 16-bit types and with a causal mask, split-KV decode at 59 and 111, and
+ * MLA decode (576/512); and stays small enough to run in full on a GPU. */
+FA_TEST(suite, conformance_head_sizes)
+{
+	static const int32_t sizes[][2] = {{64, 64},   {72, 72},   {80, 80},   {96, 96},
+					   {128, 128}, {256, 256}, {192, 128}, {40, 40},
+					   {59, 59},   {111, 111}, {112, 112}, {160, 160},
+					   {224, 224}, {576, 512}};
+	char cwd[PATH_MAX];
+	struct fa_suite s;
+	FA_REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
+	FA_REQUIRE(chdir(fa_test_root()) == 0);
+	if (LOAD("suites/conformance.yaml", 0, &s)) {
+		FA_CHECKF(s.n_cases >= 200 && s.n_cases <= 260, "%d cases", s.n_cases);
+		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+			int fp16 = 0, bf16 = 0, causal = 0, decode = 0;
+			for (int i = 0; i < s.n_cases; i++) {
+				const struct fa_problem *p = &s.cases[i].p;
+				if (p->head_dim != sizes[k][0] || p->head_dim_v != sizes[k][1])
+					continue;
+				fp16 |= p->dtype == FA_DTYPE_FP16;
+				bf16 |= p->dtype == FA_DTYPE_BF16;
+				causal |= p->mask == FA_MASK_CAUSAL;
+				decode |= p->q_len == 1;
+			}
+			if (sizes[k][0] == 576) /* MLA: decode, bf16 */
+				FA_CHECKF(bf16 && causal && decode, "576/512: bf16 %d decode %d", bf16,
+					  decode);
+			else
+				FA_CHECKF(fp16 && bf16 && causal, "%d/%d: fp16 %d bf16 %d causal %d",
+					  sizes[k][0], sizes[k][1], fp16, bf16, causal);
+			if (sizes[k][0] == 59 || sizes[k][0] == 111)
+				FA_CHECKF(decode, "%d: no decode case (split-KV merge)", sizes[k][0]);
+		}
+		fa_suite_free(&s);
+	}
+	FA_CHECK(chdir(cwd) == 0);
+}

@@ -33,7 +33,7 @@ constexpr uint32_t CU_ALL_DTYPES =
 const struct fa_kernel cu_kernels[] = {
 	{"cuda_dense",
 	 "naive: scale Q K^T into an fp32 score tensor in global memory, mask, softmax, times V",
-	 CU_ALL_DTYPES, 1, 512, NULL, 0, 4 /* the fp32 score tensor */, NULL, 0,
+	 CU_ALL_DTYPES, 1, 1024, NULL, 0, 4 /* the fp32 score tensor */, NULL, 0,
 	 fa_cuda_dense_supports, fa_cuda_dense_workspace_bytes, fa_cuda_dense_launch, 0},
 	{"cuda_flash_simt",
 	 "FlashAttention-2 on CUDA cores (no tensor cores), fp32 accumulation, 64-row query tiles",

@@ -18,6 +18,7 @@
 
 #include "../common/fa_dtype.h"
 #include "cuda_kernels.h"
+#include "problem_check.h"
 
 namespace {
 
@@ -28,6 +29,10 @@ constexpr int DN_BK = 16;       /* depth of one shared-memory slice */
  * float4 reads, and the transposed stores spread over the banks */
 constexpr int DN_STRIDE = DN_T + 4;
 constexpr int DN_ROWS_PER_BLOCK = DN_THREADS / 32; /* softmax: one warp per row */
+/* Head sizes: the products loop over 16-deep slices and 64-column tiles, so
+ * any size runs; 1024 bounds the table entry (DeepSeek's MLA decode is
+ * 576/512) and keeps a row's scores and output within the reference's. */
+constexpr int DN_HEAD_DIM_MAX = 1024;
 
 /* acc += sA^T sB for one slice: thread (ty, tx) owns rows ty*4.. and columns tx*4.. */
 __device__ __forceinline__ void dn_slice(const float *sA, const float *sB, int ty, int tx,
@@ -216,24 +221,11 @@ extern "C" int fa_cuda_dense_supports(const struct fa_problem *p, char *why, siz
 {
 	const int64_t tiles_q = ((int64_t)p->q_len + DN_T - 1) / DN_T;
 	const int64_t tiles_k = ((int64_t)p->kv_len + DN_T - 1) / DN_T;
-	if (p->head_dim < 1 || p->head_dim > 512 || p->head_dim_v < 1 || p->head_dim_v > 512) {
-		snprintf(why, why_size, "head_dim %d / head_dim_v %d outside 1..512", p->head_dim,
-			 p->head_dim_v);
+	struct fa_cuda_limits lim = {};
+	lim.head_dim_max = DN_HEAD_DIM_MAX;
+	lim.grid_yz = 1;
+	if (!fa_cuda_check_problem(p, &lim, why, why_size))
 		return 0;
-	}
-	if (p->dtype < 0 || p->dtype >= FA_DTYPE_COUNT || p->mask < 0 || p->mask >= FA_MASK_COUNT) {
-		snprintf(why, why_size, "dtype %d or mask %d unknown", p->dtype, p->mask);
-		return 0;
-	}
-	if (p->kv_heads < 1 || p->heads % p->kv_heads != 0) {
-		snprintf(why, why_size, "heads %d not divisible by kv_heads %d", p->heads, p->kv_heads);
-		return 0;
-	}
-	if (p->heads > 65535 || p->batch > 65535) {
-		snprintf(why, why_size, "heads %d or batch %d above the grid limit 65535", p->heads,
-			 p->batch);
-		return 0;
-	}
 	/* grid x of the score kernel is query tiles x key tiles */
 	if (tiles_q * tiles_k > 0x7fffffff) {
 		snprintf(why, why_size, "q_len %d x kv_len %d has too many 64 x 64 tiles", p->q_len,

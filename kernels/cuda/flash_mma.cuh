@@ -57,6 +57,8 @@
 #include "../common/fa_cta.h"
 #include "../common/fa_split.h"
 #include "cuda_kernels.h"
+#include "flash_mma.h"
+#include "problem_check.h"
 
 namespace fa_mma {
 
@@ -175,6 +177,14 @@ static __device__ __forceinline__ void fa_mma_cp_async_16(uint32_t dst, const vo
 {
 	asm volatile("cp.async.cg.shared.global [%0+%3], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
 		     "r"(src_bytes), "n"(IMM)
+		     : "memory");
+}
+
+/* 16-byte shared-memory store of w[0..3] at shared address dst. */
+static __device__ __forceinline__ void fa_mma_st_shared_16(uint32_t dst, const uint32_t (&w)[4])
+{
+	asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]),
+		     "r"(w[2]), "r"(w[3])
 		     : "memory");
 }
 
@@ -354,7 +364,13 @@ enum load_mode {
 	LOAD_FULL = 0,   /* all COLS columns are real */
 	LOAD_PAD = 1,    /* columns [DREAL, COLS) are zeros written once into shared memory */
 	LOAD_MASKED = 2, /* every copy predicated at the run-time width (cp.async zero-fill) */
+	LOAD_ANY = 3,    /* run-time widths up to COLS, any alignment: columns past the width
+			  * are zeros written once, and rows whose start is not 16-byte
+			  * aligned are copied element by element (params::gather) */
 };
+static_assert((int)LOAD_FULL == (int)FA_MMA_FULL && (int)LOAD_PAD == (int)FA_MMA_PAD &&
+		      (int)LOAD_MASKED == (int)FA_MMA_MASKED && (int)LOAD_ANY == (int)FA_MMA_ANY,
+	      "the modes of flash_mma.h's instance list");
 
 /* One instance's compile-time shape.
  *   D, DV   head size of Q/K and of V/O as computed (multiples of 16)
@@ -366,7 +382,8 @@ enum load_mode {
  *   ST      K/V pipeline stages (2 = double buffering)
  *   QREG    keep the Q fragments in registers for the whole CTA (else
  *           re-read them from shared memory with ldmatrix every tile)
- *   MODE    enum load_mode; DREAL the real width for LOAD_PAD
+ *   MODE    enum load_mode; DREAL the real width for LOAD_PAD (0 for the
+ *           other modes: MASKED and ANY take the problem's widths)
  *   MINB    CTAs per SM promised to the compiler (__launch_bounds__) */
 template <int D_, int DV_, int BM_, int BN_, int BNC_, int NW_, int ST_, bool QREG_, int MODE_,
 	  int DREAL_, int MINB_>
@@ -391,6 +408,7 @@ struct config {
 		      "tile shape");
 	static_assert(ST >= 2, "at least double buffering");
 	static_assert(MODE != LOAD_PAD || (DREAL % 8 == 0 && DREAL < D && D == DV), "padding shape");
+	static_assert(MODE != LOAD_ANY || D == DV, "run-time widths pad both head sizes to D");
 	static_assert(DV <= D, "O staging reuses the rows of Q: DV <= D");
 	static_assert(BN % (NT / 8) == 0 && BM % (NT / 8) == 0, "copy passes cover whole panels");
 };
@@ -411,10 +429,33 @@ struct params {
 	float *ws_o;      /* split-KV: [splits][ws_rows][DV] fp32 partial O (normalised) */
 	float *ws_lse;    /* split-KV: [splits][ws_rows] log2-sum-exp2 of the range */
 	int64_t ws_rows;  /* total_q * heads */
+	int32_t gather;   /* LOAD_ANY: 1 when some row start is not 16-byte aligned (a head
+			   * size or stride not a multiple of 8 elements): element copies */
 };
+
+/* LOAD_ANY with gather: chunk c of a row whose start has any alignment,
+ * element by element through registers (plain loads; the store is
+ * synchronous, so the barrier that makes cp.async data visible covers it);
+ * elements past width, and every element of a row outside the sequence
+ * (ok false), are zeros. */
+static __device__ __forceinline__ void gather_chunk(uint32_t dst, const uint16_t *row, bool ok,
+						    int c, int width)
+{
+	uint32_t w[4] = {0u, 0u, 0u, 0u};
+	const int n = ok ? width - c * 8 : 0; /* elements to read, > 0 when ok */
+#pragma unroll
+	for (int e = 0; e < 8; ++e)
+		if (e < n)
+			w[e >> 1] |= (uint32_t)row[c * 8 + e] << (16 * (e & 1));
+	fa_mma_st_shared_16(dst, w);
+}
 
 /* Copy one 16-byte chunk, column chunk c of a row, to dst + IMM.
  * LOAD_PAD: chunks past DREAL are skipped (zeroed when the CTA started).
+ * LOAD_ANY: chunks wholly past the run-time width are skipped (zeroed when
+ * the CTA started), the chunk the width ends in reads only its elements
+ * (zero-filled after them), and with gather every chunk is read element by
+ * element (gather_chunk).
  * LOAD_MASKED: only the bytes inside the run-time width are read, the rest
  * zero-filled; a chunk wholly outside reads nothing and is given the row's
  * chunk 0 as its (unread) source. ok false (a row outside the sequence):
@@ -423,12 +464,18 @@ struct params {
  * bounds. row points at element 0 of the row. */
 template <int MODE, int DREAL, int IMM>
 static __device__ __forceinline__ void copy_chunk(uint32_t dst, const uint16_t *row, bool ok, int c,
-						  int width)
+						  int width, bool gather)
 {
 	if (MODE == LOAD_PAD && c * 8 >= DREAL)
 		return;
+	if (MODE == LOAD_ANY && c * 8 >= width)
+		return;
+	if (MODE == LOAD_ANY && gather) {
+		gather_chunk(dst + IMM, row, ok, c, width);
+		return;
+	}
 	int bytes = 16, col = c * 8;
-	if (MODE == LOAD_MASKED) {
+	if (MODE == LOAD_MASKED || MODE == LOAD_ANY) {
 		bytes = 2 * (width - c * 8); /* elements still inside the true width */
 		bytes = bytes < 0 ? 0 : bytes > 16 ? 16 : bytes;
 		col = bytes > 0 ? col : 0;
@@ -445,7 +492,8 @@ static __device__ __forceinline__ void copy_chunk(uint32_t dst, const uint16_t *
  * and every tile; the panel and pass offsets are instruction immediates. */
 template <class TL, int NT, int MODE, int DREAL>
 static __device__ __forceinline__ void load_rows(uint32_t s_base, int tid, int width,
-						 const uint16_t *base, int64_t stride, int nrows)
+						 const uint16_t *base, int64_t stride, int nrows,
+						 bool gather)
 {
 	constexpr int ROWS = TL::ROWS;
 	constexpr int RSTEP = NT / 8;        /* rows covered by one pass of all threads */
@@ -461,7 +509,8 @@ static __device__ __forceinline__ void load_rows(uint32_t s_base, int tid, int w
 		static_for<TL::P>([&](auto pn_c) {
 			constexpr int pn = decltype(pn_c)::value;
 			copy_chunk<MODE, DREAL, (pn * ROWS * 8 + ps * RSTEP * 8) * 16>(d_t, src, ok,
-										       pn * 8 + c8, width);
+										       pn * 8 + c8, width,
+										       gather);
 		});
 	});
 	if constexpr (TL::W > 0) {
@@ -476,7 +525,7 @@ static __device__ __forceinline__ void load_rows(uint32_t s_base, int tid, int w
 				const bool ok = row < nrows;
 				copy_chunk<MODE, DREAL, 0>(s_base + (uint32_t)unit * 16u,
 							   base + (int64_t)(ok ? row : nrows - 1) * stride,
-							   ok, 8 * TL::P + cw, width);
+							   ok, 8 * TL::P + cw, width, gather);
 			}
 		}
 	}
@@ -487,7 +536,8 @@ static __device__ __forceinline__ void load_rows(uint32_t s_base, int tid, int w
  * valid row when r is outside the sequence - and returns whether r is
  * inside. Runs once per CTA. */
 template <class TL, int NT, int MODE, int DREAL, class RowFn>
-static __device__ __forceinline__ void load_q(uint32_t s_base, int tid, int width, RowFn q_row)
+static __device__ __forceinline__ void load_q(uint32_t s_base, int tid, int width, bool gather,
+					      RowFn q_row)
 {
 	constexpr int ROWS = TL::ROWS;
 	constexpr int RSTEP = NT / 8;
@@ -500,7 +550,8 @@ static __device__ __forceinline__ void load_q(uint32_t s_base, int tid, int widt
 		static_for<TL::P>([&](auto pn_c) {
 			constexpr int pn = decltype(pn_c)::value;
 			copy_chunk<MODE, DREAL, (pn * ROWS * 8 + ps * RSTEP * 8) * 16>(d_t, src, ok,
-										       pn * 8 + c8, width);
+										       pn * 8 + c8, width,
+										       gather);
 		});
 	});
 	if constexpr (TL::W > 0) {
@@ -515,18 +566,19 @@ static __device__ __forceinline__ void load_q(uint32_t s_base, int tid, int widt
 				const uint16_t *src;
 				const bool ok = q_row(row, src);
 				copy_chunk<MODE, DREAL, 0>(s_base + (uint32_t)unit * 16u, src, ok,
-							   8 * TL::P + cw, width);
+							   8 * TL::P + cw, width, gather);
 			}
 		}
 	}
 }
 
-/* LOAD_PAD: zero the columns [DREAL, COLS) of every row of a tile, once;
- * no cp.async ever writes them. */
-template <class TL, int NT, int DREAL>
-static __device__ __forceinline__ void zero_pad(unsigned char *base, int tid)
+/* LOAD_PAD and LOAD_ANY: zero the chunks [c0, C) of every row of a tile
+ * (c0 = DREAL / 8, or the run-time width rounded up to a chunk), once; no
+ * copy ever writes them. */
+template <class TL, int NT>
+static __device__ __forceinline__ void zero_pad(unsigned char *base, int tid, int c0)
 {
-	constexpr int C0 = DREAL / 8, NPAD = TL::C - C0;
+	const int C0 = c0, NPAD = TL::C - C0;
 	for (int i = tid; i < TL::ROWS * NPAD; i += NT) {
 		const int row = i / NPAD, c = C0 + i % NPAD;
 		uint4 z;
@@ -598,18 +650,22 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 	unsigned char *s_q = smem;
 	const uint32_t a_q = fa_mma_smem_addr(s_q);
 	const uint32_t a_kv = a_q + CFG::Q_BYTES;
-	if constexpr (MODE == LOAD_PAD) {
-		zero_pad<QT, NT, CFG::DREAL>(s_q, tid);
+	if constexpr (MODE == LOAD_PAD || MODE == LOAD_ANY) {
+		/* first chunk past the width of Q and K, of V */
+		const int cq = MODE == LOAD_PAD ? CFG::DREAL / 8 : (p.head_dim + 7) / 8;
+		const int cv = MODE == LOAD_PAD ? CFG::DREAL / 8 : (p.head_dim_v + 7) / 8;
+		zero_pad<QT, NT>(s_q, tid, cq);
 #pragma unroll
 		for (int s = 0; s < ST; ++s) {
-			zero_pad<KT, NT, CFG::DREAL>(smem + CFG::Q_BYTES + s * CFG::STAGE_BYTES, tid);
-			zero_pad<VT, NT, CFG::DREAL>(
-				smem + CFG::Q_BYTES + s * CFG::STAGE_BYTES + KT::BYTES, tid);
+			zero_pad<KT, NT>(smem + CFG::Q_BYTES + s * CFG::STAGE_BYTES, tid, cq);
+			zero_pad<VT, NT>(smem + CFG::Q_BYTES + s * CFG::STAGE_BYTES + KT::BYTES, tid,
+					 cv);
 		}
 	}
+	const bool gather = MODE == LOAD_ANY && prm.gather;
 
 	/* Q tile: rows past the sequence are zero-filled. */
-	load_q<QT, NT, MODE, CFG::DREAL>(a_q, tid, p.head_dim, [&](int r, const uint16_t *&src) {
+	load_q<QT, NT, MODE, CFG::DREAL>(a_q, tid, p.head_dim, gather, [&](int r, const uint16_t *&src) {
 		const int R = row0 + r;
 		int h, i;
 		row_head_pos(prm.packed, h0, lq, R < rows_total ? R : row0, h, i);
@@ -623,9 +679,9 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		const int n0 = n * BN;
 		const uint32_t a_k = a_kv + (uint32_t)(stage * CFG::STAGE_BYTES);
 		load_rows<KT, NT, MODE, CFG::DREAL>(a_k, tid, p.head_dim, kbase + n0 * kss, kss,
-						   lk - n0);
+						   lk - n0, gather);
 		load_rows<VT, NT, MODE, CFG::DREAL>(a_k + KT::BYTES, tid, p.head_dim_v,
-						   vbase + n0 * vss, vss, lk - n0);
+						   vbase + n0 * vss, vss, lk - n0, gather);
 	};
 	/* Allowed key range of every row, for the masked chunks; rows past the
 	 * sequence get the empty range. Visible after the first barrier. */
@@ -917,7 +973,9 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		}
 	fa_mma_syncwarp(); /* each warp reads back only its own rows */
 
-	const int width = MODE == LOAD_PAD ? CFG::DREAL : MODE == LOAD_MASKED ? p.head_dim_v : DV;
+	const int width = MODE == LOAD_PAD ? CFG::DREAL
+			  : MODE == LOAD_MASKED || MODE == LOAD_ANY ? p.head_dim_v
+								    : DV;
 	const int cs = (width + 7) / 8; /* chunks stored per row */
 	for (int idx = lane; idx < RPW * cs; idx += 32) {
 		const int r = idx / cs, c = idx - (idx / cs) * cs;
@@ -929,7 +987,7 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		row_head_pos(prm.packed, h0, lq, R, h, i);
 		uint16_t *dst = prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c * 8;
 		const unsigned char *src = s_q + OT::at_rt(row, c) * 16;
-		if (MODE != LOAD_MASKED || c * 8 + 8 <= width) {
+		if ((MODE != LOAD_MASKED && MODE != LOAD_ANY) || (c * 8 + 8 <= width && !gather)) {
 			*reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
 		} else {
 			const uint16_t *s16 = reinterpret_cast<const uint16_t *>(src);
@@ -987,9 +1045,15 @@ static __device__ __forceinline__ void combine_row(const params &prm, int64_t r,
 #pragma unroll
 	for (int ci = 0; ci < CN; ++ci) {
 		const int c = 2 * lane + 64 * ci;
-		if (c < dv)
+		if (c + 1 < dv && !prm.gather) {
 			*reinterpret_cast<uint32_t *>(dst + c) =
 				fa_mma_pack2<T>(acc[ci][0] * inv, acc[ci][1] * inv);
+		} else if (c < dv) { /* an odd width's last column, or a 2-byte aligned row */
+			const uint32_t v = fa_mma_pack2<T>(acc[ci][0] * inv, acc[ci][1] * inv);
+			dst[c] = (uint16_t)v;
+			if (c + 1 < dv)
+				dst[c + 1] = (uint16_t)(v >> 16);
+		}
 	}
 }
 
@@ -1047,6 +1111,15 @@ static size_t workspace_bytes(const struct fa_problem *p, const int32_t *tun)
 	       sizeof(float);
 }
 
+/* 1 when every row of Q, K, V and O starts on a 16-byte boundary (host
+ * code): the bases are, and every stride is a multiple of 8 elements. The
+ * 16-byte copies need it; LOAD_ANY copies element by element otherwise. */
+static inline int fa_mma_aligned16(const struct fa_launch_args *a)
+{
+	return fa_cuda_strides_multiple(a->p, 8) &&
+	       ((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 == 0;
+}
+
 /* Fill the kernel argument and the grid (x, y, z) for problem a->p (host
  * code). Returns 0 when there is nothing to launch (an empty problem). */
 template <class CFG>
@@ -1081,6 +1154,7 @@ static int make_params(const struct fa_launch_args *a, params *prm, unsigned gri
 		prm->ws_lse = prm->ws_o + prm->splits * prm->ws_rows * CFG::DV;
 	}
 	grid[2] = (unsigned)(p->batch * prm->splits);
+	prm->gather = CFG::MODE == LOAD_ANY && !fa_mma_aligned16(a);
 	return prm->m_tiles > 0 && p->batch > 0 && p->heads > 0;
 }
 

@@ -39,6 +39,7 @@
 
 #include "../common/fa_dtype.h"
 #include "cuda_kernels.h"
+#include "problem_check.h"
 
 namespace {
 
@@ -542,35 +543,20 @@ extern "C" int fa_cuda_flash_simt_setup(int smem_optin_bytes)
 
 extern "C" int fa_cuda_flash_simt_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
-	int dq, dv, smem;
-	if (!fs_pick(p->head_dim, p->head_dim_v, &dq, &dv)) {
-		snprintf(why, why_size, "head_dim %d / head_dim_v %d outside 1..256", p->head_dim,
-			 p->head_dim_v);
+	int dq, dv;
+	struct fa_cuda_limits lim = {};
+	/* 256: the largest bucket. 576/512 (MLA decode) would need a 64-row
+	 * block's fp32 Q tile (147 KB) plus a K tile in shared memory, past an
+	 * H100's 227 KB, and 256 fp32 accumulators per thread. */
+	lim.head_dim_max = 256;
+	lim.grid_yz = 1; /* heads and sequences are grid dimensions y and z */
+	if (!fa_cuda_check_problem(p, &lim, why, why_size))
 		return 0;
-	}
-	if (p->dtype < 0 || p->dtype >= FA_DTYPE_COUNT || p->mask < 0 || p->mask >= FA_MASK_COUNT) {
-		snprintf(why, why_size, "dtype %d or mask %d unknown", p->dtype, p->mask);
+	if (!fs_pick(p->head_dim, p->head_dim_v, &dq, &dv)) /* every size in 1..256 has one */
 		return 0;
-	}
-	if (p->kv_heads < 1 || p->heads % p->kv_heads != 0) {
-		snprintf(why, why_size, "heads %d not divisible by kv_heads %d", p->heads, p->kv_heads);
-		return 0;
-	}
-	/* heads and sequences are grid dimensions y and z */
-	if (p->heads > 65535 || p->batch > 65535) {
-		snprintf(why, why_size, "heads %d or batch %d above the grid limit 65535", p->heads,
-			 p->batch);
-		return 0;
-	}
-	smem = fs_smem_bytes(dq, dv);
-	if (smem > fs_smem_optin) {
-		snprintf(why, why_size,
-			 "head sizes %d/%d need %d bytes of shared memory per block, the device "
-			 "allows %d",
-			 p->head_dim, p->head_dim_v, smem, fs_smem_optin);
-		return 0;
-	}
-	return 1;
+	lim.smem_bytes = fs_smem_bytes(dq, dv);
+	lim.smem_optin = fs_smem_optin;
+	return fa_cuda_check_problem(p, &lim, why, why_size);
 }
 
 extern "C" int fa_cuda_flash_simt_launch(const struct fa_launch_args *a)

@@ -1,6 +1,6 @@
 /* ref_gpu.cu - the dense attention reference on the GPU, for the rows of
  * cases too large for the CPU reference (kv_len of 32k and more, head sizes
- * up to 512).
+ * up to 1024, head_dim_v up to 512).
  *
  * Precision: inputs are read in their dtype and converted exactly to fp32;
  * each score is an fp32 dot product (fp32 products and sums) times the
@@ -18,7 +18,8 @@ namespace {
 
 constexpr int RF_THREADS = 256;
 constexpr int RF_GROUPS = RF_THREADS / 32; /* 32-lane groups, one key each at a time */
-constexpr int RF_DMAX = 512;               /* largest head size (MLA's 576/512 is Dv 512) */
+constexpr int RF_DMAX = 512;               /* largest head_dim_v (MLA's 576/512 is Dv 512) */
+constexpr int RF_DQMAX = 1024;             /* largest head_dim (cuda_dense's limit) */
 constexpr int RF_COLS = RF_DMAX / 32;      /* output columns per lane */
 /* device scratch for the output of one batch of rows: bounded so that a
  * whole-case check of millions of rows does not need gigabytes */
@@ -45,7 +46,7 @@ __global__ void __launch_bounds__(RF_THREADS)
 		  const int32_t *prefix_lens, const int64_t *__restrict__ rows,
 		  double *__restrict__ out)
 {
-	__shared__ float sq[RF_DMAX];
+	__shared__ float sq[RF_DQMAX];
 	__shared__ float smax[RF_GROUPS];
 	__shared__ double ssum[RF_GROUPS];
 	__shared__ double sacc[RF_GROUPS][RF_DMAX];
@@ -154,7 +155,7 @@ extern "C" int fa_cuda_reference(cudaStream_t stream, const struct fa_launch_arg
 		return 0;
 	if (n_rows < 0 || !rows || !out)
 		return (int)cudaErrorInvalidValue;
-	if (p->head_dim < 1 || p->head_dim > RF_DMAX || p->head_dim_v < 1 ||
+	if (p->head_dim < 1 || p->head_dim > RF_DQMAX || p->head_dim_v < 1 ||
 	    p->head_dim_v > RF_DMAX || p->heads < 1 || p->kv_heads < 1 ||
 	    p->heads % p->kv_heads != 0 || p->dtype < 0 || p->dtype >= FA_DTYPE_COUNT)
 		return (int)cudaErrorInvalidValue;

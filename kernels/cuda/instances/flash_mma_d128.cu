@@ -6,7 +6,7 @@
 #include "../flash_mma.h"
 
 namespace {
-using cfg = fa_mma::config<128, 128, 128, 32, 32, 4, 4, false, fa_mma::LOAD_FULL, 128, 2>;
+using cfg = fa_mma::config<128, 128, 128, 32, 32, 4, 4, false, fa_mma::LOAD_FULL, 0, 2>;
 }
 
 template __global__ void fa_mma::flash_kernel<cfg, fa_mma::fp16_t>(const fa_mma::params);

@@ -6,7 +6,7 @@
 #include "../flash_mma.h"
 
 namespace {
-using cfg = fa_mma::config<192, 128, 128, 64, 64, 8, 3, true, fa_mma::LOAD_FULL, 192, 1>;
+using cfg = fa_mma::config<192, 128, 128, 64, 64, 8, 3, true, fa_mma::LOAD_FULL, 0, 1>;
 }
 
 template __global__ void fa_mma::flash_kernel<cfg, fa_mma::fp16_t>(const fa_mma::params);

@@ -6,7 +6,7 @@
 #include "../flash_mma.h"
 
 namespace {
-using cfg = fa_mma::config<256, 256, 128, 64, 64, 8, 2, false, fa_mma::LOAD_FULL, 256, 1>;
+using cfg = fa_mma::config<256, 256, 128, 64, 64, 8, 2, false, fa_mma::LOAD_FULL, 0, 1>;
 }
 
 template __global__ void fa_mma::flash_kernel<cfg, fa_mma::fp16_t>(const fa_mma::params);

@@ -6,7 +6,7 @@
 #include "../flash_mma.h"
 
 namespace {
-using cfg = fa_mma::config<80, 80, 128, 64, 64, 4, 3, true, fa_mma::LOAD_FULL, 80, 2>;
+using cfg = fa_mma::config<80, 80, 128, 64, 64, 4, 3, true, fa_mma::LOAD_FULL, 0, 2>;
 }
 
 template __global__ void fa_mma::flash_kernel<cfg, fa_mma::fp16_t>(const fa_mma::params);

@@ -6,7 +6,7 @@
 #include "../flash_mma.h"
 
 namespace {
-using cfg = fa_mma::config<96, 96, 128, 64, 64, 4, 3, false, fa_mma::LOAD_FULL, 96, 2>;
+using cfg = fa_mma::config<96, 96, 128, 64, 64, 4, 3, false, fa_mma::LOAD_FULL, 0, 2>;
 }
 
 template __global__ void fa_mma::flash_kernel<cfg, fa_mma::fp16_t>(const fa_mma::params);

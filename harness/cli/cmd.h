@@ -24,6 +24,7 @@ int fa_cmd_compare(int argc, char **argv);
 int fa_cmd_history(int argc, char **argv);
 int fa_cmd_plot(int argc, char **argv);
 int fa_cmd_import(int argc, char **argv);
+int fa_cmd_tune(int argc, char **argv);
 
 /* Prints e to stderr ("fabench CMD: error: ..." or file:line:col with a
  * caret) and returns the exit status for it: 2 for usage and input errors

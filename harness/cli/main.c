@@ -25,6 +25,7 @@ static const struct cmd commands[] = {
 	{"history", fa_cmd_history, "each result over the runs, with steps (nightly job)"},
 	{"plot", fa_cmd_plot, "charts of stored results through gnuplot (PNG, SVG)"},
 	{"import", fa_cmd_import, "store results measured by other tools (JSON lines, CSV)"},
+	{"tune", fa_cmd_tune, "settle a tunable from a sweep: best values, regret, a fitted rule"},
 };
 
 static void usage(FILE *f)

@@ -9,9 +9,9 @@
  * right); the search tries every expression and threshold, recursively, and
  * keeps the tree of least total cost. A split must gain at least
  * ln(1 + min_effect) (one case's worth of the smallest change compare
- * reports), so the noise of a few cases cannot buy one. Ties between
- * splits go to the earlier expression, then the smaller threshold: the
- * result depends on the run alone.
+ * reports), so the noise of a few cases cannot buy one. Between trees of
+ * equal cost the one with fewer leaves wins, then the earlier expression,
+ * then the smaller threshold: the result depends on the run alone.
  */
 #include "tune.h"
 
@@ -566,6 +566,15 @@ static double leaf_cost(const struct fit *ft, const int *set, int n, int *value)
 	return best;
 }
 
+static int count_leaves(const struct node *n)
+{
+	return n->leaf ? 1 : count_leaves(n->r) + count_leaves(n->l);
+}
+
+/* Costs closer than this are equal: sums of logs of the same ratios taken
+ * in another order differ in the last bits. */
+#define FIT_EPS 1e-9
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -626,7 +635,11 @@ static struct node *grow(struct fit *ft, const int *set, int n, int depth)
 			sp->l = l;
 			sp->r = r;
 			sp->cost = l->cost + r->cost;
-			if (sp->cost < leaf->cost - ft->gain && (!best || sp->cost < best->cost)) {
+			/* equal costs (within rounding): the tree with fewer leaves */
+			int better = !best || sp->cost < best->cost - FIT_EPS ||
+				     (sp->cost <= best->cost + FIT_EPS &&
+				      count_leaves(sp) < count_leaves(best));
+			if (sp->cost < leaf->cost - ft->gain && better) {
 				node_free(best);
 				best = sp;
 			} else {
@@ -693,11 +706,6 @@ static void tree_text(const struct fa_tune *t, const struct node *n, int top, ch
 		(*buf)[(*len)++] = ')';
 		(*buf)[*len] = '\0';
 	}
-}
-
-static int count_leaves(const struct node *n)
-{
-	return n->leaf ? 1 : count_leaves(n->r) + count_leaves(n->l);
 }
 
 /* The leaves as boxes, right (x >= thr) before left, as tree_text reads. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/report/plot.h"
 #include "../harness/report/report.h"
 #include "../harness/report/tune.h"
 #include "../harness/store/store.h"
@@ -542,4 +543,72 @@ FA_TEST(tune, sweep_first)
 		       "--param", "block_q=8", NULL};
 	FA_CHECK(run_tune(bad, &r) == 2);
 	fa_proc_free(&r);
+}
+
+/* The heatmap of the sweep rings the marked rule's choice per case; the
+ * rule's text reaches gnuplot only as a quoted string. */
+FA_TEST(tune, heatmap_marks)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	struct fa_store *s = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	planted_opts(&o);
+	o.by = NULL;
+	o.rules[o.n_rules++] = "mask == 'causal' ? 16 : 4"; /* quotes: the marked rule */
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	int rule = fa_tune_mark_rule(&t);
+	FA_REQUIRE(rule == t.n_rules - 1 && strcmp(t.rules[rule].name, "R3") == 0);
+	int64_t idx[6];
+	const char *params[6];
+	for (int i = 0; i < 6; i++) {
+		idx[i] = t.cases[i].idx;
+		params[i] = t.rules[rule].choice[i] >= 0 ? t.value_params[t.rules[rule].choice[i]]
+							 : NULL;
+	}
+	FA_CHECK(params[0] && strcmp(params[0], "splits=4,order=1") == 0);
+	struct fa_plot_opts po;
+	memset(&po, 0, sizeof po);
+	po.kind = FA_PLOT_HEATMAP;
+	po.run_id = 1;
+	po.kernel = "k_tune";
+	po.mark_idx = idx;
+	po.mark_params = params;
+	po.n_marks = 6;
+	po.mark_label = "R3: mask == 'causal' ? 16 : 4 `rm -rf x` $(id) @x";
+	FA_REQUIRE(fa_store_open_readonly(db, &s, &err) == FA_OK);
+	FILE *f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	FA_CHECK(fa_plot_script(s, &po, f, &err) == FA_OK);
+	fclose(f);
+	fa_store_close(s);
+	/* every case is mask none: 4 everywhere, column 1 of splits 1, 4, 16 */
+	FA_CHECK(buf && strstr(buf, "$marks << EOD\n# params_index case_row\n1 0\n1 1\n1 2\n1 3\n1 4\n1 5\nEOD\n"));
+	FA_CHECK(buf && strstr(buf, "title 'R3: mask == ''causal'' ? 16 : 4 `rm -rf x` $(id) @x'\n"));
+	FA_CHECK(buf && strstr(buf, "set key outside top left horizontal\n"));
+	free(buf);
+	fa_tune_free(&t);
+
+	/* through the command: a bad extension, and an SVG where gnuplot is */
+	struct fa_proc_result r;
+	char *bad[] = {"tune", "--run", "1", "--db", (char *)db, "--heatmap", "x.gif", NULL};
+	FA_CHECK(run_tune(bad, &r) == 2 && strstr(r.err, "--heatmap 'x.gif' must end in .png or .svg"));
+	fa_proc_free(&r);
+	if (!fa_plot_gnuplot_available()) {
+		fa_test_skip("gnuplot is not installed: the heatmap is not drawn");
+		return;
+	}
+	char svg[1024];
+	snprintf(svg, sizeof svg, "%s/heat.svg", fa_test_tmpdir());
+	char *ok[] = {"tune", "--run", "1", "--db", (char *)db, "--auto", "4", "--by", "batch,kv_len",
+		      "--heatmap", svg, NULL};
+	FA_CHECK(run_tune(ok, &r) == 0);
+	fa_proc_free(&r);
+	size_t n = 0;
+	char *img = fa_test_read_file(svg, &n);
+	FA_CHECK(img && strstr(img, "<svg") && strstr(img, "16k ? 16 : (batch "));
+	free(img);
 }

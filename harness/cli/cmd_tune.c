@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "../report/plot.h"
 #include "../report/report.h"
 #include "../report/tune.h"
 #include "../store/store.h"
@@ -52,6 +53,9 @@ static void help(void)
 	       "  --format FMT       md (default), csv or json\n"
 	       "  --output FILE      write the report to FILE instead of standard output\n"
 	       "  --header FILE      write the fitted rule as a C header (needs --by)\n"
+	       "  --heatmap FILE     draw the sweep (.png or .svg, through gnuplot) with the\n"
+	       "                     choice of the fitted rule (else the last --rule, else\n"
+	       "                     auto) ringed in each case's row\n"
 	       "  --db PATH          database (default results/fabench.db, or $FABENCH_DB)\n"
 	       "  --backend B        with SUITE: the backend to run on (default auto)\n"
 	       "  --label TEXT       with SUITE: the label of the sweep's run\n\n"
@@ -159,6 +163,51 @@ static int run_sweep(const char *suite, const char *db, const char *kernel, cons
 	return status;
 }
 
+/* The sweep's heatmap with the marked rule's choice per case. */
+static int draw_heatmap(const char *db, const struct fa_tune_opts *o, const struct fa_tune *t,
+			const char *path)
+{
+	struct fa_plot_opts po;
+	struct fa_store *store = NULL;
+	struct fa_err err;
+	int status = FA_EXIT_OK, rule = fa_tune_mark_rule(t);
+	int64_t *idx = calloc((size_t)t->n_cases + 1, sizeof *idx);
+	const char **params = calloc((size_t)t->n_cases + 1, sizeof *params);
+	char mark_label[640];
+	memset(&po, 0, sizeof po);
+	po.kind = FA_PLOT_HEATMAP;
+	po.format = fa_plot_format_of_path(path);
+	po.run_id = t->run_id;
+	po.where = o->where;
+	po.kernel = t->kernel;
+	if (!idx || !params) {
+		free(idx);
+		free(params);
+		fprintf(stderr, "fabench tune: out of memory drawing the heatmap\n");
+		return FA_EXIT_FAIL;
+	}
+	if (rule >= 0) {
+		const struct fa_tune_rule *r = &t->rules[rule];
+		for (int i = 0; i < t->n_cases; i++) {
+			idx[i] = t->cases[i].idx;
+			params[i] = r->choice[i] >= 0 ? t->value_params[r->choice[i]] : NULL;
+		}
+		snprintf(mark_label, sizeof mark_label, "%s: %.600s", r->name, r->text);
+		po.mark_idx = idx;
+		po.mark_params = params;
+		po.n_marks = t->n_cases;
+		po.mark_label = mark_label;
+	}
+	fa_err_clear(&err);
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK ||
+	    fa_plot_render(store, &po, path, &err) != FA_OK)
+		status = fa_cmd_fail("tune", &err);
+	fa_store_close(store);
+	free(idx);
+	free(params);
+	return status;
+}
+
 int fa_cmd_tune(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -176,13 +225,14 @@ int fa_cmd_tune(int argc, char **argv)
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
 		{"header", required_argument, 0, 'H'},
+		{"heatmap", required_argument, 0, 'M'},
 		{"db", required_argument, 0, 'd'},
 		{"backend", required_argument, 0, 'B'},
 		{"label", required_argument, 0, 'L'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
 	const char *db = fa_cmd_default_db(), *output = NULL, *header = NULL, *run = NULL;
-	const char *backend = NULL, *label = NULL;
+	const char *backend = NULL, *label = NULL, *heatmap = NULL;
 	char *param = NULL, *values = NULL;
 	struct fa_tune_opts o;
 	struct fa_tune t;
@@ -254,6 +304,13 @@ int fa_cmd_tune(int argc, char **argv)
 			break;
 		case 'o': output = optarg; break;
 		case 'H': header = optarg; break;
+		case 'M':
+			if (fa_plot_format_of_path(optarg) < 0)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "--heatmap '%s' must end in .png or .svg",
+							  optarg);
+			heatmap = optarg;
+			break;
 		case 'd': db = optarg; break;
 		case 'B': backend = optarg; break;
 		case 'L': label = optarg; break;
@@ -361,6 +418,8 @@ int fa_cmd_tune(int argc, char **argv)
 			}
 		}
 	}
+	if (status == FA_EXIT_OK && heatmap)
+		status = draw_heatmap(db, &o, &t, heatmap);
 	fa_tune_free(&t);
 	return status != FA_EXIT_OK ? status : sweep_status;
 }

@@ -1632,6 +1632,22 @@ static enum fa_rc plot_heatmap(struct fa_store *s, const struct fa_plot_opts *o,
 								: fa_status_name(st));
 		}
 	gp_block_end(out);
+	int n_marks = 0;
+	if (o->n_marks > 0) {
+		/* the rule's choices (fabench tune), on the cells drawn */
+		gp_block(out, "marks", "params_index case_row");
+		for (int y = 0; y < ny; y++)
+			for (int i = 0; i < o->n_marks; i++) {
+				if (o->mark_idx[i] != r.cases[row_case[y]].idx || !o->mark_params[i])
+					continue;
+				for (int x = 0; x < nsets; x++)
+					if (strcmp(sets[x], o->mark_params[i]) == 0) {
+						fprintf(out, "%d %d\n", x, y);
+						n_marks++;
+					}
+			}
+		gp_block_end(out);
+	}
 
 	if (o->title)
 		sb_add(&title, "%s", o->title);
@@ -1665,8 +1681,10 @@ static enum fa_rc plot_heatmap(struct fa_store *s, const struct fa_plot_opts *o,
 	/* case 0 on top */
 	fprintf(out, "\nset ylabel 'case'\nset xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\n",
 		nsets - 1, ny - 1);
-	fputs("set tics nomirror out\nunset key\n"
-	      "set palette defined (0 '#FFFFCC', 0.35 '#FED976', 0.6 '#FD8D3C', 1 '#BD0026')\n",
+	/* the key names the ringed rule; without one there is nothing to name */
+	fputs("set tics nomirror out\n", out);
+	fputs(n_marks ? "set key outside top left horizontal\n" : "unset key\n", out);
+	fputs("set palette defined (0 '#FFFFCC', 0.35 '#FED976', 0.6 '#FD8D3C', 1 '#BD0026')\n",
 	      out);
 	/* the colour scale starts at the best (1) and spans at least 10%, so
 	 * sets within noise of each other look alike */
@@ -1681,14 +1699,22 @@ static enum fa_rc plot_heatmap(struct fa_store *s, const struct fa_plot_opts *o,
 		}
 		fputs("plot ", out);
 		if (n_cells)
-			fputs("$cells using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 fc palette, "
-			      "\\\n     $cells using 1:2:4 with labels",
-			      out);
+			fprintf(out, "$cells using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 fc "
+				     "palette%s, \\\n     $cells using 1:2:4 with labels%s",
+				n_marks ? " notitle" : "", n_marks ? " notitle" : "");
 		if (n_missing)
 			fprintf(out, "%s$missing using 1:2:(0.5):(0.5) with boxxyerror fs solid 1.0 "
-				     "fc rgb '#DDDDDD', \\\n     $missing using 1:2:3 with labels "
-				     "tc rgb '#555555'",
-				n_cells ? ", \\\n     " : "");
+				     "fc rgb '#DDDDDD'%s, \\\n     $missing using 1:2:3 with labels "
+				     "tc rgb '#555555'%s",
+				n_cells ? ", \\\n     " : "", n_marks ? " notitle" : "",
+				n_marks ? " notitle" : "");
+		if (n_marks) {
+			/* a ring around the chosen cell, named by the rule */
+			fputs(", \\\n     $marks using 1:2 with points pt 6 ps 4 lw 2 lc rgb '#1F4E9A' "
+			      "title ",
+			      out);
+			gp_str(out, o->mark_label ? o->mark_label : "rule");
+		}
 		fputs("\n", out);
 	}
 	if (title.oom)

@@ -947,7 +947,8 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 	}
 	/* the values */
 	t->values = calloc((size_t)n_rows, sizeof *t->values);
-	if (!t->values) {
+	t->value_params = calloc((size_t)n_rows, sizeof *t->value_params);
+	if (!t->values || !t->value_params) {
 		rc = nomem(err);
 		goto out;
 	}
@@ -966,6 +967,18 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 			t->values[t->n_values++] = x;
 	}
 	qsort(t->values, (size_t)t->n_values, sizeof *t->values, cmp_i32);
+	for (int i = 0; i < n_rows; i++) {
+		char *v = NULL;
+		int32_t x = 0;
+		param_get(rows[i].params, t->param, &v);
+		parse_i32(v, &x);
+		free(v);
+		int k = value_index(t, x);
+		if (!t->value_params[k] && !(t->value_params[k] = strdup(rows[i].params))) {
+			rc = nomem(err);
+			goto out;
+		}
+	}
 	t->has_auto = o->has_auto;
 	t->auto_value = o->auto_value;
 	if (t->has_auto)
@@ -1096,6 +1109,9 @@ void fa_tune_free(struct fa_tune *t)
 		free(tc->x);
 	}
 	free(t->cases);
+	for (int v = 0; t->value_params && v < t->n_values; v++)
+		free(t->value_params[v]);
+	free(t->value_params);
 	free(t->values);
 	for (int i = 0; t->rules && i < FA_TUNE_MAX_RULES + 2; i++) {
 		struct fa_tune_rule *r = &t->rules[i];
@@ -1556,6 +1572,13 @@ enum fa_rc fa_tune_write(const struct fa_tune *t, int format, FILE *f, struct fa
 		return fa_err_set(err, FA_ERR_USAGE, "tune writes md, csv or json, not format %d",
 				  format);
 	}
+}
+
+int fa_tune_mark_rule(const struct fa_tune *t)
+{
+	if (t->fitted >= 0)
+		return t->fitted;
+	return t->n_rules - 1;
 }
 
 /* ---- the C header --------------------------------------------------------------------------- */

@@ -97,6 +97,7 @@ struct fa_tune {
 	char *kernel, *param;
 	char *fixed;               /* the kernel's other params (the same in every result) */
 	int32_t *values;           /* the swept values, ascending */
+	char **value_params;       /* per value, the params stored with it ("splits=4,order=1") */
 	int32_t n_values;
 	int32_t has_auto, auto_value;
 	int32_t auto_idx;          /* index of auto_value in values, -1 when not swept */
@@ -125,6 +126,10 @@ void fa_tune_free(struct fa_tune *t);
 /* Writes the tuning report: format is FA_FMT_MD, FA_FMT_CSV or FA_FMT_JSON
  * (report.h). Returns FA_OK, FA_ERR_USAGE for another format, FA_ERR_NOMEM. */
 enum fa_rc fa_tune_write(const struct fa_tune *t, int format, FILE *f, struct fa_err *err);
+
+/* The rule a heatmap marks: the fitted one, else the last --rule, else the
+ * built-in value; -1 when there is none. */
+int fa_tune_mark_rule(const struct fa_tune *t);
 
 /* Writes the fitted rule as a C header (a threshold table and a function
  * choosing the value), byte for byte the same for the same run and options.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "../report/compare.h"
 #include "../report/plot.h"
 #include "../report/report.h"
 #include "../report/tune.h"
@@ -62,7 +63,7 @@ static void help(void)
 	       "exit status: 0 done, 1 an error reading or writing (or, with SUITE, a case\n"
 	       "of the sweep failed), 2 bad usage or input; see docs/tuning.md\n",
 	       usage_text, FA_TUNE_MAX_RULES, FA_TUNE_MAX_DEPTH, FA_TUNE_DEFAULT_DEPTH,
-	       FA_TUNE_DEFAULT_LOSS * 100, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
+	       FA_TUNE_DEFAULT_LOSS * 100, FA_CMP_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
 static int parse_number(const char *s, double *v)

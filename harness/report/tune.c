@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../suite/expr.h"
+#include "compare.h"
 #include "report.h"
 #include "table.h"
 
@@ -33,6 +34,7 @@ void fa_tune_opts_init(struct fa_tune_opts *o)
 	o->depth = FA_TUNE_DEFAULT_DEPTH;
 	o->loss = FA_TUNE_DEFAULT_LOSS;
 	fa_stats_verdict_defaults(&o->perf);
+	o->perf.min_effect = FA_CMP_MIN_EFFECT; /* compare's, the A/A floor */
 }
 
 static enum fa_rc nomem(struct fa_err *err)

@@ -612,3 +612,61 @@ FA_TEST(tune, heatmap_marks)
 	FA_CHECK(img && strstr(img, "<svg") && strstr(img, "16k ? 16 : (batch "));
 	free(img);
 }
+
+/* run --ab-params: one build, two sets of params, samples taken in turn;
+ * compare pairs them as it does the two builds of --ab. */
+FA_TEST(tune, ab_params)
+{
+	char db[1024], suite[1024], gate_db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	snprintf(gate_db, sizeof gate_db, "%s/never.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/tiny.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: tiny\n"
+	      "measure: {warmup: 1, min_samples: 8, max_samples: 12, min_time_ms: 1, max_time_ms: 20}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32}\n"
+	      "axes:\n  q_len: [16, 64]\n  kv_len: [64]\n",
+	      f);
+	fclose(f);
+	char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
+		       "--ab-params", "--param", "a:cpu_flash.block_q=16", "--param",
+		       "b:cpu_flash.block_q=64", "--label", "bq", NULL};
+	fa_proc_run(run, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run --ab-params: %d %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "A --param cpu_flash.block_q=16"));
+	FA_CHECK(strstr(r.out, "B --param cpu_flash.block_q=64"));
+	FA_CHECK(strstr(r.out, "both sides run on the same buffers"));
+	FA_CHECK(strstr(r.out, "compare: fabench compare --db"));
+	FA_CHECK(strstr(r.out, " --ignore-params bq-a bq-b\n"));
+	fa_proc_free(&r);
+	char *cmp[] = {"compare", "--db", db, "--ignore-params", "bq-a", "bq-b", NULL};
+	fa_proc_run(cmp, NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "- paired: the two runs of one `run --ab`"));
+	FA_CHECK(strstr(r.out, "cpu_flash[block_q=16,block_k=64 -> block_q=64,block_k=64]"));
+	fa_proc_free(&r);
+
+	/* usage errors: nothing written */
+	char *both[] = {"run", suite, "--db", gate_db, "--ab", "x.so:y.so", "--ab-params", NULL};
+	fa_proc_run(both, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--ab and --ab-params do not go together"));
+	fa_proc_free(&r);
+	char *iso[] = {"run", suite, "--db", gate_db, "--ab-params", "--isolate", NULL};
+	fa_proc_run(iso, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--ab-params does not go with --isolate"));
+	fa_proc_free(&r);
+	char *side[] = {"run", suite, "--db", gate_db, "--param", "a:cpu_flash.block_q=16", NULL};
+	fa_proc_run(side, NULL, 60, &r);
+	FA_CHECK(r.status == 2 &&
+		 strstr(r.err, "a side (a: or b:) goes with --ab or --ab-params only"));
+	fa_proc_free(&r);
+	char *badk[] = {"run", suite, "--db", gate_db, "--backend", "cpu", "--ab-params",
+			"--param", "b:nope.block_q=16", NULL};
+	fa_proc_run(badk, NULL, 60, &r);
+	FA_CHECK(r.status == 2);
+	fa_proc_free(&r);
+	FA_CHECK(access(gate_db, F_OK) != 0);
+}

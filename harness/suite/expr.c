@@ -38,7 +38,7 @@ enum word_class { W_DTYPE, W_MASK, W_LAYOUT, W_INPUT, W_COUNT };
 enum name_id {
 	V_BATCH, V_HEADS, V_KV_HEADS, V_GQA, V_Q_LEN, V_KV_LEN, V_HEAD_DIM, V_HEAD_DIM_V,
 	V_PREFIX_LEN, V_WINDOW, V_SCALE, V_VARLEN, V_TOKENS, V_DTYPE, V_MASK, V_LAYOUT, V_INPUT,
-	V_COUNT
+	V_DEPTH, V_COUNT
 };
 
 static const struct {
@@ -63,6 +63,7 @@ static const struct {
 	[V_MASK] = {"mask", T_WORD, W_MASK},
 	[V_LAYOUT] = {"layout", T_WORD, W_LAYOUT},
 	[V_INPUT] = {"input", T_WORD, W_INPUT},
+	[V_DEPTH] = {"depth", T_INT, 0},
 };
 
 struct fa_expr {
@@ -864,6 +865,7 @@ static struct value name_value(int id, const struct fa_case *c)
 	case V_DTYPE: v.i = p->dtype; break;
 	case V_MASK: v.i = p->mask; break;
 	case V_LAYOUT: v.i = p->layout; break;
+	case V_DEPTH: v.i = c->depth; break;
 	default: v.i = c->dist; break;
 	}
 	return v;
@@ -1009,4 +1011,13 @@ double fa_expr_number(const struct fa_expr *e, const struct fa_case *c)
 	if (!v.defined)
 		return NAN;
 	return as_double(e, v);
+}
+
+int fa_expr_uses(const struct fa_expr *e, const char *name)
+{
+	if (!e)
+		return 0;
+	if (e->kind == N_NAME && strcmp(names[e->i].name, name) == 0)
+		return 1;
+	return fa_expr_uses(e->a, name) || fa_expr_uses(e->b, name) || fa_expr_uses(e->c, name);
 }

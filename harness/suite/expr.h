@@ -58,4 +58,7 @@ int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c);
 
 void fa_expr_free(struct fa_expr *e);
 
+/* 1 when the expression reads the case parameter name ("q_len"). */
+int fa_expr_uses(const struct fa_expr *e, const char *name);
+
 #endif /* FA_EXPR_H */

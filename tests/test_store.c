@@ -1163,7 +1163,7 @@ FA_TEST(store, running_mark_migrates_and_clears)
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
-	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == 3);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs WHERE running IS NULL", -1) ==
 		 1);
 	FA_REQUIRE(fa_store_run_begin(s, &ri, &id, &err) == FA_OK);

@@ -342,8 +342,9 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 	if (sqlite3_prepare_v2(fa_store_db(s),
 			       "SELECT idx, key, batch, heads, kv_heads, q_len, kv_len, head_dim,"
 			       " head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
-			       " total_q, total_k, scale, scale_set FROM cases WHERE run_id = ?"
-			       " AND idx = ?",
+			       " total_q, total_k, scale, scale_set,"
+			       " (SELECT depth FROM case_depth d WHERE d.case_id = cases.id)"
+			       " FROM cases WHERE run_id = ? AND idx = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_fail(s, err);
 	for (int i = 0; i < n_rows && rc == FA_OK; i++) {
@@ -382,6 +383,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 		p->total_k = sqlite3_column_int(st, 17);
 		p->scale = (float)sqlite3_column_double(st, 18);
 		tc->c.scale_set = sqlite3_column_int(st, 19);
+		tc->c.depth = sqlite3_column_int(st, 20); /* NULL: not given, 0 */
 		if (where && !fa_expr_eval(where, &tc->c)) {
 			free(tc->key);
 			memset(tc, 0, sizeof *tc);

@@ -188,6 +188,8 @@ enum pkind {
 /* The largest head size any kernel or the reference is asked to handle; it
  * bounds per-row scratch buffers, and real models stop at 256. */
 #define FA_MAX_HEAD_DIM 1024
+#define FA_STR_(x) #x
+#define FA_STR(x) FA_STR_(x)
 
 static const struct param_info {
 	const char *name;
@@ -1207,11 +1209,18 @@ static enum fa_rc derive(const fa_bindings nb, int param, const struct fa_loc *m
 	fa_bindings pb;
 	struct fa_work pw;
 	struct fa_expr *e = NULL;
+	struct fa_pval one;
 	enum fa_rc rc;
+	/* the other derived values stand at 1 here: no expression reads one */
+	memset(&one, 0, sizeof one);
+	one.i = 1;
+	one.d = 1;
 	memcpy(pb, nb, sizeof pb);
 	for (int k = 0; k < FA_P_COUNT; k++)
-		if (pb[k] && pb[k]->expr)
-			pb[k] = NULL;
+		if (pb[k] && pb[k]->expr) {
+			one.loc = pb[k]->loc;
+			pb[k] = &one;
+		}
 	if ((rc = fa_expr_parse_number(v->expr, &v->loc, &e, err)) != FA_OK)
 		return rc;
 	for (int k = 0; k < FA_P_COUNT; k++)
@@ -1221,7 +1230,7 @@ static enum fa_rc derive(const fa_bindings nb, int param, const struct fa_loc *m
 					 "from given parameters only",
 					 params[param].name, v->expr, params[k].name, nb[k]->expr);
 		}
-	/* the case without the derived values (kv_len defaults to q_len there) */
+	/* the case the given values make */
 	if ((rc = build_problem(pb, made_by, &pw, err)) != FA_OK) {
 		fa_work_free(&pw);
 		fa_expr_free(e);
@@ -1242,7 +1251,11 @@ static enum fa_rc derive(const fa_bindings nb, int param, const struct fa_loc *m
 	int kind = params[param].kind;
 	if (x > INT32_MAX || (kind == PK_NONNEG ? x < 0 : x < 1) ||
 	    (kind == PK_DIM && x > FA_MAX_HEAD_DIM)) {
-		pend(w, &v->loc, "%s '%s' is %.0f, out of range", params[param].name, v->expr, x);
+		pend(w, &v->loc, "%s '%s' is %.0f; %s must be %s", params[param].name, v->expr, x,
+		     params[param].name,
+		     kind == PK_NONNEG ? "0 or more"
+		     : kind == PK_DIM ? "1 to " FA_STR(FA_MAX_HEAD_DIM)
+				      : "positive and at most 2147483647");
 		x = kind == PK_NONNEG ? 0 : 1;
 	}
 	out->i = (int64_t)x;

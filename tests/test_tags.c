@@ -15,6 +15,7 @@
 #include "../harness/store/store.h"
 #include "../harness/suite/models.h"
 #include "../harness/suite/suite.h"
+#include "proc.h"
 #include "test.h"
 
 /* Loads text written to a file of the test folder into s. */
@@ -278,4 +279,42 @@ FA_TEST(tags, schema_3_upgrades)
 		 sqlite3_column_int(q, 1) == FA_STORE_SCHEMA_VERSION);
 	sqlite3_finalize(q);
 	fa_store_close(st);
+}
+
+/* compare names the models of each row where the cases carry labels. */
+FA_TEST(tags, compare_shows_models)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/cmp.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/m.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: m\n"
+	      "measure: {warmup: 1, min_samples: 5, max_samples: 8, min_time_ms: 1, max_time_ms: 10}\n"
+	      "defaults: {dtype: fp32, mask: causal, q_len: 1, depth: 30}\n"
+	      "axes:\n  model: [llama3-8b, qwen3-4b]\n",
+	      f);
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
+			       "--label", i ? "head" : "base", "--quiet", NULL};
+		fa_proc_run(run, NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "run: %d %s", r.status, r.err);
+		fa_proc_free(&r);
+	}
+	char *cmp[] = {"compare", "--db", db, "base", "head", NULL};
+	fa_proc_run(cmp, NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "| models ") && strstr(r.out, "| llama3-8b, qwen3-4b |"));
+	fa_proc_free(&r);
+	char *js[] = {"compare", "--db", db, "--format", "json", "base", "head", NULL};
+	fa_proc_run(js, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, ", \"tags\": \"llama3-8b, qwen3-4b\"}"));
+	fa_proc_free(&r);
+	char *ls[] = {"list", suite, NULL};
+	fa_proc_run(ls, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "  [llama3-8b, qwen3-4b]\n"));
+	fa_proc_free(&r);
 }

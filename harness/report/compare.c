@@ -253,7 +253,7 @@ enum {
 	RQ_STDEV, RQ_NSAMPLES,
 	RQ_PARAM0, /* fa_compare_param_names in order, then: */
 	RQ_SCALE_SET = RQ_PARAM0 + FA_CMP_N_PARAMS, RQ_VARLEN, RQ_TOTAL_Q, RQ_TOTAL_K,
-	RQ_CHECKED, RQ_STOP,
+	RQ_CHECKED, RQ_STOP, RQ_TAGS,
 };
 
 static const char result_sql[] =
@@ -262,7 +262,9 @@ static const char result_sql[] =
 	"c.batch, c.heads, c.kv_heads, c.q_len, c.kv_len, c.head_dim, c.head_dim_v, c.dtype, "
 	"c.mask, c.prefix_len, c.window, c.layout, c.input, c.seqlens, c.kv_seqlens, "
 	"c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, r.checked, "
-	"r.stop_reason "
+	"r.stop_reason, "
+	"(SELECT group_concat(name, ', ') FROM (SELECT name FROM case_tags t "
+	"WHERE t.case_id = c.id ORDER BY seq)) "
 	"FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = ? "
 	"ORDER BY c.idx, r.kernel, r.params, r.id";
 
@@ -334,6 +336,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_ar
 	r->params = fa_compare_arena_strdup(a, col_text(st, RQ_PARAMS));
 	r->reason = fa_compare_arena_strdup(a, col_text(st, RQ_REASON));
 	r->stop = fa_compare_arena_strdup(a, col_text(st, RQ_STOP));
+	r->tags = fa_compare_arena_strdup(a, col_text(st, RQ_TAGS));
 	/* a pass nobody checked (an import) reads as unchecked */
 	r->status = fa_status_effective(fa_status_parse(col_text(st, RQ_STATUS)),
 					sqlite3_column_int(st, RQ_CHECKED));
@@ -343,7 +346,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_cmp_ar
 	for (int j = 0; j < FA_CMP_N_PARAMS; j++)
 		if (!(r->values[j] = param_value(st, j, a)))
 			return FA_ERR_NOMEM;
-	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop)
+	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop || !r->tags)
 		return FA_ERR_NOMEM;
 	p->batch = param_int(st, "batch");
 	p->heads = param_int(st, "heads");
@@ -782,6 +785,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->params = rep->params;
 	row->base_params = nb ? e[0].r->params : rep->params;
 	row->values = rep->values;
+	row->tags = rep->tags;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -1438,12 +1442,12 @@ static int noise_text(double rsd, const char *stop, char *buf, size_t size)
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const tail[] = {"kernel",   "base ms", "base rsd", "head ms",
-					   "head rsd", "speedup", "verdict"};
-	static const int32_t tail_right[] = {0, 1, 1, 1, 1, 1, 0};
+	static const char *const tail[] = {"models", "kernel",   "base ms", "base rsd",
+					   "head ms", "head rsd", "speedup", "verdict"};
+	static const int32_t tail_right[] = {0, 0, 1, 1, 1, 1, 1, 0};
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0;
+	int n = 0, tagged = 0; /* the models column only where a case has labels */
 	struct fa_table t;
 	char buf[640];
 	enum fa_rc rc;
@@ -1453,8 +1457,11 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 	for (int i = 0; i < cmp->n_rows; i++)
 		if (cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0)
 			vals[n++] = cmp->rows[i].values;
-	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, N_OF(tail),
-				    shown, &t, err);
+	for (int i = 0; i < cmp->n_rows; i++)
+		tagged |= cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0 &&
+			  cmp->rows[i].tags && cmp->rows[i].tags[0];
+	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail + !tagged,
+				    tail_right + !tagged, N_OF(tail) - !tagged, shown, &t, err);
 	free(vals);
 	for (int i = 0; rc == FA_OK && i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
@@ -1465,6 +1472,8 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])
 				rc = fa_table_add_md(&t, row->values[j], err);
+		if (tagged && rc == FA_OK)
+			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
 		kernel_label(row, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -1765,6 +1774,10 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		}
 		fputs(",\n     ", f);
 		fa_compare_json_case(f, r->values);
+		if (r->tags && r->tags[0]) { /* the case's models, where it has any */
+			fputs(", \"tags\": ", f);
+			fa_json_string(f, r->tags);
+		}
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);

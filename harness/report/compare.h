@@ -147,6 +147,7 @@ struct fa_cmp_row {
 	int32_t lost;            /* 1: timed in BASE (passed, with timings) and not timed
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
+	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
 };
 
 /* Geometric-mean speedup of the TIMED rows of one kernel or one suite, and
@@ -262,6 +263,7 @@ struct fa_cmp_result {
 	const char *values[FA_CMP_N_PARAMS]; /* parameters as text, "" when NULL */
 	struct fa_problem p;   /* the fields the where-language reads */
 	int32_t dist;          /* enum fa_dist */
+	const char *tags;      /* the case's labels joined by ", " (case_tags), "" none */
 };
 
 /* Reads every result of run_id (by case idx, kernel, params, id) with its

@@ -318,3 +318,33 @@ FA_TEST(tags, compare_shows_models)
 	FA_CHECK(r.status == 0 && strstr(r.out, "  [llama3-8b, qwen3-4b]\n"));
 	fa_proc_free(&r);
 }
+
+/* tune names the models of each case and reads depth back from the store. */
+FA_TEST(tags, tune_shows_models)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/tune.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/t.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: t\n"
+	      "measure: {warmup: 1, min_samples: 5, max_samples: 8, min_time_ms: 1, max_time_ms: 10}\n"
+	      "defaults: {dtype: fp32, mask: causal, q_len: 1}\n"
+	      "axes:\n  model: [llama3-8b, qwen3-4b]\n  depth: [15, 31]\n",
+	      f);
+	fclose(f);
+	char *argv[] = {"tune", suite, "--db", db, "--backend", "cpu", "--kernel", "cpu_flash",
+			"--param", "block_q=8,64", "--where", "depth > 20", "--label", "t", NULL};
+	fa_proc_run(argv, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "tune: %d %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "| models ") && strstr(r.out, "| llama3-8b, qwen3-4b |"));
+	FA_CHECK(strstr(r.out, "- cases: 1, 1 with a timed value"));
+	fa_proc_free(&r);
+	char *again[] = {"tune", "--run", "t", "--db", db, "--where", "depth == 31", "--format",
+			 "json", NULL};
+	fa_proc_run(again, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "\"models\": \"llama3-8b, qwen3-4b\""));
+	fa_proc_free(&r);
+}

@@ -343,7 +343,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 			       "SELECT idx, key, batch, heads, kv_heads, q_len, kv_len, head_dim,"
 			       " head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
 			       " total_q, total_k, scale, scale_set,"
-			       " (SELECT depth FROM case_depth d WHERE d.case_id = cases.id)"
+			       " (SELECT depth FROM case_depth d WHERE d.case_id = cases.id), id"
 			       " FROM cases WHERE run_id = ? AND idx = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_fail(s, err);
@@ -388,6 +388,30 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 			free(tc->key);
 			memset(tc, 0, sizeof *tc);
 			continue;
+		}
+		/* the models that share the case, for the reader */
+		{
+			struct fa_case_tag *tags = NULL;
+			int32_t nt = 0;
+			size_t len = 1;
+			int64_t case_id = sqlite3_column_int64(st, 21);
+			if ((rc = fa_store_case_tags(s, case_id, &tags, &nt, err)) != FA_OK)
+				break;
+			for (int32_t k = 0; k < nt; k++)
+				len += strlen(tags[k].name) + 2;
+			if (!(tc->models = malloc(len))) {
+				fa_store_tags_free(tags, nt);
+				rc = nomem(err);
+				break;
+			}
+			tc->models[0] = '\0';
+			for (int32_t k = 0; k < nt; k++) {
+				if (k)
+					strcat(tc->models, ", ");
+				strcat(tc->models, tags[k].name);
+			}
+			fa_store_tags_free(tags, nt);
+			t->any_models |= nt > 0;
 		}
 		t->n_cases++;
 	}
@@ -1103,6 +1127,7 @@ void fa_tune_free(struct fa_tune *t)
 	for (int i = 0; i < t->n_cases; i++) {
 		struct fa_tune_case *tc = &t->cases[i];
 		free(tc->key);
+		free(tc->models);
 		free(tc->median_ms);
 		if (tc->samples)
 			for (int v = 0; v < t->n_values; v++)
@@ -1316,15 +1341,20 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 
 	/* per case */
 	fputs("\n## Best value per case\n\n", f);
-	int ncol = 7 + t->n_rules - (t->has_auto ? 1 : 0);
+	int ncol = 7 + t->any_models + t->n_rules - (t->has_auto ? 1 : 0);
 	if ((rc = fa_table_init(&tb, ncol, err)) != FA_OK)
 		return rc;
 	const char *ch[] = {"case", "key", "best", "ties", "best ms", "auto ms", "auto / best"};
-	for (int k = 0; k < 7 && rc == FA_OK; k++)
+	for (int k = 0; k < 7 && rc == FA_OK; k++) {
 		rc = fa_table_add(&tb, ch[k], err);
+		if (k == 1 && t->any_models && rc == FA_OK)
+			rc = fa_table_add(&tb, "models", err);
+	}
 	for (int r = t->has_auto ? 1 : 0; r < t->n_rules && rc == FA_OK; r++)
 		rc = fa_table_add_md(&tb, t->rules[r].name, err);
-	tb.right[0] = tb.right[4] = tb.right[5] = tb.right[6] = 1;
+	tb.right[0] = 1;
+	for (int k = 4; k < 7; k++)
+		tb.right[k + t->any_models] = 1;
 	for (int i = 0; i < t->n_cases && rc == FA_OK; i++) {
 		const struct fa_tune_case *tc = &t->cases[i];
 		char key[600], ties[256], sp[96];
@@ -1336,6 +1366,8 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 		rc = fa_table_add(&tb, a, err);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&tb, key, err);
+		if (rc == FA_OK && t->any_models)
+			rc = fa_table_add_md(&tb, tc->models, err);
 		if (rc == FA_OK)
 			rc = fa_table_add(&tb, b, err);
 		if (rc == FA_OK)
@@ -1527,6 +1559,10 @@ static enum fa_rc write_json(const struct fa_tune *t, FILE *f)
 		const struct fa_tune_case *tc = &t->cases[i];
 		fprintf(f, "%s\n  {\"case_idx\": %" PRId64 ", \"key\": ", i ? "," : "", tc->idx);
 		json_str(f, tc->key);
+		if (tc->models && tc->models[0]) {
+			fputs(", \"models\": ", f);
+			json_str(f, tc->models);
+		}
 		fputs(", \"best\": ", f);
 		if (tc->best >= 0)
 			fprintf(f, "%" PRId32, t->values[tc->best]);

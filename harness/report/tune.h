@@ -67,6 +67,7 @@ struct fa_tune_case {
 	int32_t auto_verdict;      /* best against auto: enum fa_perf_verdict; -1 none */
 	double speedup;            /* auto median / best median; NaN none */
 	double *x;                 /* the --by values of the case */
+	char *models;              /* its labels (case_tags) joined by ", ", "" none */
 };
 
 struct fa_tune_rule {
@@ -110,6 +111,7 @@ struct fa_tune {
 	struct fa_tune_leaf *leaves; /* the fitted rule as boxes, in tree order */
 	int32_t n_leaves;
 	int32_t fitted;            /* index of the fitted rule in rules, -1 none */
+	int32_t any_models;        /* 1: some case carries labels (a models column) */
 	double loss, alpha, min_effect;
 };
 

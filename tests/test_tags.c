@@ -348,3 +348,33 @@ FA_TEST(tags, tune_shows_models)
 	FA_CHECK(r.status == 0 && strstr(r.out, "\"models\": \"llama3-8b, qwen3-4b\""));
 	fa_proc_free(&r);
 }
+
+/* Imported rows may name a model: the case gets its shape and label, and
+ * rows of one shape for two models share the case with both names. */
+FA_TEST(tags, import_names_models)
+{
+	char db[1024], file[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/imp.db", fa_test_tmpdir());
+	snprintf(file, sizeof file, "%s/rows.jsonl", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(file, "w");
+	FA_REQUIRE(f);
+	fputs("{\"kernel\": \"peer_a\", \"q_len\": 4, \"depth\": 60, \"dtype\": \"bf16\", "
+	      "\"mask\": \"causal\", \"model\": \"llama3-8b\", \"median_ms\": 2, \"status\": \"pass\"}\n"
+	      "{\"kernel\": \"peer_b\", \"q_len\": 4, \"depth\": 60, \"dtype\": \"bf16\", "
+	      "\"mask\": \"causal\", \"model\": \"qwen3-4b\", \"median_ms\": 2, \"status\": \"pass\"}\n",
+	      f);
+	fclose(f);
+	char *imp[] = {"import", file, "--db", db, "--label", "peers", NULL};
+	fa_proc_run(imp, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "2 results of 1 case"), "import: %d %s %s", r.status,
+		  r.out, r.err);
+	fa_proc_free(&r);
+	char *rep[] = {"report", "--db", db, "--run", "peers", NULL};
+	fa_proc_run(rep, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "|   1 | llama3-8b |     32 |") &&
+		 strstr(r.out, "|   1 | qwen3-4b  |     36 |") && strstr(r.out, "kv_len") &&
+		 strstr(r.out, "62.5"));
+	fa_proc_free(&r);
+}

@@ -15,7 +15,7 @@
  * of one class: `kv_len >= 16k ? 16 : 4` is a number (fabench tune's rules).
  *
  * Names are case parameters (batch, heads, kv_heads, gqa, q_len, kv_len,
- * head_dim, head_dim_v, prefix_len, window, scale, varlen, tokens, dtype,
+ * head_dim, head_dim_v, prefix_len, window, scale, varlen, tokens, depth, dtype,
  * mask, layout, input) or the words those take (bf16, causal, bshd,
  * outliers, ...), which stand for themselves. Numbers compare with numbers,
  * words with words; anything else is an error at parse time, pointing at

@@ -256,6 +256,10 @@ struct report {
 
 static void report_free(struct report *r)
 {
+	for (int c = 0; r->tags && c < r->cases.nrows; c++) /* before the cases' table */
+		fa_store_tags_free(r->tags[c], r->n_tags[c]);
+	free(r->tags);
+	free(r->n_tags);
 	for (int i = 0; r->res_label && i < r->res.nrows; i++)
 		free(r->res_label[i]);
 	free(r->res_label);
@@ -268,10 +272,6 @@ static void report_free(struct report *r)
 	free(r->res_k);
 	free(r->grid);
 	free(r->order);
-	for (int c = 0; r->tags && c < r->cases.nrows; c++)
-		fa_store_tags_free(r->tags[c], r->n_tags[c]);
-	free(r->tags);
-	free(r->n_tags);
 }
 
 

@@ -305,3 +305,55 @@ FA_TEST(expr, nesting_and_height_limits)
 	      height_msg);
 	LIMIT(nested("heads", " && heads", 100000, "", "", ""), 5 + 9 * 1024 + 2, height_msg);
 }
+
+/* Parses a number-valued expression (must succeed) and evaluates it on c. */
+static double number_on(const char *text, const struct fa_case *c)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (fa_expr_parse_number(text, NULL, &e, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "'%s' did not parse: %s", text, err.msg);
+		return NAN;
+	}
+	double v = fa_expr_number(e, c);
+	fa_expr_free(e);
+	return v;
+}
+
+FA_TEST(expr, ternary)
+{
+	struct fa_case c = make_case(); /* kv_len 4096, batch 2 */
+	FA_CHECK(number_on("kv_len >= 16k ? 16 : 4", &c) == 4);
+	FA_CHECK(number_on("kv_len >= 4k ? 16 : 4", &c) == 16);
+	/* right-associative: a ? b : (c ? d : e) */
+	FA_CHECK(number_on("batch > 8 ? 1 : kv_len > 2k ? 8 : 2", &c) == 8);
+	FA_CHECK(number_on("batch > 1 ? 0.5 : 4", &c) == 0.5);
+	FA_CHECK(number_on("batch > 8 ? 0.5 : 4", &c) == 4); /* int branch of a number */
+	FA_CHECK(number_on("(batch == 2 ? 3 : 5) * 2", &c) == 6);
+	FA_CHECK(isnan(number_on("batch / (batch - 2)", &c)));
+	HOLDS("(batch == 2 ? kv_len : 0) == 4096");
+	HOLDS("(mask == causal ? bf16 : fp32) == dtype");
+	HOLDS("batch == 2 ? heads == 32 : heads == 1");
+	FAILS("batch == 3 ? heads == 32 : heads == 1");
+}
+
+FA_TEST(expr, ternary_errors)
+{
+	ERR("(batch > 1 ? batch > 2 : 2) == 1", 24,
+	    "the two values of '?' differ: a condition and a number");
+	ERR("(batch > 1 ? 1 : bf16) == 1", 16, "the two values of '?' differ: a number and 'bf16' (a dtype)");
+	ERR("(dtype ? 1 : 2) == 1", 8, "'?' needs a condition before it, got a word");
+	ERR("(batch > 1 ? 1 2) == 1", 16, "expected ':' of the '?' at column 21, got '2'");
+	ERR("batch > 1 ? 1", 14, "expected ':' of the '?' at column 20");
+	ERR("batch > 1 ? 0.5 : 2", 1, "the expression is a number, not a condition");
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_number("kv_len >= 16k", NULL, &e, &err) == FA_ERR_INPUT);
+	FA_CHECK(e == NULL);
+	FA_CHECK(strcmp(err.msg, "the expression is a condition, not a number at column 1") == 0);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_number("kv_lne >= 16k ? 16 : 4", NULL, &e, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.msg, "unknown name 'kv_lne' (did you mean 'kv_len'?) at column 1") == 0);
+}

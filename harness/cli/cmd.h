@@ -26,6 +26,7 @@ int fa_cmd_plot(int argc, char **argv);
 int fa_cmd_import(int argc, char **argv);
 int fa_cmd_merge(int argc, char **argv);
 int fa_cmd_build_matrix(int argc, char **argv);
+int fa_cmd_tune(int argc, char **argv);
 
 /* Prints e to stderr ("fabench CMD: error: ..." or file:line:col with a
  * caret) and returns the exit status for it: 2 for usage and input errors

@@ -65,6 +65,24 @@ static void print_json(const struct fa_suite *s, FILE *f)
 		json_ints(f, "seqlens", p->varlen ? c->cu_seqlens_q : NULL, p->batch, 1);
 		json_ints(f, "kv_seqlens", p->varlen ? c->cu_seqlens_k : NULL, p->batch, 1);
 		json_ints(f, "prefix_lens", c->prefix_lens, p->batch, 0);
+		if (c->depth)
+			fprintf(f, ", \"depth\": %d", c->depth);
+		if (c->n_tags) {
+			fputs(", \"tags\": [", f);
+			for (int k = 0; k < c->n_tags; k++) {
+				/* names are preset names or tags without control characters */
+				fputs(k ? ", {\"name\": \"" : "{\"name\": \"", f);
+				for (const char *q = c->tags[k].name; *q; q++)
+					fprintf(f, *q == '"' || *q == '\\' ? "\\%c" : "%c", *q);
+				fprintf(f, "\", \"model\": %s, \"layers\": ",
+					c->tags[k].model ? "true" : "false");
+				if (c->tags[k].layers)
+					fprintf(f, "%d}", c->tags[k].layers);
+				else
+					fputs("null}", f);
+			}
+			fputc(']', f);
+		}
 		fprintf(f, ", \"flops\": %.17g, \"bytes\": %.17g}",
 			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens),
 			fa_problem_bytes(p));
@@ -131,8 +149,14 @@ int fa_cmd_list(int argc, char **argv)
 	} else {
 		printf("%d cases in suite %s (%s), seed %llu\n", s.n_cases, s.name, s.path,
 		       (unsigned long long)s.seed);
-		for (int i = 0; i < s.n_cases; i++)
-			printf("%5d  %s\n", s.cases[i].index + 1, s.cases[i].key); /* from 1, as run */
+		for (int i = 0; i < s.n_cases; i++) {
+			const struct fa_case *ci = &s.cases[i];
+			printf("%5d  %s", ci->index + 1, ci->key); /* from 1, as run */
+			/* the models (tags) that share the shape */
+			for (int k = 0; k < ci->n_tags; k++)
+				printf("%s%s", k ? ", " : "  [", ci->tags[k].name);
+			printf("%s\n", ci->n_tags ? "]" : "");
+		}
 	}
 	fa_suite_free(&s);
 	return FA_EXIT_OK;

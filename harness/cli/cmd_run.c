@@ -30,9 +30,9 @@ static const char usage_text[] =
 	"                  [--where EXPR] [--db PATH] [--label TEXT] [--seed N] [--dry-run]\n"
 	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
-	"                  [--ab PLUGIN_A:PLUGIN_B] [--repeat N] [--dump DIR] [--report FILE]\n"
-	"                  [--quiet] [--case KEY]... [--shard K/N] [--devices LIST|all]\n"
-	"                  [--junit FILE]\n"
+	"                  [--ab PLUGIN_A:PLUGIN_B | --ab-params] [--repeat N] [--dump DIR]\n"
+	"                  [--report FILE] [--quiet] [--case KEY]... [--shard K/N]\n"
+	"                  [--devices LIST|all] [--junit FILE]\n"
 	"       fabench run [SUITE.yaml] --rerun-failed RUN | --resume RUN [--db PATH]";
 
 static void help(void)
@@ -69,6 +69,10 @@ static void help(void)
 	       "                     backends share host memory (FABENCH_AB_SHARE=0: not);\n"
 	       "                     on a GPU each side has its own, and a coin flip per\n"
 	       "                     round swaps them (FABENCH_AB_CROSS=0: not)\n"
+	       "  --ab-params        the same, with one build: the backend of --backend (the\n"
+	       "                     built-in CPU one, or a plugin's) on both sides, the\n"
+	       "                     sides told apart by --param a:K.N=V and b:K.N=W;\n"
+	       "                     compare them with fabench compare --ignore-params\n"
 	       "  --repeat N         run the whole suite N times in this run (timing sanity:\n"
 	       "                     the copies of a case share its key)\n"
 	       "  --isolate          run each case in a worker process: a kernel that faults\n"
@@ -126,6 +130,7 @@ struct run_cli {
 	int n_params;
 	uint64_t seed;
 	int dry_run, quiet, threads, cache, isolate;
+	int ab_params; /* --ab-params: one backend, two sets of params */
 	double budget, timeout;
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
 	int repeat; /* run the whole suite this many times (--repeat) */
@@ -151,6 +156,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"report", required_argument, 0, 'r'},  {"quiet", no_argument, 0, 'q'},
 		{"isolate", no_argument, 0, 'I'},       {"worker-fd", required_argument, 0, 'F'},
 		{"param", required_argument, 0, 'P'},   {"ab", required_argument, 0, 'A'},
+		{"ab-params", no_argument, 0, 'B'},
 		{"repeat", required_argument, 0, 'R'},
 		{"case", required_argument, 0, 'E'},
 		{"rerun-failed", required_argument, 0, 'X'},
@@ -232,6 +238,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			o->params[o->n_params++] = optarg;
 			break;
 		case 'A': o->ab = optarg; break;
+		case 'B': o->ab_params = 1; break;
 		case 'R':
 			o->repeat = (int)strtol(optarg, &end, 10);
 			if (*end || o->repeat < 1 || o->repeat > 1000)
@@ -267,6 +274,12 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 	if (o->rerun && o->resume)
 		return fa_cmd_usage_error("run", usage_text,
 					  "--rerun-failed and --resume do not go together");
+	if (o->ab && o->ab_params)
+		return fa_cmd_usage_error("run", usage_text,
+					  "--ab and --ab-params do not go together: --ab compares two "
+					  "builds, --ab-params two sets of params of one");
+	if (o->ab_params)
+		o->ab = "params"; /* the --ab path, one backend on both sides */
 	if (o->resume && o->n_case_args)
 		return fa_cmd_usage_error("run", usage_text,
 					  "--resume runs the cases the run lacks; --case does not go "
@@ -277,7 +290,8 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		return fa_cmd_usage_error("run", usage_text,
 					  "%s takes the run's own options; %s does not go with it",
 					  o->rerun ? "--rerun-failed" : "--resume",
-					  o->ab ? "--ab" : o->dry_run ? "--dry-run"
+					  o->ab ? (o->ab_params ? "--ab-params" : "--ab")
+					  : o->dry_run ? "--dry-run"
 					  : o->where ? "--where" : "--param");
 	if (optind >= argc && !o->rerun && !o->resume)
 		return fa_cmd_usage_error("run", usage_text, "missing SUITE.yaml");
@@ -286,14 +300,16 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 					  argv[optind + 1]);
 	o->suite = optind < argc ? argv[optind] : NULL;
 	if (o->ab && (o->isolate || o->dry_run))
-		return fa_cmd_usage_error("run", usage_text, "--ab does not go with %s",
+		return fa_cmd_usage_error("run", usage_text, "%s does not go with %s",
+					  o->ab_params ? "--ab-params" : "--ab",
 					  o->isolate ? "--isolate" : "--dry-run");
 	for (int i = 0; !o->ab && i < o->n_params; i++)
 		if ((o->params[i][0] == 'a' || o->params[i][0] == 'b') && o->params[i][1] == ':')
 			return fa_cmd_usage_error("run", usage_text,
-						  "--param '%s': a side (a: or b:) goes with --ab only",
+						  "--param '%s': a side (a: or b:) goes with --ab or "
+						  "--ab-params only",
 						  o->params[i]);
-	if (o->ab && !strchr(o->ab, ':'))
+	if (o->ab && !o->ab_params && !strchr(o->ab, ':'))
 		return fa_cmd_usage_error("run", usage_text,
 					  "--ab '%s' must name two plugins: A.so:B.so", o->ab);
 	return 0;
@@ -874,10 +890,15 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	memset(&tal, 0, sizeof tal);
 	fa_err_clear(&err);
 	snprintf(spec, sizeof spec, "%s", o->ab);
-	colon = strchr(spec, ':');
-	*colon = '\0';
-	plugin_path(spec, path[0], sizeof path[0]);
-	plugin_path(colon + 1, path[1], sizeof path[1]);
+	if (o->ab_params) {
+		snprintf(path[0], sizeof path[0], "side a");
+		snprintf(path[1], sizeof path[1], "side b");
+	} else {
+		colon = strchr(spec, ':');
+		*colon = '\0';
+		plugin_path(spec, path[0], sizeof path[0]);
+		plugin_path(colon + 1, path[1], sizeof path[1]);
+	}
 	for (int i = 0; i < 2; i++) {
 		/* --param applies to both sides; "a:" or "b:" in front, to one */
 		char *side_params[64];
@@ -891,10 +912,34 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 				side_params[ns++] = (char *)pp;
 			}
 		}
+		snprintf(label[i], sizeof label[i], "%s-%c", base, 'a' + i);
+		if (o->ab_params) {
+			/* one backend (--backend) on both sides, told apart by their params */
+			enum fa_rc prc =
+				i == 0 ? fa_plan_build(&plan[0], suite, reg, o->backend, o->kernels,
+						       side_params, ns, &err)
+				       : fa_plan_build_slot(&plan[1], suite, reg, slot[0], o->kernels,
+							    side_params, ns, &err);
+			if (prc != FA_OK) {
+				status = fa_cmd_fail("run", &err);
+				goto out;
+			}
+			slot[i] = plan[i].slot;
+			/* what the side runs: its own params, for the header line */
+			size_t used = 0;
+			path[i][0] = '\0';
+			for (int j = 0; j < o->n_params && used < sizeof path[i]; j++)
+				if (o->params[j][0] == 'a' + i && o->params[j][1] == ':')
+					used += (size_t)snprintf(path[i] + used, sizeof path[i] - used,
+								 "%s--param %s", used ? " " : "",
+								 o->params[j] + 2);
+			if (!path[i][0])
+				snprintf(path[i], sizeof path[i], "(no params of its own)");
+			continue;
+		}
 		if (fa_registry_load_plugin(reg, path[i], NULL, &err) != FA_OK)
 			return fa_cmd_fail("run", &err);
 		slot[i] = &reg->slots[reg->n - 1];
-		snprintf(label[i], sizeof label[i], "%s-%c", base, 'a' + i);
 		if (fa_plan_build_slot(&plan[i], suite, reg, slot[i], o->kernels, side_params, ns,
 				       &err) != FA_OK) {
 			status = fa_cmd_fail("run", &err);
@@ -1075,8 +1120,9 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	printf("\n%d cases on each side in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n",
 	       n_done, fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
 	       tal.count[FA_STATUS_SKIP], tal.count[FA_STATUS_ERROR], tal.count[FA_STATUS_TIMEOUT]);
-	printf("results: %s (runs %lld and %lld)\ncompare: fabench compare --db %s %s %s\n", o->db,
-	       (long long)run_id[0], (long long)run_id[1], o->db, label[0], label[1]);
+	printf("results: %s (runs %lld and %lld)\ncompare: fabench compare --db %s%s %s %s\n",
+	       o->db, (long long)run_id[0], (long long)run_id[1], o->db,
+	       o->ab_params ? " --ignore-params" : "", label[0], label[1]);
 out:
 	for (int i = 0; i < 2; i++) {
 		fa_runner_free(runner[i]);

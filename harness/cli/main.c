@@ -27,6 +27,7 @@ static const struct cmd commands[] = {
 	{"import", fa_cmd_import, "store results measured by other tools (JSON lines, CSV)"},
 	{"merge", fa_cmd_merge, "the runs of several databases in one (CI shards, hosts)"},
 	{"build-matrix", fa_cmd_build_matrix, "compile every kernel for every GPU target; the ISA grid"},
+	{"tune", fa_cmd_tune, "settle a tunable from a sweep: best values, regret, a fitted rule"},
 };
 
 static void usage(FILE *f)

@@ -398,6 +398,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->params = rep->params;
 	row->base_params = nb ? e[0].r->params : rep->params;
 	row->values = rep->values;
+	row->tags = rep->tags;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -1054,12 +1055,12 @@ static int noise_text(double rsd, const char *stop, char *buf, size_t size)
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const tail[] = {"kernel",   "base ms", "base rsd", "head ms",
-					   "head rsd", "speedup", "verdict"};
-	static const int32_t tail_right[] = {0, 1, 1, 1, 1, 1, 0};
+	static const char *const tail[] = {"models", "kernel",   "base ms", "base rsd",
+					   "head ms", "head rsd", "speedup", "verdict"};
+	static const int32_t tail_right[] = {0, 0, 1, 1, 1, 1, 1, 0};
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0;
+	int n = 0, tagged = 0; /* the models column only where a case has labels */
 	struct fa_table t;
 	char buf[640];
 	enum fa_rc rc;
@@ -1076,8 +1077,11 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		fputs("\n\nNo row changed.\n", f);
 		return FA_OK;
 	}
-	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, N_OF(tail),
-				    shown, &t, err);
+	for (int i = 0; i < cmp->n_rows; i++)
+		tagged |= cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0 &&
+			  cmp->rows[i].tags && cmp->rows[i].tags[0];
+	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail + !tagged,
+				    tail_right + !tagged, N_OF(tail) - !tagged, shown, &t, err);
 	free(vals);
 	for (int i = 0; rc == FA_OK && i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
@@ -1088,6 +1092,8 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
 			if (shown[j])
 				rc = fa_table_add_md(&t, row->values[j], err);
+		if (tagged && rc == FA_OK)
+			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
 		kernel_label(row, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -1388,6 +1394,10 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		}
 		fputs(",\n     ", f);
 		fa_compare_json_case(f, r->values);
+		if (r->tags && r->tags[0]) { /* the case's models, where it has any */
+			fputs(", \"tags\": ", f);
+			fa_json_string(f, r->tags);
+		}
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);

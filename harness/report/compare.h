@@ -145,6 +145,7 @@ struct fa_cmp_row {
 	int32_t lost;            /* 1: timed in BASE (passed, with timings) and not timed
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
+	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
 };
 
 /* Geometric-mean speedup of the TIMED rows of one kernel or one suite, and

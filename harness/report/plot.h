@@ -71,6 +71,13 @@ struct fa_plot_opts {
 	const struct fa_history *history; /* history: the history to draw */
 	const char *title;       /* NULL: a title naming the run(s) */
 	int32_t width, height;   /* pixels (SVG: its size); 0: the kind's default */
+	/* heatmap (fabench tune): a rule's choice per case, drawn as a ring on
+	 * the cell of case idx mark_idx[i] and params mark_params[i]; n_marks 0:
+	 * none. mark_label names the rule in the key. */
+	const int64_t *mark_idx;
+	const char *const *mark_params;
+	int32_t n_marks;
+	const char *mark_label;
 };
 
 /* The colour of a kernel (or of a column label "kernel[params]") as

@@ -224,6 +224,22 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 								: fa_status_name(st));
 		}
 	fa_gp_block_end(out);
+	int n_marks = 0;
+	if (o->n_marks > 0) {
+		/* the rule's choices (fabench tune), on the cells drawn */
+		fa_gp_block(out, "marks", "params_index case_row");
+		for (int y = 0; y < ny; y++)
+			for (int i = 0; i < o->n_marks; i++) {
+				if (o->mark_idx[i] != r.cases[row_case[y]].idx || !o->mark_params[i])
+					continue;
+				for (int x = 0; x < nsets; x++)
+					if (strcmp(sets[x], o->mark_params[i]) == 0) {
+						fprintf(out, "%d %d\n", x, y);
+						n_marks++;
+					}
+			}
+		fa_gp_block_end(out);
+	}
 
 	if (o->title)
 		fa_sb_add(&title, "%s", o->title);
@@ -257,8 +273,10 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 	/* case 0 on top */
 	fprintf(out, "\nset ylabel 'case'\nset xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\n",
 		nsets - 1, ny - 1);
-	fputs("set tics nomirror out\nunset key\n"
-	      "set palette defined (0 '#FFFFCC', 0.35 '#FED976', 0.6 '#FD8D3C', 1 '#BD0026')\n",
+	/* the key names the ringed rule; without one there is nothing to name */
+	fputs("set tics nomirror out\n", out);
+	fputs(n_marks ? "set key outside top left horizontal\n" : "unset key\n", out);
+	fputs("set palette defined (0 '#FFFFCC', 0.35 '#FED976', 0.6 '#FD8D3C', 1 '#BD0026')\n",
 	      out);
 	/* the colour scale starts at the best (1) and spans at least 10%, so
 	 * sets within noise of each other look alike */
@@ -273,14 +291,22 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 		}
 		fputs("plot ", out);
 		if (n_cells)
-			fputs("$cells using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 fc palette, "
-			      "\\\n     $cells using 1:2:4 with labels",
-			      out);
+			fprintf(out, "$cells using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 fc "
+				     "palette%s, \\\n     $cells using 1:2:4 with labels%s",
+				n_marks ? " notitle" : "", n_marks ? " notitle" : "");
 		if (n_missing)
 			fprintf(out, "%s$missing using 1:2:(0.5):(0.5) with boxxyerror fs solid 1.0 "
-				     "fc rgb '#DDDDDD', \\\n     $missing using 1:2:3 with labels "
-				     "tc rgb '#555555'",
-				n_cells ? ", \\\n     " : "");
+				     "fc rgb '#DDDDDD'%s, \\\n     $missing using 1:2:3 with labels "
+				     "tc rgb '#555555'%s",
+				n_cells ? ", \\\n     " : "", n_marks ? " notitle" : "",
+				n_marks ? " notitle" : "");
+		if (n_marks) {
+			/* a ring around the chosen cell, named by the rule */
+			fputs(", \\\n     $marks using 1:2 with points pt 6 ps 4 lw 2 lc rgb '#1F4E9A' "
+			      "title ",
+			      out);
+			fa_gp_str(out, o->mark_label ? o->mark_label : "rule");
+		}
 		fputs("\n", out);
 	}
 	if (title.oom)

@@ -93,10 +93,17 @@ struct report {
 	                           under: its own, or its family's */
 	int metric, layout;     /* enum fa_report_metric, fa_report_layout */
 	int n_fam_rows;         /* results shown in a family's column */
+	struct fa_case_tag **tags; /* per case row: its labels (models), NULL none */
+	int32_t *n_tags;
+	int any_tags;
 };
 
 static void report_free(struct report *r)
 {
+	for (int c = 0; r->tags && c < r->cases.nrows; c++) /* before the cases' table */
+		fa_store_tags_free(r->tags[c], r->n_tags[c]);
+	free(r->tags);
+	free(r->n_tags);
 	for (int i = 0; r->res_label && i < r->res.nrows; i++)
 		free(r->res_label[i]);
 	free(r->res_label);
@@ -110,6 +117,7 @@ static void report_free(struct report *r)
 	free(r->grid);
 	free(r->order);
 }
+
 
 static const char *res_text(const struct report *r, int row, const char *name)
 {
@@ -412,6 +420,18 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		r->res_case[i] = hit->row;
 	}
 	free(ids);
+
+	/* the labels of each case (the models that share its shape) */
+	r->tags = calloc((size_t)r->cases.nrows + 1, sizeof *r->tags);
+	r->n_tags = calloc((size_t)r->cases.nrows + 1, sizeof *r->n_tags);
+	if (!r->tags || !r->n_tags)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int c = 0; c < r->cases.nrows; c++) {
+		if ((rc = fa_store_case_tags(s, fa_rows_int(&r->cases, c, "id"), &r->tags[c], &r->n_tags[c],
+					     err)) != FA_OK)
+			return rc;
+		r->any_tags |= r->n_tags[c] > 0;
+	}
 
 	rc = label_results(r, err);
 	if (rc != FA_OK)
@@ -1339,6 +1359,75 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 
 /* The report without what html adds after it (plots, compare): the run
  * header, the failures and the results of the run's suite. */
+/* Tokens per second of a model through every attention layer: the case's
+ * query tokens over (one attention call's median time x layers); NaN when
+ * the result was not timed or the layers are unknown. */
+static double tokens_per_s(const struct report *r, int row, int case_row, int layers)
+{
+	double ms, tokens;
+	if (layers <= 0 || !res_real(r, row, "median_ms", &ms) || !(ms > 0) ||
+	    !fa_rows_real(&r->cases, case_row, "total_q", &tokens))
+		return NAN;
+	return tokens / (ms * 1e-3 * layers);
+}
+
+/* The models of the run's cases (markdown): per case and model, the
+ * tokens/s of every kernel through the model's attention layers. */
+static enum fa_rc write_models(FILE *out, const struct report *r, struct fa_err *err)
+{
+	struct fa_table t;
+	char buf[128];
+	enum fa_rc rc;
+	if (fa_table_init(&t, 3 + r->nk, NULL) != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	rc = fa_table_add(&t, "#", NULL);
+	if (rc == FA_OK)
+		rc = fa_table_add(&t, "model", NULL);
+	if (rc == FA_OK)
+		rc = fa_table_add(&t, "layers", NULL);
+	for (int k = 0; rc == FA_OK && k < r->nk; k++) {
+		snprintf(buf, sizeof buf, "%s tokens/s", r->labels[k]);
+		rc = fa_table_add_md(&t, buf, NULL);
+	}
+	t.right[0] = t.right[2] = 1;
+	for (int k = 0; k < r->nk; k++)
+		t.right[3 + k] = 1;
+	for (int c = 0; rc == FA_OK && c < r->cases.nrows; c++)
+		for (int g = 0; rc == FA_OK && g < r->n_tags[c]; g++) {
+			const struct fa_case_tag *tg = &r->tags[c][g];
+			snprintf(buf, sizeof buf, "%" PRId64, fa_rows_int(&r->cases, c, "idx") + 1);
+			rc = fa_table_add(&t, buf, NULL);
+			if (rc == FA_OK)
+				rc = fa_table_add_md(&t, tg->name, NULL);
+			snprintf(buf, sizeof buf, tg->layers > 0 ? "%d" : "-", tg->layers);
+			if (rc == FA_OK)
+				rc = fa_table_add(&t, buf, NULL);
+			for (int k = 0; rc == FA_OK && k < r->nk; k++) {
+				int row = r->grid[(size_t)c * r->nk + k];
+				double v = row >= 0 ? tokens_per_s(r, row, c, tg->layers) : NAN;
+				if (isfinite(v))
+					fa_table_fmt_sig3(v, buf, sizeof buf);
+				else
+					snprintf(buf, sizeof buf, "-");
+				rc = fa_table_add(&t, buf, NULL);
+			}
+		}
+	if (rc == FA_OK) {
+		fputs("\n## Models\n\n", out);
+		rc = fa_table_print_md(out, &t, NULL);
+	}
+	if (rc == FA_OK)
+		fputs("\ntokens/s: the case's query tokens (batch x q_len) over the median time of one "
+		      "attention call times the model's layers: what attention alone allows a model "
+		      "that runs this shape in every layer. Cases that several models share list each "
+		      "model.\n",
+		      out);
+	fa_table_free(&t);
+	if (rc != FA_OK)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	return FA_OK;
+}
+
 static enum fa_rc write_body(FILE *out, const struct report *r, const struct markup *m,
 			     struct fa_err *err)
 {
@@ -1388,6 +1477,8 @@ static enum fa_rc write_body(FILE *out, const struct report *r, const struct mar
 		rc = write_skips(out, r, m, err);
 	}
 	md_table_free(&t);
+	if (rc == FA_OK && r->any_tags && m->raw == 0)
+		rc = write_models(out, r, err);
 	return rc;
 }
 
@@ -1564,6 +1655,24 @@ static void write_json(FILE *out, const struct report *r)
 			json_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
 		fputs("},\n", out);
+		if (r->any_tags) {
+			/* the models of the case, each with its tokens/s through this kernel */
+			fputs("      \"tags\": [", out);
+			for (int k = 0; k < r->n_tags[c]; k++) {
+				const struct fa_case_tag *tg = &r->tags[c][k];
+				fputs(k ? ", {\"name\": " : "{\"name\": ", out);
+				fa_json_string(out, tg->name);
+				fprintf(out, ", \"model\": %s, \"layers\": ", tg->model ? "true" : "false");
+				if (tg->layers > 0)
+					fprintf(out, "%d", tg->layers);
+				else
+					fputs("null", out);
+				fputs(", \"tokens_per_s\": ", out);
+				fa_table_json_real(out, tokens_per_s(r, i, c, tg->layers));
+				fputc('}', out);
+			}
+			fputs("],\n", out);
+		}
 		for (int j = FA_ROWS_RESULT_FIRST_FIELD; j < r->res.ncols; j++) {
 			fprintf(out, "      \"%s\": ", r->res.cols[j]);
 			if (strcmp(r->res.cols[j], "status") == 0)

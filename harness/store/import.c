@@ -261,7 +261,9 @@ static const char *param_expected(int p)
 	case FA_P_DTYPE:
 	case FA_P_MASK:
 	case FA_P_LAYOUT:
-	case FA_P_INPUT: return "a string";
+	case FA_P_INPUT:
+	case FA_P_MODEL:
+	case FA_P_TAG: return "a string";
 	case FA_P_SCALE: return "a number";
 	case FA_P_SEQLENS:
 	case FA_P_KV_SEQLENS:
@@ -277,7 +279,8 @@ static int param_is_list(int p)
 
 static int param_is_word(int p)
 {
-	return p == FA_P_DTYPE || p == FA_P_MASK || p == FA_P_LAYOUT || p == FA_P_INPUT;
+	return p == FA_P_DTYPE || p == FA_P_MASK || p == FA_P_LAYOUT || p == FA_P_INPUT ||
+	       p == FA_P_MODEL || p == FA_P_TAG;
 }
 
 /* A YAML scalar node holding text, marked at l; its id, 0 when out of memory. */
@@ -526,7 +529,8 @@ static enum fa_rc add_case(struct ctx *cx, struct fa_work *w, int seed_given, ui
 	int32_t found = smap_get(&m->cases, w->c.key);
 	if (found >= 0) {
 		*idx = found;
-		return FA_OK;
+		/* rows of one case for several models keep every model */
+		return fa_case_merge_tags(&im->cases[found], &w->c) == 0 ? FA_OK : fa_import_nomem(cx);
 	}
 	if (im->n_cases == m->cap_cases) {
 		int32_t nc = m->cap_cases ? m->cap_cases * 2 : 64;
@@ -965,6 +969,7 @@ void fa_import_free(struct fa_import *im)
 		free(im->cases[k].cu_seqlens_k);
 		free(im->cases[k].prefix_lens);
 		free(im->cases[k].key);
+		fa_case_free_tags(&im->cases[k]);
 	}
 	free(im->cases);
 	free(im->rows);

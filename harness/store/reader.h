@@ -91,6 +91,7 @@ struct fa_reader_result {
 	int64_t id, run_id;
 	const char *suite, *key, *kernel, *params, *reason;
 	const char *stop;      /* stop_reason as stored ("converged", "max_time", ...), "" NULL */
+	const char *tags;      /* the case's labels joined by ", " (case_tags), "" none */
 	int32_t case_idx;
 	int32_t status;        /* enum fa_status, as fa_status_effective gives it: a pass
 	                          nobody checked reads FA_STATUS_UNCHECKED; -1 unknown */

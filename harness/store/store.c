@@ -4,7 +4,8 @@
  * Schema version 4 (PRAGMA user_version = 4; version 2 added runs.ab_group,
  * version 3 runs.running, version 4 runs.shard, runs.devices,
  * runs.merged_from and results.device, version 5 the build_runs and
- * build_results of `fabench build-matrix`, described in buildstore.c).
+ * build_results of `fabench build-matrix`, described in buildstore.c,
+ * version 6 case_tags and case_depth).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -46,6 +47,12 @@
  *            "name=value,..." ('' when none). device is the index of the
  *            device the result was measured on (--devices), NULL when the
  *            run drove one device in-process.
+ *   case_tags the labels of a case, in order (seq from 0): name is a model
+ *            preset (model = 1) or a free `tag:` (model = 0); layers the
+ *            model's attention layers (tokens/s), NULL unknown. Cases of
+ *            one shape that several models share keep every name.
+ *   case_depth the suite's `depth:` of a case (KV positions before the
+ *            queries), a row only where it was given.
  *   samples  the raw timing samples of a result in the order taken (seq
  *            from 0), so compare/history can test distributions, not only
  *            medians.
@@ -270,6 +277,20 @@ static const char *const migrations[] = {
 	"  isa_from TEXT\n"
 	");\n"
 	"CREATE INDEX build_results_by_build ON build_results(build_id, source, arch);\n",
+	/* 5 -> 6: the labels of a case (the models that share its shape) and
+	 * its depth, for tokens/s per model and reports */
+	"CREATE TABLE IF NOT EXISTS case_tags (\n"
+	"  case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,\n"
+	"  seq INTEGER NOT NULL,\n"
+	"  name TEXT NOT NULL,\n"
+	"  model INTEGER NOT NULL CHECK (model IN (0, 1)),\n"
+	"  layers INTEGER,\n"
+	"  PRIMARY KEY (case_id, seq)\n"
+	") WITHOUT ROWID;\n"
+	"CREATE TABLE IF NOT EXISTS case_depth (\n"
+	"  case_id INTEGER PRIMARY KEY REFERENCES cases(id) ON DELETE CASCADE,\n"
+	"  depth INTEGER NOT NULL\n"
+	");\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -292,6 +313,8 @@ enum stmt_id {
 	ST_IMPORT_NEXT_IDX,
 	ST_IMPORT_HAS_RESULT,
 	ST_IMPORT_SOURCE,
+	ST_CASE_TAG,
+	ST_CASE_DEPTH,
 	ST_COUNT
 };
 
@@ -310,6 +333,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		    " seqlens, kv_seqlens, prefix_lens, total_q, total_k, scale, scale_set, seed)"
 		    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
 		    " ?)",
+	[ST_CASE_DEPTH] = "INSERT INTO case_depth (case_id, depth) VALUES (?, ?)",
+	[ST_CASE_TAG] = "INSERT INTO case_tags (case_id, seq, name, model, layers)"
+			" VALUES (?, ?, ?, ?, ?)",
 	[ST_RESULT] =
 		"INSERT INTO results (run_id, case_id, kernel, backend, params, status, reason,"
 		" timing, n_samples, discarded, stop_reason, median_ms, mean_ms, min_ms, max_ms,"
@@ -945,6 +971,27 @@ static int insert_case(struct fa_store *s, int64_t run_id, const struct fa_case 
 	free(prefix_lens);
 	if (rc == SQLITE_DONE)
 		*case_id = sqlite3_last_insert_rowid(s->db);
+	if (rc == SQLITE_DONE && c->depth > 0) {
+		sqlite3_stmt *dt = stmt_get(s, ST_CASE_DEPTH, err);
+		int j = 1;
+		if (!dt)
+			return SQLITE_ERROR;
+		bind_int(dt, &j, *case_id);
+		bind_int(dt, &j, c->depth);
+		rc = step_done(dt, j - 1);
+	}
+	for (int32_t k = 0; rc == SQLITE_DONE && k < c->n_tags; k++) {
+		sqlite3_stmt *tt = stmt_get(s, ST_CASE_TAG, err);
+		int j = 1;
+		if (!tt)
+			return SQLITE_ERROR;
+		bind_int(tt, &j, *case_id);
+		bind_int(tt, &j, k);
+		bind_text(tt, &j, c->tags[k].name);
+		bind_int(tt, &j, c->tags[k].model ? 1 : 0);
+		bind_int_if(tt, &j, c->tags[k].layers > 0, c->tags[k].layers);
+		rc = step_done(tt, j - 1);
+	}
 	return rc;
 }
 
@@ -1492,4 +1539,54 @@ enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only
 		return frc;
 	}
 	return FA_OK;
+}
+
+enum fa_rc fa_store_case_tags(struct fa_store *s, int64_t case_id, struct fa_case_tag **tags,
+			      int32_t *n, struct fa_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct fa_case_tag *t = NULL;
+	int32_t count = 0;
+	int rc;
+	*tags = NULL;
+	*n = 0;
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT name, model, layers FROM case_tags WHERE case_id = ? ORDER BY seq",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_error(s->db, s->path, rc, err, "cannot read the labels of a case");
+	sqlite3_bind_int64(st, 1, case_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct fa_case_tag *nt = realloc(t, (size_t)(count + 1) * sizeof *nt);
+		const unsigned char *name = sqlite3_column_text(st, 0);
+		if (!nt) {
+			fa_store_tags_free(t, count);
+			sqlite3_finalize(st);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		}
+		t = nt;
+		t[count].name = strdup(name ? (const char *)name : "");
+		t[count].model = sqlite3_column_int(st, 1);
+		t[count].layers = sqlite3_column_int(st, 2); /* NULL reads 0: unknown */
+		if (!t[count++].name) {
+			fa_store_tags_free(t, count);
+			sqlite3_finalize(st);
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		fa_store_tags_free(t, count);
+		return db_error(s->db, s->path, rc, err, "cannot read the labels of a case");
+	}
+	*tags = t;
+	*n = count;
+	return FA_OK;
+}
+
+void fa_store_tags_free(struct fa_case_tag *tags, int32_t n)
+{
+	for (int32_t k = 0; k < n; k++)
+		free(tags[k].name);
+	free(tags);
 }

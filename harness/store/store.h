@@ -23,7 +23,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 5
+#define FA_STORE_SCHEMA_VERSION 6
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than
@@ -147,6 +147,13 @@ enum fa_rc fa_store_case_commit(struct fa_store *s, int64_t run_id, const struct
 enum fa_rc fa_store_case_commit_dev(struct fa_store *s, int64_t run_id, const struct fa_case *c,
 				    const struct fa_result *results, int n_results, int32_t device,
 				    int64_t *case_id, struct fa_err *err);
+/* The labels of the stored case case_id (table case_tags), in order, into
+ * *tags (malloc'd, names too; free with fa_store_tags_free) and *n (0 and
+ * NULL when none). Returns FA_OK, FA_ERR_DB or FA_ERR_NOMEM (then *tags is
+ * NULL and *n 0). */
+enum fa_rc fa_store_case_tags(struct fa_store *s, int64_t case_id, struct fa_case_tag **tags,
+			      int32_t *n, struct fa_err *err);
+void fa_store_tags_free(struct fa_case_tag *tags, int32_t n);
 
 /* Resolves "latest", a numeric id or a label to a run id (latest run with
  * that label). FA_ERR_NOT_FOUND with a message naming spec when none. */

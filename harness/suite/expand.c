@@ -19,6 +19,7 @@
 
 #include "../base/text.h"
 #include "../run/data.h"
+#include "models.h"
 
 /* ---- nodes and scalars */
 
@@ -107,11 +108,15 @@ enum pkind {
 	PK_ENUM,   /* a word */
 	PK_NUM,    /* a number > 0 */
 	PK_LIST,   /* a list of integers >= list_min */
+	PK_MODEL,  /* a model preset's name (models.c) */
+	PK_TEXT,   /* a free label */
 };
 
 /* The largest head size any kernel or the reference is asked to handle; it
  * bounds per-row scratch buffers, and real models stop at 256. */
 #define FA_MAX_HEAD_DIM 1024
+#define FA_STR_(x) #x
+#define FA_STR(x) FA_STR_(x)
 
 static const struct param_info {
 	const char *name;
@@ -139,7 +144,14 @@ static const struct param_info {
 	[FA_P_PREFIX_LENS] = {"prefix_lens", PK_LIST, NULL, NULL, 0},
 	[FA_P_SCALE] = {"scale", PK_NUM, NULL, NULL, 0},
 	[FA_P_INPUT] = {"input", PK_ENUM, fa_dist_parse, "normal, uniform or outliers", 0},
+	[FA_P_DEPTH] = {"depth", PK_NONNEG, NULL, NULL, 0},
+	[FA_P_MODEL] = {"model", PK_MODEL, NULL, NULL, 0},
+	[FA_P_TAG] = {"tag", PK_TEXT, NULL, NULL, 0},
+	[FA_P_LAYERS] = {"layers", PK_SIZE, NULL, NULL, 0},
 };
+
+/* The longest `tag:` text: a label in a table column, not a description. */
+#define FA_TAG_MAX 64
 
 int fa_param_lookup(const char *key)
 {
@@ -176,7 +188,9 @@ static int is_int_kind(int kind)
 static const char *expected_words(int param)
 {
 	switch (params[param].kind) {
-	case PK_ENUM: return "a word";
+	case PK_ENUM:
+	case PK_MODEL:
+	case PK_TEXT: return "a word";
 	case PK_NUM: return "a number";
 	case PK_LIST: return "a list of integers";
 	default: return "an integer";
@@ -209,6 +223,9 @@ static enum fa_rc check_int(const struct fa_src *src, int param, int64_t v, cons
 	return FA_OK;
 }
 
+static enum fa_rc derived_value(const struct fa_src *src, int param, const yaml_node_t *n,
+				struct fa_pval *out);
+
 /* A scalar value of a non-list parameter. */
 static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_node_t *n,
 			       struct fa_pval *out)
@@ -225,9 +242,46 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 		if (r == -2)
 			return fa_err_at(src->err, &l, "%s %s is too large (at most %d)", pi->name, text,
 					 pi->kind == PK_DIM ? FA_MAX_HEAD_DIM : INT32_MAX);
+		if (r != 0 && strpbrk(text, " +-*/%()?<>="))
+			return derived_value(src, param, n, out);
 		if (r != 0)
 			return type_error(src, param, n);
 		return check_int(src, param, out->i, &l);
+	}
+	if (pi->kind == PK_MODEL) {
+		int m = fa_model_lookup(text);
+		if (m < 0) {
+			const char *hint = fa_model_suggest(text);
+			char known[512];
+			size_t used = 0;
+			known[0] = '\0';
+			for (int k = 0; fa_models[k].name && used < sizeof known; k++)
+				used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+							 k ? ", " : "", fa_models[k].name);
+			if (hint)
+				return fa_err_at(src->err, &l, "unknown model '%s' (did you mean '%s'?)", text,
+						 hint);
+			return fa_err_at(src->err, &l, "unknown model '%s' (known: %s; a free label is "
+					 "tag:)", text, known);
+		}
+		out->i = m;
+		out->text = fa_models[m].name;
+		return FA_OK;
+	}
+	if (pi->kind == PK_TEXT) {
+		if (n->data.scalar.length > FA_TAG_MAX)
+			return fa_err_at(src->err, &l, "tag '%.20s...' is longer than %d characters", text,
+					 FA_TAG_MAX);
+		for (const char *p = text; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ',')
+				return fa_err_at(src->err, &l,
+						 "tag '%s' holds a comma or a control character", text);
+		char *copy = fa_arena_alloc(src->arena, n->data.scalar.length + 1);
+		if (!copy)
+			return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory reading '%s'", src->file);
+		memcpy(copy, text, n->data.scalar.length);
+		out->text = copy;
+		return FA_OK;
 	}
 	if (pi->kind == PK_ENUM) {
 		int v = pi->parse(text);
@@ -253,6 +307,34 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 		return fa_err_at(src->err, &l,
 				 "%s %s is out of range for the kernels' fp32 (min normal 1.2e-38)",
 				 pi->name, text);
+	return FA_OK;
+}
+
+/* A derived integer: an expression over the case's other parameters
+ * (`kv_len: depth + q_len`), checked here and evaluated per case. */
+static enum fa_rc derived_value(const struct fa_src *src, int param, const yaml_node_t *n,
+				struct fa_pval *out)
+{
+	const char *text = (const char *)n->data.scalar.value;
+	struct fa_loc l = fa_src_loc(src, n);
+	struct fa_expr *e = NULL;
+	enum fa_rc rc;
+	if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+	    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+		l.col++; /* the quote */
+	if ((rc = fa_expr_parse_number(text, &l, &e, src->err)) != FA_OK)
+		return rc;
+	int self = fa_expr_uses(e, params[param].name);
+	fa_expr_free(e);
+	if (self)
+		return fa_err_at(src->err, &l, "%s '%s' uses %s itself", params[param].name, text,
+				 params[param].name);
+	char *copy = fa_arena_alloc(src->arena, n->data.scalar.length + 1);
+	if (!copy)
+		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory reading '%s'", src->file);
+	memcpy(copy, text, n->data.scalar.length);
+	out->expr = copy;
+	out->loc = l;
 	return FA_OK;
 }
 
@@ -713,6 +795,18 @@ static int pval_matches(int param, const struct fa_pval *v, const struct fa_case
 	case FA_P_PREFIX_LENS:
 		return c->prefix_lens && p->batch == v->n &&
 		       list_equals(v->list, v->n, NULL, c->prefix_lens);
+	case FA_P_DEPTH: return c->depth == v->i;
+	case FA_P_MODEL:
+	case FA_P_TAG:
+		for (int32_t k = 0; k < c->n_tags; k++)
+			if (c->tags[k].model == (param == FA_P_MODEL) && strcmp(c->tags[k].name, v->text) == 0)
+				return 1;
+		return 0;
+	case FA_P_LAYERS:
+		for (int32_t k = 0; k < c->n_tags; k++)
+			if (c->tags[k].layers == v->i)
+				return 1;
+		return 0;
 	default: /* FA_P_SCALE: the value as the problem holds it */
 		return p->scale == (float)v->d;
 	}
@@ -749,6 +843,7 @@ void fa_work_free(struct fa_work *w)
 	free(w->c.cu_seqlens_k);
 	free(w->c.prefix_lens);
 	free(w->c.key);
+	fa_case_free_tags(&w->c);
 	free(w->pending);
 	memset(w, 0, sizeof *w);
 }
@@ -942,10 +1037,10 @@ static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, 
 	return FA_OK;
 }
 
-/* Builds the case of bindings b into w (zeroed first). Returns an error for
- * what leaves the problem undefined; other mistakes wait in w->pending. */
-static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, struct fa_work *w,
-			     struct fa_err *err)
+/* Builds the problem of bindings b into w (zeroed first). Returns an error
+ * for what leaves the problem undefined; other mistakes wait in w->pending. */
+static enum fa_rc build_problem(const fa_bindings b, const struct fa_loc *made_by,
+				struct fa_work *w, struct fa_err *err)
 {
 	struct fa_problem *p = &w->c.p;
 	enum fa_rc rc;
@@ -988,6 +1083,200 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 	if ((rc = build_mask(b, made_by, w, err)) != FA_OK)
 		return rc;
 	fa_problem_set_strides(p);
+	return FA_OK;
+}
+
+int fa_case_merge_tags(struct fa_case *dst, const struct fa_case *src)
+{
+	int32_t add = 0;
+	for (int32_t k = 0; k < src->n_tags; k++) {
+		int have = 0;
+		for (int32_t j = 0; j < dst->n_tags && !have; j++)
+			have = strcmp(dst->tags[j].name, src->tags[k].name) == 0;
+		add += !have;
+	}
+	if (!add)
+		return 0;
+	struct fa_case_tag *t = realloc(dst->tags, (size_t)(dst->n_tags + add) * sizeof *t);
+	if (!t)
+		return -1;
+	dst->tags = t;
+	for (int32_t k = 0; k < src->n_tags; k++) {
+		int have = 0;
+		for (int32_t j = 0; j < dst->n_tags && !have; j++)
+			have = strcmp(dst->tags[j].name, src->tags[k].name) == 0;
+		if (have)
+			continue;
+		struct fa_case_tag *d = &dst->tags[dst->n_tags];
+		*d = src->tags[k];
+		if (!(d->name = strdup(src->tags[k].name)))
+			return -1;
+		dst->n_tags++;
+	}
+	return 0;
+}
+
+void fa_case_free_tags(struct fa_case *c)
+{
+	for (int32_t k = 0; k < c->n_tags; k++)
+		free(c->tags[k].name);
+	free(c->tags);
+	c->tags = NULL;
+	c->n_tags = 0;
+}
+
+/* One derived value of nb (`kv_len: depth + q_len`) evaluated on the case
+ * the other parameters make: into *out (loc kept). Hard errors for what no
+ * filter could excuse (an undefined or fractional value, a derived value
+ * read by another); a value out of range waits in w->pending. */
+static enum fa_rc derive(const fa_bindings nb, int param, const struct fa_loc *made_by,
+			 int32_t depth, struct fa_work *w, struct fa_pval *out, struct fa_err *err)
+{
+	const struct fa_pval *v = nb[param];
+	fa_bindings pb;
+	struct fa_work pw;
+	struct fa_expr *e = NULL;
+	struct fa_pval one;
+	enum fa_rc rc;
+	/* the other derived values stand at 1 here: no expression reads one */
+	memset(&one, 0, sizeof one);
+	one.i = 1;
+	one.d = 1;
+	memcpy(pb, nb, sizeof pb);
+	for (int k = 0; k < FA_P_COUNT; k++)
+		if (pb[k] && pb[k]->expr) {
+			one.loc = pb[k]->loc;
+			pb[k] = &one;
+		}
+	if ((rc = fa_expr_parse_number(v->expr, &v->loc, &e, err)) != FA_OK)
+		return rc;
+	for (int k = 0; k < FA_P_COUNT; k++)
+		if (k != param && nb[k] && nb[k]->expr && fa_expr_uses(e, params[k].name)) {
+			fa_expr_free(e);
+			return fa_err_at(err, &v->loc, "%s '%s' uses %s, itself derived ('%s'); derive "
+					 "from given parameters only",
+					 params[param].name, v->expr, params[k].name, nb[k]->expr);
+		}
+	/* the case the given values make */
+	if ((rc = build_problem(pb, made_by, &pw, err)) != FA_OK) {
+		fa_work_free(&pw);
+		fa_expr_free(e);
+		return rc;
+	}
+	pw.c.depth = depth;
+	double x = fa_expr_number(e, &pw.c);
+	fa_work_free(&pw);
+	fa_expr_free(e);
+	memset(out, 0, sizeof *out);
+	out->loc = v->loc;
+	if (isnan(x))
+		return fa_err_at(err, &v->loc, "%s '%s' is undefined for this case (a division by zero)",
+				 params[param].name, v->expr);
+	if (x != floor(x))
+		return fa_err_at(err, &v->loc, "%s '%s' is %g, not an integer", params[param].name,
+				 v->expr, x);
+	int kind = params[param].kind;
+	if (x > INT32_MAX || (kind == PK_NONNEG ? x < 0 : x < 1) ||
+	    (kind == PK_DIM && x > FA_MAX_HEAD_DIM)) {
+		pend(w, &v->loc, "%s '%s' is %.0f; %s must be %s", params[param].name, v->expr, x,
+		     params[param].name,
+		     kind == PK_NONNEG ? "0 or more"
+		     : kind == PK_DIM ? "1 to " FA_STR(FA_MAX_HEAD_DIM)
+				      : "positive and at most 2147483647");
+		x = kind == PK_NONNEG ? 0 : 1;
+	}
+	out->i = (int64_t)x;
+	return FA_OK;
+}
+
+/* Builds the case of bindings b into w: a model preset's shape where the
+ * case does not give it, depth (kv_len = depth + q_len when kv_len is not
+ * given), derived values, then the problem and the case's labels. */
+static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, struct fa_work *w,
+			     struct fa_err *err)
+{
+	fa_bindings nb;
+	struct fa_pval extra[FA_P_COUNT];
+	char conflict[256] = "";
+	struct fa_loc conflict_loc = *made_by;
+	int32_t depth = b[FA_P_DEPTH] ? (int32_t)b[FA_P_DEPTH]->i : 0;
+	const struct fa_model *m = b[FA_P_MODEL] ? &fa_models[b[FA_P_MODEL]->i] : NULL;
+	enum fa_rc rc;
+	memcpy(nb, b, sizeof nb);
+	memset(extra, 0, sizeof extra);
+	if (m) {
+		static const int shape[3] = {FA_P_HEADS, FA_P_KV_HEADS, FA_P_HEAD_DIM};
+		const int32_t val[3] = {m->heads, m->kv_heads, m->head_dim};
+		for (int k = 0; k < 3; k++) {
+			int prm = shape[k];
+			if (!nb[prm] && !(prm == FA_P_KV_HEADS && nb[FA_P_GQA])) {
+				extra[prm].i = val[k];
+				extra[prm].loc = b[FA_P_MODEL]->loc;
+				nb[prm] = &extra[prm];
+			} else if (nb[prm] && !nb[prm]->expr && nb[prm]->i != val[k] && !conflict[0]) {
+				snprintf(conflict, sizeof conflict, "%s %lld conflicts with model '%s' (%s %d)",
+					 params[prm].name, (long long)nb[prm]->i, m->name,
+					 params[prm].name, val[k]);
+				conflict_loc = nb[prm]->loc;
+			}
+		}
+	}
+	if (b[FA_P_DEPTH] && !nb[FA_P_KV_LEN] && !nb[FA_P_SEQ_LEN] && !nb[FA_P_SEQLENS] &&
+	    nb[FA_P_Q_LEN]) {
+		/* the KV cache holds depth positions, then the queries' own */
+		static char depth_expr[] = "depth + q_len";
+		extra[FA_P_KV_LEN].expr = depth_expr;
+		extra[FA_P_KV_LEN].loc = b[FA_P_DEPTH]->loc;
+		nb[FA_P_KV_LEN] = &extra[FA_P_KV_LEN];
+	}
+	memset(w, 0, sizeof *w);
+	for (int k = 0; k < FA_P_COUNT; k++) {
+		struct fa_pval got;
+		if (!nb[k] || !nb[k]->expr)
+			continue;
+		if ((rc = derive(nb, k, made_by, depth, w, &got, err)) != FA_OK)
+			return rc;
+		extra[k] = got;
+	}
+	for (int k = 0; k < FA_P_COUNT; k++)
+		if (nb[k] && nb[k]->expr)
+			nb[k] = &extra[k];
+	char *pending = w->pending;
+	struct fa_loc pending_loc = w->pending_loc;
+	w->pending = NULL;
+	if ((rc = build_problem(nb, made_by, w, err)) != FA_OK) {
+		free(pending);
+		return rc;
+	}
+	if (pending) { /* a derived value out of range comes first */
+		free(w->pending);
+		w->pending = pending;
+		w->pending_loc = pending_loc;
+	}
+	if (conflict[0])
+		pend(w, &conflict_loc, "%s", conflict);
+	w->c.depth = depth;
+	if (b[FA_P_LAYERS] && !b[FA_P_MODEL] && !b[FA_P_TAG])
+		pend(w, &b[FA_P_LAYERS]->loc, "layers needs a model or a tag to belong to");
+	if (b[FA_P_MODEL] || b[FA_P_TAG]) {
+		int n = (b[FA_P_MODEL] != NULL) + (b[FA_P_TAG] != NULL), k = 0;
+		w->c.tags = calloc((size_t)n, sizeof *w->c.tags);
+		if (!w->c.tags)
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		if (m) {
+			w->c.tags[k].name = strdup(m->name);
+			w->c.tags[k].model = 1;
+			w->c.tags[k++].layers = b[FA_P_LAYERS] ? (int32_t)b[FA_P_LAYERS]->i : m->layers;
+		}
+		if (b[FA_P_TAG]) {
+			w->c.tags[k].name = strdup(b[FA_P_TAG]->text);
+			w->c.tags[k++].layers = b[FA_P_LAYERS] && !m ? (int32_t)b[FA_P_LAYERS]->i : 0;
+		}
+		w->c.n_tags = k;
+		for (int j = 0; j < k; j++)
+			if (!w->c.tags[j].name)
+				return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+	}
 	return FA_OK;
 }
 

@@ -31,6 +31,7 @@ enum fa_param {
 	FA_P_BATCH, FA_P_HEADS, FA_P_KV_HEADS, FA_P_GQA, FA_P_Q_LEN, FA_P_KV_LEN, FA_P_SEQ_LEN,
 	FA_P_HEAD_DIM, FA_P_HEAD_DIM_V, FA_P_DTYPE, FA_P_MASK, FA_P_PREFIX_LEN, FA_P_WINDOW,
 	FA_P_LAYOUT, FA_P_SEQLENS, FA_P_KV_SEQLENS, FA_P_PREFIX_LENS, FA_P_SCALE, FA_P_INPUT,
+	FA_P_DEPTH, FA_P_MODEL, FA_P_TAG, FA_P_LAYERS,
 	FA_P_COUNT
 };
 
@@ -62,6 +63,9 @@ struct fa_pval {
 	int32_t *list; /* seqlens, kv_seqlens, prefix_lens (arena) */
 	int32_t n;
 	struct fa_loc loc; /* the scalar, list or range that gave it */
+	const char *text;  /* model, tag: the word (arena) */
+	const char *expr;  /* a derived integer (`kv_len: depth + q_len`): the
+	                      expression, evaluated per case (arena); NULL otherwise */
 };
 
 /* The parameter named key, or -1. */

@@ -27,6 +27,7 @@ enum node_kind {
 	N_NEG, N_NOT, N_AND, N_OR,
 	N_ADD, N_SUB, N_MUL, N_DIV, N_MOD,
 	N_EQ, N_NE, N_LT, N_LE, N_GT, N_GE,
+	N_COND, /* a ? b : c */
 };
 
 enum value_type { T_INT, T_NUM, T_BOOL, T_WORD };
@@ -37,7 +38,7 @@ enum word_class { W_DTYPE, W_MASK, W_LAYOUT, W_INPUT, W_COUNT };
 enum name_id {
 	V_BATCH, V_HEADS, V_KV_HEADS, V_GQA, V_Q_LEN, V_KV_LEN, V_HEAD_DIM, V_HEAD_DIM_V,
 	V_PREFIX_LEN, V_WINDOW, V_SCALE, V_VARLEN, V_TOKENS, V_DTYPE, V_MASK, V_LAYOUT, V_INPUT,
-	V_COUNT
+	V_DEPTH, V_COUNT
 };
 
 static const struct {
@@ -62,6 +63,7 @@ static const struct {
 	[V_MASK] = {"mask", T_WORD, W_MASK},
 	[V_LAYOUT] = {"layout", T_WORD, W_LAYOUT},
 	[V_INPUT] = {"input", T_WORD, W_INPUT},
+	[V_DEPTH] = {"depth", T_INT, 0},
 };
 
 struct fa_expr {
@@ -72,6 +74,7 @@ struct fa_expr {
 	double d;   /* N_NUM value */
 	int height; /* nodes on the longest path down from here, this one included */
 	struct fa_expr *a, *b;
+	struct fa_expr *c; /* N_COND: the value when a does not hold */
 };
 
 /* A value during evaluation; defined == 0 after an integer division by zero. */
@@ -300,7 +303,7 @@ static void lex_at(struct parser *ps, int pos)
 		return;
 	}
 	static const char *const ops[] = {"&&", "||", "==", "!=", "<=", ">=", "<", ">", "!",
-					  "+",  "-",  "*",  "/",  "%"};
+					  "+",  "-",  "*",  "/",  "%", "?", ":"};
 	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
 		size_t n = strlen(ops[k]);
 		if (strncmp(s + pos, ops[k], n) == 0) {
@@ -388,6 +391,7 @@ void fa_expr_free(struct fa_expr *e)
 		return;
 	fa_expr_free(e->a);
 	fa_expr_free(e->b);
+	fa_expr_free(e->c);
 	free(e);
 }
 
@@ -408,7 +412,7 @@ static int is_condition(const struct fa_expr *e)
 	return e->type == T_BOOL || e->type == T_INT;
 }
 
-static struct fa_expr *parse_or(struct parser *ps);
+static struct fa_expr *parse_expr(struct parser *ps);
 
 static struct fa_expr *parse_atom(struct parser *ps)
 {
@@ -463,7 +467,7 @@ static struct fa_expr *parse_atom(struct parser *ps)
 		if (nest(ps, t.pos) != 0)
 			return NULL;
 		advance(ps);
-		e = parse_or(ps);
+		e = parse_expr(ps);
 		ps->nesting--;
 		if (!e)
 			return NULL;
@@ -696,8 +700,92 @@ static struct fa_expr *parse_or(struct parser *ps)
 	return e;
 }
 
-enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_expr **out,
-			 struct fa_err *err)
+/* cond ? then : else, right-associative (a ? b : c ? d : e is a ? b : (c ?
+ * d : e)); then and else are both numbers or both words of one class. */
+static struct fa_expr *parse_expr(struct parser *ps)
+{
+	struct fa_expr *a = parse_or(ps), *b, *c, *e;
+	if (!a || !is_op(ps, "?"))
+		return a;
+	int pos = ps->tok.pos;
+	if (!is_condition(a)) {
+		perr(ps, pos, "'?' needs a condition before it, got %s", type_words(a));
+		fa_expr_free(a);
+		return NULL;
+	}
+	if (nest(ps, pos) != 0) {
+		fa_expr_free(a);
+		return NULL;
+	}
+	advance(ps);
+	b = parse_expr(ps);
+	if (b && !is_op(ps, ":")) {
+		if (ps->tok.kind == K_END)
+			perr(ps, ps->tok.pos, "expected ':' of the '?' at column %d",
+			     (ps->loc ? ps->loc->col : 1) + pos);
+		else
+			perr(ps, ps->tok.pos, "expected ':' of the '?' at column %d, got '%.*s'",
+			     (ps->loc ? ps->loc->col : 1) + pos, ps->tok.len, ps->text + ps->tok.pos);
+		fa_expr_free(b);
+		b = NULL;
+	}
+	int cpos = ps->tok.pos;
+	c = NULL;
+	if (b) {
+		advance(ps);
+		c = parse_expr(ps);
+	}
+	ps->nesting--;
+	if (!b || !c) {
+		fa_expr_free(a);
+		fa_expr_free(b);
+		fa_expr_free(c);
+		return NULL;
+	}
+	int type;
+	if (is_number(b) && is_number(c)) {
+		type = b->type == T_INT && c->type == T_INT ? T_INT : T_NUM;
+	} else if (b->type == T_WORD && c->type == T_WORD && b->wclass == c->wclass) {
+		type = T_WORD;
+	} else if (b->type == T_BOOL && c->type == T_BOOL) {
+		type = T_BOOL;
+	} else {
+		char db[96], dc[96];
+		describe(b, db, sizeof db);
+		describe(c, dc, sizeof dc);
+		perr(ps, cpos, "the two values of '?' differ: %s and %s", db, dc);
+		fa_expr_free(a);
+		fa_expr_free(b);
+		fa_expr_free(c);
+		return NULL;
+	}
+	if (!(e = node_new(ps, N_COND, type))) {
+		fa_expr_free(a);
+		fa_expr_free(b);
+		fa_expr_free(c);
+		return NULL;
+	}
+	e->wclass = b->wclass;
+	e->c = c;
+	if (attach(ps, e, pos, a, b) != 0) {
+		fa_expr_free(e);
+		return NULL;
+	}
+	if (c->height + 1 > e->height)
+		e->height = c->height + 1;
+	if (e->height - 1 > FA_EXPR_MAX_HEIGHT) {
+		perr(ps, pos, "expression too deep: more than %d operators inside one another",
+		     FA_EXPR_MAX_HEIGHT);
+		fa_expr_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* Parses the whole text; want_number selects what it must be: a number
+ * (1) or a condition (0). */
+static enum fa_rc parse_text(const char *text, const struct fa_loc *loc, int want_number,
+			     struct fa_expr **out, struct fa_err *err)
 {
 	struct parser ps = {.text = text, .loc = loc, .err = err};
 	struct fa_expr *e;
@@ -709,7 +797,7 @@ enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_e
 		perr(&ps, 0, "empty expression");
 		return FA_ERR_INPUT;
 	}
-	e = parse_or(&ps);
+	e = parse_expr(&ps);
 	if (e && ps.failed) { /* a lexing error after a complete sub-expression */
 		fa_expr_free(e);
 		e = NULL;
@@ -723,8 +811,13 @@ enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_e
 		fa_expr_free(e);
 		e = NULL;
 	}
-	if (e && !is_condition(e)) {
+	if (e && !want_number && !is_condition(e)) {
 		perr(&ps, 0, "the expression is %s, not a condition", type_words(e));
+		fa_expr_free(e);
+		e = NULL;
+	}
+	if (e && want_number && !is_number(e)) {
+		perr(&ps, 0, "the expression is %s, not a number", type_words(e));
 		fa_expr_free(e);
 		e = NULL;
 	}
@@ -735,6 +828,18 @@ enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_e
 	}
 	*out = e;
 	return FA_OK;
+}
+
+enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_expr **out,
+			 struct fa_err *err)
+{
+	return parse_text(text, loc, 0, out, err);
+}
+
+enum fa_rc fa_expr_parse_number(const char *text, const struct fa_loc *loc, struct fa_expr **out,
+				struct fa_err *err)
+{
+	return parse_text(text, loc, 1, out, err);
 }
 
 /* ---- evaluation */
@@ -760,6 +865,7 @@ static struct value name_value(int id, const struct fa_case *c)
 	case V_DTYPE: v.i = p->dtype; break;
 	case V_MASK: v.i = p->mask; break;
 	case V_LAYOUT: v.i = p->layout; break;
+	case V_DEPTH: v.i = c->depth; break;
 	default: v.i = c->dist; break;
 	}
 	return v;
@@ -814,6 +920,16 @@ static struct value eval(const struct fa_expr *e, const struct fa_case *c)
 		b = eval(e->b, c);
 		v.i = b.defined && b.i != 0;
 		return v;
+	case N_COND: {
+		a = eval(e->a, c);
+		const struct fa_expr *pick = a.defined && a.i ? e->b : e->c;
+		v = eval(pick, c);
+		if (e->type == T_NUM && pick->type == T_INT) { /* 4 in x ? 0.5 : 4 */
+			v.d = (double)v.i;
+			v.i = 0;
+		}
+		return v;
+	}
 	default:
 		break;
 	}
@@ -887,4 +1003,21 @@ int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c)
 {
 	struct value v = eval(e, c);
 	return v.defined && v.i != 0;
+}
+
+double fa_expr_number(const struct fa_expr *e, const struct fa_case *c)
+{
+	struct value v = eval(e, c);
+	if (!v.defined)
+		return NAN;
+	return as_double(e, v);
+}
+
+int fa_expr_uses(const struct fa_expr *e, const char *name)
+{
+	if (!e)
+		return 0;
+	if (e->kind == N_NAME && strcmp(names[e->i].name, name) == 0)
+		return 1;
+	return fa_expr_uses(e->a, name) || fa_expr_uses(e->b, name) || fa_expr_uses(e->c, name);
 }

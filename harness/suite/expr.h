@@ -1,7 +1,7 @@
 /* expr.h - the small expression language of `where:`, `exclude:` and
  * --where, evaluated on a case.
  *
- *   expr   := or
+ *   expr   := or ( '?' expr ':' expr )?   right-associative
  *   or     := and ( '||' and )*        also the word 'or'
  *   and    := not ( '&&' not )*        also 'and'
  *   not    := '!' not | cmp            also 'not'
@@ -11,8 +11,11 @@
  *   unary  := '-' unary | atom
  *   atom   := NUMBER | NAME | 'STRING' | "STRING" | '(' expr ')'
  *
+ * The two values of a '?' are both numbers, both conditions or both words
+ * of one class: `kv_len >= 16k ? 16 : 4` is a number (fabench tune's rules).
+ *
  * Names are case parameters (batch, heads, kv_heads, gqa, q_len, kv_len,
- * head_dim, head_dim_v, prefix_len, window, scale, varlen, tokens, dtype,
+ * head_dim, head_dim_v, prefix_len, window, scale, varlen, tokens, depth, dtype,
  * mask, layout, input) or the words those take (bf16, causal, bshd,
  * outliers, ...), which stand for themselves. Numbers compare with numbers,
  * words with words; anything else is an error at parse time, pointing at
@@ -40,10 +43,22 @@ struct fa_case;
 enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_expr **out,
 			 struct fa_err *err);
 
+/* As fa_expr_parse, for an expression whose value is a number (a tuning
+ * rule): "the expression is a condition, not a number" otherwise. */
+enum fa_rc fa_expr_parse_number(const char *text, const struct fa_loc *loc, struct fa_expr **out,
+				struct fa_err *err);
+
+/* The value of an expression from fa_expr_parse_number for c; NaN when it is
+ * undefined (an integer division by zero). */
+double fa_expr_number(const struct fa_expr *e, const struct fa_case *c);
+
 /* 1 when the expression holds for c, 0 when it does not. Integer division or
  * remainder by zero makes the comparison false. */
 int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c);
 
 void fa_expr_free(struct fa_expr *e);
+
+/* 1 when the expression reads the case parameter name ("q_len"). */
+int fa_expr_uses(const struct fa_expr *e, const char *name);
 
 #endif /* FA_EXPR_H */

@@ -1207,8 +1207,14 @@ static enum fa_rc finish(struct load *ld)
 				break;
 			}
 		if (dup) {
+			/* one shape, several models: the case keeps every label */
+			int merged = fa_case_merge_tags(&s->cases[table[slot]], &w->c);
 			free(key);
 			fa_work_free(w);
+			if (merged != 0) {
+				free(table);
+				return nomem(ld);
+			}
 			continue;
 		}
 		struct fa_case *c = &s->cases[s->n_cases];
@@ -1285,6 +1291,7 @@ static void case_free(struct fa_case *c)
 	free(c->cu_seqlens_k);
 	free(c->prefix_lens);
 	free(c->key);
+	fa_case_free_tags(c);
 }
 
 enum fa_rc fa_suite_filter(struct fa_suite *s, const char *where, struct fa_err *err)

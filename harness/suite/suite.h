@@ -23,6 +23,14 @@ struct fa_kernel_set {
 	int32_t n;
 };
 
+/* A label a case carries: a model (`model:`, a preset) or a free `tag:`.
+ * Cases of one shape de-duplicate into one case that keeps every label. */
+struct fa_case_tag {
+	char *name;           /* "llama3-8b", or the tag's text; owned */
+	int32_t model;        /* 1: from `model:`, 0: from `tag:` */
+	int32_t layers;       /* attention layers per token (for tokens/s); 0 unknown */
+};
+
 struct fa_case {
 	int32_t index;         /* position in the expanded suite, from 0 */
 	struct fa_problem p;   /* strides set for the case's layout */
@@ -37,7 +45,17 @@ struct fa_case {
 	const struct fa_kernel_set *kernels;   /* what its file asks for (n == 0: all) */
 	const struct fa_measure_cfg *measure;  /* its file's settings, defaults applied */
 	const struct fa_check_cfg *check;
+	int32_t depth;                /* `depth:`, KV positions before the queries; 0 none */
+	struct fa_case_tag *tags;     /* n_tags labels, owned; NULL when none */
+	int32_t n_tags;
 };
+
+/* Appends the labels of src that dst lacks (by name) to dst's; 0, or -1 when
+ * out of memory (dst unchanged). */
+int fa_case_merge_tags(struct fa_case *dst, const struct fa_case *src);
+
+/* Frees the labels of c and zeroes them. */
+void fa_case_free_tags(struct fa_case *c);
 
 struct fa_suite {
 	char *name;         /* `suite:`, or the file name without .yaml */

@@ -1,0 +1,385 @@
+/* test_tags.c - model presets, free tags, depth and derived parameters:
+ * what a suite expands to (shapes shared by several models keep every
+ * name, suites/llama-pr.yaml's 144 rows in 90 cases), filters on them, the
+ * store (case_tags and case_depth, and the migration from schema 3), and
+ * the report's tokens/s per model. The errors are golden files under
+ * suites/bad/ (test_badsuites.c). */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/report/report.h"
+#include "../harness/store/store.h"
+#include "../harness/suite/models.h"
+#include "../harness/suite/suite.h"
+#include "proc.h"
+#include "test.h"
+
+/* Loads text written to a file of the test folder into s. */
+static enum fa_rc load_text(const char *name, const char *text, struct fa_suite *s,
+			    struct fa_err *err)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", fa_test_tmpdir(), name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return FA_ERR_IO;
+	fputs(text, f);
+	fclose(f);
+	memset(s, 0, sizeof *s);
+	fa_err_clear(err);
+	return fa_suite_load(path, 0, s, err);
+}
+
+static int has_tag(const struct fa_case *c, const char *name)
+{
+	for (int k = 0; k < c->n_tags; k++)
+		if (strcmp(c->tags[k].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+FA_TEST(tags, presets_shape_and_layers)
+{
+	struct fa_suite s;
+	struct fa_err err;
+	FA_REQUIRE(load_text("p.yaml",
+			     "defaults: {q_len: 1, kv_len: 1k}\n"
+			     "axes:\n  model: [gpt-oss-20b, llama3-70b, qwen3-vl-vit]\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 3);
+	const struct fa_problem *p = &s.cases[0].p;
+	FA_CHECK(p->heads == 64 && p->kv_heads == 8 && p->head_dim == 64 && p->head_dim_v == 64);
+	FA_CHECK(s.cases[0].n_tags == 1 && s.cases[0].tags[0].model == 1 &&
+		 s.cases[0].tags[0].layers == 24 && has_tag(&s.cases[0], "gpt-oss-20b"));
+	FA_CHECK(s.cases[1].p.heads == 64 && s.cases[1].p.head_dim == 128 &&
+		 s.cases[1].tags[0].layers == 80);
+	FA_CHECK(s.cases[2].p.head_dim == 72 && s.cases[2].p.kv_heads == 16 &&
+		 s.cases[2].tags[0].layers == 27);
+	fa_suite_free(&s);
+
+	/* every preset is a valid attention shape */
+	for (int i = 0; fa_models[i].name; i++) {
+		const struct fa_model *m = &fa_models[i];
+		FA_CHECKF(m->heads > 0 && m->kv_heads > 0 && m->heads % m->kv_heads == 0 &&
+				  m->head_dim > 0 && m->layers > 0 && m->source,
+			  "preset %s", m->name);
+		FA_CHECK(fa_model_lookup(m->name) == i);
+	}
+	FA_CHECK(fa_model_lookup("llama3-8") < 0);
+	FA_CHECK(fa_model_suggest("llama3-8") && strcmp(fa_model_suggest("llama3-8"), "llama3-8b") == 0);
+
+	/* layers overrides the preset's; a model and a tag are both kept; the
+	 * preset's shape fills only what the case does not give */
+	FA_REQUIRE(load_text("o.yaml",
+			     "defaults: {q_len: 1, kv_len: 1k, model: llama3-8b, layers: 4,\n"
+			     "           tag: draft model, head_dim_v: 128}\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1 && s.cases[0].n_tags == 2);
+	FA_CHECK(s.cases[0].tags[0].layers == 4 && strcmp(s.cases[0].tags[1].name, "draft model") == 0 &&
+		 s.cases[0].tags[1].model == 0 && s.cases[0].tags[1].layers == 0);
+	fa_suite_free(&s);
+}
+
+/* Two models of one shape make one case that keeps both names, and where /
+ * exclude see the labels, depth and layers. */
+FA_TEST(tags, shared_shape_keeps_every_name)
+{
+	struct fa_suite s;
+	struct fa_err err;
+	FA_REQUIRE(load_text("s.yaml",
+			     "defaults: {mask: causal, kv_len: depth + q_len}\n"
+			     "axes:\n  model: [llama3-8b, qwen3-4b, qwen3-30b-a3b]\n"
+			     "  q_len: [1, 16]\n  depth: [8k, 16k]\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 8); /* 12 combinations, 2 shapes */
+	for (int i = 0; i < 4; i++) {
+		FA_CHECK(s.cases[i].n_tags == 2 && has_tag(&s.cases[i], "llama3-8b") &&
+			 has_tag(&s.cases[i], "qwen3-4b"));
+		FA_CHECK(s.cases[i].tags[0].layers == 32 && s.cases[i].tags[1].layers == 36);
+	}
+	FA_CHECK(s.cases[4].n_tags == 1 && has_tag(&s.cases[4], "qwen3-30b-a3b"));
+	FA_CHECK(s.cases[0].depth == 8192 && s.cases[0].p.kv_len == 8193 && s.cases[0].p.q_len == 1);
+	FA_CHECK(s.cases[3].depth == 16384 && s.cases[3].p.kv_len == 16400);
+	FA_CHECK(fa_suite_filter(&s, "depth == 16k && q_len == 16", &err) == FA_OK);
+	FA_CHECK(s.n_cases == 2 && s.cases[0].p.kv_len == 16400);
+	fa_suite_free(&s);
+
+	/* exclude by model keeps a shared case for the other model */
+	FA_REQUIRE(load_text("x.yaml",
+			     "defaults: {q_len: 1, kv_len: 1k}\n"
+			     "axes:\n  model: [llama3-8b, qwen3-4b, gpt-oss-20b]\n"
+			     "exclude:\n  - {model: [llama3-8b, gpt-oss-20b]}\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1);
+	FA_CHECK(s.cases[0].n_tags == 1 && has_tag(&s.cases[0], "qwen3-4b"));
+	fa_suite_free(&s);
+	FA_REQUIRE(load_text("l.yaml",
+			     "defaults: {q_len: 1, kv_len: 1k}\n"
+			     "axes:\n  model: [llama3-8b, gpt-oss-20b]\n"
+			     "exclude:\n  - {layers: [24]}\n  - {tag: [none]}\n",
+			     &s, &err) == FA_OK);
+	FA_CHECK(s.n_cases == 1 && has_tag(&s.cases[0], "llama3-8b"));
+	fa_suite_free(&s);
+
+	/* depth without kv_len: kv_len = depth + q_len; an explicit kv_len wins */
+	FA_REQUIRE(load_text("d.yaml",
+			     "defaults: {heads: 8, head_dim: 64, q_len: 4, depth: 100}\n"
+			     "axes:\n  kv_len: [50, depth * 2 + q_len]\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 2);
+	FA_CHECK(s.cases[0].p.kv_len == 50 && s.cases[1].p.kv_len == 204);
+	fa_suite_free(&s);
+	FA_REQUIRE(load_text("d2.yaml", "defaults: {heads: 8, head_dim: 64, q_len: 4, depth: 100}\n",
+			     &s, &err) == FA_OK);
+	FA_CHECK(s.n_cases == 1 && s.cases[0].p.kv_len == 104 && s.cases[0].depth == 100);
+	fa_suite_free(&s);
+	/* a derived value may be filtered away before its error counts */
+	FA_REQUIRE(load_text("f.yaml",
+			     "defaults: {heads: 8, head_dim: 64, kv_len: q_len - 8}\n"
+			     "axes:\n  q_len: [4, 16]\n"
+			     "where: q_len > 8\n",
+			     &s, &err) == FA_OK);
+	FA_CHECK(s.n_cases == 1 && s.cases[0].p.kv_len == 8);
+	fa_suite_free(&s);
+}
+
+/* suites/llama-pr.yaml: seed 001's 8 models x 6 x 3 = 144 rows, 90 cases. */
+FA_TEST(tags, llama_pr_grid)
+{
+	struct fa_suite s;
+	struct fa_err err;
+	static const char *const models[] = {"qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
+					      "qwen3-4b",      "llama3-8b",   "qwen3-14b",
+					      "qwen2-32b",     "llama3-70b"};
+	memset(&s, 0, sizeof s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_suite_load("suites/llama-pr.yaml", 0, &s, &err) == FA_OK);
+	FA_CHECK(s.n_cases == 90);
+	int tags = 0, per_model[8] = {0};
+	for (int i = 0; i < s.n_cases; i++) {
+		const struct fa_case *c = &s.cases[i];
+		tags += c->n_tags;
+		FA_CHECK(c->p.kv_len == c->depth + c->p.q_len && c->p.mask == FA_MASK_CAUSAL);
+		for (int m = 0; m < 8; m++)
+			per_model[m] += has_tag(c, models[m]);
+	}
+	FA_CHECK(tags == 144);
+	for (int m = 0; m < 8; m++)
+		FA_CHECKF(per_model[m] == 18, "%s on %d cases", models[m], per_model[m]);
+	fa_suite_free(&s);
+}
+
+/* Tags and depth are stored, read back, reported as tokens/s. */
+FA_TEST(tags, stored_and_reported)
+{
+	char path[1024];
+	struct fa_store *st = NULL;
+	struct fa_run_info ri;
+	struct fa_suite s;
+	struct fa_err err;
+	int64_t run_id, case_id = 0;
+	FA_REQUIRE(load_text("r.yaml",
+			     "defaults: {mask: causal, q_len: 4, depth: 60}\n"
+			     "axes:\n  model: [llama3-8b, qwen3-4b]\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1);
+	snprintf(path, sizeof path, "%s/tags.db", fa_test_tmpdir());
+	unlink(path);
+	FA_REQUIRE(fa_store_open(path, 1, &st, &err) == FA_OK);
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-26T10:00:00Z";
+	ri.backend = "cpu";
+	ri.suite_name = "r";
+	ri.seed = 1;
+	FA_REQUIRE(fa_store_run_begin(st, &ri, &run_id, &err) == FA_OK);
+	struct fa_result r;
+	double samples[3] = {2.0, 2.0, 2.0};
+	memset(&r, 0, sizeof r);
+	r.kernel = "k";
+	r.params = "";
+	r.status = FA_STATUS_PASS;
+	r.t.n = 3;
+	r.t.median_ms = 2.0;
+	r.samples = samples;
+	r.tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+	r.st.worst_index = -1;
+	FA_REQUIRE(fa_store_case_commit(st, run_id, &s.cases[0], &r, 1, &case_id, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_end(st, run_id, "complete", &err) == FA_OK);
+	struct fa_case_tag *tags = NULL;
+	int32_t n = 0;
+	FA_REQUIRE(fa_store_case_tags(st, case_id, &tags, &n, &err) == FA_OK);
+	FA_CHECK(n == 2 && strcmp(tags[0].name, "llama3-8b") == 0 && tags[0].layers == 32 &&
+		 tags[0].model == 1 && strcmp(tags[1].name, "qwen3-4b") == 0 && tags[1].layers == 36);
+	fa_store_tags_free(tags, n);
+	sqlite3_stmt *q = NULL;
+	FA_REQUIRE(sqlite3_prepare_v2(fa_store_db(st), "SELECT depth FROM case_depth WHERE case_id = ?",
+				      -1, &q, NULL) == SQLITE_OK);
+	sqlite3_bind_int64(q, 1, case_id);
+	FA_CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 60);
+	sqlite3_finalize(q);
+	fa_store_close(st);
+	fa_suite_free(&s);
+
+	/* the report: 4 tokens in 2 ms through 32 layers = 62.5 tokens/s */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	FA_REQUIRE(fa_store_open_readonly(path, &st, &err) == FA_OK);
+	struct fa_report_opts ro;
+	memset(&ro, 0, sizeof ro);
+	ro.format = FA_FMT_MD;
+	FA_CHECK(fa_report_write(st, run_id, &ro, f, &err) == FA_OK);
+	fclose(f);
+	FA_CHECK(buf && strstr(buf, "## Models\n"));
+	FA_CHECK(buf && strstr(buf, "|   1 | llama3-8b |     32 |       62.5 |"));
+	FA_CHECK(buf && strstr(buf, "|   1 | qwen3-4b  |     36 |       55.6 |"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	ro.format = FA_FMT_JSON;
+	FA_CHECK(fa_report_write(st, run_id, &ro, f, &err) == FA_OK);
+	fclose(f);
+	FA_CHECK(buf && strstr(buf, "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, "
+				    "\"layers\": 32, \"tokens_per_s\": 62.5}, "));
+	free(buf);
+	fa_store_close(st);
+}
+
+/* A database of schema 3 (no case_tags, no case_depth) upgrades in place. */
+FA_TEST(tags, schema_3_upgrades)
+{
+	char path[1024];
+	struct fa_store *st = NULL;
+	struct fa_err err;
+	sqlite3 *raw = NULL;
+	snprintf(path, sizeof path, "%s/v3.db", fa_test_tmpdir());
+	unlink(path);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &st, &err) == FA_OK);
+	fa_store_close(st);
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	/* a version-3 file: without what versions 4 (shards, devices), 5
+	 * (build-matrix) and 6 (tags, depth) added */
+	FA_REQUIRE(sqlite3_exec(raw, "DROP TABLE case_tags; DROP TABLE case_depth; "
+				     "DROP TABLE build_results; DROP TABLE build_runs; "
+				     "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; "
+				     "ALTER TABLE runs DROP COLUMN merged_from; "
+				     "ALTER TABLE results DROP COLUMN device; PRAGMA user_version = 3",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE(fa_store_open(path, 0, &st, &err) == FA_OK);
+	sqlite3_stmt *q = NULL;
+	FA_REQUIRE(sqlite3_prepare_v2(fa_store_db(st),
+				      "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN "
+				      "('case_tags', 'case_depth')), (SELECT user_version FROM "
+				      "pragma_user_version)",
+				      -1, &q, NULL) == SQLITE_OK);
+	FA_CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 2 &&
+		 sqlite3_column_int(q, 1) == FA_STORE_SCHEMA_VERSION);
+	sqlite3_finalize(q);
+	fa_store_close(st);
+}
+
+/* compare names the models of each row where the cases carry labels. */
+FA_TEST(tags, compare_shows_models)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/cmp.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/m.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: m\n"
+	      "measure: {warmup: 1, min_samples: 5, max_samples: 8, min_time_ms: 1, max_time_ms: 10}\n"
+	      "defaults: {dtype: fp32, mask: causal, q_len: 1, depth: 30}\n"
+	      "axes:\n  model: [llama3-8b, qwen3-4b]\n",
+	      f);
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
+			       "--label", i ? "head" : "base", "--quiet", NULL};
+		fa_proc_run(run, NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "run: %d %s", r.status, r.err);
+		fa_proc_free(&r);
+	}
+	char *cmp[] = {"compare", "--db", db, "base", "head", NULL};
+	fa_proc_run(cmp, NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "| models ") && strstr(r.out, "| llama3-8b, qwen3-4b |"));
+	fa_proc_free(&r);
+	char *js[] = {"compare", "--db", db, "--format", "json", "base", "head", NULL};
+	fa_proc_run(js, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, ", \"tags\": \"llama3-8b, qwen3-4b\"}"));
+	fa_proc_free(&r);
+	char *ls[] = {"list", suite, NULL};
+	fa_proc_run(ls, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "  [llama3-8b, qwen3-4b]\n"));
+	fa_proc_free(&r);
+}
+
+/* tune names the models of each case and reads depth back from the store. */
+FA_TEST(tags, tune_shows_models)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/tune.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/t.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: t\n"
+	      "measure: {warmup: 1, min_samples: 5, max_samples: 8, min_time_ms: 1, max_time_ms: 10}\n"
+	      "defaults: {dtype: fp32, mask: causal, q_len: 1}\n"
+	      "axes:\n  model: [llama3-8b, qwen3-4b]\n  depth: [15, 31]\n",
+	      f);
+	fclose(f);
+	char *argv[] = {"tune", suite, "--db", db, "--backend", "cpu", "--kernel", "cpu_flash",
+			"--param", "block_q=8,64", "--where", "depth > 20", "--label", "t", NULL};
+	fa_proc_run(argv, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "tune: %d %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "| models ") && strstr(r.out, "| llama3-8b, qwen3-4b |"));
+	FA_CHECK(strstr(r.out, "- cases: 1, 1 with a timed value"));
+	fa_proc_free(&r);
+	char *again[] = {"tune", "--run", "t", "--db", db, "--where", "depth == 31", "--format",
+			 "json", NULL};
+	fa_proc_run(again, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "\"models\": \"llama3-8b, qwen3-4b\""));
+	fa_proc_free(&r);
+}
+
+/* Imported rows may name a model: the case gets its shape and label, and
+ * rows of one shape for two models share the case with both names. */
+FA_TEST(tags, import_names_models)
+{
+	char db[1024], file[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/imp.db", fa_test_tmpdir());
+	snprintf(file, sizeof file, "%s/rows.jsonl", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(file, "w");
+	FA_REQUIRE(f);
+	fputs("{\"kernel\": \"peer_a\", \"q_len\": 4, \"depth\": 60, \"dtype\": \"bf16\", "
+	      "\"mask\": \"causal\", \"model\": \"llama3-8b\", \"median_ms\": 2, \"status\": \"pass\"}\n"
+	      "{\"kernel\": \"peer_b\", \"q_len\": 4, \"depth\": 60, \"dtype\": \"bf16\", "
+	      "\"mask\": \"causal\", \"model\": \"qwen3-4b\", \"median_ms\": 2, \"status\": \"pass\"}\n",
+	      f);
+	fclose(f);
+	char *imp[] = {"import", file, "--db", db, "--label", "peers", NULL};
+	fa_proc_run(imp, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "2 results of 1 case"), "import: %d %s %s", r.status,
+		  r.out, r.err);
+	fa_proc_free(&r);
+	char *rep[] = {"report", "--db", db, "--run", "peers", NULL};
+	fa_proc_run(rep, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "|   1 | llama3-8b |     32 |") &&
+		 strstr(r.out, "|   1 | qwen3-4b  |     36 |") && strstr(r.out, "kv_len") &&
+		 strstr(r.out, "62.5"));
+	fa_proc_free(&r);
+}

@@ -1,0 +1,672 @@
+/* test_tune.c - `fabench tune`: on a planted sweep (times chosen so the
+ * best value, the ties, the regret of each rule and the rule to fit are
+ * known), the numbers through the API, golden markdown, CSV, JSON and C
+ * header, every error path, and the command end to end, including a sweep
+ * run on the CPU backend first.
+ *
+ * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/report/plot.h"
+#include "../harness/report/report.h"
+#include "../harness/report/tune.h"
+#include "../harness/store/store.h"
+#include "golden.h"
+#include "proc.h"
+#include "test.h"
+
+/* The planted sweep: kernel k_tune, param splits in {1, 4, 16} (order=1
+ * fixed), built-in value 4, on batch {1, 8} x kv_len {1k, 4k, 16k}. The
+ * truth is kv_len >= 16k ? 16 : (batch >= 8 ? 1 : 4). Relative medians per
+ * case (idx = 3 * (batch == 8) + kv index): */
+static const double planted[6][3] = {
+	/*            1      4      16 */
+	/* b1 1k */ {1.20, 1.00, NAN}, /* 16 failed its check: not timed */
+	/* b1 4k */ {1.30, 1.00, 1.004}, /* 16 ties with 4 (0.4% < min effect) */
+	/* b1 16k */ {2.00, 1.25, 1.00},
+	/* b8 1k */ {1.00, 1.10, 1.40},
+	/* b8 4k */ {1.00, 1.08, 1.20},
+	/* b8 16k */ {1.30, 1.10, 1.00},
+};
+static const int planted_values[3] = {1, 4, 16};
+
+#define N_SAMPLES 20
+
+/* Writes the planted database at path (run 1: the sweep and three kernels
+ * that cannot be tuned; run 2: no kernel with several params). */
+static int plant(const char *path)
+{
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_err err;
+	int64_t run_id;
+	double samples[3][N_SAMPLES];
+	char keys[6][64];
+
+	unlink(path);
+	fa_err_clear(&err);
+	if (fa_store_open(path, 1, &s, &err) != FA_OK)
+		return -1;
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-26T10:00:00Z";
+	ri.backend = "cpu";
+	ri.device_name = "planted";
+	ri.suite_name = "sweep";
+	ri.label = "sweep";
+	ri.seed = 1;
+	if (fa_store_run_begin(s, &ri, &run_id, &err) != FA_OK)
+		goto fail;
+	for (int ci = 0; ci < 6; ci++) {
+		struct fa_case c;
+		struct fa_result r[7];
+		int nr = 0;
+		memset(&c, 0, sizeof c);
+		c.index = ci;
+		c.p = (struct fa_problem){.batch = ci < 3 ? 1 : 8, .heads = 8, .kv_heads = 8,
+					  .q_len = 1, .kv_len = 1024 << (2 * (ci % 3)),
+					  .head_dim = 64, .head_dim_v = 64, .scale = 0.125f};
+		c.p.total_q = c.p.batch;
+		c.p.total_k = c.p.batch * c.p.kv_len;
+		snprintf(keys[ci], sizeof keys[ci], "batch=%d,kv_len=%d", c.p.batch, c.p.kv_len);
+		c.key = keys[ci];
+		memset(r, 0, sizeof r);
+		for (int v = 0; v < 3; v++) {
+			static char params[3][32];
+			struct fa_result *x = &r[nr++];
+			snprintf(params[v], sizeof params[v], "splits=%d,order=1", planted_values[v]);
+			x->kernel = "k_tune";
+			x->backend = "cpu";
+			x->params = params[v];
+			x->tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+			x->st.worst_index = -1;
+			if (isnan(planted[ci][v])) {
+				x->status = FA_STATUS_FAIL;
+				snprintf(x->reason, sizeof x->reason, "max_abs 1 > 0.001");
+				continue;
+			}
+			/* the same +-0.2% spread around every median: the ratios of
+			 * medians are the planted ones exactly */
+			for (int j = 0; j < N_SAMPLES; j++)
+				samples[v][j] = planted[ci][v] * (1 + 0.002 * (((j * 7) % 11) - 5) / 5.0);
+			x->status = FA_STATUS_PASS;
+			x->t.n = N_SAMPLES;
+			x->t.median_ms = planted[ci][v];
+			x->samples = samples[v];
+		}
+		/* kernels that cannot be tuned: two params vary, one set only, words */
+		static const char *const other[4][2] = {{"k_grid", "a=1,b=1"}, {"k_grid", "a=2,b=2"},
+						       {"k_one", "x=1"}, {"k_word", ""}};
+		for (int k = 0; k < 4; k++) {
+			struct fa_result *x = &r[nr++];
+			x->kernel = other[k][0];
+			x->params = k == 3 ? (ci % 2 ? "mode=x" : "mode=y") : other[k][1];
+			x->status = FA_STATUS_SKIP;
+			x->tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+			x->st.worst_index = -1;
+		}
+		if (fa_store_case_commit(s, run_id, &c, r, nr, NULL, &err) != FA_OK)
+			goto fail;
+	}
+	if (fa_store_run_end(s, run_id, "complete", &err) != FA_OK)
+		goto fail;
+	ri.label = "flat";
+	if (fa_store_run_begin(s, &ri, &run_id, &err) != FA_OK)
+		goto fail;
+	{
+		struct fa_case c;
+		struct fa_result x;
+		memset(&c, 0, sizeof c);
+		c.p = (struct fa_problem){.batch = 1, .heads = 8, .kv_heads = 8, .q_len = 1,
+					  .kv_len = 64, .head_dim = 64, .head_dim_v = 64,
+					  .total_q = 1, .total_k = 64, .scale = 0.125f};
+		c.key = "flat";
+		memset(&x, 0, sizeof x);
+		x.kernel = "k_one";
+		x.params = "x=1";
+		x.status = FA_STATUS_SKIP;
+		x.tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+		x.st.worst_index = -1;
+		if (fa_store_case_commit(s, run_id, &c, &x, 1, NULL, &err) != FA_OK)
+			goto fail;
+	}
+	fa_store_close(s);
+	return 0;
+fail:
+	fprintf(stderr, "plant: %s\n", err.msg);
+	fa_store_close(s);
+	return -1;
+}
+
+static const char *planted_db(void)
+{
+	static char path[1024];
+	snprintf(path, sizeof path, "%s/tune.db", fa_test_tmpdir());
+	if (plant(path) != 0)
+		fa_test_fail(__FILE__, __LINE__, "cannot plant %s", path);
+	return path;
+}
+
+static enum fa_rc build(const char *db, struct fa_tune_opts *o, struct fa_tune *t,
+			struct fa_err *err)
+{
+	struct fa_store *s = NULL;
+	fa_err_clear(err);
+	memset(t, 0, sizeof *t);
+	if (fa_store_open_readonly(db, &s, err) != FA_OK)
+		return err->rc;
+	if (!o->run_id)
+		o->run_id = 1;
+	enum fa_rc rc = fa_tune_build(s, o, t, err);
+	fa_store_close(s);
+	return rc;
+}
+
+static const struct fa_tune_rule *rule_named(const struct fa_tune *t, const char *name)
+{
+	for (int r = 0; r < t->n_rules; r++)
+		if (strcmp(t->rules[r].name, name) == 0)
+			return &t->rules[r];
+	return NULL;
+}
+
+static void planted_opts(struct fa_tune_opts *o)
+{
+	fa_tune_opts_init(o);
+	o->kernel = "k_tune";
+	o->has_auto = 1;
+	o->auto_value = 4;
+	o->rules[o->n_rules++] = "kv_len >= 16k ? 16 : 4";
+	o->rules[o->n_rules++] = "kv_len >= 16k ? 32 : 4"; /* 32 was not swept */
+	o->by = "batch, kv_len";
+}
+
+FA_TEST(tune, planted_numbers)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_CHECK(strcmp(t.param, "splits") == 0); /* the one that varies */
+	FA_CHECK(strcmp(t.fixed, "order=1") == 0);
+	FA_REQUIRE(t.n_values == 3 && t.values[0] == 1 && t.values[1] == 4 && t.values[2] == 16);
+	FA_REQUIRE(t.n_cases == 6 && t.n_timed == 6);
+	FA_CHECK(t.auto_idx == 1);
+	/* the best values and ties */
+	static const int best[6] = {1, 1, 2, 0, 0, 2};
+	for (int i = 0; i < 6; i++)
+		FA_CHECKF(t.cases[i].best == best[i], "case %d: best %d", i, t.cases[i].best);
+	FA_CHECK(t.cases[1].tie[2] == 1 && t.cases[1].tie[0] == 0); /* 1.004 ties with 1.00 */
+	FA_CHECK(t.cases[0].tie[2] == 0 && isnan(t.cases[0].median_ms[2])); /* failed */
+	FA_CHECK(t.cases[3].tie[1] == 0);                                /* 10% is not a tie */
+	FA_CHECK_NEAR(t.cases[2].speedup, 1.25, 1e-9);
+	FA_CHECK(t.cases[2].auto_verdict == FA_PERF_SLOWER);
+	FA_CHECK(t.cases[1].auto_verdict == FA_PERF_SAME && t.cases[1].speedup == 1);
+
+	/* the built-in value: losses 0, 0, 25%, 10%, 8%, 10% */
+	const struct fa_tune_rule *a = rule_named(&t, "auto");
+	FA_REQUIRE(a);
+	FA_CHECK_NEAR(a->geomean_loss, pow(1.25 * 1.10 * 1.08 * 1.10, 1.0 / 6) - 1, 1e-9);
+	FA_CHECK_NEAR(a->worst_loss, 0.25, 1e-9);
+	FA_CHECK(a->worst_case == 2 && a->n_over == 4 && a->n_slower == 4 && a->n_missing == 0);
+	/* R1 fixes the long cases: losses 10% and 8% at batch 8 */
+	const struct fa_tune_rule *r1 = rule_named(&t, "R1");
+	FA_REQUIRE(r1);
+	FA_CHECK_NEAR(r1->geomean_loss, pow(1.10 * 1.08, 1.0 / 6) - 1, 1e-9);
+	FA_CHECK(r1->worst_case == 3 && r1->n_over == 2 && r1->n_missing == 0);
+	FA_CHECK(r1->choice[2] == 2 && r1->choice[0] == 1);
+	/* R2 asks for 32, never swept: those cases count as not timed */
+	const struct fa_tune_rule *r2 = rule_named(&t, "R2");
+	FA_REQUIRE(r2);
+	FA_CHECK(r2->n_missing == 2 && r2->n_used == 4 && r2->choice[2] == -1);
+	FA_CHECK(r2->choice_value[2] == 32);
+
+	/* the fitted rule finds the truth; of the two trees of cost 0 the one
+	 * with fewer leaves */
+	FA_REQUIRE(t.fitted >= 0);
+	const struct fa_tune_rule *fit = &t.rules[t.fitted];
+	FA_CHECKF(strcmp(fit->text, "kv_len >= 16k ? 16 : (batch >= 8 ? 1 : 4)") == 0, "fitted '%s'",
+		  fit->text);
+	FA_CHECK_NEAR(fit->geomean_loss, 0, 1e-12);
+	FA_CHECK(fit->n_over == 0 && fit->n_missing == 0);
+	FA_REQUIRE(t.n_leaves == 3 && t.n_by == 2);
+	FA_CHECK(t.leaves[0].lo[1] == 16384 && t.values[t.leaves[0].value] == 16);
+	FA_CHECK(t.leaves[1].lo[0] == 8 && t.leaves[1].hi[1] == 16384);
+	FA_CHECK(t.values[t.leaves[2].value] == 4 && t.leaves[2].hi[0] == 8);
+	fa_tune_free(&t);
+
+	/* depth 1: one threshold; on the batch-1 cases only, kv_len decides */
+	planted_opts(&o);
+	o.depth = 1;
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_CHECKF(strcmp(t.rules[t.fitted].text, "kv_len >= 16k ? 16 : 4") == 0, "depth 1: '%s'",
+		  t.rules[t.fitted].text);
+	fa_tune_free(&t);
+	planted_opts(&o);
+	o.where = "batch == 1";
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_CHECK(t.n_cases == 3);
+	FA_CHECKF(strcmp(t.rules[t.fitted].text, "kv_len >= 16k ? 16 : 4") == 0, "where: '%s'",
+		  t.rules[t.fitted].text);
+	fa_tune_free(&t);
+
+	/* a large --min-effect: no split gains enough, the fit is one value */
+	planted_opts(&o);
+	o.perf.min_effect = 0.9;
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_CHECK(t.n_leaves == 1);
+	FA_CHECKF(strcmp(t.rules[t.fitted].text, "4") == 0, "'%s'", t.rules[t.fitted].text);
+	fa_tune_free(&t);
+}
+
+static char *text_of(const struct fa_tune *t, int format, int header)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct fa_err err;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fa_err_clear(&err);
+	enum fa_rc rc = header ? fa_tune_write_header(t, f, &err) : fa_tune_write(t, format, f, &err);
+	fclose(f);
+	if (rc != FA_OK) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+FA_TEST(tune, golden)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t, t2;
+	struct fa_err err;
+	static const struct {
+		int format, header;
+		const char *name;
+	} outs[] = {{FA_FMT_MD, 0, "tune_sweep.md"},
+		    {FA_FMT_CSV, 0, "tune_sweep.csv"},
+		    {FA_FMT_JSON, 0, "tune_sweep.json"},
+		    {0, 1, "tune_sweep.h"}};
+	planted_opts(&o);
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_REQUIRE(build(db, &o, &t2, &err) == FA_OK);
+	for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+		char *a = text_of(&t, outs[k].format, outs[k].header);
+		char *b = text_of(&t2, outs[k].format, outs[k].header);
+		FA_CHECK(a && b);
+		if (a && b) {
+			FA_CHECKF(strcmp(a, b) == 0, "%s differs between two builds", outs[k].name);
+			fa_golden_check(outs[k].name, a, strlen(a));
+		}
+		free(a);
+		free(b);
+	}
+	/* the header's rows say what the rule says */
+	char *h = text_of(&t, 0, 1);
+	FA_CHECK(h && strstr(h, "{{-HUGE_VAL, 16384.0}, {HUGE_VAL, HUGE_VAL}, 16},"));
+	FA_CHECK(h && strstr(h, "static inline int k_tune_splits_choose(const double x[K_TUNE_SPLITS_N_BY])"));
+	free(h);
+	fa_tune_free(&t);
+	fa_tune_free(&t2);
+	/* no --by: no header */
+	planted_opts(&o);
+	o.by = NULL;
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FILE *f = fopen("/dev/null", "w");
+	FA_REQUIRE(f);
+	fa_err_clear(&err);
+	FA_CHECK(fa_tune_write_header(&t, f, &err) == FA_ERR_INPUT);
+	FA_CHECK(strstr(err.msg, "no fitted rule to write") != NULL);
+	fa_err_clear(&err);
+	FA_CHECK(fa_tune_write(&t, FA_FMT_HTML, f, &err) == FA_ERR_USAGE);
+	fclose(f);
+	fa_tune_free(&t);
+}
+
+/* One error of fa_tune_build: its code and message. */
+static void expect_error(const char *db, struct fa_tune_opts *o, enum fa_rc want,
+			 const char *msg, int line)
+{
+	struct fa_tune t;
+	struct fa_err err;
+	enum fa_rc rc = build(db, o, &t, &err);
+	if (rc != want || strcmp(err.msg, msg) != 0)
+		fa_test_fail(__FILE__, line, "got rc %d '%s', expected rc %d '%s'", rc, err.msg, want,
+			     msg);
+	fa_tune_free(&t);
+}
+
+FA_TEST(tune, errors)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+#define ERR(setup, want, msg)                                   \
+	do {                                                    \
+		planted_opts(&o);                               \
+		setup;                                          \
+		expect_error(db, &o, want, msg, __LINE__);      \
+	} while (0)
+	ERR(o.kernel = "nope", FA_ERR_NOT_FOUND, "no results of kernel 'nope' in run 1");
+	ERR(o.param = "zzz", FA_ERR_NOT_FOUND,
+	    "kernel 'k_tune' has no param 'zzz' in run 1 (its params: 'splits=1,order=1')");
+	ERR(o.param = "order", FA_ERR_INPUT,
+	    "params of 'k_tune' other than 'order' vary in run 1 (splits): tune one param at a "
+	    "time");
+	ERR(o.kernel = "k_grid", FA_ERR_INPUT,
+	    "several params of 'k_grid' vary in run 1 (a, b): name one with --param");
+	ERR(o.kernel = "k_one", FA_ERR_INPUT,
+	    "kernel 'k_one' ran with one set of params in run 1 ('x=1'): nothing to tune");
+	ERR(o.kernel = "k_word", FA_ERR_INPUT,
+	    "param 'mode' of 'k_word' is 'y' in run 1, not an integer");
+	ERR((o.kernel = NULL, o.run_id = 2), FA_ERR_INPUT,
+	    "run 2 has no kernel run with more than one set of params; sweep one with fabench "
+	    "run --param KERNEL.NAME=V1,V2");
+	ERR(o.rules[0] = "kv_lne >= 16k ? 16 : 4", FA_ERR_INPUT,
+	    "--rule 'kv_lne >= 16k ? 16 : 4': unknown name 'kv_lne' (did you mean 'kv_len'?) at "
+	    "column 1");
+	ERR(o.rules[0] = "kv_len >= 16k", FA_ERR_INPUT,
+	    "--rule 'kv_len >= 16k': the expression is a condition, not a number at column 1");
+	ERR(o.rules[0] = "kv_len >= 16k ? 16", FA_ERR_INPUT,
+	    "--rule 'kv_len >= 16k ? 16': expected ':' of the '?' at column 15 at column 19");
+	ERR(o.by = ",", FA_ERR_INPUT, "--by ',' names no case parameter");
+	ERR(o.where = "batch == 3", FA_ERR_INPUT,
+	    "--where 'batch == 3' keeps none of the k_tune cases of run 1");
+	ERR(o.depth = 0, FA_ERR_USAGE, "--depth 0 must be 1 to 4");
+	ERR(o.n_rules = FA_TUNE_MAX_RULES + 1, FA_ERR_USAGE, "more than 16 --rule options");
+#undef ERR
+	/* a --by error points at the expression's column */
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	o.by = "batch, kv_lne";
+	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.file, "--by") == 0 && err.line == 1 && err.col == 8);
+	FA_CHECK(strcmp(err.msg, "unknown name 'kv_lne' (did you mean 'kv_len'?)") == 0);
+	fa_tune_free(&t);
+	planted_opts(&o);
+	o.by = "batch, ,kv_len";
+	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.file, "--by") == 0 && err.col == 8);
+	FA_CHECK(strcmp(err.msg, "empty expression") == 0);
+	fa_tune_free(&t);
+	planted_opts(&o);
+	o.run_id = 7;
+	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_NOT_FOUND);
+	FA_CHECK(strncmp(err.msg, "no run 7 in '", 13) == 0);
+	fa_tune_free(&t);
+	planted_opts(&o);
+	o.where = "batch ==";
+	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_INPUT);
+	FA_CHECK(strcmp(err.file, "--where") == 0 && err.col == 9);
+	fa_tune_free(&t);
+}
+
+static int run_tune(char *const argv[], struct fa_proc_result *r)
+{
+	fa_proc_run(argv, NULL, 120, r);
+	return r->status;
+}
+
+FA_TEST(tune, command)
+{
+	const char *db = planted_db();
+	char out[1024], hdr[1024], hdr2[1024];
+	struct fa_proc_result r;
+	snprintf(out, sizeof out, "%s/out.md", fa_test_tmpdir());
+	snprintf(hdr, sizeof hdr, "%s/a.h", fa_test_tmpdir());
+	snprintf(hdr2, sizeof hdr2, "%s/b.h", fa_test_tmpdir());
+
+	char *help[] = {"tune", "--help", NULL};
+	FA_CHECK(run_tune(help, &r) == 0 && strstr(r.out, "--rule EXPR") && strstr(r.out, "--by"));
+	fa_proc_free(&r);
+	char *none[] = {"tune", NULL};
+	FA_CHECK(run_tune(none, &r) == 2 && strstr(r.err, "give --run RUN"));
+	fa_proc_free(&r);
+	char *both[] = {"tune", "x.yaml", "--run", "1", NULL};
+	FA_CHECK(run_tune(both, &r) == 2 && strstr(r.err, "not both"));
+	fa_proc_free(&r);
+	char *bad_opt[] = {"tune", "--run", "1", "--frobnicate", NULL};
+	FA_CHECK(run_tune(bad_opt, &r) == 2 && strstr(r.err, "unknown option '--frobnicate'"));
+	fa_proc_free(&r);
+	char *bad_depth[] = {"tune", "--run", "1", "--depth", "9", NULL};
+	FA_CHECK(run_tune(bad_depth, &r) == 2 && strstr(r.err, "--depth '9' must be 1 to 4"));
+	fa_proc_free(&r);
+	char *bad_auto[] = {"tune", "--run", "1", "--auto", "x", NULL};
+	FA_CHECK(run_tune(bad_auto, &r) == 2 && strstr(r.err, "--auto 'x' must be an integer"));
+	fa_proc_free(&r);
+	char *bad_loss[] = {"tune", "--run", "1", "--loss", "-1", NULL};
+	FA_CHECK(run_tune(bad_loss, &r) == 2 && strstr(r.err, "--loss '-1' must be a percentage"));
+	fa_proc_free(&r);
+	char *bad_fmt[] = {"tune", "--run", "1", "--format", "html", NULL};
+	FA_CHECK(run_tune(bad_fmt, &r) == 2 && strstr(r.err, "--format 'html' must be md"));
+	fa_proc_free(&r);
+	char *no_by[] = {"tune", "--run", "1", "--header", hdr, NULL};
+	FA_CHECK(run_tune(no_by, &r) == 2 && strstr(r.err, "--header needs --by"));
+	fa_proc_free(&r);
+	char *vals[] = {"tune", "--run", "1", "--param", "splits=1,4", "--db", (char *)db, NULL};
+	FA_CHECK(run_tune(vals, &r) == 2 && strstr(r.err, "values are for a sweep"));
+	fa_proc_free(&r);
+	char *label_run[] = {"tune", "--run", "1", "--label", "x", NULL};
+	FA_CHECK(run_tune(label_run, &r) == 2 && strstr(r.err, "--label needs SUITE.yaml"));
+	fa_proc_free(&r);
+	char *suite_nok[] = {"tune", "suites/smoke.yaml", "--param", "block_q=8", NULL};
+	FA_CHECK(run_tune(suite_nok, &r) == 2 && strstr(r.err, "needs --kernel K and --param"));
+	fa_proc_free(&r);
+	char missing[1024];
+	snprintf(missing, sizeof missing, "%s/missing.db", fa_test_tmpdir());
+	char *no_db[] = {"tune", "--run", "1", "--db", missing, NULL};
+	FA_CHECK(run_tune(no_db, &r) == 2);
+	FA_CHECK(access(missing, F_OK) != 0); /* never created */
+	fa_proc_free(&r);
+	char *no_run[] = {"tune", "--run", "nightly", "--db", (char *)db, NULL};
+	FA_CHECK(run_tune(no_run, &r) == 2);
+	fa_proc_free(&r);
+	char *bad_rule[] = {"tune", "--run", "sweep", "--db", (char *)db, "--rule", "batch >", NULL};
+	FA_CHECK(run_tune(bad_rule, &r) == 2 &&
+		 strstr(r.err, "--rule 'batch >': unexpected end of expression at column 8"));
+	fa_proc_free(&r);
+	char *bad_out[] = {"tune", "--run", "sweep", "--db", (char *)db, "--output", "/dev/null/x",
+			   NULL};
+	FA_CHECK(run_tune(bad_out, &r) == 1 && strstr(r.err, "cannot write '/dev/null/x'"));
+	fa_proc_free(&r);
+	char *bad_hdr[] = {"tune", "--run", "sweep", "--db", (char *)db, "--by", "batch",
+			   "--header", "/dev/null/x.h", NULL};
+	FA_CHECK(run_tune(bad_hdr, &r) == 1 && strstr(r.err, "cannot write '/dev/null/x.h'"));
+	fa_proc_free(&r);
+
+	/* the header through the command is the golden one, twice */
+	char *ok[] = {"tune", "--run", "sweep", "--db", (char *)db, "--kernel", "k_tune", "--auto",
+		      "4", "--rule", "kv_len >= 16k ? 16 : 4", "--rule", "kv_len >= 16k ? 32 : 4",
+		      "--by", "batch, kv_len", "--header", hdr, "--output", out, NULL};
+	FA_CHECK(run_tune(ok, &r) == 0);
+	fa_proc_free(&r);
+	ok[16] = hdr2;
+	FA_CHECK(run_tune(ok, &r) == 0);
+	fa_proc_free(&r);
+	size_t la = 0, lb = 0, lm = 0;
+	char *a = fa_test_read_file(hdr, &la), *b = fa_test_read_file(hdr2, &lb);
+	char *m = fa_test_read_file(out, &lm);
+	FA_CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
+	if (a)
+		fa_golden_check("tune_sweep.h", a, la);
+	if (m)
+		fa_golden_check("tune_sweep.md", m, lm);
+	free(a);
+	free(b);
+	free(m);
+}
+
+/* tune SUITE: the sweep runs on the CPU backend first (the built-in
+ * block_q 16 added), is stored under its label, then tuned. */
+FA_TEST(tune, sweep_first)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/sweep.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/tiny.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: tiny\n"
+	      "measure: {warmup: 1, min_samples: 5, max_samples: 10, min_time_ms: 1, max_time_ms: 10}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32}\n"
+	      "axes:\n  q_len: [16, 64]\n  kv_len: [64]\n",
+	      f);
+	fclose(f);
+	char *argv[] = {"tune", suite, "--db", db, "--backend", "cpu", "--kernel", "cpu_flash",
+			"--param", "block_q=8,64", "--label", "bq", "--by", "q_len", "--format",
+			"json", NULL};
+	FA_REQUIRE(run_tune(argv, &r) == 0);
+	/* standard output is the JSON alone: run's progress went to stderr */
+	FA_CHECK(strncmp(r.out, "{\"schema_version\": 1,", 21) == 0);
+	FA_CHECK(strstr(r.out, "\"kernel\": \"cpu_flash\", \"param\": \"block_q\""));
+	FA_CHECK(strstr(r.out, "\"values\": [8, 16, 64], \"auto\": 16"));
+	FA_CHECK(strstr(r.out, "\"label\": \"bq\""));
+	FA_CHECK(strstr(r.err, "2 cases"));
+	fa_proc_free(&r);
+	/* the stored run tunes again by its label, the built-in value from the
+	 * registry */
+	char *again[] = {"tune", "--run", "bq", "--db", db, NULL};
+	FA_CHECK(run_tune(again, &r) == 0 && strstr(r.out, "- built-in value (auto): 16\n"));
+	fa_proc_free(&r);
+	/* a suite that does not load: 2, as run says */
+	char *bad[] = {"tune", "suites/bad/empty.yaml", "--db", db, "--kernel", "cpu_flash",
+		       "--param", "block_q=8", NULL};
+	FA_CHECK(run_tune(bad, &r) == 2);
+	fa_proc_free(&r);
+}
+
+/* The heatmap of the sweep rings the marked rule's choice per case; the
+ * rule's text reaches gnuplot only as a quoted string. */
+FA_TEST(tune, heatmap_marks)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	struct fa_store *s = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	planted_opts(&o);
+	o.by = NULL;
+	o.rules[o.n_rules++] = "mask == 'causal' ? 16 : 4"; /* quotes: the marked rule */
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	int rule = fa_tune_mark_rule(&t);
+	FA_REQUIRE(rule == t.n_rules - 1 && strcmp(t.rules[rule].name, "R3") == 0);
+	int64_t idx[6];
+	const char *params[6];
+	for (int i = 0; i < 6; i++) {
+		idx[i] = t.cases[i].idx;
+		params[i] = t.rules[rule].choice[i] >= 0 ? t.value_params[t.rules[rule].choice[i]]
+							 : NULL;
+	}
+	FA_CHECK(params[0] && strcmp(params[0], "splits=4,order=1") == 0);
+	struct fa_plot_opts po;
+	memset(&po, 0, sizeof po);
+	po.kind = FA_PLOT_HEATMAP;
+	po.run_id = 1;
+	po.kernel = "k_tune";
+	po.mark_idx = idx;
+	po.mark_params = params;
+	po.n_marks = 6;
+	po.mark_label = "R3: mask == 'causal' ? 16 : 4 `rm -rf x` $(id) @x";
+	FA_REQUIRE(fa_store_open_readonly(db, &s, &err) == FA_OK);
+	FILE *f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	FA_CHECK(fa_plot_script(s, &po, f, &err) == FA_OK);
+	fclose(f);
+	fa_store_close(s);
+	/* every case is mask none: 4 everywhere, column 1 of splits 1, 4, 16 */
+	FA_CHECK(buf && strstr(buf, "$marks << EOD\n# params_index case_row\n1 0\n1 1\n1 2\n1 3\n1 4\n1 5\nEOD\n"));
+	FA_CHECK(buf && strstr(buf, "title 'R3: mask == ''causal'' ? 16 : 4 `rm -rf x` $(id) @x'\n"));
+	FA_CHECK(buf && strstr(buf, "set key outside top left horizontal\n"));
+	free(buf);
+	fa_tune_free(&t);
+
+	/* through the command: a bad extension, and an SVG where gnuplot is */
+	struct fa_proc_result r;
+	char *bad[] = {"tune", "--run", "1", "--db", (char *)db, "--heatmap", "x.gif", NULL};
+	FA_CHECK(run_tune(bad, &r) == 2 && strstr(r.err, "--heatmap 'x.gif' must end in .png or .svg"));
+	fa_proc_free(&r);
+	if (!fa_plot_gnuplot_available()) {
+		fa_test_skip("gnuplot is not installed: the heatmap is not drawn");
+		return;
+	}
+	char svg[1024];
+	snprintf(svg, sizeof svg, "%s/heat.svg", fa_test_tmpdir());
+	char *ok[] = {"tune", "--run", "1", "--db", (char *)db, "--auto", "4", "--by", "batch,kv_len",
+		      "--heatmap", svg, NULL};
+	FA_CHECK(run_tune(ok, &r) == 0);
+	fa_proc_free(&r);
+	size_t n = 0;
+	char *img = fa_test_read_file(svg, &n);
+	FA_CHECK(img && strstr(img, "<svg") && strstr(img, "16k ? 16 : (batch "));
+	free(img);
+}
+
+/* run --ab-params: one build, two sets of params, samples taken in turn;
+ * compare pairs them as it does the two builds of --ab. */
+FA_TEST(tune, ab_params)
+{
+	char db[1024], suite[1024], gate_db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	snprintf(gate_db, sizeof gate_db, "%s/never.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/tiny.yaml", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: tiny\n"
+	      "measure: {warmup: 1, min_samples: 8, max_samples: 12, min_time_ms: 1, max_time_ms: 20}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32}\n"
+	      "axes:\n  q_len: [16, 64]\n  kv_len: [64]\n",
+	      f);
+	fclose(f);
+	char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
+		       "--ab-params", "--param", "a:cpu_flash.block_q=16", "--param",
+		       "b:cpu_flash.block_q=64", "--label", "bq", NULL};
+	fa_proc_run(run, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run --ab-params: %d %s", r.status, r.err);
+	FA_CHECK(strstr(r.out, "A --param cpu_flash.block_q=16"));
+	FA_CHECK(strstr(r.out, "B --param cpu_flash.block_q=64"));
+	FA_CHECK(strstr(r.out, "both sides run on the same buffers"));
+	FA_CHECK(strstr(r.out, "compare: fabench compare --db"));
+	FA_CHECK(strstr(r.out, " --ignore-params bq-a bq-b\n"));
+	fa_proc_free(&r);
+	char *cmp[] = {"compare", "--db", db, "--ignore-params", "bq-a", "bq-b", NULL};
+	fa_proc_run(cmp, NULL, 60, &r);
+	FA_CHECK(r.status == 0);
+	FA_CHECK(strstr(r.out, "- paired: the two runs of one `run --ab`"));
+	FA_CHECK(strstr(r.out, "cpu_flash[block_q=16,block_k=64 -> block_q=64,block_k=64]"));
+	fa_proc_free(&r);
+
+	/* usage errors: nothing written */
+	char *both[] = {"run", suite, "--db", gate_db, "--ab", "x.so:y.so", "--ab-params", NULL};
+	fa_proc_run(both, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--ab and --ab-params do not go together"));
+	fa_proc_free(&r);
+	char *iso[] = {"run", suite, "--db", gate_db, "--ab-params", "--isolate", NULL};
+	fa_proc_run(iso, NULL, 60, &r);
+	FA_CHECK(r.status == 2 && strstr(r.err, "--ab-params does not go with --isolate"));
+	fa_proc_free(&r);
+	char *side[] = {"run", suite, "--db", gate_db, "--param", "a:cpu_flash.block_q=16", NULL};
+	fa_proc_run(side, NULL, 60, &r);
+	FA_CHECK(r.status == 2 &&
+		 strstr(r.err, "a side (a: or b:) goes with --ab or --ab-params only"));
+	fa_proc_free(&r);
+	char *badk[] = {"run", suite, "--db", gate_db, "--backend", "cpu", "--ab-params",
+			"--param", "b:nope.block_q=16", NULL};
+	fa_proc_run(badk, NULL, 60, &r);
+	FA_CHECK(r.status == 2);
+	fa_proc_free(&r);
+	FA_CHECK(access(gate_db, F_OK) != 0);
+}

@@ -990,8 +990,11 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		if ((MODE != LOAD_MASKED && MODE != LOAD_ANY) || (c * 8 + 8 <= width && !gather)) {
 			*reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
 		} else {
+			/* this chunk's elements only: at most 8, fewer in the last one
+			 * (beyond it lie other rows of the tile, other warps' rows) */
 			const uint16_t *s16 = reinterpret_cast<const uint16_t *>(src);
-			for (int e = 0; e < width - c * 8; ++e)
+			const int ne = width - c * 8 < 8 ? width - c * 8 : 8;
+			for (int e = 0; e < ne; ++e)
 				dst[e] = s16[e];
 		}
 	}

@@ -66,7 +66,8 @@ static void print_json(const struct fa_suite *s, FILE *f)
 		json_ints(f, "kv_seqlens", p->varlen ? c->cu_seqlens_k : NULL, p->batch, 1);
 		json_ints(f, "prefix_lens", c->prefix_lens, p->batch, 0);
 		fprintf(f, ", \"flops\": %.17g, \"bytes\": %.17g}",
-			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens),
+			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass),
 			fa_problem_bytes(p));
 	}
 	fprintf(f, "\n]}\n");

@@ -1222,7 +1222,8 @@ int fa_cmd_run(int argc, char **argv)
 			for (int i = 0; i < n; i++)
 				if (res[i].flops == 0) { /* a result the worker could not send */
 					res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q,
-									c->cu_seqlens_k, c->prefix_lens);
+									c->cu_seqlens_k, c->prefix_lens) *
+						       fa_pass_flops_factor(c->pass);
 					res[i].bytes = fa_problem_bytes(&c->p);
 					res[i].mem_bytes = fa_runner_mem_estimate(c, &plan.kernels[ci][i]);
 					res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;

@@ -682,7 +682,8 @@ static const char *param_expected(int p)
 	case FA_P_DTYPE:
 	case FA_P_MASK:
 	case FA_P_LAYOUT:
-	case FA_P_INPUT: return "a string";
+	case FA_P_INPUT:
+	case FA_P_PASS: return "a string";
 	case FA_P_SCALE: return "a number";
 	case FA_P_SEQLENS:
 	case FA_P_KV_SEQLENS:
@@ -698,7 +699,8 @@ static int param_is_list(int p)
 
 static int param_is_word(int p)
 {
-	return p == FA_P_DTYPE || p == FA_P_MASK || p == FA_P_LAYOUT || p == FA_P_INPUT;
+	return p == FA_P_DTYPE || p == FA_P_MASK || p == FA_P_LAYOUT || p == FA_P_INPUT ||
+	       p == FA_P_PASS;
 }
 
 /* A YAML scalar node holding text, marked at l; its id, 0 when out of memory. */
@@ -1247,7 +1249,8 @@ static enum fa_rc take_row(struct ctx *cx, const struct ival *obj, const struct 
 		return rc;
 
 	/* what fabench computes itself */
-	r->flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+	r->flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass);
 	r->bytes = fa_problem_bytes(&c->p);
 	r->tflops = r->gbps = NAN;
 	if (r->t.n > 0 && r->t.median_ms > 0) {

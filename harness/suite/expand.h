@@ -31,7 +31,7 @@ enum fa_param {
 	FA_P_BATCH, FA_P_HEADS, FA_P_KV_HEADS, FA_P_GQA, FA_P_Q_LEN, FA_P_KV_LEN, FA_P_SEQ_LEN,
 	FA_P_HEAD_DIM, FA_P_HEAD_DIM_V, FA_P_DTYPE, FA_P_MASK, FA_P_PREFIX_LEN, FA_P_WINDOW,
 	FA_P_LAYOUT, FA_P_SEQLENS, FA_P_KV_SEQLENS, FA_P_PREFIX_LENS, FA_P_SCALE, FA_P_INPUT,
-	FA_P_COUNT
+	FA_P_PASS, FA_P_COUNT
 };
 
 /* Allocation that lives as long as one fa_suite_load call. */

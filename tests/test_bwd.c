@@ -1,13 +1,17 @@
 /* test_bwd.c - the backward pass: the fp64 reference gradients against
  * central finite differences of the fp64 forward reference on tiny
  * problems; cpu_dense_bwd and cpu_flash_bwd (after their forward kernels,
- * which write the LSE) against the reference under every mask, GQA 1/2/4,
+ * which write the LSE) against the reference by the fa rule (k = 3 for
+ * gradients, as conformance.yaml checks) under every mask, GQA 1/2/4,
  * varlen with empty sequences and rows that see no key, both layouts, all
  * dtypes; bit-identical gradients across runs and thread counts; the key
- * row sample of large cases; the launchers' refusals. */
+ * row sample of large cases; the launchers' refusals; a run of bwd and
+ * fwd_bwd cases end to end (keys, FLOPs, grad_stats, report, dump). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../harness/run/check.h"
 #include "../harness/run/data.h"
@@ -15,6 +19,8 @@
 #include "../kernels/common/fa_rng.h"
 #include "../kernels/cpu/cpu_kernels.h"
 #include "../reference/ref.h"
+#include "fixture.h"
+#include "proc.h"
 #include "test.h"
 
 #define MAX_BATCH 3
@@ -284,24 +290,26 @@ static int check_bwd(const struct fa_kernel *bk, struct bcase *t, const int32_t 
 		return 1;
 	}
 	fa_check_defaults(&cfg);
+	cfg.rule = FA_RULE_FA; /* as the conformance suite checks */
 	fa_err_clear(&err);
 	rc = run_pair(bk, t, params, 2, g.o, g.lse, g.dq, g.dk, g.dv);
 	if (rc != 0) {
 		FA_CHECKF(0, "%s %s: launch returned %d", bk->name, what, rc);
 		bad = 1;
 	} else if (fa_ref_bwd_compute(p, t->cuq, t->cuk, t->pl, t->q, t->k, t->v, t->d_o, qr, nq,
-				      kr, nk, 0, 2, NULL, &ref, &err) != FA_OK) {
+				      kr, nk, 1, 2, NULL, &ref, &err) != FA_OK) {
 		FA_CHECKF(0, "reference: %s", err.msg);
 		bad = 1;
 	} else {
 		const int tensors[3] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
 		const void *bufs[3] = {g.dq, g.dk, g.dv};
 		const double *want[3] = {ref.dq, ref.dk, ref.dv};
+		const float *same[3] = {ref.dq_same, ref.dk_same, ref.dv_same};
 		for (int i = 0; i < 3; i++) {
 			struct fa_err_stats st;
 			char rule[32], reason[512];
 			int v = fa_check_compare_tensor(p, t->cuq, t->cuk, tensors[i], bufs[i],
-							i ? kr : qr, i ? nk : nq, want[i], NULL, &cfg,
+							i ? kr : qr, i ? nk : nq, want[i], same[i], &cfg,
 							&st, rule, sizeof rule, reason, sizeof reason);
 			if (v != FA_VERDICT_PASS) {
 				FA_CHECKF(0,
@@ -522,4 +530,66 @@ FA_TEST(bwd, launchers_refuse_missing_buffers)
 			"backward launched without lse, dO or gradient buffers") == 0);
 	grads_free(&g);
 	free_case(&t);
+}
+
+/* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
+ * are 2.5 and 3.5 times the forward's, each checked backward result has
+ * three grad_stats rows, the report shows the gradients, --dump writes dO,
+ * the gradients and the reference gradients; a forward suite's cases keep
+ * their keys and run no backward kernel. */
+FA_TEST(bwd, run_stores_gradients)
+{
+	char db[1024], dump[1024], f[1200];
+	struct fa_proc_result r;
+	struct stat sb;
+	snprintf(db, sizeof db, "%s/bwd.db", fa_test_tmpdir());
+	snprintf(dump, sizeof dump, "%s/bwd-dump", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--dump", dump, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE pass = 'bwd' AND key LIKE "
+				    "'%,pass=bwd'") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE pass = 'fwd_bwd' AND key LIKE "
+				    "'%,pass=fwd_bwd'") == 4);
+	/* the backward kernels only, each passing, with its three gradients */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND kernel "
+				    "IN ('cpu_dense_bwd', 'cpu_flash_bwd')") == 16);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 16);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM grad_stats g JOIN results r ON "
+				    "r.id = g.result_id WHERE g.rows_checked > 0 AND "
+				    "g.max_abs IS NOT NULL AND g.same_max_abs IS NOT NULL") == 48);
+	/* FLOPs: seq_len 16, no mask, 4 heads, head_dim 32: 2 * 256 * 64 * 4 = 131072 forward */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+				    "r.case_id WHERE c.q_len = 16 AND c.mask = 'none' AND "
+				    "((c.pass = 'bwd' AND r.flops = 327680) OR "
+				    "(c.pass = 'fwd_bwd' AND r.flops = 458752))") == 4);
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "cpu_flash_bwd dK max_abs") &&
+		 strstr(r.out, "| pass"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, NULL, 60, &r);
+	FA_CHECK(r.status == 0 && strstr(r.out, "\"grads\": {\"dq\": {\"max_abs\": ") &&
+		 strstr(r.out, "\"pass\": \"fwd_bwd\""));
+	fa_proc_free(&r);
+	static const char *const files[] = {"case0000_do.npy", "case0000_dq_cpu_flash_bwd.npy",
+					    "case0000_dk_cpu_dense_bwd.npy", "case0000_ref_dv.npy",
+					    "case0000_ref_kv_rows.npy", "case0000_ref_dq_rows.npy"};
+	for (int i = 0; i < (int)(sizeof files / sizeof files[0]); i++) {
+		snprintf(f, sizeof f, "%s/%s", dump, files[i]);
+		FA_CHECKF(stat(f, &sb) == 0 && sb.st_size > 128, "%s", f);
+	}
+	/* a forward suite: its keys have no pass and nothing goes to grad_stats */
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--where", "q_len == 16", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE pass = 'fwd' AND key NOT "
+				    "LIKE '%pass%'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel LIKE '%bwd'") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM grad_stats") == 0);
 }

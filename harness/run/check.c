@@ -355,12 +355,18 @@ int fa_check_compare_tensor(const struct fa_problem *p, const int32_t *cu_seqlen
 		struct fa_fa_limit f = fa_check_fa_limit(cfg, dt);
 		if (grad && !(cfg->fa_k > 0))
 			f.k = FA_CHECK_GRAD_K;
-		/* a backward recomputes P = exp(s - lse) with its own summation
-		 * order of q.k: in fp32 that alone is a few units of roundoff
-		 * where the input-precision pass, which recomputes exactly its
-		 * own lse, has none (a single key: P is 1 there) */
-		if (grad && dt == FA_DTYPE_FP32 && f.l2_floor < FA_CHECK_GRAD_FP32_L2_FLOOR)
-			f.l2_floor = FA_CHECK_GRAD_FP32_L2_FLOOR;
+		/* a backward recomputes P = exp(s - lse) with a summation order
+		 * of q.k other than its forward's: in fp32 s is off by an ulp of
+		 * |s| (up to ~1e-6 at |s| ~ 10), so P and every gradient by about
+		 * as much relative, where the input-precision pass, which
+		 * recomputes its own lse exactly, has none (a single key: P is 1
+		 * there). Measured: cpu_flash_bwd dV max_abs 8.3e-6 at |dV| 4.5
+		 * against a same-precision 2.1e-6, rel_l2 6.2e-7. */
+		if (grad && dt == FA_DTYPE_FP32) {
+			if (f.l2_floor < FA_CHECK_GRAD_FP32_L2_FLOOR)
+				f.l2_floor = FA_CHECK_GRAD_FP32_L2_FLOOR;
+			f.atol += FA_CHECK_GRAD_FP32_REL_ATOL * ref_max;
+		}
 		double limit = f.k * st->same_max_abs + f.atol;
 		double limit_l2 = f.k_l2 * st->same_rel_l2 + f.l2_floor;
 		if (st->max_abs <= limit && st->rel_l2 <= limit_l2)
@@ -380,13 +386,16 @@ int fa_check_compare_tensor(const struct fa_problem *p, const int32_t *cu_seqlen
 	/* gradients are not of unit size like O: their max_abs limit scales
 	 * with the largest reference element (at least 1) */
 	double max_abs_limit = tol->max_abs * (grad && ref_max > 1 ? ref_max : 1.0);
-	if (st->max_abs <= max_abs_limit && st->rel_l2 <= tol->rel_l2)
+	/* and their rel_l2 limit is FA_CHECK_GRAD_K times O's: dS = P (dP - D)
+	 * cancels, so a correct kernel's gradients are less exact than its O */
+	double rel_l2_limit = tol->rel_l2 * (grad ? FA_CHECK_GRAD_K : 1.0);
+	if (st->max_abs <= max_abs_limit && st->rel_l2 <= rel_l2_limit)
 		return FA_VERDICT_PASS;
 	if (st->max_abs > max_abs_limit)
 		append(reason, reason_size, "max_abs %.4g > %.4g at %s (out %.6g, ref %.6g)",
 		       st->max_abs, max_abs_limit, where, st->worst_out, st->worst_ref);
-	if (st->rel_l2 > tol->rel_l2)
-		append(reason, reason_size, "rel_l2 %.4g > %.4g", st->rel_l2, tol->rel_l2);
+	if (st->rel_l2 > rel_l2_limit)
+		append(reason, reason_size, "rel_l2 %.4g > %.4g", st->rel_l2, rel_l2_limit);
 	if (cfg->rule == FA_RULE_FA)
 		append(reason, reason_size, "tolerance rule: no same-precision reference for fa");
 	return FA_VERDICT_FAIL;

@@ -97,9 +97,11 @@ struct fa_ref_grad {
 /* The fa rule's k for gradients (flash-attention's tests use 3 for dQ, dK
  * and dV, 2 for O) unless the suite sets fa_k. */
 #define FA_CHECK_GRAD_K 3.0
-/* The fa rule's rel_l2 floor for fp32 gradients: 4 x 2^-24, four units of
- * fp32 roundoff (check.c says why). */
-#define FA_CHECK_GRAD_FP32_L2_FLOOR 2.4e-7
+/* The fa rule's floors for fp32 gradients (check.c says why): rel_l2 1e-6,
+ * about 16 units of fp32 roundoff, and max_abs atol plus 2^-19 (16 units)
+ * of the largest reference element. */
+#define FA_CHECK_GRAD_FP32_L2_FLOOR 1e-6
+#define FA_CHECK_GRAD_FP32_REL_ATOL 0x1p-19
 
 /* Chooses the rows to check: all rows when the case's cost is within
  * cfg->full_limit, else cfg->rows rows drawn with the counter RNG from seed
@@ -139,7 +141,7 @@ int fa_check_compare(const struct fa_problem *p, const int32_t *cu_seqlens_q, co
  * n_rows * dim values, ref_same (or NULL) the input-precision pass. For the
  * gradients dQ, dK, dV the fa rule's k is FA_CHECK_GRAD_K (unless the suite
  * sets fa_k) and the tolerance rule's max_abs scales with the largest
- * reference element when that exceeds 1. cu_seqlens_k may be NULL for
+ * reference element when that exceeds 1, its rel_l2 by FA_CHECK_GRAD_K. cu_seqlens_k may be NULL for
  * query-side tensors. */
 int fa_check_compare_tensor(const struct fa_problem *p, const int32_t *cu_seqlens_q,
 			    const int32_t *cu_seqlens_k, int tensor, const void *buf,

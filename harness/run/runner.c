@@ -623,7 +623,8 @@ static void set_status(struct fa_result *res, int status, const char *fmt, ...)
 }
 
 static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
-			    const struct fa_ref *ref, const char *kernel, struct fa_err *err);
+			    const struct fa_ref *ref, const struct fa_ref_grad *g,
+			    const char *kernel, struct fa_err *err);
 
 /* One kernel of the current case: its launch, check and sampler. */
 struct kstate {
@@ -843,7 +844,7 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		if (v == FA_VERDICT_PASS)
 			res->reason[0] = '\0';
 	}
-	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, ck->k->name, &kerr) != FA_OK) {
+	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, ck->k->name, &kerr) != FA_OK) {
 		/* a dump that cannot be written is the run's problem, not the kernel's */
 		fa_err_set(err, kerr.rc, "%s", kerr.msg);
 		fa_err_clear(&kerr);
@@ -1279,7 +1280,9 @@ static enum fa_rc dump_tensor(const char *path, const struct fa_problem *p, int 
 	int64_t n = fa_tensor_elems(p, t);
 	enum fa_rc rc;
 	fa_tensor_shape(p, t, &tokens, &heads, &dim);
-	int64_t len = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->q_len : p->kv_len;
+	int64_t len = (t == FA_TENSOR_Q || t == FA_TENSOR_O || t == FA_TENSOR_DO || t == FA_TENSOR_DQ)
+			      ? p->q_len
+			      : p->kv_len;
 	if (p->varlen) {
 		ndim = 3;
 		if (p->layout == FA_LAYOUT_BSHD) {
@@ -1312,8 +1315,48 @@ static enum fa_rc dump_tensor(const char *path, const struct fa_problem *p, int 
 	return rc;
 }
 
+/* The backward's files: the kernel's dQ, dK, dV (every call), and once per
+ * case dO and the reference gradients with their row ids. */
+static enum fa_rc dump_grads(const char *dir, const struct fa_case *c, const struct case_bufs *b,
+			     const struct fa_ref_grad *g, const char *kernel, int with_inputs,
+			     struct fa_err *err)
+{
+	static const char *const names[3] = {"dq", "dk", "dv"};
+	const struct fa_problem *p = &c->p;
+	const int tensors[3] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
+	const void *bufs[3] = {b->hdq, b->hdk, b->hdv};
+	const double *refs[3] = {g->dq, g->dk, g->dv};
+	const int64_t n[3] = {g->n_q, g->n_k, g->n_k};
+	const int32_t dims[3] = {p->head_dim, p->head_dim, p->head_dim_v};
+	char path[1024];
+	enum fa_rc rc = FA_OK;
+	for (int i = 0; i < 3 && rc == FA_OK; i++) {
+		snprintf(path, sizeof path, "%s/case%04d_%s_%s.npy", dir, c->index, names[i], kernel);
+		rc = dump_tensor(path, p, tensors[i], bufs[i], err);
+	}
+	if (rc != FA_OK || !with_inputs)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_do.npy", dir, c->index);
+	if ((rc = dump_tensor(path, p, FA_TENSOR_DO, b->hdo, err)) != FA_OK)
+		return rc;
+	for (int i = 0; i < 3 && rc == FA_OK; i++) {
+		int64_t shape[2] = {n[i], dims[i]};
+		snprintf(path, sizeof path, "%s/case%04d_ref_%s.npy", dir, c->index, names[i]);
+		rc = fa_npy_write(path, "<f8", shape, 2, refs[i], n[i] * dims[i], 8, err);
+	}
+	if (rc != FA_OK)
+		return rc;
+	int64_t sq[1] = {g->n_q}, sk[1] = {g->n_k};
+	snprintf(path, sizeof path, "%s/case%04d_ref_dq_rows.npy", dir, c->index);
+	if ((rc = fa_npy_write(path, "<i8", sq, 1, g->q_rows, g->n_q, 8, err)) != FA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_ref_kv_rows.npy", dir, c->index);
+	return fa_npy_write(path, "<i8", sk, 1, g->k_rows, g->n_k, 8, err);
+}
+
 static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
-			    const struct fa_ref *ref, const char *kernel, struct fa_err *err)
+			    const struct fa_ref *ref, const struct fa_ref_grad *g,
+			    const char *kernel, struct fa_err *err)
 {
 	char path[1024];
 	const char *dir = r->cfg.dump_dir;
@@ -1327,7 +1370,10 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	if ((rc = dump_tensor(path, p, FA_TENSOR_O, b->ho, err)) != FA_OK)
 		return rc;
 	snprintf(path, sizeof path, "%s/case%04d_q.npy", dir, c->index);
-	if (access(path, F_OK) == 0)
+	int first = access(path, F_OK) != 0;
+	if (c->pass != FA_PASS_FWD && (rc = dump_grads(dir, c, b, g, kernel, first, err)) != FA_OK)
+		return rc;
+	if (!first)
 		return FA_OK; /* inputs and reference already written for an earlier kernel */
 	if (!hq) { /* device-filled inputs: regenerate the same bits on the host */
 		own = 1;
@@ -1365,17 +1411,20 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	if (!f)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
 	fprintf(f, "{\"schema_version\": %d, \"index\": %d, \"key\": \"%s\", \"seed\": \"%llu\", \"scale\": %.9g, "
-		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"varlen\": %d, "
+		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"pass\": \"%s\", \"varlen\": %d, "
 		   "\"cu_seqlens_q\": [",
 		FA_JSON_SCHEMA_VERSION, c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
-		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->varlen);
+		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask),
+		fa_pass_name(c->pass), p->varlen);
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_q[i]);
 	fprintf(f, "], \"cu_seqlens_k\": [");
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_k[i]);
-	fprintf(f, "], \"ref_rows\": \"row = token * heads + head\", "
-		   "\"note\": \"bf16 tensors are stored widened to float32 (exact)\"}\n");
+	fprintf(f, "], \"ref_rows\": \"row = token * heads + head\", ");
+	if (c->pass != FA_PASS_FWD) /* ref_dq rows are ref_rows; ref_dk, ref_dv rows: */
+		fprintf(f, "\"ref_kv_rows\": \"row = key token * kv_heads + kv head\", ");
+	fprintf(f, "\"note\": \"bf16 tensors are stored widened to float32 (exact)\"}\n");
 	if (fclose(f) != 0)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
 	return FA_OK;

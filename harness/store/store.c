@@ -219,8 +219,7 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN running TEXT;\n",
 	/* 3 -> 4: the backward pass: what a case times, and the error
 	 * statistics of each gradient of a result */
-	"ALTER TABLE cases ADD COLUMN pass TEXT NOT NULL DEFAULT 'fwd'\n"
-	"  CHECK (pass IN ('fwd', 'bwd', 'fwd_bwd'));\n"
+	"ALTER TABLE cases ADD COLUMN pass TEXT NOT NULL DEFAULT 'fwd';\n"
 	"CREATE TABLE grad_stats (\n"
 	"  result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,\n"
 	"  tensor TEXT NOT NULL CHECK (tensor IN ('dq', 'dk', 'dv')),\n"

@@ -95,13 +95,14 @@ struct fa_ref_grad {
 };
 
 /* The fa rule's k for gradients (flash-attention's tests use 3 for dQ, dK
- * and dV, 2 for O) unless the suite sets fa_k. */
+ * and dV, 2 for O) unless the suite sets fa_k; also their k_l2. */
 #define FA_CHECK_GRAD_K 3.0
-/* The fa rule's floors for fp32 gradients (check.c says why): rel_l2 1e-6,
- * about 16 units of fp32 roundoff, and max_abs atol plus 2^-19 (16 units)
- * of the largest reference element. */
-#define FA_CHECK_GRAD_FP32_L2_FLOOR 1e-6
-#define FA_CHECK_GRAD_FP32_REL_ATOL 0x1p-19
+/* The fa rule's floors for fp32 gradients (check.c says why): rel_l2 at
+ * least 2^-14 (6.1e-5, about 2^10 units of fp32 roundoff) and max_abs atol
+ * plus 2^-14 of the largest reference element. A TF32-like 10-bit kernel
+ * (rel_l2 ~1e-3) and every bug of tests/mutants still fail by far. */
+#define FA_CHECK_GRAD_FP32_L2_FLOOR 0x1p-14
+#define FA_CHECK_GRAD_FP32_REL_ATOL 0x1p-14
 
 /* Chooses the rows to check: all rows when the case's cost is within
  * cfg->full_limit, else cfg->rows rows drawn with the counter RNG from seed

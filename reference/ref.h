@@ -31,6 +31,22 @@ enum fa_rc fa_ref_compute(const struct fa_problem *p, const int32_t *cu_seqlens_
 			  int same_precision, int nthreads, volatile int *cancel, struct fa_ref *ref,
 			  struct fa_err *err);
 
+/* The backward's reference (reference/ref_bwd.c): dQ of query rows
+ * q_rows[0..n_q) and dK, dV of key rows k_rows[0..n_k) (struct
+ * fa_ref_grad) from the host inputs q, k, v and d_o (dO, laid out as O),
+ * each row exact in fp64 over every query and key the mask allows, GQA
+ * summed over the query heads of a group; with same_precision also the
+ * input-precision pass. g takes copies of the row lists. *cancel (may be
+ * NULL) stops early with FA_ERR_CANCELLED. On error g is left empty. */
+enum fa_rc fa_ref_bwd_compute(const struct fa_problem *p, const int32_t *cu_seqlens_q,
+			      const int32_t *cu_seqlens_k, const int32_t *prefix_lens, const void *q,
+			      const void *k, const void *v, const void *d_o, const int64_t *q_rows,
+			      int64_t n_q, const int64_t *k_rows, int64_t n_k, int same_precision,
+			      int nthreads, volatile int *cancel, struct fa_ref_grad *g,
+			      struct fa_err *err);
+
+void fa_ref_grad_free(struct fa_ref_grad *g);
+
 /* Sequence index and position within it of packed query token T. */
 void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,
 		   int32_t *t);

@@ -420,6 +420,127 @@ FA_TEST(cuda, flash_simt_outliers)
 	check_kernel("cuda_flash_simt", FA_DIST_OUTLIERS, ARITH_OUTLIERS);
 }
 
+/* cuda_flash_bwd_simt after cuda_flash_simt (which writes the LSE) on every
+ * kernel case: dQ, dK, dV of every row against the CPU reference under the
+ * tolerance rule, no element left poisoned, and the same bits on a second
+ * launch (no atomics). */
+FA_TEST(cuda, flash_bwd_simt_matches_reference)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *fk, *bk;
+	struct fa_check_cfg cfg;
+	uint64_t seed;
+	if (!s)
+		return;
+	fk = find_kernel(s, "cuda_flash_simt");
+	bk = find_kernel(s, "cuda_flash_bwd_simt");
+	FA_REQUIRE(fk && bk && fa_kernel_writes_lse(fk) && fa_kernel_pass(bk) == FA_PASS_BWD);
+	fa_check_defaults(&cfg); /* the tolerance rule: test_bwd.c says why */
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof kernel_cases / sizeof kernel_cases[0]; i++) {
+		const struct fa_problem *p;
+		struct tcase t;
+		struct bufs d;
+		struct fa_launch_args a;
+		struct fa_ref_grad g;
+		struct fa_err err;
+		void *ddo = NULL, *dg[3] = {NULL, NULL, NULL}, *lse = NULL, *bws = NULL;
+		void *h1[3] = {NULL, NULL, NULL}, *h2[3] = {NULL, NULL, NULL}, *hdo = NULL;
+		const int tensors[3] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
+		int64_t nq, nk, *qr = NULL, *kr = NULL;
+		char what[64];
+		int code;
+		build(&kernel_cases[i], &t);
+		p = &t.p;
+		snprintf(what, sizeof what, "cuda_flash_bwd_simt case %zu", i);
+		code = bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d);
+		hdo = malloc(tensor_bytes(p, FA_TENSOR_DO) + 1);
+		FA_REQUIRE(code == 0 && hdo);
+		fa_data_fill(p, FA_TENSOR_DO, FA_DIST_NORMAL, seed + i, hdo, 0);
+		code = upload_new(s, hdo, tensor_bytes(p, FA_TENSOR_DO), &ddo);
+		for (int j = 0; j < 3 && code == 0; j++) {
+			h1[j] = malloc(tensor_bytes(p, tensors[j]) + 1);
+			h2[j] = malloc(tensor_bytes(p, tensors[j]) + 1);
+			code = BE.alloc(CTX, tensor_bytes(p, tensors[j]), &dg[j]);
+		}
+		if (code == 0)
+			code = BE.alloc(CTX, sizeof(float) * (size_t)p->total_q * p->heads + 4, &lse);
+		if (code == 0)
+			code = BE.alloc(CTX, bk->workspace_bytes(p, NULL) + 4, &bws);
+		FA_REQUIRE(code == 0);
+		launch_args(s, &t, &d, &a);
+		a.struct_size = sizeof a;
+		a.lse = lse;
+		code = fk->launch(&a);
+		a.workspace = bws;
+		a.workspace_bytes = bk->workspace_bytes(p, NULL);
+		a.d_o = ddo;
+		a.dq = dg[0];
+		a.dk = dg[1];
+		a.dv = dg[2];
+		for (int run = 0; run < 2 && code == 0; run++) {
+			for (int j = 0; j < 3 && code == 0; j++)
+				code = BE.memset(CTX, dg[j], FA_POISON_BYTE, tensor_bytes(p, tensors[j]));
+			if (code == 0)
+				code = bk->launch(&a);
+			if (code == 0)
+				code = BE.synchronize(CTX);
+			for (int j = 0; j < 3 && code == 0; j++)
+				code = BE.download(CTX, run ? h2[j] : h1[j], dg[j],
+						   tensor_bytes(p, tensors[j]));
+		}
+		if (code == 0)
+			code = BE.download(CTX, d.ho, d.o, tensor_bytes(p, FA_TENSOR_O));
+		FA_CHECKF(code == 0, "%s: %s", what, BE.error_string(CTX, code));
+		nq = (int64_t)p->total_q * p->heads;
+		nk = (int64_t)p->total_k * p->kv_heads;
+		qr = malloc(sizeof *qr * (size_t)(nq + 1));
+		kr = malloc(sizeof *kr * (size_t)(nk + 1));
+		for (int64_t r = 0; qr && r < nq; r++)
+			qr[r] = r;
+		for (int64_t r = 0; kr && r < nk; r++)
+			kr[r] = r;
+		fa_err_clear(&err);
+		if (code == 0 && qr && kr &&
+		    fa_ref_bwd_compute(p, t.cuq, t.cuk, t.pl, d.hq, d.hk, d.hv, hdo, qr, nq, kr, nk, 1,
+				       0, NULL, &g, &err) == FA_OK) {
+			const double *want[3] = {g.dq, g.dk, g.dv};
+			const float *same[3] = {g.dq_same, g.dk_same, g.dv_same};
+			for (int j = 0; j < 3; j++) {
+				struct fa_err_stats st;
+				char rule[32], reason[512];
+				FA_CHECKF(fa_check_compare_tensor(p, t.cuq, t.cuk, tensors[j], h1[j],
+								  j ? kr : qr, j ? nk : nq, want[j],
+								  same[j], &cfg, &st, rule, sizeof rule,
+								  reason, sizeof reason) ==
+						  FA_VERDICT_PASS,
+					  "%s: d%c: %s", what, "QKV"[j], reason);
+				FA_CHECKF(memcmp(h1[j], h2[j], tensor_bytes(p, tensors[j])) == 0,
+					  "%s: d%c differs between two launches", what, "QKV"[j]);
+			}
+			fa_ref_grad_free(&g);
+		} else if (code == 0) {
+			FA_CHECKF(0, "%s: reference: %s", what, err.msg);
+		}
+		for (int j = 0; j < 3; j++) {
+			if (dg[j])
+				BE.free(CTX, dg[j]);
+			free(h1[j]);
+			free(h2[j]);
+		}
+		if (ddo)
+			BE.free(CTX, ddo);
+		if (lse)
+			BE.free(CTX, lse);
+		if (bws)
+			BE.free(CTX, bws);
+		free(hdo);
+		free(qr);
+		free(kr);
+		bufs_free(s, &d);
+	}
+}
+
 FA_TEST(cuda, kernels_refuse_what_they_cannot_run)
 {
 	struct fa_backend_slot *s = cuda();

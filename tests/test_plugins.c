@@ -317,19 +317,20 @@ static void check_refusal(const char *variant, const char *want_fmt)
 
 FA_TEST(plugins, refusals_name_the_reason)
 {
-	check_refusal("future", "not loaded: plugin %s has backend API version 3; this fabench "
-				"knows versions 1 to 2\n");
+	check_refusal("future", "not loaded: plugin %s has backend API version 4; this fabench "
+				"knows versions 1 to 3\n");
 	check_refusal("nolaunch", "not loaded: plugin %s: backend 'bad' has no 'launch' in kernel "
 				  "'bad_k'\n");
 	check_refusal("noalloc", "not loaded: plugin %s: backend 'bad' has no 'alloc'\n");
-	check_refusal("kfuture", "plugin %s: not loaded: cpu: kernel plugin API version 3; this "
-				 "fabench knows versions 2 to 2");
+	check_refusal("kfuture", "plugin %s: not loaded: cpu: kernel plugin API version 4; this "
+				 "fabench knows versions 2 to 3");
+	check_refusal("knofwd", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'fwd_kernel'");
 	check_refusal("knolaunch", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'launch'");
 	check_refusal("kclash", "plugin %s: not loaded: cpu: kernel 'cpu_flash' is already "
 				"provided by the built-in cpu backend");
 	/* (a kernel plugin's line goes on with the other backends' answers, e.g.
 	 * "; cuda: ..." where a GPU is) */
-	/* a refused plugin changes nothing: cpu still has its own two kernels */
+	/* a refused plugin changes nothing: cpu still has its own four kernels */
 	char so[1100];
 	struct fa_registry reg;
 	struct fa_err err;
@@ -340,7 +341,7 @@ FA_TEST(plugins, refusals_name_the_reason)
 	unsetenv("FABENCH_PLUGINS");
 	FA_REQUIRE(rc == FA_OK);
 	FA_CHECK(reg.n_plugins == 1 && reg.plugins[0].n_att == 0);
-	FA_CHECK(fa_backend_kernel_count(&reg.slots[0]) == 2);
+	FA_CHECK(fa_backend_kernel_count(&reg.slots[0]) == 4);
 	fa_registry_free(&reg);
 	/* a path that does not exist, and a file that is no shared object */
 	char plug[1300], want[2400], *env[] = {plug, NULL};
@@ -372,6 +373,43 @@ FA_TEST(plugins, plugin_error_codes_in_words)
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
 			   "status = 'error' AND reason LIKE '%bad library status 1%'") == 2);
+}
+
+/* A version 2 kernel plugin loads and its kernel is a forward one, whatever
+ * lies past its record's version 2 size; a backward kernel whose forward
+ * does not write the LSE, or is not loaded, gets an error result naming it. */
+FA_TEST(plugins, version_2_kernels_and_backward_forwards)
+{
+	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kv2.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kv2.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
+			   "status = 'fail' AND reason LIKE '%unwritten%'") == 2);
+
+	snprintf(so, sizeof so, "%s/libbad-kbwd.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kbwd.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k,bad_m", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
+			   "status = 'error' AND reason = 'forward kernel ''bad_f'' of ''bad_k'' "
+			   "does not write the LSE'") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_m' AND "
+			   "status = 'error' AND reason = 'forward kernel ''no_such_forward'' of "
+			   "''bad_m'' is not loaded'") == 4);
 }
 
 FA_TEST(plugins, kernel_records_are_checked)
@@ -416,6 +454,21 @@ FA_TEST(plugins, kernel_records_are_checked)
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
 		 strcmp(what, "n_params 9 outside 0..8") == 0);
 	k.n_params = 0;
+	/* version 3: the pass, read only when struct_size covers it */
+	k.pass = 5;
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what)); /* struct_size 0: version 1 */
+	k.struct_size = sizeof k;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "pass 5 is neither FA_PASS_FWD nor FA_PASS_BWD") == 0);
+	k.pass = FA_PASS_BWD;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "fwd_kernel") == 0);
+	k.fwd_kernel = "ok_fwd";
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what) && fa_kernel_pass(&k) == FA_PASS_BWD);
+	k.struct_size = (uint32_t)offsetof(struct fa_kernel, pass);
+	FA_CHECK(fa_kernel_pass(&k) == FA_PASS_FWD && !fa_kernel_fwd_name(&k));
+	k.struct_size = 0;
+	k.pass = FA_PASS_FWD;
+	k.fwd_kernel = NULL;
 	k.n_head_dims = 2;
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) && strcmp(miss, "head_dims") == 0);
 	k.n_head_dims = 0;

@@ -1127,6 +1127,7 @@ FA_TEST(store, migrates_version_1_to_2)
 				"ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				"ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN "
 				"running; DROP TABLE build_results; DROP TABLE build_runs; "
+				"ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; "
 				"PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
@@ -1165,7 +1166,7 @@ FA_TEST(store, running_mark_migrates_and_clears)
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
-				     "ALTER TABLE runs DROP COLUMN running; DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 2",
+				     "ALTER TABLE runs DROP COLUMN running; DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 2",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
@@ -1291,7 +1292,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	/* writable: migrated as a writer would, then read */
@@ -1301,7 +1302,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"DROP TABLE build_results; DROP TABLE build_runs; PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(chmod(path, 0444) == 0);
@@ -1343,4 +1344,60 @@ FA_TEST(store, readonly_refusals)
 	s = NOT_NULL;
 	FA_CHECK(fa_store_open_readonly(":memory:", &s, &err) == FA_ERR_NOT_FOUND);
 	FA_CHECK(s == NULL);
+}
+
+/* Version 4: a version-3 file with a forward case gains cases.pass ('fwd'
+ * for it) and grad_stats; a bwd case then stores its pass and one
+ * grad_stats row per gradient, a forward result none. */
+FA_TEST(store, backward_pass_and_grad_stats)
+{
+	const char *path = fresh_db("v3-bwd.db");
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result r[2];
+	double samples[3];
+	char key[32];
+	int64_t run_id = 0, case_id = 0;
+	sqlite3 *raw = NULL;
+	fa_err_clear(&err);
+	fill_run_info(&ri, NULL);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(s, &ri, &run_id, &err) == FA_OK);
+	simple_case(&c, 0, key, sizeof key);
+	simple_result(&r[0], "cpu_flash", samples, 3, 1.0);
+	FA_REQUIRE(fa_store_case_commit(s, run_id, &c, r, 1, &case_id, &err) == FA_OK);
+	fa_store_close(s);
+	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw,
+				"ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; "
+				"PRAGMA user_version = 3",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
+	FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
+	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM cases WHERE pass = 'fwd'", 0) == 1);
+	simple_case(&c, 1, key, sizeof key);
+	c.pass = FA_PASS_BWD;
+	simple_result(&r[0], "cpu_flash_bwd", samples, 3, 2.5);
+	r[0].checked = 1;
+	r[0].grad_checked = 1;
+	for (int g = 0; g < FA_GRAD_COUNT; g++)
+		r[0].st_grad[g] = (struct fa_err_stats){.max_abs = 0.25 * (g + 1), .rel_l2 = 1e-3,
+							.same_max_abs = -1, .worst_index = -1,
+							.rows_checked = 10 + g, .elems_checked = 640,
+							.unwritten = g == 2 ? 5 : 0};
+	simple_result(&r[1], "cpu_dense_bwd", samples, 3, 3.0);
+	FA_REQUIRE(fa_store_case_commit(s, run_id, &c, r, 2, &case_id, &err) == FA_OK);
+	sqlite3 *db = fa_store_db(s);
+	FA_CHECK(query_int(db, "SELECT count(*) FROM cases WHERE pass = 'bwd' AND id = ?", case_id) ==
+		 1);
+	FA_CHECK(query_int(db, "SELECT count(*) FROM grad_stats", 0) == 3);
+	FA_CHECK(query_int(db, "SELECT rows_checked FROM grad_stats WHERE tensor = 'dk'", 0) == 11);
+	FA_CHECK(query_int(db, "SELECT unwritten FROM grad_stats WHERE tensor = 'dv'", 0) == 5);
+	FA_CHECK(query_int(db, "SELECT count(*) FROM grad_stats WHERE tensor = 'dq' AND "
+			       "max_abs = 0.25 AND same_max_abs IS NULL AND worst_index IS NULL",
+			   0) == 1);
+	fa_store_close(s);
 }

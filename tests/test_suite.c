@@ -628,7 +628,7 @@ FA_TEST(suite, shipped_suites)
 	} suites[] = {
 		{"suites/smoke.yaml", 40, 80},	   {"suites/vit.yaml", 20, 200},
 		{"suites/llm-prefill.yaml", 20, 200}, {"suites/decode.yaml", 20, 200},
-		{"suites/prefixlm.yaml", 10, 200},
+		{"suites/prefixlm.yaml", 10, 200}, {"suites/training.yaml", 20, 200},
 	};
 	char cwd[PATH_MAX];
 	struct fa_suite s;
@@ -675,6 +675,21 @@ FA_TEST(suite, shipped_suites)
 			FA_CHECK((int64_t)p->batch * p->kv_len <= 4194304);
 			FA_CHECK(p->q_len <= 16 && p->mask == FA_MASK_CAUSAL && p->kv_heads == 8);
 		}
+		fa_suite_free(&s);
+	}
+	/* training: backward cases only, bf16; ViT 72/80 unmasked, 128 causal */
+	if (LOAD("suites/training.yaml", 0, &s)) {
+		int vit = 0, llm = 0, gqa = 0, batch2 = 0, fwd_bwd = 0;
+		for (int i = 0; i < s.n_cases; i++) {
+			const struct fa_case *c = &s.cases[i];
+			FA_CHECKF(c->pass != FA_PASS_FWD && c->p.dtype == FA_DTYPE_BF16, "%s", c->key);
+			vit += (c->p.head_dim == 72 || c->p.head_dim == 80) && c->p.mask == FA_MASK_NONE;
+			llm += c->p.head_dim == 128 && c->p.mask == FA_MASK_CAUSAL;
+			gqa |= c->p.heads == 4 * c->p.kv_heads;
+			batch2 |= c->p.batch == 2;
+			fwd_bwd |= c->pass == FA_PASS_FWD_BWD;
+		}
+		FA_CHECK(vit + llm == s.n_cases && vit > 0 && llm > 0 && gqa && batch2 && fwd_bwd);
 		fa_suite_free(&s);
 	}
 	/* prefixlm: every single-sequence prefix is 1/4, 1/2 or 3/4 */

@@ -270,7 +270,8 @@ FA_TEST(tags, schema_3_upgrades)
 				     "DROP TABLE build_results; DROP TABLE build_runs; "
 				     "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; "
 				     "ALTER TABLE runs DROP COLUMN merged_from; "
-				     "ALTER TABLE results DROP COLUMN device; PRAGMA user_version = 3",
+				     "ALTER TABLE results DROP COLUMN device; "
+				     "ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 3",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &st, &err) == FA_OK);

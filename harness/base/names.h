@@ -19,4 +19,11 @@ int fa_mask_parse(const char *s);
 int fa_layout_parse(const char *s);
 int fa_dist_parse(const char *s);
 
+/* The gradients of the backward pass, in the order stored (grad_stats) and
+ * reported */
+enum fa_grad { FA_GRAD_DQ = 0, FA_GRAD_DK = 1, FA_GRAD_DV = 2, FA_GRAD_COUNT };
+const char *fa_grad_name(int grad);   /* "dq", "dk", "dv" */
+const char *fa_pass_name(int pass);   /* enum fa_pass (plugin.h): "fwd", "bwd", "fwd_bwd" */
+int fa_pass_parse(const char *s);
+
 #endif /* FA_NAMES_H */

@@ -56,11 +56,12 @@ static void print_json(const struct fa_suite *s, FILE *f)
 			", \"batch\": %d, \"heads\": %d, \"kv_heads\": %d, \"q_len\": %d, "
 			"\"kv_len\": %d, \"head_dim\": %d, \"head_dim_v\": %d, \"dtype\": \"%s\", "
 			"\"mask\": \"%s\", \"prefix_len\": %d, \"window\": %d, \"layout\": \"%s\", "
-			"\"input\": \"%s\", \"varlen\": %d, \"total_q\": %d, \"total_k\": %d, "
-			"\"scale\": %.9g, \"seed\": \"%llu\"",
+			"\"input\": \"%s\", \"pass\": \"%s\", \"varlen\": %d, \"total_q\": %d, "
+			"\"total_k\": %d, \"scale\": %.9g, \"seed\": \"%llu\"",
 			p->batch, p->heads, p->kv_heads, p->q_len, p->kv_len, p->head_dim, p->head_dim_v,
 			fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->prefix_len, p->window,
-			fa_layout_name(p->layout), fa_dist_name(c->dist), p->varlen, p->total_q,
+			fa_layout_name(p->layout), fa_dist_name(c->dist), fa_pass_name(c->pass),
+			p->varlen, p->total_q,
 			p->total_k, (double)p->scale, (unsigned long long)c->seed);
 		json_ints(f, "seqlens", p->varlen ? c->cu_seqlens_q : NULL, p->batch, 1);
 		json_ints(f, "kv_seqlens", p->varlen ? c->cu_seqlens_k : NULL, p->batch, 1);
@@ -84,7 +85,8 @@ static void print_json(const struct fa_suite *s, FILE *f)
 			fputc(']', f);
 		}
 		fprintf(f, ", \"flops\": %.17g, \"bytes\": %.17g}",
-			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens),
+			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass),
 			fa_problem_bytes(p));
 	}
 	fprintf(f, "\n]}\n");

@@ -41,7 +41,9 @@ static void help(void)
 	       "Runs every case of SUITE.yaml on one backend: inputs drawn from a counter-based\n"
 	       "RNG (seed printed; --seed replays), the output poisoned, one checked launch\n"
 	       "against the dense fp64 reference, then timed samples until the stopping rule\n"
-	       "holds. Each case is committed to the database as soon as it finishes.\n\n"
+	       "holds. Each case is committed to the database as soon as it finishes.\n"
+	       "Cases with pass: bwd or fwd_bwd run the backward kernels (dQ, dK, dV after\n"
+	       "one forward; checked per gradient) and fwd cases the forward ones.\n\n"
 	       "options:\n"
 	       "  --backend NAME     cpu, cuda, hip or auto (default: the best one loaded)\n"
 	       "  --kernels LIST     comma-separated kernel names or globs (cpu_flash,cuda_*)\n"
@@ -79,6 +81,7 @@ static void help(void)
 	       "                     is stored as error, one that hangs as timeout, and the\n"
 	       "                     run goes on\n"
 	       "  --dump DIR         write q, k, v, outputs and reference as .npy files\n"
+	       "                     (backward cases: dO, dQ, dK, dV and their reference)\n"
 	       "  --report FILE      write the markdown report of this run to FILE\n"
 	       "  --quiet            no per-case progress lines\n"
 	       "  --shard K/N        run share K of N of the cases (1 <= K <= N), chosen by a\n"
@@ -1212,7 +1215,8 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 		for (int i = 0; i < n; i++)
 			if (res[i].flops == 0) { /* a result the worker could not send */
 				res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k,
-								c->prefix_lens);
+								c->prefix_lens) *
+					       fa_pass_flops_factor(c->pass);
 				res[i].bytes = fa_problem_bytes(&c->p);
 				res[i].mem_bytes = fa_runner_mem_estimate(c, &plan->kernels[ci][i]);
 				res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;

@@ -79,6 +79,7 @@ int fa_report_format_parse(const char *s)
 
 struct report {
 	struct fa_rows run, cases, res;
+	struct fa_rows grads; /* grad_stats rows of the run's results, by result id */
 	int *res_case;    /* case row of each result row */
 	char **res_label; /* column label of each result row */
 	const char **labels; /* kernel columns (pointing into res_label) */
@@ -110,6 +111,7 @@ static void report_free(struct report *r)
 	fa_rows_free(&r->run);
 	fa_rows_free(&r->cases);
 	fa_rows_free(&r->res);
+	fa_rows_free(&r->grads);
 	free(r->labels);
 	free(r->res_shown);
 	free(r->res_case);
@@ -127,6 +129,20 @@ static const char *res_text(const struct report *r, int row, const char *name)
 static int res_real(const struct report *r, int row, const char *name, double *v)
 {
 	return fa_rows_real(&r->res, row, name, v);
+}
+
+/* Column name (max_abs, rel_l2, same_max_abs) of gradient tensor ("dq",
+ * "dk", "dv") of result row: 1 and *v when stored. */
+static int grad_real(const struct report *r, int row, const char *tensor, const char *name,
+		     double *v)
+{
+	int64_t id = fa_rows_int(&r->res, row, "id");
+	for (int i = 0; i < r->grads.nrows; i++) {
+		const char *t = fa_rows_text(&r->grads, i, "tensor");
+		if (fa_rows_int(&r->grads, i, "result_id") == id && t && strcmp(t, tensor) == 0)
+			return fa_rows_real(&r->grads, i, name, v);
+	}
+	return 0;
 }
 
 /* The status shown: the stored one, but unchecked for a pass nobody
@@ -391,6 +407,8 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		rc = fa_reader_rows(s, FA_ROWS_CASES, run_id, &r->cases, err);
 	if (rc == FA_OK)
 		rc = fa_reader_rows(s, FA_ROWS_RESULTS, run_id, &r->res, err);
+	if (rc == FA_OK)
+		rc = fa_reader_rows(s, FA_ROWS_GRADS, run_id, &r->grads, err);
 	if (rc != FA_OK)
 		return rc;
 
@@ -522,7 +540,7 @@ static const struct md_param md_params[] = {
 	{"head_dim_v", "head_dim"}, {"dtype", NULL},   {"mask", NULL},
 	{"prefix_len", NULL},   {"window", NULL},      {"layout", NULL},
 	{"input", NULL},        {"seqlens", NULL},     {"kv_seqlens", "seqlens"},
-	{"prefix_lens", NULL},  {"scale", NULL},
+	{"prefix_lens", NULL},  {"scale", NULL},       {"pass", NULL},
 };
 
 static int cell_equal(const struct fa_cell *a, const struct fa_cell *b)
@@ -582,7 +600,9 @@ static int param_is_column(const struct fa_rows *cases, const struct md_param *m
 enum md_col_kind {
 	MC_IDX, MC_PARAM,
 	/* a kernel column's cells (>= MC_MS) */
-	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME, MC_STATUS,
+	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME,
+	MC_DQ, MC_DK, MC_DV, /* a backward's max_abs of dQ, dK, dV */
+	MC_STATUS,
 	MC_METRIC, /* --metric: the value, its noise and a mark */
 };
 
@@ -759,6 +779,13 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 		if (res_real(r, row, "max_abs", &v))
 			fmt_err(v, buf, size);
 		break;
+	case MC_DQ:
+	case MC_DK:
+	case MC_DV:
+		if (grad_real(r, row, col->kind == MC_DQ ? "dq" : col->kind == MC_DK ? "dk" : "dv",
+			      "max_abs", &v))
+			fmt_err(v, buf, size);
+		break;
 	case MC_STATUS:
 		if (status == FA_STATUS_FAIL)
 			snprintf(buf, size, "FAIL");
@@ -794,7 +821,7 @@ static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_e
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 8 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 11 * r->nk;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -815,10 +842,12 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			t->cols[ncols++] = (struct md_col){MC_PARAM, md_params[i].name, 0, numeric};
 		}
 	for (int k = 0; k < r->nk; k++) {
-		int not_pass = 0, fa_rule = 0;
+		int not_pass = 0, fa_rule = 0, grads = 0;
 		for (int c = 0; c < r->cases.nrows; c++) {
 			int row = r->grid[(size_t)c * r->nk + k];
 			const char *rule = row >= 0 ? res_text(r, row, "rule") : NULL;
+			double v;
+			grads |= row >= 0 && grad_real(r, row, "dq", "max_abs", &v);
 			not_pass |= row >= 0 && res_status(r, row) != FA_STATUS_PASS;
 			fa_rule |= rule && strcmp(rule, "fa") == 0;
 		}
@@ -835,6 +864,11 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
 		if (fa_rule)
 			t->cols[ncols++] = (struct md_col){MC_SAME, NULL, k, 1};
+		if (grads) { /* a backward kernel: max_abs is its forward's O */
+			t->cols[ncols++] = (struct md_col){MC_DQ, NULL, k, 1};
+			t->cols[ncols++] = (struct md_col){MC_DK, NULL, k, 1};
+			t->cols[ncols++] = (struct md_col){MC_DV, NULL, k, 1};
+		}
 		if (not_pass)
 			t->cols[ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
 	}
@@ -857,6 +891,9 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
 		case MC_SAME: snprintf(buf, sizeof buf, "%s same_max_abs", label); break;
+		case MC_DQ: snprintf(buf, sizeof buf, "%s dQ max_abs", label); break;
+		case MC_DK: snprintf(buf, sizeof buf, "%s dK max_abs", label); break;
+		case MC_DV: snprintf(buf, sizeof buf, "%s dV max_abs", label); break;
 		case MC_METRIC:
 			snprintf(buf, sizeof buf, "%s %s", label,
 				 r->metric == FA_METRIC_MS ? "ms"
@@ -1189,6 +1226,8 @@ static void write_common(FILE *out, const struct report *r, const struct markup 
 			continue;
 		if (strcmp(mp->name, "scale") == 0 && !fa_rows_int(&r->cases, 0, "scale_set"))
 			continue;
+		if (strcmp(mp->name, "pass") == 0 && c->type == FA_CELL_TEXT && strcmp(c->s, "fwd") == 0)
+			continue; /* the default, as before passes existed */
 		param_text(c, buf, sizeof buf);
 		if (!n++)
 			fprintf(out, "%sCommon to every case: ", m->p);
@@ -1630,6 +1669,30 @@ static void json_cell(FILE *out, const struct fa_cell *c)
 	}
 }
 
+/* A backward's result: "grads": {"dq": {"max_abs": .., "rel_l2": ..,
+ * "same_max_abs": ..}, "dk": .., "dv": ..} after its other members; nothing
+ * for a forward result (the format of forward runs is unchanged). */
+static void write_json_grads(FILE *out, const struct report *r, int row)
+{
+	static const char *const tensors[] = {"dq", "dk", "dv"};
+	double v;
+	if (!grad_real(r, row, "dq", "max_abs", &v))
+		return;
+	fputs("      \"grads\": {", out);
+	for (int g = 0; g < 3; g++) {
+		fprintf(out, "%s\"%s\": {", g ? ", " : "", tensors[g]);
+		for (int j = 2; j < r->grads.ncols; j++) {
+			fprintf(out, "%s\"%s\": ", j > 2 ? ", " : "", r->grads.cols[j]);
+			if (grad_real(r, row, tensors[g], r->grads.cols[j], &v))
+				fa_table_json_real(out, v);
+			else
+				fputs("null", out);
+		}
+		fputs("}", out);
+	}
+	fputs("}\n", out);
+}
+
 static void write_json(FILE *out, const struct report *r)
 {
 	fprintf(out, "{\n  \"schema_version\": %d,\n  \"run\": {\n", FA_JSON_SCHEMA_VERSION);
@@ -1646,11 +1709,15 @@ static void write_json(FILE *out, const struct report *r)
 	fputs(",\n  \"results\": [", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
-		double x = speedup_of(r, i);
+		double x = speedup_of(r, i), gv;
+		int has_grads = grad_real(r, i, "dq", "max_abs", &gv);
 		fputs(o ? ",\n    {\n" : "\n    {\n", out);
 		/* the case on one line: it repeats for every kernel */
 		fputs("      \"case\": {", out);
 		for (int j = 1; j < r->cases.ncols; j++) {
+			const char *pass = fa_rows_text(&r->cases, c, "pass");
+			if (strcmp(r->cases.cols[j], "pass") == 0 && (!pass || strcmp(pass, "fwd") == 0))
+				continue; /* forward cases as before passes existed */
 			fprintf(out, "%s\"%s\": ", j > 1 ? ", " : "", r->cases.cols[j]);
 			json_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
@@ -1693,8 +1760,9 @@ static void write_json(FILE *out, const struct report *r)
 				else
 					fputs("null", out);
 			}
-			fputs(j + 1 < r->res.ncols ? ",\n" : "\n", out);
+			fputs(j + 1 < r->res.ncols || has_grads ? ",\n" : "\n", out);
 		}
+		write_json_grads(out, r, i);
 		fputs("    }", out);
 	}
 	fputs(r->res.nrows ? "\n  ]\n}\n" : "]\n}\n", out);

@@ -224,7 +224,33 @@ int fa_kernel_validate(const struct fa_kernel *k, const char **missing, char *wh
 			return 0;
 		}
 	}
+	if (FA_RECORD_HAS(struct fa_kernel, k, pass) && k->pass != FA_PASS_FWD &&
+	    k->pass != FA_PASS_BWD) {
+		snprintf(what, what_size, "pass %d is neither FA_PASS_FWD nor FA_PASS_BWD", k->pass);
+		return 0;
+	}
+	if (fa_kernel_pass(k) == FA_PASS_BWD && !fa_kernel_fwd_name(k)) {
+		*missing = "fwd_kernel";
+		return 0;
+	}
 	return 1;
+}
+
+int fa_kernel_pass(const struct fa_kernel *k)
+{
+	return FA_RECORD_HAS(struct fa_kernel, k, pass) ? k->pass : FA_PASS_FWD;
+}
+
+int fa_kernel_writes_lse(const struct fa_kernel *k)
+{
+	return FA_RECORD_HAS(struct fa_kernel, k, writes_lse) && k->writes_lse;
+}
+
+const char *fa_kernel_fwd_name(const struct fa_kernel *k)
+{
+	if (!FA_RECORD_HAS(struct fa_kernel, k, fwd_kernel) || !k->fwd_kernel || !*k->fwd_kernel)
+		return NULL;
+	return k->fwd_kernel;
 }
 
 /* Checks the methods every backend must have; returns the first missing
@@ -824,6 +850,12 @@ int fa_kernel_supports(const struct fa_kernel *k, const struct fa_problem *p, ch
 	if (k->supports && !k->supports(p, why, why_size))
 		return 0;
 	return 1;
+}
+
+const struct fa_kernel *fa_backend_kernel_find(const struct fa_backend_slot *s, const char *name)
+{
+	const struct fa_slot_kernel *sk = slot_find(s, name);
+	return sk ? sk->k : NULL;
 }
 
 const char *fa_backend_strerror(const struct fa_backend_slot *s, int code, char *buf, size_t size)

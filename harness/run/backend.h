@@ -141,8 +141,19 @@ int fa_kernel_supports(const struct fa_kernel *k, const struct fa_problem *p, ch
  * backend's. */
 const char *fa_backend_strerror(const struct fa_backend_slot *s, int code, char *buf, size_t size);
 
+/* The version 3 members of k, read only when its struct_size has them:
+ * its enum fa_pass (FA_PASS_FWD for older kernels), whether a forward writes
+ * the LSE, and a backward's forward kernel (NULL when none). */
+int fa_kernel_pass(const struct fa_kernel *k);
+int fa_kernel_writes_lse(const struct fa_kernel *k);
+const char *fa_kernel_fwd_name(const struct fa_kernel *k);
+
+/* The kernel of s called name, or NULL. */
+const struct fa_kernel *fa_backend_kernel_find(const struct fa_backend_slot *s, const char *name);
+
 /* Checks a kernel record: the required members (name, dtypes, launch), the
- * name's characters, head sizes and params. Returns 1 when it is sound; else
+ * name's characters, head sizes and params, a
+ * backward's fwd_kernel. Returns 1 when it is sound; else
  * 0 with either *missing set to the name of a required member that is NULL
  * ("launch") and what "", or *missing NULL and the problem in what
  * ("head_dim_min 0 must be at least 1"). */

@@ -71,12 +71,33 @@ struct fa_err_stats {
 	double same_rel_l2;   /* rel_l2 of the input-precision reference, -1 if not computed */
 };
 
+/* The fa rule's k for gradients (flash-attention's tests use 3 for dQ, dK
+ * and dV, 2 for O) unless the suite sets fa_k; also their k_l2. */
+#define FA_CHECK_GRAD_K 3.0
+/* The fa rule's floors for fp32 gradients (check.c says why): rel_l2 at
+ * least 2^-14 (6.1e-5, about 2^10 units of fp32 roundoff) and max_abs atol
+ * plus 2^-14 of the largest reference element. A TF32-like 10-bit kernel
+ * (rel_l2 ~1e-3) and every bug of tests/mutants still fail by far. */
+#define FA_CHECK_GRAD_FP32_L2_FLOOR 0x1p-14
+#define FA_CHECK_GRAD_FP32_REL_ATOL 0x1p-14
+
 /* Chooses the rows to check: all rows when the case's cost is within
  * cfg->full_limit, else cfg->rows rows drawn with the counter RNG from seed
  * (sorted, without repeats), always including row 0 and the last row.
  * Sets *rows (malloc'd, caller frees) and *n. Returns FA_OK or FA_ERR_NOMEM. */
 enum fa_rc fa_check_select_rows(const struct fa_problem *p, const struct fa_check_cfg *cfg,
 				uint64_t seed, int64_t **rows, int64_t *n, struct fa_err *err);
+
+/* The key rows whose dK and dV are checked (row id T * kv_heads + kvh):
+ * all of them when the whole backward costs at most cfg->full_limit
+ * multiply-adds, else cfg->rows rows drawn from two (sequence, kv head)
+ * pairs, one drawn with the counter RNG and the last sequence's last kv
+ * head, including the first key of the one and the last key of the other
+ * (each key row's gradient needs every query row of its sequence and
+ * group). Sets *rows (malloc'd, sorted) and *n. FA_OK or FA_ERR_NOMEM. */
+enum fa_rc fa_check_select_kv_rows(const struct fa_problem *p, const int32_t *cu_seqlens_k,
+				   const struct fa_check_cfg *cfg, uint64_t seed, int64_t **rows,
+				   int64_t *n, struct fa_err *err);
 
 enum fa_verdict { FA_VERDICT_PASS = 0, FA_VERDICT_FAIL = 1 };
 
@@ -92,5 +113,19 @@ int fa_check_compare(const struct fa_problem *p, const int32_t *cu_seqlens_q, co
 		     const struct fa_ref *ref, const struct fa_check_cfg *cfg,
 		     struct fa_err_stats *st, char *rule, size_t rule_size, char *reason,
 		     size_t reason_size);
+
+/* The same for any tensor of the problem (enum fa_tensor): buf the whole
+ * buffer, rows its reference rows (row id T * heads_of_tensor + h), ref_out
+ * n_rows * dim values, ref_same (or NULL) the input-precision pass. For the
+ * gradients dQ, dK, dV the fa rule's k is FA_CHECK_GRAD_K (unless the suite
+ * sets fa_k) and the tolerance rule's max_abs scales with the largest
+ * reference element when that exceeds 1, its rel_l2 by FA_CHECK_GRAD_K. cu_seqlens_k may be NULL for
+ * query-side tensors. */
+int fa_check_compare_tensor(const struct fa_problem *p, const int32_t *cu_seqlens_q,
+			    const int32_t *cu_seqlens_k, int tensor, const void *buf,
+			    const int64_t *rows, int64_t n_rows, const double *ref_out,
+			    const float *ref_same, const struct fa_check_cfg *cfg,
+			    struct fa_err_stats *st, char *rule, size_t rule_size, char *reason,
+			    size_t reason_size);
 
 #endif /* FA_CHECK_H */

@@ -144,6 +144,11 @@ double fa_problem_flops(const struct fa_problem *p, const int32_t *cu_seqlens_q,
 	       (double)p->heads * ((double)p->head_dim + (double)p->head_dim_v);
 }
 
+double fa_pass_flops_factor(int pass)
+{
+	return pass == FA_PASS_BWD ? 2.5 : pass == FA_PASS_FWD_BWD ? 3.5 : 1.0;
+}
+
 double fa_problem_bytes(const struct fa_problem *p)
 {
 	double elems = (double)fa_tensor_elems(p, FA_TENSOR_Q) +

@@ -23,6 +23,11 @@ void fa_problem_set_strides(struct fa_problem *p);
 double fa_problem_flops(const struct fa_problem *p, const int32_t *cu_seqlens_q,
 			const int32_t *cu_seqlens_k, const int32_t *prefix_lens);
 
+/* What the FLOPs of a pass are in units of the forward's: 1 (fwd), 2.5
+ * (bwd: the flash-attention convention, two matrix products forward, five
+ * backward) and 3.5 (fwd_bwd). */
+double fa_pass_flops_factor(int pass);
+
 /* Bytes a kernel must move at least: Q, K, V read and O written once. */
 double fa_problem_bytes(const struct fa_problem *p);
 

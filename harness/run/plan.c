@@ -426,12 +426,16 @@ enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, stru
 			const struct fa_kernel *k = pl->kstats[j].k;
 			if (!set_matches(c->kernels, k->name) || !csv_matches(cli, ncli, k->name))
 				continue;
+			/* forward kernels run fwd cases, backward kernels bwd and fwd_bwd */
+			if ((fa_kernel_pass(k) == FA_PASS_BWD) != (c->pass != FA_PASS_FWD))
+				continue;
 			for (int v = 0; v < pl->kstats[j].n_variants; v++)
 				pl->kernels[ci][pl->n_kernels[ci]++] = pl->kstats[j].variants[v];
 		}
 		pl->n_pairs += pl->n_kernels[ci];
 		/* work: FLOPs (plus a constant per case for set-up) times kernels */
-		total += (fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) +
+		total += (fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass) +
 			  1e6) * pl->n_kernels[ci];
 		pl->work_cum[ci] = total;
 	}
@@ -508,7 +512,8 @@ void fa_plan_print_dry(const struct fa_plan *pl, const struct fa_suite *s, struc
 	fprintf(f, "dry run: nothing is run or stored; memory budget %s\n", budget);
 	for (int ci = 0; ci < s->n_cases; ci++) {
 		const struct fa_case *c = &s->cases[ci];
-		double fl = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+		double fl = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass);
 		if (skip && skip[ci])
 			continue;
 		fprintf(f, "[%d] %s  (%.3g GFLOP)\n", ci + 1, pl->labels[ci], fl / 1e9);

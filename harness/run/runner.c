@@ -204,7 +204,17 @@ double fa_runner_mem_estimate(const struct fa_case *c, const struct fa_case_kern
 	const struct fa_problem *p = &c->p;
 	double ws = ck->k->workspace_bytes ? (double)ck->k->workspace_bytes(p, ck->params) : 0;
 	double scores = (double)ck->k->score_bytes * p->batch * p->heads * (double)p->q_len * p->kv_len;
-	return io_bytes(p) + (ws > scores ? ws : scores);
+	double bwd = 0;
+	if (c->pass != FA_PASS_FWD) {
+		/* dO and the gradients as large as O and the inputs, the LSE, and
+		 * the forward kernel's own workspace */
+		const char *fname = fa_kernel_fwd_name(ck->k);
+		const struct fa_kernel *fk = fname ? fa_backend_kernel_find(ck->slot, fname) : NULL;
+		bwd = io_bytes(p) + 4.0 * p->total_q * p->heads;
+		if (fk && fk->workspace_bytes)
+			bwd += (double)fk->workspace_bytes(p, NULL);
+	}
+	return io_bytes(p) + (ws > scores ? ws : scores) + bwd;
 }
 
 static double *rate_slot(struct fa_runner *r, const struct fa_kernel *k)
@@ -229,13 +239,20 @@ struct case_bufs {
 	void *ho;                      /* host copy of an output */
 	int host_inputs_owned;
 	size_t o_bytes;
+	/* bwd and fwd_bwd cases: dO, the gradients and the LSE (backend), dO
+	 * on the host for the reference, and host copies of the gradients */
+	void *d_o, *dq, *dk, *dv;
+	float *lse;
+	void *hdo, *hdq, *hdk, *hdv;
+	size_t q_bytes, k_bytes, v_bytes, lse_bytes;
 };
 
 static void dev_free(struct fa_backend_slot *s, void *p);
 
 static void bufs_free(struct fa_backend_slot *s, struct case_bufs *b)
 {
-	void *dev[] = {b->q, b->k, b->v, b->o, b->cu_q, b->cu_k, b->prefix};
+	void *dev[] = {b->q, b->k, b->v, b->o, b->cu_q, b->cu_k, b->prefix,
+		       b->d_o, b->dq, b->dk, b->dv, b->lse};
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		dev_free(s, dev[i]);
 	if (b->host_inputs_owned) {
@@ -243,8 +260,13 @@ static void bufs_free(struct fa_backend_slot *s, struct case_bufs *b)
 		free(b->hk);
 		free(b->hv);
 	}
-	if (!s->info.host_memory)
+	if (!s->info.host_memory) {
 		free(b->ho);
+		free(b->hdo);
+		free(b->hdq);
+		free(b->hdk);
+		free(b->hdv);
+	}
 	memset(b, 0, sizeof *b);
 }
 
@@ -369,6 +391,49 @@ static enum fa_rc setup_inputs(struct fa_runner *r, const struct fa_case *c, str
 	return FA_OK;
 }
 
+/* bwd and fwd_bwd cases: allocates dO (filled from the counter RNG's
+ * stream FA_TENSOR_DO, also on the host for the reference), dQ, dK, dV and
+ * the LSE, and host copies of the gradients. */
+static enum fa_rc setup_bwd(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
+			    struct fa_err *err)
+{
+	struct fa_backend_slot *s = r->slot;
+	const struct fa_problem *p = &c->p;
+	const size_t elt = (size_t)fa_dtype_size(p->dtype);
+	enum fa_rc rc;
+	int code;
+
+	b->q_bytes = (size_t)fa_tensor_elems(p, FA_TENSOR_Q) * elt;
+	b->k_bytes = (size_t)fa_tensor_elems(p, FA_TENSOR_K) * elt;
+	b->v_bytes = (size_t)fa_tensor_elems(p, FA_TENSOR_V) * elt;
+	b->lse_bytes = sizeof(float) * (size_t)p->total_q * (size_t)p->heads;
+	if ((rc = dev_alloc(s, b->o_bytes, &b->d_o, "dO", err)) != FA_OK ||
+	    (rc = dev_alloc(s, b->q_bytes, &b->dq, "dQ", err)) != FA_OK ||
+	    (rc = dev_alloc(s, b->k_bytes, &b->dk, "dK", err)) != FA_OK ||
+	    (rc = dev_alloc(s, b->v_bytes, &b->dv, "dV", err)) != FA_OK ||
+	    (rc = dev_alloc(s, b->lse_bytes, (void **)&b->lse, "the LSE", err)) != FA_OK)
+		return rc;
+	if (s->info.host_memory) {
+		fa_data_fill(p, FA_TENSOR_DO, c->dist, c->seed, b->d_o, r->cfg.nthreads);
+		b->hdo = b->d_o;
+		b->hdq = b->dq;
+		b->hdk = b->dk;
+		b->hdv = b->dv;
+		return FA_OK;
+	}
+	b->hdo = malloc(b->o_bytes ? b->o_bytes : 1);
+	b->hdq = malloc(b->q_bytes ? b->q_bytes : 1);
+	b->hdk = malloc(b->k_bytes ? b->k_bytes : 1);
+	b->hdv = malloc(b->v_bytes ? b->v_bytes : 1);
+	if (!b->hdo || !b->hdq || !b->hdk || !b->hdv)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of host memory for the gradients");
+	fa_data_fill(p, FA_TENSOR_DO, c->dist, c->seed, b->hdo, r->cfg.nthreads);
+	if ((code = s->be.iface.upload(s->be.context, b->d_o, b->hdo, b->o_bytes)) != 0 ||
+	    (code = s->be.iface.synchronize(s->be.context)) != 0)
+		return be_fail(s, code, "uploading dO", err);
+	return FA_OK;
+}
+
 static void launch_args(struct fa_runner *r, const struct fa_case *c, const struct case_bufs *b,
 			const struct fa_case_kernel *ck, void *ws, size_t ws_bytes,
 			struct fa_launch_args *a)
@@ -387,6 +452,13 @@ static void launch_args(struct fa_runner *r, const struct fa_case *c, const stru
 	a->workspace_bytes = ws_bytes;
 	a->cancel = &r->kcancel;
 	a->nthreads = r->cfg.nthreads;
+	if (ck && fa_kernel_pass(ck->k) == FA_PASS_BWD) {
+		a->lse = b->lse;
+		a->d_o = b->d_o;
+		a->dq = b->dq;
+		a->dk = b->dk;
+		a->dv = b->dv;
+	}
 }
 
 /* Where the reference of case c is computed: 1 on the GPU, 0 on the CPU. */
@@ -394,13 +466,41 @@ static int ref_on_gpu(const struct fa_runner *r, const struct fa_case *c, int64_
 {
 	const struct fa_check_cfg *cc = c->check;
 	const struct fa_problem *p = &c->p;
-	if (!r->slot->be.iface.reference || r->slot->info.host_memory || cc->rule == FA_RULE_FA)
+	if (!r->slot->be.iface.reference || r->slot->info.host_memory || cc->rule == FA_RULE_FA ||
+	    c->pass != FA_PASS_FWD) /* the backward's reference is on the CPU only */
 		return 0;
 	if (cc->reference == FA_REF_GPU)
 		return 1;
 	if (cc->reference == FA_REF_CPU)
 		return 0;
 	return (double)n_rows * p->kv_len * (p->head_dim + p->head_dim_v) > FA_REF_CPU_AUTO_LIMIT;
+}
+
+/* The backward's reference: dQ of the forward's check rows, dK and dV of
+ * fa_check_select_kv_rows's key rows, on the CPU. */
+static enum fa_rc compute_grad_reference(struct fa_runner *r, const struct fa_case *c,
+					 struct case_bufs *b, const struct fa_ref *ref,
+					 struct fa_ref_grad *g, struct fa_err *err)
+{
+	const struct fa_problem *p = &c->p;
+	int64_t *krows = NULL, nk = 0;
+	enum fa_rc rc;
+	if ((rc = fa_check_select_kv_rows(p, c->cu_seqlens_k, c->check, c->seed, &krows, &nk,
+					  err)) != FA_OK)
+		return rc;
+	arm(r, r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s);
+	rc = fa_ref_bwd_compute(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens, b->hq, b->hk,
+				b->hv, b->hdo, ref->rows, ref->n_rows, krows, nk,
+				c->check->rule == FA_RULE_FA, r->cfg.nthreads, &r->kcancel, g, err);
+	disarm(r);
+	free(krows);
+	if (rc == FA_ERR_CANCELLED && r->timed_out && !(r->cfg.cancel && *r->cfg.cancel)) {
+		err->rc = FA_OK;
+		return fa_err_set(err, FA_ERR_TIMEOUT,
+				  "the backward reference ran past the timeout of %g s",
+				  r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s);
+	}
+	return rc;
 }
 
 static enum fa_rc compute_reference(struct fa_runner *r, const struct fa_case *c,
@@ -452,6 +552,8 @@ struct sample_ctx {
 	struct fa_runner *r;
 	const struct fa_case_kernel *ck;
 	struct fa_launch_args *a;
+	const struct fa_kernel *fwd;    /* fwd_bwd: launched before ck, with fa */
+	struct fa_launch_args *fa;
 	void *ev0, *ev1;
 	int cold;
 	void *graph;
@@ -470,10 +572,13 @@ static int one_sample(void *vctx, double *ms, struct fa_err *err)
 		return be_fail(s, code, "flushing the cache", err);
 	if ((code = s->be.iface.event_record(ctx, sc->ev0)) != 0)
 		return be_fail(s, code, "recording an event", err);
-	if (sc->graph)
+	if (sc->graph) {
 		code = s->be.iface.graph_launch(ctx, sc->graph);
-	else
-		code = sc->ck->k->launch(sc->a);
+	} else {
+		code = sc->fwd ? sc->fwd->launch(sc->fa) : 0;
+		if (code == 0)
+			code = sc->ck->k->launch(sc->a);
+	}
 	if (code == FA_KERNEL_CANCELLED && s->info.host_memory)
 		return fa_err_set(err, FA_ERR_TIMEOUT, "cancelled");
 	if (code != 0)
@@ -523,7 +628,8 @@ static void set_status(struct fa_result *res, int status, const char *fmt, ...)
 }
 
 static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
-			    const struct fa_ref *ref, const char *kernel, struct fa_err *err);
+			    const struct fa_ref *ref, const struct fa_ref_grad *g,
+			    const char *kernel, struct fa_err *err);
 
 /* One kernel of the current case: its launch, check and sampler. */
 struct kstate {
@@ -544,6 +650,12 @@ struct kstate {
 	int abandoned; /* not run because the device became unusable: its result
 	                  is final here, but not reported, so that a worker's
 	                  parent (--isolate) runs it again in a fresh process */
+	/* a backward kernel: its forward kernel (default tunables), launch
+	 * and workspace */
+	const struct fa_kernel *fk;
+	int32_t fparams[FA_KERNEL_MAX_PARAMS];
+	struct fa_launch_args fa;
+	void *fws;
 };
 
 /* The case being run: prepared by fa_runner_prepare, sampled in turn by
@@ -552,6 +664,7 @@ struct fa_runner_case {
 	const struct fa_case *c;
 	struct case_bufs b;
 	struct fa_ref ref;
+	struct fa_ref_grad gref; /* bwd and fwd_bwd cases */
 	struct kstate *ks;
 	int n, next;
 	int prepared;
@@ -572,6 +685,10 @@ static void kstate_release(struct fa_runner *r, struct kstate *k)
 	if (k->ws && !k->ws_held) {
 		dev_free(s, k->ws);
 		k->ws = NULL;
+	}
+	if (k->fws) {
+		dev_free(s, k->fws);
+		k->fws = NULL;
 	}
 	k->sc.graph = k->sc.ev0 = k->sc.ev1 = NULL;
 }
@@ -610,6 +727,45 @@ static size_t shared_workspace(struct fa_runner *r, struct fa_runner_case *cs, s
 	return own_bytes;
 }
 
+/* Checks the gradients of a backward against g after O was checked with
+ * verdict v_out (its reason, in res->reason, gets an "O: " prefix when it
+ * failed); each failing gradient appends "dQ: reason". Returns the verdict
+ * of all four. */
+static int check_grads(const struct fa_case *c, const struct case_bufs *b,
+		       const struct fa_ref_grad *g, struct fa_result *res, int v_out)
+{
+	static const char *const label[FA_GRAD_COUNT] = {"dQ", "dK", "dV"};
+	const int tensor[FA_GRAD_COUNT] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
+	const void *buf[FA_GRAD_COUNT] = {b->hdq, b->hdk, b->hdv};
+	const int64_t *rows[FA_GRAD_COUNT] = {g->q_rows, g->k_rows, g->k_rows};
+	const int64_t n[FA_GRAD_COUNT] = {g->n_q, g->n_k, g->n_k};
+	const double *ref[FA_GRAD_COUNT] = {g->dq, g->dk, g->dv};
+	const float *same[FA_GRAD_COUNT] = {g->dq_same, g->dk_same, g->dv_same};
+	int v = v_out;
+	if (v_out != FA_VERDICT_PASS) {
+		char tmp[sizeof res->reason];
+		memcpy(tmp, res->reason, sizeof tmp);
+		memcpy(res->reason, "O: ", 3);
+		memcpy(res->reason + 3, tmp, sizeof tmp - 3);
+		res->reason[sizeof res->reason - 1] = '\0';
+	}
+	for (int i = 0; i < FA_GRAD_COUNT; i++) {
+		char rule[16], why[sizeof res->reason];
+		why[0] = '\0';
+		if (fa_check_compare_tensor(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, tensor[i], buf[i],
+					    rows[i], n[i], ref[i], same[i], c->check,
+					    &res->st_grad[i], rule, sizeof rule, why,
+					    sizeof why) == FA_VERDICT_PASS)
+			continue;
+		size_t len = v == FA_VERDICT_PASS ? 0 : strnlen(res->reason, sizeof res->reason);
+		snprintf(res->reason + len, sizeof res->reason - len, "%s%s: %s", len ? "; " : "",
+			 label[i], why);
+		v = FA_VERDICT_FAIL;
+	}
+	res->grad_checked = 1;
+	return v;
+}
+
 /* The checked launch of kernel k on a poisoned output, then its sampler set
  * up. Returns FA_OK (status in k->res; k->sampling set when it is to be
  * timed), FA_ERR_STICKY or FA_ERR_CANCELLED. */
@@ -637,14 +793,30 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	    (rc = dev_alloc(s, k->ws_alloc_bytes, &k->ws, "workspace", &kerr)) != FA_OK)
 		goto backend_error;
 	launch_args(r, c, b, ck, k->ws, ws_bytes, &k->a);
+	if (k->fk) { /* a backward: its forward kernel writes O and the LSE */
+		size_t fb = k->fk->workspace_bytes ? k->fk->workspace_bytes(p, k->fparams) : 0;
+		if (fb && (rc = dev_alloc(s, fb, &k->fws, "the forward's workspace", &kerr)) != FA_OK)
+			goto backend_error;
+		launch_args(r, c, b, NULL, k->fws, fb, &k->fa);
+		k->fa.params = k->fparams;
+		k->fa.lse = b->lse;
+	}
 
 	if ((code = s->be.iface.memset(ctx, b->o, FA_POISON_BYTE, b->o_bytes)) != 0 ||
+	    (k->fk && ((code = s->be.iface.memset(ctx, b->lse, FA_POISON_BYTE, b->lse_bytes)) != 0 ||
+		       (code = s->be.iface.memset(ctx, b->dq, FA_POISON_BYTE, b->q_bytes)) != 0 ||
+		       (code = s->be.iface.memset(ctx, b->dk, FA_POISON_BYTE, b->k_bytes)) != 0 ||
+		       (code = s->be.iface.memset(ctx, b->dv, FA_POISON_BYTE, b->v_bytes)) != 0)) ||
 	    (code = s->be.iface.synchronize(ctx)) != 0) {
 		rc = be_fail(s, code, "poisoning the output", &kerr);
 		goto backend_error;
 	}
 	arm(r, k->timeout);
-	code = ck->k->launch(&k->a);
+	code = k->fk ? k->fk->launch(&k->fa) : 0;
+	if (code == 0 && k->fk)
+		code = s->be.iface.synchronize(ctx);
+	if (code == 0)
+		code = ck->k->launch(&k->a);
 	if (code == 0)
 		code = s->be.iface.synchronize(ctx);
 	disarm(r);
@@ -661,7 +833,10 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		goto backend_error;
 	}
 	if (!s->info.host_memory &&
-	    (code = s->be.iface.download(ctx, b->ho, b->o, b->o_bytes)) != 0) {
+	    ((code = s->be.iface.download(ctx, b->ho, b->o, b->o_bytes)) != 0 ||
+	     (k->fk && ((code = s->be.iface.download(ctx, b->hdq, b->dq, b->q_bytes)) != 0 ||
+			(code = s->be.iface.download(ctx, b->hdk, b->dk, b->k_bytes)) != 0 ||
+			(code = s->be.iface.download(ctx, b->hdv, b->dv, b->v_bytes)) != 0)))) {
 		rc = be_fail(s, code, "downloading the output", &kerr);
 		goto backend_error;
 	}
@@ -669,11 +844,13 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	{
 		int v = fa_check_compare(p, c->cu_seqlens_q, b->ho, &rc_->ref, c->check, &res->st,
 					 res->rule, sizeof res->rule, res->reason, sizeof res->reason);
+		if (k->fk)
+			v = check_grads(c, b, &rc_->gref, res, v);
 		res->status = v == FA_VERDICT_PASS ? FA_STATUS_PASS : FA_STATUS_FAIL;
 		if (v == FA_VERDICT_PASS)
 			res->reason[0] = '\0';
 	}
-	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, ck->k->name, &kerr) != FA_OK) {
+	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, ck->k->name, &kerr) != FA_OK) {
 		/* a dump that cannot be written is the run's problem, not the kernel's */
 		fa_err_set(err, kerr.rc, "%s", kerr.msg);
 		fa_err_clear(&kerr);
@@ -687,13 +864,18 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	k->sc.ck = ck;
 	k->sc.a = &k->a;
 	k->sc.cold = !s->info.host_memory && mc.cache != FA_CACHE_HOT;
+	if (c->pass == FA_PASS_FWD_BWD) {
+		k->sc.fwd = k->fk;
+		k->sc.fa = &k->fa;
+	}
 	res->timing = s->info.host_memory ? "cpu" : k->sc.cold ? "cold" : "hot";
 	if ((code = s->be.iface.event_create(ctx, &k->sc.ev0)) != 0 ||
 	    (code = s->be.iface.event_create(ctx, &k->sc.ev1)) != 0) {
 		rc = be_fail(s, code, "creating events", &kerr);
 		goto backend_error;
 	}
-	if (mc.graph_launches > 0 && s->be.iface.graph_create && !k->sc.cold) {
+	/* graphs capture the kernel alone: not a backward after its forward */
+	if (mc.graph_launches > 0 && s->be.iface.graph_create && !k->sc.cold && !k->fk) {
 		if (s->be.iface.graph_create(ctx, ck->k, &k->a, mc.graph_launches, &k->sc.graph) == 0) {
 			k->sc.graph_n = mc.graph_launches;
 			res->timing = "graph";
@@ -839,7 +1021,8 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 	const struct fa_problem *p = &c->p;
 	struct fa_runner_case *cs;
 	int runnable = 0, need_host, on_gpu;
-	double flops = fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+	double flops = fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+		       fa_pass_flops_factor(c->pass);
 	double bytes = fa_problem_bytes(p);
 	double timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s;
 	char why[512], need[32], have[32];
@@ -871,6 +1054,34 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 		res->bytes = bytes;
 		res->mem_bytes = mem;
 		res->status = -1; /* to run */
+		if (fa_kernel_pass(ks[i].k) == FA_PASS_BWD) {
+			/* a backward takes O and the LSE from its forward kernel */
+			const char *fname = fa_kernel_fwd_name(ks[i].k);
+			const struct fa_kernel *fk = fa_backend_kernel_find(ks[i].slot, fname);
+			cs->ks[i].fk = fk;
+			if (fk) {
+				for (int j = 0; j < fk->n_params && j < FA_KERNEL_MAX_PARAMS; j++)
+					cs->ks[i].fparams[j] = fk->params[j].default_value;
+			}
+			if (!fk) {
+				set_status(res, FA_STATUS_ERROR,
+					   "forward kernel '%s' of '%s' is not loaded", fname,
+					   ks[i].k->name);
+				continue;
+			}
+			if (!fa_kernel_writes_lse(fk)) {
+				set_status(res, FA_STATUS_ERROR,
+					   "forward kernel '%s' of '%s' does not write the LSE", fname,
+					   ks[i].k->name);
+				continue;
+			}
+			if (!fa_kernel_supports(fk, p, why, sizeof why)) {
+				char w2[sizeof why];
+				snprintf(w2, sizeof w2, "%.400s", why);
+				set_status(res, FA_STATUS_SKIP, "forward kernel %s: %s", fname, w2);
+				continue;
+			}
+		}
 		if (!fa_kernel_supports(ks[i].k, p, why, sizeof why)) {
 			set_status(res, FA_STATUS_SKIP, "%s", why);
 		} else if (mem > r->budget) {
@@ -912,11 +1123,15 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 			cs->b_borrowed = 1;
 		} else {
 			rc = setup_inputs(r, c, &cs->b, need_host, &cerr);
+			if (rc == FA_OK && c->pass != FA_PASS_FWD)
+				rc = setup_bwd(r, c, &cs->b, &cerr);
 		}
 		cs->inputs_ready = rc == FA_OK;
 	}
 	if (rc == FA_OK)
 		rc = compute_reference(r, c, &cs->b, &cs->ref, on_gpu, &cerr);
+	if (rc == FA_OK && c->pass != FA_PASS_FWD)
+		rc = compute_grad_reference(r, c, &cs->b, &cs->ref, &cs->gref, &cerr);
 	cs->prepared = 1;
 	if (rc != FA_OK) {
 		int status = rc == FA_ERR_TIMEOUT ? FA_STATUS_TIMEOUT : FA_STATUS_ERROR;
@@ -1027,6 +1242,7 @@ void fa_runner_finish(struct fa_runner *r)
 	if (!cs->b_borrowed)
 		bufs_free(r->slot, &cs->b);
 	fa_ref_free(&cs->ref);
+	fa_ref_grad_free(&cs->gref);
 	free(cs->ks);
 	free(cs);
 	r->cur = NULL;
@@ -1143,7 +1359,9 @@ static enum fa_rc dump_tensor(const char *path, const struct fa_problem *p, int 
 	int64_t n = fa_tensor_elems(p, t);
 	enum fa_rc rc;
 	fa_tensor_shape(p, t, &tokens, &heads, &dim);
-	int64_t len = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->q_len : p->kv_len;
+	int64_t len = (t == FA_TENSOR_Q || t == FA_TENSOR_O || t == FA_TENSOR_DO || t == FA_TENSOR_DQ)
+			      ? p->q_len
+			      : p->kv_len;
 	if (p->varlen) {
 		ndim = 3;
 		if (p->layout == FA_LAYOUT_BSHD) {
@@ -1176,8 +1394,48 @@ static enum fa_rc dump_tensor(const char *path, const struct fa_problem *p, int 
 	return rc;
 }
 
+/* The backward's files: the kernel's dQ, dK, dV (every call), and once per
+ * case dO and the reference gradients with their row ids. */
+static enum fa_rc dump_grads(const char *dir, const struct fa_case *c, const struct case_bufs *b,
+			     const struct fa_ref_grad *g, const char *kernel, int with_inputs,
+			     struct fa_err *err)
+{
+	static const char *const names[3] = {"dq", "dk", "dv"};
+	const struct fa_problem *p = &c->p;
+	const int tensors[3] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
+	const void *bufs[3] = {b->hdq, b->hdk, b->hdv};
+	const double *refs[3] = {g->dq, g->dk, g->dv};
+	const int64_t n[3] = {g->n_q, g->n_k, g->n_k};
+	const int32_t dims[3] = {p->head_dim, p->head_dim, p->head_dim_v};
+	char path[1024];
+	enum fa_rc rc = FA_OK;
+	for (int i = 0; i < 3 && rc == FA_OK; i++) {
+		snprintf(path, sizeof path, "%s/case%04d_%s_%s.npy", dir, c->index, names[i], kernel);
+		rc = dump_tensor(path, p, tensors[i], bufs[i], err);
+	}
+	if (rc != FA_OK || !with_inputs)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_do.npy", dir, c->index);
+	if ((rc = dump_tensor(path, p, FA_TENSOR_DO, b->hdo, err)) != FA_OK)
+		return rc;
+	for (int i = 0; i < 3 && rc == FA_OK; i++) {
+		int64_t shape[2] = {n[i], dims[i]};
+		snprintf(path, sizeof path, "%s/case%04d_ref_%s.npy", dir, c->index, names[i]);
+		rc = fa_npy_write(path, "<f8", shape, 2, refs[i], n[i] * dims[i], 8, err);
+	}
+	if (rc != FA_OK)
+		return rc;
+	int64_t sq[1] = {g->n_q}, sk[1] = {g->n_k};
+	snprintf(path, sizeof path, "%s/case%04d_ref_dq_rows.npy", dir, c->index);
+	if ((rc = fa_npy_write(path, "<i8", sq, 1, g->q_rows, g->n_q, 8, err)) != FA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/case%04d_ref_kv_rows.npy", dir, c->index);
+	return fa_npy_write(path, "<i8", sk, 1, g->k_rows, g->n_k, 8, err);
+}
+
 static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct case_bufs *b,
-			    const struct fa_ref *ref, const char *kernel, struct fa_err *err)
+			    const struct fa_ref *ref, const struct fa_ref_grad *g,
+			    const char *kernel, struct fa_err *err)
 {
 	char path[1024];
 	const char *dir = r->cfg.dump_dir;
@@ -1191,7 +1449,10 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	if ((rc = dump_tensor(path, p, FA_TENSOR_O, b->ho, err)) != FA_OK)
 		return rc;
 	snprintf(path, sizeof path, "%s/case%04d_q.npy", dir, c->index);
-	if (access(path, F_OK) == 0)
+	int first = access(path, F_OK) != 0;
+	if (c->pass != FA_PASS_FWD && (rc = dump_grads(dir, c, b, g, kernel, first, err)) != FA_OK)
+		return rc;
+	if (!first)
 		return FA_OK; /* inputs and reference already written for an earlier kernel */
 	if (!hq) { /* device-filled inputs: regenerate the same bits on the host */
 		own = 1;
@@ -1229,17 +1490,20 @@ static enum fa_rc dump_case(struct fa_runner *r, const struct fa_case *c, struct
 	if (!f)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
 	fprintf(f, "{\"schema_version\": %d, \"index\": %d, \"key\": \"%s\", \"seed\": \"%llu\", \"scale\": %.9g, "
-		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"varlen\": %d, "
+		   "\"layout\": \"%s\", \"dtype\": \"%s\", \"mask\": \"%s\", \"pass\": \"%s\", \"varlen\": %d, "
 		   "\"cu_seqlens_q\": [",
 		FA_JSON_SCHEMA_VERSION, c->index, c->key, (unsigned long long)c->seed, (double)p->scale,
-		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->varlen);
+		fa_layout_name(p->layout), fa_dtype_name(p->dtype), fa_mask_name(p->mask),
+		fa_pass_name(c->pass), p->varlen);
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_q[i]);
 	fprintf(f, "], \"cu_seqlens_k\": [");
 	for (int i = 0; p->varlen && i <= p->batch; i++)
 		fprintf(f, "%s%d", i ? ", " : "", c->cu_seqlens_k[i]);
-	fprintf(f, "], \"ref_rows\": \"row = token * heads + head\", "
-		   "\"note\": \"bf16 tensors are stored widened to float32 (exact)\"}\n");
+	fprintf(f, "], \"ref_rows\": \"row = token * heads + head\", ");
+	if (c->pass != FA_PASS_FWD) /* ref_dq rows are ref_rows; ref_dk, ref_dv rows: */
+		fprintf(f, "\"ref_kv_rows\": \"row = key token * kv_heads + kv head\", ");
+	fprintf(f, "\"note\": \"bf16 tensors are stored widened to float32 (exact)\"}\n");
 	if (fclose(f) != 0)
 		return fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
 	return FA_OK;

@@ -263,7 +263,8 @@ static const char *param_expected(int p)
 	case FA_P_LAYOUT:
 	case FA_P_INPUT:
 	case FA_P_MODEL:
-	case FA_P_TAG: return "a string";
+	case FA_P_TAG:
+	case FA_P_PASS: return "a string";
 	case FA_P_SCALE: return "a number";
 	case FA_P_SEQLENS:
 	case FA_P_KV_SEQLENS:
@@ -280,7 +281,7 @@ static int param_is_list(int p)
 static int param_is_word(int p)
 {
 	return p == FA_P_DTYPE || p == FA_P_MASK || p == FA_P_LAYOUT || p == FA_P_INPUT ||
-	       p == FA_P_MODEL || p == FA_P_TAG;
+	       p == FA_P_MODEL || p == FA_P_TAG || p == FA_P_PASS;
 }
 
 /* A YAML scalar node holding text, marked at l; its id, 0 when out of memory. */
@@ -886,7 +887,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const stru
 		return rc;
 
 	/* what fabench computes itself */
-	r->flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens);
+	r->flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
+			fa_pass_flops_factor(c->pass);
 	r->bytes = fa_problem_bytes(&c->p);
 	r->tflops = r->gbps = NAN;
 	if (r->t.n > 0 && r->t.median_ms > 0) {

@@ -506,9 +506,13 @@ static const char *const case_cols[] = {
 	"q_len",    "kv_len",     "head_dim", "head_dim_v", "dtype",     "mask",
 	"prefix_len", "window",   "layout",  "input",      "varlen",     "seqlens",
 	"kv_seqlens", "prefix_lens", "total_q", "total_k", "scale",      "scale_set",
-	"seed",
+	"seed",     "pass", /* after the CSV's parameters: reported where not fwd */
 };
-_Static_assert(FA_ROWS_CASE_END_PARAM == N_OF(case_cols) - 1, "scale_set is before seed");
+_Static_assert(FA_ROWS_CASE_END_PARAM == N_OF(case_cols) - 2, "scale_set is before seed");
+
+/* The backward's per-gradient statistics of the run's results. */
+static const char *const grad_cols[] = {"result_id", "tensor", "max_abs", "rel_l2",
+					"same_max_abs"};
 
 static const char *const result_cols[] = {
 	"id",           "case_id",      "kernel",      "backend",    "params",
@@ -530,6 +534,9 @@ static const struct {
 	[FA_ROWS_RUN] = {run_cols, N_OF(run_cols), "runs WHERE id = ?"},
 	[FA_ROWS_CASES] = {case_cols, N_OF(case_cols), "cases WHERE run_id = ? ORDER BY idx"},
 	[FA_ROWS_RESULTS] = {result_cols, N_OF(result_cols), "results WHERE run_id = ? ORDER BY id"},
+	[FA_ROWS_GRADS] = {grad_cols, N_OF(grad_cols),
+			   "grad_stats WHERE result_id IN (SELECT id FROM results WHERE run_id = ?) "
+			   "ORDER BY result_id, tensor"},
 };
 
 void fa_rows_free(struct fa_rows *t)

@@ -149,11 +149,14 @@ struct fa_rows {
  *                    status, running;
  *   FA_ROWS_CASES    its cases by idx: id, idx, key, the parameters from
  *                    FA_ROWS_CASE_FIRST_PARAM (batch) to before
- *                    FA_ROWS_CASE_END_PARAM (one past scale_set), seed;
+ *                    FA_ROWS_CASE_END_PARAM (one past scale_set), seed, pass;
  *   FA_ROWS_RESULTS  its results by id: id, case_id, then from
  *                    FA_ROWS_RESULT_FIRST_FIELD (kernel) every field a report
- *                    prints (timing, errors, telemetry). */
-enum fa_rows_kind { FA_ROWS_RUN = 0, FA_ROWS_CASES, FA_ROWS_RESULTS };
+ *                    prints (timing, errors, telemetry);
+ *   FA_ROWS_GRADS    the gradients' statistics of its backward results
+ *                    (grad_stats) by result id and tensor: result_id,
+ *                    tensor (dq, dk, dv), max_abs, rel_l2, same_max_abs. */
+enum fa_rows_kind { FA_ROWS_RUN = 0, FA_ROWS_CASES, FA_ROWS_RESULTS, FA_ROWS_GRADS };
 #define FA_ROWS_CASE_FIRST_PARAM 3
 #define FA_ROWS_CASE_END_PARAM 24
 #define FA_ROWS_RESULT_FIRST_FIELD 2

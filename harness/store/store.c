@@ -5,7 +5,7 @@
  * version 3 runs.running, version 4 runs.shard, runs.devices,
  * runs.merged_from and results.device, version 5 the build_runs and
  * build_results of `fabench build-matrix`, described in buildstore.c,
- * version 6 case_tags and case_depth).
+ * version 6 case_tags and case_depth, version 7 cases.pass and grad_stats).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -47,6 +47,11 @@
  *            "name=value,..." ('' when none). device is the index of the
  *            device the result was measured on (--devices), NULL when the
  *            run drove one device in-process.
+ *            pass is fwd, bwd or fwd_bwd (enum fa_pass; 'fwd' in cases
+ *            stored before version 7).
+ *   grad_stats  bwd and fwd_bwd results: the error statistics of each
+ *            gradient (tensor dq, dk, dv), columns as in results; the
+ *            result's own columns hold O of the forward kernel.
  *   case_tags the labels of a case, in order (seq from 0): name is a model
  *            preset (model = 1) or a free `tag:` (model = 0); layers the
  *            model's attention layers (tokens/s), NULL unknown. Cases of
@@ -291,6 +296,28 @@ static const char *const migrations[] = {
 	"  case_id INTEGER PRIMARY KEY REFERENCES cases(id) ON DELETE CASCADE,\n"
 	"  depth INTEGER NOT NULL\n"
 	");\n",
+	/* 6 -> 7: the backward pass: what a case times, and the error
+	 * statistics of each gradient of a result */
+	"ALTER TABLE cases ADD COLUMN pass TEXT NOT NULL DEFAULT 'fwd';\n"
+	"CREATE TABLE grad_stats (\n"
+	"  result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,\n"
+	"  tensor TEXT NOT NULL CHECK (tensor IN ('dq', 'dk', 'dv')),\n"
+	"  max_abs REAL,\n"
+	"  max_rel REAL,\n"
+	"  mean_abs REAL,\n"
+	"  rel_l2 REAL,\n"
+	"  nmse REAL,\n"
+	"  same_max_abs REAL,\n"
+	"  nan_count INTEGER,\n"
+	"  inf_count INTEGER,\n"
+	"  unwritten INTEGER,\n"
+	"  worst_index INTEGER,\n"
+	"  worst_out REAL,\n"
+	"  worst_ref REAL,\n"
+	"  rows_checked INTEGER,\n"
+	"  elems_checked INTEGER,\n"
+	"  PRIMARY KEY (result_id, tensor)\n"
+	") WITHOUT ROWID;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -304,6 +331,7 @@ enum stmt_id {
 	ST_CASE,
 	ST_RESULT,
 	ST_SAMPLE,
+	ST_GRAD,
 	ST_FIND_LATEST,
 	ST_FIND_ID,
 	ST_FIND_LABEL,
@@ -330,9 +358,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_RUNNING] = "UPDATE runs SET running = ? WHERE id = ?",
 	[ST_CASE] = "INSERT INTO cases (run_id, idx, key, batch, heads, kv_heads, q_len, kv_len,"
 		    " head_dim, head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
-		    " seqlens, kv_seqlens, prefix_lens, total_q, total_k, scale, scale_set, seed)"
+		    " seqlens, kv_seqlens, prefix_lens, total_q, total_k, scale, scale_set, seed,"
+		    " pass)"
 		    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		    " ?)",
+		    " ?, ?)",
 	[ST_CASE_DEPTH] = "INSERT INTO case_depth (case_id, depth) VALUES (?, ?)",
 	[ST_CASE_TAG] = "INSERT INTO case_tags (case_id, seq, name, model, layers)"
 			" VALUES (?, ?, ?, ?, ?)",
@@ -346,6 +375,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
 		" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_SAMPLE] = "INSERT INTO samples (result_id, seq, time_ms) VALUES (?, ?, ?)",
+	[ST_GRAD] = "INSERT INTO grad_stats (result_id, tensor, max_abs, max_rel, mean_abs, rel_l2,"
+		    " nmse, same_max_abs, nan_count, inf_count, unwritten, worst_index, worst_out,"
+		    " worst_ref, rows_checked, elems_checked)"
+		    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_FIND_LATEST] = "SELECT id FROM runs ORDER BY id DESC LIMIT 1",
 	[ST_FIND_ID] = "SELECT id FROM runs WHERE id = ?",
 	[ST_FIND_LABEL] = "SELECT id FROM runs WHERE label = ? ORDER BY id DESC LIMIT 1",
@@ -965,6 +998,7 @@ static int insert_case(struct fa_store *s, int64_t run_id, const struct fa_case 
 	bind_real(st, &i, (double)p->scale);
 	bind_int(st, &i, c->scale_set ? 1 : 0);
 	bind_u64_text(st, &i, c->seed);
+	bind_text(st, &i, fa_pass_name(c->pass));
 	rc = nomem ? SQLITE_NOMEM : step_done(st, i - 1);
 	free(seqlens);
 	free(kv_seqlens);
@@ -1055,9 +1089,35 @@ static int insert_result(struct fa_store *s, int64_t run_id, int64_t case_id,
 	bind_real(st, &i, tel->power_w);
 	bind_int_if(st, &i, tel->throttle_reasons >= 0, tel->throttle_reasons);
 	rc = step_done(st, i - 1);
-	if (rc != SQLITE_DONE || !timed || !r->samples)
+	if (rc != SQLITE_DONE)
 		return rc;
 	result_id = sqlite3_last_insert_rowid(s->db);
+	for (int g = 0; r->grad_checked && g < FA_GRAD_COUNT && rc == SQLITE_DONE; g++) {
+		const struct fa_err_stats *ge = &r->st_grad[g];
+		int worst = ge->worst_index >= 0;
+		if (!(st = stmt_get(s, ST_GRAD, err)))
+			return SQLITE_ERROR;
+		i = 1;
+		bind_int(st, &i, result_id);
+		bind_text(st, &i, fa_grad_name(g));
+		bind_real(st, &i, ge->max_abs);
+		bind_real(st, &i, ge->max_rel);
+		bind_real(st, &i, ge->mean_abs);
+		bind_real(st, &i, ge->rel_l2);
+		bind_real(st, &i, ge->nmse);
+		bind_real_if(st, &i, ge->same_max_abs >= 0, ge->same_max_abs);
+		bind_int(st, &i, ge->nan_count);
+		bind_int(st, &i, ge->inf_count);
+		bind_int(st, &i, ge->unwritten);
+		bind_int_if(st, &i, worst, ge->worst_index);
+		bind_real_if(st, &i, worst, ge->worst_out);
+		bind_real_if(st, &i, worst, ge->worst_ref);
+		bind_int(st, &i, ge->rows_checked);
+		bind_int(st, &i, ge->elems_checked);
+		rc = step_done(st, i - 1);
+	}
+	if (rc != SQLITE_DONE || !timed || !r->samples)
+		return rc;
 	st = stmt_get(s, ST_SAMPLE, err);
 	if (!st)
 		return SQLITE_ERROR;

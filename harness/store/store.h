@@ -23,7 +23,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 6
+#define FA_STORE_SCHEMA_VERSION 7
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than
@@ -134,7 +134,15 @@ struct fa_result {
 	char rule[16];            /* rule that decided: "tolerance", "fa", "" */
 	double mem_bytes;         /* memory estimate used for the budget */
 	struct fa_telemetry tel;  /* GPU state while measured (NaN / -1 unknown) */
+	/* bwd and fwd_bwd cases: st is O of the forward kernel, st_grad the
+	 * gradients dQ, dK, dV (enum fa_grad); valid when grad_checked is 1 */
+	int32_t grad_checked;
+	struct fa_err_stats st_grad[3];
 };
+
+/* The gradients of st_grad, stored by name (fa_grad_name: "dq", "dk", "dv"). */
+/* enum fa_grad: base/names.h */
+const char *fa_grad_name(int g);
 
 /* Writes one finished case and its results (and every sample) in one
  * transaction. *case_id (may be NULL) receives the case's row id. */

@@ -148,6 +148,7 @@ static const struct param_info {
 	[FA_P_MODEL] = {"model", PK_MODEL, NULL, NULL, 0},
 	[FA_P_TAG] = {"tag", PK_TEXT, NULL, NULL, 0},
 	[FA_P_LAYERS] = {"layers", PK_SIZE, NULL, NULL, 0},
+	[FA_P_PASS] = {"pass", PK_ENUM, fa_pass_parse, "fwd, bwd or fwd_bwd", 0},
 };
 
 /* The longest `tag:` text: a label in a table column, not a description. */
@@ -785,6 +786,7 @@ static int pval_matches(int param, const struct fa_pval *v, const struct fa_case
 	case FA_P_MASK: return p->mask == v->i;
 	case FA_P_LAYOUT: return p->layout == v->i;
 	case FA_P_INPUT: return c->dist == v->i;
+	case FA_P_PASS: return c->pass == v->i;
 	case FA_P_PREFIX_LEN:
 		return p->mask == FA_MASK_PREFIX_LM && !c->prefix_lens && p->prefix_len == v->i;
 	case FA_P_WINDOW: return p->mask == FA_MASK_SLIDING_WINDOW && p->window == v->i;
@@ -1074,6 +1076,7 @@ static enum fa_rc build_problem(const fa_bindings b, const struct fa_loc *made_b
 	p->mask = b[FA_P_MASK] ? (int32_t)b[FA_P_MASK]->i : FA_MASK_NONE;
 	p->layout = b[FA_P_LAYOUT] ? (int32_t)b[FA_P_LAYOUT]->i : FA_LAYOUT_BSHD;
 	w->c.dist = b[FA_P_INPUT] ? (int32_t)b[FA_P_INPUT]->i : FA_DIST_NORMAL;
+	w->c.pass = b[FA_P_PASS] ? (int32_t)b[FA_P_PASS]->i : FA_PASS_FWD;
 	if (b[FA_P_SCALE]) {
 		p->scale = (float)b[FA_P_SCALE]->d;
 		w->c.scale_set = 1;

@@ -33,12 +33,12 @@ enum node_kind {
 enum value_type { T_INT, T_NUM, T_BOOL, T_WORD };
 
 /* Word classes: which enum a word or a word-valued name belongs to. */
-enum word_class { W_DTYPE, W_MASK, W_LAYOUT, W_INPUT, W_COUNT };
+enum word_class { W_DTYPE, W_MASK, W_LAYOUT, W_INPUT, W_PASS, W_COUNT };
 
 enum name_id {
 	V_BATCH, V_HEADS, V_KV_HEADS, V_GQA, V_Q_LEN, V_KV_LEN, V_HEAD_DIM, V_HEAD_DIM_V,
 	V_PREFIX_LEN, V_WINDOW, V_SCALE, V_VARLEN, V_TOKENS, V_DTYPE, V_MASK, V_LAYOUT, V_INPUT,
-	V_DEPTH, V_COUNT
+	V_DEPTH, V_PASS, V_COUNT
 };
 
 static const struct {
@@ -64,6 +64,7 @@ static const struct {
 	[V_LAYOUT] = {"layout", T_WORD, W_LAYOUT},
 	[V_INPUT] = {"input", T_WORD, W_INPUT},
 	[V_DEPTH] = {"depth", T_INT, 0},
+	[V_PASS] = {"pass", T_WORD, W_PASS},
 };
 
 struct fa_expr {
@@ -155,6 +156,10 @@ static int word_lookup(const char *w, int *index)
 		*index = v;
 		return W_INPUT;
 	}
+	if ((v = fa_pass_parse(w)) >= 0) {
+		*index = v;
+		return W_PASS;
+	}
 	return -1;
 }
 
@@ -164,6 +169,7 @@ static const char *word_text(int wclass, int index)
 	case W_DTYPE: return fa_dtype_name(index);
 	case W_MASK: return fa_mask_name(index);
 	case W_LAYOUT: return fa_layout_name(index);
+	case W_PASS: return fa_pass_name(index);
 	default: return fa_dist_name(index);
 	}
 }
@@ -524,7 +530,8 @@ static struct fa_expr *parse_unary(struct parser *ps)
 /* "heads (a number)", "'causal' (a mask)", "a number": an operand, for messages. */
 static void describe(const struct fa_expr *e, char *buf, size_t size)
 {
-	static const char *const kinds[W_COUNT] = {"a dtype", "a mask", "a layout", "an input"};
+	static const char *const kinds[W_COUNT] = {"a dtype", "a mask", "a layout", "an input",
+							   "a pass"};
 	const char *kind = e->type == T_WORD ? kinds[e->wclass] : type_words(e);
 	if (e->kind == N_NAME)
 		snprintf(buf, size, "%s (%s)", names[e->i].name, kind);
@@ -866,6 +873,7 @@ static struct value name_value(int id, const struct fa_case *c)
 	case V_MASK: v.i = p->mask; break;
 	case V_LAYOUT: v.i = p->layout; break;
 	case V_DEPTH: v.i = c->depth; break;
+	case V_PASS: v.i = c->pass; break;
 	default: v.i = c->dist; break;
 	}
 	return v;

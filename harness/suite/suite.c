@@ -1162,6 +1162,8 @@ char *fa_case_key(const struct fa_case *c)
 		}
 		sb_printf(&b, ",scale=%s", num);
 	}
+	if (c->pass != FA_PASS_FWD) /* fwd keys stay as they were before passes existed */
+		sb_printf(&b, ",pass=%s", fa_pass_name(c->pass));
 	if (b.failed) {
 		free(b.s);
 		return NULL;

@@ -38,6 +38,7 @@ struct fa_case {
 	int32_t *cu_seqlens_k;
 	int32_t *prefix_lens;  /* batch entries, owned; NULL: p.prefix_len for all */
 	int32_t dist;          /* enum fa_dist */
+	int32_t pass;          /* enum fa_pass: what is timed (fwd unless the suite says) */
 	int32_t scale_set;     /* 1 when the suite gave scale explicitly */
 	uint64_t seed;         /* data seed: the suite seed mixed with the key */
 	char *key;             /* canonical key (fa_case_key), owned */
@@ -95,7 +96,8 @@ void fa_suite_free(struct fa_suite *s);
  *   batch=1,heads=16,kv_heads=16,q_len=1024,kv_len=1024,head_dim=72,
  *   head_dim_v=72,dtype=bf16,mask=none,layout=bshd,input=normal
  * then, when they apply: prefix_len=N or prefix_lens=a/b, window=N,
- * seqlens=a/b/c, kv_seqlens=a/b/c, scale=X (only when given explicitly).
+ * seqlens=a/b/c, kv_seqlens=a/b/c, scale=X (only when given explicitly),
+ * pass=bwd or pass=fwd_bwd (a fwd case's key has no pass, as before).
  * Returns a malloc'd string, or NULL when out of memory. */
 char *fa_case_key(const struct fa_case *c);
 

@@ -48,10 +48,12 @@
 #include <stdint.h>
 #include <string.h>
 
-/* 2: struct fa_backend holds its methods behind a pointer, kernel plugins,
+/* 3: the backward pass (fa_kernel.pass, writes_lse, fwd_kernel; the LSE and
+ * gradient buffers in fa_launch_args; tensors dO, dQ, dK, dV). 2: struct
+ * fa_backend holds its methods behind a pointer, kernel plugins,
  * struct_size in fa_kernel, fa_problem and fa_launch_args, the stream
  * method. 1: the first release (tests/abi/plugin_v1.h). */
-#define FA_BACKEND_API_VERSION 2
+#define FA_BACKEND_API_VERSION 3
 /* The oldest plugin version this header's harness still loads. */
 #define FA_BACKEND_API_VERSION_MIN 1
 
@@ -94,7 +96,22 @@ enum fa_mask {
 };
 enum fa_layout { FA_LAYOUT_BSHD = 0, FA_LAYOUT_BHSD = 1, FA_LAYOUT_COUNT };
 enum fa_dist { FA_DIST_NORMAL = 0, FA_DIST_UNIFORM = 1, FA_DIST_OUTLIERS = 2, FA_DIST_COUNT };
-enum fa_tensor { FA_TENSOR_Q = 0, FA_TENSOR_K = 1, FA_TENSOR_V = 2, FA_TENSOR_O = 3 };
+/* Q, K, V, O; then (version 3) the backward's dO (laid out as O, its own RNG
+ * stream) and the gradients dQ, dK, dV (laid out as Q, K, V). */
+enum fa_tensor {
+	FA_TENSOR_Q = 0,
+	FA_TENSOR_K = 1,
+	FA_TENSOR_V = 2,
+	FA_TENSOR_O = 3,
+	FA_TENSOR_DO = 4,
+	FA_TENSOR_DQ = 5,
+	FA_TENSOR_DK = 6,
+	FA_TENSOR_DV = 7
+};
+/* What a case times and a kernel computes (stored by name: "fwd", "bwd",
+ * "fwd_bwd"). A kernel is FA_PASS_FWD or FA_PASS_BWD; a fwd_bwd case runs a
+ * backward kernel after its forward kernel. */
+enum fa_pass { FA_PASS_FWD = 0, FA_PASS_BWD = 1, FA_PASS_FWD_BWD = 2, FA_PASS_COUNT };
 
 struct fa_problem {
 	/* ---- version 1 ---- */
@@ -186,9 +203,12 @@ FA_HD int64_t fa_o_offset(const struct fa_problem *p, const int32_t *cu_q, int b
 FA_HD void fa_tensor_shape(const struct fa_problem *p, int t, int64_t *tokens, int32_t *heads,
 			   int32_t *dim)
 {
-	*tokens = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->total_q : p->total_k;
-	*heads = (t == FA_TENSOR_Q || t == FA_TENSOR_O) ? p->heads : p->kv_heads;
-	*dim = (t == FA_TENSOR_Q || t == FA_TENSOR_K) ? p->head_dim : p->head_dim_v;
+	const int qlike = t == FA_TENSOR_Q || t == FA_TENSOR_O || t == FA_TENSOR_DO || t == FA_TENSOR_DQ;
+	*tokens = qlike ? p->total_q : p->total_k;
+	*heads = qlike ? p->heads : p->kv_heads;
+	*dim = (t == FA_TENSOR_Q || t == FA_TENSOR_K || t == FA_TENSOR_DQ || t == FA_TENSOR_DK)
+		       ? p->head_dim
+		       : p->head_dim_v;
 }
 
 FA_HD int64_t fa_tensor_elems(const struct fa_problem *p, int t)
@@ -205,9 +225,12 @@ FA_HD int64_t fa_tensor_offset(const struct fa_problem *p, int t, int64_t T, int
 {
 	int64_t sb, ss, sh, len;
 	switch (t) {
-	case FA_TENSOR_Q: sb = p->q_stride_b; ss = p->q_stride_s; sh = p->q_stride_h; len = p->q_len; break;
-	case FA_TENSOR_K: sb = p->k_stride_b; ss = p->k_stride_s; sh = p->k_stride_h; len = p->kv_len; break;
-	case FA_TENSOR_V: sb = p->v_stride_b; ss = p->v_stride_s; sh = p->v_stride_h; len = p->kv_len; break;
+	case FA_TENSOR_Q:
+	case FA_TENSOR_DQ: sb = p->q_stride_b; ss = p->q_stride_s; sh = p->q_stride_h; len = p->q_len; break;
+	case FA_TENSOR_K:
+	case FA_TENSOR_DK: sb = p->k_stride_b; ss = p->k_stride_s; sh = p->k_stride_h; len = p->kv_len; break;
+	case FA_TENSOR_V:
+	case FA_TENSOR_DV: sb = p->v_stride_b; ss = p->v_stride_s; sh = p->v_stride_h; len = p->kv_len; break;
 	default: sb = p->o_stride_b; ss = p->o_stride_s; sh = p->o_stride_h; len = p->q_len; break;
 	}
 	if (p->varlen)
@@ -497,7 +520,25 @@ struct fa_launch_args {
 	int32_t nthreads;            /* CPU: threads to use */
 	/* ---- version 2 ---- */
 	uint32_t struct_size;        /* sizeof(struct fa_launch_args) of the harness */
+	/* ---- version 3 ---- */
+	/* The log-sum-exp of each query row, lse[T * heads + h] = m + log(l) for
+	 * the row's scores s_j = scale * q . k_j (natural log; +INFINITY for a
+	 * row that attends no key, so exp(s - lse) is 0). A forward kernel
+	 * whose record says writes_lse writes it when lse is not NULL; a
+	 * backward kernel reads it (from its forward kernel). fp32, total_q *
+	 * heads values. */
+	float *lse;
+	/* Backward kernels: dO (read, laid out as o), o holds the forward's O
+	 * (read), and the gradients dq, dk, dv (written, every element, laid
+	 * out as q, k, v, dtype p->dtype). NULL for forward kernels. */
+	const void *d_o;
+	void *dq, *dk, *dv;
 };
+
+/* 1 when the record r (struct fa_launch_args or struct fa_kernel) of a given
+ * struct_size holds member m: read a member of a later version through it. */
+#define FA_RECORD_HAS(type, r, m) \
+	((r)->struct_size >= offsetof(type, m) + sizeof((r)->m))
 
 /* Launcher return value when *cancel was seen. */
 #define FA_KERNEL_CANCELLED (-2)
@@ -541,6 +582,19 @@ struct fa_kernel {
 	/* ---- version 2 ---- */
 	/* sizeof(struct fa_kernel), or 0: only the version 1 members above. */
 	uint32_t struct_size;
+	/* ---- version 3 ---- */
+	/* enum fa_pass: FA_PASS_FWD (0, and every older kernel) computes O from
+	 * Q, K, V; FA_PASS_BWD computes dQ, dK and dV from Q, K, V, O, dO and
+	 * the LSE (fa_launch_args). Forward kernels run the suite's fwd cases,
+	 * backward kernels its bwd and fwd_bwd cases. */
+	int32_t pass;
+	/* Forward kernels: 1 when launch writes fa_launch_args.lse (when it is
+	 * not NULL). */
+	int32_t writes_lse;
+	/* Backward kernels (required): the forward kernel of the same backend,
+	 * with writes_lse, whose O and LSE the backward takes. The harness
+	 * launches it once per case (bwd) or before every backward (fwd_bwd). */
+	const char *fwd_kernel;
 };
 
 /* ---- backend plugins ---- */

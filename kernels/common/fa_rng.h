@@ -57,10 +57,12 @@ FA_HD float fa_rng_unit(uint64_t bits)
 	return (float)(bits >> 40) * 5.9604644775390625e-8f; /* 2^-24 */
 }
 
-/* Streams: the tensor id (enum fa_tensor) for values, 16 + tensor for the
- * outlier choice, 32 for the checker's row sample. */
+/* Streams: the tensor id (enum fa_tensor) for values (the backward's dO is
+ * FA_TENSOR_DO, 4), 16 + tensor for the outlier choice, 32 for the
+ * checker's query row sample, 33 for its key row sample (dK, dV). */
 #define FA_RNG_STREAM_OUTLIER(t) (16u + (uint32_t)(t))
 #define FA_RNG_STREAM_ROWS 32u
+#define FA_RNG_STREAM_KV_ROWS 33u
 
 /* The fp32 value of element `index` of tensor `tensor` (enum fa_tensor).
  * dim is the tensor's head dimension: index / dim names the (token, head) row. */

@@ -1,7 +1,8 @@
 /* cpu_dense.c - the naive "math fallback" attention (seed 000's SDPA path):
  * the whole fp32 score tensor S = scale * Q K^T is materialised in the
  * workspace for every (sequence, head, query, key), masked entries set to
- * -inf, then a row softmax in place (P overwrites S), then O = P V over
+ * -inf, then a row softmax in place (P overwrites S, and the row's
+ * log-sum-exp goes to a->lse when asked), then O = P V over
  * every key. Three passes over O(batch * heads * q_len * kv_len) memory:
  * the algorithm flash attention replaces, kept as the baseline to compare
  * against. Its arithmetic is as vectorised as cpu_flash's (each key or value
@@ -43,6 +44,7 @@ struct dense_ctx {
 	float *scores;
 	int64_t *block_start; /* batch + 1: first row block of each sequence */
 	struct dense_scratch *scratch;
+	float *lse; /* a->lse when the harness asks for it, else NULL */
 	atomic_int stopped;
 };
 
@@ -174,17 +176,24 @@ static void pass_softmax(void *vctx, int64_t begin, int64_t end, int thread)
 		dense_block_of(c, idx, &k);
 		for (int32_t r = 0; r < k.nr; r++) {
 			float *s = score_row(c, &k, k.t0 + r), m = -INFINITY, l = 0;
+			float *lse = c->lse ? &c->lse[(fa_seq_q_start(c->p, c->a->cu_seqlens_q, k.b) +
+						     k.t0 + r) * c->p->heads + k.h]
+					    : NULL;
 			for (int32_t j = 0; j < k.lk; j++)
 				m = s[j] > m ? s[j] : m;
 			if (m == -INFINITY) { /* no allowed key (or no key at all) */
 				for (int32_t j = 0; j < k.lk; j++)
 					s[j] = 0;
+				if (lse) /* exp(s - lse) is 0 for every key */
+					*lse = INFINITY;
 				continue;
 			}
 			for (int32_t j = 0; j < k.lk; j++) {
 				s[j] = expf(s[j] - m);
 				l += s[j];
 			}
+			if (lse)
+				*lse = m + logf(l);
 			for (int32_t j = 0; j < k.lk; j++)
 				s[j] /= l;
 		}
@@ -244,6 +253,7 @@ int fa_cpu_dense_launch(const struct fa_launch_args *a)
 	if (need > 0 && (!a->workspace || a->workspace_bytes < need))
 		return FA_CPU_ERR_WORKSPACE;
 	c.scores = a->workspace;
+	c.lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
 	atomic_init(&c.stopped, 0);
 	c.block_start = malloc(sizeof(int64_t) * ((size_t)p->batch + 1));
 	c.scratch = calloc((size_t)nthreads, sizeof *c.scratch);

@@ -5,7 +5,8 @@
  * converting each tile to fp32 in per-thread scratch (K transposed so the
  * score loop runs along keys), and keeps the FA2 online softmax per row:
  * running max m, running sum l and an fp32 accumulator rescaled by
- * exp(m_old - m_new) whenever the max grows; O = acc / l at the end. Memory
+ * exp(m_old - m_new) whenever the max grows; O = acc / l at the end, and
+ * when asked the log-sum-exp m + log(l) the backward needs. Memory
  * is O(block_q * block_k) per thread instead of the dense path's score
  * tensor. The score and accumulator loops use four-lane vectors
  * (cpu_kernels.h): -O2 does not vectorise loops of runtime length.
@@ -41,6 +42,7 @@ struct flash_ctx {
 	int32_t bq, bk;
 	int64_t *tile_start; /* batch + 1: first query tile of each sequence */
 	struct tile_scratch *scratch;
+	float *lse; /* a->lse when the harness asks for it, else NULL */
 	atomic_int stopped;
 };
 
@@ -214,6 +216,9 @@ static void flash_tile(struct flash_ctx *c, struct tile_scratch *w, int b, int h
 			w->row[d] = l > 0 ? acc[d] / l : 0.0f;
 		fa_cpu_store_row(a->o, p->dtype, fa_o_offset(p, a->cu_seqlens_q, b, i0 + r, h),
 				 w->row, dv);
+		if (c->lse) /* +inf for a row with no key: exp(s - lse) is then 0 */
+			c->lse[(fa_seq_q_start(p, a->cu_seqlens_q, b) + i0 + r) * p->heads + h] =
+				l > 0 ? w->m[r] + logf(l) : INFINITY;
 	}
 }
 
@@ -278,6 +283,7 @@ int fa_cpu_flash_launch(const struct fa_launch_args *a)
 	if (c.bq < 1 || c.bk < 16 || c.bk % 16 != 0)
 		return FA_CPU_ERR_PARAM;
 	atomic_init(&c.stopped, 0);
+	c.lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
 	c.tile_start = malloc(sizeof(int64_t) * ((size_t)p->batch + 1));
 	c.scratch = calloc((size_t)nthreads, sizeof *c.scratch);
 	if (!c.tile_start || !c.scratch) {

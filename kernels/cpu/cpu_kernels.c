@@ -28,6 +28,8 @@ const struct fa_kernel fa_cpu_kernels[] = {
 		.score_bytes = 4, /* one fp32 score per (query, key, head) */
 		.workspace_bytes = fa_cpu_dense_workspace_bytes,
 		.launch = fa_cpu_dense_launch,
+		.struct_size = sizeof(struct fa_kernel),
+		.writes_lse = 1,
 	},
 	{
 		.name = "cpu_flash",
@@ -38,6 +40,35 @@ const struct fa_kernel fa_cpu_kernels[] = {
 		.params = flash_params,
 		.n_params = 2,
 		.launch = fa_cpu_flash_launch,
+		.struct_size = sizeof(struct fa_kernel),
+		.writes_lse = 1,
+	},
+	{
+		.name = "cpu_dense_bwd",
+		.description = "naive math path backward: fp32 P and dS tensors in memory",
+		.dtypes = ALL_DTYPES,
+		.head_dim_min = 1,
+		.head_dim_max = 512,
+		.score_bytes = 8, /* fp32 P and dS per (query, key, head) */
+		.workspace_bytes = fa_cpu_dense_bwd_workspace_bytes,
+		.launch = fa_cpu_dense_bwd_launch,
+		.struct_size = sizeof(struct fa_kernel),
+		.pass = FA_PASS_BWD,
+		.fwd_kernel = "cpu_dense",
+	},
+	{
+		.name = "cpu_flash_bwd",
+		.description = "FlashAttention-2 backward: delta pre-pass, P from the LSE, dK/dV per KV tile",
+		.dtypes = ALL_DTYPES,
+		.head_dim_min = 1,
+		.head_dim_max = 512,
+		.params = flash_params,
+		.n_params = 2,
+		.workspace_bytes = fa_cpu_flash_bwd_workspace_bytes,
+		.launch = fa_cpu_flash_bwd_launch,
+		.struct_size = sizeof(struct fa_kernel),
+		.pass = FA_PASS_BWD,
+		.fwd_kernel = "cpu_flash",
 	},
 };
 
@@ -56,6 +87,8 @@ const char *fa_cpu_kernel_strerror(int code)
 		return "out of memory for per-thread scratch";
 	case FA_CPU_ERR_PARAM:
 		return "block size the kernel cannot run";
+	case FA_CPU_ERR_BWD_ARGS:
+		return "backward launched without lse, dO or gradient buffers";
 	default:
 		return "unknown cpu kernel error";
 	}

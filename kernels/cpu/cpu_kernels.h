@@ -22,6 +22,7 @@
 #define FA_CPU_ERR_WORKSPACE (-10) /* workspace missing or smaller than workspace_bytes() */
 #define FA_CPU_ERR_NOMEM (-11)     /* per-thread scratch could not be allocated */
 #define FA_CPU_ERR_PARAM (-12)     /* a tunable outside what the kernel can run */
+#define FA_CPU_ERR_BWD_ARGS (-13)  /* a backward without lse, d_o, dq, dk or dv */
 
 extern const struct fa_kernel fa_cpu_kernels[];
 extern const int fa_cpu_n_kernels;
@@ -35,6 +36,15 @@ int fa_cpu_dense_launch(const struct fa_launch_args *a);
 
 /* FlashAttention-2: tiles of block_q rows by block_k keys, online softmax. */
 int fa_cpu_flash_launch(const struct fa_launch_args *a);
+
+/* The backward pass (cpu_dense_bwd.c, cpu_flash_bwd.c): dQ, dK, dV from Q,
+ * K, V, O, dO and the forward's LSE (fa_launch_args version 3). Every
+ * gradient element is computed by one work item in a fixed order, so the
+ * result is bit-identical for any thread count. */
+size_t fa_cpu_dense_bwd_workspace_bytes(const struct fa_problem *p, const int32_t *params);
+int fa_cpu_dense_bwd_launch(const struct fa_launch_args *a);
+size_t fa_cpu_flash_bwd_workspace_bytes(const struct fa_problem *p, const int32_t *params);
+int fa_cpu_flash_bwd_launch(const struct fa_launch_args *a);
 
 /* Four lanes of 32 bits: GCC/clang vector extensions, one SSE register.
  * -O2's very cheap cost model does not vectorise loops of runtime length, so
@@ -87,6 +97,38 @@ static inline fa_cpu_v4f fa_cpu_f16x4_to_f32(fa_cpu_v4u h)
 	r |= sign;
 	memcpy(&norm, &r, sizeof norm);
 	return norm;
+}
+
+/* sum_d a[d] b[d]: four lanes of four partial sums, then the lanes (a
+ * fixed order for a given n). */
+static inline float fa_cpu_dot(const float *restrict a, const float *restrict b, int32_t n)
+{
+	fa_cpu_v4f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+	int32_t d = 0;
+	float s;
+	for (; d + 16 <= n; d += 16) {
+		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
+		s1 += fa_cpu_ld4(a + d + 4) * fa_cpu_ld4(b + d + 4);
+		s2 += fa_cpu_ld4(a + d + 8) * fa_cpu_ld4(b + d + 8);
+		s3 += fa_cpu_ld4(a + d + 12) * fa_cpu_ld4(b + d + 12);
+	}
+	for (; d + 4 <= n; d += 4)
+		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
+	s0 = (s0 + s1) + (s2 + s3);
+	s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+	for (; d < n; d++)
+		s += a[d] * b[d];
+	return s;
+}
+
+/* acc[0..n) += w * v[0..n) */
+static inline void fa_cpu_axpy(float *restrict acc, float w, const float *restrict v, int32_t n)
+{
+	int32_t d = 0;
+	for (; d + 4 <= n; d += 4)
+		fa_cpu_st4(acc + d, fa_cpu_ld4(acc + d) + w * fa_cpu_ld4(v + d));
+	for (; d < n; d++)
+		acc[d] += w * v[d];
 }
 
 /* Converts n elements of src (dtype) from element off into dst as fp32,

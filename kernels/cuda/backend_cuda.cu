@@ -2,7 +2,7 @@
  * entry point fa_backend_plugin_init and every member of struct
  * fa_backend_i (SDK version 2: include/fabench/plugin.h), on one device ($FABENCH_CUDA_DEVICE, default 0) and one
  * stream that every operation is queued on. The kernel table is ours
- * (cuda_dense, cuda_flash_simt, two test kernels) followed by the
+ * (cuda_dense, cuda_flash_simt, cuda_flash_bwd_simt, two test kernels) followed by the
  * tensor-core family's (flash_mma_table.cu).
  *
  * Return codes are cudaError_t values, plus FA_CUDA_ERR_CUBLAS + status and
@@ -29,7 +29,8 @@ constexpr uint32_t CU_ALL_DTYPES =
 
 /* Positional: name, description, dtypes, head_dim_min, head_dim_max,
  * head_dims, n_head_dims, score_bytes, params, n_params, supports,
- * workspace_bytes, launch, test_only. */
+ * workspace_bytes, launch, test_only, then (where given) struct_size and
+ * version 3's pass, writes_lse, fwd_kernel. */
 const struct fa_kernel cu_kernels[] = {
 	{"cuda_dense",
 	 "naive: scale Q K^T into an fp32 score tensor in global memory, mask, softmax, times V",
@@ -38,7 +39,13 @@ const struct fa_kernel cu_kernels[] = {
 	{"cuda_flash_simt",
 	 "FlashAttention-2 on CUDA cores (no tensor cores), fp32 accumulation, 64-row query tiles",
 	 CU_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_simt_supports, NULL,
-	 fa_cuda_flash_simt_launch, 0},
+	 fa_cuda_flash_simt_launch, 0, sizeof(struct fa_kernel), FA_PASS_FWD, 1 /* writes the LSE */,
+	 NULL},
+	{"cuda_flash_bwd_simt",
+	 "FlashAttention-2 backward on CUDA cores: delta pre-pass, P from the LSE, dK/dV per key tile",
+	 CU_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_bwd_simt_supports,
+	 fa_cuda_flash_bwd_simt_workspace_bytes, fa_cuda_flash_bwd_simt_launch, 0,
+	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
 	{"cuda_test_fault", "test: stores to an unmapped address (cudaErrorIllegalAddress, sticky)",
 	 CU_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1},
 	{"cuda_test_hang", "test: waits forever for a device flag that nothing sets",

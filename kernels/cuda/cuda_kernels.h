@@ -90,6 +90,12 @@ int fa_cuda_flash_simt_setup(int smem_optin_bytes);
 int fa_cuda_flash_simt_supports(const struct fa_problem *p, char *why, size_t why_size);
 int fa_cuda_flash_simt_launch(const struct fa_launch_args *a);
 
+/* flash_bwd_simt.cu: the backward on CUDA cores (dQ, dK, dV), after
+ * cuda_flash_simt's forward (which writes the LSE); deterministic. */
+int fa_cuda_flash_bwd_simt_supports(const struct fa_problem *p, char *why, size_t why_size);
+size_t fa_cuda_flash_bwd_simt_workspace_bytes(const struct fa_problem *p, const int32_t *params);
+int fa_cuda_flash_bwd_simt_launch(const struct fa_launch_args *a);
+
 /* test_kernels.cu: a kernel that faults (cudaErrorIllegalAddress) and one
  * that never ends, for the harness's own tests. */
 int fa_cuda_test_fault_launch(const struct fa_launch_args *a);

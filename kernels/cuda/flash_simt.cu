@@ -7,7 +7,9 @@
  * 64 x BN scores with 8 x (BN / 16) register micro-tiles, updates the online
  * softmax (running max and sum per row, accumulator rescaled), writes P^T to
  * shared memory, stages the V tile in the buffer K^T used, and accumulates
- * P V into 8 x Dv/16 registers per thread. Key tiles outside every row's
+ * P V into 8 x Dv/16 registers per thread; when the harness asks
+ * (fa_launch_args.lse, for cuda_flash_bwd_simt) it writes each row's
+ * log-sum-exp. Key tiles outside every row's
  * allowed range are never visited (causal, sliding window, prefix-LM: the
  * prefix plus the causal range), and only tiles that cross a mask boundary
  * or the end of the keys pay for per-element masking.
@@ -285,7 +287,8 @@ template <int DMAX, int DVMAX>
 __global__ void __launch_bounds__(FS_THREADS)
 	fs_kernel(const struct fa_problem p, const void *__restrict__ q, const void *__restrict__ k,
 		  const void *__restrict__ v, void *__restrict__ o, const int32_t *cu_q,
-		  const int32_t *cu_k, const int32_t *prefix_lens, float scale_log2)
+		  const int32_t *cu_k, const int32_t *prefix_lens, float scale_log2,
+		  float *__restrict__ lse)
 {
 	typedef fs_cfg<DMAX, DVMAX> C;
 	constexpr int BM = C::BM, BN = C::BN, RM = C::RM, CN = C::CN, NG = C::NG;
@@ -444,13 +447,19 @@ __global__ void __launch_bounds__(FS_THREADS)
 		fs_pv_dispatch<NG, NG, BN, DVMAX, RM, C::PSTRIDE>(dv32 / FS_VG, sP, sKV, ty, tx, acc);
 	}
 
-	/* O = acc / l; a row that attended no key has l == 0 and writes zeros */
+	/* O = acc / l; a row that attended no key has l == 0 and writes zeros.
+	 * The LSE, when asked, in natural-log units of scale * q.k: m is the
+	 * row's max in log2 units, so lse = (m + log2 l) ln 2; +inf for a row
+	 * with no key (the backward's exp(s - lse) is then 0). */
 #pragma unroll
 	for (int r = 0; r < RM; r++) {
 		const float lt = fs_sum16(l[r]);
 		const int32_t i = i0 + ty * RM + r;
 		if (i >= lq)
 			continue;
+		if (lse && tx == 0)
+			lse[(fa_seq_q_start(&p, cu_q, b) + i) * p.heads + h] =
+				lt > 0.0f ? (m[r] + log2f(lt)) * 0.69314718055994531f : INFINITY;
 		const int64_t ob = fa_o_offset(&p, cu_q, b, i, h);
 #pragma unroll
 		for (int g = 0; g < NG; g++)
@@ -523,7 +532,7 @@ template <int DQ, int DV_> cudaError_t fs_launch_one(const struct fa_launch_args
 	dim3 grid((unsigned)((p->q_len + C::BM - 1) / C::BM), (unsigned)p->heads, (unsigned)p->batch);
 	fs_kernel<DQ, DV_><<<grid, FS_THREADS, C::SMEM_BYTES, fa_cuda_stream_of(a)>>>(
 		*a->p, a->q, a->k, a->v, a->o, a->cu_seqlens_q, a->cu_seqlens_k, a->prefix_lens,
-		scale_log2);
+		scale_log2, FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL);
 	return cudaGetLastError();
 }
 

@@ -427,10 +427,12 @@ static int sdpa_launch(const struct fa_launch_args *a)
 
 /* Positional: name, description, dtypes, head_dim_min, head_dim_max,
  * head_dims, n_head_dims, score_bytes, params, n_params, supports,
- * workspace_bytes, launch, test_only, struct_size. head_dim 256 is cuDNN 9's largest
+ * workspace_bytes, launch, test_only, struct_size, pass, writes_lse,
+ * fwd_kernel. head_dim 256 is cuDNN 9's largest
  * fp16/bf16 SDPA head; supports() refuses what the version or the
  * architecture cannot do. score_bytes 0: fused, no score tensor. */
 const struct fa_kernel fa_cudnn_sdpa_kernel = {
 	"cudnn_sdpa", sdpa_description, (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 8, 256, NULL,
 	0, 0, NULL, 0, sdpa_supports, sdpa_workspace_bytes, sdpa_launch, 0, sizeof(struct fa_kernel),
+	FA_PASS_FWD, 0, NULL,
 };

@@ -9,6 +9,12 @@
  *   kclash     a kernel plugin whose kernel is named like the CPU's cpu_flash
  *   kerr       not refused: a kernel plugin whose kernel fails with a code of
  *              its own, which its error_string puts in words
+ *   knofwd     a kernel plugin whose backward kernel names no fwd_kernel
+ *   kv2        not refused: a version 2 kernel plugin (kernel record of the
+ *              version 2 size, garbage where version 3's pass would be): a
+ *              forward kernel that leaves O unwritten
+ *   kbwd       not refused: backward kernels 'bad_k' (its forward 'bad_f'
+ *              does not write the LSE) and 'bad_m' (its forward is missing)
  *
  * BAD_KERNEL_PLUGIN is defined for the k* variants, which export only
  * fa_kernel_plugin_init.
@@ -47,20 +53,53 @@ static struct fa_kernel kernel = {
 	.struct_size = sizeof(struct fa_kernel),
 };
 
+/* kbwd's other kernels: a forward without the LSE, a backward whose
+ * forward is not loaded */
+static struct fa_kernel kernel_f = {
+	.name = "bad_f",
+	.description = "a forward that does not write the LSE",
+	.dtypes = 1u << FA_DTYPE_FP32,
+	.head_dim_min = 1,
+	.head_dim_max = 64,
+	.launch = k_copy_q,
+	.struct_size = sizeof(struct fa_kernel),
+};
+static struct fa_kernel kernel_m = {
+	.name = "bad_m",
+	.description = "a backward whose forward is missing",
+	.dtypes = 1u << FA_DTYPE_FP32,
+	.head_dim_min = 1,
+	.head_dim_max = 64,
+	.launch = k_copy_q,
+	.struct_size = sizeof(struct fa_kernel),
+	.pass = FA_PASS_BWD,
+	.fwd_kernel = "no_such_forward",
+};
+
 static int count(void *ctx)
 {
 	(void)ctx;
-	return 1;
+	return is("kbwd") ? 3 : 1;
 }
 
 static const struct fa_kernel *get(void *ctx, int i)
 {
 	(void)ctx;
-	(void)i;
 	if (is("nolaunch") || is("knolaunch"))
 		kernel.launch = NULL;
 	if (is("kclash"))
 		kernel.name = "cpu_flash";
+	if (is("knofwd"))
+		kernel.pass = FA_PASS_BWD;
+	if (is("kv2")) { /* only the version 2 members count */
+		kernel.struct_size = (uint32_t)offsetof(struct fa_kernel, pass);
+		kernel.pass = 99;
+	}
+	if (is("kbwd")) {
+		kernel.pass = FA_PASS_BWD;
+		kernel.fwd_kernel = "bad_f";
+		return i == 0 ? &kernel : i == 1 ? &kernel_f : &kernel_m;
+	}
 	return &kernel;
 }
 
@@ -83,7 +122,9 @@ int fa_kernel_plugin_init(int harness_api_version, const char *backend_name,
 	if (strcmp(backend_name, "cpu") != 0)
 		return FA_KERNEL_PLUGIN_DECLINED;
 	memset(out, 0, sizeof *out);
-	out->api_version = is("kfuture") ? FA_BACKEND_API_VERSION + 1 : FA_BACKEND_API_VERSION;
+	out->api_version = is("kfuture") ? FA_BACKEND_API_VERSION + 1
+			   : is("kv2")   ? 2
+					 : FA_BACKEND_API_VERSION;
 	out->struct_size = sizeof *out;
 	out->name = "bad";
 	out->kernel_count = count;

@@ -210,8 +210,9 @@ static const struct fa_kernel_param delay_params[] = {
 };
 
 #define ALL_DTYPES ((1u << FA_DTYPE_FP32) | (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
-/* positional up to test_only, then struct_size (the SDK's version 2 member) */
-#define KSIZE ((uint32_t)sizeof(struct fa_kernel))
+/* positional up to test_only, then struct_size (the SDK's version 2 member)
+ * and the version 3 members: forward kernels that do not write the LSE */
+#define KSIZE ((uint32_t)sizeof(struct fa_kernel)), FA_PASS_FWD, 0, NULL
 static const struct fa_kernel kernels[] = {
 	{"test_correct", "naive fp32 attention (right)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
 	 NULL, NULL, k_correct, 1, KSIZE},

@@ -40,16 +40,19 @@ const struct fa_kernel hp_kernels[] = {
 	 "naive: scale Q K^T into an fp32 score tensor in global memory, mask, softmax, times V "
 	 "(cuda_dense's source)",
 	 HP_ALL_DTYPES, 1, 512, NULL, 0, 4 /* the fp32 score tensor */, NULL, 0,
-	 fa_cuda_dense_supports, fa_cuda_dense_workspace_bytes, fa_cuda_dense_launch, 0, 0},
+	 fa_cuda_dense_supports, fa_cuda_dense_workspace_bytes, fa_cuda_dense_launch, 0, 0,
+	 FA_PASS_FWD, 0, NULL},
 	{"hip_flash_simt",
 	 "FlashAttention-2 on vector ALUs (no matrix cores), fp32 accumulation, tiles within 64 KiB "
 	 "of LDS (cuda_flash_simt's source)",
 	 HP_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_simt_supports, NULL,
-	 fa_cuda_flash_simt_launch, 0, 0},
+	 fa_cuda_flash_simt_launch, 0, 0, FA_PASS_FWD, 0, NULL},
 	{"hip_test_fault", "test: stores to an unmapped address (a memory fault, sticky)",
-	 HP_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1, 0},
+	 HP_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1, 0,
+	 FA_PASS_FWD, 0, NULL},
 	{"hip_test_hang", "test: waits forever for a device flag that nothing sets", HP_ALL_DTYPES,
-	 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_hang_launch, 1, 0},
+	 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_hang_launch, 1, 0, FA_PASS_FWD, 0,
+	 NULL},
 };
 constexpr int HP_N_OWN = (int)(sizeof hp_kernels / sizeof hp_kernels[0]);
 

@@ -228,12 +228,14 @@ const struct fa_kernel amd_kernels[] = {
 	 "FA2 forward on CDNA matrix cores (mfma_f32_16x16x16 f16/bf16_1k, wave64), fp32 "
 	 "accumulation; gfx90a, gfx94x",
 	 (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 64, 256, dims, 6, 0, amd_params, 2,
-	 mfma_supports, mfma_workspace, mfma_launch, 0, (uint32_t)sizeof(struct fa_kernel)},
+	 mfma_supports, mfma_workspace, mfma_launch, 0, (uint32_t)sizeof(struct fa_kernel),
+	 FA_PASS_FWD, 0, NULL},
 	{"hip_flash_wmma",
 	 "FA2 forward on RDNA matrix cores (wmma_f32_16x16x16 f16/bf16, wave32, gfx11 or gfx12 "
 	 "layout), fp32 accumulation",
 	 (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 64, 256, dims, 6, 0, amd_params, 2,
-	 wmma_supports, wmma_workspace, wmma_launch, 0, (uint32_t)sizeof(struct fa_kernel)},
+	 wmma_supports, wmma_workspace, wmma_launch, 0, (uint32_t)sizeof(struct fa_kernel),
+	 FA_PASS_FWD, 0, NULL},
 };
 
 } /* namespace */

@@ -53,6 +53,8 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 	FA_REQUIRE(init != NULL);
 	FA_REQUIRE(kernels != NULL);
 
+	/* no table for a harness of another version (its records are another size) */
+	FA_CHECK(kernels(FA_BACKEND_API_VERSION - 1, &n) == NULL && n == 0);
 	/* the table, without a device: every record passes the harness's checks */
 	t = kernels(FA_BACKEND_API_VERSION, &n);
 	FA_REQUIRE(t != NULL);

@@ -687,7 +687,11 @@ typedef int (*fa_backend_plugin_init_fn)(int harness_api_version, struct fa_back
  * `fabench kernels` to list when fa_backend_plugin_init refused (no device
  * here): returns the table and its length in *n without touching a device,
  * or NULL. Only the version 1 members of each record are read; the table
- * lives as long as the plugin is loaded. fabench's HIP plugin exports it. */
+ * lives as long as the plugin is loaded. fabench's HIP plugin exports it.
+ * The table is an array of this header's struct fa_kernel, whose size
+ * grows with the version: a plugin returns it only when harness_api_version
+ * is the FA_BACKEND_API_VERSION it was built with (else NULL), so that the
+ * harness never steps through records of another size. */
 typedef const struct fa_kernel *(*fa_backend_plugin_kernels_fn)(int harness_api_version, int *n);
 #define FA_PLUGIN_KERNELS_SYMBOL "fa_backend_plugin_kernels"
 

@@ -92,8 +92,26 @@ static int attention(const struct fa_launch_args *a, int skip_last_row)
 	return 0;
 }
 
+/* The device this load pretends to drive: $FABENCH_DEVICE, which `run
+ * --devices` sets in each worker; -1 when not set. */
+static int this_device = -1;
+
+/* Under $FABENCH_TEST_PIDS, each launch of test_correct and test_crash
+ * appends "DEVICE PID" to that file: a test of `run --devices` counts the
+ * processes that ran on each device. */
+static void note_launch(void)
+{
+	const char *path = getenv("FABENCH_TEST_PIDS");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+	if (f) {
+		fprintf(f, "%d %ld\n", this_device, (long)getpid());
+		fclose(f);
+	}
+}
+
 static int k_correct(const struct fa_launch_args *a)
 {
+	note_launch();
 #ifdef FA_TEST_EXTRA_PCT
 	/* the "slow build" of the A/B tests: the same result, a fixed share later */
 	double t0 = now_s();
@@ -149,9 +167,19 @@ static int k_spin(const struct fa_launch_args *a)
 	return 0;
 }
 
+/* Raises SIGSEGV. Under $FABENCH_TEST_CRASH_ONCE (a path), only the launch
+ * that creates that file crashes; the others compute the right result: one
+ * fault in the middle of a run. */
 static int k_crash(const struct fa_launch_args *a)
 {
-	(void)a;
+	const char *once = getenv("FABENCH_TEST_CRASH_ONCE");
+	note_launch();
+	if (once && *once) {
+		int fd = open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return attention(a, 0);
+		close(fd);
+	}
 	raise(SIGSEGV);
 	return 0;
 }
@@ -225,17 +253,13 @@ static const struct fa_kernel kernels[] = {
 	 NULL, NULL, k_hang, 1, KSIZE},
 	{"test_spin", "never finishes, ignoring cancellation", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
 	 0, NULL, NULL, k_spin, 1, KSIZE},
-	{"test_crash", "raises SIGSEGV", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
+	{"test_crash", "raises SIGSEGV ($FABENCH_TEST_CRASH_ONCE: once)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
 	 k_crash, 1, KSIZE},
 	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
 	 0, delay_params, 1, NULL, NULL, k_delay, 1, KSIZE},
 	{"test_record", "right, and records its buffers in $FABENCH_TEST_RECORD", ALL_DTYPES, 1,
 	 1024, NULL, 0, 0, record_params, 2, NULL, record_ws, k_record, 1, KSIZE},
 };
-
-/* The device this load pretends to drive: $FABENCH_DEVICE, which `run
- * --devices` sets in each worker; -1 when not set. */
-static int this_device = -1;
 
 /* Under $FABENCH_TEST_LOCK_DIR, a load pinned to device D holds an exclusive
  * lock on DIR/device-D for as long as the process lives, and refuses to load

@@ -274,10 +274,10 @@ static int count_pids(const char *path, int n_dev, int *n_pids)
 
 /* Runs tiny.yaml --repeat 2 (8 cases) on the test backend's 3 pretend
  * devices with FABENCH_TEST_PIDS=pids and, when crash_once is set,
- * FABENCH_TEST_CRASH_ONCE=crash_once; extra is one more option (NULL:
+ * FABENCH_TEST_ONCE=crash_once; extra and extra2 are more options (NULL:
  * none). Returns the exit status. */
 static int run_pids(const char *db, const char *devices, const char *kernels, const char *pids,
-		    const char *crash_once, const char *extra)
+		    const char *crash_once, const char *extra, const char *extra2)
 {
 	char plug[1100], lock[1100], pid_env[1100], crash_env[1100], *env[7];
 	const char *p = getenv("FABENCH_TEST_PLUGIN");
@@ -286,7 +286,7 @@ static int run_pids(const char *db, const char *devices, const char *kernels, co
 	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
 	snprintf(lock, sizeof lock, "FABENCH_TEST_LOCK_DIR=%s", fa_test_tmpdir());
 	snprintf(pid_env, sizeof pid_env, "FABENCH_TEST_PIDS=%s", pids);
-	snprintf(crash_env, sizeof crash_env, "FABENCH_TEST_CRASH_ONCE=%s",
+	snprintf(crash_env, sizeof crash_env, "FABENCH_TEST_ONCE=%s",
 		 crash_once ? crash_once : "");
 	env[n++] = plug;
 	env[n++] = "FABENCH_TEST_KERNELS=1";
@@ -297,7 +297,7 @@ static int run_pids(const char *db, const char *devices, const char *kernels, co
 	env[n] = NULL;
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
 			       (char *)kernels, "--devices", (char *)devices, "--repeat", "2",
-			       "--db", (char *)db, "--quiet", (char *)extra, NULL},
+			       "--db", (char *)db, "--quiet", (char *)extra, (char *)extra2, NULL},
 		    env, 300, &r);
 	status = r.status;
 	if (status != 0 && status != 1)
@@ -312,7 +312,7 @@ FA_TEST(fleet, devices_one_worker_per_device_runs_every_case)
 	int n_pids[3], total;
 	path_in(db, sizeof db, "stay.db");
 	path_in(pids, sizeof pids, "stay.pids");
-	FA_REQUIRE(run_pids(db, "all", "test_correct", pids, NULL, NULL) == 0);
+	FA_REQUIRE(run_pids(db, "all", "test_correct", pids, NULL, NULL, NULL) == 0);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
 	/* no co-tenant: every worker held its device's lock */
@@ -333,7 +333,7 @@ FA_TEST(fleet, devices_one_worker_per_device_runs_every_case)
 	/* --isolate keeps its fresh process per case */
 	path_in(db, sizeof db, "stay-isolate.db");
 	path_in(pids, sizeof pids, "stay-isolate.pids");
-	FA_REQUIRE(run_pids(db, "0,1", "test_correct", pids, NULL, "--isolate") == 0);
+	FA_REQUIRE(run_pids(db, "0,1", "test_correct", pids, NULL, "--isolate", NULL) == 0);
 	total = count_pids(pids, 3, n_pids);
 	FA_CHECKF(total == 8 && n_pids[0] + n_pids[1] == 8 && n_pids[2] == 0,
 		  "--isolate: %d processes (%d, %d, %d)", total, n_pids[0], n_pids[1], n_pids[2]);
@@ -348,7 +348,7 @@ FA_TEST(fleet, devices_worker_replaced_after_a_crash)
 	path_in(db, sizeof db, "crash-once.db");
 	path_in(pids, sizeof pids, "crash-once.pids");
 	path_in(once, sizeof once, "crash-once.flag");
-	FA_REQUIRE(run_pids(db, "0", "test_correct,test_crash", pids, once, NULL) == 1);
+	FA_REQUIRE(run_pids(db, "0", "test_correct,test_crash", pids, once, NULL, NULL) == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
@@ -357,6 +357,28 @@ FA_TEST(fleet, devices_worker_replaced_after_a_crash)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
 			   "n_samples > 0") == 15);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device = 0") == 16);
+	FA_CHECK(count_pids(pids, 3, n_pids) == 2 && n_pids[0] == 2);
+}
+
+FA_TEST(fleet, devices_worker_replaced_after_a_timeout)
+{
+	/* one device, eight cases; the first test_spin launch never returns and
+	 * ignores cancellation: its worker is killed (2 x --timeout + 5 s of
+	 * silence), the kernel stored as timeout, and a second worker runs the
+	 * rest */
+	char db[1024], pids[1024], once[1024];
+	int n_pids[3];
+	path_in(db, sizeof db, "spin-once.db");
+	path_in(pids, sizeof pids, "spin-once.pids");
+	path_in(once, sizeof once, "spin-once.flag");
+	FA_REQUIRE(run_pids(db, "0", "test_correct,test_spin", pids, once, "--timeout", "1") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_spin' "
+			   "AND status = 'timeout' AND reason LIKE 'no answer from the worker%'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+			   "n_samples > 0") == 15);
 	FA_CHECK(count_pids(pids, 3, n_pids) == 2 && n_pids[0] == 2);
 }
 

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../harness/report/junit.h"
 #include "../harness/run/fleet.h"
+#include "../harness/run/isolate.h"
 #include "fixture.h"
 #include "proc.h"
 #include "test.h"
@@ -380,6 +382,85 @@ FA_TEST(fleet, devices_worker_replaced_after_a_timeout)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
 			   "n_samples > 0") == 15);
 	FA_CHECK(count_pids(pids, 3, n_pids) == 2 && n_pids[0] == 2);
+}
+
+FA_TEST(fleet, worker_command_lines)
+{
+	/* what a staying worker reads: "CASE FROM" lines, then the end */
+	int fds[2], ci = -1, from = -1;
+	FA_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+	const char *in = "12 3\n0 0\n";
+	FA_REQUIRE(write(fds[0], in, strlen(in)) == (ssize_t)strlen(in));
+	shutdown(fds[0], SHUT_WR);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 1 && ci == 12 && from == 3);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 1 && ci == 0 && from == 0);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 0);
+	close(fds[0]);
+	close(fds[1]);
+	const char *bad[] = {"x y\n", "1\n", "1 2 3\n", "-1 0\n", "1 -2\n", "4 0",
+			     "1 0000000000000000000000000000000000000000000000000000000000000000\n"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FA_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+		FA_REQUIRE(write(fds[0], bad[i], strlen(bad[i])) == (ssize_t)strlen(bad[i]));
+		shutdown(fds[0], SHUT_WR);
+		FA_CHECKF(fa_isolate_read_command(fds[1], &ci, &from) == -1, "'%s' accepted",
+			  bad[i]);
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
+/* Runs `fabench run tiny.yaml --backend cpu --worker-serve` with `input` as
+ * what its parent sends; returns the exit status, stderr in err_out
+ * (malloc'd) and the bytes the worker sent back in *n_back. */
+static int serve(const char *input, char **err_out, size_t *n_back)
+{
+	int fds[2];
+	char fd_text[16], buf[4096];
+	struct fa_proc_result r;
+	ssize_t got;
+	*n_back = 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+		return -1;
+	/* the worker inherits fds[1] only */
+	fcntl(fds[1], F_SETFD, 0);
+	snprintf(fd_text, sizeof fd_text, "%d", fds[1]);
+	if (write(fds[0], input, strlen(input)) != (ssize_t)strlen(input))
+		return -1;
+	shutdown(fds[0], SHUT_WR);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--quiet",
+			       "--worker-fd", fd_text, "--worker-serve", NULL},
+		    NULL, 120, &r);
+	close(fds[1]);
+	while ((got = read(fds[0], buf, sizeof buf)) > 0)
+		*n_back += (size_t)got;
+	close(fds[0]);
+	*err_out = r.err;
+	r.err = NULL;
+	fa_proc_free(&r);
+	return r.status;
+}
+
+FA_TEST(fleet, worker_serve_runs_cases_until_the_end_of_input)
+{
+	char *err = NULL;
+	size_t one = 0, two = 0, n = 0;
+	/* two cases, then the end of input: exit 0, and the second case's
+	 * records follow the first's on the same socket */
+	FA_CHECK(serve("0 0\n", &err, &one) == 0 && one > 0);
+	free(err);
+	FA_CHECK(serve("0 0\n0 0\n", &err, &two) == 0 && two > one);
+	free(err);
+	/* nothing at all: a worker that was never given a case exits 0 */
+	FA_CHECK(serve("", &err, &n) == 0 && n == 0);
+	free(err);
+	/* a command it cannot read, and a case that does not exist */
+	FA_CHECK(serve("zero 0\n", &err, &n) == 1 && n == 0);
+	FA_CHECKF(err && strstr(err, "worker: unreadable command from the parent"), "%s", err);
+	free(err);
+	FA_CHECK(serve("0 0\n99 0\n", &err, &n) == 2 && n > 0);
+	FA_CHECKF(err && strstr(err, "worker: no case 99 kernel 0"), "%s", err);
+	free(err);
 }
 
 FA_TEST(fleet, devices_lock_sees_a_cotenant)

@@ -1333,6 +1333,32 @@ FA_TEST(cuda, run_isolate_survives_fault_and_hang)
 			    "status = 'timeout'") == 1);
 }
 
+FA_TEST(cuda, run_devices_replaces_a_faulted_worker)
+{
+	char db[1100];
+	struct fa_proc_result r;
+	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
+	if (!cuda())
+		return;
+	snprintf(db, sizeof db, "%s/devices-fault.db", fa_test_tmpdir());
+	unlink(db);
+	/* --devices 0: one staying worker; the fault at the end of every case
+	 * leaves its context unusable, so it reports the fault and exits, and a
+	 * fresh worker takes the next case: all four stored, the run complete */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
+			       "cuda_flash_simt,cuda_test_fault", "--devices", "0", "--db", db,
+			       "--quiet", NULL},
+		    env, 300, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
+			    "status = 'pass' AND device = 0") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
+			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 4);
+}
+
 FA_TEST(cuda, run_sticky_fault_ends_the_run)
 {
 	char db[1100];

@@ -3,17 +3,21 @@
  * --devices (the longest-first dealer, a worker per device at a time,
  * faulting workers replaced, every result's device stored), and the JUnit
  * XML of --junit. The test plugin pretends to be N devices
- * (FABENCH_TEST_DEVICES) and, under FABENCH_TEST_LOCK_DIR, refuses to load
- * on a device another process holds. */
+ * (FABENCH_TEST_DEVICES), under FABENCH_TEST_LOCK_DIR refuses to load on a
+ * device another process holds, and under FABENCH_TEST_PIDS writes down
+ * which process ran each launch on which device (one staying worker per
+ * device, replaced only when it faults). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../harness/report/junit.h"
 #include "../harness/run/fleet.h"
+#include "../harness/run/isolate.h"
 #include "fixture.h"
 #include "proc.h"
 #include "test.h"
@@ -236,6 +240,227 @@ FA_TEST(fleet, devices_deal_every_case_and_survive_faults)
 	FA_CHECK(strstr(x, "<error type=\"error\" message=\"worker killed by signal"));
 	FA_CHECK(strstr(x, "device 2</system-out>") || strstr(x, "device 1</system-out>"));
 	free(x);
+}
+
+/* The processes that launched kernels, from a FABENCH_TEST_PIDS file: for
+ * each of n_dev devices, how many distinct pids (n_pids[d]); returns the
+ * distinct pids in all, or -1 when a line names no device of 0..n_dev. */
+static int count_pids(const char *path, int n_dev, int *n_pids)
+{
+	long seen_pid[256];
+	int seen_dev[256], n = 0, dev;
+	long pid;
+	FILE *f = fopen(path, "r");
+	for (int d = 0; d < n_dev; d++)
+		n_pids[d] = 0;
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d %ld", &dev, &pid) == 2) {
+		int known = 0;
+		if (dev < 0 || dev >= n_dev) {
+			fclose(f);
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			known |= seen_pid[i] == pid;
+		if (!known && n < 256) {
+			seen_pid[n] = pid;
+			seen_dev[n++] = dev;
+			n_pids[dev]++;
+		}
+	}
+	fclose(f);
+	(void)seen_dev;
+	return n;
+}
+
+/* Runs tiny.yaml --repeat 2 (8 cases) on the test backend's 3 pretend
+ * devices with FABENCH_TEST_PIDS=pids and, when crash_once is set,
+ * FABENCH_TEST_ONCE=crash_once; extra and extra2 are more options (NULL:
+ * none). Returns the exit status. */
+static int run_pids(const char *db, const char *devices, const char *kernels, const char *pids,
+		    const char *crash_once, const char *extra, const char *extra2)
+{
+	char plug[1100], lock[1100], pid_env[1100], crash_env[1100], *env[7];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	int status, n = 0;
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	snprintf(lock, sizeof lock, "FABENCH_TEST_LOCK_DIR=%s", fa_test_tmpdir());
+	snprintf(pid_env, sizeof pid_env, "FABENCH_TEST_PIDS=%s", pids);
+	snprintf(crash_env, sizeof crash_env, "FABENCH_TEST_ONCE=%s",
+		 crash_once ? crash_once : "");
+	env[n++] = plug;
+	env[n++] = "FABENCH_TEST_KERNELS=1";
+	env[n++] = "FABENCH_TEST_DEVICES=3";
+	env[n++] = lock;
+	env[n++] = pid_env;
+	env[n++] = crash_env;
+	env[n] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       (char *)kernels, "--devices", (char *)devices, "--repeat", "2",
+			       "--db", (char *)db, "--quiet", (char *)extra, (char *)extra2, NULL},
+		    env, 300, &r);
+	status = r.status;
+	if (status != 0 && status != 1)
+		fprintf(stderr, "run --devices %s: %d\n%s\n%s\n", devices, r.status, r.out, r.err);
+	fa_proc_free(&r);
+	return status;
+}
+
+FA_TEST(fleet, devices_one_worker_per_device_runs_every_case)
+{
+	char db[1024], pids[1024];
+	int n_pids[3], total;
+	path_in(db, sizeof db, "stay.db");
+	path_in(pids, sizeof pids, "stay.pids");
+	FA_REQUIRE(run_pids(db, "all", "test_correct", pids, NULL, NULL, NULL) == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
+	/* no co-tenant: every worker held its device's lock */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+			   "n_samples > 0") == 8);
+	total = count_pids(pids, 3, n_pids);
+	/* one process per device that ran cases, and only those: 8 cases on at
+	 * most 3 processes, so one of them ran several */
+	FA_CHECKF(total == fa_test_db_int(db, "SELECT count(DISTINCT device) FROM results"),
+		  "%d processes", total);
+	for (int d = 0; d < 3; d++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM results WHERE device = %d", d);
+		long long cases = fa_test_db_int(db, sql);
+		FA_CHECKF(n_pids[d] == (cases > 0), "device %d: %d processes for %lld cases", d,
+			  n_pids[d], cases);
+	}
+	/* --isolate keeps its fresh process per case */
+	path_in(db, sizeof db, "stay-isolate.db");
+	path_in(pids, sizeof pids, "stay-isolate.pids");
+	FA_REQUIRE(run_pids(db, "0,1", "test_correct", pids, NULL, "--isolate", NULL) == 0);
+	total = count_pids(pids, 3, n_pids);
+	FA_CHECKF(total == 8 && n_pids[0] + n_pids[1] == 8 && n_pids[2] == 0,
+		  "--isolate: %d processes (%d, %d, %d)", total, n_pids[0], n_pids[1], n_pids[2]);
+}
+
+FA_TEST(fleet, devices_worker_replaced_after_a_crash)
+{
+	/* one device, eight cases; the first test_crash launch kills its worker:
+	 * a second worker runs the rest, and every case is stored once */
+	char db[1024], pids[1024], once[1024];
+	int n_pids[3];
+	path_in(db, sizeof db, "crash-once.db");
+	path_in(pids, sizeof pids, "crash-once.pids");
+	path_in(once, sizeof once, "crash-once.flag");
+	FA_REQUIRE(run_pids(db, "0", "test_correct,test_crash", pids, once, NULL, NULL) == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_crash' "
+			   "AND status = 'error' AND reason LIKE 'worker killed by signal%'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+			   "n_samples > 0") == 15);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE device = 0") == 16);
+	FA_CHECK(count_pids(pids, 3, n_pids) == 2 && n_pids[0] == 2);
+}
+
+FA_TEST(fleet, devices_worker_replaced_after_a_timeout)
+{
+	/* one device, eight cases; the first test_spin launch never returns and
+	 * ignores cancellation: its worker is killed (2 x --timeout + 5 s of
+	 * silence), the kernel stored as timeout, and a second worker runs the
+	 * rest */
+	char db[1024], pids[1024], once[1024];
+	int n_pids[3];
+	path_in(db, sizeof db, "spin-once.db");
+	path_in(pids, sizeof pids, "spin-once.pids");
+	path_in(once, sizeof once, "spin-once.flag");
+	FA_REQUIRE(run_pids(db, "0", "test_correct,test_spin", pids, once, "--timeout", "1") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT idx) FROM cases") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'test_spin' "
+			   "AND status = 'timeout' AND reason LIKE 'no answer from the worker%'") == 1);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'pass' AND "
+			   "n_samples > 0") == 15);
+	FA_CHECK(count_pids(pids, 3, n_pids) == 2 && n_pids[0] == 2);
+}
+
+FA_TEST(fleet, worker_command_lines)
+{
+	/* what a staying worker reads: "CASE FROM" lines, then the end */
+	int fds[2], ci = -1, from = -1;
+	FA_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+	const char *in = "12 3\n0 0\n";
+	FA_REQUIRE(write(fds[0], in, strlen(in)) == (ssize_t)strlen(in));
+	shutdown(fds[0], SHUT_WR);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 1 && ci == 12 && from == 3);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 1 && ci == 0 && from == 0);
+	FA_CHECK(fa_isolate_read_command(fds[1], &ci, &from) == 0);
+	close(fds[0]);
+	close(fds[1]);
+	const char *bad[] = {"x y\n", "1\n", "1 2 3\n", "-1 0\n", "1 -2\n", "4 0",
+			     "1 0000000000000000000000000000000000000000000000000000000000000000\n"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FA_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+		FA_REQUIRE(write(fds[0], bad[i], strlen(bad[i])) == (ssize_t)strlen(bad[i]));
+		shutdown(fds[0], SHUT_WR);
+		FA_CHECKF(fa_isolate_read_command(fds[1], &ci, &from) == -1, "'%s' accepted",
+			  bad[i]);
+		close(fds[0]);
+		close(fds[1]);
+	}
+}
+
+/* Runs `fabench run tiny.yaml --backend cpu --worker-serve` with `input` as
+ * what its parent sends; returns the exit status, stderr in err_out
+ * (malloc'd) and the bytes the worker sent back in *n_back. */
+static int serve(const char *input, char **err_out, size_t *n_back)
+{
+	int fds[2];
+	char fd_text[16], buf[4096];
+	struct fa_proc_result r;
+	ssize_t got;
+	*n_back = 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+		return -1;
+	/* the worker inherits fds[1] only */
+	fcntl(fds[1], F_SETFD, 0);
+	snprintf(fd_text, sizeof fd_text, "%d", fds[1]);
+	if (write(fds[0], input, strlen(input)) != (ssize_t)strlen(input))
+		return -1;
+	shutdown(fds[0], SHUT_WR);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--quiet",
+			       "--worker-fd", fd_text, "--worker-serve", NULL},
+		    NULL, 120, &r);
+	close(fds[1]);
+	while ((got = read(fds[0], buf, sizeof buf)) > 0)
+		*n_back += (size_t)got;
+	close(fds[0]);
+	*err_out = r.err;
+	r.err = NULL;
+	fa_proc_free(&r);
+	return r.status;
+}
+
+FA_TEST(fleet, worker_serve_runs_cases_until_the_end_of_input)
+{
+	char *err = NULL;
+	size_t one = 0, two = 0, n = 0;
+	/* two cases, then the end of input: exit 0, and the second case's
+	 * records follow the first's on the same socket */
+	FA_CHECK(serve("0 0\n", &err, &one) == 0 && one > 0);
+	free(err);
+	FA_CHECK(serve("0 0\n0 0\n", &err, &two) == 0 && two > one);
+	free(err);
+	/* nothing at all: a worker that was never given a case exits 0 */
+	FA_CHECK(serve("", &err, &n) == 0 && n == 0);
+	free(err);
+	/* a command it cannot read, and a case that does not exist */
+	FA_CHECK(serve("zero 0\n", &err, &n) == 1 && n == 0);
+	FA_CHECKF(err && strstr(err, "worker: unreadable command from the parent"), "%s", err);
+	free(err);
+	FA_CHECK(serve("0 0\n99 0\n", &err, &n) == 2 && n > 0);
+	FA_CHECKF(err && strstr(err, "worker: no case 99 kernel 0"), "%s", err);
+	free(err);
 }
 
 FA_TEST(fleet, devices_lock_sees_a_cotenant)

@@ -90,13 +90,14 @@ static void help(void)
 	       "                     (a CI matrix, a Slurm array) split a suite without\n"
 	       "                     talking to each other; fabench merge joins their\n"
 	       "                     databases (docs/ci.md)\n"
-	       "  --devices LIST     one worker thread per device (0,1,3 or all), each\n"
-	       "                     running the cases as --isolate does, in worker\n"
-	       "                     processes pinned to its device (FABENCH_CUDA_DEVICE),\n"
-	       "                     one at a time: no case is timed while another of this\n"
-	       "                     run uses its GPU. Cases are dealt longest first (the\n"
-	       "                     plan's estimate); a worker that faults is replaced and\n"
-	       "                     the run goes on; each result stores its device. With\n"
+	       "  --devices LIST     one worker process per device (0,1,3 or all), pinned\n"
+	       "                     to it (FABENCH_CUDA_DEVICE), that runs case after case\n"
+	       "                     and keeps its plugin, context and warm state: no case\n"
+	       "                     is timed while another of this run uses its GPU.\n"
+	       "                     Cases are dealt longest first (the plan's estimate); a\n"
+	       "                     worker that faults is stored as --isolate stores it and\n"
+	       "                     replaced for the cases left; each result stores its\n"
+	       "                     device. With --isolate, a fresh worker per case. With\n"
 	       "                     --ab, one device (both sides of a pair on it)\n"
 	       "  --junit FILE       also write the results as JUnit XML (one testcase per\n"
 	       "                     case and kernel) for CI\n"
@@ -136,6 +137,7 @@ struct run_cli {
 	int ab_params; /* --ab-params: one backend, two sets of params */
 	double budget, timeout;
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
+	int worker_serve; /* a staying worker: cases come as commands on worker_fd */
 	int repeat; /* run the whole suite this many times (--repeat) */
 	char *case_args[64]; /* --case, as given */
 	int n_case_args;
@@ -169,6 +171,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"devices", required_argument, 0, 'V'},
 		{"junit", required_argument, 0, 'J'},
 		{"worker-from", required_argument, 0, 'K'},
+		{"worker-serve", no_argument, 0, 'W'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	int c;
 	char *end;
@@ -268,6 +271,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		case 'F': o->worker_fd = atoi(optarg); break;
 		case 'C': o->worker_case = atoi(optarg); break;
 		case 'K': o->worker_from = atoi(optarg); break;
+		case 'W': o->worker_serve = 1; break;
 		case 'h': help(); return -1;
 		default:
 			return fa_cmd_usage_error("run", usage_text, "unknown option '%s'",
@@ -733,32 +737,55 @@ static void worker_on_result(void *vctx, const struct fa_case *c, int i, const s
 	w->sent[i] = 1;
 }
 
-/* Runs kernels from o->worker_from on of case o->worker_case and reports
- * over o->worker_fd. Exit status 0, or 3 when the device became unusable. */
+/* Runs kernels from `from` on of case ci in runner and reports over fd.
+ * Returns the runner's code (FA_OK, FA_ERR_STICKY, ...); err says why. */
+static enum fa_rc run_worker_case(struct fa_runner *runner, const struct fa_suite *suite,
+				  const struct fa_plan *plan, struct worker_ctx *w, int ci,
+				  int from, struct fa_err *err)
+{
+	int n = plan->n_kernels[ci] - from;
+	struct fa_result *res = calloc((size_t)n, sizeof *res);
+	struct fa_samples *smp = calloc((size_t)n, sizeof *smp);
+	enum fa_rc rc;
+	w->from = from;
+	w->sent = calloc((size_t)n, 1);
+	if (!res || !smp || !w->sent) {
+		free(res);
+		free(smp);
+		free(w->sent);
+		w->sent = NULL;
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+	}
+	rc = fa_runner_run_case(runner, &suite->cases[ci], plan->kernels[ci] + from, n, res, smp,
+				err);
+	for (int i = 0; i < n; i++)
+		if (!w->sent[i] && res[i].status >= 0 &&
+		    (rc == FA_OK || res[i].status == FA_STATUS_SKIP))
+			worker_on_result(w, &suite->cases[ci], i, &res[i]);
+	for (int i = 0; i < n; i++)
+		fa_samples_free(&smp[i]);
+	free(res);
+	free(smp);
+	free(w->sent);
+	w->sent = NULL;
+	return rc;
+}
+
+/* Worker mode: runs kernels from o->worker_from on of case o->worker_case
+ * (--isolate), or, with --worker-serve, case after case as the parent sends
+ * them (--devices), reporting over o->worker_fd. Exit status 0 (a staying
+ * worker: at the end of its input), 3 when the device became unusable, else
+ * a failure. */
 static int run_worker(const struct run_cli *o, const struct fa_suite *suite,
 		      const struct fa_plan *plan, struct fa_runner_cfg *rcfg)
 {
 	struct fa_err err;
 	struct fa_runner *runner;
-	int ci = o->worker_case, from = o->worker_from, n;
+	int ci = o->worker_case, from = o->worker_from, got = 1;
 	struct worker_ctx w;
-	enum fa_rc rc;
-	if (ci < 0 || ci >= suite->n_cases || from < 0 || from >= plan->n_kernels[ci]) {
-		fprintf(stderr, "fabench run: worker: no case %d kernel %d\n", ci, from);
-		return FA_EXIT_USAGE;
-	}
-	n = plan->n_kernels[ci] - from;
-	struct fa_result *res = calloc((size_t)n, sizeof *res);
-	struct fa_samples *smp = calloc((size_t)n, sizeof *smp);
+	enum fa_rc rc = FA_OK;
+	memset(&w, 0, sizeof w);
 	w.fd = o->worker_fd;
-	w.from = from;
-	w.sent = calloc((size_t)n, 1);
-	if (!res || !smp || !w.sent) {
-		free(res);
-		free(smp);
-		free(w.sent);
-		return FA_EXIT_FAIL;
-	}
 	rcfg->progress = worker_on_result;
 	rcfg->on_start = worker_on_start;
 	rcfg->progress_ctx = &w;
@@ -766,20 +793,28 @@ static int run_worker(const struct run_cli *o, const struct fa_suite *suite,
 	runner = fa_runner_new(plan->slot, rcfg, &err);
 	if (!runner)
 		return fa_cmd_fail("run", &err);
-	rc = fa_runner_run_case(runner, &suite->cases[ci], plan->kernels[ci] + from, n, res, smp,
-				&err);
-	for (int i = 0; i < n; i++)
-		if (!w.sent[i] && res[i].status >= 0 && (rc == FA_OK || res[i].status == FA_STATUS_SKIP))
-			worker_on_result(&w, &suite->cases[ci], i, &res[i]);
+	for (;;) {
+		if (o->worker_serve && (got = fa_isolate_read_command(o->worker_fd, &ci, &from)) <= 0)
+			break;
+		if (ci < 0 || ci >= suite->n_cases || from < 0 || from >= plan->n_kernels[ci]) {
+			fprintf(stderr, "fabench run: worker: no case %d kernel %d\n", ci, from);
+			fa_runner_free(runner);
+			return FA_EXIT_USAGE;
+		}
+		fa_err_clear(&err);
+		rc = run_worker_case(runner, suite, plan, &w, ci, from, &err);
+		if (rc != FA_OK || !o->worker_serve)
+			break;
+		fa_isolate_send_done(o->worker_fd, ci);
+	}
+	if (got < 0)
+		fprintf(stderr, "fabench run: worker: unreadable command from the parent\n");
 	if (rc != FA_OK && rc != FA_ERR_STICKY)
 		fa_cmd_fail("run", &err);
-	for (int i = 0; i < n; i++)
-		fa_samples_free(&smp[i]);
-	free(res);
-	free(smp);
-	free(w.sent);
 	fa_runner_free(runner);
-	return rc == FA_ERR_STICKY ? FA_WORKER_STICKY : rc == FA_OK ? FA_EXIT_OK : FA_EXIT_FAIL;
+	return rc == FA_ERR_STICKY ? FA_WORKER_STICKY
+	       : rc == FA_OK && got >= 0 ? FA_EXIT_OK
+					 : FA_EXIT_FAIL;
 }
 
 /* The worker's command line: what decides the cases and how they run. */
@@ -1168,9 +1203,11 @@ static int step_index(const struct fa_suite *suite, int step)
 
 /* Runs one step (a case, or a --repeat copy of one): in-process, or in
  * worker processes (--isolate; device >= 0: pinned to that device with
- * env_extra, under --devices), then stores, tallies and prints it. Returns 0
- * to go on, 1 to stop the run. */
-static int run_step(struct run_state *rs, int step, int device, const char *const *env_extra)
+ * env_extra, under --devices, in the device's staying worker unless
+ * --isolate), then stores, tallies and prints it. Returns 0 to go on, 1 to
+ * stop the run. */
+static int run_step(struct run_state *rs, int step, int device, const char *const *env_extra,
+		    struct fa_isolate_worker *worker)
 {
 	const struct run_cli *o = rs->o;
 	const struct fa_suite *suite = rs->suite;
@@ -1211,6 +1248,7 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 		ic.setup_timeout_s = ic.kernel_timeout_s;
 		ic.cancel = &g_cancel;
 		ic.env_extra = env_extra;
+		ic.worker = o->isolate ? NULL : worker;
 		frc = fa_isolate_run_case(&ic, res, smp, &err);
 		for (int i = 0; i < n; i++)
 			if (res[i].flops == 0) { /* a result the worker could not send */
@@ -1295,11 +1333,18 @@ struct device_env {
 };
 
 static struct device_env device_envs[FA_FLEET_MAX_DEVICES];
+/* Each device's staying worker, started by its thread at its first case and
+ * let go by it at FA_FLEET_JOB_END. */
+static struct fa_isolate_worker device_workers[FA_FLEET_MAX_DEVICES];
 
 static int device_job(void *ctx, int job, int slot, int device)
 {
 	struct run_state *rs = ctx;
-	return run_step(rs, rs->steps[job], device, device_envs[slot].v);
+	if (job == FA_FLEET_JOB_END) {
+		fa_isolate_worker_stop(&device_workers[slot]);
+		return 0;
+	}
+	return run_step(rs, rs->steps[job], device, device_envs[slot].v, &device_workers[slot]);
 }
 
 /* --devices: the steps still to run, dealt longest first (the plan's work
@@ -1341,6 +1386,7 @@ static int run_devices(struct run_state *rs, const char *skip, const char *store
 		de->v[1] = de->hip;
 		de->v[2] = de->any;
 		de->v[3] = NULL;
+		fa_isolate_worker_init(&device_workers[i]);
 	}
 	rs->steps = steps;
 	if (fa_fleet_deal(cost, n, devices, n_devices, device_job, rs, &g_cancel, &err) != FA_OK) {
@@ -1595,7 +1641,7 @@ int fa_cmd_run(int argc, char **argv)
 			if (plan.n_kernels[ci] == 0 || skip[ci] ||
 			    (stored_idx && stored_idx[step_index(&suite, step)]))
 				continue;
-			if (run_step(&rs, step, -1, NULL) != 0)
+			if (run_step(&rs, step, -1, NULL, NULL) != 0)
 				break;
 		}
 	}

@@ -215,6 +215,7 @@ static void *device_main(void *arg)
 			fa_fleet_unlock();
 		}
 	}
+	d->fn(d->ctx, FA_FLEET_JOB_END, t->slot, t->device);
 	return NULL;
 }
 

@@ -1,8 +1,8 @@
 /* fleet.h - a run spread over several GPUs of a host and over machines:
  * which cases a shard takes (--shard K/N), which devices a run drives
  * (--devices 0,1|all), and the dealer that hands the cases, longest first,
- * to one worker thread per device (each thread drives --isolate worker
- * processes on its device, one at a time).
+ * to one worker thread per device (each thread drives a worker process on
+ * its device, which runs one case at a time).
  */
 #ifndef FA_FLEET_H
 #define FA_FLEET_H
@@ -48,8 +48,11 @@ void fa_fleet_lpt_order(const double *cost, int n, int *order);
 /* Runs job `job` on device `device` (the device's slot in the --devices
  * list is `slot`). Called from the device's thread, with no lock held; it
  * may take fa_fleet_lock around work shared with the other threads (the
- * database, the output). Returns 0 to go on, non-zero to stop dealing. */
+ * database, the output). Returns 0 to go on, non-zero to stop dealing.
+ * Last, job is FA_FLEET_JOB_END, once per thread, from that thread: the
+ * dealing is over, let go of what the thread holds (its worker process). */
 typedef int (*fa_fleet_job_fn)(void *ctx, int job, int slot, int device);
+#define FA_FLEET_JOB_END (-1)
 
 /* Deals jobs 0..n (in fa_fleet_lpt_order of cost) to one thread per device:
  * each thread takes the next job as soon as its last one is done, so no two

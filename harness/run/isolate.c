@@ -1,6 +1,7 @@
-/* isolate.c - worker processes for `run --isolate`: the record protocol over
- * a pipe, and the parent's loop that turns a dead or silent worker into an
- * `error` or `timeout` result and starts the next one. */
+/* isolate.c - worker processes for `run --isolate` and `run --devices`: the
+ * record protocol over a socket, the command line a staying worker reads,
+ * and the parent's loop that turns a dead or silent worker into an `error`
+ * or `timeout` result and starts the next one. */
 #include "isolate.h"
 
 #include <errno.h>
@@ -11,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REC_MAGIC 0x46414953u /* "FAIS" */
 #define REC_START 1
 #define REC_RESULT 2
+#define REC_DONE 3 /* a staying worker finished the case it was sent */
 /* Slack on top of a kernel's own timeouts (check launch + sampling) before
  * the parent decides a worker is stuck: process start, CUDA context creation,
  * a slow download. */
@@ -61,6 +65,36 @@ void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 		return;
 	if (h.n_samples > 0)
 		write_all(fd, samples->ms, sizeof(double) * (size_t)h.n_samples);
+}
+
+void fa_isolate_send_done(int fd, int case_index)
+{
+	struct rec_hdr h = {REC_MAGIC, REC_DONE, case_index, 0, 0};
+	write_all(fd, &h, sizeof h);
+}
+
+int fa_isolate_read_command(int fd, int *case_index, int *from)
+{
+	char line[64];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, line + n, 1); /* a byte at a time: a line is short */
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			return n == 0 ? 0 : -1;
+		if (line[n] == '\n')
+			break;
+		if (++n >= sizeof line - 1)
+			return -1;
+	}
+	line[n] = '\0';
+	char end;
+	if (sscanf(line, "%d %d%c", case_index, from, &end) != 2 || *case_index < 0 || *from < 0)
+		return -1;
+	return 1;
 }
 
 /* Reads exactly n bytes, waiting at most until deadline. 0 ok, 1 EOF,
@@ -127,6 +161,9 @@ static char **worker_env(const struct fa_isolate_case *ic)
 	return env;
 }
 
+/* Starts a worker for kernels from `from` on of ic's case, or (from < 0) a
+ * staying worker that waits for commands. *rfd receives the parent's end of
+ * the socket. Returns the pid, or -1 (errno set). */
 static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 {
 	char **env;
@@ -135,9 +172,11 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 	const char *args[128];
 	pid_t pid, parent;
 	/* close-on-exec: under --devices other threads start workers at the same
-	 * time, and a worker that inherited this pipe's write end would keep the
-	 * parent from seeing this worker die */
-	if (pipe2(fds, O_CLOEXEC) != 0)
+	 * time, and a worker that inherited this socket's end would keep the
+	 * parent from seeing this worker die. A socket, not a pipe: a staying
+	 * worker reads its commands from it, and the parent's send to a dead
+	 * worker fails with EPIPE instead of raising SIGPIPE (MSG_NOSIGNAL). */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
 		return -1;
 	for (int i = 0; ic->worker_argv[i] && n < 120; i++)
 		args[n++] = ic->worker_argv[i];
@@ -145,10 +184,14 @@ static pid_t spawn_worker(const struct fa_isolate_case *ic, int from, int *rfd)
 	snprintf(fr, sizeof fr, "%d", from);
 	args[n++] = "--worker-fd";
 	args[n++] = "3";
-	args[n++] = "--worker-case";
-	args[n++] = ci;
-	args[n++] = "--worker-from";
-	args[n++] = fr;
+	if (from < 0) {
+		args[n++] = "--worker-serve";
+	} else {
+		args[n++] = "--worker-case";
+		args[n++] = ci;
+		args[n++] = "--worker-from";
+		args[n++] = fr;
+	}
 	args[n] = NULL;
 	fflush(stdout);
 	fflush(stderr);
@@ -206,6 +249,98 @@ static void set_reason(struct fa_result *r, int status, const char *why)
 	snprintf(r->reason, sizeof r->reason, "%s", why);
 }
 
+void fa_isolate_worker_init(struct fa_isolate_worker *w)
+{
+	memset(w, 0, sizeof *w);
+	w->fd = -1;
+}
+
+/* Waits for pid; after timeout_s (< 0: no limit) kills it and waits again.
+ * Fills *st. */
+static void reap(pid_t pid, int *st, double timeout_s)
+{
+	double until = fa_now_s() + timeout_s;
+	for (;;) {
+		pid_t r = waitpid(pid, st, timeout_s < 0 ? 0 : WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			return;
+		if (r == 0 && fa_now_s() >= until) {
+			kill(pid, SIGKILL);
+			timeout_s = -1;
+		} else if (r == 0) {
+			struct timespec ts = {0, 10000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+/* A staying worker has a few seconds, once its input ends, to give its
+ * device back (a CUDA context's teardown) before it is killed. */
+#define STOP_GRACE_S 10.0
+
+void fa_isolate_worker_stop(struct fa_isolate_worker *w)
+{
+	int st;
+	if (w->pid > 0) {
+		close(w->fd);
+		reap(w->pid, &st, STOP_GRACE_S);
+	}
+	w->pid = 0;
+	w->fd = -1;
+}
+
+/* Sends "CASE FROM" to a staying worker. 0, or -1 when it is gone. */
+static int send_command(int fd, int case_index, int from)
+{
+	char line[64];
+	int n = snprintf(line, sizeof line, "%d %d\n", case_index, from);
+	const char *p = line;
+	while (n > 0) {
+		ssize_t w = send(fd, p, (size_t)n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (int)w;
+	}
+	return 0;
+}
+
+/* The process to run kernels from `from` on of ic's case: ic->worker's
+ * (started when it has none, and once more when the one it had is found
+ * dead before it took the command), else a fresh one. Returns the pid with
+ * *rfd set, or -1 (errno set). */
+static pid_t worker_for(const struct fa_isolate_case *ic, int from, int *rfd)
+{
+	struct fa_isolate_worker *w = ic->worker;
+	if (!w)
+		return spawn_worker(ic, from, rfd);
+	for (int tries = 0; tries < 2; tries++) {
+		if (w->pid <= 0) {
+			int fd;
+			pid_t pid = spawn_worker(ic, -1, &fd);
+			if (pid < 0)
+				return -1;
+			w->pid = pid;
+			w->fd = fd;
+			w->n_started++;
+		}
+		if (send_command(w->fd, ic->case_index, from) == 0) {
+			*rfd = w->fd;
+			return w->pid;
+		}
+		/* it died between cases (killed from outside): no case is to blame */
+		int st;
+		close(w->fd);
+		reap(w->pid, &st, STOP_GRACE_S);
+		w->pid = 0;
+		w->fd = -1;
+	}
+	errno = EPIPE;
+	return -1;
+}
+
 enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_result *results,
 			       struct fa_samples *samples, struct fa_err *err)
 {
@@ -218,7 +353,7 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 	while (next < ic->n_kernels) {
 		int rfd = -1, current = -1, st = 0, outcome = 0, first = next;
 		double deadline = fa_now_s() + 2 * ic->setup_timeout_s + GRACE_S;
-		pid_t pid = spawn_worker(ic, next, &rfd);
+		pid_t pid = worker_for(ic, next, &rfd);
 		if (pid < 0)
 			return fa_err_set(err, FA_ERR_INTERNAL, "cannot start a worker: %s",
 					  strerror(errno));
@@ -227,7 +362,13 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 			outcome = read_all(rfd, &h, sizeof h, deadline, ic->cancel);
 			if (outcome != 0)
 				break;
-			if (h.magic != REC_MAGIC || h.index < -1 || h.index >= ic->n_kernels) {
+			if (h.magic == REC_MAGIC && h.type == REC_DONE && ic->worker &&
+			    h.index == ic->case_index) {
+				outcome = 4; /* the worker stays for the next case */
+				break;
+			}
+			if (h.magic != REC_MAGIC || h.type == REC_DONE || h.index < -1 ||
+			    h.index >= ic->n_kernels) {
 				outcome = -1;
 				break;
 			}
@@ -268,11 +409,16 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 				next = h.index + 1;
 			current = -2; /* between kernels */
 		}
+		if (outcome == 4)
+			break; /* next is past the last kernel: the worker ran them all */
 		close(rfd);
-		if (outcome == 2 || outcome == 3)
+		if (outcome == 2 || outcome == 3 || outcome == -1)
 			kill(pid, SIGKILL);
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
+		reap(pid, &st, -1);
+		if (ic->worker) {
+			ic->worker->pid = 0;
+			ic->worker->fd = -1;
+		}
 		if (outcome == 3)
 			return fa_err_set(err, FA_ERR_CANCELLED, "cancelled");
 		if (next >= ic->n_kernels)

@@ -8,9 +8,17 @@
  * stored as `error` with the signal or exit reason; when no record arrives
  * within the timeout, the worker is killed and the kernel is stored as
  * `timeout`. A new worker then continues with the next kernel.
+ *
+ * Under --devices a worker stays (struct fa_isolate_worker): it reads the
+ * next case to run, as a line "CASE FROM", from the same socket, and sends a
+ * "done" record after its last kernel; it keeps its plugin, device context
+ * and warm state from case to case. A worker that faults is replaced by a
+ * fresh one for what is left, exactly as above.
  */
 #ifndef FA_ISOLATE_H
 #define FA_ISOLATE_H
+
+#include <sys/types.h>
 
 #include "measure.h"
 #include "runner.h"
@@ -21,9 +29,32 @@
 #define FA_WORKER_STICKY 3
 
 /* Worker side: report that kernel i (-1: set-up) starts / finished. */
+
 void fa_isolate_send_start(int fd, int i);
 void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 			    const struct fa_samples *samples);
+/* Worker side, a staying worker (--worker-serve): waits for the next command
+ * on fd. Returns 1 with *case_index and *from set, 0 at end of input (the
+ * parent has no more cases: exit), -1 on a malformed command or a read error. */
+int fa_isolate_read_command(int fd, int *case_index, int *from);
+/* Worker side: the case sent last is finished; the worker waits for the next. */
+void fa_isolate_send_done(int fd, int case_index);
+
+/* A worker process that stays for case after case (one per device under
+ * --devices). Zero it (or fa_isolate_worker_init) before use; the first
+ * fa_isolate_run_case that gets it starts the process. Used by one thread
+ * at a time: the one that started the process, since the worker dies with
+ * that thread (PR_SET_PDEATHSIG). */
+struct fa_isolate_worker {
+	pid_t pid; /* 0: no process (not started yet, or it died and was reaped) */
+	int fd;  /* the parent's end of the socket */
+	int n_started; /* processes started over its life: 1 when none faulted */
+};
+
+void fa_isolate_worker_init(struct fa_isolate_worker *w);
+/* Lets the worker go: closes its socket (it exits at end of input) and
+ * waits for it; kills it when it has not exited after a few seconds. */
+void fa_isolate_worker_stop(struct fa_isolate_worker *w);
 
 struct fa_isolate_case {
 	const char *const *worker_argv; /* argv of the worker minus the --worker-* options */
@@ -37,11 +68,17 @@ struct fa_isolate_case {
 	 * environment gets on top of this process's, replacing the same names:
 	 * --devices pins each worker to its device with FABENCH_CUDA_DEVICE */
 	const char *const *env_extra;
+	/* NULL: a fresh worker process for the case (--isolate). Else the
+	 * staying worker to run it in (started here when it has no process;
+	 * replaced here when it faults) */
+	struct fa_isolate_worker *worker;
 };
 
 /* Parent side: runs one case in workers until every kernel has a result.
  * results/samples as for fa_runner_run_case (the result's string fields point
- * into the kernels array; reasons are copied). Returns FA_OK, or
+ * into the kernels array; reasons are copied). With ic->worker, the worker
+ * is left running after a case that it finished, and reaped (pid 0) after
+ * one in which it died or was killed. Returns FA_OK, or
  * FA_ERR_CANCELLED, or FA_ERR_INTERNAL when no worker could be started. */
 enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_result *results,
 			       struct fa_samples *samples, struct fa_err *err);

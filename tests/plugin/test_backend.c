@@ -92,8 +92,42 @@ static int attention(const struct fa_launch_args *a, int skip_last_row)
 	return 0;
 }
 
+/* The device this load pretends to drive: $FABENCH_DEVICE, which `run
+ * --devices` sets in each worker; -1 when not set. */
+static int this_device = -1;
+
+/* Under $FABENCH_TEST_PIDS, each launch of test_correct and test_crash
+ * appends "DEVICE PID" to that file: a test of `run --devices` counts the
+ * processes that ran on each device. */
+static void note_launch(void)
+{
+	const char *path = getenv("FABENCH_TEST_PIDS");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+	if (f) {
+		fprintf(f, "%d %ld\n", this_device, (long)getpid());
+		fclose(f);
+	}
+}
+
+/* Under $FABENCH_TEST_ONCE (a path), test_crash and test_spin misbehave
+ * only in the launch that creates that file, and compute the right result in
+ * the others: one fault in the middle of a run. 1: misbehave this time. */
+static int misbehave_now(void)
+{
+	const char *once = getenv("FABENCH_TEST_ONCE");
+	int fd;
+	if (!once || !*once)
+		return 1;
+	fd = open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 static int k_correct(const struct fa_launch_args *a)
 {
+	note_launch();
 #ifdef FA_TEST_EXTRA_PCT
 	/* the "slow build" of the A/B tests: the same result, a fixed share later */
 	double t0 = now_s();
@@ -141,7 +175,9 @@ static int k_spin(const struct fa_launch_args *a)
 {
 	/* ignores the cancel flag: only killing the process stops it (--isolate) */
 	volatile int forever = 1;
-	(void)a;
+	note_launch();
+	if (!misbehave_now())
+		return attention(a, 0);
 	while (forever) {
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
@@ -151,7 +187,9 @@ static int k_spin(const struct fa_launch_args *a)
 
 static int k_crash(const struct fa_launch_args *a)
 {
-	(void)a;
+	note_launch();
+	if (!misbehave_now())
+		return attention(a, 0);
 	raise(SIGSEGV);
 	return 0;
 }
@@ -224,19 +262,15 @@ static const struct fa_kernel kernels[] = {
 	 NULL, NULL, k_unwritten, 1, KSIZE},
 	{"test_hang", "never finishes unless cancelled", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
 	 NULL, NULL, k_hang, 1, KSIZE},
-	{"test_spin", "never finishes, ignoring cancellation", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
+	{"test_spin", "never finishes, ignoring cancellation ($FABENCH_TEST_ONCE: once)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
 	 0, NULL, NULL, k_spin, 1, KSIZE},
-	{"test_crash", "raises SIGSEGV", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
+	{"test_crash", "raises SIGSEGV ($FABENCH_TEST_ONCE: once)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
 	 k_crash, 1, KSIZE},
 	{"test_delay", "right, plus a busy wait of delay_pct percent", ALL_DTYPES, 1, 1024, NULL, 0,
 	 0, delay_params, 1, NULL, NULL, k_delay, 1, KSIZE},
 	{"test_record", "right, and records its buffers in $FABENCH_TEST_RECORD", ALL_DTYPES, 1,
 	 1024, NULL, 0, 0, record_params, 2, NULL, record_ws, k_record, 1, KSIZE},
 };
-
-/* The device this load pretends to drive: $FABENCH_DEVICE, which `run
- * --devices` sets in each worker; -1 when not set. */
-static int this_device = -1;
 
 /* Under $FABENCH_TEST_LOCK_DIR, a load pinned to device D holds an exclusive
  * lock on DIR/device-D for as long as the process lives, and refuses to load

@@ -608,12 +608,12 @@ static const struct spec wgmma_cases[] = {
 	 {40, 1, 300}, 1, {5, 0, 200}},
 };
 
-/* cuda_flash_wgmma matches the reference on an sm_90 device, refuses other
+/* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
+ * reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
 FA_TEST(cuda, flash_wgmma_matches_reference)
 {
-	static const int32_t no_params[3] = {0, 0, 0};
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *k;
 	struct tcase t;
@@ -662,12 +662,16 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		FA_CHECK(BE.synchronize(CTX) == 0);
 		bufs_free(s, &d);
 	}
+	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "overlap") == 0);
 	seed = fa_test_seed();
 	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
-		snprintf(what, sizeof what, "%s case %zu", k->name, i);
-		check_mma(s, k, &t, no_params, seed + i, what);
+		for (int32_t ov = 0; ov <= 1; ov++) { /* both schedules */
+			const int32_t tun[3] = {ov, 0, 0};
+			snprintf(what, sizeof what, "%s case %zu overlap=%d", k->name, i, (int)ov);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
 	}
 }
 

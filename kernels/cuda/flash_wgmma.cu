@@ -34,10 +34,15 @@
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
  *
- * Not done yet (supports() refuses): head sizes other than 64/64 and
- * 128/128, split-KV for short grids, ping-pong of the two consumer
- * warpgroups and the overlap of softmax with the next product inside a
- * warpgroup (both speed, not correctness).
+ * Tunable `overlap` (0 by default until measured): 1 is FlashAttention-3's
+ * intra-warpgroup overlap, S of key tile it and P V of tile it - 1 in
+ * flight together and the softmax of tile it under P V (one more set of
+ * live registers: S, P and O together); 0 waits for each product.
+ *
+ * Not done yet: head sizes other than 64/64 and 128/128 (supports()
+ * refuses them), split-KV for short grids, ping-pong of the two consumer
+ * warpgroups, a TMA store of O, a persistent grid (all speed, not
+ * correctness).
  *
  * The kernel body exists only in the sm_90a compilation
  * (__CUDA_ARCH_FEAT_SM90_ALL); the Makefile compiles this file for sm_90a
@@ -139,6 +144,14 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 			     : "r"(bar), "r"(parity)
 			     : "memory");
 	} while (!done);
+}
+
+/* mbar_wait for the consumers: the warp converged again after its lanes
+ * spun apart, as the .aligned wgmma instructions that follow require. */
+__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity)
+{
+	mbar_wait(bar, parity);
+	__syncwarp();
 }
 
 /* One box of the tensor map (64 columns x 128 rows x 1 head x 1 sequence)
@@ -266,7 +279,243 @@ template <bool BF16> __device__ __forceinline__ uint32_t pack2(float lo, float h
 
 #endif /* FA_WGMMA_DEVICE */
 
+#if FA_WGMMA_DEVICE
+
+/* The per-thread state of a consumer: its two rows (g and g + 8 of its
+ * warp's 16), their key ranges, running max and sum. */
+struct rows_state {
+	int row[2], lo[2], hi[2];
+	float mx[2], sum[2];
+};
+
+/* S = Q K^T for one K stage (dk already at the stage). */
 template <int D, bool BF16>
+__device__ __forceinline__ void issue_s(float (&s)[64], uint64_t dq, uint64_t dk)
+{
+#pragma unroll
+	for (int kk = 0; kk < D / 16; kk++) {
+		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
+		const uint64_t off = (uint64_t)((kk / 4) * SLAB_BYTES + (kk % 4) * 32) >> 4;
+		wgmma_ss_n128<BF16>(s, dq + off, dk + off, kk > 0);
+	}
+}
+
+/* O += P V for one V stage (dv already at the stage). */
+template <int D, bool BF16>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t dv)
+{
+#pragma unroll
+	for (int kk = 0; kk < 8; kk++) /* 16 keys: 2 core groups further */
+		wgmma_rs<D, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+}
+
+/* Scales and masks the scores of the key tile at k0 and turns them into
+ * probabilities against the updated running max; alpha gets the factor the
+ * accumulator must be multiplied by before this tile's P V is added. Only
+ * tiles crossing some row's range or the end of the keys pay for masking. */
+__device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int k0, int t,
+					     bool full, int prefix, float scale_log2,
+					     float (&alpha)[2])
+{
+#pragma unroll
+	for (int j = 0; j < 16; j++)
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			float x = s[4 * j + e] * scale_log2;
+			if (!full) {
+				const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
+				if (!(col < prefix || (col >= rs.lo[r] && col < rs.hi[r])))
+					x = -INFINITY;
+			}
+			s[4 * j + e] = x;
+		}
+	/* rows g (e 0, 1) and g + 8 (e 2, 3); the four threads of a quad share a row */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float m = -INFINITY;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+			m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+		const float m_new = fmaxf(rs.mx[r], m);
+		/* a row with no key so far: exponents against 0, all give 0 */
+		const float m_use = m_new == -INFINITY ? 0.f : m_new;
+		alpha[r] = ex2(rs.mx[r] - m_use);
+		rs.mx[r] = m_new;
+		float part = 0.f;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				const float p = ex2(s[4 * j + 2 * r + e] - m_use);
+				s[4 * j + 2 * r + e] = p;
+				part += p;
+			}
+		rs.sum[r] = rs.sum[r] * alpha[r] + part; /* per thread; quad sum at the end */
+	}
+}
+
+/* P as wgmma A fragments, one per 16 keys (the accumulator layout of S
+ * repacked: registers {row g, k 2t}, {g + 8, 2t}, {g, 2t + 8}, {g + 8, 2t + 8}). */
+template <bool BF16>
+__device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&pa)[8][4])
+{
+#pragma unroll
+	for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+			pa[kk][q] = pack2<BF16>(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
+}
+
+template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		o[i] *= alpha[(i >> 1) & 1];
+}
+
+/* A consumer warpgroup (cw 0 or 1: query rows m0 + 64 cw ..). OVERLAP false:
+ * per tile S, softmax, P V, each product waited for. OVERLAP true (the
+ * intra-warpgroup overlap of FlashAttention-3): the products of tile it
+ * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
+ * it runs while P V of tile it - 1 is still on the tensor cores. */
+template <int D, bool BF16, bool OVERLAP>
+__device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
+					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
+					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
+					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
+					 uint32_t bar_e)
+{
+	using L = layout<D>;
+	const int tid = threadIdx.x % WG_THREADS;
+	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+	rows_state rs;
+	rs.row[0] = m0 + cw * 64 + warp * 16 + g;
+	rs.row[1] = rs.row[0] + 8;
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		fa_mask_range(P.mask, rs.row[r], lq, lk, P.window, &rs.lo[r], &rs.hi[r]);
+		rs.mx[r] = -INFINITY;
+		rs.sum[r] = 0.f;
+	}
+	float o[D / 2];
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		o[i] = 0.f;
+	float s[64];
+#pragma unroll
+	for (int i = 0; i < 64; i++)
+		s[i] = 0.f;
+	uint32_t pa[8][4];
+	float alpha[2];
+
+	/* descriptors: Q rows cw*64.. of each slab; K-major, SBO one core group */
+	const uint64_t dq = wg_desc(s_q + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
+	const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
+	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
+	const uint64_t dv = wg_desc(s_v, SLAB_BYTES, CORE_BYTES);
+	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::TILE) >> 4; };
+	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
+	auto is_full = [&](int k0) {
+		return (k0 >= lo_last && k0 + BLOCK_N <= hi_first) || k0 + BLOCK_N <= prefix;
+	};
+
+	if (n_tiles > 0)
+		mbar_wait_warp(bar_q, 0);
+	if (!OVERLAP) {
+		for (int it = 0; it < n_tiles; it++) {
+			const int st = it % STAGES, k0 = (t0 + it) * BLOCK_N;
+			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			fence_regs(s);
+			wg_fence();
+			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			wg_commit();
+			wg_wait0();
+			fence_regs(s);
+			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			pack_p<BF16>(s, pa);
+			rescale<D>(o, alpha);
+			mbar_wait_warp(bar_v + 8 * st, phase(it));
+			fence_regs(o);
+			wg_fence();
+			issue_pv<D, BF16>(o, pa, dv + stage_off(it));
+			wg_commit();
+			wg_wait0();
+			fence_regs(o);
+			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
+		}
+	} else if (n_tiles > 0) {
+		/* tile 0: S and its softmax (O is 0, alpha 0) */
+		mbar_wait_warp(bar_k, 0);
+		fence_regs(s);
+		wg_fence();
+		issue_s<D, BF16>(s, dq, dk);
+		wg_commit();
+		wg_wait0();
+		fence_regs(s);
+		softmax_tile(s, rs, t0 * BLOCK_N, t, is_full(t0 * BLOCK_N), prefix, P.scale_log2,
+			     alpha);
+		for (int it = 1; it < n_tiles; it++) {
+			const int st = it % STAGES, prev = (it - 1) % STAGES;
+			const int k0 = (t0 + it) * BLOCK_N;
+			/* s holds P of tile it - 1: into A fragments, O to its max */
+			pack_p<BF16>(s, pa);
+			rescale<D>(o, alpha);
+			/* both stages ready before the fence: nothing between the
+			 * two issues touches a register */
+			mbar_wait_warp(bar_v + 8 * prev, phase(it - 1));
+			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			fence_regs(s);
+			fence_regs(o);
+			wg_fence();
+			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			wg_commit();
+			issue_pv<D, BF16>(o, pa, dv + stage_off(it - 1));
+			wg_commit();
+			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
+			fence_regs(s);
+			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			wg_wait0(); /* P V of tile it - 1 done */
+			fence_regs(o);
+			mbar_arrive(bar_e + 8 * prev);
+		}
+		/* the last tile's P V */
+		const int last = n_tiles - 1;
+		pack_p<BF16>(s, pa);
+		rescale<D>(o, alpha);
+		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		fence_regs(o);
+		wg_fence();
+		issue_pv<D, BF16>(o, pa, dv + stage_off(last));
+		wg_commit();
+		wg_wait0();
+		fence_regs(o);
+		mbar_arrive(bar_e + 8 * (last % STAGES));
+	}
+
+	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float tot = rs.sum[r];
+		tot += __shfl_xor_sync(0xffffffffu, tot, 1);
+		tot += __shfl_xor_sync(0xffffffffu, tot, 2);
+		const float inv = tot > 0.f ? 1.f / tot : 0.f;
+		if (rs.row[r] >= lq)
+			continue;
+		const int64_t base = (P.varlen ? (int64_t)q_tok * P.o_ss : (int64_t)b * P.o_sb) +
+				     (int64_t)rs.row[r] * P.o_ss + (int64_t)h * P.o_sh;
+		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
+#pragma unroll
+		for (int j = 0; j < D / 8; j++)
+			dst[(8 * j + 2 * t) / 2] =
+				pack2<BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+	}
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
+template <int D, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
@@ -351,134 +600,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		const int cw = wg - 1;
-		const int tid = threadIdx.x % WG_THREADS;
-		const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-		/* this thread's rows: g and g + 8 of its warp's 16 */
-		int row[2], lo[2], hi[2];
-		row[0] = m0 + cw * 64 + warp * 16 + g;
-		row[1] = row[0] + 8;
-		for (int r = 0; r < 2; r++)
-			fa_mask_range(P.mask, row[r], lq, lk, P.window, &lo[r], &hi[r]);
-
-		float o[D / 2];
-#pragma unroll
-		for (int i = 0; i < D / 2; i++)
-			o[i] = 0.f;
-		float s[64];
-#pragma unroll
-		for (int i = 0; i < 64; i++)
-			s[i] = 0.f;
-		float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
-
-		/* descriptors: Q rows cw*64.. of each slab; K-major, SBO one core group */
-		const uint64_t dq = wg_desc(s_q + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
-		const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
-		/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
-		const uint64_t dv = wg_desc(s_v, SLAB_BYTES, CORE_BYTES);
-
-		if (n_tiles > 0)
-			mbar_wait(bar_q, 0);
-		for (int it = 0; it < n_tiles; it++) {
-			const int st = it % STAGES;
-			const uint32_t ph = (uint32_t)(it / STAGES) & 1;
-			const int k0 = (t0 + it) * BLOCK_N;
-			const uint64_t st_off = (uint64_t)(st * L::TILE) >> 4;
-
-			mbar_wait(bar_k + 8 * st, ph);
-			fence_regs(s);
-			wg_fence();
-#pragma unroll
-			for (int kk = 0; kk < D / 16; kk++) {
-				/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
-				const uint64_t off = (uint64_t)((kk / 4) * SLAB_BYTES + (kk % 4) * 32) >> 4;
-				wgmma_ss_n128<BF16>(s, dq + off, dk + st_off + off, kk > 0);
-			}
-			wg_commit();
-			wg_wait0();
-			fence_regs(s);
-
-			/* scale, mask: only tiles crossing some row's range or the end */
-			const bool full = (k0 >= lo_last && k0 + BLOCK_N <= hi_first) ||
-					  k0 + BLOCK_N <= prefix;
-#pragma unroll
-			for (int j = 0; j < 16; j++)
-#pragma unroll
-				for (int e = 0; e < 4; e++) {
-					float x = s[4 * j + e] * P.scale_log2;
-					if (!full) {
-						const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
-						if (!(col < prefix || (col >= lo[r] && col < hi[r])))
-							x = -INFINITY;
-					}
-					s[4 * j + e] = x;
-				}
-			/* online softmax, rows g (e 0, 1) and g + 8 (e 2, 3); the four
-			 * threads of a quad share a row */
-			float alpha[2];
-#pragma unroll
-			for (int r = 0; r < 2; r++) {
-				float m = -INFINITY;
-#pragma unroll
-				for (int j = 0; j < 16; j++)
-					m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-				const float m_new = fmaxf(mx[r], m);
-				/* a row with no key so far: exponents against 0, all give 0 */
-				const float m_use = m_new == -INFINITY ? 0.f : m_new;
-				alpha[r] = ex2(mx[r] - m_use);
-				mx[r] = m_new;
-				float part = 0.f;
-#pragma unroll
-				for (int j = 0; j < 16; j++)
-#pragma unroll
-					for (int e = 0; e < 2; e++) {
-						const float p = ex2(s[4 * j + 2 * r + e] - m_use);
-						s[4 * j + 2 * r + e] = p;
-						part += p;
-					}
-				sum[r] = sum[r] * alpha[r] + part; /* per thread; quad sum at the end */
-			}
-			uint32_t pa[8][4]; /* P as wgmma A fragments, one per 16 keys */
-#pragma unroll
-			for (int kk = 0; kk < 8; kk++)
-#pragma unroll
-				for (int q = 0; q < 4; q++)
-					pa[kk][q] = pack2<BF16>(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
-#pragma unroll
-			for (int i = 0; i < D / 2; i++)
-				o[i] *= alpha[(i >> 1) & 1];
-
-			mbar_wait(bar_v + 8 * st, ph);
-			fence_regs(o);
-			wg_fence();
-#pragma unroll
-			for (int kk = 0; kk < 8; kk++) /* 16 keys: 2 core groups further */
-				wgmma_rs<D, BF16>(o, pa[kk],
-						  dv + st_off + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
-			wg_commit();
-			wg_wait0();
-			fence_regs(o);
-			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
-		}
-
-		/* normalise and store: 4-byte pairs, rows past the sequence skipped */
-		for (int r = 0; r < 2; r++) {
-			float tot = sum[r];
-			tot += __shfl_xor_sync(0xffffffffu, tot, 1);
-			tot += __shfl_xor_sync(0xffffffffu, tot, 2);
-			const float inv = tot > 0.f ? 1.f / tot : 0.f;
-			if (row[r] >= lq)
-				continue;
-			const int64_t base = (P.varlen ? (int64_t)q_tok * P.o_ss : (int64_t)b * P.o_sb) +
-					     (int64_t)row[r] * P.o_ss + (int64_t)h * P.o_sh;
-			uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
-#pragma unroll
-			for (int j = 0; j < D / 8; j++)
-				dst[(8 * j + 2 * t) / 2] =
-					pack2<BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-		}
+		consumer<D, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
+					   bar_e);
 	}
 #else
 	(void)tq;
@@ -595,7 +719,7 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int64_t tokens, 
 	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
 }
 
-template <int D, bool BF16> int launch_inst(const struct fa_launch_args *a)
+template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
@@ -630,14 +754,24 @@ template <int D, bool BF16> int launch_inst(const struct fa_launch_args *a)
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	const int smem = layout<D>::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<D, BF16>,
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<D, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
 	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<D, BF16><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	wgmma_fwd<D, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
+
+/* Tunables, in this order. */
+enum { PARAM_OVERLAP = 0 };
+const int32_t overlap_allowed[] = {0, 1};
+const struct fa_kernel_param wgmma_params[] = {
+	{"overlap", 0, overlap_allowed, 2, 0, 1,
+	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
+	 "together, the softmax under P V; 0 = each product waited for"},
+};
+#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
 int wgmma_launch(const struct fa_launch_args *a)
 {
@@ -647,10 +781,15 @@ int wgmma_launch(const struct fa_launch_args *a)
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
+	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
+	if (p->head_dim == 128 && bf16)
+		return ov ? launch_inst<128, true, true>(a) : launch_inst<128, true, false>(a);
 	if (p->head_dim == 128)
-		return bf16 ? launch_inst<128, true>(a) : launch_inst<128, false>(a);
+		return ov ? launch_inst<128, false, true>(a) : launch_inst<128, false, false>(a);
+	if (p->head_dim == 64 && bf16)
+		return ov ? launch_inst<64, true, true>(a) : launch_inst<64, true, false>(a);
 	if (p->head_dim == 64)
-		return bf16 ? launch_inst<64, true>(a) : launch_inst<64, false>(a);
+		return ov ? launch_inst<64, false, true>(a) : launch_inst<64, false, false>(a);
 	return (int)cudaErrorInvalidValue; /* supports() said no */
 }
 
@@ -661,7 +800,8 @@ const struct fa_kernel wgmma_kernels[] = {
 	{"cuda_flash_wgmma",
 	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
 	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64 and 128",
-	 FP16_BF16, 64, 128, wgmma_head_dims, 2, 0, NULL, 0, wgmma_supports, NULL, wgmma_launch, 0},
+	 FP16_BF16, 64, 128, wgmma_head_dims, 2, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
+	 wgmma_launch, 0},
 };
 
 } // namespace

@@ -649,7 +649,7 @@ static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, cons
 	size_t ob = tensor_bytes(&t->p, FA_TENSOR_O);
 	int code = bufs_init(s, t, FA_DIST_NORMAL, seed, &d);
 	FA_CHECKF(code == 0, "%s: setting up: %d", what, code);
-	d.ws_bytes = k->workspace_bytes(&t->p, tun);
+	d.ws_bytes = k->workspace_bytes ? k->workspace_bytes(&t->p, tun) : 0;
 	if (code == 0 && d.ws_bytes)
 		code = BE.alloc(CTX, d.ws_bytes, &d.ws);
 	launch_args(s, t, &d, &a);
@@ -701,6 +701,102 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 			const int32_t tun[3] = {tunables[j][0], tunables[j][1], mma_cases[i].hd72};
 			snprintf(what, sizeof what, "%s case %zu (%d/%d, hd72 %d)", k->name, i,
 				 t.p.head_dim, t.p.head_dim_v, (int)tun[2]);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
+	}
+}
+
+/* ---- the Hopper kernel (cuda_flash_wgmma, sm_90a only) ---- */
+
+/* Lengths off the 128-row tiles, every mask, GQA, varlen (a sequence without
+ * keys, per-sequence prefixes), q_len above kv_len (rows that attend no key:
+ * zeros), both layouts and both 16-bit types, head sizes 64 and 128. */
+static const struct spec wgmma_cases[] = {
+	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0,
+	 {0}},
+	{2, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {300}, {300}, 0,
+	 {0}},
+	{2, 8, 2, 64, 64, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {3}, {777}, 0, {0}},
+	{1, 2, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {500}, {200}, 0,
+	 {0}},
+	{1, 2, 1, 128, 128, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0, 100, {200}, {200},
+	 0, {0}},
+	{1, 4, 4, 64, 64, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 50, 0, {150},
+	 {600}, 0, {0}},
+	{3, 4, 1, 64, 64, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 1, 0, 0, {130, 2, 1},
+	 {500, 0, 300}, 0, {0}},
+	{3, 4, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {40, 17, 260},
+	 {40, 1, 300}, 1, {5, 0, 200}},
+};
+
+/* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
+ * reference on an sm_90 device, refuses other
+ * devices naming the architecture, and refuses what it does not do with its
+ * own reasons on any device. */
+FA_TEST(cuda, flash_wgmma_matches_reference)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct tcase t;
+	char why[256], what[96];
+	uint64_t seed;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_wgmma");
+	FA_REQUIRE(k != NULL && k->supports != NULL);
+	/* opt-in until it has passed conformance on a GPU */
+	unsetenv("FABENCH_WGMMA");
+	build(&wgmma_cases[0], &t);
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strstr(why, "FABENCH_WGMMA=1") != NULL, "reason '%s'", why);
+	setenv("FABENCH_WGMMA", "1", 1);
+	/* refusals that come before the device check */
+	build(&wgmma_cases[0], &t);
+	t.p.head_dim = t.p.head_dim_v = 96;
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64/64 and 128/128 only)") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	t.p.dtype = FA_DTYPE_FP32;
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "dtype fp32 not supported: wgmma kernel takes fp16 or bf16") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	t.p.kv_len = 0;
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "q_len 256 or kv_len 0 empty (no tensor map of zero rows)") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	t.p.k_stride_s += 4; /* rows 8 bytes off the 16-byte grid */
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "strides not multiples of 8 elements (16-byte TMA strides)") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	if (!k->supports(&t.p, why, sizeof why)) {
+		FA_CHECKF(strncmp(why, "device sm_", 10) == 0 && strstr(why, "is not sm_90a"),
+			  "reason '%s'", why);
+		printf("  skip: %s\n", why);
+		return;
+	}
+	/* a base off the 16-byte grid: refused at launch, nothing runs */
+	{
+		struct bufs d;
+		struct fa_launch_args a;
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.v = (const char *)a.v + 2;
+		FA_CHECK(k->launch(&a) == CUDA_ERROR_MISALIGNED_ADDRESS);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
+	}
+	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "overlap") == 0);
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
+		build(&wgmma_cases[i], &t);
+		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
+		for (int32_t ov = 0; ov <= 1; ov++) { /* both schedules */
+			const int32_t tun[3] = {ov, 0, 0};
+			snprintf(what, sizeof what, "%s case %zu overlap=%d", k->name, i, (int)ov);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

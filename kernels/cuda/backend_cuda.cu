@@ -3,7 +3,8 @@
  * fa_backend_i (SDK version 2: include/fabench/plugin.h), on one device ($FABENCH_CUDA_DEVICE, default 0) and one
  * stream that every operation is queued on. The kernel table is ours
  * (cuda_dense, cuda_flash_simt, cuda_flash_bwd_simt, two test kernels) followed by the
- * tensor-core family's (flash_mma_table.cu).
+ * tensor-core family's (flash_mma_table.cu) and the Hopper one's
+ * (flash_wgmma.cu).
  *
  * Return codes are cudaError_t values, plus FA_CUDA_ERR_CUBLAS + status and
  * FA_CUDA_ERR_NVML + status (cuda_kernels.h). The CUDA-only host parts each
@@ -19,6 +20,7 @@
 
 #include "cuda_kernels.h"
 #include "flash_mma.h"
+#include "flash_wgmma.h"
 
 namespace {
 
@@ -229,12 +231,13 @@ void cu_event_destroy(void *ctx, void *ev)
 		(void)cudaEventDestroy((cudaEvent_t)ev);
 }
 
-/* ---- kernels: ours, then the tensor-core family's (flash_mma_table.cu) ---- */
+/* ---- kernels: ours, then the tensor-core family's (flash_mma_table.cu),
+ * then the Hopper one's (flash_wgmma.cu) ---- */
 
 int cu_kernel_count(void *ctx)
 {
 	(void)ctx;
-	return CU_N_KERNELS + fa_cuda_mma_kernel_count();
+	return CU_N_KERNELS + fa_cuda_mma_kernel_count() + fa_cuda_wgmma_kernel_count();
 }
 
 const struct fa_kernel *cu_kernel_get(void *ctx, int i)
@@ -242,7 +245,9 @@ const struct fa_kernel *cu_kernel_get(void *ctx, int i)
 	(void)ctx;
 	if (i >= 0 && i < CU_N_KERNELS)
 		return &cu_kernels[i];
-	return fa_cuda_mma_kernel(i - CU_N_KERNELS);
+	if (i >= CU_N_KERNELS && i < CU_N_KERNELS + fa_cuda_mma_kernel_count())
+		return fa_cuda_mma_kernel(i - CU_N_KERNELS);
+	return fa_cuda_wgmma_kernel(i - CU_N_KERNELS - fa_cuda_mma_kernel_count());
 }
 
 /* ---- errors ---- */

@@ -1,0 +1,827 @@
+/* flash_wgmma.cu - cuda_flash_wgmma: a Hopper (sm_90a) flash-attention
+ * forward with warpgroup matrix products (wgmma) from shared memory, tensor
+ * memory access (TMA, cp.async.bulk.tensor) loads completing on mbarriers,
+ * and producer/consumer warp specialisation with setmaxnreg.
+ *
+ * One CTA of 384 threads computes 128 query rows of one head of one
+ * sequence: warpgroup 0 is the producer (one thread issues every TMA copy;
+ * its registers go down to 24 per thread), warpgroups 1 and 2 are the
+ * consumers, 64 query rows each (up to 240 registers per thread). The Q tile
+ * is loaded once; K and V tiles of 128 keys go through a 2-stage ring
+ * (full barriers per stage for K and for V, completed by the copy engine's
+ * transaction count; an empty barrier per stage that the 256 consumer threads
+ * arrive on once the stage is read). Every tile lands in shared memory as
+ * 64-column slabs of [rows][64] elements with the 128-byte swizzle, which is
+ * the layout wgmma's 128-byte-swizzle descriptors read:
+ *   S = Q K^T: m64n128k16, A (Q) and B (K) both K-major from shared memory
+ *     (8-row core groups 1024 bytes apart: SBO 1024; a k-step of 16 columns
+ *     is +32 bytes inside the swizzle row; every 4 k-steps the next slab);
+ *   O += P V: m64nDk16, A (P) from registers (the S accumulator layout
+ *     repacked to 16-bit pairs, as FlashAttention-2 does with mma.sync), B
+ *     (V, [keys][d] in memory) MN-major, transposed by the instruction
+ *     (imm-trans-b 1): 8 keys per 1024-byte core group (SBO), the next 64
+ *     columns one slab further (LBO = slab bytes).
+ * Online softmax in registers (exp2 with the scale folded in, running max and
+ * sum per row); rows that may attend no key output zeros, never NaN.
+ *
+ * Masks: every mask (causal and sliding window bottom-right aligned,
+ * prefix-LM) is a key range per row plus the prefix (fa_mask_range); a CTA
+ * visits only the key tiles some row of it may attend, and only tiles that
+ * cross a row's range boundary or the end of the keys pay for per-element
+ * masking. Lengths are arbitrary: the copy engine fills rows past the end of
+ * the tensor with zeros; keys past the sequence are masked, query rows past
+ * it not stored. Varlen packs tokens on one axis (the next sequence's keys
+ * are read and masked). GQA maps query head h to key head h / (heads /
+ * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
+ *
+ * Tunable `overlap` (0 by default until measured): 1 is FlashAttention-3's
+ * intra-warpgroup overlap, S of key tile it and P V of tile it - 1 in
+ * flight together and the softmax of tile it under P V (one more set of
+ * live registers: S, P and O together); 0 waits for each product.
+ *
+ * Not done yet: head sizes other than 64/64 and 128/128 (supports()
+ * refuses them), split-KV for short grids, ping-pong of the two consumer
+ * warpgroups, a TMA store of O, a persistent grid (all speed, not
+ * correctness).
+ *
+ * The kernel body exists only in the sm_90a compilation
+ * (__CUDA_ARCH_FEAT_SM90_ALL); the Makefile compiles this file for sm_90a
+ * only, and supports() refuses every other device. cuTensorMapEncodeTiled
+ * comes from the driver through cudaGetDriverEntryPointByVersion, so the
+ * plugin does not link libcuda and loads where no driver is installed.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda.h> /* CUtensorMap and its enums; no libcuda symbol is linked */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_kernels.h"
+#include "flash_wgmma.h"
+#include "problem_check.h"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA_WGMMA_DEVICE 1
+#else
+#define FA_WGMMA_DEVICE 0
+#endif
+
+namespace {
+
+constexpr int WG_THREADS = 128;              /* a warpgroup: 4 consecutive warps */
+constexpr int N_CONSUMERS = 2;               /* consumer warpgroups, 64 query rows each */
+constexpr int THREADS = WG_THREADS * (1 + N_CONSUMERS);
+constexpr int BLOCK_M = 64 * N_CONSUMERS;    /* query rows per CTA (wgmma M is 64) */
+constexpr int BLOCK_N = 128;                 /* keys per K/V tile */
+constexpr int STAGES = 2;                    /* K/V ring depth */
+constexpr int SLAB_COLS = 64;                /* 128-byte swizzle rows: 64 16-bit elements */
+constexpr int ROW_BYTES = SLAB_COLS * 2;     /* one swizzled row, 128 bytes */
+constexpr int CORE_BYTES = 8 * ROW_BYTES;    /* 8 rows: one swizzle atom, 1024 bytes */
+/* registers per thread after setmaxnreg: the producer keeps few, the
+ * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536) */
+constexpr int PRODUCER_REGS = 24;
+constexpr int CONSUMER_REGS = 240;
+/* empty barriers: every consumer thread arrives once it has read a stage */
+constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
+
+static_assert(BLOCK_M == BLOCK_N, "Q, K and V slabs share one size");
+constexpr int SLAB_BYTES = BLOCK_N * ROW_BYTES; /* 16 KiB */
+
+template <int D> struct layout {
+	static constexpr int SLABS = D / SLAB_COLS;
+	static constexpr int TILE = SLABS * SLAB_BYTES;
+	static constexpr int Q = 0;
+	static constexpr int K = Q + TILE;
+	static constexpr int V = K + STAGES * TILE;
+	static constexpr int BAR = V + STAGES * TILE; /* 7 mbarriers of 8 bytes */
+	/* + the barriers, + 1024 to align the base: the swizzle pattern is
+	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
+	static constexpr int BYTES = BAR + 64 + 1024;
+};
+
+/* The kernel's arguments besides the three tensor maps. */
+struct wg_args {
+	void *o;
+	int64_t o_sb, o_ss, o_sh;
+	const int32_t *cu_q, *cu_k, *prefix_lens;
+	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
+	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
+};
+
+#if FA_WGMMA_DEVICE
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+		     : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+/* Waits until the phase of parity `parity` of the barrier has completed (a
+ * fresh barrier is in phase 0, so waiting on parity 1 returns at once). */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+	uint32_t done;
+	do {
+		asm volatile("{\n\t.reg .pred p;\n\t"
+			     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+			     "selp.u32 %0, 1, 0, p;\n\t}"
+			     : "=r"(done)
+			     : "r"(bar), "r"(parity)
+			     : "memory");
+	} while (!done);
+}
+
+/* mbar_wait for the consumers: the warp converged again after its lanes
+ * spun apart, as the .aligned wgmma instructions that follow require. */
+__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity)
+{
+	mbar_wait(bar, parity);
+	__syncwarp();
+}
+
+/* One box of the tensor map (64 columns x 128 rows x 1 head x 1 sequence)
+ * into shared memory at dst, completing on bar. */
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+					 int col, int row, int head, int seq)
+{
+	asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+		     "l"((uint64_t)map), "r"(col), "r"(row), "r"(head), "r"(seq), "r"(bar)
+		     : "memory");
+}
+
+/* A shared-memory matrix descriptor (PTX ISA, "matrix descriptor format"):
+ * start address, leading and stride byte offsets, all >> 4; bits 62-63 = 1:
+ * the 128-byte swizzle; base offset 0 (every slab is 1024-byte aligned). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes)
+{
+	return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
+	       ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wg_fence(void)
+{
+	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void wg_commit(void)
+{
+	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void wg_wait0(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+
+/* Keeps the compiler from moving accesses of accumulator registers across
+ * the asynchronous products (CUTLASS's warpgroup_fence_operand). */
+template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+f"(r[i])::"memory");
+}
+
+#define FA_WG_ACC8(d, i)                                                                       \
+	"+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+		"+f"(d[i + 6]), "+f"(d[i + 7])
+#define FA_WG_ACC32(d, i) FA_WG_ACC8(d, i), FA_WG_ACC8(d, i + 8), FA_WG_ACC8(d, i + 16), FA_WG_ACC8(d, i + 24)
+#define FA_WG_R32                                                                               \
+	"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+	"%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define FA_WG_R64                                                                               \
+	FA_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, " \
+		  "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+
+/* S (64 x 128, fp32) = or += A (64 x 16, shared) * B (16 x 128, shared),
+ * both K-major; scale_d 0 overwrites d. */
+#define FA_WG_SS_N128(TY)                                                                      \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" FA_WG_R64 "},"   \
+		     " %64, %65, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32)                                      \
+		     : "l"(da), "l"(db), "r"(scale_d))
+template <bool BF16>
+__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d)
+{
+	if constexpr (BF16)
+		FA_WG_SS_N128("bf16");
+	else
+		FA_WG_SS_N128("f16");
+}
+
+/* O (64 x N, fp32) += A (64 x 16, registers) * B (16 x N, shared, MN-major:
+ * imm-trans-b 1). */
+#define FA_WG_RS_N128(TY)                                                                      \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %69, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" FA_WG_R64 "},"   \
+		     " {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n\t}"                               \
+		     : FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32)                                      \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+#define FA_WG_RS_N64(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
+		     " {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"                               \
+		     : FA_WG_ACC32(d, 0)                                                          \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+template <int D, bool BF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[D / 2], const uint32_t (&a)[4], uint64_t db)
+{
+	if constexpr (D == 128) {
+		if constexpr (BF16)
+			FA_WG_RS_N128("bf16");
+		else
+			FA_WG_RS_N128("f16");
+	} else {
+		static_assert(D == 64, "instances: 64 and 128");
+		if constexpr (BF16)
+			FA_WG_RS_N64("bf16");
+		else
+			FA_WG_RS_N64("f16");
+	}
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); /* ex2(-inf) = +0 */
+	return y;
+}
+
+/* Two fp32 values as one 32-bit pair of the dtype, lo in the low half (the
+ * lower column, as wgmma's A fragments and the output stores want). */
+template <bool BF16> __device__ __forceinline__ uint32_t pack2(float lo, float hi)
+{
+	if constexpr (BF16) {
+		__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+		return *(uint32_t *)&v;
+	} else {
+		__half2 v = __floats2half2_rn(lo, hi);
+		return *(uint32_t *)&v;
+	}
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
+#if FA_WGMMA_DEVICE
+
+/* The per-thread state of a consumer: its two rows (g and g + 8 of its
+ * warp's 16), their key ranges, running max and sum. */
+struct rows_state {
+	int row[2], lo[2], hi[2];
+	float mx[2], sum[2];
+};
+
+/* S = Q K^T for one K stage (dk already at the stage). */
+template <int D, bool BF16>
+__device__ __forceinline__ void issue_s(float (&s)[64], uint64_t dq, uint64_t dk)
+{
+#pragma unroll
+	for (int kk = 0; kk < D / 16; kk++) {
+		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
+		const uint64_t off = (uint64_t)((kk / 4) * SLAB_BYTES + (kk % 4) * 32) >> 4;
+		wgmma_ss_n128<BF16>(s, dq + off, dk + off, kk > 0);
+	}
+}
+
+/* O += P V for one V stage (dv already at the stage). */
+template <int D, bool BF16>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t dv)
+{
+#pragma unroll
+	for (int kk = 0; kk < 8; kk++) /* 16 keys: 2 core groups further */
+		wgmma_rs<D, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+}
+
+/* Scales and masks the scores of the key tile at k0 and turns them into
+ * probabilities against the updated running max; alpha gets the factor the
+ * accumulator must be multiplied by before this tile's P V is added. Only
+ * tiles crossing some row's range or the end of the keys pay for masking. */
+__device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int k0, int t,
+					     bool full, int prefix, float scale_log2,
+					     float (&alpha)[2])
+{
+#pragma unroll
+	for (int j = 0; j < 16; j++)
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			float x = s[4 * j + e] * scale_log2;
+			if (!full) {
+				const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
+				if (!(col < prefix || (col >= rs.lo[r] && col < rs.hi[r])))
+					x = -INFINITY;
+			}
+			s[4 * j + e] = x;
+		}
+	/* rows g (e 0, 1) and g + 8 (e 2, 3); the four threads of a quad share a row */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float m = -INFINITY;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+			m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+		const float m_new = fmaxf(rs.mx[r], m);
+		/* a row with no key so far: exponents against 0, all give 0 */
+		const float m_use = m_new == -INFINITY ? 0.f : m_new;
+		alpha[r] = ex2(rs.mx[r] - m_use);
+		rs.mx[r] = m_new;
+		float part = 0.f;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				const float p = ex2(s[4 * j + 2 * r + e] - m_use);
+				s[4 * j + 2 * r + e] = p;
+				part += p;
+			}
+		rs.sum[r] = rs.sum[r] * alpha[r] + part; /* per thread; quad sum at the end */
+	}
+}
+
+/* P as wgmma A fragments, one per 16 keys (the accumulator layout of S
+ * repacked: registers {row g, k 2t}, {g + 8, 2t}, {g, 2t + 8}, {g + 8, 2t + 8}). */
+template <bool BF16>
+__device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&pa)[8][4])
+{
+#pragma unroll
+	for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+			pa[kk][q] = pack2<BF16>(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
+}
+
+template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		o[i] *= alpha[(i >> 1) & 1];
+}
+
+/* A consumer warpgroup (cw 0 or 1: query rows m0 + 64 cw ..). OVERLAP false:
+ * per tile S, softmax, P V, each product waited for. OVERLAP true (the
+ * intra-warpgroup overlap of FlashAttention-3): the products of tile it
+ * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
+ * it runs while P V of tile it - 1 is still on the tensor cores. */
+template <int D, bool BF16, bool OVERLAP>
+__device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
+					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
+					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
+					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
+					 uint32_t bar_e)
+{
+	using L = layout<D>;
+	const int tid = threadIdx.x % WG_THREADS;
+	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+	rows_state rs;
+	rs.row[0] = m0 + cw * 64 + warp * 16 + g;
+	rs.row[1] = rs.row[0] + 8;
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		fa_mask_range(P.mask, rs.row[r], lq, lk, P.window, &rs.lo[r], &rs.hi[r]);
+		rs.mx[r] = -INFINITY;
+		rs.sum[r] = 0.f;
+	}
+	float o[D / 2];
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		o[i] = 0.f;
+	float s[64];
+#pragma unroll
+	for (int i = 0; i < 64; i++)
+		s[i] = 0.f;
+	uint32_t pa[8][4];
+	float alpha[2];
+
+	/* descriptors: Q rows cw*64.. of each slab; K-major, SBO one core group */
+	const uint64_t dq = wg_desc(s_q + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
+	const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
+	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
+	const uint64_t dv = wg_desc(s_v, SLAB_BYTES, CORE_BYTES);
+	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::TILE) >> 4; };
+	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
+	auto is_full = [&](int k0) {
+		return (k0 >= lo_last && k0 + BLOCK_N <= hi_first) || k0 + BLOCK_N <= prefix;
+	};
+
+	if (n_tiles > 0)
+		mbar_wait_warp(bar_q, 0);
+	if (!OVERLAP) {
+		for (int it = 0; it < n_tiles; it++) {
+			const int st = it % STAGES, k0 = (t0 + it) * BLOCK_N;
+			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			fence_regs(s);
+			wg_fence();
+			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			wg_commit();
+			wg_wait0();
+			fence_regs(s);
+			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			pack_p<BF16>(s, pa);
+			rescale<D>(o, alpha);
+			mbar_wait_warp(bar_v + 8 * st, phase(it));
+			fence_regs(o);
+			wg_fence();
+			issue_pv<D, BF16>(o, pa, dv + stage_off(it));
+			wg_commit();
+			wg_wait0();
+			fence_regs(o);
+			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
+		}
+	} else if (n_tiles > 0) {
+		/* tile 0: S and its softmax (O is 0, alpha 0) */
+		mbar_wait_warp(bar_k, 0);
+		fence_regs(s);
+		wg_fence();
+		issue_s<D, BF16>(s, dq, dk);
+		wg_commit();
+		wg_wait0();
+		fence_regs(s);
+		softmax_tile(s, rs, t0 * BLOCK_N, t, is_full(t0 * BLOCK_N), prefix, P.scale_log2,
+			     alpha);
+		for (int it = 1; it < n_tiles; it++) {
+			const int st = it % STAGES, prev = (it - 1) % STAGES;
+			const int k0 = (t0 + it) * BLOCK_N;
+			/* s holds P of tile it - 1: into A fragments, O to its max */
+			pack_p<BF16>(s, pa);
+			rescale<D>(o, alpha);
+			/* both stages ready before the fence: nothing between the
+			 * two issues touches a register */
+			mbar_wait_warp(bar_v + 8 * prev, phase(it - 1));
+			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			fence_regs(s);
+			fence_regs(o);
+			wg_fence();
+			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			wg_commit();
+			issue_pv<D, BF16>(o, pa, dv + stage_off(it - 1));
+			wg_commit();
+			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
+			fence_regs(s);
+			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			wg_wait0(); /* P V of tile it - 1 done */
+			fence_regs(o);
+			mbar_arrive(bar_e + 8 * prev);
+		}
+		/* the last tile's P V */
+		const int last = n_tiles - 1;
+		pack_p<BF16>(s, pa);
+		rescale<D>(o, alpha);
+		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		fence_regs(o);
+		wg_fence();
+		issue_pv<D, BF16>(o, pa, dv + stage_off(last));
+		wg_commit();
+		wg_wait0();
+		fence_regs(o);
+		mbar_arrive(bar_e + 8 * (last % STAGES));
+	}
+
+	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float tot = rs.sum[r];
+		tot += __shfl_xor_sync(0xffffffffu, tot, 1);
+		tot += __shfl_xor_sync(0xffffffffu, tot, 2);
+		const float inv = tot > 0.f ? 1.f / tot : 0.f;
+		if (rs.row[r] >= lq)
+			continue;
+		const int64_t base = (P.varlen ? (int64_t)q_tok * P.o_ss : (int64_t)b * P.o_sb) +
+				     (int64_t)rs.row[r] * P.o_ss + (int64_t)h * P.o_sh;
+		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
+#pragma unroll
+		for (int j = 0; j < D / 8; j++)
+			dst[(8 * j + 2 * t) / 2] =
+				pack2<BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+	}
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
+template <int D, bool BF16, bool OVERLAP>
+__global__ void __launch_bounds__(THREADS, 1)
+	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+		  const __grid_constant__ CUtensorMap tv, const wg_args P)
+{
+#if FA_WGMMA_DEVICE
+	using L = layout<D>;
+	extern __shared__ unsigned char smem_raw[];
+	unsigned char *smem =
+		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
+	const uint32_t s_base = smem_u32(smem);
+	const uint32_t s_q = s_base + L::Q, s_k = s_base + L::K, s_v = s_base + L::V;
+	const uint32_t bar_q = s_base + L::BAR;
+	const uint32_t bar_k = bar_q + 8, bar_v = bar_q + 8 + 8 * STAGES;
+	const uint32_t bar_e = bar_q + 8 + 16 * STAGES; /* [stage] at + 8 * stage */
+
+	const int b = blockIdx.z, h = blockIdx.y, hk = h / P.group;
+	const int m0 = (P.n_mtiles - 1 - (int)blockIdx.x) * BLOCK_M; /* last tiles first */
+	int lq = P.q_len, lk = P.kv_len, q_tok = 0, k_tok = 0, seq = b;
+	if (P.varlen) {
+		q_tok = P.cu_q[b];
+		k_tok = P.cu_k[b];
+		lq = P.cu_q[b + 1] - q_tok;
+		lk = P.cu_k[b + 1] - k_tok;
+		seq = 0;
+	}
+	if (m0 >= lq)
+		return; /* varlen: a shorter sequence (the whole CTA leaves) */
+	int prefix = 0;
+	if (P.mask == FA_MASK_PREFIX_LM) {
+		prefix = P.prefix_lens ? P.prefix_lens[b] : P.prefix_len;
+		prefix = prefix < 0 ? 0 : prefix > lk ? lk : prefix;
+	}
+	/* key tiles some row of the CTA may attend: lo and hi grow with the row */
+	int lo_first, hi_first, lo_last, hi_last;
+	const int last = (m0 + BLOCK_M < lq ? m0 + BLOCK_M : lq) - 1;
+	fa_mask_range(P.mask, m0, lq, lk, P.window, &lo_first, &hi_first);
+	fa_mask_range(P.mask, last, lq, lk, P.window, &lo_last, &hi_last);
+	const int kbeg = prefix > 0 ? 0 : lo_first;
+	const int kend = hi_last > prefix ? hi_last : prefix;
+	const int t0 = kbeg / BLOCK_N;
+	const int n_tiles = kend > kbeg ? (kend + BLOCK_N - 1) / BLOCK_N - t0 : 0;
+
+	if (threadIdx.x == 0) {
+		mbar_init(bar_q, 1);
+		for (int s = 0; s < STAGES; s++) {
+			mbar_init(bar_k + 8 * s, 1);
+			mbar_init(bar_v + 8 * s, 1);
+			mbar_init(bar_e + 8 * s, EMPTY_ARRIVALS);
+		}
+		/* the inits visible to the copy engine (the async proxy) */
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	}
+	__syncthreads();
+
+	const int wg = threadIdx.x / WG_THREADS;
+	if (wg == 0) {
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+		if (threadIdx.x == 0 && n_tiles > 0) {
+			constexpr uint32_t TILE_TX = (uint32_t)L::TILE; /* bytes per Q/K/V tile */
+			mbar_expect_tx(bar_q, TILE_TX);
+#pragma unroll
+			for (int c = 0; c < L::SLABS; c++)
+				tma_load(s_q + c * SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
+					 seq);
+			for (int it = 0; it < n_tiles; it++) {
+				const int st = it % STAGES;
+				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
+				const int k0 = (t0 + it) * BLOCK_N;
+				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
+				mbar_expect_tx(bar_k + 8 * st, TILE_TX);
+#pragma unroll
+				for (int c = 0; c < L::SLABS; c++)
+					tma_load(s_k + st * L::TILE + c * SLAB_BYTES, &tk, bar_k + 8 * st,
+						 c * SLAB_COLS, k_tok + k0, hk, seq);
+				mbar_expect_tx(bar_v + 8 * st, TILE_TX);
+#pragma unroll
+				for (int c = 0; c < L::SLABS; c++)
+					tma_load(s_v + st * L::TILE + c * SLAB_BYTES, &tv, bar_v + 8 * st,
+						 c * SLAB_COLS, k_tok + k0, hk, seq);
+			}
+		}
+	} else {
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+		consumer<D, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
+					   bar_e);
+	}
+#else
+	(void)tq;
+	(void)tk;
+	(void)tv;
+	(void)P;
+#endif
+}
+
+/* ---- host side ---- */
+
+#define FP16_BF16 ((1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
+/* TMA needs every global stride a multiple of 16 bytes */
+#define ALIGN_ELEMS 8
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+				    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+				    const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+				    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* The driver's cuTensorMapEncodeTiled (CUDA 12.0 ABI), or NULL where there is
+ * no driver or it lacks the entry point. Looked up once. */
+encode_tiled_fn encode_tiled(void)
+{
+	static const encode_tiled_fn fn = []() -> encode_tiled_fn {
+		void *p = NULL;
+		cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+						     cudaEnableDefault, &q) != cudaSuccess ||
+		    q != cudaDriverEntryPointSuccess) {
+			(void)cudaGetLastError();
+			return NULL;
+		}
+		return (encode_tiled_fn)p;
+	}();
+	return fn;
+}
+
+int smem_bytes(int d)
+{
+	return d == 64 ? layout<64>::BYTES : layout<128>::BYTES;
+}
+
+/* 1 when the current device runs sm_90a code (compute capability 9.0). */
+int device_is_sm90(int *major, int *minor)
+{
+	int dev = 0;
+	*major = *minor = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return *major == 9 && *minor == 0;
+}
+
+int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
+{
+	struct fa_cuda_limits lim = {};
+	lim.head_dim_max = 256;
+	lim.dtypes = FP16_BF16;
+	lim.dtype_why = "wgmma kernel takes fp16 or bf16";
+	lim.grid_yz = 1;
+	lim.positive_scale = 1;
+	if (!fa_cuda_check_problem(p, &lim, why, why_size))
+		return 0;
+	if (!((p->head_dim == 64 || p->head_dim == 128) && p->head_dim_v == p->head_dim)) {
+		snprintf(why, why_size, "head sizes %d/%d not instantiated (64/64 and 128/128 only)",
+			 p->head_dim, p->head_dim_v);
+		return 0;
+	}
+	if (p->q_len < 1 || p->kv_len < 1) {
+		snprintf(why, why_size, "q_len %d or kv_len %d empty (no tensor map of zero rows)",
+			 p->q_len, p->kv_len);
+		return 0;
+	}
+	if (!fa_cuda_strides_multiple(p, ALIGN_ELEMS)) {
+		snprintf(why, why_size, "strides not multiples of %d elements (16-byte TMA strides)",
+			 ALIGN_ELEMS);
+		return 0;
+	}
+	/* Opt-in until it has passed the conformance suite on a GPU: written and
+	 * compiled on 2026-11-26 without one (docs/BENCHMARKS.md, issue 15). */
+	const char *opt = getenv("FABENCH_WGMMA");
+	if (!opt || strcmp(opt, "1") != 0) {
+		snprintf(why, why_size,
+			 "not yet run on a GPU: FABENCH_WGMMA=1 enables it (docs/BENCHMARKS.md)");
+		return 0;
+	}
+	int major, minor;
+	if (!device_is_sm90(&major, &minor)) {
+		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma, TMA, setmaxnreg)", major,
+			 minor);
+		return 0;
+	}
+	if (!encode_tiled()) {
+		snprintf(why, why_size, "the driver has no cuTensorMapEncodeTiled");
+		return 0;
+	}
+	lim.smem_bytes = smem_bytes(p->head_dim);
+	lim.smem_optin = -1;
+	return fa_cuda_check_problem(p, &lim, why, why_size);
+}
+
+/* A 4-d tensor map (columns, tokens, heads, sequences) over base, boxes of
+ * 64 columns x 128 tokens, 128-byte swizzle, zeros past the ends. Strides in
+ * elements. Returns 0 or cudaErrorInvalidValue. */
+int make_map(CUtensorMap *m, const void *base, int bf16, int d, int64_t tokens, int heads,
+	     int seqs, int64_t ss, int64_t sh, int64_t sb)
+{
+	const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)tokens, (cuuint64_t)heads,
+				    (cuuint64_t)seqs};
+	const cuuint64_t strides[3] = {(cuuint64_t)ss * 2, (cuuint64_t)sh * 2, (cuuint64_t)sb * 2};
+	const cuuint32_t box[4] = {SLAB_COLS, BLOCK_N, 1, 1};
+	const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+	const CUresult r = encode_tiled()(
+		m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+		(void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+		CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
+}
+
+template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	const int bf16 = BF16;
+	CUtensorMap tq, tk, tv;
+	/* varlen: one packed token axis and one "sequence"; its stride unused */
+	const int seqs = p->varlen ? 1 : p->batch;
+	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
+	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
+	int e;
+	if ((e = make_map(&tq, a->q, bf16, D, q_tokens, p->heads, seqs, p->q_stride_s,
+			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
+	    (e = make_map(&tk, a->k, bf16, D, k_tokens, p->kv_heads, seqs, p->k_stride_s,
+			  p->k_stride_h, p->varlen ? p->k_stride_s : p->k_stride_b)) ||
+	    (e = make_map(&tv, a->v, bf16, D, k_tokens, p->kv_heads, seqs, p->v_stride_s,
+			  p->v_stride_h, p->varlen ? p->v_stride_s : p->v_stride_b)))
+		return e;
+	wg_args g = {};
+	g.o = a->o;
+	g.o_sb = p->o_stride_b;
+	g.o_ss = p->o_stride_s;
+	g.o_sh = p->o_stride_h;
+	g.cu_q = a->cu_seqlens_q;
+	g.cu_k = a->cu_seqlens_k;
+	g.prefix_lens = a->prefix_lens;
+	g.q_len = p->q_len;
+	g.kv_len = p->kv_len;
+	g.group = p->heads / p->kv_heads;
+	g.mask = p->mask;
+	g.window = p->window;
+	g.prefix_len = p->prefix_len;
+	g.varlen = p->varlen;
+	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
+	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
+	const int smem = layout<D>::BYTES;
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<D, BF16, OVERLAP>,
+					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+	if (ce != cudaSuccess)
+		return (int)ce;
+	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
+	wgmma_fwd<D, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	return (int)cudaGetLastError();
+}
+
+/* Tunables, in this order. */
+enum { PARAM_OVERLAP = 0 };
+const int32_t overlap_allowed[] = {0, 1};
+const struct fa_kernel_param wgmma_params[] = {
+	{"overlap", 0, overlap_allowed, 2, 0, 1,
+	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
+	 "together, the softmax under P V; 0 = each product waited for"},
+};
+#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
+
+int wgmma_launch(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	if (!encode_tiled())
+		return (int)cudaErrorNotSupported; /* supports() said no */
+	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
+		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
+	const bool bf16 = p->dtype == FA_DTYPE_BF16;
+	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
+	if (p->head_dim == 128 && bf16)
+		return ov ? launch_inst<128, true, true>(a) : launch_inst<128, true, false>(a);
+	if (p->head_dim == 128)
+		return ov ? launch_inst<128, false, true>(a) : launch_inst<128, false, false>(a);
+	if (p->head_dim == 64 && bf16)
+		return ov ? launch_inst<64, true, true>(a) : launch_inst<64, true, false>(a);
+	if (p->head_dim == 64)
+		return ov ? launch_inst<64, false, true>(a) : launch_inst<64, false, false>(a);
+	return (int)cudaErrorInvalidValue; /* supports() said no */
+}
+
+const int32_t wgmma_head_dims[] = {64, 128};
+
+/* Positional, in the order of struct fa_kernel (see flash_mma_table.cu). */
+const struct fa_kernel wgmma_kernels[] = {
+	{"cuda_flash_wgmma",
+	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
+	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64 and 128",
+	 FP16_BF16, 64, 128, wgmma_head_dims, 2, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
+	 wgmma_launch, 0},
+};
+
+} // namespace
+
+extern "C" int fa_cuda_wgmma_kernel_count(void)
+{
+	return (int)(sizeof wgmma_kernels / sizeof wgmma_kernels[0]);
+}
+
+extern "C" const struct fa_kernel *fa_cuda_wgmma_kernel(int i)
+{
+	return i >= 0 && i < fa_cuda_wgmma_kernel_count() ? &wgmma_kernels[i] : NULL;
+}

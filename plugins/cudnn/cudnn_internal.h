@@ -134,6 +134,8 @@ struct fa_cudnn_plan {
 	int shift_is_float;
 	void *prefix_dev;          /* prefix_lm: batch int32 copies of prefix_len */
 	void *seq_q_dev, *seq_kv_dev; /* bottom-right, fixed lengths: of q_len, kv_len */
+	int n_axis_other;          /* pointwise operations other than GEN_INDEX given
+				    * CUDNN_ATTR_POINTWISE_AXIS (legacy form only) */
 	int64_t uids[FA_CUDNN_MAX_VARIANTS]; /* the non-virtual tensors, in order */
 	int n_uids;
 	struct fa_cudnn_plan *next; /* hash chain */

@@ -203,8 +203,10 @@ static cudnnBackendDescriptor_t gb_pw(struct gb *g, cudnnPointwiseMode_t mode, c
 	       "pointwise mode");
 	gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec,
 	       "pointwise math precision");
-	if (axis >= 0)
+	if (axis >= 0) {
 		gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "pointwise axis");
+		g->pl->n_axis_other += mode != CUDNN_POINTWISE_GEN_INDEX;
+	}
 	gb_finalize(g, pw, "pointwise finalize");
 	op = gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation create");
 	gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,

@@ -4,11 +4,15 @@
  * with a reason (and no crash) when asked for cuda without a device, its
  * kernel record passes the harness's checks, and
  * fabench (which finds it next to its executable) says why it joined no
- * backend. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
+ * backend; build/cudnn-selftest --graphs builds every case's graph in each
+ * form of the bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form
+ * that does not exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
  * where it is not built (no CUDA or cuDNN headers, the san variant). */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../harness/run/backend.h"
@@ -132,4 +136,95 @@ FA_TEST(cudnn_plugin, fabench_devices_says_why_it_joined_no_backend)
 	FA_CHECK(strstr(r.out, "cpu_flash") != NULL);
 	FA_CHECK(strstr(r.out, "cudnn_sdpa") == NULL);
 	fa_proc_free(&r);
+}
+
+/* Runs the self-test next to the plugin (build/cudnn-selftest) with arg
+ * and arg2 (may be NULL) and FABENCH_CUDNN_BR=br (NULL: unset); its stdout
+ * into out. Returns its exit status, or -1 when it could not run. */
+static int run_selftest(const char *plugin, const char *br, const char *arg, const char *arg2,
+			char *out, size_t size)
+{
+	char exe[1024];
+	const char *slash = strrchr(plugin, '/');
+	int fds[2], st = 0;
+	size_t n = 0;
+	ssize_t got;
+	pid_t pid;
+	/* the plugin is build/plugins/libfabench-cudnn.so */
+	snprintf(exe, sizeof exe, "%.*s/../cudnn-selftest", slash ? (int)(slash - plugin) : 1,
+		 slash ? plugin : ".");
+	if (pipe(fds) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char *argv[] = {exe, (char *)arg, (char *)arg2, NULL};
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		if (br)
+			setenv("FABENCH_CUDNN_BR", br, 1);
+		else
+			unsetenv("FABENCH_CUDNN_BR");
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (n + 1 < size && (got = read(fds[0], out + n, size - 1 - n)) > 0)
+		n += (size_t)got;
+	out[n] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown_ones)
+{
+	static const char *forms[] = {"0 (legacy", "1 (by-value", "2 (padded", "3 (one by-value fp32"};
+	const char *path = cudnn_plugin();
+	char out[16384], want[64], br[16];
+	int rc;
+	if (!path)
+		return;
+	rc = run_selftest(path, NULL, "--graphs", NULL, out, sizeof out);
+	if (rc == 2 && strstr(out, "cuDNN not available: ")) {
+		fa_test_skip("no libcudnn.so.9 to build graphs with: %s", out);
+		return;
+	}
+	FA_CHECKF(rc == 0, "--graphs: status %d:\n%s", rc, out);
+	FA_CHECKF(strstr(out, "bottom-right: refused (FABENCH_CUDNN_BR unset)") != NULL, "%s", out);
+	for (int f = 0; f < 4; f++) {
+		snprintf(br, sizeof br, "%d", f);
+		rc = run_selftest(path, br, "--graphs", NULL, out, sizeof out);
+		FA_CHECKF(rc == 0, "FABENCH_CUDNN_BR=%d --graphs: status %d:\n%s", f, rc, out);
+		snprintf(want, sizeof want, "bottom-right: form %s", forms[f]);
+		FA_CHECKF(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
+		FA_CHECKF(strstr(out, "causal q64 kv192 (bottom-right)") != NULL, "%s", out);
+		/* forms 1 to 3 fail a graph that gives an ADD or SUB an axis; the
+		 * legacy form gives the two of the right bound one */
+		FA_CHECKF(strstr(out, " 0 failed") != NULL, "%s", out);
+		if (f == 0)
+			FA_CHECKF(strstr(out, "2 other ops with an axis") != NULL, "%s", out);
+	}
+	rc = run_selftest(path, "4", "--graphs", NULL, out, sizeof out);
+	FA_CHECKF(rc == 2, "FABENCH_CUDNN_BR=4: status %d", rc);
+	FA_CHECKF(strstr(out, "cuDNN not available: FABENCH_CUDNN_BR '4' is not a mask form: 0 "
+			      "(legacy), 1 (by-value lengths), 2 (padded), 3 (fp32 shift)") != NULL,
+		  "%s", out);
+	rc = run_selftest(path, "1x", "--graphs", NULL, out, sizeof out);
+	FA_CHECKF(rc == 2 && strstr(out, "FABENCH_CUDNN_BR '1x' is not a mask form") != NULL,
+		  "status %d: %s", rc, out);
+	/* a filter that names no case fails before looking for a device */
+	rc = run_selftest(path, NULL, "--match", "no such case", out, sizeof out);
+	FA_CHECKF(rc == 2 &&
+			  strstr(out, "no case name contains 'no such case' (--list shows them)") != NULL,
+		  "status %d: %s", rc, out);
+	rc = run_selftest(path, NULL, "--help", NULL, out, sizeof out);
+	FA_CHECKF(rc == 0 && strstr(out, "FABENCH_CUDNN_BR (0 to 3) picks the graph") != NULL,
+		  "status %d: %s", rc, out);
+	rc = run_selftest(path, NULL, "--list", NULL, out, sizeof out);
+	FA_CHECKF(rc == 0 && strstr(out, "decode q1 kv4096 causal (bottom-right)") != NULL,
+		  "status %d: %s", rc, out);
 }

@@ -22,6 +22,9 @@ struct fa_cudnn_api {
 	void *dl;
 	size_t version;         /* cudnnGetVersion(): 91900 for 9.19.0 */
 	int sm;                 /* compute capability of the device, 90 for sm_90 */
+	int br;                 /* $FABENCH_CUDNN_BR: the graph form of masks aligned
+				 * bottom-right (FA_CUDNN_BR_*), FA_CUDNN_BR_UNSET
+				 * when unset (then those cases are refused) */
 	cudnnHandle_t handle;
 	pthread_mutex_t lock;   /* the plan cache and the handle's stream */
 	__typeof__(cudnnGetVersion) *get_version;
@@ -38,11 +41,26 @@ struct fa_cudnn_api {
 	__typeof__(cudnnBackendExecute) *execute;
 };
 
+/* Graph forms of the masks, chosen by $FABENCH_CUDNN_BR (0 to 3) for the
+ * whole process, so that one GPU run can try each (sdpa_graph.c says what
+ * each builds). Unset: the legacy form, and supports() refuses every mask
+ * aligned bottom-right (they faulted on the GPU in that form). */
+enum fa_cudnn_br {
+	FA_CUDNN_BR_UNSET = -1,
+	FA_CUDNN_BR_LEGACY = 0,  /* the form that faulted: axis 3 on ADD/SUB, padded */
+	FA_CUDNN_BR_SCALAR = 1,  /* cudnn-frontend without padding: by-value int32 lengths */
+	FA_CUDNN_BR_PADDED = 2,  /* cudnn-frontend with padding: device length arrays */
+	FA_CUDNN_BR_FLOAT = 3,   /* the shift folded into one by-value fp32 constant */
+	FA_CUDNN_BR_LAST = FA_CUDNN_BR_FLOAT
+};
+
 /* The loaded library; NULL before fa_cudnn_init succeeded. */
 extern struct fa_cudnn_api *fa_cudnn;
 
 /* Opens the library and resolves every entry point into *api (handle not
- * yet created). Returns 0, or nonzero with the reason in why. */
+ * yet created), and reads $FABENCH_CUDNN_BR into api->br. Returns 0, or
+ * nonzero with the reason in why (a missing library or entry point, a
+ * version other than 9.x, a FABENCH_CUDNN_BR other than 0 to 3). */
 int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size);
 void fa_cudnn_api_close(struct fa_cudnn_api *api);
 
@@ -72,8 +90,9 @@ enum fa_cudnn_uid {
 	FA_CUDNN_UID_O,
 	FA_CUDNN_UID_SCALE,
 	FA_CUDNN_UID_NEG_INF,
-	FA_CUDNN_UID_SKV,     /* unused (was a by-value bottom-right shift) */
-	FA_CUDNN_UID_SQ,      /* unused */
+	FA_CUDNN_UID_SKV,     /* bottom-right shift, fixed lengths: kv_len (int32,
+			       * by value), or kv_len - q_len (fp32, FA_CUDNN_BR_FLOAT) */
+	FA_CUDNN_UID_SQ,      /* q_len (int32, by value; FA_CUDNN_BR_SCALAR) */
 	FA_CUDNN_UID_WINDOW,  /* sliding window left bound */
 	FA_CUDNN_UID_PREFIX,  /* prefix_lm: batch int32 prefix lengths */
 	FA_CUDNN_UID_SEQ_Q,   /* varlen, bottom-right: batch int32 lengths */
@@ -110,8 +129,13 @@ struct fa_cudnn_plan {
 	float window_f;
 	int32_t window_i;
 	int window_is_float;
+	int32_t skv_i, sq_i;       /* FA_CUDNN_UID_SKV and _SQ as int32 */
+	float shift_f;             /* FA_CUDNN_UID_SKV as fp32 (FA_CUDNN_BR_FLOAT) */
+	int shift_is_float;
 	void *prefix_dev;          /* prefix_lm: batch int32 copies of prefix_len */
 	void *seq_q_dev, *seq_kv_dev; /* bottom-right, fixed lengths: of q_len, kv_len */
+	int n_axis_other;          /* pointwise operations other than GEN_INDEX given
+				    * CUDNN_ATTR_POINTWISE_AXIS (legacy form only) */
 	int64_t uids[FA_CUDNN_MAX_VARIANTS]; /* the non-virtual tensors, in order */
 	int n_uids;
 	struct fa_cudnn_plan *next; /* hash chain */
@@ -120,8 +144,9 @@ struct fa_cudnn_plan {
 /* Fills key from p. */
 void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key);
 /* 1 when the graph of k has per-sequence lengths (SEQ_Q, SEQ_KV): varlen,
- * or a mask aligned bottom-right (q_len != kv_len). */
-int fa_cudnn_key_padded(const struct fa_cudnn_key *k);
+ * or, in the legacy and padded forms (br), a mask aligned bottom-right
+ * (q_len != kv_len). */
+int fa_cudnn_key_padded(const struct fa_cudnn_key *k, int br);
 
 /* Builds the operation graph of key, asks the heuristics for engine
  * configurations and finalizes the first plan that cuDNN accepts; when no

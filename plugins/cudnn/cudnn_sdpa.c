@@ -144,10 +144,13 @@ void fa_cudnn_sdpa_describe(const struct fa_cudnn_api *api)
 {
 	char v[32];
 	version_text(api->version, v, sizeof v);
+	char br[48] = "";
+	if (api->br != FA_CUDNN_BR_UNSET)
+		snprintf(br, sizeof br, ", bottom-right masks in form %d", api->br);
 	snprintf(sdpa_description, sizeof sdpa_description,
 		 "cuDNN %s fused flash attention (SDPA forward, backend graph API, "
-		 "a plan per shape), fp16/bf16, head_dim a multiple of 8",
-		 v);
+		 "a plan per shape), fp16/bf16, head_dim a multiple of 8%s",
+		 v, br);
 }
 
 /* Element offsets of varlen tensors are int32: the largest must fit. */
@@ -192,16 +195,19 @@ static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *
 			 p->q_len, p->kv_len, mask_name(p->mask));
 		return 1;
 	}
-	if (bottom_right) {
+	if (bottom_right && api->br == FA_CUDNN_BR_UNSET) {
 		/* Measured 2026-11-26 (H100 and H200, cuDNN 9.19.0, build/cudnn-selftest):
 		 * every masked graph whose diagonal is shifted (q_len != kv_len, decode,
 		 * varlen) executed with an illegal memory access that killed the CUDA
-		 * context, with the shift given as by-value scalars and again as
-		 * device length arrays; q_len == kv_len masks passed. Refused until
-		 * the graph is fixed: a crash would end the whole run. */
+		 * context, in the legacy form (FA_CUDNN_BR_LEGACY: the shift as by-value
+		 * scalars and again as device length arrays, both with axis 3 on ADD and
+		 * SUB); q_len == kv_len masks passed. Refused until a GPU run proves one
+		 * of the other forms: $FABENCH_CUDNN_BR picks one and lets them through,
+		 * a crash would otherwise end the whole run. */
 		snprintf(why, why_size,
 			 "cudnn_sdpa: a %s mask aligned bottom-right (q_len %d, kv_len %d%s) is not "
-			 "supported yet (the graph faulted on the GPU: docs/cudnn.md)",
+			 "supported yet (the graph faulted on the GPU; FABENCH_CUDNN_BR=1|2|3 tries "
+			 "it: docs/cudnn.md)",
 			 mask_name(p->mask), p->q_len, p->kv_len, p->varlen ? ", varlen" : "");
 		return 1;
 	}
@@ -376,6 +382,10 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		case FA_CUDNN_UID_O: ptrs[i] = a->o; break;
 		case FA_CUDNN_UID_SCALE: ptrs[i] = &scale; break;
 		case FA_CUDNN_UID_NEG_INF: ptrs[i] = &pl->neg_inf; break;
+		case FA_CUDNN_UID_SKV:
+			ptrs[i] = pl->shift_is_float ? (void *)&pl->shift_f : (void *)&pl->skv_i;
+			break;
+		case FA_CUDNN_UID_SQ: ptrs[i] = &pl->sq_i; break;
 		case FA_CUDNN_UID_WINDOW:
 			ptrs[i] = pl->window_is_float ? (void *)&pl->window_f : (void *)&pl->window_i;
 			break;

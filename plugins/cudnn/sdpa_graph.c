@@ -9,6 +9,7 @@
  *   S = S * scale                  pointwise MUL, scale passed by value
  *   padding (varlen, bottom-right) row < seq_q[b] and col < seq_kv[b], else -inf
  *   causal (bottom-right)          row + seq_kv[b] - seq_q[b] >= col, else -inf
+ *                                  (the lengths' form: gb_masks, $FABENCH_CUDNN_BR)
  *     prefix_lm                      ... or col < prefix[b]
  *   sliding window (left bound)    col + window - seq_kv + seq_q > row, else -inf
  *   softmax                        max, sub, exp, sum, div (no stats: inference)
@@ -20,10 +21,9 @@
  * cases use ragged offsets (element offsets of each sequence, batch + 1
  * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
  * the lengths as matmul M/N/K overrides. A masked case with fixed lengths
- * q_len != kv_len (bottom-right diagonal) takes the same padded form with
- * device arrays of batch copies of q_len and kv_len (cudnn-frontend's
- * padding + bottom-right pattern): cuDNN 9.19 on sm_90 read the by-value
- * scalar shift as memory (an illegal address on an H100).
+ * q_len != kv_len (bottom-right diagonal) takes, depending on the form
+ * $FABENCH_CUDNN_BR picks (gb_masks), by-value lengths, one fp32 shift, or
+ * the padded form with device arrays of batch copies of q_len and kv_len.
  *
  * Every non-virtual tensor is used by an operation: the variant pack names
  * exactly the graph's tensors (a declared but unused tensor, as the -inf of
@@ -203,8 +203,10 @@ static cudnnBackendDescriptor_t gb_pw(struct gb *g, cudnnPointwiseMode_t mode, c
 	       "pointwise mode");
 	gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec,
 	       "pointwise math precision");
-	if (axis >= 0)
+	if (axis >= 0) {
 		gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "pointwise axis");
+		g->pl->n_axis_other += mode != CUDNN_POINTWISE_GEN_INDEX;
+	}
 	gb_finalize(g, pw, "pointwise finalize");
 	op = gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation create");
 	gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
@@ -284,9 +286,13 @@ static void gb_matmul(struct gb *g, cudnnBackendDescriptor_t a, cudnnBackendDesc
 	gb_use(g, m), gb_use(g, n), gb_use(g, k);
 }
 
-int fa_cudnn_key_padded(const struct fa_cudnn_key *k)
+int fa_cudnn_key_padded(const struct fa_cudnn_key *k, int br)
 {
-	return k->varlen || (k->mask != FA_MASK_NONE && k->q_len != k->kv_len);
+	if (k->varlen)
+		return 1;
+	if (br == FA_CUDNN_BR_SCALAR || br == FA_CUDNN_BR_FLOAT)
+		return 0;
+	return k->mask != FA_MASK_NONE && k->q_len != k->kv_len;
 }
 
 void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
@@ -333,9 +339,36 @@ static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_
 }
 
 /* The masks, a boolean/int32/fp32 index pipeline per mask, as
- * cudnn-frontend's composite nodes build them. seq_q and seq_kv (device
- * lengths, [batch, 1, 1, 1]) are given for varlen and for bottom-right
- * cases, NULL otherwise. */
+ * cudnn-frontend's composite nodes build them (its padding_mask, and for
+ * cuDNN before 9.21 its CompositeDiagonalBandMaskNode). seq_q and seq_kv
+ * (device lengths, [batch, 1, 1, 1]) are given for varlen and, in the
+ * legacy and padded forms, for masks aligned bottom-right; NULL otherwise.
+ *
+ * The forms ($FABENCH_CUDNN_BR, enum fa_cudnn_br) differ only where a mask
+ * is shifted (q_len != kv_len, varlen), and in two attributes of the
+ * index operations:
+ *   legacy (0, and unset)  CUDNN_ATTR_POINTWISE_AXIS 3 on ADD and SUB too;
+ *                          GEN_INDEX in int32; fixed lengths padded. Every
+ *                          shifted mask faulted in this form (H100, H200,
+ *                          cuDNN 9.19).
+ *   1, 2, 3                the axis on GEN_INDEX only: cudnn-frontend's
+ *                          PointwiseDescBuilder sends the axis to cuDNN for
+ *                          GEN_INDEX and drops it for every other mode;
+ *                          GEN_INDEX of the diagonals in fp32, the graph's
+ *                          compute type, which the frontend leaves them;
+ *   1 (by-value lengths)   fixed lengths as two by-value int32 scalars,
+ *                          row + kv_len - q_len >= col, no padding mask: the
+ *                          frontend's graph for BOTTOM_RIGHT without one;
+ *   2 (padded)             fixed lengths as device arrays [batch] with the
+ *                          padding mask and the matmul overrides: the
+ *                          frontend's graph with padding_mask set;
+ *   3 (fp32 shift)         fixed lengths as one by-value fp32 kv_len - q_len
+ *                          added to the row: no integer arithmetic (the form
+ *                          of the left bound that passed on the GPU).
+ * Varlen takes the device arrays in every form. The left bound (sliding
+ * window) with fixed lengths folds window - kv_len + q_len into one fp32
+ * constant in every form but the padded ones (the frontend's fixed-length
+ * left bound). */
 static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key *k,
 					 cudnnBackendDescriptor_t s, const int64_t sd[4],
 					 cudnnBackendDescriptor_t seq_q,
@@ -345,6 +378,12 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 	const cudnnDataType_t i32 = CUDNN_DATA_INT32, f32 = CUDNN_DATA_FLOAT,
 			      b8 = CUDNN_DATA_BOOLEAN;
 	struct fa_cudnn_plan *pl = g->pl;
+	const int br = g->api->br;
+	const int legacy = br == FA_CUDNN_BR_LEGACY || br == FA_CUDNN_BR_UNSET;
+	/* the axis of ADD and SUB (-1: not set), the precision of GEN_INDEX */
+	const int64_t ax = legacy ? 3 : -1;
+	const cudnnDataType_t ip = legacy ? i32 : f32;
+	const int shifted = k->varlen || k->q_len != k->kv_len;
 	cudnnBackendDescriptor_t row, col, r, c, neg_inf = NULL;
 
 	if (seq_q) {
@@ -361,12 +400,25 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		return s;
 
 	/* right bound: col <= row + (seq_kv - seq_q) */
-	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
-	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
+	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ip, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
+	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ip, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
 	r = row;
 	if (seq_q) {
-		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, r, seq_kv, NULL, gb_virtual(g, i32, sd));
-		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, r, seq_q, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, ax, r, seq_kv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, ax, r, seq_q, NULL, gb_virtual(g, i32, sd));
+	} else if (shifted && br == FA_CUDNN_BR_FLOAT) {
+		pl->shift_is_float = 1;
+		pl->shift_f = (float)((int64_t)k->kv_len - k->q_len);
+		cudnnBackendDescriptor_t sh = gb_tensor(g, FA_CUDNN_UID_SKV, f32, one4, one4, 1, NULL);
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, f32, -1, r, sh, NULL, gb_virtual(g, f32, sd));
+	} else if (shifted) {
+		pl->shift_is_float = 0;
+		pl->skv_i = k->kv_len;
+		pl->sq_i = k->q_len;
+		cudnnBackendDescriptor_t skv = gb_tensor(g, FA_CUDNN_UID_SKV, i32, one4, one4, 1, NULL);
+		cudnnBackendDescriptor_t sq = gb_tensor(g, FA_CUDNN_UID_SQ, i32, one4, one4, 1, NULL);
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, -1, r, skv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, -1, r, sq, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GE, b8, -1, r, col, NULL, gb_virtual(g, b8, sd));
 	if (k->mask == FA_MASK_PREFIX_LM) {
@@ -382,21 +434,21 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		return s;
 
 	/* left bound: col + window - (seq_kv - seq_q) > row */
-	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
-	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, i32, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
+	row = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ip, 2, s, NULL, NULL, gb_virtual(g, i32, sd));
+	col = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ip, 3, s, NULL, NULL, gb_virtual(g, i32, sd));
 	if (!seq_q) {
-		/* q_len == kv_len: the window as one fp32 constant */
+		/* fixed lengths: window - kv_len + q_len as one fp32 constant */
 		pl->window_is_float = 1;
-		pl->window_f = (float)k->window;
+		pl->window_f = (float)((int64_t)k->window - k->kv_len + k->q_len);
 		cudnnBackendDescriptor_t w = gb_tensor(g, FA_CUDNN_UID_WINDOW, f32, one4, one4, 1, NULL);
-		c = gb_pw(g, CUDNN_POINTWISE_ADD, f32, 3, col, w, NULL, gb_virtual(g, f32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, f32, ax, col, w, NULL, gb_virtual(g, f32, sd));
 	} else {
 		pl->window_is_float = 0;
 		pl->window_i = k->window;
 		cudnnBackendDescriptor_t w = gb_tensor(g, FA_CUDNN_UID_WINDOW, i32, one4, one4, 1, NULL);
-		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, col, w, NULL, gb_virtual(g, i32, sd));
-		c = gb_pw(g, CUDNN_POINTWISE_SUB, i32, 3, c, seq_kv, NULL, gb_virtual(g, i32, sd));
-		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, 3, c, seq_q, NULL, gb_virtual(g, i32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, ax, col, w, NULL, gb_virtual(g, i32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_SUB, i32, ax, c, seq_kv, NULL, gb_virtual(g, i32, sd));
+		c = gb_pw(g, CUDNN_POINTWISE_ADD, i32, ax, c, seq_q, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GT, b8, -1, c, row, NULL, gb_virtual(g, b8, sd));
 	return gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, f32, -1, s, gb_neg_inf(g, &neg_inf), c,
@@ -424,7 +476,7 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
 		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
 	}
-	if (fa_cudnn_key_padded(k)) {
+	if (fa_cudnn_key_padded(k, g->api->br)) {
 		int64_t ld[4] = {B, 1, 1, 1};
 		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
 		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
@@ -615,7 +667,7 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	 * case has no per-sequence ones, fixed lengths of a bottom-right case */
 	if (pl->key.mask == FA_MASK_PREFIX_LM)
 		gb_int_buffer(&g, &pl->prefix_dev, pl->key.prefix_len, "prefix");
-	if (fa_cudnn_key_padded(&pl->key) && !pl->key.varlen) {
+	if (fa_cudnn_key_padded(&pl->key, api->br) && !pl->key.varlen) {
 		gb_int_buffer(&g, &pl->seq_q_dev, pl->key.q_len, "q_len");
 		gb_int_buffer(&g, &pl->seq_kv_dev, pl->key.kv_len, "kv_len");
 	}

@@ -13,6 +13,13 @@
  *                                   the CUDA context loses only itself)
  *   build/cudnn-selftest --case N   case N only (0-based; the timings are
  *                                   the two after the last case), in process
+ *   build/cudnn-selftest --match T  the cases whose name contains T, each in
+ *                                   a process of its own (e.g. bottom-right)
+ *   build/cudnn-selftest --list     the cases' numbers and names
+ *   FABENCH_CUDNN_BR=1 build/cudnn-selftest --match bottom-right
+ *                                   the masks aligned bottom-right in graph
+ *                                   form 1 (0 to 3, sdpa_graph.c; unset:
+ *                                   supports() refuses them)
  *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
  *   build/cudnn-selftest --graphs   no device needed: builds each case's
  *                                   operation graph (every tensor and
@@ -75,7 +82,7 @@ static const struct st_case cases[] = {
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
 	{"bf16 d64 sliding window 32", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 64,
 	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
-	{"bf16 d64 sliding window 48 q96 kv160", FA_DTYPE_BF16, 1, 4, 4, 96, 160, 64,
+	{"bf16 d64 sliding window 48 q96 kv160 (bottom-right)", FA_DTYPE_BF16, 1, 4, 4, 96, 160, 64,
 	 FA_MASK_SLIDING_WINDOW, 48, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
 	{"bf16 d64 prefix_lm 40", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_PREFIX_LM, 0, 40,
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
@@ -83,13 +90,13 @@ static const struct st_case cases[] = {
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
 	{"fp16 d128 decode q1 kv512", FA_DTYPE_FP16, 4, 8, 8, 1, 512, 128, FA_MASK_NONE, 0, 0,
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
-	{"bf16 d128 decode q1 kv512 causal", FA_DTYPE_BF16, 4, 8, 8, 1, 512, 128, FA_MASK_CAUSAL, 0,
-	 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"bf16 d128 decode q1 kv512 causal (bottom-right)", FA_DTYPE_BF16, 4, 8, 8, 1, 512, 128,
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
 	{"fp16 d64 varlen none", FA_DTYPE_FP16, 3, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
 	 FA_LAYOUT_BSHD, 3, {100, 1, 37}, {100, 1, 37}, 0},
-	{"bf16 d128 varlen causal", FA_DTYPE_BF16, 3, 8, 2, 0, 0, 128, FA_MASK_CAUSAL, 0, 0,
+	{"bf16 d128 varlen causal (bottom-right)", FA_DTYPE_BF16, 3, 8, 2, 0, 0, 128, FA_MASK_CAUSAL, 0, 0,
 	 FA_LAYOUT_BSHD, 3, {64, 17, 30}, {64, 40, 30}, 0},
-	{"bf16 d128 varlen causal, seq 2 has q 5 > kv 3 (rows 0-1 attend no key: zeros)",
+	{"bf16 d128 varlen causal (bottom-right), seq 2 q 5 > kv 3: rows 0-1 attend no key",
 	 FA_DTYPE_BF16, 3, 4, 4, 0, 0, 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 3, {64, 17, 5},
 	 {64, 30, 3}, 0},
 	{"bf16 d64 causal q200 kv100 (refused: rows with no key)", FA_DTYPE_BF16, 1, 2, 2, 200, 100,
@@ -98,6 +105,15 @@ static const struct st_case cases[] = {
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
 	{"bf16 d60 none (refused: not a multiple of 8)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 60,
 	 FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1},
+	/* more masks aligned bottom-right (refused unless $FABENCH_CUDNN_BR is set) */
+	{"bf16 d128 decode q1 kv4096 causal (bottom-right)", FA_DTYPE_BF16, 2, 8, 8, 1, 4096, 128,
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"fp16 d64 GQA 8/2 causal q16 kv1000 bhsd (bottom-right)", FA_DTYPE_FP16, 2, 8, 2, 16, 1000,
+	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	{"bf16 d64 prefix_lm 40 q64 kv192 (bottom-right)", FA_DTYPE_BF16, 2, 4, 4, 64, 192, 64,
+	 FA_MASK_PREFIX_LM, 0, 40, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	{"fp16 d64 varlen sliding window 16 (bottom-right)", FA_DTYPE_FP16, 3, 4, 4, 0, 0, 64,
+	 FA_MASK_SLIDING_WINDOW, 16, 0, FA_LAYOUT_BSHD, 3, {40, 7, 64}, {100, 7, 64}, 0},
 };
 
 static int n_pass, n_fail, n_skip;
@@ -448,6 +464,18 @@ static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
 	dev_free(&d);
 }
 
+/* The mask form this process builds, in words. */
+static const char *br_text(void)
+{
+	switch (fa_cudnn ? fa_cudnn->br : FA_CUDNN_BR_UNSET) {
+	case FA_CUDNN_BR_LEGACY: return "form 0 (legacy: axis 3 on ADD/SUB, padded)";
+	case FA_CUDNN_BR_SCALAR: return "form 1 (by-value int32 lengths)";
+	case FA_CUDNN_BR_PADDED: return "form 2 (padded, device length arrays)";
+	case FA_CUDNN_BR_FLOAT: return "form 3 (one by-value fp32 shift)";
+	default: return "refused (FABENCH_CUDNN_BR unset)";
+	}
+}
+
 /* --graphs: each case's operation graph, without a device or a handle. */
 static int run_graphs(void)
 {
@@ -457,7 +485,11 @@ static int run_graphs(void)
 		printf("cuDNN not available: %s\n", why);
 		return 2;
 	}
-	printf("cuDNN %zu, operation graphs only (no device, no engine)\n", api.version);
+	fa_cudnn = &api; /* for br_text */
+	printf("cuDNN %zu, operation graphs only (no device, no engine); masks aligned "
+	       "bottom-right: %s\n",
+	       api.version, br_text());
+	fa_cudnn = NULL;
 	api.sm = 90;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct st_case *c = &cases[i];
@@ -471,11 +503,15 @@ static int run_graphs(void)
 		fa_cudnn_plan_build(&api, pl);
 		/* without a device no engine takes the graph, so the build also
 		 * makes the fallback form with stats: both forms are checked */
-		printf("%s  %-66s %d descriptors, %d variant tensors%s%s%s\n",
-		       pl->graph_ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids,
+		/* forms 1 to 3 send the axis with GEN_INDEX only (cuDNN cannot
+		 * read a pointwise descriptor back: the builder counts what it set) */
+		int ok = pl->graph_ok && (api.br < FA_CUDNN_BR_SCALAR || pl->n_axis_other == 0);
+		printf("%s  %-66s %d descriptors, %d variant tensors, %d other ops with an "
+		       "axis%s%s%s\n",
+		       ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids, pl->n_axis_other,
 		       pl->with_stats ? " (both forms)" : "", pl->graph_ok ? "" : ": ",
 		       pl->graph_ok ? "" : pl->why);
-		pl->graph_ok ? n_pass++ : n_fail++;
+		ok ? n_pass++ : n_fail++;
 		fa_cudnn_plan_release(&api, pl);
 		free(pl);
 	}
@@ -506,18 +542,26 @@ static int run_graphs(void)
 #define N_CASES (sizeof cases / sizeof cases[0])
 #define N_TIMINGS 2
 
-/* Runs every case and timing in a child process of its own (this program
- * with --case N), relaying its output; counts the results from the exit
- * status: 0 pass, 3 skip, anything else (a crash included) a failure. */
-static int run_isolated(const char *self)
+static const char *case_name(size_t i)
+{
+	return i < N_CASES ? cases[i].name : i == N_CASES ? "timing none" : "timing causal";
+}
+
+/* Runs every case and timing whose name contains match (NULL: all) in a
+ * child process of its own (this program with --case N), relaying its
+ * output; counts the results from the exit status: 0 pass, 3 skip,
+ * anything else (a crash included) a failure. */
+static int run_isolated(const char *self, const char *match)
 {
 	extern char **environ;
 	for (size_t i = 0; i < N_CASES + N_TIMINGS; i++) {
 		char num[32];
 		char *argv[] = {(char *)self, "--case", num, NULL};
-		const char *name = i < N_CASES ? cases[i].name : i == N_CASES ? "timing none" : "timing causal";
+		const char *name = case_name(i);
 		pid_t pid;
 		int st = 0, rc;
+		if (match && !strstr(name, match))
+			continue;
 		snprintf(num, sizeof num, "%zu", i);
 		fflush(stdout);
 		if ((rc = posix_spawn(&pid, self, NULL, NULL, argv, environ)) != 0) {
@@ -550,17 +594,48 @@ int main(int argc, char **argv)
 	cudaStream_t stream;
 	int dev = 0;
 	long only = -1;
+	const char *match = NULL;
 	char *end = NULL;
 	if (argc == 2 && strcmp(argv[1], "--graphs") == 0)
 		return run_graphs();
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("usage: cudnn-selftest [--graphs | --list | --case N | --match TEXT]\n"
+		       "Runs the cudnn_sdpa kernel (plugins/cudnn) on a GPU without the harness: each\n"
+		       "case against a CPU reference in double, then two timings, every case in a\n"
+		       "process of its own.\n"
+		       "  --case N      case N only, in this process (--list shows the numbers)\n"
+		       "  --match TEXT  the cases whose name contains TEXT, a process each\n"
+		       "  --list        the cases' numbers and names\n"
+		       "  --graphs      no GPU needed: builds every case's operation graph\n"
+		       "FABENCH_CUDNN names libcudnn.so.9; FABENCH_CUDNN_BR (0 to 3) picks the graph\n"
+		       "form of masks aligned bottom-right, which are refused while it is unset\n"
+		       "(docs/cudnn.md). Exit status: 0 nothing failed, 1 a failure, 2 no cuDNN or\n"
+		       "no device, 3 (--case) skipped.\n");
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < N_CASES + N_TIMINGS; i++)
+			printf("%2zu  %s\n", i, case_name(i));
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "--case") == 0) {
 		only = strtol(argv[2], &end, 10);
 		if (*end || only < 0 || only >= (long)(N_CASES + N_TIMINGS)) {
 			printf("case '%s' out of range: 0 to %zu\n", argv[2], N_CASES + N_TIMINGS - 1);
 			return 2;
 		}
+	} else if (argc == 3 && strcmp(argv[1], "--match") == 0) {
+		size_t i = 0;
+		match = argv[2];
+		while (i < N_CASES + N_TIMINGS && !strstr(case_name(i), match))
+			i++;
+		if (i == N_CASES + N_TIMINGS) {
+			printf("no case name contains '%s' (--list shows them)\n", match);
+			return 2;
+		}
 	} else if (argc > 1) {
-		printf("usage: cudnn-selftest [--graphs | --case N]\n");
+		printf("usage: cudnn-selftest [--graphs | --list | --case N | --match TEXT] "
+		       "(--help says more)\n");
 		return 2;
 	}
 	if (cudaSetDevice(dev) != cudaSuccess || cudaFree(0) != cudaSuccess ||
@@ -577,8 +652,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (only < 0) {
-		printf("device %s (sm_%d%d); %s: %s\n", prop.name, prop.major, prop.minor, ks->name,
-		       ks->description);
+		printf("device %s (sm_%d%d); %s: %s\nmasks aligned bottom-right: %s\n", prop.name,
+		       prop.major, prop.minor, ks->name, ks->description, br_text());
 		/* the children open their own context and cuDNN handle */
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -588,7 +663,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		self[n] = '\0';
-		return run_isolated(self);
+		return run_isolated(self, match);
 	}
 	CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 	if (only < (long)N_CASES)

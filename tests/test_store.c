@@ -1372,6 +1372,10 @@ FA_TEST(store, backward_pass_and_grad_stats)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw,
 				"ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; "
+				"DROP TABLE case_tags; DROP TABLE case_depth; DROP TABLE build_results; "
+				"DROP TABLE build_runs; ALTER TABLE runs DROP COLUMN shard; "
+				"ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN "
+				"merged_from; ALTER TABLE results DROP COLUMN device; "
 				"PRAGMA user_version = 3",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);

@@ -156,7 +156,9 @@ $(CUDA_PLUGIN): $(CUDA_OBJ)
 # libraries are linked through $(HIP_DEVLIBS), which tools/hip-devlibs fills
 # with links to ROCm's plus an oclc_isa_version file for each arch they lack
 # (Debian 12's ROCm 5.2 stops at gfx940 and gfx1036). An AMD user's newer
-# ROCm: make ROCM_PATH=/opt/rocm HIPCXX=/opt/rocm/llvm/bin/clang++.
+# ROCm: make ROCM_PATH=/opt/rocm HIPCXX=/opt/rocm/llvm/bin/clang++. Linked
+# with -z defs: a shared source missing from HIP_SRC fails the link, not the
+# dlopen.
 HIPCXX ?= $(shell command -v clang++-19 2>/dev/null)
 ROCM_PATH ?= /usr
 HIP_ARCHS ?= gfx90a gfx942 gfx1100 gfx1151 gfx1201
@@ -166,7 +168,8 @@ HIP_LLVM_AS ?= $(or $(shell command -v llvm-as-19 2>/dev/null),$(dir $(HIPCXX))l
 HIP_DEVLIBS := build/hip-devlibs
 HIP_DEVLIBS_STAMP := $(HIP_DEVLIBS)/.stamp-$(subst $(eval) ,-,$(strip $(HIP_ARCHS)))
 HIP_SRC := kernels/cuda/cuda_dense.cu kernels/cuda/flash_simt.cu kernels/cuda/data_gpu.cu \
-	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu $(wildcard kernels/hip/*.cpp) \
+	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu kernels/cuda/problem_check.cu \
+	$(wildcard kernels/hip/*.cpp) \
 	$(wildcard kernels/hip/*.hip)
 HIP_OBJ := $(addsuffix .o,$(HIP_SRC:%=$(BUILD)/hip/%))
 HIP_PLUGIN := $(BUILD)/libfabench-hip.so
@@ -205,7 +208,7 @@ $(BUILD)/hip/%.o: % $(HIP_DEVLIBS_STAMP)
 	$(Q)$(HIPCXX) $(HIP_FLAGS) -c -o $@ $<
 $(HIP_PLUGIN): $(HIP_OBJ)
 	$(call say,LINK,$@)
-	$(Q)$(HIPCXX) --hip-link --rocm-path=$(ROCM_PATH) -shared -o $@ $^ -lamdhip64
+	$(Q)$(HIPCXX) --hip-link --rocm-path=$(ROCM_PATH) -shared -Wl,-z,defs -o $@ $^ -lamdhip64
 
 # ---- cuDNN plugin (plugins/cudnn, docs/cudnn.md): C built with gcc against
 # the CUDA headers (cuDNN's included); cuDNN itself is opened with dlopen when

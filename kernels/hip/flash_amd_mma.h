@@ -58,8 +58,9 @@
 #include "../common/fa_dtype.h"
 
 /* ---- the fa_mma primitives flash_mma.cuh's shared parts use, for HIP.
- * The tensor-core ones (ldmatrix, mma.sync, cp.async) are only declared:
- * flash_cta, their one user, is never instantiated here. */
+ * The tensor-core ones (ldmatrix, mma.sync, cp.async, st.shared) are only
+ * declared: flash_cta and LOAD_ANY's gather_chunk, their only users, are
+ * never called here. */
 #define FA_MMA_EXTERNAL_PRIMITIVES 1
 __device__ uint32_t fa_mma_smem_addr(const void *p);
 template <int IMM>
@@ -73,6 +74,7 @@ __device__ void fa_mma_16816_zero(float (&d)[4], const uint32_t (&a)[4], uint32_
 				  uint32_t b1);
 template <int IMM>
 __device__ void fa_mma_cp_async_16(uint32_t dst, const void *src, uint32_t src_bytes);
+__device__ void fa_mma_st_shared_16(uint32_t dst, const uint32_t (&w)[4]);
 __device__ void fa_mma_cp_async_commit();
 template <int N>
 __device__ void fa_mma_cp_async_wait();
@@ -242,8 +244,12 @@ static __device__ __forceinline__ uint16_t pack1(float v)
 
 /* An instance's compile-time shape. KIND: the fragment layout; D: head
  * size as computed (multiple of 16; the d80 instance also runs 72); NW:
- * waves, each 16 query rows. BM, BN, DV and MINB are the names
- * fa_mma::make_params and workspace_bytes read. */
+ * waves, each 16 query rows. BM, BN, DV, MINB and MODE are the names
+ * fa_mma::make_params and workspace_bytes read. MODE is LOAD_MASKED, what
+ * load_tile does: every copy predicated at the problem's run-time width
+ * (DREAL unused), 16-byte rows (supports() requires strides of 8
+ * elements); never LOAD_ANY, so make_params leaves params::gather 0 and
+ * combine_row stores whole column pairs. */
 template <int KIND_, int D_, int NW_>
 struct config {
 	static constexpr int KIND = KIND_, D = D_, DV = D_, NW = NW_;
@@ -252,6 +258,7 @@ struct config {
 	static constexpr int NT = NW * WAVE;
 	static constexpr int BM = 16 * NW, BN = 32;
 	static constexpr int MINB = 1; /* blocks per CU assumed by the split rule */
+	static constexpr int MODE = fa_mma::LOAD_MASKED;
 	static constexpr int LD = D + 8;   /* Q/K/V row stride in LDS (elements): 16-byte rows, staggered banks */
 	static constexpr int LS = BN + 1;  /* S scratch row stride (fp32) */
 	static constexpr int LP = BN + 8;  /* P scratch row stride (16-bit) */

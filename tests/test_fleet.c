@@ -240,6 +240,41 @@ FA_TEST(fleet, devices_deal_every_case_and_survive_faults)
 	FA_CHECK(strstr(x, "<error type=\"error\" message=\"worker killed by signal"));
 	FA_CHECK(strstr(x, "device 2</system-out>") || strstr(x, "device 1</system-out>"));
 	free(x);
+
+	/* the report names the device of each result: a column per kernel in
+	 * markdown, "device" in every JSON result */
+	{
+		struct fa_proc_result r;
+		char *plug_env[] = {"FABENCH_TEST_KERNELS=1", NULL};
+		fa_proc_run((char *[]){"report", "--db", db, NULL}, plug_env, 60, &r);
+		FA_CHECKF(r.status == 0, "report: %d %s", r.status, r.err);
+		FA_CHECKF(strstr(r.out, "test_correct device |") != NULL, "no device column:\n%s",
+			  r.out);
+		{
+			/* the rows with test_crash's error end with its device: 0, 1 or 2 */
+			int rows = 0, named = 0;
+			for (char *l = r.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+				char *e = strchr(l, '\n');
+				size_t len = e ? (size_t)(e - l) : strlen(l);
+				if (len < 4 || l[0] != '|' || !memmem(l, len, "| error", 7))
+					continue;
+				rows++;
+				named += l[len - 1] == '|' && l[len - 2] == ' ' && l[len - 3] >= '0' &&
+					 l[len - 3] <= '2' && l[len - 4] == ' ';
+			}
+			FA_CHECKF(rows == 8 && named == 8, "%d rows, %d with a device:\n%s", rows, named,
+				  r.out);
+		}
+		fa_proc_free(&r);
+		fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, plug_env, 60,
+			    &r);
+		FA_CHECK(r.status == 0);
+		FA_CHECKF(strstr(r.out, "\"device\": 0") || strstr(r.out, "\"device\": 1") ||
+				  strstr(r.out, "\"device\": 2"),
+			  "json: %.400s", r.out);
+		FA_CHECK(strstr(r.out, "\"device\": null") == NULL);
+		fa_proc_free(&r);
+	}
 }
 
 /* The processes that launched kernels, from a FABENCH_TEST_PIDS file: for

@@ -97,6 +97,7 @@ struct report {
 	struct fa_case_tag **tags; /* per case row: its labels (models), NULL none */
 	int32_t *n_tags;
 	int any_tags;
+	int any_device; /* a result with a device index (run --devices) */
 };
 
 static void report_free(struct report *r)
@@ -450,6 +451,10 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 			return rc;
 		r->any_tags |= r->n_tags[c] > 0;
 	}
+	for (int i = 0; i < r->res.nrows; i++) {
+		const struct fa_cell *d = fa_rows_cell(&r->res, i, "device");
+		r->any_device |= d && d->type == FA_CELL_INT;
+	}
 
 	rc = label_results(r, err);
 	if (rc != FA_OK)
@@ -603,6 +608,7 @@ enum md_col_kind {
 	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME,
 	MC_DQ, MC_DK, MC_DV, /* a backward's max_abs of dQ, dK, dV */
 	MC_STATUS,
+	MC_DEVICE, /* --devices: the GPU that measured it */
 	MC_METRIC, /* --metric: the value, its noise and a mark */
 };
 
@@ -786,6 +792,12 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 			      "max_abs", &v))
 			fmt_err(v, buf, size);
 		break;
+	case MC_DEVICE: {
+		const struct fa_cell *d = row >= 0 ? fa_rows_cell(&r->res, row, "device") : NULL;
+		if (d && d->type == FA_CELL_INT)
+			snprintf(buf, size, "%" PRId64, d->i);
+		break;
+	}
 	case MC_STATUS:
 		if (status == FA_STATUS_FAIL)
 			snprintf(buf, size, "FAIL");
@@ -821,7 +833,7 @@ static enum fa_rc md_add(struct md_table *t, const char *s, int raw, struct fa_e
 static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixed, int raw,
 			   struct fa_err *err)
 {
-	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 11 * r->nk;
+	int n_decode = 0, ncols = 0, max_cols = 1 + N_OF(md_params) + 12 * r->nk;
 	char buf[4096];
 	enum fa_rc rc;
 
@@ -871,6 +883,8 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		}
 		if (not_pass)
 			t->cols[ncols++] = (struct md_col){MC_STATUS, NULL, k, 0};
+		if (r->any_device)
+			t->cols[ncols++] = (struct md_col){MC_DEVICE, NULL, k, 1};
 	}
 
 	if (fa_table_init(&t->cells, ncols, NULL) != FA_OK)
@@ -894,6 +908,7 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		case MC_DQ: snprintf(buf, sizeof buf, "%s dQ max_abs", label); break;
 		case MC_DK: snprintf(buf, sizeof buf, "%s dK max_abs", label); break;
 		case MC_DV: snprintf(buf, sizeof buf, "%s dV max_abs", label); break;
+		case MC_DEVICE: snprintf(buf, sizeof buf, "%s device", label); break;
 		case MC_METRIC:
 			snprintf(buf, sizeof buf, "%s %s", label,
 				 r->metric == FA_METRIC_MS ? "ms"

@@ -523,7 +523,7 @@ static const char *const result_cols[] = {
 	"nmse",         "same_max_abs", "nan_count",   "inf_count",  "unwritten",
 	"worst_index",  "worst_out",    "worst_ref",   "rows_checked", "elems_checked",
 	"rule",         "mem_bytes",    "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
-	"power_w",      "throttle_reasons",
+	"power_w",      "throttle_reasons", "device",
 };
 
 static const struct {

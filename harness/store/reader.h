@@ -152,7 +152,8 @@ struct fa_rows {
  *                    FA_ROWS_CASE_END_PARAM (one past scale_set), seed, pass;
  *   FA_ROWS_RESULTS  its results by id: id, case_id, then from
  *                    FA_ROWS_RESULT_FIRST_FIELD (kernel) every field a report
- *                    prints (timing, errors, telemetry);
+ *                    prints (timing, errors, telemetry, the device index
+ *                    of a --devices run);
  *   FA_ROWS_GRADS    the gradients' statistics of its backward results
  *                    (grad_stats) by result id and tensor: result_id,
  *                    tensor (dq, dk, dv), max_abs, rel_l2, same_max_abs. */

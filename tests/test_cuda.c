@@ -632,11 +632,15 @@ static const struct mma_case mma_cases[] = {
 	     {0}}},
 };
 
-/* Runs k on t with tunables tun (splits, order, hd72), its workspace allocated as
+/* cuda_flash_mma's tunables, in its table's order: splits, order, hd72,
+ * sched, sk_ctas, sk_round, sk_ratio. */
+#define MMA_NPARAMS 7
+
+/* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
  * default) against the fp64 reference. */
 static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
-		      const int32_t tun[3], uint64_t seed, const char *what)
+		      const int32_t tun[MMA_NPARAMS], uint64_t seed, const char *what)
 {
 	struct bufs d;
 	struct fa_ref ref;
@@ -668,7 +672,8 @@ static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, cons
 		fa_check_defaults(&cfg); /* the suites' default rule and limits */
 		FA_CHECKF(fa_check_compare(&t->p, t->cuq, d.ho, &ref, &cfg, &st, rule, sizeof rule,
 					   reason, sizeof reason) == FA_VERDICT_PASS,
-			  "%s splits=%d order=%d: %s (%s)", what, tun[0], tun[1], reason,
+			  "%s splits=%d order=%d sched=%d sk_ctas=%d sk_round=%d: %s (%s)", what,
+			  tun[0], tun[1], tun[3], tun[4], tun[5], reason,
 			  case_text(t, text, sizeof text));
 		FA_CHECKF(st.unwritten == 0 && st.nan_count == 0 && st.inf_count == 0,
 			  "%s splits=%d: %lld unwritten, %lld NaN", what, tun[0],
@@ -691,14 +696,15 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 		return;
 	seed = fa_test_seed();
 	k = find_kernel(s, "cuda_flash_mma");
-	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 3);
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == MMA_NPARAMS);
 	for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
 		struct tcase t;
 		char why[256], what[96];
 		build(&mma_cases[i].sp, &t);
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
 		for (size_t j = 0; j < sizeof tunables / sizeof tunables[0]; j++) {
-			const int32_t tun[3] = {tunables[j][0], tunables[j][1], mma_cases[i].hd72};
+			const int32_t tun[MMA_NPARAMS] = {tunables[j][0], tunables[j][1],
+							  mma_cases[i].hd72, 0, 0, 5, 0};
 			snprintf(what, sizeof what, "%s case %zu (%d/%d, hd72 %d)", k->name, i,
 				 t.p.head_dim, t.p.head_dim_v, (int)tun[2]);
 			check_mma(s, k, &t, tun, seed + i, what);
@@ -802,6 +808,56 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	}
 }
 
+/* Stream-K in both forms gives the reference's answer on every case
+ * (decode with GQA packing, varlen with an empty sequence, every mask, the
+ * run-time-width and unaligned instances): CTA counts that leave every tile
+ * to one CTA (1 per tile), split tiles unevenly (3, 7: ranges across heads
+ * and sequences), and the device default; the rounding rule on and off. A
+ * stream-K launch without its workspace is refused. */
+FA_TEST(cuda, flash_mma_stream_k)
+{
+	/* sched, sk_ctas, sk_round, sk_ratio */
+	static const int32_t forms[][4] = {{2, 0, 5, 0}, {2, 3, 5, 0},	{3, 0, 0, 0}, {3, 1, 0, 0},
+					   {3, 3, 0, 0}, {3, 7, 0, 0},	{3, 131, 0, 0}, {3, 0, 5, 4}};
+	const struct fa_kernel *k;
+	struct fa_backend_slot *s = cuda();
+	uint64_t seed;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == MMA_NPARAMS);
+	for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
+		struct tcase t;
+		char what[96];
+		build(&mma_cases[i].sp, &t);
+		for (size_t j = 0; j < sizeof forms / sizeof forms[0]; j++) {
+			const int32_t tun[MMA_NPARAMS] = {0, 1, mma_cases[i].hd72, forms[j][0],
+							  forms[j][1], forms[j][2], forms[j][3]};
+			snprintf(what, sizeof what, "%s case %zu (%d/%d, hd72 %d)", k->name, i,
+				 t.p.head_dim, t.p.head_dim_v, (int)tun[2]);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
+	}
+	{
+		/* decode: 8 tiles, the device's CTAs split them; no workspace: refused */
+		struct spec dec = {1, 32, 8, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD,
+				   0, 0, 0, {1}, {8192}, 0, {0}};
+		const int32_t gen[MMA_NPARAMS] = {0, 0, 0, 3, 0, 0, 0};
+		struct tcase t;
+		struct bufs d;
+		struct fa_launch_args a;
+		build(&dec, &t);
+		FA_CHECK(k->workspace_bytes(&t.p, gen) > 0);
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.params = gen;
+		FA_CHECK(k->launch(&a) == CUDA_ERROR_INVALID_VALUE);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
+	}
+}
+
 /* One name for every head size: cuda_flash_mma takes any head_dim and
  * head_dim_v from 1 to 256 in fp16/bf16; 576/512 (MLA decode) is refused by
  * it and by cuda_flash_simt, whose limit is 256, and runs on cuda_dense. */
@@ -876,7 +932,9 @@ FA_TEST(cuda, flash_mma_split_kv_heuristic)
 	struct tcase t;
 	struct bufs d;
 	struct fa_launch_args a;
-	const int32_t auto_[3] = {0, 0, 0}, one[3] = {1, 0, 0}, four[3] = {4, 0, 0};
+	const int32_t auto_[MMA_NPARAMS] = {0, 0, 0, 0, 0, 5, 0};
+	const int32_t one[MMA_NPARAMS] = {1, 0, 0, 0, 0, 5, 0};
+	const int32_t four[MMA_NPARAMS] = {4, 0, 0, 0, 0, 5, 0};
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_mma");

@@ -1,6 +1,7 @@
 /* test_split.c - the split-KV rule of fa_split.h on the shapes it was tuned
  * on (an H100's 132 SMs x 2 resident CTAs of cuda_flash_mma at head_dim
  * 128: 32-key tiles), its caps, and the cases where it must not split. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/common/fa_split.h"
@@ -97,4 +98,152 @@ FA_TEST(split, auto_skips_counts_that_leave_a_range_empty)
 	p.kv_heads = p.heads = 1;
 	p.kv_len = p.total_k = 7 * 32;
 	FA_CHECK(fa_split_count(&p, 1, SLOTS_H100, 7, 128, 0) == 7);
+}
+
+/* ---- stream-K: the schedule against brute force ---- */
+
+/* Checks plan pl by enumerating every CTA's range: the ranges are
+ * non-empty and cover the iteration space exactly once in CTA order;
+ * fa_sk_cta_of names the owner of every iteration; fa_sk_tile_ctas names
+ * the first and last CTA touching every tile; a uniform plan never crosses
+ * a tile and gives every tile ctas / tiles CTAs; the partials of all tiles
+ * get distinct slots below 2 x ctas. Returns the number of failures. */
+static int sk_brute(const struct fa_sk_plan *pl)
+{
+	const int64_t n = pl->tiles * pl->kblocks;
+	int bad = 0;
+	int64_t *owner = calloc((size_t)n, sizeof *owner);
+	unsigned char *slot_used = calloc((size_t)pl->ctas * 2, 1);
+	if (!owner || !slot_used) {
+		free(owner);
+		free(slot_used);
+		return 1;
+	}
+	for (int64_t i = 0; i < n; i++)
+		owner[i] = -1;
+	bad += fa_sk_begin(pl, 0) != 0;
+	bad += fa_sk_begin(pl, pl->ctas) != n;
+	for (int64_t c = 0; c < pl->ctas; c++) {
+		const int64_t b = fa_sk_begin(pl, c), e = fa_sk_begin(pl, c + 1);
+		bad += e <= b; /* every CTA has work */
+		for (int64_t i = b; i < e && i < n; i++) {
+			bad += owner[i] != -1; /* covered twice */
+			owner[i] = c;
+		}
+		if (pl->uniform)
+			bad += b / pl->kblocks != (e - 1) / pl->kblocks; /* crosses a tile */
+	}
+	for (int64_t i = 0; i < n; i++) {
+		bad += owner[i] == -1; /* never covered */
+		bad += fa_sk_cta_of(pl, i) != owner[i];
+	}
+	for (int64_t t = 0; t < pl->tiles; t++) {
+		int64_t c0, c1;
+		fa_sk_tile_ctas(pl, t, &c0, &c1);
+		bad += c0 != owner[t * pl->kblocks];
+		bad += c1 != owner[t * pl->kblocks + pl->kblocks - 1];
+		if (pl->uniform)
+			bad += c1 - c0 + 1 != pl->ctas / pl->tiles;
+		if (c0 == c1)
+			continue; /* written directly, no slot */
+		for (int64_t c = c0; c <= c1; c++) {
+			const int64_t s = fa_sk_slot(pl, c, t);
+			if (s < 0 || s >= 2 * (int64_t)pl->ctas || slot_used[s]) {
+				bad++;
+				continue;
+			}
+			slot_used[s] = 1;
+		}
+	}
+	free(owner);
+	free(slot_used);
+	return bad;
+}
+
+FA_TEST(split, streamk_covers_every_block_once)
+{
+	static const int tiles[] = {1, 2, 3, 7, 8, 10, 64, 100, 257};
+	static const int kblocks[] = {1, 2, 5, 32, 256};
+	static const int ctas[] = {0, 1, 3, 8, 131, 264, 1000};
+	int plans = 0, uniform = 0, general = 0;
+	for (size_t a = 0; a < sizeof tiles / sizeof tiles[0]; a++)
+		for (size_t b = 0; b < sizeof kblocks / sizeof kblocks[0]; b++)
+			for (size_t c = 0; c < sizeof ctas / sizeof ctas[0]; c++)
+				for (int sched = FA_SCHED_SK_UNIFORM; sched <= FA_SCHED_SK_GENERAL; sched++) {
+					struct fa_sk_plan pl = {0, 0, 0, 0};
+					FA_CHECK(fa_sk_plan(tiles[a], kblocks[b], SLOTS_H100, sched, ctas[c],
+							    sched == FA_SCHED_SK_GENERAL ? 0 : 5, 0, &pl));
+					FA_CHECK(pl.ctas >= 1 && pl.ctas <= (int64_t)tiles[a] * kblocks[b]);
+					FA_CHECK(pl.uniform == (sched == FA_SCHED_SK_UNIFORM));
+					if (pl.uniform)
+						FA_CHECK(pl.ctas % tiles[a] == 0);
+					FA_CHECK(sk_brute(&pl) == 0);
+					plans++;
+					uniform += pl.uniform;
+					general += !pl.uniform && pl.ctas % tiles[a] != 0;
+				}
+	/* both forms were exercised, and general ranges that cross tiles */
+	FA_CHECK(plans == 9 * 5 * 7 * 2);
+	FA_CHECK(uniform == plans / 2);
+	FA_CHECK(general > 50);
+}
+
+FA_TEST(split, streamk_counts_and_uniform_split)
+{
+	struct fa_sk_plan pl;
+	/* batch-1 decode of 8 KV heads at 8k keys (256 blocks of 32): 264
+	 * slots; uniform takes 33 CTAs per tile */
+	FA_CHECK(fa_sk_plan(8, 256, SLOTS_H100, FA_SCHED_SK_UNIFORM, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && pl.uniform);
+	/* 10 tiles: 26 per tile, 260 CTAs */
+	FA_CHECK(fa_sk_plan(10, 256, SLOTS_H100, FA_SCHED_SK_UNIFORM, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 260 && pl.uniform);
+	/* more tiles than slots: one CTA per tile */
+	FA_CHECK(fa_sk_plan(1000, 256, SLOTS_H100, FA_SCHED_SK_UNIFORM, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 1000);
+	/* never more CTAs per tile than blocks, never more CTAs than blocks */
+	FA_CHECK(fa_sk_plan(8, 4, SLOTS_H100, FA_SCHED_SK_UNIFORM, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 32);
+	FA_CHECK(fa_sk_plan(3, 2, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 6);
+	/* a request is taken as given (general) */
+	FA_CHECK(fa_sk_plan(8, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 131, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 131 && !pl.uniform);
+	/* unknown device: one CTA per tile */
+	FA_CHECK(fa_sk_plan(8, 256, 0, FA_SCHED_SK_GENERAL, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 8);
+	/* nothing to do */
+	FA_CHECK(!fa_sk_plan(0, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 0, &pl));
+	FA_CHECK(!fa_sk_plan(8, 0, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 0, &pl));
+}
+
+FA_TEST(split, streamk_rounding_rule)
+{
+	struct fa_sk_plan pl;
+	/* 10 tiles, 264 slots: 260 loses 1.5% */
+	FA_CHECK(fa_sk_plan(10, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 5, 0, &pl));
+	FA_CHECK(pl.ctas == 260 && pl.uniform);
+	FA_CHECK(fa_sk_plan(10, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 1, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform); /* 1% allowed: stays general */
+	FA_CHECK(fa_sk_plan(10, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform); /* no rule: stays general */
+	/* 100 tiles: 200 would lose 24% */
+	FA_CHECK(fa_sk_plan(100, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 5, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform);
+	FA_CHECK(fa_sk_plan(100, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 24, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform); /* 24.2% > 24% */
+	FA_CHECK(fa_sk_plan(100, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 25, 0, &pl));
+	FA_CHECK(pl.ctas == 200 && pl.uniform);
+	/* the seed's ratio: 264 >= 2 x 100 rounds, 4 x 100 does not */
+	FA_CHECK(fa_sk_plan(100, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 2, &pl));
+	FA_CHECK(pl.ctas == 200 && pl.uniform);
+	FA_CHECK(fa_sk_plan(100, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 0, 4, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform);
+	/* 8 tiles: 264 = 33 x 8 is a multiple already */
+	FA_CHECK(fa_sk_plan(8, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 5, 0, &pl));
+	FA_CHECK(pl.ctas == 264 && pl.uniform);
+	/* fewer CTAs than tiles: nothing to round to */
+	FA_CHECK(fa_sk_plan(300, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 100, 1, &pl));
+	FA_CHECK(pl.ctas == 264 && !pl.uniform);
+	FA_CHECK(sk_brute(&pl) == 0);
 }

@@ -27,6 +27,15 @@
  * ranges of its key tiles and writes O / l and log2(l) + m of its rows in
  * fp32 to the workspace; combine_kernel merges the ranges of each row.
  *
+ * Stream-K (tunable `sched` 2 uniform, 3 general; the schedule is
+ * fa_sk_plan() and the fa_sk_* lookups of fa_split.h): a fixed number of
+ * CTAs (default SMs x CTAs per SM, tunable `sk_ctas`) walk the flattened
+ * (output tile, key block) space, each a contiguous range that may end
+ * inside a tile or cross into the next (another head or sequence). A tile
+ * done by one CTA is stored as usual; a CTA that does part of a tile
+ * writes O / l and the log2-sum-exp2 of its rows to its workspace slot, and
+ * sk_fixup_kernel merges a tile's partials with the split-KV arithmetic.
+ *
  * Conventions (kernels/common/fa_problem.h): masks aligned bottom-right;
  * prefix-LM = [0, prefix) plus causal; sliding window = `window` keys ending
  * at the diagonal. A row that may attend no key at all gets ZEROS, never NaN
@@ -431,6 +440,11 @@ struct params {
 	int64_t ws_rows;  /* total_q * heads */
 	int32_t gather;   /* LOAD_ANY: 1 when some row start is not 16-byte aligned (a head
 			   * size or stride not a multiple of 8 elements): element copies */
+	/* stream-K (sk_on 1; then splits is 1): ws_o is [2 ctas][BM][DV] fp32
+	 * partial O (normalised) and ws_lse [2 ctas][BM], by slot and tile row */
+	int32_t sk_on;
+	int32_t sk_gy; /* grid.y of the tile grid: tile t = x + m_tiles (y + sk_gy z) */
+	struct fa_sk_plan sk;
 };
 
 /* LOAD_ANY with gather: chunk c of a row whose start has any alignment,
@@ -615,7 +629,8 @@ static __device__ __forceinline__ float quad_sum(float v)
  * warp primitives can run it; the __global__ wrapper is below). */
 template <class CFG, class T, bool SKIP = false>
 static __device__ __forceinline__ void flash_cta(const params &prm, unsigned char *smem, int tid,
-						 int bx, int by, int bz)
+						 int bx, int by, int bz, int kb_lo = 0,
+						 int kb_hi = 0x7fffffff, int sk_slot = -1)
 {
 	constexpr int D = CFG::D, DV = CFG::DV, BM = CFG::BM, BN = CFG::BN, NT = CFG::NT;
 	constexpr int ST = CFG::ST, MT = CFG::MT, RPW = CFG::RPW, MODE = CFG::MODE;
@@ -639,7 +654,10 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		return; /* past this sequence (varlen, or packed rows): whole CTA leaves */
 	const int b = w.b, sp = w.sp, lq = w.lq, lk = w.lk, rows_total = w.rows_total;
 	const int row0 = w.row0, hk = w.hk, h0 = w.h0, pfx = w.pfx;
-	const int n_begin = w.n_begin, n_end = w.n_end;
+	/* stream-K: only the key blocks [kb_lo, kb_hi) of the tile, maybe none */
+	const int n_begin = w.n_begin > kb_lo ? w.n_begin : kb_lo;
+	const int n_end = w.n_end < kb_hi ? (w.n_end > n_begin ? w.n_end : n_begin)
+					  : (kb_hi > n_begin ? kb_hi : n_begin);
 
 	/* ---- global bases ---- */
 	const uint16_t *kbase = prm.k + fa_k_offset(&p, prm.cu_k, b, 0, hk);
@@ -921,6 +939,30 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		}); /* chunk */
 	}
 
+	/* ---- stream-K partial: the same into slot sk_slot, by tile row ---- */
+	if (sk_slot >= 0) {
+		fa_mma_cp_async_wait<0>();
+		float *const ws_o = prm.ws_o + (int64_t)sk_slot * BM * DV + 2 * t4;
+		float *const ws_lse = prm.ws_lse + (int64_t)sk_slot * BM;
+#pragma unroll
+		for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+			for (int hf = 0; hf < 2; ++hf) {
+				const float l = quad_sum(l_run[mt][hf]);
+				const int r = warp * RPW + mt * 16 + hf * 8 + g;
+				if (row0 + r >= rows_total)
+					continue;
+				const float inv = fa_online_inv_l(l);
+#pragma unroll
+				for (int j = 0; j < NO; ++j)
+					*reinterpret_cast<float2 *>(ws_o + r * DV + 8 * j) =
+						make_float2(o[mt][j][2 * hf] * inv, o[mt][j][2 * hf + 1] * inv);
+				if (t4 == 0) /* no key in range: -inf, weight 0 in the fixup */
+					ws_lse[r] = fa_online_lse(m_run[mt][hf], l);
+			}
+		return;
+	}
+
 	/* ---- split-KV epilogue: O / l and the range's log2-sum-exp2 in fp32 to
 	 * the workspace, straight from the fragments; combine_kernel merges ---- */
 	if (prm.splits > 1) {
@@ -1060,9 +1102,83 @@ static __device__ __forceinline__ void combine_row(const params &prm, int64_t r,
 	}
 }
 
+/* Stream-K fixup: tile row r (output row dst) from the partials of CTAs
+ * c0..c1 (any number), the merge of combine_row: O = sum_c 2^(lse_c - M)
+ * O_c / sum_c 2^(lse_c - M), M the largest lse_c, zeros when every partial
+ * is empty. One warp per row, two columns per lane. */
+template <int BM, int DV, class T>
+static __device__ __forceinline__ void sk_fixup_row(const params &prm, int64_t t, int64_t c0,
+						    int64_t c1, int r, uint16_t *dst, int lane)
+{
+	const int S = (int)(c1 - c0 + 1);
+	float mx = -INFINITY;
+	for (int s = lane; s < S; s += 32)
+		mx = fmaxf(mx, prm.ws_lse[fa_sk_slot(&prm.sk, c0 + s, t) * BM + r]);
+#pragma unroll
+	for (int d = 16; d > 0; d >>= 1)
+		mx = fmaxf(mx, fa_mma_shfl_xor(mx, d));
+	const float mu = mx == -INFINITY ? 0.f : mx; /* every partial empty: weights 0 */
+	float wsum = 0.f;
+	for (int s = lane; s < S; s += 32)
+		wsum += fa_mma_exp2(prm.ws_lse[fa_sk_slot(&prm.sk, c0 + s, t) * BM + r] - mu);
+#pragma unroll
+	for (int d = 16; d > 0; d >>= 1)
+		wsum += fa_mma_shfl_xor(wsum, d);
+	const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+	const int dv = prm.p.head_dim_v; /* the real width (the d72 instances compute 80) */
+	constexpr int CN = (DV + 63) / 64; /* column pairs per lane */
+	float acc[CN][2] = {};
+	for (int s = 0; s < S; ++s) {
+		const int64_t slot = fa_sk_slot(&prm.sk, c0 + s, t);
+		const float w = fa_mma_exp2(prm.ws_lse[slot * BM + r] - mu); /* one address: broadcast */
+		const float *src = prm.ws_o + (slot * BM + r) * DV;
+#pragma unroll
+		for (int ci = 0; ci < CN; ++ci) {
+			const int c = 2 * lane + 64 * ci;
+			if (c < dv) {
+				const float2 v = *reinterpret_cast<const float2 *>(src + c);
+				acc[ci][0] = fmaf(w, v.x, acc[ci][0]);
+				acc[ci][1] = fmaf(w, v.y, acc[ci][1]);
+			}
+		}
+	}
+#pragma unroll
+	for (int ci = 0; ci < CN; ++ci) {
+		const int c = 2 * lane + 64 * ci;
+		if (c + 1 < dv && !prm.gather) {
+			*reinterpret_cast<uint32_t *>(dst + c) =
+				fa_mma_pack2<T>(acc[ci][0] * inv, acc[ci][1] * inv);
+		} else if (c < dv) { /* an odd width's last column, or a 2-byte aligned row */
+			const uint32_t v = fa_mma_pack2<T>(acc[ci][0] * inv, acc[ci][1] * inv);
+			dst[c] = (uint16_t)v;
+			if (c + 1 < dv)
+				dst[c + 1] = (uint16_t)(v >> 16);
+		}
+	}
+}
+
+/* The block coordinates (x, y, z) of stream-K tile t: tiles are numbered in
+ * the order of the split-free grid, x fastest. */
+static __device__ __forceinline__ void sk_tile_xyz(const params &prm, int64_t t, int &bx, int &by,
+						   int &bz)
+{
+	const int64_t rest = t / prm.m_tiles;
+	bx = (int)(t - rest * prm.m_tiles);
+	bz = (int)(rest / prm.sk_gy);
+	by = (int)(rest - (int64_t)bz * prm.sk_gy);
+}
+
 /* The tunables of every cuda_flash_mma* kernel, in the order of their
- * table (flash_mma_table.cu). */
-enum { PARAM_SPLITS = 0, PARAM_ORDER = 1 };
+ * table (flash_mma_table.cu). The stream-K ones (from PARAM_SCHED on) are
+ * read by the CUDA launcher only: the HIP kernels' tables stop at `order`. */
+enum {
+	PARAM_SPLITS = 0,
+	PARAM_ORDER = 1,
+	PARAM_SCHED = 3,
+	PARAM_SK_CTAS = 4,
+	PARAM_SK_ROUND = 5,
+	PARAM_SK_RATIO = 6
+};
 
 /* CTAs of this instance resident at once on the current device (host
  * code): SMs times the CTAs per SM the instance is built for. */
@@ -1103,10 +1219,34 @@ static shape grid_shape(const struct fa_problem *p, const int32_t *tun)
 	return g;
 }
 
-/* Workspace of split-KV (host code): fp32 O and one lse per row and split. */
+/* The stream-K plan of problem p under the tunables tun (host code, CUDA
+ * launcher only): 0 when `sched` asks for none (auto, split-KV) or there
+ * is nothing to do. Tiles are those of the split-free grid, blocks the key
+ * tiles of the longest sequence. */
+template <class CFG>
+static int sk_plan_of(const struct fa_problem *p, const int32_t *tun, struct fa_sk_plan *pl)
+{
+#ifdef FA_MMA_EXTERNAL_PRIMITIVES
+	(void)p, (void)tun, (void)pl;
+	return 0;
+#else
+	if (!tun || tun[PARAM_SCHED] < FA_SCHED_SK_UNIFORM)
+		return 0;
+	const shape g = grid_shape<CFG>(p, tun);
+	return fa_sk_plan((int64_t)g.m_tiles * g.gy * p->batch, (p->kv_len + CFG::BN - 1) / CFG::BN,
+			  resident_ctas<CFG>(), tun[PARAM_SCHED], tun[PARAM_SK_CTAS],
+			  tun[PARAM_SK_ROUND], tun[PARAM_SK_RATIO], pl);
+#endif
+}
+
+/* Workspace of split-KV (host code): fp32 O and one lse per row and split;
+ * of stream-K: the same per tile row of two slots per CTA. */
 template <class CFG>
 static size_t workspace_bytes(const struct fa_problem *p, const int32_t *tun)
 {
+	struct fa_sk_plan pl;
+	if (sk_plan_of<CFG>(p, tun, &pl))
+		return (size_t)2 * (size_t)pl.ctas * CFG::BM * (CFG::DV + 1) * sizeof(float);
 	const shape g = grid_shape<CFG>(p, tun);
 	if (g.splits <= 1)
 		return 0;
@@ -1158,6 +1298,17 @@ static int make_params(const struct fa_launch_args *a, params *prm, unsigned gri
 	}
 	grid[2] = (unsigned)(p->batch * prm->splits);
 	prm->gather = CFG::MODE == LOAD_ANY && !fa_mma_aligned16(a);
+	prm->sk_on = 0;
+	prm->sk_gy = g.gy;
+	prm->sk = {0, 0, 0, 0};
+	if (sk_plan_of<CFG>(p, a->params, &prm->sk)) { /* stream-K: one grid.x of CTAs */
+		prm->sk_on = 1;
+		prm->splits = 1;
+		prm->ws_o = static_cast<float *>(a->workspace);
+		prm->ws_lse = prm->ws_o + (int64_t)2 * prm->sk.ctas * CFG::BM * CFG::DV;
+		grid[0] = (unsigned)prm->sk.ctas;
+		grid[1] = grid[2] = 1;
+	}
 	return prm->m_tiles > 0 && p->batch > 0 && p->heads > 0;
 }
 
@@ -1168,6 +1319,70 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) flash_kernel(const params 
 	extern __shared__ __align__(128) unsigned char fa_mma_dyn_smem[];
 	flash_cta<CFG, T, SKIP>(prm, fa_mma_dyn_smem, (int)threadIdx.x, (int)blockIdx.x,
 				(int)blockIdx.y, (int)blockIdx.z);
+}
+
+/* Stream-K: CTA blockIdx.x walks its range of (tile, key block)
+ * iterations, one tile segment at a time; the barrier keeps the next
+ * segment's Q and range writes off the shared memory the last one reads. */
+template <class CFG, class T, bool SKIP = false>
+__global__ void __launch_bounds__(CFG::NT, CFG::MINB) streamk_kernel(const params prm)
+{
+	extern __shared__ __align__(128) unsigned char fa_mma_dyn_smem[];
+	/* Nothing lives in registers across a segment: the next iteration is
+	 * kept in shared memory and the rest recomputed from the constant bank
+	 * (kept live, they spilled 36-68 bytes on sm_90a). */
+	__shared__ int64_t next_i;
+	if (threadIdx.x == 0)
+		next_i = fa_sk_begin(&prm.sk, blockIdx.x);
+	fa_mma_syncthreads();
+	for (;;) {
+		const int64_t i = next_i;
+		const int64_t c = blockIdx.x, K = prm.sk.kblocks;
+		const int64_t end = fa_sk_begin(&prm.sk, c + 1);
+		if (i >= end)
+			break;
+		const int64_t t = i / K;
+		const int kb0 = (int)(i - t * K);
+		const int kb1 = (int)(K < kb0 + (end - i) ? K : kb0 + (end - i));
+		int64_t c0, c1;
+		fa_sk_tile_ctas(&prm.sk, t, &c0, &c1);
+		int bx, by, bz;
+		sk_tile_xyz(prm, t, bx, by, bz);
+		fa_mma_syncthreads(); /* every thread has read next_i */
+		if (threadIdx.x == 0)
+			next_i = i + (kb1 - kb0);
+		flash_cta<CFG, T, SKIP>(prm, fa_mma_dyn_smem, (int)threadIdx.x, bx, by, bz, kb0, kb1,
+					c0 == c1 ? -1 : (int)fa_sk_slot(&prm.sk, c, t));
+		/* next_i visible, and the segment's shared memory free for the next */
+		fa_mma_syncthreads();
+	}
+}
+
+/* Stream-K fixup: block t merges the partials of tile t (nothing when one
+ * CTA did the whole tile); one warp per row. */
+template <class CFG, class T>
+__global__ void __launch_bounds__(128) sk_fixup_kernel(const params prm)
+{
+	const int64_t t = blockIdx.x;
+	int64_t c0, c1;
+	fa_sk_tile_ctas(&prm.sk, t, &c0, &c1);
+	if (c0 == c1)
+		return;
+	int bx, by, bz;
+	sk_tile_xyz(prm, t, bx, by, bz);
+	const struct fa_problem &p = prm.p;
+	const struct fa_grid gr = {prm.group, prm.packed, prm.m_tiles, prm.reverse, prm.tile_major, 1};
+	struct fa_cta_work w;
+	if (!fa_cta_work_of(&p, &gr, prm.cu_q, prm.cu_k, prm.prefix_lens, CFG::BM, CFG::BN, bx, by,
+			    bz, &w))
+		return; /* no row: the CTAs skipped it too */
+	for (int r = (int)(threadIdx.x >> 5); r < CFG::BM && w.row0 + r < w.rows_total; r += 4) {
+		int h, i;
+		row_head_pos(prm.packed, w.h0, w.lq, w.row0 + r, h, i);
+		sk_fixup_row<CFG::BM, CFG::DV, T>(prm, t, c0, c1, r,
+						  prm.o + fa_o_offset(&p, prm.cu_q, w.b, i, h),
+						  (int)(threadIdx.x & 31));
+	}
 }
 
 /* The packed (decode) kernel that skips idle warps, where it compiles
@@ -1183,16 +1398,23 @@ static constexpr bool has_skip_kernel()
  * shared memory, and the largest shared-memory carveout (the kernel reads
  * global memory only through cp.async.cg, which bypasses L1, so L1 is
  * traded for the second CTA per SM that 2 x ~97 KB needs). */
+template <class K>
+static cudaError_t configure_fn(K *fn, int smem_bytes)
+{
+	cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					     smem_bytes);
+	if (e == cudaSuccess)
+		e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+					 (int)cudaSharedmemCarveoutMaxShared);
+	return e;
+}
+
 template <class CFG, class T, bool SKIP>
 static cudaError_t configure_one()
 {
-	cudaError_t e = cudaFuncSetAttribute(flash_kernel<CFG, T, SKIP>,
-					     cudaFuncAttributeMaxDynamicSharedMemorySize,
-					     CFG::SMEM_BYTES);
-	if (e == cudaSuccess)
-		e = cudaFuncSetAttribute(flash_kernel<CFG, T, SKIP>,
-					 cudaFuncAttributePreferredSharedMemoryCarveout,
-					 (int)cudaSharedmemCarveoutMaxShared);
+	cudaError_t e = configure_fn(flash_kernel<CFG, T, SKIP>, CFG::SMEM_BYTES);
+	if (e == cudaSuccess) /* the stream-K kernel has the same tiles */
+		e = configure_fn(streamk_kernel<CFG, T, SKIP>, CFG::SMEM_BYTES);
 	return e;
 }
 
@@ -1227,6 +1449,24 @@ static int launch_typed(const struct fa_launch_args *a)
 	if (prm.splits > 1 && (!a->workspace || a->workspace_bytes < workspace_bytes<CFG>(a->p, a->params)))
 		return (int)cudaErrorInvalidValue; /* the harness allocates workspace_bytes() */
 	cudaStream_t st = fa_cuda_stream_of(a);
+	if (prm.sk_on) { /* stream-K: the walk, then the fixup of split tiles */
+		if (!a->workspace || a->workspace_bytes < workspace_bytes<CFG>(a->p, a->params))
+			return (int)cudaErrorInvalidValue;
+		bool sk_launched = false;
+		if constexpr (has_skip_kernel<CFG>())
+			if (prm.packed) {
+				streamk_kernel<CFG, T, true><<<grid[0], CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+				sk_launched = true;
+			}
+		if (!sk_launched)
+			streamk_kernel<CFG, T, false><<<grid[0], CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+		const cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return (int)e;
+		if (!prm.sk.uniform || prm.sk.ctas > prm.sk.tiles) /* else one CTA per tile */
+			sk_fixup_kernel<CFG, T><<<(unsigned)prm.sk.tiles, 128, 0, st>>>(prm);
+		return (int)cudaGetLastError();
+	}
 	const dim3 g3(grid[0], grid[1], grid[2]);
 	bool launched = false;
 	if constexpr (has_skip_kernel<CFG>())

@@ -29,6 +29,7 @@
 enum { PARAM_HD72 = 2 };
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
+static const int32_t sched_allowed[] = {0, 1, 2, 3};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
 	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
@@ -39,6 +40,19 @@ static const struct fa_kernel_param mma_params[] = {
 	{"hd72", 0, hd72_allowed, 2, 0, 1,
 	 "head size 72: 0 = computed as 80, zero columns in shared memory (d72_pad80); "
 	 "1 = every copy predicated at 72 (d72_masked)"},
+	{"sched", 0, sched_allowed, 4, 0, 3,
+	 "schedule: 0 auto (split-KV by its rule, as before stream-K) | 1 split-KV (`splits`) | "
+	 "2 stream-K uniform (every output tile gets the same number of CTAs) | 3 stream-K "
+	 "general (a fixed number of CTAs over all (tile, key block) pairs, rounded to uniform "
+	 "by sk_round / sk_ratio)"},
+	{"sk_ctas", 0, NULL, 0, 0, 1 << 20,
+	 "stream-K: CTAs of the grid; 0 = SMs x CTAs per SM (capped at tiles x key blocks)"},
+	{"sk_round", 5, NULL, 0, 0, 100,
+	 "stream-K general: round the CTA count down to a multiple of the tile count (uniform "
+	 "fixup) when that loses at most this many percent of the CTAs; 0 = never by loss"},
+	{"sk_ratio", 0, NULL, 0, 0, 1024,
+	 "stream-K general: also round down when the CTA count is at least this many times the "
+	 "tile count (seed 001's 4x / 16x); 0 = never by ratio"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 

@@ -801,7 +801,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
 		for (int32_t ov = 0; ov <= 1; ov++) { /* both schedules */
-			const int32_t tun[3] = {ov, 0, 0};
+			const int32_t tun[MMA_NPARAMS] = {ov};
 			snprintf(what, sizeof what, "%s case %zu overlap=%d", k->name, i, (int)ov);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}

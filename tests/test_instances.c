@@ -58,7 +58,7 @@ static int make_copy(char *tree, size_t size)
 FA_TEST(instances, committed_files_match_the_list)
 {
 	char cmd[2048], out[4096];
-	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3-minimal */
+	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3 */
 	snprintf(cmd, sizeof cmd, "'%s/tools/gen-instances' --check", fa_test_root());
 	FA_CHECKF(run_sh(cmd, out, sizeof out) == 0,
 		  "the committed instance files are not what tools/gen-instances writes: %s", out);
@@ -76,7 +76,7 @@ FA_TEST(instances, committed_files_match_the_list)
 FA_TEST(instances, check_names_stale_missing_and_extra_files)
 {
 	char tree[1024], cmd[4096], out[4096];
-	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3-minimal */
+	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3 */
 	FA_REQUIRE(make_copy(tree, sizeof tree) == 0);
 	snprintf(cmd, sizeof cmd, "'%s/tools/gen-instances' --check", tree);
 	FA_CHECKF(run_sh(cmd, out, sizeof out) == 0, "the fresh copy: %s", out);
@@ -115,7 +115,7 @@ FA_TEST(instances, new_head_size_is_one_line)
 {
 	char tree[1024], cmd[4096], out[4096], path[1200];
 	char *text;
-	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3-minimal */
+	FA_REQUIRE(have_python()); /* tools/ensure-deps installs python3 */
 	FA_REQUIRE(make_copy(tree, sizeof tree) == 0);
 	/* one line after the d256_any instance: an ANY instance of width 144 */
 	snprintf(cmd, sizeof cmd,

@@ -1628,7 +1628,8 @@ static const char *const csv_result_cols[] = {
 static const char *const csv_grad_tensors[] = {"dq", "dk", "dv"};
 static const char *const csv_grad_cols[] = {"max_abs", "rel_l2", "nmse", "unwritten"};
 
-/* The grad_stats cell name of tensor of result row, or NULL when none. */
+/* Column name of the grad_stats row of tensor ("dq", "dk", "dv") of result
+ * row, or NULL when the result has none (a forward result). */
 static const struct fa_cell *grad_cell(const struct report *r, int row, const char *tensor,
 				       const char *name)
 {

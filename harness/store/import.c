@@ -88,8 +88,6 @@ static const char *const hfields[HF_COUNT] = {
 static const char *const timing_names[] = {"cpu", "cold", "hot", "graph"};
 
 
-/* 1 when name is a column a row may have: a case parameter or a result
- * field. */
 /* The statistics and counts a gradient may have (dq_max_abs ...
  * dv_elems_checked): the result fields from RF_MAX_ABS to RF_ELEMS_CHECKED,
  * named after the tensor. */
@@ -125,6 +123,8 @@ static int grad_field(const char *name, int *g, int *f)
 	return 0;
 }
 
+/* 1 when name is a column a row may have: a case parameter, a result field
+ * or a gradient's (dq_max_abs). */
 int fa_import_row_field_known(const char *name)
 {
 	int known = fa_param_lookup(name ? name : "") >= 0, g, f;

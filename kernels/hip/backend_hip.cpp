@@ -7,9 +7,7 @@
  * The kernels are the CUDA plugin's sources built as HIP (clang -x hip,
  * kernels/common/fa_gpu.h mapping cuda* to hip*): hip_dense is
  * kernels/cuda/cuda_dense.cu, hip_flash_simt kernels/cuda/flash_simt.cu
- * (with tiles that fit AMD's 64 KiB of LDS), hip_flash_bwd_simt
- * kernels/cuda/flash_bwd_simt.cu (its forward is hip_flash_simt, which
- * writes the LSE), and the input fill and the GPU
+ * (with tiles that fit AMD's 64 KiB of LDS), and the input fill and the GPU
  * reference are data_gpu.cu and ref_gpu.cu. Their launchers take the same
  * context, struct fa_cuda_ctx (cuda_kernels.h), so this file fills one.
  *

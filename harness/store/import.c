@@ -242,11 +242,25 @@ const char *fa_import_ival_words(const struct ival *v, char *buf, size_t size)
 	}
 }
 
-/* The closest field name to name within edit distance 2, or NULL. */
+/* The closest field name to name within edit distance 2, or NULL; for a
+ * gradient's field (dq_max_abz) the closest of that gradient's (in a static
+ * buffer). */
 static const char *suggest(const char *name, int header)
 {
-	const char *best = NULL;
-	int bd = 3, d;
+	static char grad_best[40];
+	const char *best = NULL, *rest;
+	int bd = 3, d, g;
+	if (!header && (g = grad_tensor_of(name, &rest)) >= 0) {
+		for (int i = GRAD_FIRST; i <= GRAD_LAST; i++)
+			if ((d = fa_edit_distance(rest, rfields[i].name)) < bd) {
+				bd = d;
+				snprintf(grad_best, sizeof grad_best, "%s_%s", fa_grad_name(g),
+					 rfields[i].name);
+				best = grad_best;
+			}
+		if (best)
+			return best;
+	}
 	if (header) {
 		for (int i = 0; i < HF_COUNT; i++)
 			if ((d = fa_edit_distance(name, hfields[i])) < bd) {

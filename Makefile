@@ -167,7 +167,8 @@ HIP_BITCODE ?= $(firstword $(wildcard $(ROCM_PATH)/lib/x86_64-linux-gnu/amdgcn/b
 HIP_LLVM_AS ?= $(or $(shell command -v llvm-as-19 2>/dev/null),$(dir $(HIPCXX))llvm-as)
 HIP_DEVLIBS := build/hip-devlibs
 HIP_DEVLIBS_STAMP := $(HIP_DEVLIBS)/.stamp-$(subst $(eval) ,-,$(strip $(HIP_ARCHS)))
-HIP_SRC := kernels/cuda/cuda_dense.cu kernels/cuda/flash_simt.cu kernels/cuda/data_gpu.cu \
+HIP_SRC := kernels/cuda/cuda_dense.cu kernels/cuda/flash_simt.cu kernels/cuda/flash_bwd_simt.cu \
+	kernels/cuda/data_gpu.cu \
 	kernels/cuda/ref_gpu.cu kernels/cuda/test_kernels.cu kernels/cuda/problem_check.cu \
 	$(wildcard kernels/hip/*.cpp) \
 	$(wildcard kernels/hip/*.hip)

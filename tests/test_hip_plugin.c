@@ -41,7 +41,7 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 	fa_backend_plugin_kernels_fn kernels;
 	struct fa_backend be;
 	char why[512], what[256];
-	int rc, n = -1, seen_dense = 0, seen_simt = 0, seen_mma = 0;
+	int rc, n = -1, seen_dense = 0, seen_simt = 0, seen_mma = 0, seen_bwd = 0;
 	const struct fa_kernel *t;
 	void *dl;
 	if (!path)
@@ -58,8 +58,9 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 	/* the table, without a device: every record passes the harness's checks */
 	t = kernels(FA_BACKEND_API_VERSION, &n);
 	FA_REQUIRE(t != NULL);
-	/* hip_dense, hip_flash_simt, two test-only ones, hip_flash_mfma, hip_flash_wmma */
-	FA_CHECKF(n == 6, "%d kernels", n);
+	/* hip_dense, hip_flash_simt, hip_flash_bwd_simt, two test-only ones,
+	 * hip_flash_mfma, hip_flash_wmma */
+	FA_CHECKF(n == 7, "%d kernels", n);
 	for (int i = 0; i < n; i++) {
 		miss = NULL;
 		what[0] = '\0';
@@ -70,8 +71,24 @@ FA_TEST(hip_plugin, answers_no_device_and_lists_its_kernels)
 		seen_simt += strcmp(t[i].name, "hip_flash_simt") == 0;
 		seen_mma += strcmp(t[i].name, "hip_flash_mfma") == 0;
 		seen_mma += strcmp(t[i].name, "hip_flash_wmma") == 0;
+		/* a backward's forward is in the same table and writes the LSE,
+		 * as the runner demands before it launches the backward */
+		if (fa_kernel_pass(&t[i]) == FA_PASS_BWD) {
+			const char *fwd = fa_kernel_fwd_name(&t[i]);
+			int found = 0;
+			seen_bwd += strcmp(t[i].name, "hip_flash_bwd_simt") == 0;
+			FA_REQUIRE(fwd != NULL);
+			for (int j = 0; j < n; j++)
+				if (strcmp(t[j].name, fwd) == 0) {
+					found = 1;
+					FA_CHECKF(fa_kernel_pass(&t[j]) == FA_PASS_FWD &&
+							  fa_kernel_writes_lse(&t[j]),
+						  "%s's forward %s does not write the LSE", t[i].name, fwd);
+				}
+			FA_CHECKF(found, "%s's forward '%s' is not in the table", t[i].name, fwd);
+		}
 	}
-	FA_CHECK(seen_dense == 1 && seen_simt == 1 && seen_mma == 2);
+	FA_CHECK(seen_dense == 1 && seen_simt == 1 && seen_mma == 2 && seen_bwd == 1);
 
 	why[0] = '\0';
 	rc = init(1, &be, why, sizeof why);
@@ -140,6 +157,7 @@ FA_TEST(hip_plugin, fabench_devices_and_kernels_without_a_device)
 				"  its kernels (they cannot run here):\n  hip_dense ") != NULL,
 		  "no hip kernels in:\n%s", r.out);
 	FA_CHECK(strstr(r.out, "  hip_flash_simt ") != NULL);
+	FA_CHECK(strstr(r.out, "  hip_flash_bwd_simt ") != NULL);
 	snprintf(want, sizeof want, "      from %s\n", next);
 	FA_CHECKF(strstr(r.out, want) != NULL, "no '%s' in:\n%s", want, r.out);
 	/* test-only kernels stay hidden */

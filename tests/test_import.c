@@ -1010,3 +1010,94 @@ FA_TEST(import, python_writer_output_imports)
 	sqlite3_close(h);
 	fa_suite_free(&s);
 }
+
+/* A peers file of backward results as the script writes them (pass bwd and
+ * fwd_bwd cases of tests/suites/bwd.yaml, O's statistics and dq_/dk_/dv_
+ * ones) imports into the cases fabench makes of the suite, each result with
+ * its three gradients in grad_stats; --run-into a fabench run of the suite
+ * lands them on the run's own cases. */
+FA_TEST(import, python_bwd_rows_import_with_gradients)
+{
+	static const char code[] =
+		"import sys\n"
+		"sys.path.insert(0, 'bench/peers')\n"
+		"import torch_sdpa as ts\n"
+		"suite, cases = ts.load_cases(sys.argv[1])\n"
+		"rows = []\n"
+		"for i, c in enumerate(cases):\n"
+		"    assert ts.case_pass(c) in ('bwd', 'fwd_bwd'), c['key']\n"
+		"    g = {n: {'max_abs': (i + 1) * 10 ** -(j + 4), 'rel_l2': 2e-5, 'nan_count': 0,\n"
+		"             'inf_count': 0, 'rows_checked': 4, 'elems_checked': 128, 'ref_max': 2.0}\n"
+		"         for j, n in enumerate(ts.GRADS)}\n"
+		"    st, why = ts.grad_verdict(c['dtype'], None, g)\n"
+		"    rows.append(ts.result_row(c, 'torch_sdpa_efficient', st, why,\n"
+		"        samples=[0.5 + i, 0.25 + i], stats={'max_abs': 1e-4, 'rel_l2': 1e-5},\n"
+		"        grads=g))\n"
+		"    rows.append(ts.result_row(c, 'torch_sdpa_flash', 'skip', 'flash takes fp16 and bf16'))\n"
+		"ts.write_jsonl(sys.argv[2], ts.make_header(suite, 'Test GPU', '2.11.0+cu130',\n"
+		"    started_at='2026-11-25T21:40:00Z'), rows)\n";
+	char py[PATH_MAX], cases[PATH_MAX], out[PATH_MAX], jsonl[PATH_MAX], db[PATH_MAX];
+	struct fa_proc_result r;
+	sqlite3 *h = NULL;
+	char *text;
+	int status;
+	if (!find_python(py, sizeof py)) {
+		fa_test_skip("python3 not found on PATH: torch_sdpa.py's backward rows not checked");
+		return;
+	}
+	snprintf(cases, sizeof cases, "%s/bwd-cases.json", fa_test_tmpdir());
+	snprintf(out, sizeof out, "%s/bwd-writer.out", fa_test_tmpdir());
+	snprintf(jsonl, sizeof jsonl, "%s/bwd-peers.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "bwd-peers.db");
+	fa_proc_run((char *[]){"list", "tests/suites/bwd.yaml", "--format", "json", NULL}, NULL, 60,
+		    &r);
+	FA_REQUIRE(r.status == 0 && write_file(cases, r.out) == 0);
+	fa_proc_free(&r);
+	status = run_program((char *[]){py, "-c", (char *)code, cases, jsonl, NULL}, out, 60);
+	text = fa_test_read_file(out, NULL);
+	FA_CHECKF(status == 0, "python3 writer: status %d\n%s", status, text ? text : "");
+	free(text);
+	if (status != 0)
+		return;
+	/* a fabench run of the suite first, so that the import matches its cases */
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash_bwd", "--db", db, "--label", "ours", "--quiet", NULL},
+		    NULL, 600, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"import", jsonl, "--db", db, "--run-into", "ours", NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "import of the script's file: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_REQUIRE(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	/* 8 cases, matched by key: none added */
+	FA_CHECK(q_int(h, "SELECT count(*) FROM cases", 0) == 8);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results WHERE kernel = 'torch_sdpa_efficient' AND "
+			  "status = 'pass' AND checked = 1 AND n_samples = 2 AND max_abs = 1e-4",
+		       0) == 8);
+	/* its gradients beside the CPU kernel's: dq 1e-4, dk 1e-5, dv 1e-6 times
+	 * (case index + 1); counts as sent; what it did not send is NULL */
+	FA_CHECK(q_int(h, "SELECT count(*) FROM grad_stats g JOIN results r ON r.id = g.result_id "
+			  "WHERE r.kernel = 'torch_sdpa_efficient'",
+		       0) == 24);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM grad_stats g JOIN results r ON r.id = g.result_id "
+			  "JOIN cases c ON c.id = r.case_id WHERE r.kernel = 'torch_sdpa_efficient' "
+			  "AND abs(g.max_abs / (c.idx + 1) - CASE g.tensor WHEN 'dq' THEN 1e-4 "
+			  "WHEN 'dk' THEN 1e-5 ELSE 1e-6 END) < 1e-12 AND g.rel_l2 = 2e-5 AND "
+			  "g.nan_count = 0 AND g.rows_checked = 4 AND g.elems_checked = 128 AND "
+			  "g.unwritten IS NULL AND g.max_rel IS NULL",
+		       0) == 24);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM grad_stats g JOIN results r ON r.id = g.result_id "
+			  "WHERE r.kernel = 'cpu_flash_bwd'",
+		       0) == 24);
+	/* the skipped flash rows have none, and every bwd case's FLOPs are 2.5x
+	 * its forward's (fwd_bwd 3.5x): the same as the CPU kernel's */
+	FA_CHECK(q_int(h, "SELECT count(*) FROM grad_stats g JOIN results r ON r.id = g.result_id "
+			  "WHERE r.kernel = 'torch_sdpa_flash'",
+		       0) == 0);
+	FA_CHECK(q_int(h, "SELECT count(*) FROM results a JOIN results b ON a.case_id = b.case_id "
+			  "WHERE a.kernel = 'torch_sdpa_efficient' AND b.kernel = 'cpu_flash_bwd' AND "
+			  "a.flops = b.flops AND a.flops > 0",
+		       0) == 8);
+	sqlite3_close(h);
+}

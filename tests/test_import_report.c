@@ -68,3 +68,157 @@ FA_TEST(import, own_reports_import_as_written)
 	}
 	free(want);
 }
+
+/* The cells of one CSV line (RFC 4180 quoting, no newline inside a cell
+ * here), written over line; at most max, their count returned. */
+static int csv_split(char *line, char **cells, int max)
+{
+	int n = 0;
+	char *p = line;
+	while (n < max) {
+		char *w = p;
+		cells[n++] = w;
+		if (*p == '"') {
+			for (p++; *p; p++) {
+				if (*p == '"' && p[1] == '"') {
+					*w++ = '"';
+					p++;
+				} else if (*p == '"') {
+					p++;
+					break;
+				} else {
+					*w++ = *p;
+				}
+			}
+		} else {
+			while (*p && *p != ',')
+				*w++ = *p++;
+		}
+		if (*p != ',') {
+			*w = '\0';
+			break;
+		}
+		*w = '\0';
+		p++;
+	}
+	return n;
+}
+
+static int csv_col(char **head, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(head[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* The gradients of every result of a database, per (key, kernel, params,
+ * tensor), with cols (a SQL list of grad_stats columns) at full precision,
+ * sorted and joined (malloc'd). */
+static char *grads_of(const char *db, const char *cols)
+{
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+		 "SELECT group_concat(x, ';') FROM (SELECT c.key || '|' || r.kernel || '|' || "
+		 "coalesce(r.params, '') || '|' || g.tensor || '|' || printf('%s', %s) AS x "
+		 "FROM grad_stats g JOIN results r ON r.id = g.result_id JOIN cases c ON "
+		 "c.id = r.case_id ORDER BY x)",
+		 "%!.17g|%!.17g|%!.17g|%d|%d", cols);
+	return fa_test_db_text(db, sql);
+}
+
+FA_TEST(import, bwd_report_csv_carries_gradients_and_round_trips)
+{
+	static const char *const tensors[] = {"dq", "dk", "dv"};
+	static const char *const stats[] = {"max_abs", "rel_l2", "nmse", "unwritten"};
+	char db[1024], csv[1024], json[1024], out[1024], *text, *line, *save = NULL;
+	char *head[80], *cells[80];
+	int nh, rows = 0;
+	struct fa_proc_result r;
+	path_in(db, sizeof db, "bwd.db");
+	path_in(csv, sizeof csv, "bwd.csv");
+	path_in(json, sizeof json, "bwd.json");
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash_bwd", "--db", db, "--quiet", NULL},
+		    NULL, 600, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	/* every result has its three gradients, none of them zero */
+	FA_REQUIRE(fa_test_db_int(db, "SELECT count(*) FROM results") == 8);
+	FA_REQUIRE(fa_test_db_int(db, "SELECT count(*) FROM grad_stats WHERE max_abs > 0") == 24);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "csv", "--output", csv, NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+
+	/* each row's dq_/dk_/dv_ columns hold the stored values, bit for bit
+	 * (SQLite's printf gives 17 digits only with its ! flag) */
+	text = fa_test_read_file(csv, NULL);
+	FA_REQUIRE(text);
+	line = strtok_r(text, "\n", &save);
+	FA_REQUIRE(line);
+	nh = csv_split(line, head, 80);
+	FA_REQUIRE(csv_col(head, nh, "pass") >= 0 && csv_col(head, nh, "case_key") >= 0);
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		int nc = csv_split(line, cells, 80);
+		const char *key = cells[csv_col(head, nh, "case_key")];
+		FA_REQUIRE(nc == nh);
+		FA_CHECKF(strstr(key, ",pass=") != NULL && strcmp(cells[csv_col(head, nh, "pass")],
+								   strstr(key, ",pass=") + 6) == 0,
+			  "pass '%s' of '%s'", cells[csv_col(head, nh, "pass")], key);
+		for (int t = 0; t < 3; t++)
+			for (int s = 0; s < 4; s++) {
+				char name[64], sql[1024];
+				int col;
+				snprintf(name, sizeof name, "%s_%s", tensors[t], stats[s]);
+				col = csv_col(head, nh, name);
+				FA_REQUIRE(col >= 0);
+				FA_REQUIRE(strchr(key, '\'') == NULL);
+				snprintf(sql, sizeof sql,
+					 "SELECT printf('%%!.17g', g.%s) FROM grad_stats g JOIN results "
+					 "r ON r.id = g.result_id JOIN cases c ON c.id = r.case_id WHERE "
+					 "c.key = '%s' AND g.tensor = '%s'",
+					 stats[s], key, tensors[t]);
+				char *want = fa_test_db_text(db, sql);
+				FA_REQUIRE(want && *want);
+				FA_CHECKF(*cells[col] && strtod(cells[col], NULL) == strtod(want, NULL),
+					  "%s of %s: csv '%s', stored %s", name, key, cells[col], want);
+				free(want);
+			}
+		rows++;
+	}
+	FA_CHECKF(rows == 8, "%d rows", rows);
+	free(text);
+
+	/* the CSV and the JSON report import with their gradients: the CSV's
+	 * columns, and every statistic the JSON has that import stores */
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", "--output", json, NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	{
+		char *want_csv = grads_of(db, "max_abs, rel_l2, nmse, 0, 0");
+		char *want_json = grads_of(db, "max_abs, max_rel, mean_abs, nan_count, rows_checked");
+		char *got;
+		path_in(out, sizeof out, "bwd-csv.db");
+		fa_proc_run((char *[]){"import", csv, "--db", out, NULL}, NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "import csv: %s", r.err);
+		fa_proc_free(&r);
+		got = grads_of(out, "max_abs, rel_l2, nmse, 0, 0");
+		FA_CHECKF(got && want_csv && strcmp(got, want_csv) == 0, "csv:\n%.300s\nvs\n%.300s",
+			  got ? got : "(none)", want_csv ? want_csv : "(none)");
+		free(got);
+		path_in(out, sizeof out, "bwd-json.db");
+		fa_proc_run((char *[]){"import", json, "--db", out, NULL}, NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "import json: %s", r.err);
+		fa_proc_free(&r);
+		got = grads_of(out, "max_abs, max_rel, mean_abs, nan_count, rows_checked");
+		FA_CHECKF(got && want_json && strcmp(got, want_json) == 0,
+			  "json:\n%.300s\nvs\n%.300s", got ? got : "(none)",
+			  want_json ? want_json : "(none)");
+		FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM cases WHERE pass = 'bwd'") == 4);
+		free(got);
+		free(want_csv);
+		free(want_json);
+	}
+}

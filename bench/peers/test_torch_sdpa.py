@@ -105,6 +105,17 @@ class ArgsTest(unittest.TestCase):
             ts.parse_args(argv)
         return err.getvalue()
 
+    def test_pass(self):
+        a = ts.parse_args(["--cases", "c", "--out", "o"])
+        self.assertEqual(a.passes, ["fwd", "bwd", "fwd_bwd"])
+        a = ts.parse_args(["--cases", "c", "--out", "o", "--pass", "bwd, fwd_bwd"])
+        self.assertEqual(a.passes, ["bwd", "fwd_bwd"])
+        for bad, words in (("bwd,back", "unknown pass 'back'"), (",", "--pass is empty")):
+            with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as cm:
+                ts.parse_args(["--cases", "c", "--out", "o", "--pass", bad])
+            self.assertEqual(cm.exception.code, 2)
+            self.assertIn(words, self._err(["--cases", "c", "--out", "o", "--pass", bad]))
+
 
 class CaseFieldsTest(unittest.TestCase):
     def test_dense(self):
@@ -135,6 +146,17 @@ class CaseFieldsTest(unittest.TestCase):
         self.assertNotIn("prefix_len", f)
         f = ts.case_fields(make_case(scale=0.3, key="batch=1,...,scale=0.3"))
         self.assertEqual(f["scale"], 0.3)
+
+
+    def test_pass_only_when_not_fwd(self):
+        # fabench's key has ",pass=bwd" for a backward case and no pass for a
+        # forward one: the row must rebuild the same key
+        self.assertNotIn("pass", ts.case_fields(make_case()))
+        self.assertNotIn("pass", ts.case_fields(make_case(**{"pass": "fwd"})))
+        for p in ("bwd", "fwd_bwd"):
+            self.assertEqual(ts.case_fields(make_case(**{"pass": p}))["pass"], p)
+        self.assertEqual(ts.case_pass(make_case()), "fwd")
+        self.assertEqual(ts.case_pass(make_case(**{"pass": "bwd"})), "bwd")
 
 
 class ShapeTest(unittest.TestCase):
@@ -358,6 +380,44 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(ts.verdict("fp16", dict(ok, max_abs=float("nan")))[0], "fail")
 
 
+class GradVerdictTest(unittest.TestCase):
+    def grads(self, **over):
+        g = {n: {"max_abs": 1e-3, "rel_l2": 1e-3, "nan_count": 0, "inf_count": 0,
+                 "ref_max": 0.5} for n in ts.GRADS}
+        for k, v in over.items():
+            name, stat = k.split("_", 1)
+            g[name][stat] = v
+        return g
+
+    def test_tolerance_rule_for_gradients(self):
+        o = {"max_abs": 1e-2, "rel_l2": 1e-3, "nan_count": 0, "inf_count": 0}
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads()), ("pass", None))
+        self.assertEqual(ts.grad_verdict("bf16", None, self.grads()), ("pass", None))
+        # rel_l2: 3 x O's limit (bf16 1.6e-2 -> 4.8e-2)
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads(dk_rel_l2=0.04))[0], "pass")
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads(dk_rel_l2=0.05)),
+                         ("fail", "dK: rel_l2 0.05 > 0.048"))
+        # max_abs: scaled by the largest reference element when over 1
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads(dv_max_abs=0.2))[0], "fail")
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads(dv_max_abs=0.2,
+                                                               dv_ref_max=2.0))[0], "pass")
+        self.assertEqual(ts.grad_verdict("bf16", o, self.grads(dv_max_abs=0.3, dv_ref_max=2.0)),
+                         ("fail", "dV: max_abs 0.3 > 0.25"))
+
+    def test_every_failing_tensor_is_named(self):
+        o = {"max_abs": 1.0, "rel_l2": 1e-3, "nan_count": 0, "inf_count": 0}
+        st, why = ts.grad_verdict("fp16", o, self.grads(dq_nan_count=2, dv_max_abs=float("nan")))
+        self.assertEqual(st, "fail")
+        self.assertEqual(why, "O: max_abs 1 > 0.0156; dQ: 2 NaN and 0 Inf; "
+                              "dV: max_abs nan > 0.0156")
+
+    def test_tflops_of_the_pass(self):
+        # fabench list's flops are the pass's: 2.5 x the forward's for bwd
+        self.assertAlmostEqual(ts.tflops_of({"flops": 2.5e12}, 1000.0), 2.5)
+        self.assertIsNone(ts.tflops_of({"flops": 0}, 1.0))
+        self.assertIsNone(ts.tflops_of({"flops": 1e9}, None))
+
+
 class OutputTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
@@ -396,6 +456,33 @@ class OutputTest(unittest.TestCase):
         self.assertEqual(docs[1]["seed"], 18446744073709551557)
         self.assertEqual(docs[2]["reason"], "out of memory")
         self.assertNotIn("NaN", "".join(lines))
+
+    def test_bwd_row_carries_each_gradient(self):
+        c = make_case(**{"pass": "bwd", "key": "batch=1,...,pass=bwd"})
+        g = {n: {"max_abs": 0.001 * (i + 1), "rel_l2": 0.002, "nan_count": 0, "inf_count": 0,
+                 "rows_checked": 4, "elems_checked": 256, "ref_max": 3.0}
+             for i, n in enumerate(ts.GRADS)}
+        row = ts.result_row(c, "torch_sdpa_flash", "pass", samples=[1.0], stats={"max_abs": 1e-3},
+                            grads=g)
+        self.assertEqual(row["pass"], "bwd")
+        self.assertEqual((row["dq_max_abs"], row["dk_max_abs"], row["dv_max_abs"]),
+                         (0.001, 0.002, 0.003))
+        self.assertEqual((row["dv_rows_checked"], row["dk_elems_checked"]), (4, 256))
+        self.assertNotIn("dq_ref_max", row)  # the limit's input, not a statistic fabench takes
+        self.assertEqual((row["max_abs"], row["rule"]), (1e-3, "tolerance"))
+        self.assertFalse([k for k in row if k.startswith("dq_") and k[3:] not in ts.STAT_FIELDS])
+
+    def test_find_dumps_of_backward_cases(self):
+        def touch(name, text=""):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text)
+        for i in (1, 2):
+            touch("case%04d.json" % i, json.dumps({"index": i, "key": "k%d" % i, "pass": "bwd"}))
+            for s in ts.DUMP_FILES + ts.DUMP_BWD_FILES:
+                if i == 1 or s != "_ref_kv_rows.npy":
+                    touch("case%04d%s" % (i, s))
+        # case 2 lacks its key rows: its gradients cannot be checked
+        self.assertEqual(ts.find_dumps(self.dir), {"k1": os.path.join(self.dir, "case0001")})
 
     def test_find_dumps(self):
         def touch(name, text=""):

@@ -5,16 +5,22 @@ an import file for `fabench import`.
 For every case of a suite (the JSON of `fabench list SUITE --format json`)
 and every backend asked for, this times one forward attention call of
 PyTorch's scaled_dot_product_attention (SDPA) with the flash, cuDNN,
-memory-efficient or math backend, or of FlexAttention (compiled), with
-fabench's method: a warm-up, then samples timed with CUDA events, the L2
+memory-efficient or math backend, or of FlexAttention (compiled); for a case
+with pass bwd the backward alone (torch.autograd.grad of the forward's
+output with fabench's dO: dQ, dK, dV), for pass fwd_bwd the forward and the
+backward together; with fabench's method: a warm-up, then samples timed with CUDA events, the L2
 flushed before each one (a buffer of twice its size written outside the timed
 region, as Triton's do_bench does), until at least --samples samples and
 --min-time-ms of them (or --max-time-ms); the median is reported.
 
 With --dump DIR (from `fabench run --dump DIR`) the inputs are fabench's own
 (bit-identical) and each output is checked against fabench's fp64 reference
-rows with fabench's default tolerance for the dtype. Without a dump the
-inputs are random and the row says "unchecked".
+rows with fabench's default tolerance for the dtype; a backward case's dO is
+fabench's too, and dQ, dK and dV are checked against fabench's reference
+gradients (the tolerance rule for gradients: max_abs scaled by the largest
+reference element when over 1, rel_l2 x 3) and written as dq_max_abs, ...
+for `fabench import`. Without a dump the inputs are random and the row says
+"unchecked".
 
 What each row measures is written in its reason: how GQA ran, which mask
 form was used, and that a varlen batch is one SDPA call per sequence.
@@ -44,6 +50,9 @@ import time
 import warnings
 
 BACKENDS = ("flash", "cudnn", "efficient", "math", "flex")
+
+# What a case times (its `pass`): the forward, the backward alone, or both.
+PASSES = ("fwd", "bwd", "fwd_bwd")
 
 # Kernel names as they appear in fabench's reports.
 KERNEL_NAMES = {
@@ -126,9 +135,16 @@ def case_fields(case):
         f["window"] = case["window"]
     if scale_given(case):
         f["scale"] = case["scale"]
+    if case.get("pass", "fwd") != "fwd":
+        f["pass"] = case["pass"]
     f["key"] = case["key"]
     f["seed"] = case["seed"]
     return f
+
+
+def case_pass(case):
+    """fwd, bwd or fwd_bwd (older `fabench list` output has no pass: fwd)."""
+    return case.get("pass") or "fwd"
 
 
 class Shape(object):
@@ -326,6 +342,51 @@ def verdict(dtype, stats):
     return "pass", None
 
 
+# The gradients, as fabench names them, and their tensors' letters.
+GRADS = ("dq", "dk", "dv")
+GRAD_LABELS = {"dq": "dQ", "dk": "dK", "dv": "dV"}
+
+# fabench's tolerance rule multiplies rel_l2's limit by this for gradients
+# (FA_CHECK_GRAD_K: dS = P (dP - D) cancels, so correct gradients are less
+# exact than O), and scales max_abs's by the largest reference element when
+# that is over 1 (harness/run/check.c).
+GRAD_K = 3.0
+
+
+def grad_verdict(dtype, o_stats, grad_stats):
+    """A backward result's ("pass" | "fail", reason): O (o_stats, None when
+    not checked) under verdict(), then each gradient under fabench's
+    tolerance rule for gradients; the reason names each failing tensor
+    ("dK: max_abs 0.2 > 0.125")."""
+    tol_abs, tol_l2 = TOLERANCE[dtype]
+    why = []
+    if o_stats is not None:
+        st, r = verdict(dtype, o_stats)
+        if st != "pass":
+            why.append("O: " + r)
+    for g in GRADS:
+        s = grad_stats[g]
+        label = GRAD_LABELS[g]
+        if s.get("nan_count", 0) or s.get("inf_count", 0):
+            why.append("%s: %d NaN and %d Inf" % (label, s.get("nan_count", 0),
+                                                  s.get("inf_count", 0)))
+            continue
+        lim_abs = tol_abs * max(1.0, s.get("ref_max", 0.0))
+        lim_l2 = tol_l2 * GRAD_K
+        if not s["max_abs"] <= lim_abs:
+            why.append("%s: max_abs %.3g > %.3g" % (label, s["max_abs"], lim_abs))
+        if not s["rel_l2"] <= lim_l2:
+            why.append("%s: rel_l2 %.3g > %.3g" % (label, s["rel_l2"], lim_l2))
+    return ("fail", "; ".join(why)) if why else ("pass", None)
+
+
+def tflops_of(case, ms):
+    """TFLOP/s of case's pass at ms (fabench's list gives the pass's FLOPs:
+    2.5 x the forward's for bwd, 3.5 x for fwd_bwd), or None."""
+    flops = case.get("flops") or 0
+    return flops / (ms * 1e-3) / 1e12 if flops and ms and ms > 0 else None
+
+
 # ---- the import file (no torch) ---------------------------------------------
 
 
@@ -353,10 +414,16 @@ def make_header(suite, device_name, torch_version, device_arch=None, runtime=Non
     return {"run": {k: v for k, v in run.items() if v is not None}}
 
 
-def result_row(case, kernel, status, reason=None, samples=None, stats=None, timing="cold"):
+STAT_FIELDS = ("max_abs", "max_rel", "mean_abs", "rel_l2", "nmse", "nan_count", "inf_count",
+               "rows_checked", "elems_checked")
+
+
+def result_row(case, kernel, status, reason=None, samples=None, stats=None, timing="cold",
+               grads=None):
     """One import row: the case's parameters, the kernel, the verdict and
     what was measured. samples in ms (the median is sent too; fabench
-    recomputes it), stats from error_stats."""
+    recomputes it), stats from error_stats (O's), grads {"dq": stats, "dk":
+    .., "dv": ..} of a backward (written dq_max_abs, ...)."""
     row = case_fields(case)
     row["kernel"] = kernel
     row["status"] = status
@@ -367,10 +434,15 @@ def result_row(case, kernel, status, reason=None, samples=None, stats=None, timi
         row["samples"] = list(samples)
         row["timing"] = timing
     if stats:
-        for k in ("max_abs", "max_rel", "mean_abs", "rel_l2", "nmse", "nan_count",
-                  "inf_count", "rows_checked", "elems_checked"):
+        for k in STAT_FIELDS:
             if k in stats:
                 row[k] = stats[k]
+        row["rule"] = "tolerance"
+    if grads:
+        for g in GRADS:
+            for k in STAT_FIELDS:
+                if k in grads[g]:
+                    row["%s_%s" % (g, k)] = grads[g][k]
         row["rule"] = "tolerance"
     return row
 
@@ -443,17 +515,26 @@ def read_npy(path):
     return descr, shape, data
 
 
+# The files of a dumped case, and the backward's besides (fabench run
+# --dump, docs/backward.md).
+DUMP_FILES = ("_q.npy", "_k.npy", "_v.npy", "_ref.npy", "_ref_rows.npy")
+DUMP_BWD_FILES = ("_do.npy", "_ref_dq.npy", "_ref_dk.npy", "_ref_dv.npy", "_ref_dq_rows.npy",
+                  "_ref_kv_rows.npy")
+
+
 def find_dumps(folder):
     """{case key: path prefix "folder/caseNNNN"} of a `fabench run --dump`
     folder, read from its caseNNNN.json files (matched by key, not index, so
-    a --where that renumbered the cases cannot mismatch them)."""
+    a --where that renumbered the cases cannot mismatch them). A bwd or
+    fwd_bwd case counts only with its dO and reference gradients (a run
+    whose backward kernels all skipped it has none)."""
     found = {}
     for meta in sorted(glob.glob(os.path.join(folder, "case[0-9]*.json"))):
         with open(meta, encoding="utf-8") as f:
             info = json.load(f)
         prefix = meta[:-len(".json")]
-        if all(os.path.exists(prefix + s) for s in ("_q.npy", "_k.npy", "_v.npy", "_ref.npy",
-                                                     "_ref_rows.npy")):
+        files = DUMP_FILES + (DUMP_BWD_FILES if info.get("pass", "fwd") != "fwd" else ())
+        if all(os.path.exists(prefix + s) for s in files):
             found[info["key"]] = prefix
     return found
 
@@ -482,6 +563,10 @@ def parse_args(argv=None):
     p.add_argument("--case-timeout-s", type=float, default=60.0,
                    help="wall-clock limit of one case's sampling (default 60)")
     p.add_argument("--index", help="only these case indices (comma-separated)")
+    p.add_argument("--pass", dest="passes", default="fwd,bwd,fwd_bwd",
+                   help="only the cases of these passes (comma-separated subset of fwd, bwd, "
+                   "fwd_bwd; default all): fwd times the forward, bwd the backward alone, "
+                   "fwd_bwd both")
     p.add_argument("--flex-static", action="store_true",
                    help="compile FlexAttention for each shape (slower to start; default: "
                    "dynamic shapes after the first recompile)")
@@ -497,6 +582,12 @@ def parse_args(argv=None):
     if a.min_time_ms < 0 or a.max_time_ms <= 0:
         p.error("--min-time-ms must be >= 0 and --max-time-ms > 0")
     a.index = set(int(x) for x in a.index.split(",")) if a.index else None
+    a.passes = [x.strip() for x in a.passes.split(",") if x.strip()]
+    for x in a.passes:
+        if x not in PASSES:
+            p.error("unknown pass '%s' (expected %s)" % (x, ", ".join(PASSES)))
+    if not a.passes:
+        p.error("--pass is empty")
     return a
 
 
@@ -603,6 +694,50 @@ class Gpu(object):
         qkv = [t.randn(shape.tensor_shape(n), device=self.device, dtype=t.float32,
                        generator=g).to(dt) for n in ("q", "k", "v")]
         return qkv[0], qkv[1], qkv[2], None
+
+    def grad_inputs(self, case, shape, dump):
+        """A backward case's dO on the GPU (fabench's, laid out as O) and
+        the reference gradients {"dq": (rows, values), "dk": .., "dv": ..}
+        or None (rows: token * heads + head for dq, key token * kv_heads +
+        kv head for dk and dv)."""
+        t = self.torch
+        dt = self.dtypes[shape.dtype]
+        if not dump:
+            g = t.Generator(device=self.device)
+            g.manual_seed((int(case["seed"]) ^ 0x5bd1e995) & ((1 << 63) - 1))
+            return t.randn(shape.tensor_shape("o"), device=self.device, dtype=t.float32,
+                           generator=g).to(dt), None
+        do = self.load_npy(dump + "_do.npy")
+        if list(do.shape) != shape.tensor_shape("o"):
+            raise CaseError("dump %s_do.npy has shape %s, the case needs %s" %
+                            (dump, list(do.shape), shape.tensor_shape("o")))
+        do = do.to(device=self.device, dtype=dt).contiguous()
+        rows_q = self.load_npy(dump + "_ref_dq_rows.npy").to(self.device)
+        rows_kv = self.load_npy(dump + "_ref_kv_rows.npy").to(self.device)
+        gref = {}
+        for name, rows, dim in (("dq", rows_q, shape.head_dim), ("dk", rows_kv, shape.head_dim),
+                                ("dv", rows_kv, shape.head_dim_v)):
+            ref = self.load_npy(dump + "_ref_%s.npy" % name).to(self.device, dtype=t.float64)
+            if ref.dim() != 2 or ref.shape[0] != rows.numel() or ref.shape[1] != dim:
+                raise CaseError("dump %s_ref_%s.npy has shape %s for %d rows of %d" %
+                                (dump, name, list(ref.shape), rows.numel(), dim))
+            gref[name] = (rows, ref)
+        return do, gref
+
+    def leaf_rows(self, x, shape):
+        """A gradient in fabench's layout (as Q, or as K/V) as fabench's rows:
+        packed token * heads + head (kv heads for K/V), [rows, dim]."""
+        if shape.layout == "bhsd":
+            x = x.transpose(-3, -2)  # [.., len, heads, dim]
+        return x.reshape(-1, x.shape[-1])
+
+    def do_views(self, backend, shape, do):
+        """dO in the views the outputs of callable_for have."""
+        if backend == "flex" and shape.varlen:
+            return [self.packed_view(do, shape)]
+        if shape.varlen:
+            return [self.seq_view(do, shape, b, True) for b in range(len(shape.seqs))]
+        return [self.seq_view(do, shape, None, True)]
 
     def load_npy(self, path):
         """A .npy file as a CPU tensor."""
@@ -768,13 +903,18 @@ class Gpu(object):
             why = "; ".join(_short(x.message, 200) for x in w) or "flash cannot take these inputs"
             raise RuntimeError("flash refused the case: " + why)
 
-    def run(self, backend, case, shape, pl, q, k, v, ref):
-        """Runs one backend: (status, reason, samples, stats)."""
+    def run(self, backend, case, shape, pl, q, k, v, ref, do=None, gref=None):
+        """Runs one backend: (status, reason, samples, stats, grads); a bwd
+        or fwd_bwd case (do given) its backward."""
         t = self.torch
         notes = list(pl["notes"])
+        bwd = case_pass(case) != "fwd"
+        if bwd:
+            # leaves in fabench's layout: their gradients come out in it
+            q, k, v = (x.detach().requires_grad_(True) for x in (q, k, v))
         if backend != "flex" and self.sdpa_kernel is None:
             return "skip", "this torch has no torch.nn.attention.sdpa_kernel: " + \
-                self.sdp_error, None, None
+                self.sdp_error, None, None, None
         ctx = (self.sdpa_kernel(self.sdp[backend]) if backend != "flex"
                else _Nothing())
         g = shape.heads // shape.kv_heads
@@ -787,6 +927,10 @@ class Gpu(object):
                         warnings.simplefilter("always")
                         fn = self.callable_for(backend, pl, shape, q, k, v, repeat_kv)
                         outs = fn()
+                        if bwd:
+                            dos = self.do_views(backend, shape, do)
+                            grads = t.autograd.grad(outs, (q, k, v), grad_outputs=dos,
+                                                    retain_graph=True)
                         self.timer.times()  # synchronises: errors show here
                 except (RuntimeError, NotImplementedError, ImportError) as e:
                     # the backend refused (or ran out of memory, or this torch lacks it)
@@ -802,25 +946,52 @@ class Gpu(object):
                         t.cuda.empty_cache()
                     continue
                 if g > 1:
-                    notes.append("GQA: K/V repeated to all heads before timing (the copy is "
-                                 "not timed; enable_gqa was refused)" if repeat_kv else
-                                 "GQA: enable_gqa=True")
+                    notes.append(("GQA: K/V repeated to all heads before timing (the copy is "
+                                  "not timed%s; enable_gqa was refused)" %
+                                  (", the sum of its gradient over the group is" if bwd else ""))
+                                 if repeat_kv else "GQA: enable_gqa=True")
                 break
             else:
-                return "skip", first_error, None, None
+                return "skip", first_error, None, None, None
             rows = self.rows_of(outs, shape)
             stats = self.error_stats(rows, ref)
-            del outs, rows
-            samples = measure(fn, self.timer, self.opts)
+            del rows
+            gstats = None
+            if bwd:
+                gstats = {}
+                for name, x in zip(GRADS, grads):
+                    gstats[name] = self.error_stats(self.leaf_rows(x, shape),
+                                                    gref[name] if gref else None)
+                del grads
+                if case_pass(case) == "bwd":
+                    notes.append("backward alone: torch.autograd.grad of the forward's output "
+                                 "(graph kept) with fabench's dO")
+                    timed = (lambda: t.autograd.grad(outs, (q, k, v), grad_outputs=dos,
+                                                     retain_graph=True))
+                else:
+                    del outs
+                    notes.append("forward, then torch.autograd.grad with fabench's dO")
+                    timed = (lambda: t.autograd.grad(fn(), (q, k, v), grad_outputs=dos))
+                samples = measure(timed, self.timer, self.opts)
+                del timed
+            else:
+                del outs
+                samples = measure(fn, self.timer, self.opts)
+        seen = [("output", stats)] + ([(GRAD_LABELS[g], gstats[g]) for g in GRADS]
+                                      if gstats else [])
+        bad = [(n, x) for n, x in seen if x["nan_count"] or x["inf_count"]]
         if ref is None:
-            status, why = ("fail", "%d NaN and %d Inf in the output" %
-                           (stats["nan_count"], stats["inf_count"])) \
-                if stats["nan_count"] or stats["inf_count"] else ("pass", "unchecked")
+            status, why = ("fail", "; ".join("%d NaN and %d Inf in the %s" %
+                                             (x["nan_count"], x["inf_count"], n)
+                                             for n, x in bad)) if bad else ("pass", "unchecked")
             reason = "; ".join([why] + notes)
-            return status, reason, samples, None
-        status, why = verdict(shape.dtype, stats)
+            return status, reason, samples, None, None
+        if gstats is not None:
+            status, why = grad_verdict(shape.dtype, stats, gstats)
+        else:
+            status, why = verdict(shape.dtype, stats)
         reason = "; ".join(([why] if why else []) + notes) or None
-        return status, reason, samples, stats
+        return status, reason, samples, stats, gstats
 
     def error_stats(self, rows, ref):
         """fabench's statistics of the output rows against the reference:
@@ -846,6 +1017,7 @@ class Gpu(object):
             "nmse": ss_d / ss_r if ss_r > 0 else ss_d,
             "rows_checked": int(idx.numel()),
             "elems_checked": int(idx.numel()) * r.shape[1],
+            "ref_max": float(rr.abs().max()) if n else 0.0,
         })
         return st
 
@@ -876,10 +1048,15 @@ def main(argv=None):
         for case in cases:
             if opts.index is not None and case["index"] not in opts.index:
                 continue
+            if case_pass(case) not in opts.passes:
+                continue
             shape = Shape(case)
             dump = dumps.get(case["key"])
+            do = gref = None
             try:
                 q, k, v, ref = gpu.inputs(case, shape, dump)
+                if case_pass(case) != "fwd":
+                    do, gref = gpu.grad_inputs(case, shape, dump)
             except (CaseError, RuntimeError, OSError, ValueError) as e:
                 for b in opts.backends:
                     w.write(result_row(case, KERNEL_NAMES[b], "error", "inputs: " + _short(e)))
@@ -890,17 +1067,20 @@ def main(argv=None):
                     row = result_row(case, KERNEL_NAMES[b], "skip", pl["skip"])
                 else:
                     try:
-                        status, reason, samples, stats = gpu.run(b, case, shape, pl, q, k, v, ref)
+                        status, reason, samples, stats, grads = gpu.run(
+                            b, case, shape, pl, q, k, v, ref, do, gref)
                     except Exception as e:  # noqa: a broken backend must not stop the others
-                        status, reason, samples, stats = "error", _short(e), None, None
+                        status, reason, samples, stats, grads = "error", _short(e), None, None, None
                     row = result_row(case, KERNEL_NAMES[b], status, reason, samples, stats,
-                                     opts.cache)
+                                     opts.cache, grads)
                 w.write(row)
                 counts[row["status"]] = counts.get(row["status"], 0) + 1
-                print("%5d %-22s %-5s %s" % (case["index"], KERNEL_NAMES[b], row["status"],
-                                             "%.4f ms" % row["median_ms"] if "median_ms" in row
-                                             else row.get("reason", "")), flush=True)
-            del q, k, v, ref
+                rate = tflops_of(case, row.get("median_ms"))
+                print("%5d %-7s %-22s %-5s %s" % (
+                    case["index"], case_pass(case), KERNEL_NAMES[b], row["status"],
+                    ("%.4f ms" % row["median_ms"] + (" %.1f TFLOP/s" % rate if rate else ""))
+                    if "median_ms" in row else row.get("reason", "")), flush=True)
+            del q, k, v, ref, do, gref
             gpu.torch.cuda.empty_cache()
     finally:
         w.close()

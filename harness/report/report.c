@@ -1622,6 +1622,26 @@ static const char *const csv_result_cols[] = {
 	"rel_l2", "nmse", "unwritten", "rule",
 };
 
+/* After them, one group per gradient (dq_max_abs, ..., dv_unwritten): a
+ * backward result's grad_stats, empty for a forward one. Every run has the
+ * columns, so CSV files of forward and backward runs stack. */
+static const char *const csv_grad_tensors[] = {"dq", "dk", "dv"};
+static const char *const csv_grad_cols[] = {"max_abs", "rel_l2", "nmse", "unwritten"};
+
+/* Column name of the grad_stats row of tensor ("dq", "dk", "dv") of result
+ * row, or NULL when the result has none (a forward result). */
+static const struct fa_cell *grad_cell(const struct report *r, int row, const char *tensor,
+				       const char *name)
+{
+	int64_t id = fa_rows_int(&r->res, row, "id");
+	for (int i = 0; i < r->grads.nrows; i++) {
+		const char *t = fa_rows_text(&r->grads, i, "tensor");
+		if (fa_rows_int(&r->grads, i, "result_id") == id && t && strcmp(t, tensor) == 0)
+			return fa_rows_cell(&r->grads, i, name);
+	}
+	return NULL;
+}
+
 /* The long table as CSV: its text cells, quoted where needed. */
 static enum fa_rc write_csv_long(FILE *out, const struct report *r, struct fa_err *err)
 {
@@ -1642,8 +1662,12 @@ static void write_csv(FILE *out, const struct report *r)
 	fputs("run_id,case_idx,case_key", out);
 	for (int j = FA_ROWS_CASE_FIRST_PARAM; j < FA_ROWS_CASE_END_PARAM; j++)
 		fprintf(out, ",%s", r->cases.cols[j]);
+	fputs(",pass", out); /* fwd, bwd or fwd_bwd: part of the case key */
 	for (int j = 0; j < N_OF(csv_result_cols); j++)
 		fprintf(out, ",%s", csv_result_cols[j]);
+	for (int g = 0; g < N_OF(csv_grad_tensors); g++)
+		for (int j = 0; j < N_OF(csv_grad_cols); j++)
+			fprintf(out, ",%s_%s", csv_grad_tensors[g], csv_grad_cols[j]);
 	fputs("\n", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
@@ -1654,6 +1678,8 @@ static void write_csv(FILE *out, const struct report *r)
 			fputc(',', out);
 			csv_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
+		fputc(',', out);
+		csv_cell(out, fa_rows_cell(&r->cases, c, "pass"));
 		for (int j = 0; j < N_OF(csv_result_cols); j++) {
 			fputc(',', out);
 			if (strcmp(csv_result_cols[j], "speedup") == 0) {
@@ -1668,6 +1694,14 @@ static void write_csv(FILE *out, const struct report *r)
 				csv_cell(out, fa_rows_cell(&r->res, i, csv_result_cols[j]));
 			}
 		}
+		for (int g = 0; g < N_OF(csv_grad_tensors); g++)
+			for (int j = 0; j < N_OF(csv_grad_cols); j++) {
+				const struct fa_cell *gc =
+					grad_cell(r, i, csv_grad_tensors[g], csv_grad_cols[j]);
+				fputc(',', out);
+				if (gc)
+					csv_cell(out, gc);
+			}
 		fputs("\n", out);
 	}
 }
@@ -1684,22 +1718,23 @@ static void json_cell(FILE *out, const struct fa_cell *c)
 	}
 }
 
-/* A backward's result: "grads": {"dq": {"max_abs": .., "rel_l2": ..,
- * "same_max_abs": ..}, "dk": .., "dv": ..} after its other members; nothing
- * for a forward result (the format of forward runs is unchanged). */
+/* A backward's result: "grads": {"dq": {"max_abs": .., "max_rel": .., ...,
+ * "elems_checked": ..}, "dk": .., "dv": ..} (every grad_stats column the
+ * reader gives) after its other members; nothing for a forward result (the
+ * format of forward runs is unchanged). */
 static void write_json_grads(FILE *out, const struct report *r, int row)
 {
-	static const char *const tensors[] = {"dq", "dk", "dv"};
 	double v;
 	if (!grad_real(r, row, "dq", "max_abs", &v))
 		return;
 	fputs("      \"grads\": {", out);
-	for (int g = 0; g < 3; g++) {
-		fprintf(out, "%s\"%s\": {", g ? ", " : "", tensors[g]);
+	for (int g = 0; g < N_OF(csv_grad_tensors); g++) {
+		fprintf(out, "%s\"%s\": {", g ? ", " : "", csv_grad_tensors[g]);
 		for (int j = 2; j < r->grads.ncols; j++) {
+			const struct fa_cell *gc = grad_cell(r, row, csv_grad_tensors[g], r->grads.cols[j]);
 			fprintf(out, "%s\"%s\": ", j > 2 ? ", " : "", r->grads.cols[j]);
-			if (grad_real(r, row, tensors[g], r->grads.cols[j], &v))
-				fa_table_json_real(out, v);
+			if (gc)
+				json_cell(out, gc);
 			else
 				fputs("null", out);
 		}

@@ -62,7 +62,7 @@ static const struct family families[] = {
 			"-fno-crash-diagnostics", NULL},
 		       "kernels/hip",
 		       {"kernels/cuda/cuda_dense.cu", "kernels/cuda/flash_simt.cu",
-			"kernels/cuda/data_gpu.cu", "kernels/cuda/ref_gpu.cu",
+			"kernels/cuda/flash_bwd_simt.cu", "kernels/cuda/data_gpu.cu", "kernels/cuda/ref_gpu.cu",
 			"kernels/cuda/test_kernels.cu", "kernels/cuda/problem_check.cu", NULL},
 		       {"-include", "kernels/common/fa_gpu.h", NULL}},
 };

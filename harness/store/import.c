@@ -88,14 +88,49 @@ static const char *const hfields[HF_COUNT] = {
 static const char *const timing_names[] = {"cpu", "cold", "hot", "graph"};
 
 
-/* 1 when name is a column a row may have: a case parameter or a result
- * field. */
+/* The statistics and counts a gradient may have (dq_max_abs ...
+ * dv_elems_checked): the result fields from RF_MAX_ABS to RF_ELEMS_CHECKED,
+ * named after the tensor. */
+#define GRAD_FIRST RF_MAX_ABS
+#define GRAD_LAST RF_ELEMS_CHECKED
+
+/* The tensor (enum fa_grad) of a gradient field's name ("dq_max_abs"), and
+ * *rest what follows its "dq_"; -1 when name starts with no tensor. */
+static int grad_tensor_of(const char *name, const char **rest)
+{
+	for (int g = 0; g < FA_GRAD_COUNT; g++) {
+		const char *t = fa_grad_name(g);
+		size_t n = strlen(t);
+		if (strncmp(name, t, n) == 0 && name[n] == '_') {
+			*rest = name + n + 1;
+			return g;
+		}
+	}
+	return -1;
+}
+
+/* 1 and *g, *f (the tensor and the result field) for a gradient field. */
+static int grad_field(const char *name, int *g, int *f)
+{
+	const char *rest;
+	if ((*g = grad_tensor_of(name, &rest)) < 0)
+		return 0;
+	for (int i = GRAD_FIRST; i <= GRAD_LAST; i++)
+		if (strcmp(rest, rfields[i].name) == 0) {
+			*f = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* 1 when name is a column a row may have: a case parameter, a result field
+ * or a gradient's (dq_max_abs). */
 int fa_import_row_field_known(const char *name)
 {
-	int known = fa_param_lookup(name ? name : "") >= 0;
+	int known = fa_param_lookup(name ? name : "") >= 0, g, f;
 	for (int i = 0; i < RF_COUNT && !known; i++)
 		known = strcmp(rfields[i].name, name) == 0;
-	return known;
+	return known || grad_field(name, &g, &f);
 }
 
 /* 1 when name is a run header field or within edit distance 2 of one (a
@@ -207,11 +242,25 @@ const char *fa_import_ival_words(const struct ival *v, char *buf, size_t size)
 	}
 }
 
-/* The closest field name to name within edit distance 2, or NULL. */
+/* The closest field name to name within edit distance 2, or NULL; for a
+ * gradient's field (dq_max_abz) the closest of that gradient's (in a static
+ * buffer). */
 static const char *suggest(const char *name, int header)
 {
-	const char *best = NULL;
-	int bd = 3, d;
+	static char grad_best[40];
+	const char *best = NULL, *rest;
+	int bd = 3, d, g;
+	if (!header && (g = grad_tensor_of(name, &rest)) >= 0) {
+		for (int i = GRAD_FIRST; i <= GRAD_LAST; i++)
+			if ((d = fa_edit_distance(rest, rfields[i].name)) < bd) {
+				bd = d;
+				snprintf(grad_best, sizeof grad_best, "%s_%s", fa_grad_name(g),
+					 rfields[i].name);
+				best = grad_best;
+			}
+		if (best)
+			return best;
+	}
 	if (header) {
 		for (int i = 0; i < HF_COUNT; i++)
 			if ((d = fa_edit_distance(name, hfields[i])) < bd) {
@@ -396,11 +445,12 @@ static int param_node(struct ctx *cx, int p, const struct ival *v)
 	return 0;
 }
 
-/* A number field: finite, > 0 (RT_MS) or >= 0 (RT_STAT). */
-static enum fa_rc get_number(struct ctx *cx, int f, const struct ival *v, double *out)
+/* A number field: finite, > 0 (RT_MS) or >= 0 (RT_STAT); name is how
+ * messages call it (rfields[f].name, or a gradient's dq_max_abs). */
+static enum fa_rc get_number_as(struct ctx *cx, int f, const char *name, const struct ival *v,
+				double *out)
 {
 	char buf[80];
-	const char *name = rfields[f].name;
 	if (!kind_is_number(v->kind) || fa_parse_num(v->s, out) != 0)
 		return fa_err_at(cx->err, &v->loc, "expected a number for '%s', got %s", name,
 				 fa_import_ival_words(v, buf, sizeof buf));
@@ -411,10 +461,15 @@ static enum fa_rc get_number(struct ctx *cx, int f, const struct ival *v, double
 	return FA_OK;
 }
 
-static enum fa_rc get_count(struct ctx *cx, int f, const struct ival *v, int64_t *out)
+static enum fa_rc get_number(struct ctx *cx, int f, const struct ival *v, double *out)
+{
+	return get_number_as(cx, f, rfields[f].name, v, out);
+}
+
+static enum fa_rc get_count_as(struct ctx *cx, int f, const char *name, const struct ival *v,
+			       int64_t *out)
 {
 	char buf[80];
-	const char *name = rfields[f].name;
 	int r = kind_is_number(v->kind) ? fa_parse_int(v->s, out) : -1;
 	if (r == -2)
 		return fa_err_at(cx->err, &v->loc, "%s %s is too large", name, v->s);
@@ -426,6 +481,11 @@ static enum fa_rc get_count(struct ctx *cx, int f, const struct ival *v, int64_t
 	if (f == RF_N_SAMPLES && (*out < 1 || *out > INT32_MAX))
 		return fa_err_at(cx->err, &v->loc, "n_samples %s must be 1 to %d", v->s, INT32_MAX);
 	return FA_OK;
+}
+
+static enum fa_rc get_count(struct ctx *cx, int f, const struct ival *v, int64_t *out)
+{
+	return get_count_as(cx, f, rfields[f].name, v, out);
 }
 
 /* A uint64 in decimal (a seed). */
@@ -693,6 +753,69 @@ static enum fa_rc take_stats(struct ctx *cx, const struct ival *const *rv, struc
 	return FA_OK;
 }
 
+/* The gradients' statistics of a row (gf[tensor][field]: the fields
+ * dq_max_abs ... dv_elems_checked given), for a bwd or fwd_bwd case c: none
+ * at all, or at least one statistic for each of dq, dk and dv. A result
+ * with them is checked (on its gradients, whether or not O was). */
+static enum fa_rc take_grads(struct ctx *cx, const struct ifield *const (*gf)[RF_COUNT],
+			     const struct fa_case *c, struct fa_result *r)
+{
+	const struct ifield *first = NULL;
+	int first_g = 0;
+	enum fa_rc rc;
+	for (int g = 0; g < FA_GRAD_COUNT && !first; g++)
+		for (int f = GRAD_FIRST; f <= GRAD_LAST && !first; f++)
+			if ((first = gf[g][f]))
+				first_g = g;
+	if (!first)
+		return FA_OK;
+	if (c->pass == FA_PASS_FWD)
+		return fa_err_at(cx->err, &first->loc,
+				 "'%s' is for backward results: the row's case has pass fwd "
+				 "(give pass bwd or fwd_bwd)",
+				 first->name);
+	for (int g = 0; g < FA_GRAD_COUNT; g++) {
+		struct fa_err_stats *e = &r->st_grad[g];
+		double *dst[] = {&e->max_abs, &e->max_rel, &e->mean_abs, &e->rel_l2, &e->nmse};
+		int64_t *cdst[] = {&e->nan_count, &e->inf_count, &e->rows_checked,
+				   &e->elems_checked};
+		int have = 0;
+		memset(e, 0, sizeof *e);
+		e->max_abs = e->max_rel = e->mean_abs = e->rel_l2 = e->nmse = NAN;
+		e->same_max_abs = e->same_rel_l2 = -1;
+		e->nan_count = e->inf_count = e->unwritten = -1;
+		e->worst_index = -1;
+		e->rows_checked = e->elems_checked = -1;
+		for (int f = RF_MAX_ABS; f <= RF_NMSE; f++)
+			if (gf[g][f]) {
+				if ((rc = get_number_as(cx, f, gf[g][f]->name, &gf[g][f]->v,
+							dst[f - RF_MAX_ABS])) != FA_OK)
+					return rc;
+				have = 1;
+			}
+		for (int f = RF_NAN_COUNT; f <= RF_ELEMS_CHECKED; f++)
+			if (gf[g][f]) {
+				if ((rc = get_count_as(cx, f, gf[g][f]->name, &gf[g][f]->v,
+						       cdst[f - RF_NAN_COUNT])) != FA_OK)
+					return rc;
+				if (!have)
+					return fa_err_at(cx->err, &gf[g][f]->loc,
+							 "'%s' needs a statistic of %s (%s_max_abs, "
+							 "%s_rel_l2, ...)",
+							 gf[g][f]->name, fa_grad_name(g), fa_grad_name(g),
+							 fa_grad_name(g));
+			}
+		if (!have)
+			return fa_err_at(cx->err, &first->loc,
+					 "gradient statistics for %s but none for %s (each of dq, dk "
+					 "and dv needs one)",
+					 fa_grad_name(first_g), fa_grad_name(g));
+	}
+	r->grad_checked = 1;
+	r->checked = 1;
+	return FA_OK;
+}
+
 /* The text fields of a row's result: status, reason, timing, rule. */
 static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struct fa_result *r)
 {
@@ -753,10 +876,74 @@ static const char *const report_only[] = {
 
 int fa_import_report_only(const char *name)
 {
+	const char *rest;
+	/* a gradient's same_max_abs and unwritten (dq_unwritten), as O's */
+	if (grad_tensor_of(name, &rest) >= 0)
+		return strcmp(rest, "same_max_abs") == 0 || strcmp(rest, "unwritten") == 0;
 	for (size_t i = 0; i < sizeof report_only / sizeof report_only[0]; i++)
 		if (strcmp(report_only[i], name) == 0)
 			return 1;
 	return 0;
+}
+
+/* A row whose "grads" object (a report's: {"dq": {"max_abs": ..}, ..})
+ * becomes the flat fields dq_max_abs, ... in *flat (arena), each with its
+ * place in the file; *flat is obj itself when there is none. */
+static enum fa_rc flatten_grads(struct ctx *cx, const struct ival *obj, struct ival *flat)
+{
+	const struct ival *gr = NULL;
+	struct ifield *f;
+	char buf[80];
+	int32_t n = 0, cap = obj->n;
+	*flat = *obj;
+	for (int32_t k = 0; k < obj->n; k++)
+		if (strcmp(obj->fields[k].name, "grads") == 0)
+			gr = &obj->fields[k].v;
+	if (!gr)
+		return FA_OK;
+	if (gr->kind != IK_OBJ && gr->kind != IK_NULL) /* null: none; the field is dropped */
+		return fa_err_at(cx->err, &gr->loc, "expected an object for 'grads', got %s",
+				 fa_import_ival_words(gr, buf, sizeof buf));
+	for (int32_t t = 0; gr->kind == IK_OBJ && t < gr->n; t++)
+		if (gr->fields[t].v.kind == IK_OBJ)
+			cap += gr->fields[t].v.n;
+	if (!(f = fa_arena_alloc(&cx->m->arena, (size_t)(cap ? cap : 1) * sizeof *f)))
+		return fa_import_nomem(cx);
+	for (int32_t k = 0; k < obj->n; k++)
+		if (strcmp(obj->fields[k].name, "grads") != 0)
+			f[n++] = obj->fields[k];
+	for (int32_t t = 0; gr->kind == IK_OBJ && t < gr->n; t++) {
+		const struct ifield *tf = &gr->fields[t];
+		int g = -1;
+		for (int i = 0; i < FA_GRAD_COUNT; i++)
+			if (strcmp(tf->name, fa_grad_name(i)) == 0)
+				g = i;
+		if (g < 0)
+			return fa_err_at(cx->err, &tf->loc,
+					 "unknown gradient '%s' in 'grads' (expected dq, dk or dv)",
+					 tf->name);
+		if (tf->v.kind == IK_NULL)
+			continue;
+		if (tf->v.kind != IK_OBJ)
+			return fa_err_at(cx->err, &tf->v.loc, "expected an object for '%s' in 'grads', got %s",
+					 tf->name, fa_import_ival_words(&tf->v, buf, sizeof buf));
+		for (int32_t k = 0; k < tf->v.n; k++) {
+			const struct ifield *sf = &tf->v.fields[k];
+			size_t ln = strlen(tf->name), ls = strlen(sf->name);
+			char *name = fa_arena_alloc(&cx->m->arena, ln + ls + 2);
+			if (!name)
+				return fa_import_nomem(cx);
+			memcpy(name, tf->name, ln);
+			name[ln] = '_';
+			memcpy(name + ln + 1, sf->name, ls); /* zeroed: terminated */
+			f[n] = *sf;
+			f[n].name = name;
+			n++;
+		}
+	}
+	flat->fields = f;
+	flat->n = n;
+	return FA_OK;
 }
 
 int fa_import_header_field_is(const char *name)
@@ -785,24 +972,38 @@ static int field_is(const struct ival *obj, const char *name, const char *word)
 	return 0;
 }
 
-enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const struct fa_loc *row_loc)
+enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
+			      const struct fa_loc *row_loc)
 {
 	struct fa_import *im = cx->im;
 	struct mem *m = cx->m;
 	const struct ival *pv[FA_P_COUNT] = {0}, *rv[RF_COUNT] = {0};
+	const struct ifield *gf[FA_GRAD_COUNT][RF_COUNT] = {{0}};
+	struct ival flat;
+	const struct ival *obj = &flat;
 	struct fa_import_row *row;
 	struct fa_result *r;
 	const struct fa_case *c;
 	const char *kernel = NULL, *params = "", *dkey;
 	int32_t case_idx = -1, prev;
-	int default_scale = field_is(obj, "scale_set", "0") || field_is(obj, "scale_set", "false");
-	int varlen = field_is(obj, "varlen", "1") || field_is(obj, "varlen", "true");
+	int default_scale = field_is(obj_in, "scale_set", "0") || field_is(obj_in, "scale_set", "false");
+	int varlen = field_is(obj_in, "varlen", "1") || field_is(obj_in, "varlen", "true");
 	enum fa_rc rc;
 
-	/* sort the fields into case parameters and result fields; null is absent */
+	if ((rc = flatten_grads(cx, obj_in, &flat)) != FA_OK)
+		return rc;
+	/* sort the fields into case parameters, result fields and the
+	 * gradients' fields; null is absent */
 	for (int32_t k = 0; k < obj->n; k++) {
 		const struct ifield *f = &obj->fields[k];
-		int p = fa_param_lookup(f->name), q = -1;
+		int p = fa_param_lookup(f->name), q = -1, gt, gq;
+		if (p < 0 && grad_field(f->name, &gt, &gq)) {
+			if (gf[gt][gq])
+				return fa_err_at(cx->err, &f->loc, "'%s' given twice", f->name);
+			if (f->v.kind != IK_NULL)
+				gf[gt][gq] = f;
+			continue;
+		}
 		for (int i = 0; i < RF_COUNT && q < 0 && p < 0; i++)
 			if (strcmp(rfields[i].name, f->name) == 0)
 				q = i;
@@ -883,7 +1084,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj, const stru
 	if (rv[RF_BACKEND] && (rc = get_text(cx, "backend", rv[RF_BACKEND], &r->backend)) != FA_OK)
 		return rc;
 	if ((rc = take_words(cx, rv, r)) != FA_OK || (rc = take_times(cx, rv, r)) != FA_OK ||
-	    (rc = take_stats(cx, rv, r)) != FA_OK)
+	    (rc = take_stats(cx, rv, r)) != FA_OK ||
+	    (rc = take_grads(cx, (const struct ifield *const (*)[RF_COUNT])gf, c, r)) != FA_OK)
 		return rc;
 
 	/* what fabench computes itself */

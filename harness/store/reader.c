@@ -511,8 +511,10 @@ static const char *const case_cols[] = {
 _Static_assert(FA_ROWS_CASE_END_PARAM == N_OF(case_cols) - 2, "scale_set is before seed");
 
 /* The backward's per-gradient statistics of the run's results. */
-static const char *const grad_cols[] = {"result_id", "tensor", "max_abs", "rel_l2",
-					"same_max_abs"};
+static const char *const grad_cols[] = {
+	"result_id", "tensor",    "max_abs",   "max_rel",      "mean_abs",      "rel_l2", "nmse",
+	"same_max_abs", "nan_count", "inf_count", "unwritten", "rows_checked", "elems_checked",
+};
 
 static const char *const result_cols[] = {
 	"id",           "case_id",      "kernel",      "backend",    "params",

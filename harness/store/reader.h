@@ -156,7 +156,9 @@ struct fa_rows {
  *                    of a --devices run);
  *   FA_ROWS_GRADS    the gradients' statistics of its backward results
  *                    (grad_stats) by result id and tensor: result_id,
- *                    tensor (dq, dk, dv), max_abs, rel_l2, same_max_abs. */
+ *                    tensor (dq, dk, dv), max_abs, max_rel, mean_abs,
+ *                    rel_l2, nmse, same_max_abs, nan_count, inf_count,
+ *                    unwritten, rows_checked, elems_checked. */
 enum fa_rows_kind { FA_ROWS_RUN = 0, FA_ROWS_CASES, FA_ROWS_RESULTS, FA_ROWS_GRADS };
 #define FA_ROWS_CASE_FIRST_PARAM 3
 #define FA_ROWS_CASE_END_PARAM 24

@@ -1106,14 +1106,15 @@ static int insert_result(struct fa_store *s, int64_t run_id, int64_t case_id,
 		bind_real(st, &i, ge->rel_l2);
 		bind_real(st, &i, ge->nmse);
 		bind_real_if(st, &i, ge->same_max_abs >= 0, ge->same_max_abs);
-		bind_int(st, &i, ge->nan_count);
-		bind_int(st, &i, ge->inf_count);
-		bind_int(st, &i, ge->unwritten);
+		/* counts below 0 are unknown (imports), as the result's */
+		bind_int_if(st, &i, ge->nan_count >= 0, ge->nan_count);
+		bind_int_if(st, &i, ge->inf_count >= 0, ge->inf_count);
+		bind_int_if(st, &i, ge->unwritten >= 0, ge->unwritten);
 		bind_int_if(st, &i, worst, ge->worst_index);
 		bind_real_if(st, &i, worst, ge->worst_out);
 		bind_real_if(st, &i, worst, ge->worst_ref);
-		bind_int(st, &i, ge->rows_checked);
-		bind_int(st, &i, ge->elems_checked);
+		bind_int_if(st, &i, ge->rows_checked >= 0, ge->rows_checked);
+		bind_int_if(st, &i, ge->elems_checked >= 0, ge->elems_checked);
 		rc = step_done(st, i - 1);
 	}
 	if (rc != SQLITE_DONE || !timed || !r->samples)

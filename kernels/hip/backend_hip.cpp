@@ -34,7 +34,9 @@ constexpr uint32_t HP_ALL_DTYPES =
 /* Positional: name, description, dtypes, head_dim_min, head_dim_max,
  * head_dims, n_head_dims, score_bytes, params, n_params, supports,
  * workspace_bytes, launch, test_only, struct_size (0: the version 1
- * members only, as the CUDA plugin's tables say by leaving it out). */
+ * members only, as the CUDA plugin's tables say by leaving it out), then
+ * version 3's pass, writes_lse, fwd_kernel (read only where struct_size
+ * covers them). */
 const struct fa_kernel hp_kernels[] = {
 	{"hip_dense",
 	 "naive: scale Q K^T into an fp32 score tensor in global memory, mask, softmax, times V "
@@ -46,7 +48,14 @@ const struct fa_kernel hp_kernels[] = {
 	 "FlashAttention-2 on vector ALUs (no matrix cores), fp32 accumulation, tiles within 64 KiB "
 	 "of LDS (cuda_flash_simt's source)",
 	 HP_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_simt_supports, NULL,
-	 fa_cuda_flash_simt_launch, 0, 0, FA_PASS_FWD, 0, NULL},
+	 fa_cuda_flash_simt_launch, 0, sizeof(struct fa_kernel), FA_PASS_FWD,
+	 1 /* writes the LSE (for hip_flash_bwd_simt) */, NULL},
+	{"hip_flash_bwd_simt",
+	 "FlashAttention-2 backward on vector ALUs: delta pre-pass, P from the LSE, dK/dV per key "
+	 "tile (cuda_flash_bwd_simt's source)",
+	 HP_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_bwd_simt_supports,
+	 fa_cuda_flash_bwd_simt_workspace_bytes, fa_cuda_flash_bwd_simt_launch, 0,
+	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "hip_flash_simt"},
 	{"hip_test_fault", "test: stores to an unmapped address (a memory fault, sticky)",
 	 HP_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1, 0,
 	 FA_PASS_FWD, 0, NULL},

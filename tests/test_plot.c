@@ -180,6 +180,44 @@ static struct fa_plot_opts opts_of(int kind, int format)
 	return o;
 }
 
+/* opts_of for a plot of one run (throughput, heatmap). */
+static struct fa_plot_opts run_opts(int kind, int format, int64_t run_id)
+{
+	struct fa_plot_opts o = opts_of(kind, format);
+	o.run_id = run_id;
+	return o;
+}
+
+/* The script of o (malloc'd), or NULL after failing the test at the
+ * caller's line with the error's message. */
+#define SCRIPT_OK(s, o) script_ok(__LINE__, s, o)
+static char *script_ok(int line, struct fa_store *s, const struct fa_plot_opts *o)
+{
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text = script_text(s, o, &rc, &err);
+	if (rc == FA_OK && text)
+		return text;
+	fa_test_fail(__FILE__, line, "script: rc %d: %s", (int)rc, err.msg);
+	free(text);
+	return NULL;
+}
+
+/* Fails the test at the caller's line unless o's script fails with want and
+ * exactly the message msg. */
+#define CHECK_SCRIPT_FAILS(s, o, want, msg) check_script_fails(__LINE__, s, o, want, msg)
+static void check_script_fails(int line, struct fa_store *s, const struct fa_plot_opts *o,
+			       enum fa_rc want, const char *msg)
+{
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text = script_text(s, o, &rc, &err);
+	if (rc != want || strcmp(err.msg, msg) != 0)
+		fa_test_fail(__FILE__, line, "rc %d, want %d; message '%s', want '%s'", (int)rc,
+			     (int)want, err.msg, msg);
+	free(text);
+}
+
 /* The compare of fixture runs 1 (BASE) and 2 (HEAD). */
 static int fixture_compare(struct fa_store *s, struct fa_compare *cmp)
 {
@@ -275,16 +313,13 @@ FA_TEST(plot, tuning_kernels_get_distinct_colours)
 {
 	int64_t run_id = 0;
 	struct fa_store *s = open_tuning_db(&run_id);
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, run_id);
 	char *text, colour[16][8], title[16][64];
 	int n = 0;
 	const char *p, *end;
 	FA_REQUIRE(s);
-	o.run_id = run_id;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	/* the first panel's series: "lc rgb '#rrggbb' dt 1 pt 7 title 'NAME'" */
 	p = strstr(text, "# panel 1\n");
 	end = strstr(text, "# panel 2\n");
@@ -310,15 +345,11 @@ FA_TEST(plot, tuning_kernels_get_distinct_colours)
 FA_TEST(plot, golden_throughput_script)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-	if (rc == FA_OK && text)
+	text = SCRIPT_OK(s, &o);
+	if (text)
 		fa_golden_check("plot_throughput.gp", text, strlen(text));
 	free(text);
 	fa_store_close(s);
@@ -327,14 +358,11 @@ FA_TEST(plot, golden_throughput_script)
 FA_TEST(plot, throughput_script_content)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_SVG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_SVG, FA_FIXTURE_RUN_MAIN);
 	char *text, want[128];
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set terminal svg size ") && strstr(text, "set output 'plot.svg'"));
 	FA_CHECK(!strstr(text, "pngcairo"));
 	/* five panels: head_dim 64, whose five variants (four masks of batch
@@ -393,15 +421,12 @@ FA_TEST(plot, throughput_script_content)
 FA_TEST(plot, throughput_points_are_the_passed_results)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	int points = 0;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	/* data rows are "x y case": lines starting with a digit inside blocks */
 	for (const char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
 		double x, y;
@@ -419,15 +444,14 @@ FA_TEST(plot, throughput_points_are_the_passed_results)
 FA_TEST(plot, throughput_where_filters_cases)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	o.where = "head_dim == 128";
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set multiplot layout 1,2 "));
 	FA_CHECK(strstr(text, "cases where head_dim == 128'"));
 	FA_CHECK(!strstr(text, "set title 'head_dim 64'") && strstr(text, "set title 'head_dim 128'"));
@@ -435,12 +459,8 @@ FA_TEST(plot, throughput_where_filters_cases)
 
 	/* nothing left */
 	o.where = "head_dim == 256";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "no passed, timed result of run 2 in the cases where "
-				  "'head_dim == 256'") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "no passed, timed result of run 2 in the cases where 'head_dim == 256'");
 
 	/* an expression that does not parse points into it */
 	o.where = "head_dim == == 1";
@@ -455,43 +475,25 @@ FA_TEST(plot, throughput_where_filters_cases)
 FA_TEST(plot, unknown_run_and_bad_options)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
-	char *text, want[1400];
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, 99);
+	char want[1400];
 	FA_REQUIRE(s);
-	o.run_id = 99;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
 	snprintf(want, sizeof want, "no run 99 in '%s'", fa_store_path(s));
-	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, want);
 	o.kind = FA_PLOT_HEATMAP;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND && strcmp(err.msg, want) == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, want);
 	o.kind = 9;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot kind 9") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_USAGE, "unknown plot kind 9");
 	o.kind = FA_PLOT_THROUGHPUT;
 	o.format = 5;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot format 5") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_USAGE, "unknown plot format 5");
 	/* speedup and history need their data */
 	o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a speedup plot needs a compare") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a speedup plot needs a compare");
 	o.kind = FA_PLOT_HISTORY;
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a history plot needs a history") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a history plot needs a history");
 	o.kind = FA_PLOT_THROUGHPUT;
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a throughput plot needs a database") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a throughput plot needs a database");
 	fa_store_close(s);
 }
 
@@ -500,17 +502,14 @@ FA_TEST(plot, golden_speedup_script)
 	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
 	struct fa_compare cmp;
-	struct fa_err err;
-	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
 	memset(&cmp, 0, sizeof cmp);
 	if (fixture_compare(s, &cmp) == 0) {
 		int timed = 0, bars = 0;
 		o.compare = &cmp;
-		text = script_text(s, &o, &rc, &err);
-		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-		if (rc == FA_OK && text) {
+		text = SCRIPT_OK(s, &o);
+		if (text) {
 			fa_golden_check("plot_speedup.gp", text, strlen(text));
 			/* one bar per timed row, in the block of its kernel (a panel:
 			 * cpu_dense, cpu_flash) and verdict */
@@ -550,16 +549,13 @@ FA_TEST(plot, golden_history_script)
 	struct fa_store *s = fa_fixture_history_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
 	struct fa_history h;
-	struct fa_err err;
-	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
 	memset(&h, 0, sizeof h);
 	if (fixture_history(s, &h) == 0) {
 		o.history = &h;
-		text = script_text(s, &o, &rc, &err);
-		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-		if (rc == FA_OK && text) {
+		text = SCRIPT_OK(s, &o);
+		if (text) {
 			fa_golden_check("plot_history.gp", text, strlen(text));
 			/* one panel per case, both kernels in each */
 			FA_CHECK(strstr(text, "set multiplot layout 2,2 "));
@@ -584,15 +580,11 @@ FA_TEST(plot, golden_heatmap_script)
 {
 	int64_t run_id = 0;
 	struct fa_store *s = open_tuning_db(&run_id);
-	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, run_id);
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = run_id;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-	if (rc == FA_OK && text) {
+	text = SCRIPT_OK(s, &o);
+	if (text) {
 		const char *a, *b;
 		int cells = 0;
 		fa_golden_check("plot_heatmap.gp", text, strlen(text));
@@ -625,42 +617,30 @@ FA_TEST(plot, golden_heatmap_script)
 FA_TEST(plot, heatmap_needs_a_tuned_kernel)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	int64_t run_id = 0;
 	FA_REQUIRE(s);
 	/* the fixture's runs have one set of params per kernel */
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "run 2 has no kernel that ran with several sets of params (a "
-				  "tuning run: fabench run --param KERNEL.NAME=V1,V2,...)") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "run 2 has no kernel that ran with several sets of params (a tuning run: "
+			   "fabench run --param KERNEL.NAME=V1,V2,...)");
 	fa_store_close(s);
 
 	s = open_tuning_db(&run_id);
 	FA_REQUIRE(s);
 	o.run_id = run_id;
 	o.kernel = "cuda_dense";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "kernel 'cuda_dense' ran with 1 set of params in the cases of "
-				  "run 1: a heatmap needs two or more") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "kernel 'cuda_dense' ran with 1 set of params in the cases of run 1: a "
+			   "heatmap needs two or more");
 	o.kernel = "hip_flash";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND &&
-		 strcmp(err.msg, "kernel 'hip_flash' has no results in run 1") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, "kernel 'hip_flash' has no results in run 1");
 	/* named explicitly, and filtered to one head_dim */
 	o.kernel = TUNE_KERNEL;
 	o.where = "head_dim == 64";
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set yrange [2.5:-0.5]")); /* 3 cases */
 	FA_CHECK(!strstr(text, "\"skip\"")); /* the skips were on head_dim 128 */
 	free(text);
@@ -847,13 +827,12 @@ FA_TEST(plot, draws_heatmap)
 FA_TEST(plot, gnuplot_missing)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	char *svg = (char *)"x";
 	enum fa_rc rc;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/none.png", fa_test_tmpdir());
 	unlink(path);
@@ -894,13 +873,12 @@ FA_TEST(plot, gnuplot_missing)
 FA_TEST(plot, gnuplot_failure_is_reported)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char fake[1300], path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	enum fa_rc rc;
 	FILE *f;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
 	f = fopen(fake, "w");
 	FA_REQUIRE(f);
@@ -1261,8 +1239,7 @@ FA_TEST(plot, hostile_text_never_runs)
 	s = fa_fixture_open();
 	FA_REQUIRE(s);
 	make_hostile(s, dir, "id = 2", label, sizeof label);
-	o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
+	o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	hostile_draw(s, o, dir, "throughput");
 	o.where = "q_len > 0 && heads > 0"; /* the --where text is shown too */
 	hostile_draw(s, o, dir, "throughput-where");
@@ -1313,8 +1290,7 @@ FA_TEST(plot, hostile_text_never_runs)
 	FA_REQUIRE(s);
 	make_hostile(s, dir, "1 = 1", label, sizeof label);
 	db_update(s, "UPDATE results SET kernel = ? WHERE kernel = '" TUNE_KERNEL "'", "k@x");
-	o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	o.run_id = run_id;
+	o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, run_id);
 	hostile_draw(s, o, dir, "heatmap");
 	fa_store_close(s);
 }

@@ -59,15 +59,15 @@ static void dense_block_of(const struct dense_ctx *c, int64_t idx, struct dense_
 {
 	const struct fa_problem *p = c->p;
 	const struct fa_launch_args *a = c->a;
-	int64_t g = idx / p->heads;
-	int b = fa_cpu_seq_of_block(c->block_start, p->batch, g);
-	k->b = b;
+	const struct fa_cpu_block blk =
+		fa_cpu_block_of(p, a, c->block_start, 0, DENSE_BLOCK_ROWS, idx / p->heads);
+	k->b = blk.b;
 	k->h = (int)(idx % p->heads);
 	k->kvh = k->h / (p->heads / p->kv_heads);
-	k->lq = fa_seq_q_len(p, a->cu_seqlens_q, b);
-	k->lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-	k->t0 = (int32_t)((g - c->block_start[b]) * DENSE_BLOCK_ROWS);
-	k->nr = k->lq - k->t0 < DENSE_BLOCK_ROWS ? k->lq - k->t0 : DENSE_BLOCK_ROWS;
+	k->lq = blk.lq;
+	k->lk = blk.lk;
+	k->t0 = blk.first;
+	k->nr = blk.n;
 }
 
 /* Row t of the block's sequence and head in the score tensor. */

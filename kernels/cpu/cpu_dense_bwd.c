@@ -71,10 +71,9 @@ static void pass_rows(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->heads;
 		int h = (int)(idx % p->heads), kvh = h / group;
-		int b = fa_cpu_seq_of_block(c->qblock_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t t0 = (int32_t)((g - c->qblock_start[b]) * BWD_BLOCK);
-		int32_t nr = lq - t0 < BWD_BLOCK ? lq - t0 : BWD_BLOCK;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->qblock_start, 0, BWD_BLOCK, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, t0 = k.first, nr = k.n;
 		int32_t prefix = p->mask == FA_MASK_PREFIX_LM ? fa_seq_prefix(p, a->prefix_lens, b) : 0;
 		float delta[BWD_BLOCK], lse[BWD_BLOCK];
 		if (fa_cpu_cancelled(&c->stopped, c->a))
@@ -108,13 +107,10 @@ static void pass_rows(void *vctx, int64_t begin, int64_t end, int thread)
 				fa_cpu_axpy(w->acc_k + (size_t)r * dk, ds, w->row, dk);
 			}
 		}
-		for (int32_t r = 0; r < nr; r++) {
-			float *qr = w->acc_k + (size_t)r * dk;
-			for (int32_t d = 0; d < dk; d++)
-				qr[d] *= p->scale;
-			fa_cpu_store_row(a->dq, p->dtype, fa_q_offset(p, a->cu_seqlens_q, b, t0 + r, h),
-					 qr, dk);
-		}
+		for (int32_t r = 0; r < nr; r++)
+			fa_cpu_store_scaled_row(a->dq, p->dtype,
+						fa_q_offset(p, a->cu_seqlens_q, b, t0 + r, h),
+						w->acc_k + (size_t)r * dk, p->scale, dk);
 	}
 }
 
@@ -129,10 +125,9 @@ static void pass_keys(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->kv_heads;
 		int kvh = (int)(idx % p->kv_heads);
-		int b = fa_cpu_seq_of_block(c->kblock_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t j0 = (int32_t)((g - c->kblock_start[b]) * BWD_BLOCK);
-		int32_t nc = lk - j0 < BWD_BLOCK ? lk - j0 : BWD_BLOCK;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->kblock_start, 1, BWD_BLOCK, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, j0 = k.first, nc = k.n;
 		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		memset(w->acc_k, 0, sizeof(float) * (size_t)nc * dk);
@@ -152,11 +147,9 @@ static void pass_keys(void *vctx, int64_t begin, int64_t end, int thread)
 			}
 		}
 		for (int32_t j = 0; j < nc; j++) {
-			float *kr = w->acc_k + (size_t)j * dk;
-			for (int32_t d = 0; d < dk; d++)
-				kr[d] *= p->scale;
-			fa_cpu_store_row(a->dk, p->dtype, fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
-					 kr, dk);
+			fa_cpu_store_scaled_row(a->dk, p->dtype,
+						fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
+						w->acc_k + (size_t)j * dk, p->scale, dk);
 			fa_cpu_store_row(a->dv, p->dtype, fa_v_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
 					 w->acc_v + (size_t)j * dv, dv);
 		}

@@ -149,10 +149,10 @@ static void dkv_items(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->kv_heads;
 		int kvh = (int)(idx % p->kv_heads);
-		int b = fa_cpu_seq_of_block(c->ktile_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t j0 = (int32_t)((g - c->ktile_start[b]) * c->bk);
-		int32_t nc = lk - j0 < c->bk ? lk - j0 : c->bk, pl = 0;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->ktile_start, 1, c->bk, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, j0 = k.first, nc = k.n;
+		int32_t pl = 0;
 		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		if (p->mask == FA_MASK_PREFIX_LM) {
@@ -184,11 +184,9 @@ static void dkv_items(void *vctx, int64_t begin, int64_t end, int thread)
 			}
 		}
 		for (int32_t j = 0; j < nc; j++) {
-			float *kr = w->acc_k + (size_t)j * dk;
-			for (int32_t d = 0; d < dk; d++)
-				kr[d] *= p->scale;
-			fa_cpu_store_row(a->dk, p->dtype, fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
-					 kr, dk);
+			fa_cpu_store_scaled_row(a->dk, p->dtype,
+						fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
+						w->acc_k + (size_t)j * dk, p->scale, dk);
 			fa_cpu_store_row(a->dv, p->dtype, fa_v_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
 					 w->acc_v + (size_t)j * dv, dv);
 		}
@@ -206,10 +204,10 @@ static void dq_items(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->heads;
 		int h = (int)(idx % p->heads), kvh = h / group;
-		int b = fa_cpu_seq_of_block(c->qtile_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t i0 = (int32_t)((g - c->qtile_start[b]) * c->bq);
-		int32_t nr = lq - i0 < c->bq ? lq - i0 : c->bq, pl = 0;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->qtile_start, 0, c->bq, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, i0 = k.first, nr = k.n;
+		int32_t pl = 0;
 		float *dq = w->acc_k; /* block_q x head_dim fits: acc_k is block_k x head_dim */
 		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
@@ -233,13 +231,10 @@ static void dq_items(void *vctx, int64_t begin, int64_t end, int thread)
 					fa_cpu_axpy(dq + (size_t)r * dk, ds, w->k + (size_t)j * dk, dk);
 				}
 		}
-		for (int32_t r = 0; r < nr; r++) {
-			float *qr = dq + (size_t)r * dk;
-			for (int32_t d = 0; d < dk; d++)
-				qr[d] *= p->scale;
-			fa_cpu_store_row(a->dq, p->dtype, fa_q_offset(p, a->cu_seqlens_q, b, i0 + r, h),
-					 qr, dk);
-		}
+		for (int32_t r = 0; r < nr; r++)
+			fa_cpu_store_scaled_row(a->dq, p->dtype,
+						fa_q_offset(p, a->cu_seqlens_q, b, i0 + r, h),
+						dq + (size_t)r * dk, p->scale, dk);
 	}
 }
 

@@ -236,6 +236,40 @@ static inline int fa_cpu_seq_of_block(const int64_t *start, int batch, int64_t g
 	return lo;
 }
 
+/* Work item g of the blocks fa_cpu_block_starts numbered (same keys and
+ * block_len): its sequence b, that sequence's lengths lq and lk, and the
+ * rows (keys = 1: keys) [first, first + n) of it that the item covers. */
+struct fa_cpu_block {
+	int b;
+	int32_t lq, lk, first, n;
+};
+
+static inline struct fa_cpu_block fa_cpu_block_of(const struct fa_problem *p,
+						  const struct fa_launch_args *a,
+						  const int64_t *start, int keys, int32_t block_len,
+						  int64_t g)
+{
+	struct fa_cpu_block k;
+	int32_t len;
+	k.b = fa_cpu_seq_of_block(start, p->batch, g);
+	k.lq = fa_seq_q_len(p, a->cu_seqlens_q, k.b);
+	k.lk = fa_seq_kv_len(p, a->cu_seqlens_k, k.b);
+	len = keys ? k.lk : k.lq;
+	k.first = (int32_t)((g - start[k.b]) * block_len);
+	k.n = len - k.first < block_len ? len - k.first : block_len;
+	return k;
+}
+
+/* Multiplies the n values of row by scale in place (the softmax scale of
+ * dQ and dK) and stores them into dst (dtype) from element off. */
+static inline void fa_cpu_store_scaled_row(void *dst, int dtype, int64_t off, float *row,
+					   float scale, int32_t n)
+{
+	for (int32_t d = 0; d < n; d++)
+		row[d] *= scale;
+	fa_cpu_store_row(dst, dtype, off, row, n);
+}
+
 /* Carves n float arrays of sizes[i] elements out of one 64-byte-aligned
  * allocation, each starting on a 64-byte line, into *ptrs[i]. Returns the
  * allocation (free() it) or NULL, the pointers then untouched. */

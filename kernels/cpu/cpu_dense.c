@@ -79,27 +79,6 @@ static float *score_row(const struct dense_ctx *c, const struct dense_block *k, 
 	return c->scores + r * p->kv_len;
 }
 
-/* sum_d a[d] b[d]: four lanes of four partial sums, then the lanes. */
-static float dot(const float *restrict a, const float *restrict b, int32_t n)
-{
-	fa_cpu_v4f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-	int32_t d = 0;
-	float s;
-	for (; d + 16 <= n; d += 16) {
-		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
-		s1 += fa_cpu_ld4(a + d + 4) * fa_cpu_ld4(b + d + 4);
-		s2 += fa_cpu_ld4(a + d + 8) * fa_cpu_ld4(b + d + 8);
-		s3 += fa_cpu_ld4(a + d + 12) * fa_cpu_ld4(b + d + 12);
-	}
-	for (; d + 4 <= n; d += 4)
-		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
-	s0 = (s0 + s1) + (s2 + s3);
-	s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-	for (; d < n; d++)
-		s += a[d] * b[d];
-	return s;
-}
-
 /* acc[0..n) += w * v[0..n) */
 static void axpy(float *restrict acc, float w, const float *restrict v, int32_t n)
 {
@@ -139,7 +118,7 @@ static void pass_scores(void *vctx, int64_t begin, int64_t end, int thread)
 			for (int32_t r = 0; r < k.nr; r++) {
 				const float *q = w->q + (size_t)r * dk;
 				int allowed = (j >= lo[r] && j < hi[r]) || j < prefix;
-				s[r][j] = allowed ? p->scale * dot(q, w->row, dk) : -INFINITY;
+				s[r][j] = allowed ? p->scale * fa_cpu_dot(q, w->row, dk) : -INFINITY;
 			}
 		}
 	}

@@ -245,15 +245,6 @@ static int fixture_history(struct fa_store *s, struct fa_history *h)
 	return 0;
 }
 
-/* How often needle occurs in hay. */
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 FA_TEST(plot, names_and_formats)
 {
 	FA_CHECK(fa_plot_kind_parse("throughput") == FA_PLOT_THROUGHPUT);
@@ -376,11 +367,11 @@ FA_TEST(plot, throughput_script_content)
 		 strstr(text, "set title 'head_dim 128, decode-like (q_len <= 16)'"));
 	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 3'") <
 		 strstr(text, "set title 'head_dim 72'"));
-	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 4);
-	FA_CHECK(count_of(text, "set ylabel 'GB/s") == 1);
+	FA_CHECK(fa_test_count(text, "set ylabel 'TFLOP/s'") == 4);
+	FA_CHECK(fa_test_count(text, "set ylabel 'GB/s") == 1);
 	FA_CHECK(strstr(text, "set xlabel 'q_len (queries per sequence, log2 scale)'") &&
 		 strstr(text, "set xlabel 'kv_len (keys per sequence, log2 scale)'"));
-	FA_CHECK(count_of(text, "set logscale x 2") == 5);
+	FA_CHECK(fa_test_count(text, "set logscale x 2") == 5);
 	/* every kernel in a legend, in its own colour */
 	for (int k = 0; k < 3; k++) {
 		static const char *const kn[] = {"cpu_dense", "cpu_flash", "cpu_flash_tiled"};
@@ -408,7 +399,7 @@ FA_TEST(plot, throughput_script_content)
 	 * mask alone (what differs among its cases), and nothing more */
 	FA_CHECK(strstr(text, "title 'no mask'") && strstr(text, "title 'causal'") &&
 		 strstr(text, "title 'sliding_window 256'") && strstr(text, "title 'prefix_lm 64'"));
-	FA_CHECK(count_of(text, "lc rgb '#333333'") == 4);
+	FA_CHECK(fa_test_count(text, "lc rgb '#333333'") == 4);
 	FA_CHECK(!strstr(text, "title 'batch"));
 	/* kernel names are drawn as typed: no enhanced-text subscripts */
 	FA_CHECK(strstr(text, "set termoption noenhanced"));
@@ -532,7 +523,8 @@ FA_TEST(plot, golden_speedup_script)
 			FA_CHECK(strstr(text, "set title 'cpu_dense'") &&
 				 strstr(text, "set title 'cpu_flash'"));
 			/* a case is a row of every panel, named once, left of the first */
-			FA_CHECK(count_of(text, "'#7  ") == 1 && count_of(text, "set ytics ('") == 1);
+			FA_CHECK(fa_test_count(text, "'#7  ") == 1 &&
+				 fa_test_count(text, "set ytics ('") == 1);
 			FA_CHECK(strstr(text, "'speedup = BASE median / HEAD median"));
 			FA_CHECK(strstr(text, "title 'faster (3)'") && strstr(text, "title 'slower (1)'"));
 			/* cpu_flash on case 0 is 15% slower: 1/1.15 */
@@ -559,9 +551,9 @@ FA_TEST(plot, golden_history_script)
 			fa_golden_check("plot_history.gp", text, strlen(text));
 			/* one panel per case, both kernels in each */
 			FA_CHECK(strstr(text, "set multiplot layout 2,2 "));
-			FA_CHECK(count_of(text, "# panel ") == 3);
-			FA_CHECK(count_of(text, "title 'cpu_flash'") == 3 &&
-				 count_of(text, "title 'cpu_dense'") == 3);
+			FA_CHECK(fa_test_count(text, "# panel ") == 3);
+			FA_CHECK(fa_test_count(text, "title 'cpu_flash'") == 3 &&
+				 fa_test_count(text, "title 'cpu_dense'") == 3);
 			/* the planted steps, the spike as two, and the new regression */
 			FA_CHECK(strstr(text, "\"+10%\"") && strstr(text, "\"-6%\"") &&
 				 strstr(text, "\"+7% new\""));
@@ -604,7 +596,7 @@ FA_TEST(plot, golden_heatmap_script)
 		FA_CHECK(strstr(b, "0 0 \"FAIL\"\n") && strstr(b, "5 3 \"skip\"\n") &&
 			 strstr(b, "5 5 \"skip\"\n"));
 		/* each case has exactly one best cell, 1.00 */
-		FA_CHECK(count_of(a, "\"1.00\"") == TUNE_CASES);
+		FA_CHECK(fa_test_count(a, "\"1.00\"") == TUNE_CASES);
 		/* the cases are rows with what differs between them */
 		FA_CHECK(strstr(text, "'#0 q_len 512, head_dim 64: best "));
 		FA_CHECK(strstr(text, "set xlabel 'params of cuda_flash_mma'"));
@@ -1201,7 +1193,8 @@ static void hostile_draw(struct fa_store *s, struct fa_plot_opts o, const char *
 	text = script_text(s, &o, &rc, &err);
 	FA_CHECKF(rc == FA_OK && text, "%s: %s", name, err.msg);
 	if (text) {
-		FA_CHECKF(count_of(text, "touch ") > 0, "%s: no hostile text in the script", name);
+		FA_CHECKF(fa_test_count(text,
+			  "touch ") > 0, "%s: no hostile text in the script", name);
 		why = script_unsafe(text, "touch ");
 		FA_CHECKF(!why, "%s: %s", name, why);
 		why = script_unsafe(text, "system(");
@@ -1430,8 +1423,8 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECK(count_of(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
-	FA_CHECKF(count_of(text, "test_delay") == 0, "script '%s'", text);
+	FA_CHECK(fa_test_count(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
+	FA_CHECKF(fa_test_count(text, "test_delay") == 0, "script '%s'", text);
 	free(text);
 	/* with: test_delay's rows too, named by both params, and slower */
 	unlink(script);
@@ -1442,9 +1435,9 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
+	FA_CHECKF(fa_test_count(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
 		  "script '%s'", text);
-	FA_CHECK(count_of(text, "set title 'test_correct'") == 1);
+	FA_CHECK(fa_test_count(text, "set title 'test_correct'") == 1);
 	/* three cases, rows of both panels */
 	FA_CHECK(strstr(text, "set ytics ('#0  q_len=128' 0, '#1  q_len=256' 1, '#2  q_len=512' 2)"));
 	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
@@ -1508,10 +1501,12 @@ FA_TEST(plot, throughput_splits_full_panels)
 	import_and_script("wide", rows, &text);
 	free(rows);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "\n# panel ") == 10, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECKF(fa_test_count(text, "\n# panel ") == 10, "%d panels",
+		  fa_test_count(text, "\n# panel "));
 	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 1'") &&
 		 strstr(text, "set title 'head_dim 64, batch 10'"));
-	FA_CHECK(count_of(text, "title 'fp16'") == 10 && count_of(text, "title 'bf16'") == 10);
+	FA_CHECK(fa_test_count(text, "title 'fp16'") == 10 &&
+		 fa_test_count(text, "title 'bf16'") == 10);
 	FA_CHECK(strstr(text, "set multiplot layout 4,3 "));
 	free(text);
 
@@ -1529,7 +1524,8 @@ FA_TEST(plot, throughput_splits_full_panels)
 	import_and_script("tall", rows, &text);
 	free(rows);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "\n# panel ") == 20, "%d panels", count_of(text, "\n# panel "));
-	FA_CHECK(count_of(text, "title 'batch 6'") == 20);
+	FA_CHECKF(fa_test_count(text, "\n# panel ") == 20, "%d panels",
+		  fa_test_count(text, "\n# panel "));
+	FA_CHECK(fa_test_count(text, "title 'batch 6'") == 20);
 	free(text);
 }

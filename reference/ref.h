@@ -51,4 +51,8 @@ void fa_ref_grad_free(struct fa_ref_grad *g);
 void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,
 		   int32_t *t);
 
+/* The same for packed key token T (cu_seqlens_k, kv_len). */
+void fa_ref_locate_key(const struct fa_problem *p, const int32_t *cu_seqlens_k, int64_t T, int *b,
+		       int32_t *t);
+
 #endif /* FA_REF_H */

@@ -91,27 +91,6 @@ static void load(float *dst, const void *buf, int dtype, int64_t off, int32_t n)
 		dst[i] = fa_load_f32(buf, dtype, off + i);
 }
 
-/* Sequence and position of packed key token T. */
-static void locate_key(const struct fa_problem *p, const int32_t *cu_k, int64_t T, int *b,
-		       int32_t *t)
-{
-	int lo = 0, hi = p->batch - 1;
-	if (!p->varlen) {
-		*b = (int)(T / p->kv_len);
-		*t = (int32_t)(T % p->kv_len);
-		return;
-	}
-	while (lo < hi) {
-		int mid = lo + (hi - lo + 1) / 2;
-		if (cu_k[mid] <= T)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	*b = lo;
-	*t = (int32_t)(T - cu_k[lo]);
-}
-
 /* Statistics of query row (b, t, h): lse and D in fp64 (O exact) and in the
  * input precision (O as the forward stores it). */
 static void stats_row(struct bwd_ctx *c, struct bwd_scratch *w, int b, int32_t t, int h,
@@ -261,7 +240,7 @@ static void dkv_rows(void *vctx, int64_t begin, int64_t end, int thread)
 		int32_t j, lq, lk, prefix;
 		if (bwd_cancelled(c))
 			return;
-		locate_key(p, c->cu_k, r / p->kv_heads, &b, &j);
+		fa_ref_locate_key(p, c->cu_k, r / p->kv_heads, &b, &j);
 		lq = fa_seq_q_len(p, c->cu_q, b);
 		lk = fa_seq_kv_len(p, c->cu_k, b);
 		prefix = fa_seq_prefix(p, c->prefix_lens, b);
@@ -440,7 +419,7 @@ enum fa_rc fa_ref_bwd_compute(const struct fa_problem *p, const int32_t *cu_seql
 	for (int64_t i = 0; i < n_k; i++) {
 		int kvh = (int)(k_rows[i] % p->kv_heads), b, group = p->heads / p->kv_heads;
 		int32_t j;
-		locate_key(p, cu_seqlens_k, k_rows[i] / p->kv_heads, &b, &j);
+		fa_ref_locate_key(p, cu_seqlens_k, k_rows[i] / p->kv_heads, &b, &j);
 		if (pair_done[(int64_t)b * p->kv_heads + kvh]++)
 			continue;
 		for (int hh = 0; hh < group; hh++)

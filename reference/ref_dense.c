@@ -15,13 +15,15 @@
 #include "../harness/base/parallel.h"
 #include "../kernels/common/fa_dtype.h"
 
-void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,
+/* Sequence index *b and position *t of packed token T, where a sequence has
+ * len tokens (not varlen) or sequence b starts at token cu[b] (varlen). */
+static void locate(const struct fa_problem *p, int32_t len, const int32_t *cu, int64_t T, int *b,
 		   int32_t *t)
 {
 	int lo = 0, hi;
 	if (!p->varlen) {
-		*b = (int)(T / p->q_len);
-		*t = (int32_t)(T % p->q_len);
+		*b = (int)(T / len);
+		*t = (int32_t)(T % len);
 		return;
 	}
 	/* the last sequence starting at or before T: empty sequences before it
@@ -29,13 +31,25 @@ void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int6
 	hi = p->batch - 1;
 	while (lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
-		if (cu_seqlens_q[mid] <= T)
+		if (cu[mid] <= T)
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
 	*b = lo;
-	*t = (int32_t)(T - cu_seqlens_q[lo]);
+	*t = (int32_t)(T - cu[lo]);
+}
+
+void fa_ref_locate(const struct fa_problem *p, const int32_t *cu_seqlens_q, int64_t T, int *b,
+		   int32_t *t)
+{
+	locate(p, p->q_len, cu_seqlens_q, T, b, t);
+}
+
+void fa_ref_locate_key(const struct fa_problem *p, const int32_t *cu_seqlens_k, int64_t T, int *b,
+		       int32_t *t)
+{
+	locate(p, p->kv_len, cu_seqlens_k, T, b, t);
 }
 
 /* Per-thread scratch, sized for the longest sequence's keys. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/base/err.h"
 #include "test.h"
 
 /* Writes the len bytes of data to path; 0 on success. */
@@ -74,4 +75,27 @@ int fa_golden_check(const char *name, const char *actual, size_t len)
 		     line_len(actual + la, len - la), actual + la, path, out);
 	free(want);
 	return 0;
+}
+
+void fa_golden_check_err(const char *input, const char *expected_path, const struct fa_err *err,
+			 const char *prefix)
+{
+	char *actual = NULL, *expected;
+	size_t actual_len = 0, expected_len = 0;
+	FILE *f;
+	expected = fa_test_read_file(expected_path, &expected_len);
+	FA_CHECKF(expected != NULL, "%s has no golden file %s", input, expected_path);
+	f = open_memstream(&actual, &actual_len);
+	if (!f) {
+		FA_CHECKF(0, "open_memstream failed");
+		free(expected);
+		return;
+	}
+	fa_err_print(err, f, prefix);
+	fclose(f);
+	if (expected && (actual_len != expected_len || memcmp(actual, expected, actual_len) != 0))
+		FA_CHECKF(0, "%s: error text differs\n--- expected (%s)\n%s--- actual\n%s---", input,
+			  expected_path, expected, actual);
+	free(actual);
+	free(expected);
 }

@@ -32,6 +32,8 @@ const char *fa_test_tmpdir(void);
 const char *fa_test_root(void);
 /* Reads a whole file; returns malloc'd text or NULL. */
 char *fa_test_read_file(const char *path, size_t *len);
+/* How often needle occurs in hay, counting from the end of each find. */
+int fa_test_count(const char *hay, const char *needle);
 
 #define FA_TEST(module, name)                                                    \
 	static void fa_test_##module##_##name(void);                             \

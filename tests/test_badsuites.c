@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../harness/suite/suite.h"
+#include "golden.h"
 #include "test.h"
 
 /* The fewest golden files the suite is meant to have: a glob that finds
@@ -24,32 +25,15 @@ static void check_one(const char *yaml)
 	char expected_path[PATH_MAX];
 	struct fa_suite s;
 	struct fa_err err;
-	char *actual = NULL, *expected;
-	size_t actual_len = 0, expected_len = 0;
-	FILE *f;
 	enum fa_rc rc;
 	size_t n = strlen(yaml);
 	snprintf(expected_path, sizeof expected_path, "%.*s.err", (int)(n - 5), yaml);
-	expected = fa_test_read_file(expected_path, &expected_len);
-	FA_CHECKF(expected != NULL, "%s has no golden file %s", yaml, expected_path);
 	fa_err_clear(&err);
 	rc = fa_suite_load(yaml, 0, &s, &err);
 	FA_CHECKF(rc == FA_ERR_INPUT, "%s: load returned %s, expected input", yaml, fa_rc_name(rc));
 	FA_CHECKF(s.n_cases == 0 && s.cases == NULL, "%s: a failed load left cases behind", yaml);
 	fa_suite_free(&s);
-	f = open_memstream(&actual, &actual_len);
-	if (!f) {
-		FA_CHECKF(0, "open_memstream failed");
-		free(expected);
-		return;
-	}
-	fa_err_print(&err, f, "fabench");
-	fclose(f);
-	if (expected && (actual_len != expected_len || memcmp(actual, expected, actual_len) != 0))
-		FA_CHECKF(0, "%s: error text differs\n--- expected (%s)\n%s--- actual\n%s---", yaml,
-			  expected_path, expected, actual);
-	free(actual);
-	free(expected);
+	fa_golden_check_err(yaml, expected_path, &err, "fabench");
 }
 
 FA_TEST(badsuites, golden_errors)

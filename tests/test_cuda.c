@@ -1461,72 +1461,89 @@ FA_TEST(cuda, test_hang_never_returns)
 
 #include "proc.h"
 
+/* Runs `fabench run tests/suites/tiny.yaml --backend cuda ARGS --db DB
+ * --quiet` with the test kernels (args: NULL-terminated, at most 16) into a
+ * fresh database db_name in the test's folder, its path into db; r holds
+ * the result, to be freed by the caller. */
+static void run_tiny_on_cuda(const char *db_name, char *db, size_t db_size,
+			     const char *const *args, double timeout_s, struct fa_proc_result *r)
+{
+	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
+	char *argv[24] = {"run", "tests/suites/tiny.yaml", "--backend", "cuda"};
+	int n = 4;
+	snprintf(db, db_size, "%s/%s", fa_test_tmpdir(), db_name);
+	unlink(db);
+	for (; *args && n < 20; args++)
+		argv[n++] = (char *)*args;
+	argv[n++] = "--db";
+	argv[n++] = db;
+	argv[n++] = "--quiet";
+	argv[n] = NULL;
+	fa_proc_run(argv, env, timeout_s, r);
+}
+
+/* The number of stored results that match the SQL condition where. */
+static long long results_where(const char *db, const char *where)
+{
+	char sql[512];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM results WHERE %s", where);
+	return fa_test_db_int(db, sql);
+}
+
+#define SIMT_PASSED "kernel = 'cuda_flash_simt' AND status = 'pass'"
+#define FAULT_ERRORS                                                                     \
+	"kernel = 'cuda_test_fault' AND status = 'error' AND reason LIKE "               \
+	"'%cudaErrorIllegalAddress%'"
+
 FA_TEST(cuda, run_isolate_survives_fault_and_hang)
 {
+	static const char *const args[] = {"--where", "q_len == 48 && mask == causal", "--kernels",
+					   "cuda_flash_simt,cuda_test_fault,cuda_test_hang",
+					   "--timeout", "2", "--isolate", NULL};
 	char db[1100];
 	struct fa_proc_result r;
-	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
 	if (!cuda())
 		return;
-	snprintf(db, sizeof db, "%s/isolate.db", fa_test_tmpdir());
-	unlink(db);
 	/* one case: a right kernel, one that faults the GPU, one that hangs it */
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--where",
-			       "q_len == 48 && mask == causal", "--kernels",
-			       "cuda_flash_simt,cuda_test_fault,cuda_test_hang", "--timeout", "2",
-			       "--isolate", "--db", db, "--quiet", NULL},
-		    env, 120, &r);
+	run_tiny_on_cuda("isolate.db", db, sizeof db, args, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
-			    "status = 'pass'") == 1);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
-			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_hang' AND "
-			    "status = 'timeout'") == 1);
+	FA_CHECK(results_where(db, SIMT_PASSED) == 1);
+	FA_CHECK(results_where(db, FAULT_ERRORS) == 1);
+	FA_CHECK(results_where(db, "kernel = 'cuda_test_hang' AND status = 'timeout'") == 1);
 }
 
 FA_TEST(cuda, run_devices_replaces_a_faulted_worker)
 {
+	static const char *const args[] = {"--kernels", "cuda_flash_simt,cuda_test_fault",
+					   "--devices", "0", NULL};
 	char db[1100];
 	struct fa_proc_result r;
-	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
 	if (!cuda())
 		return;
-	snprintf(db, sizeof db, "%s/devices-fault.db", fa_test_tmpdir());
-	unlink(db);
 	/* --devices 0: one staying worker; the fault at the end of every case
 	 * leaves its context unusable, so it reports the fault and exits, and a
 	 * fresh worker takes the next case: all four stored, the run complete */
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
-			       "cuda_flash_simt,cuda_test_fault", "--devices", "0", "--db", db,
-			       "--quiet", NULL},
-		    env, 300, &r);
+	run_tiny_on_cuda("devices-fault.db", db, sizeof db, args, 300, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
-			    "status = 'pass' AND device = 0") == 4);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
-			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 4);
+	FA_CHECK(results_where(db, SIMT_PASSED " AND device = 0") == 4);
+	FA_CHECK(results_where(db, FAULT_ERRORS) == 4);
 }
 
 FA_TEST(cuda, run_sticky_fault_ends_the_run)
 {
+	static const char *const args[] = {"--kernels", "cuda_flash_simt,cuda_test_fault", NULL};
 	char db[1100];
 	struct fa_proc_result r;
-	static char *env[] = {"FABENCH_TEST_KERNELS=1", NULL};
 	if (!cuda())
 		return;
-	snprintf(db, sizeof db, "%s/sticky.db", fa_test_tmpdir());
-	unlink(db);
 	/* without --isolate: the fault leaves the context unusable; the run stops
 	 * with the finished case stored and says why */
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cuda", "--kernels",
-			       "cuda_flash_simt,cuda_test_fault", "--db", db, "--quiet", NULL},
-		    env, 120, &r);
+	run_tiny_on_cuda("sticky.db", db, sizeof db, args, 120, &r);
 	FA_CHECKF(r.status == 1, "status %d\n%s\n%s", r.status, r.out, r.err);
 	FA_CHECKF(strstr(r.err, "the device is unusable after case 0") &&
 			  strstr(r.err, "--isolate"),
@@ -1534,8 +1551,6 @@ FA_TEST(cuda, run_sticky_fault_ends_the_run)
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 1);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_flash_simt' AND "
-			    "status = 'pass'") == 1);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'cuda_test_fault' AND "
-			    "status = 'error' AND reason LIKE '%cudaErrorIllegalAddress%'") == 1);
+	FA_CHECK(results_where(db, SIMT_PASSED) == 1);
+	FA_CHECK(results_where(db, FAULT_ERRORS) == 1);
 }

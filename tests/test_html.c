@@ -46,14 +46,6 @@ static char *html_text_of(struct fa_store *s, int64_t run_id, const struct fa_re
 	return buf;
 }
 
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 /* Checks that every element is closed, in order, outside the void elements
  * (meta) and the self-closed ones (<x/>). Comments and the doctype are
  * skipped. Returns 1 when well formed; records what is wrong otherwise. */
@@ -170,10 +162,14 @@ FA_TEST(html, golden_with_compare)
 		FA_CHECK(well_formed(text));
 		FA_REQUIRE(c);
 		/* one table row per compare row, each with its verdict or change */
-		FA_CHECK(count_of(strstr(c, "<table class=\"compare\">"), "<tr>") == cmp.n_rows + 1);
-		FA_CHECK(count_of(c, "<td class=\"faster\">faster</td>") == cmp.verdicts[FA_PERF_FASTER]);
-		FA_CHECK(count_of(c, "<td class=\"slower\">slower</td>") == cmp.verdicts[FA_PERF_SLOWER]);
-		FA_CHECK(count_of(c, "<td class=\"broken\">broken</td>") == cmp.changes[FA_CMP_BROKEN]);
+		FA_CHECK(fa_test_count(strstr(c, "<table class=\"compare\">"), "<tr>") ==
+			 cmp.n_rows + 1);
+		FA_CHECK(fa_test_count(c, "<td class=\"faster\">faster</td>") ==
+			 cmp.verdicts[FA_PERF_FASTER]);
+		FA_CHECK(fa_test_count(c, "<td class=\"slower\">slower</td>") ==
+			 cmp.verdicts[FA_PERF_SLOWER]);
+		FA_CHECK(fa_test_count(c, "<td class=\"broken\">broken</td>") ==
+			 cmp.changes[FA_CMP_BROKEN]);
 		FA_CHECK(strstr(c, "<dt>base</dt><dd><code>baseline</code> (by label): run 1 (label "
 				   "baseline, commit <code>3f9a1c2e7b5d</code>, 2026-11-20T09:15:02Z)"));
 		/* the reason of a newly failing result is shown */
@@ -205,11 +201,12 @@ FA_TEST(html, tables_and_classes)
 	/* eight rows, numbers right-aligned, statuses coloured */
 	tbody = strstr(thead, "<tbody>");
 	FA_REQUIRE(tbody);
-	FA_CHECK(count_of(tbody, "<tr>") == 8);
-	FA_CHECK(count_of(tbody, "<td class=\"fail\">FAIL</td>") == 1);
-	FA_CHECK(count_of(tbody, "<td class=\"timeout\">timeout</td>") == 1);
-	FA_CHECK(count_of(tbody, "<td class=\"error\">error</td>") == 1);
-	FA_CHECK(count_of(tbody, "<td class=\"n bad\">1.23e-02</td>") == 1); /* the failing max_abs */
+	FA_CHECK(fa_test_count(tbody, "<tr>") == 8);
+	FA_CHECK(fa_test_count(tbody, "<td class=\"fail\">FAIL</td>") == 1);
+	FA_CHECK(fa_test_count(tbody, "<td class=\"timeout\">timeout</td>") == 1);
+	FA_CHECK(fa_test_count(tbody, "<td class=\"error\">error</td>") == 1);
+	/* the failing max_abs */
+	FA_CHECK(fa_test_count(tbody, "<td class=\"n bad\">1.23e-02</td>") == 1);
 	/* sticky header, right-aligned numbers, no external anything */
 	FA_CHECK(strstr(text, "thead{position:sticky;top:0"));
 	FA_CHECK(strstr(text, ".n{text-align:right}"));
@@ -371,8 +368,8 @@ FA_TEST(html, embeds_plots_as_inline_svg)
 	text = page_with_plots(s, path, sizeof path);
 	FA_REQUIRE(text);
 	/* throughput and speedup; no heatmap (not a tuning run) */
-	FA_CHECK(count_of(text, "<figure>\n<svg") == 2);
-	FA_CHECK(count_of(text, "<figcaption>") == 2);
+	FA_CHECK(fa_test_count(text, "<figure>\n<svg") == 2);
+	FA_CHECK(fa_test_count(text, "<figcaption>") == 2);
 	FA_CHECK(!strstr(text, "<?xml") && !strstr(text, "No heatmap"));
 	/* every id belongs to one figure, and references follow */
 	FA_CHECK(strstr(text, "id=\"f1-gnuplot_canvas\"") && strstr(text, "id=\"f2-gnuplot_canvas\""));
@@ -381,9 +378,9 @@ FA_TEST(html, embeds_plots_as_inline_svg)
 	/* nothing from elsewhere: the only URLs are SVG's namespace names */
 	FA_CHECK(!strstr(text, "<script") && !strstr(text, "<link") && !strstr(text, " src=") &&
 		 !strstr(text, "@import") && !strstr(text, "url(http"));
-	FA_CHECK(count_of(text, "http") ==
-		 count_of(text, "\"http://www.w3.org/2000/svg\"") +
-			 count_of(text, "\"http://www.w3.org/1999/xlink\""));
+	FA_CHECK(fa_test_count(text, "http") ==
+		 fa_test_count(text, "\"http://www.w3.org/2000/svg\"") +
+			 fa_test_count(text, "\"http://www.w3.org/1999/xlink\""));
 	FA_CHECK(well_formed(text));
 	free(text);
 	fa_store_close(s);

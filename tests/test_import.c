@@ -25,6 +25,7 @@
 #include "../harness/store/store.h"
 #include "../harness/suite/suite.h"
 #include "../kernels/common/fa_rng.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
 
@@ -188,35 +189,19 @@ static int run_program(char *const argv[], const char *out_path, double timeout_
 
 static void check_bad(const char *rel)
 {
-	char expected_path[PATH_MAX], cwd[PATH_MAX];
+	char expected_path[PATH_MAX];
 	struct fa_import im;
 	struct fa_err err;
-	char *actual = NULL, *expected;
-	size_t actual_len = 0, expected_len = 0;
 	const char *dot = strrchr(rel, '.');
-	FILE *f;
 	enum fa_rc rc;
 	snprintf(expected_path, sizeof expected_path, "%.*s.err", (int)(dot - rel), rel);
-	expected = fa_test_read_file(expected_path, &expected_len);
-	FA_CHECKF(expected != NULL, "%s has no golden file %s", rel, expected_path);
 	fa_err_clear(&err);
 	rc = fa_import_read(rel, FA_IMPORT_AUTO, &im, &err);
 	FA_CHECKF(rc == FA_ERR_INPUT, "%s: read returned %s, expected input", rel, fa_rc_name(rc));
 	FA_CHECKF(im.n_rows == 0 && im.rows == NULL && im.cases == NULL && im.mem == NULL,
 		  "%s: a failed read left rows behind", rel);
 	fa_import_free(&im);
-	if (!getcwd(cwd, sizeof cwd) || !(f = open_memstream(&actual, &actual_len))) {
-		FA_CHECKF(0, "open_memstream failed");
-		free(expected);
-		return;
-	}
-	fa_err_print(&err, f, "fabench import"); /* as the command prints it */
-	fclose(f);
-	if (expected && (actual_len != expected_len || memcmp(actual, expected, actual_len) != 0))
-		FA_CHECKF(0, "%s: error text differs\n--- expected (%s)\n%s--- actual\n%s---", rel,
-			  expected_path, expected, actual);
-	free(actual);
-	free(expected);
+	fa_golden_check_err(rel, expected_path, &err, "fabench import"); /* as the command prints it */
 }
 
 FA_TEST(import, golden_errors)

@@ -135,6 +135,14 @@ char *fa_test_read_file(const char *path, size_t *len)
 	return buf;
 }
 
+int fa_test_count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 static int selected(const struct test *t, int argc, char **argv)
 {
 	char full[256];

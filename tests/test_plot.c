@@ -180,6 +180,44 @@ static struct fa_plot_opts opts_of(int kind, int format)
 	return o;
 }
 
+/* opts_of for a plot of one run (throughput, heatmap). */
+static struct fa_plot_opts run_opts(int kind, int format, int64_t run_id)
+{
+	struct fa_plot_opts o = opts_of(kind, format);
+	o.run_id = run_id;
+	return o;
+}
+
+/* The script of o (malloc'd), or NULL after failing the test at the
+ * caller's line with the error's message. */
+#define SCRIPT_OK(s, o) script_ok(__LINE__, s, o)
+static char *script_ok(int line, struct fa_store *s, const struct fa_plot_opts *o)
+{
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text = script_text(s, o, &rc, &err);
+	if (rc == FA_OK && text)
+		return text;
+	fa_test_fail(__FILE__, line, "script: rc %d: %s", (int)rc, err.msg);
+	free(text);
+	return NULL;
+}
+
+/* Fails the test at the caller's line unless o's script fails with want and
+ * exactly the message msg. */
+#define CHECK_SCRIPT_FAILS(s, o, want, msg) check_script_fails(__LINE__, s, o, want, msg)
+static void check_script_fails(int line, struct fa_store *s, const struct fa_plot_opts *o,
+			       enum fa_rc want, const char *msg)
+{
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text = script_text(s, o, &rc, &err);
+	if (rc != want || strcmp(err.msg, msg) != 0)
+		fa_test_fail(__FILE__, line, "rc %d, want %d; message '%s', want '%s'", (int)rc,
+			     (int)want, err.msg, msg);
+	free(text);
+}
+
 /* The compare of fixture runs 1 (BASE) and 2 (HEAD). */
 static int fixture_compare(struct fa_store *s, struct fa_compare *cmp)
 {
@@ -205,15 +243,6 @@ static int fixture_history(struct fa_store *s, struct fa_history *h)
 		return -1;
 	}
 	return 0;
-}
-
-/* How often needle occurs in hay. */
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
 }
 
 FA_TEST(plot, names_and_formats)
@@ -275,16 +304,13 @@ FA_TEST(plot, tuning_kernels_get_distinct_colours)
 {
 	int64_t run_id = 0;
 	struct fa_store *s = open_tuning_db(&run_id);
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, run_id);
 	char *text, colour[16][8], title[16][64];
 	int n = 0;
 	const char *p, *end;
 	FA_REQUIRE(s);
-	o.run_id = run_id;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	/* the first panel's series: "lc rgb '#rrggbb' dt 1 pt 7 title 'NAME'" */
 	p = strstr(text, "# panel 1\n");
 	end = strstr(text, "# panel 2\n");
@@ -310,15 +336,11 @@ FA_TEST(plot, tuning_kernels_get_distinct_colours)
 FA_TEST(plot, golden_throughput_script)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-	if (rc == FA_OK && text)
+	text = SCRIPT_OK(s, &o);
+	if (text)
 		fa_golden_check("plot_throughput.gp", text, strlen(text));
 	free(text);
 	fa_store_close(s);
@@ -327,14 +349,11 @@ FA_TEST(plot, golden_throughput_script)
 FA_TEST(plot, throughput_script_content)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_SVG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_SVG, FA_FIXTURE_RUN_MAIN);
 	char *text, want[128];
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set terminal svg size ") && strstr(text, "set output 'plot.svg'"));
 	FA_CHECK(!strstr(text, "pngcairo"));
 	/* five panels: head_dim 64, whose five variants (four masks of batch
@@ -348,11 +367,11 @@ FA_TEST(plot, throughput_script_content)
 		 strstr(text, "set title 'head_dim 128, decode-like (q_len <= 16)'"));
 	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 3'") <
 		 strstr(text, "set title 'head_dim 72'"));
-	FA_CHECK(count_of(text, "set ylabel 'TFLOP/s'") == 4);
-	FA_CHECK(count_of(text, "set ylabel 'GB/s") == 1);
+	FA_CHECK(fa_test_count(text, "set ylabel 'TFLOP/s'") == 4);
+	FA_CHECK(fa_test_count(text, "set ylabel 'GB/s") == 1);
 	FA_CHECK(strstr(text, "set xlabel 'q_len (queries per sequence, log2 scale)'") &&
 		 strstr(text, "set xlabel 'kv_len (keys per sequence, log2 scale)'"));
-	FA_CHECK(count_of(text, "set logscale x 2") == 5);
+	FA_CHECK(fa_test_count(text, "set logscale x 2") == 5);
 	/* every kernel in a legend, in its own colour */
 	for (int k = 0; k < 3; k++) {
 		static const char *const kn[] = {"cpu_dense", "cpu_flash", "cpu_flash_tiled"};
@@ -380,7 +399,7 @@ FA_TEST(plot, throughput_script_content)
 	 * mask alone (what differs among its cases), and nothing more */
 	FA_CHECK(strstr(text, "title 'no mask'") && strstr(text, "title 'causal'") &&
 		 strstr(text, "title 'sliding_window 256'") && strstr(text, "title 'prefix_lm 64'"));
-	FA_CHECK(count_of(text, "lc rgb '#333333'") == 4);
+	FA_CHECK(fa_test_count(text, "lc rgb '#333333'") == 4);
 	FA_CHECK(!strstr(text, "title 'batch"));
 	/* kernel names are drawn as typed: no enhanced-text subscripts */
 	FA_CHECK(strstr(text, "set termoption noenhanced"));
@@ -393,15 +412,12 @@ FA_TEST(plot, throughput_script_content)
 FA_TEST(plot, throughput_points_are_the_passed_results)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	int points = 0;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	/* data rows are "x y case": lines starting with a digit inside blocks */
 	for (const char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
 		double x, y;
@@ -419,15 +435,14 @@ FA_TEST(plot, throughput_points_are_the_passed_results)
 FA_TEST(plot, throughput_where_filters_cases)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	struct fa_err err;
 	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	o.where = "head_dim == 128";
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set multiplot layout 1,2 "));
 	FA_CHECK(strstr(text, "cases where head_dim == 128'"));
 	FA_CHECK(!strstr(text, "set title 'head_dim 64'") && strstr(text, "set title 'head_dim 128'"));
@@ -435,12 +450,8 @@ FA_TEST(plot, throughput_where_filters_cases)
 
 	/* nothing left */
 	o.where = "head_dim == 256";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "no passed, timed result of run 2 in the cases where "
-				  "'head_dim == 256'") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "no passed, timed result of run 2 in the cases where 'head_dim == 256'");
 
 	/* an expression that does not parse points into it */
 	o.where = "head_dim == == 1";
@@ -455,43 +466,25 @@ FA_TEST(plot, throughput_where_filters_cases)
 FA_TEST(plot, unknown_run_and_bad_options)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
-	char *text, want[1400];
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, 99);
+	char want[1400];
 	FA_REQUIRE(s);
-	o.run_id = 99;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
 	snprintf(want, sizeof want, "no run 99 in '%s'", fa_store_path(s));
-	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, want);
 	o.kind = FA_PLOT_HEATMAP;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND && strcmp(err.msg, want) == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, want);
 	o.kind = 9;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot kind 9") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_USAGE, "unknown plot kind 9");
 	o.kind = FA_PLOT_THROUGHPUT;
 	o.format = 5;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "unknown plot format 5") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_USAGE, "unknown plot format 5");
 	/* speedup and history need their data */
 	o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a speedup plot needs a compare") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a speedup plot needs a compare");
 	o.kind = FA_PLOT_HISTORY;
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a history plot needs a history") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a history plot needs a history");
 	o.kind = FA_PLOT_THROUGHPUT;
-	text = script_text(NULL, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_USAGE && strcmp(err.msg, "a throughput plot needs a database") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(NULL, &o, FA_ERR_USAGE, "a throughput plot needs a database");
 	fa_store_close(s);
 }
 
@@ -500,17 +493,14 @@ FA_TEST(plot, golden_speedup_script)
 	struct fa_store *s = fa_fixture_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_SPEEDUP, FA_PLOT_PNG);
 	struct fa_compare cmp;
-	struct fa_err err;
-	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
 	memset(&cmp, 0, sizeof cmp);
 	if (fixture_compare(s, &cmp) == 0) {
 		int timed = 0, bars = 0;
 		o.compare = &cmp;
-		text = script_text(s, &o, &rc, &err);
-		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-		if (rc == FA_OK && text) {
+		text = SCRIPT_OK(s, &o);
+		if (text) {
 			fa_golden_check("plot_speedup.gp", text, strlen(text));
 			/* one bar per timed row, in the block of its kernel (a panel:
 			 * cpu_dense, cpu_flash) and verdict */
@@ -533,7 +523,8 @@ FA_TEST(plot, golden_speedup_script)
 			FA_CHECK(strstr(text, "set title 'cpu_dense'") &&
 				 strstr(text, "set title 'cpu_flash'"));
 			/* a case is a row of every panel, named once, left of the first */
-			FA_CHECK(count_of(text, "'#7  ") == 1 && count_of(text, "set ytics ('") == 1);
+			FA_CHECK(fa_test_count(text, "'#7  ") == 1 &&
+				 fa_test_count(text, "set ytics ('") == 1);
 			FA_CHECK(strstr(text, "'speedup = BASE median / HEAD median"));
 			FA_CHECK(strstr(text, "title 'faster (3)'") && strstr(text, "title 'slower (1)'"));
 			/* cpu_flash on case 0 is 15% slower: 1/1.15 */
@@ -550,22 +541,19 @@ FA_TEST(plot, golden_history_script)
 	struct fa_store *s = fa_fixture_history_open();
 	struct fa_plot_opts o = opts_of(FA_PLOT_HISTORY, FA_PLOT_PNG);
 	struct fa_history h;
-	struct fa_err err;
-	enum fa_rc rc;
 	char *text;
 	FA_REQUIRE(s);
 	memset(&h, 0, sizeof h);
 	if (fixture_history(s, &h) == 0) {
 		o.history = &h;
-		text = script_text(s, &o, &rc, &err);
-		FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-		if (rc == FA_OK && text) {
+		text = SCRIPT_OK(s, &o);
+		if (text) {
 			fa_golden_check("plot_history.gp", text, strlen(text));
 			/* one panel per case, both kernels in each */
 			FA_CHECK(strstr(text, "set multiplot layout 2,2 "));
-			FA_CHECK(count_of(text, "# panel ") == 3);
-			FA_CHECK(count_of(text, "title 'cpu_flash'") == 3 &&
-				 count_of(text, "title 'cpu_dense'") == 3);
+			FA_CHECK(fa_test_count(text, "# panel ") == 3);
+			FA_CHECK(fa_test_count(text, "title 'cpu_flash'") == 3 &&
+				 fa_test_count(text, "title 'cpu_dense'") == 3);
 			/* the planted steps, the spike as two, and the new regression */
 			FA_CHECK(strstr(text, "\"+10%\"") && strstr(text, "\"-6%\"") &&
 				 strstr(text, "\"+7% new\""));
@@ -584,15 +572,11 @@ FA_TEST(plot, golden_heatmap_script)
 {
 	int64_t run_id = 0;
 	struct fa_store *s = open_tuning_db(&run_id);
-	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, run_id);
 	char *text;
 	FA_REQUIRE(s);
-	o.run_id = run_id;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECKF(rc == FA_OK, "script: %s", err.msg);
-	if (rc == FA_OK && text) {
+	text = SCRIPT_OK(s, &o);
+	if (text) {
 		const char *a, *b;
 		int cells = 0;
 		fa_golden_check("plot_heatmap.gp", text, strlen(text));
@@ -612,7 +596,7 @@ FA_TEST(plot, golden_heatmap_script)
 		FA_CHECK(strstr(b, "0 0 \"FAIL\"\n") && strstr(b, "5 3 \"skip\"\n") &&
 			 strstr(b, "5 5 \"skip\"\n"));
 		/* each case has exactly one best cell, 1.00 */
-		FA_CHECK(count_of(a, "\"1.00\"") == TUNE_CASES);
+		FA_CHECK(fa_test_count(a, "\"1.00\"") == TUNE_CASES);
 		/* the cases are rows with what differs between them */
 		FA_CHECK(strstr(text, "'#0 q_len 512, head_dim 64: best "));
 		FA_CHECK(strstr(text, "set xlabel 'params of cuda_flash_mma'"));
@@ -625,42 +609,30 @@ FA_TEST(plot, golden_heatmap_script)
 FA_TEST(plot, heatmap_needs_a_tuned_kernel)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	struct fa_err err;
-	enum fa_rc rc;
+	struct fa_plot_opts o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char *text;
 	int64_t run_id = 0;
 	FA_REQUIRE(s);
 	/* the fixture's runs have one set of params per kernel */
-	o.run_id = FA_FIXTURE_RUN_MAIN;
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "run 2 has no kernel that ran with several sets of params (a "
-				  "tuning run: fabench run --param KERNEL.NAME=V1,V2,...)") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "run 2 has no kernel that ran with several sets of params (a tuning run: "
+			   "fabench run --param KERNEL.NAME=V1,V2,...)");
 	fa_store_close(s);
 
 	s = open_tuning_db(&run_id);
 	FA_REQUIRE(s);
 	o.run_id = run_id;
 	o.kernel = "cuda_dense";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
-	FA_CHECKF(strcmp(err.msg, "kernel 'cuda_dense' ran with 1 set of params in the cases of "
-				  "run 1: a heatmap needs two or more") == 0,
-		  "message '%s'", err.msg);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND,
+			   "kernel 'cuda_dense' ran with 1 set of params in the cases of run 1: a "
+			   "heatmap needs two or more");
 	o.kernel = "hip_flash";
-	text = script_text(s, &o, &rc, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND &&
-		 strcmp(err.msg, "kernel 'hip_flash' has no results in run 1") == 0);
-	free(text);
+	CHECK_SCRIPT_FAILS(s, &o, FA_ERR_NOT_FOUND, "kernel 'hip_flash' has no results in run 1");
 	/* named explicitly, and filtered to one head_dim */
 	o.kernel = TUNE_KERNEL;
 	o.where = "head_dim == 64";
-	text = script_text(s, &o, &rc, &err);
-	FA_REQUIRE(rc == FA_OK && text);
+	text = SCRIPT_OK(s, &o);
+	FA_REQUIRE(text);
 	FA_CHECK(strstr(text, "set yrange [2.5:-0.5]")); /* 3 cases */
 	FA_CHECK(!strstr(text, "\"skip\"")); /* the skips were on head_dim 128 */
 	free(text);
@@ -847,13 +819,12 @@ FA_TEST(plot, draws_heatmap)
 FA_TEST(plot, gnuplot_missing)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	char *svg = (char *)"x";
 	enum fa_rc rc;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/none.png", fa_test_tmpdir());
 	unlink(path);
@@ -894,13 +865,12 @@ FA_TEST(plot, gnuplot_missing)
 FA_TEST(plot, gnuplot_failure_is_reported)
 {
 	struct fa_store *s = fa_fixture_open();
-	struct fa_plot_opts o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	char fake[1300], path[1300], old[1024], tmp[1200], saved[1024];
 	struct fa_err err;
 	enum fa_rc rc;
 	FILE *f;
 	FA_REQUIRE(s);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
 	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
 	f = fopen(fake, "w");
 	FA_REQUIRE(f);
@@ -1223,7 +1193,8 @@ static void hostile_draw(struct fa_store *s, struct fa_plot_opts o, const char *
 	text = script_text(s, &o, &rc, &err);
 	FA_CHECKF(rc == FA_OK && text, "%s: %s", name, err.msg);
 	if (text) {
-		FA_CHECKF(count_of(text, "touch ") > 0, "%s: no hostile text in the script", name);
+		FA_CHECKF(fa_test_count(text,
+			  "touch ") > 0, "%s: no hostile text in the script", name);
 		why = script_unsafe(text, "touch ");
 		FA_CHECKF(!why, "%s: %s", name, why);
 		why = script_unsafe(text, "system(");
@@ -1261,8 +1232,7 @@ FA_TEST(plot, hostile_text_never_runs)
 	s = fa_fixture_open();
 	FA_REQUIRE(s);
 	make_hostile(s, dir, "id = 2", label, sizeof label);
-	o = opts_of(FA_PLOT_THROUGHPUT, FA_PLOT_PNG);
-	o.run_id = FA_FIXTURE_RUN_MAIN;
+	o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
 	hostile_draw(s, o, dir, "throughput");
 	o.where = "q_len > 0 && heads > 0"; /* the --where text is shown too */
 	hostile_draw(s, o, dir, "throughput-where");
@@ -1313,8 +1283,7 @@ FA_TEST(plot, hostile_text_never_runs)
 	FA_REQUIRE(s);
 	make_hostile(s, dir, "1 = 1", label, sizeof label);
 	db_update(s, "UPDATE results SET kernel = ? WHERE kernel = '" TUNE_KERNEL "'", "k@x");
-	o = opts_of(FA_PLOT_HEATMAP, FA_PLOT_PNG);
-	o.run_id = run_id;
+	o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, run_id);
 	hostile_draw(s, o, dir, "heatmap");
 	fa_store_close(s);
 }
@@ -1454,8 +1423,8 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECK(count_of(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
-	FA_CHECKF(count_of(text, "test_delay") == 0, "script '%s'", text);
+	FA_CHECK(fa_test_count(text, "set title 'test_correct'") == 1 && !strstr(text, "' 3, "));
+	FA_CHECKF(fa_test_count(text, "test_delay") == 0, "script '%s'", text);
 	free(text);
 	/* with: test_delay's rows too, named by both params, and slower */
 	unlink(script);
@@ -1466,9 +1435,9 @@ FA_TEST(plot, speedup_ignore_params)
 	fa_proc_free(&r);
 	text = fa_test_read_file(script, NULL);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
+	FA_CHECKF(fa_test_count(text, "set title 'test_delay[delay_pct=0 -> delay_pct=5]'") == 1,
 		  "script '%s'", text);
-	FA_CHECK(count_of(text, "set title 'test_correct'") == 1);
+	FA_CHECK(fa_test_count(text, "set title 'test_correct'") == 1);
 	/* three cases, rows of both panels */
 	FA_CHECK(strstr(text, "set ytics ('#0  q_len=128' 0, '#1  q_len=256' 1, '#2  q_len=512' 2)"));
 	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
@@ -1532,10 +1501,12 @@ FA_TEST(plot, throughput_splits_full_panels)
 	import_and_script("wide", rows, &text);
 	free(rows);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "\n# panel ") == 10, "%d panels", count_of(text, "\n# panel "));
+	FA_CHECKF(fa_test_count(text, "\n# panel ") == 10, "%d panels",
+		  fa_test_count(text, "\n# panel "));
 	FA_CHECK(strstr(text, "set title 'head_dim 64, batch 1'") &&
 		 strstr(text, "set title 'head_dim 64, batch 10'"));
-	FA_CHECK(count_of(text, "title 'fp16'") == 10 && count_of(text, "title 'bf16'") == 10);
+	FA_CHECK(fa_test_count(text, "title 'fp16'") == 10 &&
+		 fa_test_count(text, "title 'bf16'") == 10);
 	FA_CHECK(strstr(text, "set multiplot layout 4,3 "));
 	free(text);
 
@@ -1553,7 +1524,8 @@ FA_TEST(plot, throughput_splits_full_panels)
 	import_and_script("tall", rows, &text);
 	free(rows);
 	FA_REQUIRE(text);
-	FA_CHECKF(count_of(text, "\n# panel ") == 20, "%d panels", count_of(text, "\n# panel "));
-	FA_CHECK(count_of(text, "title 'batch 6'") == 20);
+	FA_CHECKF(fa_test_count(text, "\n# panel ") == 20, "%d panels",
+		  fa_test_count(text, "\n# panel "));
+	FA_CHECK(fa_test_count(text, "title 'batch 6'") == 20);
 	free(text);
 }

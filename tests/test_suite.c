@@ -368,6 +368,40 @@ FA_TEST(suite, where_and_exclude)
 	fa_suite_free(&s);
 }
 
+/* zip and exclude take a list of mappings (one mapping is a list of one):
+ * anything else is an error at the value or at the item. */
+FA_TEST(suite, zip_and_exclude_need_mappings)
+{
+	static const struct {
+		const char *yaml;
+		int line, col;
+		const char *msg;
+	} cases[] = {
+		{"zip: 3\n", 2, 6, "expected a list of mappings for 'zip', got '3'"},
+		{"zip: [3]\n", 2, 7, "expected a mapping in 'zip', got '3'"},
+		{"zip: [{heads: [8]}, {}]\n", 2, 21, "empty mapping in 'zip'"},
+		{"exclude: 3\n", 2, 10, "expected a list of mappings for 'exclude', got '3'"},
+		{"exclude: [{heads: 8}, 3]\n", 2, 23, "expected a mapping in 'exclude', got '3'"},
+		{"exclude: {}\n", 2, 10, "empty mapping in 'exclude'"},
+	};
+	struct fa_suite s;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		const char *path;
+		snprintf(text, sizeof text, "defaults: {heads: 8, head_dim: 64, seq_len: 64}\n%s",
+			 cases[i].yaml);
+		path = write_yaml("mappings.yaml", text);
+		expect_fail_at(path, path, cases[i].line, cases[i].col, cases[i].msg, __LINE__);
+	}
+	/* one mapping is a list of one */
+	FA_REQUIRE(LOAD(write_yaml("one_zip.yaml", "defaults: {head_dim: 64, seq_len: 64}\n"
+						   "zip: {heads: [8, 16], kv_heads: [8, 4]}\n"
+						   "exclude: {heads: 16}\n"),
+			0, &s));
+	FA_CHECK(s.n_cases == 1 && s.cases[0].p.heads == 8 && s.cases[0].p.kv_heads == 8);
+	fa_suite_free(&s);
+}
+
 FA_TEST(suite, invalid_combinations_wait_for_filters)
 {
 	struct fa_suite s;

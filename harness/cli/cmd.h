@@ -44,4 +44,17 @@ enum fa_rc fa_cmd_registry(struct fa_registry *r, struct fa_err *err);
 /* The default database path: $FABENCH_DB or results/fabench.db. */
 const char *fa_cmd_default_db(void);
 
+/* A finite number, the whole of s: 0 with it in *v, else -1. */
+int fa_cmd_parse_number(const char *s, double *v);
+
+/* Option values several commands take. Each returns 0 with the value in its
+ * last argument, or, after printing the usage error for command cmd
+ * ("--min-effect 'x' must be ..."), the exit status FA_EXIT_USAGE. */
+/* --min-effect: a percentage in [0, 100), stored as a fraction */
+int fa_cmd_opt_min_effect(const char *cmd, const char *usage, const char *arg, double *fraction);
+/* --alpha: strictly between 0 and 1 */
+int fa_cmd_opt_alpha(const char *cmd, const char *usage, const char *arg, double *alpha);
+/* --format of the table writers: md, csv or json (FA_FMT_*) */
+int fa_cmd_opt_table_format(const char *cmd, const char *usage, const char *arg, int *format);
+
 #endif /* FA_CMD_H */

@@ -217,7 +217,7 @@ int fa_cmd_build_matrix(int argc, char **argv)
 	struct fa_bm_plan plan;
 	struct fa_build_table ref, head;
 	struct bm_ctx ctx;
-	int c, format = FA_FMT_MD, report_only = 0, status = FA_EXIT_OK, have_ref = 0;
+	int c, format = FA_FMT_MD, report_only = 0, status = FA_EXIT_OK, have_ref = 0, st;
 	char *end;
 
 	memset(&o, 0, sizeof o);
@@ -266,10 +266,9 @@ int fa_cmd_build_matrix(int argc, char **argv)
 		case 'u': run_ref = optarg; break;
 		case 'F': fail_on = optarg; break;
 		case 'f':
-			format = fa_report_format_parse(optarg);
-			if (format != FA_FMT_MD && format != FA_FMT_CSV && format != FA_FMT_JSON)
-				return fa_cmd_usage_error("build-matrix", usage_text,
-							  "--format '%s' must be md, csv or json", optarg);
+			if ((st = fa_cmd_opt_table_format("build-matrix", usage_text, optarg,
+							  &format)) != 0)
+				return st;
 			break;
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;

@@ -1,10 +1,14 @@
 /* cmd_common.c - what the commands share: error printing, usage errors, the
- * registry and the default database. */
+ * registry, the default database, and the option values several commands
+ * take (--min-effect, --alpha, --format). */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
 #include "cmd.h"
 #include "../base/util.h"
+#include "../report/report.h"
 
 int fa_cmd_fail(const char *cmd, const struct fa_err *e)
 {
@@ -39,4 +43,40 @@ const char *fa_cmd_default_db(void)
 {
 	const char *env = getenv("FABENCH_DB");
 	return env && *env ? env : "results/fabench.db";
+}
+
+int fa_cmd_parse_number(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(s, &end);
+	return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
+}
+
+int fa_cmd_opt_min_effect(const char *cmd, const char *usage, const char *arg, double *fraction)
+{
+	double v;
+	if (fa_cmd_parse_number(arg, &v) != 0 || v < 0 || v >= 100)
+		return fa_cmd_usage_error(cmd, usage, "--min-effect '%s' must be a percentage in [0, 100)",
+					  arg);
+	*fraction = v / 100;
+	return 0;
+}
+
+int fa_cmd_opt_alpha(const char *cmd, const char *usage, const char *arg, double *alpha)
+{
+	double v;
+	if (fa_cmd_parse_number(arg, &v) != 0 || !(v > 0 && v < 1))
+		return fa_cmd_usage_error(cmd, usage, "--alpha '%s' must be between 0 and 1", arg);
+	*alpha = v;
+	return 0;
+}
+
+int fa_cmd_opt_table_format(const char *cmd, const char *usage, const char *arg, int *format)
+{
+	int f = fa_report_format_parse(arg);
+	if (f != FA_FMT_MD && f != FA_FMT_CSV && f != FA_FMT_JSON)
+		return fa_cmd_usage_error(cmd, usage, "--format '%s' must be md, csv or json", arg);
+	*format = f;
+	return 0;
 }

@@ -129,15 +129,6 @@ static const char *side_device(const struct fa_cmp_side *s)
 	return d && *d ? d : NULL;
 }
 
-/* A number from an option, the whole string; 0 on success. */
-static int parse_number(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
-}
-
 int fa_cmd_compare(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -157,11 +148,10 @@ int fa_cmd_compare(int argc, char **argv)
 	struct fa_compare cmp;
 	struct fa_store *store = NULL;
 	struct fa_err err;
-	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK, cross = 0, only_changed = 0;
+	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK, cross = 0, only_changed = 0, st;
 	const char *spec[2];
 	char ids[2][32];
 	struct tmp_db tmp = {"", ""};
-	double v;
 	FILE *out = stdout;
 
 	fa_compare_opts_init(&co);
@@ -171,24 +161,17 @@ int fa_cmd_compare(int argc, char **argv)
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'f':
-			format = fa_report_format_parse(optarg);
-			if (format != FA_FMT_MD && format != FA_FMT_CSV && format != FA_FMT_JSON)
-				return fa_cmd_usage_error("compare", usage_text,
-							  "--format '%s' must be md, csv or json", optarg);
+			if ((st = fa_cmd_opt_table_format("compare", usage_text, optarg, &format)) != 0)
+				return st;
 			break;
 		case 'm':
-			if (parse_number(optarg, &v) != 0 || v < 0 || v >= 100)
-				return fa_cmd_usage_error("compare", usage_text,
-							  "--min-effect '%s' must be a percentage in "
-							  "[0, 100)",
-							  optarg);
-			co.perf.min_effect = v / 100;
+			if ((st = fa_cmd_opt_min_effect("compare", usage_text, optarg,
+							&co.perf.min_effect)) != 0)
+				return st;
 			break;
 		case 'a':
-			if (parse_number(optarg, &v) != 0 || !(v > 0 && v < 1))
-				return fa_cmd_usage_error("compare", usage_text,
-							  "--alpha '%s' must be between 0 and 1", optarg);
-			co.perf.alpha = v;
+			if ((st = fa_cmd_opt_alpha("compare", usage_text, optarg, &co.perf.alpha)) != 0)
+				return st;
 			break;
 		case 'F': gate = 1; break;
 		case 'I': co.ignore_params = 1; break;

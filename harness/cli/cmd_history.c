@@ -68,8 +68,7 @@ int fa_cmd_history(int argc, char **argv)
 	struct fa_history h;
 	struct fa_store *store = NULL;
 	struct fa_err err;
-	int c, format = FA_FMT_MD, status = FA_EXIT_OK;
-	char *end;
+	int c, format = FA_FMT_MD, status = FA_EXIT_OK, st;
 	FILE *out = stdout;
 
 	fa_history_opts_init(&ho);
@@ -86,19 +85,13 @@ int fa_cmd_history(int argc, char **argv)
 		case 'i': ho.include_incomplete = 1; break;
 		case 'A': ho.no_ab = 1; break;
 		case 'm':
-			errno = 0;
-			ho.min_effect = strtod(optarg, &end) / 100;
-			if (end == optarg || *end || errno || !(ho.min_effect >= 0 && ho.min_effect < 1))
-				return fa_cmd_usage_error("history", usage_text,
-							  "--min-effect '%s' must be a percentage in "
-							  "[0, 100)",
-							  optarg);
+			if ((st = fa_cmd_opt_min_effect("history", usage_text, optarg,
+							&ho.min_effect)) != 0)
+				return st;
 			break;
 		case 'f':
-			format = fa_report_format_parse(optarg);
-			if (format != FA_FMT_MD && format != FA_FMT_CSV && format != FA_FMT_JSON)
-				return fa_cmd_usage_error("history", usage_text,
-							  "--format '%s' must be md, csv or json", optarg);
+			if ((st = fa_cmd_opt_table_format("history", usage_text, optarg, &format)) != 0)
+				return st;
 			break;
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;

@@ -71,15 +71,6 @@ static void help(void)
 	       usage_text, FA_CMP_MIN_EFFECT * 100, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
-/* A number from an option, the whole string; 0 on success. */
-static int parse_number(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
-}
-
 /* "1200x800" -> 0 and the two sizes; -1 when malformed or out of range. */
 static int parse_size(const char *s, int32_t *w, int32_t *h)
 {
@@ -124,7 +115,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		{"ignore-params", no_argument, 0, 'P'},  {"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
 	const char *kind_name;
-	int c, kind;
+	int c, kind, st;
 	double v;
 
 	opterr = 0;
@@ -136,18 +127,14 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 		case 'w': a->po.where = a->ho.where = optarg; break;
 		case 'k': a->po.kernel = a->ho.kernel = optarg; break;
 		case 'm':
-			if (parse_number(optarg, &v) != 0 || v < 0 || v >= 100)
-				return fa_cmd_usage_error("plot", usage_text,
-							  "--min-effect '%s' must be a percentage in "
-							  "[0, 100)",
-							  optarg);
-			a->co.perf.min_effect = a->ho.min_effect = v / 100;
+			if ((st = fa_cmd_opt_min_effect("plot", usage_text, optarg, &v)) != 0)
+				return st;
+			a->co.perf.min_effect = a->ho.min_effect = v;
 			a->min_effect_set = 1;
 			break;
 		case 'a':
-			if (parse_number(optarg, &v) != 0 || !(v > 0 && v < 1))
-				return fa_cmd_usage_error("plot", usage_text,
-							  "--alpha '%s' must be between 0 and 1", optarg);
+			if ((st = fa_cmd_opt_alpha("plot", usage_text, optarg, &v)) != 0)
+				return st;
 			a->co.perf.alpha = v;
 			a->alpha_set = 1;
 			break;

@@ -66,14 +66,6 @@ static void help(void)
 	       FA_TUNE_DEFAULT_LOSS * 100, FA_CMP_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
-static int parse_number(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
-}
-
 static int parse_int(const char *s, long lo, long hi, long *v)
 {
 	char *end;
@@ -239,7 +231,7 @@ int fa_cmd_tune(int argc, char **argv)
 	struct fa_tune t;
 	struct fa_store *store = NULL;
 	struct fa_err err;
-	int c, format = FA_FMT_MD, status = FA_EXIT_OK, sweep_status = FA_EXIT_OK;
+	int c, format = FA_FMT_MD, status = FA_EXIT_OK, sweep_status = FA_EXIT_OK, st;
 	double v;
 	long n;
 	FILE *out = stdout;
@@ -276,32 +268,25 @@ int fa_cmd_tune(int argc, char **argv)
 			o.depth = (int32_t)n;
 			break;
 		case 'l':
-			if (parse_number(optarg, &v) != 0 || v < 0)
+			if (fa_cmd_parse_number(optarg, &v) != 0 || v < 0)
 				return fa_cmd_usage_error("tune", usage_text,
 							  "--loss '%s' must be a percentage >= 0",
 							  optarg);
 			o.loss = v / 100;
 			break;
 		case 'm':
-			if (parse_number(optarg, &v) != 0 || v < 0 || v >= 100)
-				return fa_cmd_usage_error("tune", usage_text,
-							  "--min-effect '%s' must be a percentage in "
-							  "[0, 100)",
-							  optarg);
-			o.perf.min_effect = v / 100;
+			if ((st = fa_cmd_opt_min_effect("tune", usage_text, optarg,
+							&o.perf.min_effect)) != 0)
+				return st;
 			break;
 		case 'a':
-			if (parse_number(optarg, &v) != 0 || !(v > 0 && v < 1))
-				return fa_cmd_usage_error("tune", usage_text,
-							  "--alpha '%s' must be between 0 and 1", optarg);
-			o.perf.alpha = v;
+			if ((st = fa_cmd_opt_alpha("tune", usage_text, optarg, &o.perf.alpha)) != 0)
+				return st;
 			break;
 		case 'w': o.where = optarg; break;
 		case 'f':
-			format = fa_report_format_parse(optarg);
-			if (format != FA_FMT_MD && format != FA_FMT_CSV && format != FA_FMT_JSON)
-				return fa_cmd_usage_error("tune", usage_text,
-							  "--format '%s' must be md, csv or json", optarg);
+			if ((st = fa_cmd_opt_table_format("tune", usage_text, optarg, &format)) != 0)
+				return st;
 			break;
 		case 'o': output = optarg; break;
 		case 'H': header = optarg; break;

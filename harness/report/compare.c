@@ -67,6 +67,37 @@ void fa_compare_shown(const char *const *const *values, int n, int32_t *shown)
 	}
 }
 
+enum fa_rc fa_compare_shown_of(const void *items, int n, size_t item_size, size_t values_offset,
+			       int32_t *shown, struct fa_err *err)
+{
+	const char *const **vals;
+	if (n == 0)
+		return FA_OK;
+	vals = malloc((size_t)n * sizeof *vals);
+	if (!vals)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory choosing the parameter columns");
+	for (int i = 0; i < n; i++)
+		memcpy(&vals[i], (const char *)items + (size_t)i * item_size + values_offset,
+		       sizeof vals[i]);
+	fa_compare_shown(vals, n, shown);
+	free(vals);
+	return FA_OK;
+}
+
+enum fa_rc fa_compare_md_case_cells(struct fa_table *t, int case_no,
+				    const char *const *values, const int32_t *shown,
+				    struct fa_err *err)
+{
+	char buf[16];
+	enum fa_rc rc;
+	snprintf(buf, sizeof buf, "%d", case_no);
+	rc = fa_table_add_md(t, buf, err);
+	for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
+		if (shown[j])
+			rc = fa_table_add_md(t, values[j], err);
+	return rc;
+}
+
 /* "Common to every case: heads=8, dtype=fp32; kv_len = q_len.\n\n" for
  * those values (nothing when there is nothing to say). */
 static void md_common(FILE *f, const char *const *const *values, int n, const int32_t *shown)
@@ -696,16 +727,9 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
 	}
 	free(e);
 	if (rc == FA_OK && cmp->n_rows) {
-		const char *const **vals = malloc((size_t)cmp->n_rows * sizeof *vals);
 		qsort(cmp->rows, (size_t)cmp->n_rows, sizeof *cmp->rows, cmp_row);
-		if (!vals) {
-			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory comparing runs");
-		} else {
-			for (int i = 0; i < cmp->n_rows; i++)
-				vals[i] = cmp->rows[i].values;
-			fa_compare_shown(vals, cmp->n_rows, cmp->shown);
-			free(vals);
-		}
+		rc = fa_compare_shown_of(cmp->rows, cmp->n_rows, sizeof *cmp->rows,
+					 offsetof(struct fa_cmp_row, values), cmp->shown, err);
 	}
 	if (rc == FA_OK)
 		rc = summarise(cmp, err);
@@ -1087,11 +1111,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
-		snprintf(buf, sizeof buf, "%d", row->case_idx + 1);
-		rc = fa_table_add_md(&t, buf, err);
-		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
-			if (shown[j])
-				rc = fa_table_add_md(&t, row->values[j], err);
+		rc = fa_compare_md_case_cells(&t, row->case_idx + 1, row->values, shown, err);
 		if (tagged && rc == FA_OK)
 			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
 		kernel_label(row, buf, sizeof buf);

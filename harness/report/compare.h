@@ -244,6 +244,21 @@ int fa_compare_param_numeric(int j);
  * head_dim_v = head_dim, kv_seqlens = seqlens) everywhere. */
 void fa_compare_shown(const char *const *const *values, int n, int32_t *shown);
 
+/* fa_compare_shown over n records of item_size bytes from items, each
+ * holding its value array (const char *const *) values_offset bytes in
+ * (offsetof): compare's rows, history's series. Returns FA_OK, or
+ * FA_ERR_NOMEM with shown untouched. */
+enum fa_rc fa_compare_shown_of(const void *items, int n, size_t item_size, size_t values_offset,
+			       int32_t *shown, struct fa_err *err);
+
+/* Adds the first cells of a suite table's row (fa_compare_suite_table):
+ * case_no, then the values of the parameters shown. Returns FA_OK or
+ * FA_ERR_NOMEM. */
+struct fa_table;
+enum fa_rc fa_compare_md_case_cells(struct fa_table *t, int case_no,
+				    const char *const *values, const int32_t *shown,
+				    struct fa_err *err);
+
 /* The start of a markdown table of one suite's rows, as compare and history
  * print them: "\n## <title>: <suite>\n\n" (no ": <suite>" when suite is
  * ""), then "Common to every case: heads=8, dtype=fp32; kv_len = q_len.\n\n"

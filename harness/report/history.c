@@ -14,6 +14,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -395,19 +396,13 @@ enum fa_rc fa_history_build(struct fa_store *s, const struct fa_history_opts *op
 	}
 	free(e);
 	if (rc == FA_OK && h->n_series) {
-		const char *const **vals = malloc((size_t)h->n_series * sizeof *vals);
 		qsort(h->series, (size_t)h->n_series, sizeof *h->series, cmp_series);
-		if (!vals) {
-			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory building the history");
-		} else {
-			for (int i = 0; i < h->n_series; i++) {
-				vals[i] = h->series[i].values;
-				h->n_steps += h->series[i].n_steps;
-				h->n_new_regressions += h->series[i].new_regression;
-			}
-			fa_compare_shown(vals, h->n_series, h->shown);
-			free(vals);
+		for (int i = 0; i < h->n_series; i++) {
+			h->n_steps += h->series[i].n_steps;
+			h->n_new_regressions += h->series[i].new_regression;
 		}
+		rc = fa_compare_shown_of(h->series, h->n_series, sizeof *h->series,
+					 offsetof(struct fa_hist_series, values), h->shown, err);
 	}
 	if (rc != FA_OK)
 		fa_history_free(h);
@@ -594,11 +589,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		size_t len = 0;
 		if (strcmp(sr->suite, suite) != 0)
 			continue;
-		snprintf(buf, sizeof buf, "%d", sr->case_idx);
-		rc = fa_table_add_md(&t, buf, err);
-		for (int j = 0; rc == FA_OK && j < FA_CMP_N_PARAMS; j++)
-			if (shown[j])
-				rc = fa_table_add_md(&t, sr->values[j], err);
+		rc = fa_compare_md_case_cells(&t, sr->case_idx, sr->values, shown, err);
 		kernel_label(sr, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);

@@ -179,6 +179,32 @@ int fa_isa_parse_ptxas(struct fa_isa *isa, const char *log)
 	return 0;
 }
 
+/* Past the white space at s (up to e). */
+static const char *skip_space(const char *s, const char *e)
+{
+	while (s < e && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+/* The opcode of the instruction at s (up to e): past white space and a
+ * predicate (@P0, @!P1), up to white space or ';'; its length into *len. */
+static const char *opcode_at(const char *s, const char *e, size_t *len)
+{
+	const char *o;
+	s = skip_space(s, e);
+	if (s < e && *s == '@') {
+		while (s < e && !isspace((unsigned char)*s))
+			s++;
+		s = skip_space(s, e);
+	}
+	o = s;
+	while (s < e && !isspace((unsigned char)*s) && *s != ';')
+		s++;
+	*len = (size_t)(s - o);
+	return o;
+}
+
 static int is_matrix_sass(const char *op, size_t n)
 {
 	static const char *const ops[] = {"HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA",
@@ -209,32 +235,19 @@ int fa_isa_parse_sass(struct fa_isa *isa, const char *sass)
 		}
 		/* an instruction: its address in a comment, an optional predicate
 		 * (@!P0), the opcode (HMMA.16816.F32.BF16), operands, ";" */
-		s = line;
-		while (s < e && isspace((unsigned char)*s))
-			s++;
+		s = skip_space(line, e);
 		if (!k || e - s < 4 || s[0] != '/' || s[1] != '*')
 			continue;
 		s = find_in(s, (size_t)(e - s), "*/");
 		if (!s)
 			continue;
-		s += 2;
-		while (s < e && isspace((unsigned char)*s))
-			s++;
+		s = skip_space(s + 2, e);
 		if (s < e && *s == '{') /* dual-issue braces of old SASS */
 			s++;
-		while (s < e && isspace((unsigned char)*s))
-			s++;
-		if (s < e && *s == '@') { /* predicate */
-			while (s < e && !isspace((unsigned char)*s))
-				s++;
-			while (s < e && isspace((unsigned char)*s))
-				s++;
-		}
-		const char *o = s;
-		while (s < e && !isspace((unsigned char)*s) && *s != ';')
-			s++;
-		if (is_matrix_sass(o, (size_t)(s - o)))
-			add_matrix(k, o, (size_t)(s - o), FA_ISA_SASS);
+		size_t on;
+		const char *o = opcode_at(s, e, &on);
+		if (is_matrix_sass(o, on))
+			add_matrix(k, o, on, FA_ISA_SASS);
 	}
 	return 0;
 }
@@ -247,9 +260,7 @@ int fa_isa_parse_ptx(struct fa_isa *isa, const char *ptx)
 	while (next_line(&p, &line, &n)) {
 		const char *e = line + n, *s = line, *at = find_in(line, n, ".entry ");
 		if (at && (at == line || isspace((unsigned char)at[-1]))) {
-			s = at + 7;
-			while (s < e && isspace((unsigned char)*s))
-				s++;
+			s = skip_space(at + 7, e);
 			const char *b = s;
 			while (s < e && *s != '(' && !isspace((unsigned char)*s))
 				s++;
@@ -266,18 +277,8 @@ int fa_isa_parse_ptx(struct fa_isa *isa, const char *ptx)
 		}
 		if (!k)
 			continue;
-		while (s < e && isspace((unsigned char)*s))
-			s++;
-		if (s < e && *s == '@') {
-			while (s < e && !isspace((unsigned char)*s))
-				s++;
-			while (s < e && isspace((unsigned char)*s))
-				s++;
-		}
-		const char *o = s;
-		while (s < e && !isspace((unsigned char)*s) && *s != ';')
-			s++;
-		size_t on = (size_t)(s - o);
+		size_t on;
+		const char *o = opcode_at(s, e, &on);
 		if ((on >= 9 && memcmp(o, "mma.sync.", 9) == 0) ||
 		    (on >= 7 && memcmp(o, "mma.sp.", 7) == 0) ||
 		    (on >= 7 && memcmp(o, "mma.sp:", 7) == 0) ||
@@ -358,10 +359,8 @@ int fa_isa_parse_amdgcn(struct fa_isa *isa, const char *s)
 	memset(&m, 0, sizeof m);
 	m.vgpr = m.sgpr = m.lds = m.priv = m.vspill = m.sspill = -1;
 	while (next_line(&p, &line, &n)) {
-		const char *t = line, *e = line + n;
+		const char *e = line + n, *t = skip_space(line, e);
 		long v;
-		while (t < e && isspace((unsigned char)*t))
-			t++;
 		if ((size_t)(e - t) >= 16 && memcmp(t, ".amdgpu_metadata", 16) == 0) {
 			in_meta = 1;
 			continue;
@@ -437,9 +436,7 @@ int fa_isa_parse_amdgcn(struct fa_isa *isa, const char *s)
 		}
 		if (!k)
 			continue;
-		while (t < e && isspace((unsigned char)*t))
-			t++;
-		const char *o = t;
+		const char *o = t = skip_space(t, e);
 		while (t < e && !isspace((unsigned char)*t))
 			t++;
 		if (is_matrix_amd(o, (size_t)(t - o)))

@@ -651,38 +651,58 @@ enum fa_rc fa_parse_axes(const struct fa_src *src, const yaml_node_t *n, const c
 	return FA_OK;
 }
 
+/* The number of items of n, the value of key: a list of mappings, or a
+ * single mapping, which counts as a one-entry list. FA_OK, or an error at n
+ * when it is a scalar. */
+static enum fa_rc mapping_list_size(const struct fa_src *src, const yaml_node_t *n,
+				    const char *key, int32_t *items)
+{
+	char buf[80];
+	struct fa_loc l = fa_src_loc(src, n);
+	*items = 0;
+	if (n->type == YAML_SCALAR_NODE)
+		return fa_err_at(src->err, &l, "expected a list of mappings for '%s', got %s", key,
+				 fa_node_words(n, buf, sizeof buf));
+	*items = n->type == YAML_MAPPING_NODE
+			 ? 1
+			 : (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	return FA_OK;
+}
+
+/* Item k of n (as mapping_list_size counts them) into *m. FA_OK, or an error
+ * at the item when it is not a mapping or is an empty one. */
+static enum fa_rc mapping_list_item(const struct fa_src *src, const yaml_node_t *n, int32_t k,
+				    const char *key, const yaml_node_t **m)
+{
+	char buf[80];
+	struct fa_loc ml;
+	*m = n->type == YAML_MAPPING_NODE ? n : fa_src_node(src, n->data.sequence.items.start[k]);
+	ml = fa_src_loc(src, *m);
+	if ((*m)->type != YAML_MAPPING_NODE)
+		return fa_err_at(src->err, &ml, "expected a mapping in '%s', got %s", key,
+				 fa_node_words(*m, buf, sizeof buf));
+	if (mapping_size(*m) == 0)
+		return fa_err_at(src->err, &ml, "empty mapping in '%s'", key);
+	return FA_OK;
+}
+
 enum fa_rc fa_parse_zip(const struct fa_src *src, const yaml_node_t *n, const char *owner,
 			struct fa_dim **dims, int32_t *count)
 {
 	enum fa_rc rc;
-	char buf[80];
-	struct fa_loc l = fa_src_loc(src, n);
 	int32_t items;
 	*dims = NULL;
 	*count = 0;
-	if (n->type == YAML_SCALAR_NODE)
-		return fa_err_at(src->err, &l, "expected a list of mappings for 'zip', got %s",
-				 fa_node_words(n, buf, sizeof buf));
-	/* a single mapping counts as a one-entry list */
-	items = n->type == YAML_MAPPING_NODE
-			? 1
-			: (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-	if (items == 0)
-		return FA_OK;
+	if ((rc = mapping_list_size(src, n, "zip", &items)) != FA_OK || items == 0)
+		return rc;
 	if (!(*dims = fa_arena_alloc(src->arena, (size_t)items * sizeof **dims)))
 		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
 	for (int32_t k = 0; k < items; k++) {
-		const yaml_node_t *m = n->type == YAML_MAPPING_NODE
-					       ? n
-					       : fa_src_node(src, n->data.sequence.items.start[k]);
+		const yaml_node_t *m;
 		struct fa_dim *d = &(*dims)[k];
-		struct fa_loc ml = fa_src_loc(src, m);
 		int seen[FA_P_COUNT] = {0};
-		if (m->type != YAML_MAPPING_NODE)
-			return fa_err_at(src->err, &ml, "expected a mapping in 'zip', got %s",
-					 fa_node_words(m, buf, sizeof buf));
-		if (mapping_size(m) == 0)
-			return fa_err_at(src->err, &ml, "empty mapping in 'zip'");
+		if ((rc = mapping_list_item(src, n, k, "zip", &m)) != FA_OK)
+			return rc;
 		d->origin = origin_text(owner, "zip");
 		for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top;
 		     pr++) {
@@ -713,33 +733,20 @@ enum fa_rc fa_parse_exclude(const struct fa_src *src, const yaml_node_t *n,
 			    struct fa_exclude **ex, int32_t *count)
 {
 	enum fa_rc rc;
-	char buf[80];
-	struct fa_loc l = fa_src_loc(src, n);
 	int32_t items;
 	*ex = NULL;
 	*count = 0;
-	if (n->type == YAML_SCALAR_NODE)
-		return fa_err_at(src->err, &l, "expected a list of mappings for 'exclude', got %s",
-				 fa_node_words(n, buf, sizeof buf));
-	items = n->type == YAML_MAPPING_NODE
-			? 1
-			: (int32_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-	if (items == 0)
-		return FA_OK;
+	if ((rc = mapping_list_size(src, n, "exclude", &items)) != FA_OK || items == 0)
+		return rc;
 	if (!(*ex = fa_arena_alloc(src->arena, (size_t)items * sizeof **ex)))
 		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory");
 	for (int32_t k = 0; k < items; k++) {
-		const yaml_node_t *m = n->type == YAML_MAPPING_NODE
-					       ? n
-					       : fa_src_node(src, n->data.sequence.items.start[k]);
+		const yaml_node_t *m;
 		struct fa_exclude *e = &(*ex)[k];
-		struct fa_loc ml = fa_src_loc(src, m);
 		int seen[FA_P_COUNT] = {0};
-		if (m->type != YAML_MAPPING_NODE)
-			return fa_err_at(src->err, &ml, "expected a mapping in 'exclude', got %s",
-					 fa_node_words(m, buf, sizeof buf));
-		if (mapping_size(m) == 0) /* it would match, and drop, every case */
-			return fa_err_at(src->err, &ml, "empty mapping in 'exclude'");
+		/* an empty mapping is refused: it would match, and drop, every case */
+		if ((rc = mapping_list_item(src, n, k, "exclude", &m)) != FA_OK)
+			return rc;
 		for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top;
 		     pr++) {
 			int param, j = e->n_params;

@@ -498,32 +498,42 @@ static struct fa_expr *parse_atom(struct parser *ps)
 	}
 }
 
+/* The prefix operator op at the current token applied to what operand
+ * parses: a node of kind whose type is type, or the operand's where type is
+ * -1. The operand must pass accepts, else "'op' needs <needs>, got ...". */
+static struct fa_expr *parse_prefix(struct parser *ps, const char *op, int kind, int type,
+				    struct fa_expr *(*operand)(struct parser *),
+				    int (*accepts)(const struct fa_expr *), const char *needs)
+{
+	int pos = ps->tok.pos;
+	struct fa_expr *a, *e;
+	if (nest(ps, pos) != 0)
+		return NULL;
+	advance(ps);
+	a = operand(ps);
+	ps->nesting--;
+	if (!a)
+		return NULL;
+	if (!accepts(a)) {
+		perr(ps, pos, "'%s' needs %s, got %s", op, needs, type_words(a));
+		fa_expr_free(a);
+		return NULL;
+	}
+	if (!(e = node_new(ps, kind, type < 0 ? a->type : type))) {
+		fa_expr_free(a);
+		return NULL;
+	}
+	if (attach(ps, e, pos, a, NULL) != 0) {
+		fa_expr_free(e);
+		return NULL;
+	}
+	return e;
+}
+
 static struct fa_expr *parse_unary(struct parser *ps)
 {
-	if (is_op(ps, "-")) {
-		int pos = ps->tok.pos;
-		if (nest(ps, pos) != 0)
-			return NULL;
-		advance(ps);
-		struct fa_expr *a = parse_unary(ps), *e;
-		ps->nesting--;
-		if (!a)
-			return NULL;
-		if (!is_number(a)) {
-			perr(ps, pos, "'-' needs a number, got %s", type_words(a));
-			fa_expr_free(a);
-			return NULL;
-		}
-		if (!(e = node_new(ps, N_NEG, a->type))) {
-			fa_expr_free(a);
-			return NULL;
-		}
-		if (attach(ps, e, pos, a, NULL) != 0) {
-			fa_expr_free(e);
-			return NULL;
-		}
-		return e;
-	}
+	if (is_op(ps, "-"))
+		return parse_prefix(ps, "-", N_NEG, -1, parse_unary, is_number, "a number");
 	return parse_atom(ps);
 }
 
@@ -658,30 +668,8 @@ static struct fa_expr *parse_cmp(struct parser *ps)
 
 static struct fa_expr *parse_not(struct parser *ps)
 {
-	if (is_op(ps, "!")) {
-		int pos = ps->tok.pos;
-		if (nest(ps, pos) != 0)
-			return NULL;
-		advance(ps);
-		struct fa_expr *a = parse_not(ps), *e;
-		ps->nesting--;
-		if (!a)
-			return NULL;
-		if (!is_condition(a)) {
-			perr(ps, pos, "'!' needs a condition, got %s", type_words(a));
-			fa_expr_free(a);
-			return NULL;
-		}
-		if (!(e = node_new(ps, N_NOT, T_BOOL))) {
-			fa_expr_free(a);
-			return NULL;
-		}
-		if (attach(ps, e, pos, a, NULL) != 0) {
-			fa_expr_free(e);
-			return NULL;
-		}
-		return e;
-	}
+	if (is_op(ps, "!"))
+		return parse_prefix(ps, "!", N_NOT, T_BOOL, parse_not, is_condition, "a condition");
 	return parse_cmp(ps);
 }
 

@@ -54,38 +54,20 @@ struct dense_block {
 	int32_t t0, nr, lq, lk;
 };
 
-static int dense_cancelled(struct dense_ctx *c)
-{
-	if (atomic_load_explicit(&c->stopped, memory_order_relaxed))
-		return 1;
-	if (c->a->cancel && *c->a->cancel) {
-		atomic_store(&c->stopped, 1);
-		return 1;
-	}
-	return 0;
-}
-
 /* Item idx = (global row block g, head h) with g running over sequences. */
 static void dense_block_of(const struct dense_ctx *c, int64_t idx, struct dense_block *k)
 {
 	const struct fa_problem *p = c->p;
 	const struct fa_launch_args *a = c->a;
-	int64_t g = idx / p->heads;
-	int lo = 0, hi = p->batch - 1;
-	while (lo < hi) { /* the last sequence whose blocks start at or before g */
-		int mid = lo + (hi - lo + 1) / 2;
-		if (c->block_start[mid] <= g)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	k->b = lo;
+	const struct fa_cpu_block blk =
+		fa_cpu_block_of(p, a, c->block_start, 0, DENSE_BLOCK_ROWS, idx / p->heads);
+	k->b = blk.b;
 	k->h = (int)(idx % p->heads);
 	k->kvh = k->h / (p->heads / p->kv_heads);
-	k->lq = fa_seq_q_len(p, a->cu_seqlens_q, lo);
-	k->lk = fa_seq_kv_len(p, a->cu_seqlens_k, lo);
-	k->t0 = (int32_t)((g - c->block_start[lo]) * DENSE_BLOCK_ROWS);
-	k->nr = k->lq - k->t0 < DENSE_BLOCK_ROWS ? k->lq - k->t0 : DENSE_BLOCK_ROWS;
+	k->lq = blk.lq;
+	k->lk = blk.lk;
+	k->t0 = blk.first;
+	k->nr = blk.n;
 }
 
 /* Row t of the block's sequence and head in the score tensor. */
@@ -95,27 +77,6 @@ static float *score_row(const struct dense_ctx *c, const struct dense_block *k, 
 	int64_t r = p->varlen ? ((int64_t)c->a->cu_seqlens_q[k->b] + t) * p->heads + k->h
 			      : ((int64_t)k->b * p->heads + k->h) * p->q_len + t;
 	return c->scores + r * p->kv_len;
-}
-
-/* sum_d a[d] b[d]: four lanes of four partial sums, then the lanes. */
-static float dot(const float *restrict a, const float *restrict b, int32_t n)
-{
-	fa_cpu_v4f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-	int32_t d = 0;
-	float s;
-	for (; d + 16 <= n; d += 16) {
-		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
-		s1 += fa_cpu_ld4(a + d + 4) * fa_cpu_ld4(b + d + 4);
-		s2 += fa_cpu_ld4(a + d + 8) * fa_cpu_ld4(b + d + 8);
-		s3 += fa_cpu_ld4(a + d + 12) * fa_cpu_ld4(b + d + 12);
-	}
-	for (; d + 4 <= n; d += 4)
-		s0 += fa_cpu_ld4(a + d) * fa_cpu_ld4(b + d);
-	s0 = (s0 + s1) + (s2 + s3);
-	s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-	for (; d < n; d++)
-		s += a[d] * b[d];
-	return s;
 }
 
 /* acc[0..n) += w * v[0..n) */
@@ -140,7 +101,7 @@ static void pass_scores(void *vctx, int64_t begin, int64_t end, int thread)
 		struct dense_block k;
 		int32_t lo[DENSE_BLOCK_ROWS], hi[DENSE_BLOCK_ROWS], prefix = 0;
 		float *s[DENSE_BLOCK_ROWS];
-		if (dense_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		dense_block_of(c, idx, &k);
 		if (p->mask == FA_MASK_PREFIX_LM)
@@ -157,7 +118,7 @@ static void pass_scores(void *vctx, int64_t begin, int64_t end, int thread)
 			for (int32_t r = 0; r < k.nr; r++) {
 				const float *q = w->q + (size_t)r * dk;
 				int allowed = (j >= lo[r] && j < hi[r]) || j < prefix;
-				s[r][j] = allowed ? p->scale * dot(q, w->row, dk) : -INFINITY;
+				s[r][j] = allowed ? p->scale * fa_cpu_dot(q, w->row, dk) : -INFINITY;
 			}
 		}
 	}
@@ -171,7 +132,7 @@ static void pass_softmax(void *vctx, int64_t begin, int64_t end, int thread)
 	(void)thread;
 	for (int64_t idx = begin; idx < end; idx++) {
 		struct dense_block k;
-		if (dense_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		dense_block_of(c, idx, &k);
 		for (int32_t r = 0; r < k.nr; r++) {
@@ -211,7 +172,7 @@ static void pass_output(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		struct dense_block k;
 		const float *s[DENSE_BLOCK_ROWS];
-		if (dense_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		dense_block_of(c, idx, &k);
 		for (int32_t r = 0; r < k.nr; r++)
@@ -266,12 +227,7 @@ int fa_cpu_dense_launch(const struct fa_launch_args *a)
 			rc = FA_CPU_ERR_NOMEM;
 			goto done;
 		}
-	c.block_start[0] = 0;
-	for (int b = 0; b < p->batch; b++) {
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b);
-		int64_t blocks = lq > 0 ? (lq + DENSE_BLOCK_ROWS - 1) / DENSE_BLOCK_ROWS : 0;
-		c.block_start[b + 1] = c.block_start[b] + blocks;
-	}
+	fa_cpu_block_starts(p, a, 0, DENSE_BLOCK_ROWS, c.block_start);
 	items = c.block_start[p->batch] * p->heads;
 	/* each pass is a separate sweep over the whole score tensor, as the
 	 * math path's matmul, softmax and matmul are */

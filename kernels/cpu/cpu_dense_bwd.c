@@ -51,30 +51,6 @@ struct dbwd_ctx {
 	atomic_int stopped;
 };
 
-static int dbwd_cancelled(struct dbwd_ctx *c)
-{
-	if (atomic_load_explicit(&c->stopped, memory_order_relaxed))
-		return 1;
-	if (c->a->cancel && *c->a->cancel) {
-		atomic_store(&c->stopped, 1);
-		return 1;
-	}
-	return 0;
-}
-
-static int seq_of_block(const int64_t *start, int batch, int64_t g)
-{
-	int lo = 0, hi = batch - 1;
-	while (lo < hi) {
-		int mid = lo + (hi - lo + 1) / 2;
-		if (start[mid] <= g)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
-
 /* Offset of row t of (b, h) in the P / dS tensors. */
 static int64_t srow(const struct dbwd_ctx *c, int b, int h, int32_t t)
 {
@@ -95,13 +71,12 @@ static void pass_rows(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->heads;
 		int h = (int)(idx % p->heads), kvh = h / group;
-		int b = seq_of_block(c->qblock_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t t0 = (int32_t)((g - c->qblock_start[b]) * BWD_BLOCK);
-		int32_t nr = lq - t0 < BWD_BLOCK ? lq - t0 : BWD_BLOCK;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->qblock_start, 0, BWD_BLOCK, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, t0 = k.first, nr = k.n;
 		int32_t prefix = p->mask == FA_MASK_PREFIX_LM ? fa_seq_prefix(p, a->prefix_lens, b) : 0;
 		float delta[BWD_BLOCK], lse[BWD_BLOCK];
-		if (dbwd_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		for (int32_t r = 0; r < nr; r++) {
 			int64_t ooff = fa_o_offset(p, a->cu_seqlens_q, b, t0 + r, h);
@@ -132,13 +107,10 @@ static void pass_rows(void *vctx, int64_t begin, int64_t end, int thread)
 				fa_cpu_axpy(w->acc_k + (size_t)r * dk, ds, w->row, dk);
 			}
 		}
-		for (int32_t r = 0; r < nr; r++) {
-			float *qr = w->acc_k + (size_t)r * dk;
-			for (int32_t d = 0; d < dk; d++)
-				qr[d] *= p->scale;
-			fa_cpu_store_row(a->dq, p->dtype, fa_q_offset(p, a->cu_seqlens_q, b, t0 + r, h),
-					 qr, dk);
-		}
+		for (int32_t r = 0; r < nr; r++)
+			fa_cpu_store_scaled_row(a->dq, p->dtype,
+						fa_q_offset(p, a->cu_seqlens_q, b, t0 + r, h),
+						w->acc_k + (size_t)r * dk, p->scale, dk);
 	}
 }
 
@@ -153,11 +125,10 @@ static void pass_keys(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->kv_heads;
 		int kvh = (int)(idx % p->kv_heads);
-		int b = seq_of_block(c->kblock_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t j0 = (int32_t)((g - c->kblock_start[b]) * BWD_BLOCK);
-		int32_t nc = lk - j0 < BWD_BLOCK ? lk - j0 : BWD_BLOCK;
-		if (dbwd_cancelled(c))
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->kblock_start, 1, BWD_BLOCK, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, j0 = k.first, nc = k.n;
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		memset(w->acc_k, 0, sizeof(float) * (size_t)nc * dk);
 		memset(w->acc_v, 0, sizeof(float) * (size_t)nc * dv);
@@ -176,11 +147,9 @@ static void pass_keys(void *vctx, int64_t begin, int64_t end, int thread)
 			}
 		}
 		for (int32_t j = 0; j < nc; j++) {
-			float *kr = w->acc_k + (size_t)j * dk;
-			for (int32_t d = 0; d < dk; d++)
-				kr[d] *= p->scale;
-			fa_cpu_store_row(a->dk, p->dtype, fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
-					 kr, dk);
+			fa_cpu_store_scaled_row(a->dk, p->dtype,
+						fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
+						w->acc_k + (size_t)j * dk, p->scale, dk);
 			fa_cpu_store_row(a->dv, p->dtype, fa_v_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
 					 w->acc_v + (size_t)j * dv, dv);
 		}
@@ -226,12 +195,8 @@ int fa_cpu_dense_bwd_launch(const struct fa_launch_args *a)
 			goto done;
 		}
 	}
-	c.qblock_start[0] = c.kblock_start[0] = 0;
-	for (int b = 0; b < p->batch; b++) {
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		c.qblock_start[b + 1] = c.qblock_start[b] + (lq + BWD_BLOCK - 1) / BWD_BLOCK;
-		c.kblock_start[b + 1] = c.kblock_start[b] + (lk + BWD_BLOCK - 1) / BWD_BLOCK;
-	}
+	fa_cpu_block_starts(p, a, 0, BWD_BLOCK, c.qblock_start);
+	fa_cpu_block_starts(p, a, 1, BWD_BLOCK, c.kblock_start);
 	fa_parallel_for(c.qblock_start[p->batch] * p->heads, 1, nthreads, pass_rows, &c);
 	if (!atomic_load(&c.stopped))
 		fa_parallel_for(c.kblock_start[p->batch] * p->kv_heads, 1, nthreads, pass_keys, &c);

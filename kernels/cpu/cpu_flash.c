@@ -46,17 +46,6 @@ struct flash_ctx {
 	atomic_int stopped;
 };
 
-static int flash_cancelled(struct flash_ctx *c)
-{
-	if (atomic_load_explicit(&c->stopped, memory_order_relaxed))
-		return 1;
-	if (c->a->cancel && *c->a->cancel) {
-		atomic_store(&c->stopped, 1);
-		return 1;
-	}
-	return 0;
-}
-
 /* Loads keys [j0, j0 + nc) of kv head kvh: K transposed into kt (columns
  * past nc zeroed), V row-major into v. */
 static void load_kv_tile(const struct flash_ctx *c, struct tile_scratch *w, int b, int kvh,
@@ -176,7 +165,7 @@ static void flash_tile(struct flash_ctx *c, struct tile_scratch *w, int b, int h
 	for (int32_t j0 = kv_begin; j0 < kv_end; j0 += bk) {
 		const int32_t nc = lk - j0 < bk ? lk - j0 : bk;
 		const int full = (j0 >= lo_last && j0 + nc <= hi_first) || j0 + nc <= pl;
-		if (flash_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		load_kv_tile(c, w, b, kvh, j0, nc);
 		for (int32_t r = 0; r < nr; r++) {
@@ -229,17 +218,11 @@ static void flash_items(void *vctx, int64_t begin, int64_t end, int thread)
 	const int32_t heads = c->p->heads;
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / heads;
-		int h = (int)(idx % heads), lo = 0, hi = c->p->batch - 1;
-		if (flash_cancelled(c))
+		int h = (int)(idx % heads), b;
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
-		while (lo < hi) { /* the last sequence whose tiles start at or before g */
-			int mid = lo + (hi - lo + 1) / 2;
-			if (c->tile_start[mid] <= g)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
-		flash_tile(c, &c->scratch[thread], lo, h, g - c->tile_start[lo]);
+		b = fa_cpu_seq_of_block(c->tile_start, c->p->batch, g);
+		flash_tile(c, &c->scratch[thread], b, h, g - c->tile_start[b]);
 	}
 }
 
@@ -250,20 +233,9 @@ static int alloc_scratch(struct tile_scratch *w, const struct fa_problem *p, int
 	size_t rowmax = dk > dv ? dk : dv;
 	/* each array rounded up to 16 floats (64 bytes, a cache line) */
 	size_t sizes[8] = {bq * dk, dk * bk, bk * dv, (size_t)bq * bk, bq * dv, bq, bq, rowmax};
-	float **ptrs[8] = {&w->q, &w->kt, &w->v, &w->s, &w->acc, &w->m, &w->l, &w->row};
-	size_t total = 0;
-	float *base;
-	for (int i = 0; i < 8; i++)
-		total += (sizes[i] + 15) / 16 * 16;
-	w->mem = aligned_alloc(64, total * sizeof(float));
-	if (!w->mem)
-		return -1;
-	base = w->mem;
-	for (int i = 0; i < 8; i++) {
-		*ptrs[i] = base;
-		base += (sizes[i] + 15) / 16 * 16;
-	}
-	return 0;
+	float **const ptrs[8] = {&w->q, &w->kt, &w->v, &w->s, &w->acc, &w->m, &w->l, &w->row};
+	w->mem = fa_cpu_alloc_arrays(ptrs, sizes, 8);
+	return w->mem ? 0 : -1;
 }
 
 int fa_cpu_flash_launch(const struct fa_launch_args *a)
@@ -290,11 +262,7 @@ int fa_cpu_flash_launch(const struct fa_launch_args *a)
 		rc = FA_CPU_ERR_NOMEM;
 		goto done;
 	}
-	c.tile_start[0] = 0;
-	for (int b = 0; b < p->batch; b++) {
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b);
-		c.tile_start[b + 1] = c.tile_start[b] + (lq > 0 ? (lq + c.bq - 1) / c.bq : 0);
-	}
+	fa_cpu_block_starts(p, a, 0, c.bq, c.tile_start);
 	for (int t = 0; t < nthreads; t++)
 		if (alloc_scratch(&c.scratch[t], p, c.bq, c.bk) != 0) {
 			rc = FA_CPU_ERR_NOMEM;

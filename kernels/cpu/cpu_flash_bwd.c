@@ -58,31 +58,6 @@ struct bwd_ctx {
 	atomic_int stopped;
 };
 
-static int bwd_cancelled(struct bwd_ctx *c)
-{
-	if (atomic_load_explicit(&c->stopped, memory_order_relaxed))
-		return 1;
-	if (c->a->cancel && *c->a->cancel) {
-		atomic_store(&c->stopped, 1);
-		return 1;
-	}
-	return 0;
-}
-
-/* The sequence of global tile g: the last b with start[b] <= g. */
-static int seq_of_tile(const int64_t *start, int batch, int64_t g)
-{
-	int lo = 0, hi = batch - 1;
-	while (lo < hi) {
-		int mid = lo + (hi - lo + 1) / 2;
-		if (start[mid] <= g)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
-
 /* Sweep 1: delta of query rows (T * heads + h) [begin, end). */
 static void delta_rows(void *vctx, int64_t begin, int64_t end, int thread)
 {
@@ -95,7 +70,7 @@ static void delta_rows(void *vctx, int64_t begin, int64_t end, int thread)
 		int64_t T = r / p->heads;
 		int h = (int)(r % p->heads);
 		int64_t off = fa_tensor_offset(p, FA_TENSOR_O, T, h);
-		if ((r & 255) == 0 && bwd_cancelled(c))
+		if ((r & 255) == 0 && fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		fa_cpu_load_row(w->row, a->o, p->dtype, off, dv);
 		fa_cpu_load_row(w->dor, a->d_o, p->dtype, off, dv);
@@ -174,11 +149,11 @@ static void dkv_items(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->kv_heads;
 		int kvh = (int)(idx % p->kv_heads);
-		int b = seq_of_tile(c->ktile_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t j0 = (int32_t)((g - c->ktile_start[b]) * c->bk);
-		int32_t nc = lk - j0 < c->bk ? lk - j0 : c->bk, pl = 0;
-		if (bwd_cancelled(c))
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->ktile_start, 1, c->bk, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, j0 = k.first, nc = k.n;
+		int32_t pl = 0;
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		if (p->mask == FA_MASK_PREFIX_LM) {
 			pl = fa_seq_prefix(p, a->prefix_lens, b);
@@ -209,11 +184,9 @@ static void dkv_items(void *vctx, int64_t begin, int64_t end, int thread)
 			}
 		}
 		for (int32_t j = 0; j < nc; j++) {
-			float *kr = w->acc_k + (size_t)j * dk;
-			for (int32_t d = 0; d < dk; d++)
-				kr[d] *= p->scale;
-			fa_cpu_store_row(a->dk, p->dtype, fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
-					 kr, dk);
+			fa_cpu_store_scaled_row(a->dk, p->dtype,
+						fa_k_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
+						w->acc_k + (size_t)j * dk, p->scale, dk);
 			fa_cpu_store_row(a->dv, p->dtype, fa_v_offset(p, a->cu_seqlens_k, b, j0 + j, kvh),
 					 w->acc_v + (size_t)j * dv, dv);
 		}
@@ -231,12 +204,12 @@ static void dq_items(void *vctx, int64_t begin, int64_t end, int thread)
 	for (int64_t idx = begin; idx < end; idx++) {
 		int64_t g = idx / p->heads;
 		int h = (int)(idx % p->heads), kvh = h / group;
-		int b = seq_of_tile(c->qtile_start, p->batch, g);
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		int32_t i0 = (int32_t)((g - c->qtile_start[b]) * c->bq);
-		int32_t nr = lq - i0 < c->bq ? lq - i0 : c->bq, pl = 0;
+		const struct fa_cpu_block k = fa_cpu_block_of(p, a, c->qtile_start, 0, c->bq, g);
+		const int b = k.b;
+		const int32_t lq = k.lq, lk = k.lk, i0 = k.first, nr = k.n;
+		int32_t pl = 0;
 		float *dq = w->acc_k; /* block_q x head_dim fits: acc_k is block_k x head_dim */
-		if (bwd_cancelled(c))
+		if (fa_cpu_cancelled(&c->stopped, c->a))
 			return;
 		if (p->mask == FA_MASK_PREFIX_LM) {
 			pl = fa_seq_prefix(p, a->prefix_lens, b);
@@ -258,13 +231,10 @@ static void dq_items(void *vctx, int64_t begin, int64_t end, int thread)
 					fa_cpu_axpy(dq + (size_t)r * dk, ds, w->k + (size_t)j * dk, dk);
 				}
 		}
-		for (int32_t r = 0; r < nr; r++) {
-			float *qr = dq + (size_t)r * dk;
-			for (int32_t d = 0; d < dk; d++)
-				qr[d] *= p->scale;
-			fa_cpu_store_row(a->dq, p->dtype, fa_q_offset(p, a->cu_seqlens_q, b, i0 + r, h),
-					 qr, dk);
-		}
+		for (int32_t r = 0; r < nr; r++)
+			fa_cpu_store_scaled_row(a->dq, p->dtype,
+						fa_q_offset(p, a->cu_seqlens_q, b, i0 + r, h),
+						dq + (size_t)r * dk, p->scale, dk);
 	}
 }
 
@@ -274,20 +244,9 @@ static int alloc_scratch(struct bwd_scratch *w, const struct fa_problem *p, int3
 	size_t dk = (size_t)p->head_dim, dv = (size_t)p->head_dim_v, rowmax = dk > dv ? dk : dv;
 	size_t bmax = (size_t)(bq > bk ? bq : bk);
 	size_t sizes[9] = {bk * dk, bk * dv, bq * dk, bq * dv, bmax * dk, bk * dv, bq, bq, rowmax};
-	float **ptrs[9] = {&w->k, &w->v, &w->q, &w->dor, &w->acc_k, &w->acc_v, &w->lse, &w->delta, &w->row};
-	size_t total = 0;
-	float *base;
-	for (int i = 0; i < 9; i++)
-		total += (sizes[i] + 15) / 16 * 16; /* each array on a 64-byte line */
-	w->mem = aligned_alloc(64, total * sizeof(float));
-	if (!w->mem)
-		return -1;
-	base = w->mem;
-	for (int i = 0; i < 9; i++) {
-		*ptrs[i] = base;
-		base += (sizes[i] + 15) / 16 * 16;
-	}
-	return 0;
+	float **const ptrs[9] = {&w->k, &w->v, &w->q, &w->dor, &w->acc_k, &w->acc_v, &w->lse, &w->delta, &w->row};
+	w->mem = fa_cpu_alloc_arrays(ptrs, sizes, 9);
+	return w->mem ? 0 : -1;
 }
 
 int fa_cpu_flash_bwd_launch(const struct fa_launch_args *a)
@@ -320,12 +279,8 @@ int fa_cpu_flash_bwd_launch(const struct fa_launch_args *a)
 		rc = FA_CPU_ERR_NOMEM;
 		goto done;
 	}
-	c.ktile_start[0] = c.qtile_start[0] = 0;
-	for (int b = 0; b < p->batch; b++) {
-		int32_t lq = fa_seq_q_len(p, a->cu_seqlens_q, b), lk = fa_seq_kv_len(p, a->cu_seqlens_k, b);
-		c.qtile_start[b + 1] = c.qtile_start[b] + (lq > 0 ? (lq + c.bq - 1) / c.bq : 0);
-		c.ktile_start[b + 1] = c.ktile_start[b] + (lk > 0 ? (lk + c.bk - 1) / c.bk : 0);
-	}
+	fa_cpu_block_starts(p, a, 0, c.bq, c.qtile_start);
+	fa_cpu_block_starts(p, a, 1, c.bk, c.ktile_start);
 	for (int t = 0; t < nthreads; t++)
 		if (alloc_scratch(&c.scratch[t], p, c.bq, c.bk) != 0) {
 			rc = FA_CPU_ERR_NOMEM;

@@ -1,6 +1,7 @@
 /* cpu_kernels.h - the CPU backend's kernels: the table the backend hands to
  * the harness, the launchers, and the CPU kernels' shared helpers (dtype
- * conversion of whole rows, locating a packed token's sequence).
+ * conversion of whole rows, locating a packed token's sequence, the work
+ * items' bookkeeping: cancellation, blocks per sequence, scratch arrays).
  *
  * Both kernels compute the full problem (every mask, GQA, varlen, prefix
  * lengths, both layouts, fp32/fp16/bf16) in fp32 arithmetic on a->nthreads
@@ -10,8 +11,10 @@
 #ifndef FA_CPU_KERNELS_H
 #define FA_CPU_KERNELS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../harness/run/backend_impl.h"
@@ -188,6 +191,103 @@ static inline int fa_cpu_seq_of_token(const struct fa_problem *p, const int32_t 
 			hi = mid - 1;
 	}
 	return lo;
+}
+
+/* 1 when the launch is to stop: *stopped was set by an earlier poll, or
+ * a->cancel is set now (then *stopped is set, so every thread stops at its
+ * next poll without reading a->cancel again). */
+static inline int fa_cpu_cancelled(atomic_int *stopped, const struct fa_launch_args *a)
+{
+	if (atomic_load_explicit(stopped, memory_order_relaxed))
+		return 1;
+	if (a->cancel && *a->cancel) {
+		atomic_store(stopped, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* Work items of block_len rows (keys = 0) or keys (keys = 1) of every
+ * sequence, numbered across sequences: fills start[0 .. batch] with the
+ * first block of each sequence, start[batch] being the count. */
+static inline void fa_cpu_block_starts(const struct fa_problem *p, const struct fa_launch_args *a,
+				       int keys, int32_t block_len, int64_t *start)
+{
+	start[0] = 0;
+	for (int b = 0; b < p->batch; b++) {
+		int32_t len = keys ? fa_seq_kv_len(p, a->cu_seqlens_k, b)
+				   : fa_seq_q_len(p, a->cu_seqlens_q, b);
+		start[b + 1] = start[b] + (len > 0 ? (len + block_len - 1) / block_len : 0);
+	}
+}
+
+/* The sequence of global block g, with start from fa_cpu_block_starts: the
+ * last b with start[b] <= g. */
+static inline int fa_cpu_seq_of_block(const int64_t *start, int batch, int64_t g)
+{
+	int lo = 0, hi = batch - 1;
+	while (lo < hi) {
+		int mid = lo + (hi - lo + 1) / 2;
+		if (start[mid] <= g)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* Work item g of the blocks fa_cpu_block_starts numbered (same keys and
+ * block_len): its sequence b, that sequence's lengths lq and lk, and the
+ * rows (keys = 1: keys) [first, first + n) of it that the item covers. */
+struct fa_cpu_block {
+	int b;
+	int32_t lq, lk, first, n;
+};
+
+static inline struct fa_cpu_block fa_cpu_block_of(const struct fa_problem *p,
+						  const struct fa_launch_args *a,
+						  const int64_t *start, int keys, int32_t block_len,
+						  int64_t g)
+{
+	struct fa_cpu_block k;
+	int32_t len;
+	k.b = fa_cpu_seq_of_block(start, p->batch, g);
+	k.lq = fa_seq_q_len(p, a->cu_seqlens_q, k.b);
+	k.lk = fa_seq_kv_len(p, a->cu_seqlens_k, k.b);
+	len = keys ? k.lk : k.lq;
+	k.first = (int32_t)((g - start[k.b]) * block_len);
+	k.n = len - k.first < block_len ? len - k.first : block_len;
+	return k;
+}
+
+/* Multiplies the n values of row by scale in place (the softmax scale of
+ * dQ and dK) and stores them into dst (dtype) from element off. */
+static inline void fa_cpu_store_scaled_row(void *dst, int dtype, int64_t off, float *row,
+					   float scale, int32_t n)
+{
+	for (int32_t d = 0; d < n; d++)
+		row[d] *= scale;
+	fa_cpu_store_row(dst, dtype, off, row, n);
+}
+
+/* Carves n float arrays of sizes[i] elements out of one 64-byte-aligned
+ * allocation, each starting on a 64-byte line, into *ptrs[i]. Returns the
+ * allocation (free() it) or NULL, the pointers then untouched. */
+static inline void *fa_cpu_alloc_arrays(float **const ptrs[], const size_t sizes[], int n)
+{
+	size_t total = 0;
+	float *base, *mem;
+	for (int i = 0; i < n; i++)
+		total += (sizes[i] + 15) / 16 * 16; /* 16 floats: a cache line */
+	mem = aligned_alloc(64, total * sizeof(float));
+	if (!mem)
+		return NULL;
+	base = mem;
+	for (int i = 0; i < n; i++) {
+		*ptrs[i] = base;
+		base += (sizes[i] + 15) / 16 * 16;
+	}
+	return mem;
 }
 
 #endif /* FA_CPU_KERNELS_H */

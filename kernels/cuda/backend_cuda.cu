@@ -6,18 +6,22 @@
  * tensor-core family's (flash_mma_table.cu) and the Hopper one's
  * (flash_wgmma.cu).
  *
- * Return codes are cudaError_t values, plus FA_CUDA_ERR_CUBLAS + status and
- * FA_CUDA_ERR_NVML + status (cuda_kernels.h). The CUDA-only host parts each
- * have their own section: NVML telemetry (dlopen'ed, no header needed) and
- * graph capture; cuBLAS lives in calibrate.cu.
+ * The members the HIP plugin has too (device description, memory, events,
+ * the input fill, the L2 flush, the reference, shutdown) and the start-up
+ * are written once, in kernels/common/fa_backend_gpu.h; this file gives
+ * that header its CUDA part. Return codes are cudaError_t values, plus
+ * FA_CUDA_ERR_CUBLAS + status and FA_CUDA_ERR_NVML + status
+ * (cuda_kernels.h). The CUDA-only host parts each have their own section:
+ * NVML telemetry (dlopen'ed, no header needed) and graph capture; cuBLAS
+ * lives in calibrate.cu.
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/fa_backend_gpu.h"
 #include "cuda_kernels.h"
 #include "flash_mma.h"
 #include "flash_wgmma.h"
@@ -61,174 +65,27 @@ constexpr int CU_N_KERNELS = (int)(sizeof cu_kernels / sizeof cu_kernels[0]);
 constexpr int64_t CU_FLUSH_L2_FACTOR = 4;
 constexpr int64_t CU_FLUSH_MIN_BYTES = (int64_t)64 << 20;
 
-struct fa_cuda_ctx *cu_ctx(void *ctx)
-{
-	return (struct fa_cuda_ctx *)ctx;
-}
+/* ---- the backend's part of fa_backend_gpu.h ---- */
 
-/* Makes the plugin's device current on the calling thread (the runtime's
- * current device is per thread; the harness may call from several). */
-int cu_bind(struct fa_cuda_ctx *c)
-{
-	int cur = -1;
-	if (cudaGetDevice(&cur) == cudaSuccess && cur == c->device)
-		return 0;
-	return (int)cudaSetDevice(c->device);
-}
-
-/* ---- device description ---- */
-
-void cu_version_text(int v, char *buf, size_t size)
+void fa_gpu_version_text(int v, char *buf, size_t size)
 {
 	/* the runtime encodes 13.0 as 13000 */
 	snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10);
 }
 
-int cu_fill_info(struct fa_cuda_ctx *c)
+void fa_gpu_describe(const struct fa_cuda_ctx *c, const cudaDeviceProp *prop,
+		     struct fa_device_info *info)
 {
-	struct fa_device_info *info = &c->info;
-	cudaDeviceProp prop;
-	size_t free_b = 0, total_b = 0;
-	int v = 0, code;
-	memset(info, 0, sizeof *info);
-	if ((code = (int)cudaGetDeviceProperties(&prop, c->device)) != 0)
-		return code;
-	snprintf(info->name, sizeof info->name, "%.127s", prop.name);
-	snprintf(info->arch, sizeof info->arch, "sm_%d%d", prop.major, prop.minor);
-	if (cudaDriverGetVersion(&v) == cudaSuccess)
-		cu_version_text(v, info->driver, sizeof info->driver);
-	if (cudaRuntimeGetVersion(&v) == cudaSuccess)
-		cu_version_text(v, info->runtime, sizeof info->runtime);
-	if ((code = (int)cudaMemGetInfo(&free_b, &total_b)) != 0)
-		return code;
-	info->mem_total_bytes = (int64_t)total_b;
-	info->mem_free_bytes = (int64_t)free_b;
-	info->sm_count = prop.multiProcessorCount;
-	info->l2_bytes = prop.l2CacheSize;
+	int v = 0;
+	snprintf(info->arch, sizeof info->arch, "sm_%d%d", prop->major, prop->minor);
 	if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, c->device) == cudaSuccess)
 		info->clock_mhz = v / 1000.0; /* kHz */
-	info->host_memory = 0;
-	return 0;
 }
 
-int cu_device_info(void *ctx, struct fa_device_info *out)
+/* One line for a runtime error: "cudaErrorX (what it means)". */
+void fa_gpu_why(char *why, size_t why_size, const char *what, cudaError_t e)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	size_t free_b = 0, total_b = 0;
-	int code;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	if ((code = (int)cudaMemGetInfo(&free_b, &total_b)) != 0)
-		return code;
-	c->info.mem_free_bytes = (int64_t)free_b;
-	*out = c->info;
-	return 0;
-}
-
-/* ---- memory ---- */
-
-int cu_alloc(void *ctx, size_t bytes, void **ptr)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	*ptr = NULL;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	/* a zero-byte request still gets a real pointer: NULL means failure */
-	code = (int)cudaMalloc(ptr, bytes ? bytes : 1);
-	if (code != 0) {
-		*ptr = NULL;
-		(void)cudaGetLastError(); /* an out-of-memory must not haunt the next launch */
-	}
-	return code;
-}
-
-void cu_free(void *ctx, void *ptr)
-{
-	(void)ctx;
-	if (ptr)
-		(void)cudaFree(ptr);
-}
-
-int cu_copy(struct fa_cuda_ctx *c, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
-{
-	int code;
-	if (bytes == 0)
-		return 0;
-	if ((code = cu_bind(c)) != 0 ||
-	    (code = (int)cudaMemcpyAsync(dst, src, bytes, kind, c->stream)) != 0 ||
-	    (code = (int)cudaStreamSynchronize(c->stream)) != 0)
-		return code;
-	return 0;
-}
-
-int cu_upload(void *ctx, void *dst, const void *src, size_t bytes)
-{
-	return cu_copy(cu_ctx(ctx), dst, src, bytes, cudaMemcpyHostToDevice);
-}
-
-int cu_download(void *ctx, void *dst, const void *src, size_t bytes)
-{
-	return cu_copy(cu_ctx(ctx), dst, src, bytes, cudaMemcpyDeviceToHost);
-}
-
-int cu_memset(void *ctx, void *dst, int byte, size_t bytes)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	if (bytes == 0)
-		return 0;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	return (int)cudaMemsetAsync(dst, byte, bytes, c->stream);
-}
-
-int cu_synchronize(void *ctx)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	return (int)cudaStreamSynchronize(c->stream);
-}
-
-/* ---- events ---- */
-
-int cu_event_create(void *ctx, void **ev)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	cudaEvent_t e = NULL;
-	int code;
-	*ev = NULL;
-	if ((code = cu_bind(c)) != 0 || (code = (int)cudaEventCreate(&e)) != 0)
-		return code;
-	*ev = (void *)e;
-	return 0;
-}
-
-int cu_event_record(void *ctx, void *ev)
-{
-	return (int)cudaEventRecord((cudaEvent_t)ev, cu_ctx(ctx)->stream);
-}
-
-int cu_event_elapsed_ms(void *ctx, void *start, void *stop, double *ms)
-{
-	float f = 0.0f;
-	int code;
-	(void)ctx;
-	*ms = 0.0;
-	if ((code = (int)cudaEventSynchronize((cudaEvent_t)stop)) != 0 ||
-	    (code = (int)cudaEventElapsedTime(&f, (cudaEvent_t)start, (cudaEvent_t)stop)) != 0)
-		return code;
-	*ms = f;
-	return 0;
-}
-
-void cu_event_destroy(void *ctx, void *ev)
-{
-	(void)ctx;
-	if (ev)
-		(void)cudaEventDestroy((cudaEvent_t)ev);
+	snprintf(why, why_size, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 /* ---- kernels: ours, then the tensor-core family's (flash_mma_table.cu),
@@ -299,48 +156,16 @@ int cu_is_sticky(void *ctx, int code)
 
 /* ---- data, cache, reference ---- */
 
-int cu_fill_random(void *ctx, void *dst, const struct fa_problem *p, int tensor, int dist,
-		   uint64_t seed)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	return fa_cuda_fill_random(c->stream, dst, p, tensor, dist, seed);
-}
-
 int cu_flush_cache(void *ctx)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	if (!c->flush_buf) {
-		int64_t bytes = CU_FLUSH_L2_FACTOR * c->info.l2_bytes;
-		if (bytes < CU_FLUSH_MIN_BYTES)
-			bytes = CU_FLUSH_MIN_BYTES;
-		if ((code = cu_alloc(ctx, (size_t)bytes, &c->flush_buf)) != 0)
-			return code;
-		c->flush_bytes = (size_t)bytes;
-	}
-	/* a different byte each time, so no write can be elided as a no-op */
-	return (int)cudaMemsetAsync(c->flush_buf, (int)(c->flush_count++ & 0xffu), c->flush_bytes,
-				    c->stream);
-}
-
-int cu_reference(void *ctx, const struct fa_launch_args *a, const int64_t *rows, int64_t n_rows,
-		 double *out)
-{
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
-	int code;
-	if ((code = cu_bind(c)) != 0)
-		return code;
-	return fa_cuda_reference(c->stream, a, rows, n_rows, out);
+	return fa_gpu_flush_cache(ctx, CU_FLUSH_L2_FACTOR, CU_FLUSH_MIN_BYTES);
 }
 
 int cu_calibrate(void *ctx, struct fa_calibration *out)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
+	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);
 	int code;
-	if ((code = cu_bind(c)) != 0)
+	if ((code = fa_gpu_bind(c)) != 0)
 		return code;
 	return fa_cuda_calibrate(c->stream, &c->info, out);
 }
@@ -428,7 +253,7 @@ fail:
 
 int cu_telemetry(void *ctx, struct fa_telemetry *out)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
+	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);
 	struct fa_cuda_nvml *n;
 	unsigned u = 0;
 	unsigned long long bits = 0;
@@ -460,7 +285,7 @@ int cu_telemetry(void *ctx, struct fa_telemetry *out)
 int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
 		    int n_launches, void **graph)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
+	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);
 	struct fa_launch_args ca = *a;
 	cudaGraph_t g = NULL;
 	cudaGraphExec_t ge = NULL;
@@ -468,7 +293,7 @@ int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch
 	*graph = NULL;
 	if (!k || !k->launch || n_launches < 1)
 		return (int)cudaErrorInvalidValue;
-	if ((code = cu_bind(c)) != 0)
+	if ((code = fa_gpu_bind(c)) != 0)
 		return code;
 	ca.stream = (void *)c->stream; /* the launcher must queue where we capture */
 	ca.backend_ctx = ctx;
@@ -493,7 +318,7 @@ int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch
 
 int cu_graph_launch(void *ctx, void *graph)
 {
-	return (int)cudaGraphLaunch((cudaGraphExec_t)graph, cu_ctx(ctx)->stream);
+	return (int)cudaGraphLaunch((cudaGraphExec_t)graph, fa_gpu_ctx(ctx)->stream);
 }
 
 void cu_graph_destroy(void *ctx, void *graph)
@@ -507,171 +332,77 @@ void cu_graph_destroy(void *ctx, void *graph)
 
 void cu_shutdown(void *ctx)
 {
-	struct fa_cuda_ctx *c = cu_ctx(ctx);
+	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);
 	if (!c)
 		return;
-	cu_bind(c);
-	(void)cudaStreamSynchronize(c->stream);
-	if (c->flush_buf)
-		(void)cudaFree(c->flush_buf);
-	(void)cudaStreamDestroy(c->stream);
+	fa_gpu_release(c);
 	cu_nvml_close(c->nvml);
 	free(c);
-}
-
-/* ---- stream (version 2): the harness passes it to every launch, ours and
- * kernel plugins' ---- */
-
-void *cu_stream(void *ctx)
-{
-	return (void *)cu_ctx(ctx)->stream;
 }
 
 /* Every member of struct fa_backend_i, in its order (C++17 has no
  * designated initialisers). */
 const struct fa_backend_i cu_iface = {
-	cu_device_info,
-	cu_alloc,
-	cu_free,
-	cu_upload,
-	cu_download,
-	cu_memset,
-	cu_synchronize,
-	cu_event_create,
-	cu_event_record,
-	cu_event_elapsed_ms,
-	cu_event_destroy,
+	fa_gpu_device_info,
+	fa_gpu_alloc,
+	fa_gpu_free,
+	fa_gpu_upload,
+	fa_gpu_download,
+	fa_gpu_memset,
+	fa_gpu_synchronize,
+	fa_gpu_event_create,
+	fa_gpu_event_record,
+	fa_gpu_event_elapsed_ms,
+	fa_gpu_event_destroy,
 	cu_kernel_count,
 	cu_kernel_get,
 	cu_error_string,
 	cu_is_sticky,
-	cu_fill_random,
+	fa_gpu_fill_random,
 	cu_flush_cache,
 	cu_shutdown,
-	cu_reference,
+	fa_gpu_reference,
 	cu_telemetry,
 	cu_graph_create,
 	cu_graph_launch,
 	cu_graph_destroy,
 	cu_calibrate,
 	/* version 2 */
-	cu_stream,
+	fa_gpu_stream,
 };
 
 /* ---- start-up ---- */
 
-/* One line for a runtime error: "cudaErrorX (what it means)". */
-void cu_why(char *why, size_t why_size, const char *what, cudaError_t e)
+/* Why cudaGetDeviceCount failed with e, other than for want of a device. */
+void cu_why_unusable(cudaError_t e, char *why, size_t why_size)
 {
-	snprintf(why, why_size, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+	if (e == cudaErrorInsufficientDriver) {
+		/* the usual cause on a machine without a GPU: no driver at all */
+		void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (drv)
+			dlclose(drv);
+		fa_gpu_why(why, why_size, drv ? "CUDA driver too old for this runtime"
+					      : "no CUDA driver (libcuda.so.1 not found)",
+			   e);
+		return;
+	}
+	fa_gpu_why(why, why_size, "CUDA runtime unusable", e);
 }
 
-/* The device ordinal from $FABENCH_CUDA_DEVICE (default 0); -1 with a reason
- * when it is not a number. */
-int cu_device_from_env(char *why, size_t why_size)
-{
-	const char *env = getenv("FABENCH_CUDA_DEVICE");
-	char *end = NULL;
-	long v;
-	if (!env || !*env)
-		return 0;
-	errno = 0;
-	v = strtol(env, &end, 10);
-	if (errno || *end || v < 0 || v > 1024) {
-		snprintf(why, why_size, "FABENCH_CUDA_DEVICE '%s' is not a device number", env);
-		return -1;
-	}
-	return (int)v;
-}
+const struct fa_gpu_plugin cu_plugin = {
+	"cuda",
+	"CUDA",
+	"FABENCH_CUDA_DEVICE",
+	cudaDevAttrMaxSharedMemoryPerBlockOptin,
+	"",
+	cu_why_unusable,
+	&cu_iface,
+};
 
 } /* namespace */
 
 extern "C" int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,
 				      size_t why_size)
 {
-	struct fa_cuda_ctx *c = NULL;
-	int dev, count = 0, optin = 0;
-	cudaError_t e;
-	if (harness_api_version < FA_BACKEND_API_VERSION) {
-		snprintf(why, why_size,
-			 "harness reads backend API versions up to %d; the cuda plugin is version %d",
-			 harness_api_version, FA_BACKEND_API_VERSION);
-		return 1;
-	}
-	if ((dev = cu_device_from_env(why, why_size)) < 0)
-		return 1;
-	e = cudaGetDeviceCount(&count);
-	if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) {
-		cu_why(why, why_size, "no CUDA device", cudaErrorNoDevice);
-		(void)cudaGetLastError();
-		return 1;
-	}
-	if (e == cudaErrorInsufficientDriver) {
-		/* the usual cause on a machine without a GPU: no driver at all */
-		void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-		if (drv)
-			dlclose(drv);
-		cu_why(why, why_size, drv ? "CUDA driver too old for this runtime"
-					  : "no CUDA driver (libcuda.so.1 not found)",
-		       e);
-		return 1;
-	}
-	if (e != cudaSuccess) {
-		cu_why(why, why_size, "CUDA runtime unusable", e);
-		return 1;
-	}
-	if (dev >= count) {
-		snprintf(why, why_size, "FABENCH_CUDA_DEVICE %d out of range: %d CUDA device%s", dev,
-			 count, count == 1 ? "" : "s");
-		return 1;
-	}
-	if ((e = cudaSetDevice(dev)) != cudaSuccess) {
-		cu_why(why, why_size, "cannot use CUDA device", e);
-		return 1;
-	}
-	c = (struct fa_cuda_ctx *)calloc(1, sizeof *c);
-	if (!c) {
-		snprintf(why, why_size, "out of memory");
-		return 1;
-	}
-	c->device = dev;
-	/* A blocking stream: work a launcher queues on the legacy default stream
-	 * (a->stream NULL, as the runner passes) is still ordered with it and
-	 * inside its timing events. */
-	if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamDefault)) != cudaSuccess) {
-		cu_why(why, why_size, "cannot create a CUDA stream", e);
-		free(c);
-		return 1;
-	}
-	if ((e = (cudaError_t)cu_fill_info(c)) != cudaSuccess) {
-		cu_why(why, why_size, "cannot describe the CUDA device", e);
-		goto fail;
-	}
-	if ((e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
-	    cudaSuccess) {
-		cu_why(why, why_size, "cannot query shared memory", e);
-		goto fail;
-	}
-	c->smem_optin_bytes = optin;
-	/* also proves the build has code for this device */
-	if ((e = (cudaError_t)fa_cuda_flash_simt_setup(optin)) != cudaSuccess) {
-		char what[200];
-		snprintf(what, sizeof what, "cannot set up kernels on %.127s (%.15s)", c->info.name,
-			 c->info.arch);
-		cu_why(why, why_size, what, e);
-		goto fail;
-	}
-
-	memset(out, 0, sizeof *out);
-	out->api_version = FA_BACKEND_API_VERSION;
-	out->struct_size = (uint32_t)sizeof *out;
-	out->name = "cuda";
-	out->context = c;
-	out->iface = &cu_iface;
-	return 0;
-fail:
-	(void)cudaStreamDestroy(c->stream);
-	free(c);
-	(void)cudaGetLastError();
-	return 1;
+	return fa_gpu_plugin_init(&cu_plugin, harness_api_version, out, why, why_size);
 }

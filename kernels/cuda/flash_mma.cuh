@@ -1075,7 +1075,6 @@ static __device__ __forceinline__ void combine_row(const params &prm, int64_t r,
 	const int dv = p.head_dim_v; /* the real width (the d72 instances compute 80) */
 	constexpr int CN = (DV + 63) / 64; /* column pairs per lane */
 	float acc[CN][2] = {};
-#pragma unroll 4
 	for (int s = 0; s < S; ++s) { /* every lane takes part in the shuffle */
 		const float w = fa_mma_shfl(s < 32 ? w0 : w1, s & 31);
 #pragma unroll
@@ -1129,7 +1128,6 @@ static __device__ __forceinline__ void sk_fixup_row(const params &prm, int64_t t
 	const int dv = prm.p.head_dim_v; /* the real width (the d72 instances compute 80) */
 	constexpr int CN = (DV + 63) / 64; /* column pairs per lane */
 	float acc[CN][2] = {};
-#pragma unroll 4
 	for (int s = 0; s < S; ++s) {
 		const int64_t slot = fa_sk_slot(&prm.sk, c0 + s, t);
 		const float w = fa_mma_exp2(prm.ws_lse[slot * BM + r] - mu); /* one address: broadcast */

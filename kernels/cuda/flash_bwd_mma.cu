@@ -102,25 +102,6 @@ static __device__ __forceinline__ uint32_t at(int row, int col)
 	return (uint32_t)TL::at_rt(row, col >> 3) * 16u + (uint32_t)(col & 7) * 2u;
 }
 
-/* ldmatrix x4 address patterns (rows r0.., chunk c0..; lane l):
- *   X: row r0 + l%8 + 8 ((l/8)%2), chunk c0 + l/16 - an A fragment from a
- *      row-major [m][k] tile, or (.trans) B fragments of n-tiles c0, c0+1
- *      from a row-major [k][n] tile;
- *   Y: row r0 + l%8 + 8 (l/16), chunk c0 + (l/8)%2 - B fragments of
- *      n-tiles r0, r0+8 from a row-major [n][k] tile, or (.trans) an A
- *      fragment from a row-major [k][m] tile. */
-template <class TL>
-static __device__ __forceinline__ uint32_t addr_x(uint32_t base, int lane, int r0, int c0)
-{
-	return base + (uint32_t)TL::at_rt(r0 + (lane & 7) + ((lane >> 3) & 1) * 8, c0 + (lane >> 4)) * 16u;
-}
-
-template <class TL>
-static __device__ __forceinline__ uint32_t addr_y(uint32_t base, int lane, int r0, int c0)
-{
-	return base + (uint32_t)TL::at_rt(r0 + (lane & 7) + (lane >> 4) * 8, c0 + ((lane >> 3) & 1)) * 16u;
-}
-
 /* cp.async of `rows` rows of a ROWS x COLS tile: row r from src + row_off(r)
  * (elements), its first `width` columns; other chunks and rows zero-filled. */
 template <class TL, int NT, class RowFn>
@@ -133,6 +114,18 @@ static __device__ __forceinline__ void load_tile(uint32_t base, int tid, const u
 		const uint16_t *g = ok ? src + row_off(r) + c * 8 : src;
 		fa_mma::fa_mma_cp_async_16<0>(base + (uint32_t)TL::at_rt(r, c) * 16u, g, ok ? 16u : 0u);
 	}
+}
+
+/* row[0] += x, row[1] += y atomically (row 8-byte aligned): one vector
+ * reduction on sm_90, two scalar ones before. */
+static __device__ __forceinline__ void add2(float *row, float x, float y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	atomicAdd((float2 *)row, make_float2(x, y));
+#else
+	atomicAdd(row, x);
+	atomicAdd(row + 1, y);
+#endif
 }
 
 /* 1 when every (query, key) pair of query rows [i0, i0 + BM) and keys
@@ -221,6 +214,20 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	const int q0 = wd * CFG::QW;         /* its queries in the score step */
 	const int rq = warp % CFG::NQR, qd = warp / CFG::NQR; /* dQ step */
 	const float scale_log2 = p.scale * LOG2E;
+	/* the lanes' ldmatrix offsets (fa_mma::lane_off: the swizzle once, the
+	 * rest immediates): pattern X (row l%8 + 8 ((l/8)%2), chunk l/16) for A
+	 * from a [m][k] tile and .trans B from a [k][n] tile; pattern Y (row
+	 * l%8 + 8 (l/16), chunk (l/8)%2) for B from a [n][k] tile and .trans A
+	 * from a [k][m] tile */
+	const int xr = (lane & 7) + ((lane >> 3) & 1) * 8, xc = lane >> 4;
+	const int yr = (lane & 7) + (lane >> 4) * 8, yc = (lane >> 3) & 1;
+	const fa_mma::lane_off<TK> lk_a(kr0 + xr, xc), lk_t(xr, xc);
+	const fa_mma::lane_off<TV> lv_a(kr0 + xr, xc);
+	const fa_mma::lane_off<TQ> lq_b(q0 + yr, yc), lq_t(xr, xc);
+	const fa_mma::lane_off<TO> lo_b(q0 + yr, yc), lo_t(xr, xc);
+	const fa_mma::lane_off<TP> lp_a(kr0 + xr, xc);
+	const uint32_t ds_a = sDS + (uint32_t)TP::at_rt(yr, 2 * rq + yc) * 16u;
+	static_assert(TP::P == 1 && TP::W == 0, "dS^T is one full panel of 64 queries");
 
 	float dk[CFG::DKW / 8][4], dv[CFG::DVW / 8][4];
 	static_for<CFG::DKW / 8>([&](auto n) {
@@ -253,11 +260,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 		static_for<CFG::D / 16>([&](auto kc) {
 			constexpr int C = 2 * decltype(kc)::value;
 			uint32_t af[4];
-			fa_mma::fa_mma_ldsm_x4<0>(af, addr_x<TK>(sK, lane, kr0, C));
+			fa_mma::ldsm<C, 0>(af, sK, lk_a);
 			static_for<CFG::QW / 16>([&](auto nq) {
 				constexpr int N = decltype(nq)::value;
 				uint32_t bf[4];
-				fa_mma::fa_mma_ldsm_x4<0>(bf, addr_y<TQ>(sQ, lane, q0 + 16 * N, C));
+				fa_mma::ldsm<C, 16 * N>(bf, sQ, lq_b);
 				fa_mma::fa_mma_16816<T>(sc[2 * N], af, bf[0], bf[1]);
 				fa_mma::fa_mma_16816<T>(sc[2 * N + 1], af, bf[2], bf[3]);
 			});
@@ -265,11 +272,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 		static_for<CFG::DV / 16>([&](auto kc) {
 			constexpr int C = 2 * decltype(kc)::value;
 			uint32_t af[4];
-			fa_mma::fa_mma_ldsm_x4<0>(af, addr_x<TV>(sV, lane, kr0, C));
+			fa_mma::ldsm<C, 0>(af, sV, lv_a);
 			static_for<CFG::QW / 16>([&](auto nq) {
 				constexpr int N = decltype(nq)::value;
 				uint32_t bf[4];
-				fa_mma::fa_mma_ldsm_x4<0>(bf, addr_y<TO>(sO, lane, q0 + 16 * N, C));
+				fa_mma::ldsm<C, 16 * N>(bf, sO, lo_b);
 				fa_mma::fa_mma_16816<T>(dp[2 * N], af, bf[0], bf[1]);
 				fa_mma::fa_mma_16816<T>(dp[2 * N + 1], af, bf[2], bf[3]);
 			});
@@ -308,26 +315,29 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 		__syncthreads(); /* P^T and dS^T complete */
 
 		/* ---- dV += P^T dO, dK += dS^T Q: 16 keys x a column slice ---- */
-		static_for<BM / 16>([&](auto kq) {
-			constexpr int C = 2 * decltype(kq)::value; /* query chunk */
-			uint32_t ap[4], ad[4];
-			fa_mma::fa_mma_ldsm_x4<0>(ap, addr_x<TP>(sP, lane, kr0, C));
-			fa_mma::fa_mma_ldsm_x4<0>(ad, addr_x<TP>(sDS, lane, kr0, C));
-			static_for<CFG::DVW / 16>([&](auto nd) {
-				constexpr int N = decltype(nd)::value;
-				uint32_t bf[4];
-				fa_mma::fa_mma_ldsm_x4_trans<0>(
-					bf, addr_x<TO>(sO, lane, 8 * C, (wd * CFG::DVW) / 8 + 2 * N));
-				fa_mma::fa_mma_16816<T>(dv[2 * N], ap, bf[0], bf[1]);
-				fa_mma::fa_mma_16816<T>(dv[2 * N + 1], ap, bf[2], bf[3]);
-			});
-			static_for<CFG::DKW / 16>([&](auto nd) {
-				constexpr int N = decltype(nd)::value;
-				uint32_t bf[4];
-				fa_mma::fa_mma_ldsm_x4_trans<0>(
-					bf, addr_x<TQ>(sQ, lane, 8 * C, (wd * CFG::DKW) / 8 + 2 * N));
-				fa_mma::fa_mma_16816<T>(dk[2 * N], ad, bf[0], bf[1]);
-				fa_mma::fa_mma_16816<T>(dk[2 * N + 1], ad, bf[2], bf[3]);
+		static_for<CFG::NWD>([&](auto wdc) {
+			constexpr int WD = decltype(wdc)::value; /* the column slice, as a constant */
+			if (wd != WD)
+				return;
+			static_for<BM / 16>([&](auto kq) {
+				constexpr int C = 2 * decltype(kq)::value; /* query chunk */
+				uint32_t ap[4], ad[4];
+				fa_mma::ldsm<C, 0>(ap, sP, lp_a);
+				fa_mma::ldsm<C, 0>(ad, sDS, lp_a);
+				static_for<CFG::DVW / 16>([&](auto nd) {
+					constexpr int N = decltype(nd)::value;
+					uint32_t bf[4];
+					fa_mma::ldsm_t<WD * CFG::DVW / 8 + 2 * N, 8 * C>(bf, sO, lo_t);
+					fa_mma::fa_mma_16816<T>(dv[2 * N], ap, bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(dv[2 * N + 1], ap, bf[2], bf[3]);
+				});
+				static_for<CFG::DKW / 16>([&](auto nd) {
+					constexpr int N = decltype(nd)::value;
+					uint32_t bf[4];
+					fa_mma::ldsm_t<WD * CFG::DKW / 8 + 2 * N, 8 * C>(bf, sQ, lq_t);
+					fa_mma::fa_mma_16816<T>(dk[2 * N], ad, bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(dk[2 * N + 1], ad, bf[2], bf[3]);
+				});
 			});
 		});
 
@@ -339,17 +349,22 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 					dq[decltype(n)::value][decltype(e)::value] = 0.f;
 				});
 			});
-			static_for<BN / 16>([&](auto kk) {
-				constexpr int K0 = 16 * decltype(kk)::value; /* key rows */
-				uint32_t af[4];
-				fa_mma::fa_mma_ldsm_x4_trans<0>(af, addr_y<TP>(sDS, lane, K0, 2 * rq));
-				static_for<CFG::DQW / 16>([&](auto nd) {
-					constexpr int N = decltype(nd)::value;
-					uint32_t bf[4];
-					fa_mma::fa_mma_ldsm_x4_trans<0>(
-						bf, addr_x<TK>(sK, lane, K0, (qd * CFG::DQW) / 8 + 2 * N));
-					fa_mma::fa_mma_16816<T>(dq[2 * N], af, bf[0], bf[1]);
-					fa_mma::fa_mma_16816<T>(dq[2 * N + 1], af, bf[2], bf[3]);
+			static_for<CFG::NQD>([&](auto qdc) {
+				constexpr int QD = decltype(qdc)::value;
+				if (qd != QD)
+					return;
+				static_for<BN / 16>([&](auto kk) {
+					constexpr int K0 = 16 * decltype(kk)::value; /* key rows */
+					uint32_t af[4];
+					/* TP is one full panel: rows K0.. are K0 x 128 bytes on */
+					fa_mma::fa_mma_ldsm_x4_trans<K0 * 128>(af, ds_a);
+					static_for<CFG::DQW / 16>([&](auto nd) {
+						constexpr int N = decltype(nd)::value;
+						uint32_t bf[4];
+						fa_mma::ldsm_t<QD * CFG::DQW / 8 + 2 * N, K0>(bf, sK, lk_t);
+						fa_mma::fa_mma_16816<T>(dq[2 * N], af, bf[0], bf[1]);
+						fa_mma::fa_mma_16816<T>(dq[2 * N + 1], af, bf[2], bf[3]);
+					});
 				});
 			});
 			float *dst = a.dq_acc + (a.det ? (int64_t)kb * a.dq_rows * p.head_dim : 0);
@@ -366,8 +381,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 								row[c] = dq[N][2 * H];
 								row[c + 1] = dq[N][2 * H + 1];
 							} else {
-								atomicAdd(row + c, dq[N][2 * H]);
-								atomicAdd(row + c + 1, dq[N][2 * H + 1]);
+								add2(row + c, dq[N][2 * H], dq[N][2 * H + 1]);
 							}
 						}
 					});

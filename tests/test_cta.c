@@ -169,3 +169,54 @@ FA_TEST(cta, online_softmax_edge_rules)
 	FA_CHECK(fa_cta_key_allowed(3, 0, 4, 0) && !fa_cta_key_allowed(4, 0, 4, 0));
 	FA_CHECK(fa_cta_key_allowed(1, 5, 9, 2)); /* a prefix key */
 }
+
+/* fa_cta_rows_for_keys (the tensor-core backward's query range of a key
+ * block) by brute force: every row that may see a key of the block lies in
+ * the range, and, without a prefix key in the block, the range's first and
+ * last rows do see one (the range is tight, so no block of work is wasted
+ * at either end). Every mask, q_len above and below kv_len, windows and
+ * prefixes, blocks of 1 to 64 keys. */
+FA_TEST(cta, rows_for_keys_hold_every_row_that_sees_the_block)
+{
+	static const int lens[][2] = {{1, 1}, {17, 113}, {113, 17}, {64, 64}, {200, 150}, {5, 300}};
+	static const int windows[] = {1, 7, 64, 1000};
+	static const int pfxs[] = {0, 1, 40, 500};
+	static const int bns[] = {1, 16, 64};
+	int bad = 0;
+	for (int mask = 0; mask < FA_MASK_COUNT; mask++)
+		for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+			for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++)
+				for (size_t pi = 0; pi < sizeof pfxs / sizeof pfxs[0]; pi++)
+					for (size_t bi = 0; bi < sizeof bns / sizeof bns[0]; bi++) {
+						const int lq = lens[l][0], lk = lens[l][1], bn = bns[bi];
+						const int win = windows[wi];
+						int pfx = mask == FA_MASK_PREFIX_LM ? pfxs[pi] : 0;
+						pfx = pfx > lk ? lk : pfx;
+						for (int j0 = 0; j0 < lk && bad < 5; j0 += bn) {
+							const int nk = lk - j0 < bn ? lk - j0 : bn;
+							int ib, ie, first = -1, last = -1;
+							fa_cta_rows_for_keys(mask, lq, lk, win, pfx, j0, nk,
+									     &ib, &ie);
+							for (int i = 0; i < lq; i++)
+								for (int j = j0; j < j0 + nk; j++)
+									if (fa_mask_allows(mask, i, j, lq, lk,
+											   pfx, win)) {
+										if (first < 0)
+											first = i;
+										last = i;
+									}
+							if (first >= 0 && (first < ib || last >= ie)) {
+								bad++;
+								FA_CHECKF(0, "mask %d lq %d lk %d win %d pfx %d keys [%d, %d): rows [%d, %d] outside [%d, %d)",
+									  mask, lq, lk, win, pfx, j0, j0 + nk, first, last, ib, ie);
+							}
+							if (j0 >= pfx && ie > ib &&
+							    (first != ib || last != ie - 1)) {
+								bad++;
+								FA_CHECKF(0, "mask %d lq %d lk %d win %d pfx %d keys [%d, %d): range [%d, %d) not tight (rows %d..%d)",
+									  mask, lq, lk, win, pfx, j0, j0 + nk, ib, ie, first, last);
+							}
+						}
+					}
+	FA_CHECK(bad == 0);
+}

@@ -420,11 +420,13 @@ FA_TEST(cuda, flash_simt_outliers)
 	check_kernel("cuda_flash_simt", FA_DIST_OUTLIERS, ARITH_OUTLIERS);
 }
 
-/* cuda_flash_bwd_simt after cuda_flash_simt (which writes the LSE) on every
- * kernel case: dQ, dK, dV of every row against the CPU reference under the
- * tolerance rule, no element left poisoned, and the same bits on a second
- * launch (no atomics). */
-FA_TEST(cuda, flash_bwd_simt_matches_reference)
+/* A backward kernel (bname) after its forward (fname, which writes the
+ * LSE) on cases[0..n): dQ, dK, dV of every row against the CPU reference
+ * under check_rule (enum fa_check_rule), no element left poisoned, and, when
+ * same_bits, the same bits on a second launch. params: the backward's
+ * tunables (NULL: its defaults). */
+static void check_bwd(const char *fname, const char *bname, const struct spec *cases, size_t n,
+		      const int32_t *params, int check_rule, int same_bits)
 {
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *fk, *bk;
@@ -432,12 +434,13 @@ FA_TEST(cuda, flash_bwd_simt_matches_reference)
 	uint64_t seed;
 	if (!s)
 		return;
-	fk = find_kernel(s, "cuda_flash_simt");
-	bk = find_kernel(s, "cuda_flash_bwd_simt");
+	fk = find_kernel(s, fname);
+	bk = find_kernel(s, bname);
 	FA_REQUIRE(fk && bk && fa_kernel_writes_lse(fk) && fa_kernel_pass(bk) == FA_PASS_BWD);
-	fa_check_defaults(&cfg); /* the tolerance rule: test_bwd.c says why */
+	fa_check_defaults(&cfg);
+	cfg.rule = check_rule;
 	seed = fa_test_seed();
-	for (size_t i = 0; i < sizeof kernel_cases / sizeof kernel_cases[0]; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct fa_problem *p;
 		struct tcase t;
 		struct bufs d;
@@ -450,9 +453,9 @@ FA_TEST(cuda, flash_bwd_simt_matches_reference)
 		int64_t nq, nk, *qr = NULL, *kr = NULL;
 		char what[64];
 		int code;
-		build(&kernel_cases[i], &t);
+		build(&cases[i], &t);
 		p = &t.p;
-		snprintf(what, sizeof what, "cuda_flash_bwd_simt case %zu", i);
+		snprintf(what, sizeof what, "%s case %zu", bname, i);
 		code = bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d);
 		hdo = malloc(tensor_bytes(p, FA_TENSOR_DO) + 1);
 		FA_REQUIRE(code == 0 && hdo);
@@ -466,14 +469,15 @@ FA_TEST(cuda, flash_bwd_simt_matches_reference)
 		if (code == 0)
 			code = BE.alloc(CTX, sizeof(float) * (size_t)p->total_q * p->heads + 4, &lse);
 		if (code == 0)
-			code = BE.alloc(CTX, bk->workspace_bytes(p, NULL) + 4, &bws);
+			code = BE.alloc(CTX, bk->workspace_bytes(p, params) + 4, &bws);
 		FA_REQUIRE(code == 0);
 		launch_args(s, &t, &d, &a);
 		a.struct_size = sizeof a;
 		a.lse = lse;
 		code = fk->launch(&a);
 		a.workspace = bws;
-		a.workspace_bytes = bk->workspace_bytes(p, NULL);
+		a.workspace_bytes = bk->workspace_bytes(p, params);
+		a.params = params;
 		a.d_o = ddo;
 		a.dq = dg[0];
 		a.dk = dg[1];
@@ -515,7 +519,8 @@ FA_TEST(cuda, flash_bwd_simt_matches_reference)
 								  reason, sizeof reason) ==
 						  FA_VERDICT_PASS,
 					  "%s: d%c: %s", what, "QKV"[j], reason);
-				FA_CHECKF(memcmp(h1[j], h2[j], tensor_bytes(p, tensors[j])) == 0,
+				FA_CHECKF(!same_bits ||
+						  memcmp(h1[j], h2[j], tensor_bytes(p, tensors[j])) == 0,
 					  "%s: d%c differs between two launches", what, "QKV"[j]);
 			}
 			fa_ref_grad_free(&g);
@@ -539,6 +544,85 @@ FA_TEST(cuda, flash_bwd_simt_matches_reference)
 		free(kr);
 		bufs_free(s, &d);
 	}
+}
+
+/* cuda_flash_bwd_simt on every kernel case, under the tolerance rule
+ * (test_bwd.c says why); no atomics, so the same bits twice. */
+FA_TEST(cuda, flash_bwd_simt_matches_reference)
+{
+	check_bwd("cuda_flash_simt", "cuda_flash_bwd_simt", kernel_cases,
+		  sizeof kernel_cases / sizeof kernel_cases[0], NULL, FA_RULE_TOLERANCE, 1);
+}
+
+/* The tensor-core backward's cases: every instance (64, 72 padded to 80, 80,
+ * 96, 128, 192/128, 256), GQA up to 4, every mask with q_len != kv_len,
+ * varlen with an empty sequence and one without keys, tails of every block
+ * size, both layouts. */
+static const struct spec bwd_mma_cases[] = {
+	/* batch heads kv  D   Dv  dtype          mask                    layout          varlen */
+	{2, 4, 1, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {200}, {200}, 0, {0}},
+	{1, 4, 4, 64, 64, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {130}, {70}, 0, {0}},
+	{1, 3, 3, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {130}, {130}, 0, {0}},
+	{2, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 37, 0, {96}, {160},
+	 0, {0}},
+	{1, 8, 2, 96, 96, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0, 50, {150}, {100}, 0,
+	 {0}},
+	{1, 8, 2, 256, 256, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {70}, {200}, 0, {0}},
+	{1, 2, 2, 192, 128, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {80}, {90}, 0, {0}},
+	/* varlen: an empty sequence, one with no keys (zero gradients) */
+	{4, 4, 1, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 1, 0, 0, {0, 63, 130, 1},
+	 {5, 63, 200, 0}, 0, {0}},
+	{4, 4, 2, 72, 72, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 9, {40, 17, 90, 65},
+	 {40, 30, 64, 129}, 1, {3, 0, 70, 200}},
+	/* causal with q_len > kv_len: the first 70 rows attend nothing */
+	{1, 2, 2, 80, 80, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {100}, {30}, 0, {0}},
+	/* window 2: the diagonal and one key before it (window 1 leaves dK = 0
+	 * exactly, P = 1 and dP = D: a relative error of pure rounding noise) */
+	{2, 2, 1, 64, 64, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BHSD, 0, 2, 0, {50}, {77},
+	 0, {0}},
+};
+
+/* cuda_flash_bwd_mma (dq=atomic, its default) by the fa rule: P and dS
+ * are rounded to the input type as in the reference's input-precision
+ * pass; the atomics' order varies, so no bit comparison. */
+FA_TEST(cuda, flash_bwd_mma_matches_reference)
+{
+	check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
+		  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], NULL, FA_RULE_FA, 0);
+}
+
+/* dq=det: the same check, and two launches give the same bits. */
+FA_TEST(cuda, flash_bwd_mma_det_bit_identical)
+{
+	static const int32_t det[] = {1};
+	check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
+		  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], det, FA_RULE_FA, 1);
+}
+
+/* Head sizes without an instance, and fp32, are refused with the reason
+ * (fp32 by the kernel's dtype mask, before supports()). */
+FA_TEST(cuda, flash_bwd_mma_refuses_other_sizes)
+{
+	struct fa_backend_slot *s = cuda();
+	struct tcase t;
+	struct spec sp = {1, 2, 2, 112, 112, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0,
+			  {16}, {16}, 0, {0}};
+	const struct fa_kernel *k;
+	char why[256] = "";
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_bwd_mma");
+	FA_REQUIRE(k != NULL);
+	build(&sp, &t);
+	FA_CHECK(!fa_kernel_supports(k, &t.p, why, sizeof why));
+	FA_CHECKF(strstr(why, "head_dim 112") != NULL, "why: %s", why);
+	sp.head_dim = sp.head_dim_v = 128;
+	build(&sp, &t);
+	FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "why: %s", why);
+	sp.dtype = FA_DTYPE_FP32;
+	build(&sp, &t);
+	FA_CHECK(!fa_kernel_supports(k, &t.p, why, sizeof why));
+	FA_CHECKF(strstr(why, "fp32") != NULL, "why: %s", why);
 }
 
 FA_TEST(cuda, kernels_refuse_what_they_cannot_run)

@@ -163,4 +163,28 @@ FA_HD float fa_online_lse(float m_run, float l)
 	return l > 0.f ? m_run + log2f(l) : -INFINITY;
 }
 
+/* The backward's view of the same masks, from a key block: the query
+ * positions [*ib, *ie) of a sequence (lq queries, lk keys, keys [0, pfx)
+ * visible to every row under prefix-LM) that may see a key of [j0, j0 +
+ * nk). Rows' ranges move right with the row (bottom-right aligned), so the
+ * rows form one range: from the first whose diagonal reaches j0 to, under
+ * a sliding window, the last whose window still starts before j0 + nk. */
+FA_HD void fa_cta_rows_for_keys(int mask, int lq, int lk, int window, int pfx, int j0, int nk,
+				int *ib, int *ie)
+{
+	*ib = 0;
+	*ie = lq;
+	if (mask == FA_MASK_NONE || j0 < pfx)
+		return;
+	/* hi(i) = i + lk - lq + 1 > j0 */
+	int64_t b = (int64_t)j0 - ((int64_t)lk - lq);
+	b = b < 0 ? 0 : b > lq ? lq : b;
+	*ib = (int)b;
+	if (mask == FA_MASK_SLIDING_WINDOW) { /* lo(i) = i + lk - lq - window + 1 < j0 + nk */
+		int64_t e = (int64_t)j0 + nk + window - 1 - ((int64_t)lk - lq);
+		e = e < b ? b : e > lq ? lq : e;
+		*ie = (int)e;
+	}
+}
+
 #endif /* FA_CTA_H */

@@ -2,7 +2,7 @@
  * entry point fa_backend_plugin_init and every member of struct
  * fa_backend_i (SDK version 2: include/fabench/plugin.h), on one device ($FABENCH_CUDA_DEVICE, default 0) and one
  * stream that every operation is queued on. The kernel table is ours
- * (cuda_dense, cuda_flash_simt, cuda_flash_bwd_simt, two test kernels) followed by the
+ * (cuda_dense, cuda_flash_simt, cuda_flash_bwd_simt, cuda_flash_bwd_mma, two test kernels) followed by the
  * tensor-core family's (flash_mma_table.cu) and the Hopper one's
  * (flash_wgmma.cu).
  *
@@ -51,6 +51,13 @@ const struct fa_kernel cu_kernels[] = {
 	 "FlashAttention-2 backward on CUDA cores: delta pre-pass, P from the LSE, dK/dV per key tile",
 	 CU_ALL_DTYPES, 1, 256, NULL, 0, 0, NULL, 0, fa_cuda_flash_bwd_simt_supports,
 	 fa_cuda_flash_bwd_simt_workspace_bytes, fa_cuda_flash_bwd_simt_launch, 0,
+	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
+	{"cuda_flash_bwd_mma",
+	 "FlashAttention-2 backward on tensor cores (mma.sync m16n8k16): delta pre-pass, dK/dV per "
+	 "key block, dQ by fp32 atomics or deterministic (dq=1)",
+	 (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 1, 256, NULL, 0, 0,
+	 fa_cuda_flash_bwd_mma_params, FA_CUDA_BWD_MMA_N_PARAMS, fa_cuda_flash_bwd_mma_supports,
+	 fa_cuda_flash_bwd_mma_workspace_bytes, fa_cuda_flash_bwd_mma_launch, 0,
 	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
 	{"cuda_test_fault", "test: stores to an unmapped address (cudaErrorIllegalAddress, sticky)",
 	 CU_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1},

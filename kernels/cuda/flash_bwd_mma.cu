@@ -1,0 +1,665 @@
+/* flash_bwd_mma.cu - cuda_flash_bwd_mma: the FlashAttention-2 backward on
+ * tensor cores (mma.sync m16n8k16, fp16 or bf16 inputs, fp32 accumulators),
+ * with the primitives and shared-memory tiles of the forward
+ * (flash_mma.cuh: ldmatrix, cp.async, the swizzled tile layout). Its
+ * forward is cuda_flash_simt, which writes the log-sum-exp.
+ *
+ * Three kernels on the backend's stream:
+ *   1. delta: D_i = rowsum(dO_i * O_i) in fp32, one warp per query row,
+ *      into the workspace (the dQ accumulator is cleared beside it).
+ *   2. the main kernel: one CTA per (key block of BN keys, KV head,
+ *      sequence). K and V of the block stay in shared memory; the CTA walks
+ *      every query head of the GQA group and, for each, the query blocks of
+ *      BM rows that may see a key of the block (fa_cta_rows_for_keys: the
+ *      forward's masks seen from the keys), Q, dO, lse and D double-buffered
+ *      with cp.async. Per query block:
+ *        S^T = K Q^T and dP^T = V dO^T (warp (wk, wd): keys 16 wk.., queries
+ *        wd BM/NWD..), P^T = exp2(S^T scale log2e - lse log2e) from the
+ *        stored LSE (0 where the mask hides the pair or the row attends no
+ *        key: lse = +inf), dS^T = P^T (dP^T - D); P^T and dS^T go to shared
+ *        memory in the input type;
+ *        dV += P^T dO and dK += dS^T Q in registers (warp (wk, wd): keys 16
+ *        wk.., columns wd DV/NWD.. and wd D/NWD..);
+ *        dQ += dS K (warp: 16 query rows and a column slice) into fp32:
+ *        atomics into one accumulator (dq=atomic, the default), or stored
+ *        into this key block's own partial (dq=det).
+ *      The group's heads are summed inside the CTA, so dK and dV are each
+ *      written once, by one CTA, in a fixed order: no race, no atomics.
+ *   3. dQ: scale times the accumulator (dq=atomic) or the sum of the key
+ *      blocks' partials in block order (dq=det: bit-identical from run to
+ *      run), converted to the input type.
+ * Head sizes (computed width, key block, warps):
+ *   64, 96, 128, 192/128: 64 keys, 8 warps (4 x 16 keys, 2 column halves);
+ *   72 and 80: computed as 80 (72's columns 72..79 zero-filled by cp.async),
+ *   64 keys, 4 warps; 256: 32 keys, 8 warps (2 x 16 keys, 4 column slices).
+ * Query blocks have 64 rows. Rows must be 16-byte aligned (strides multiples
+ * of 8 elements); any other head size is refused by supports().
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "flash_mma.cuh"
+
+namespace fa_bwd_mma {
+
+using fa_mma::bf16_t;
+using fa_mma::fp16_t;
+using fa_mma::static_for;
+using fa_mma::tile;
+
+constexpr float LOG2E = 1.4426950408889634f;
+constexpr int PARAM_DQ = 0; /* 0 atomic, 1 det */
+
+/* One instance's shape: D, DV the computed head sizes (multiples of 16), BM
+ * query rows per step, NWK x NWD warps (BN = 16 NWK keys per CTA; NWD
+ * query slices in the score step, column slices in the dK/dV step). */
+template <int D_, int DV_, int BM_, int NWK_, int NWD_, int MINB_>
+struct config {
+	static constexpr int D = D_, DV = DV_, BM = BM_, NWK = NWK_, NWD = NWD_, MINB = MINB_;
+	static constexpr int BN = 16 * NWK;
+	static constexpr int NW = NWK * NWD, NT = 32 * NW;
+	static constexpr int QW = BM / NWD;   /* queries per warp, score step */
+	static constexpr int DKW = D / NWD;   /* dK columns per warp */
+	static constexpr int DVW = DV / NWD;  /* dV columns per warp */
+	static constexpr int NQR = BM / 16;   /* 16-row groups of the dQ step */
+	static constexpr int NQD = NW / NQR;  /* column slices of the dQ step */
+	static constexpr int DQW = D / NQD;   /* dQ columns per warp */
+	static_assert(QW % 16 == 0 && DKW % 16 == 0 && DVW % 16 == 0 && DQW % 16 == 0,
+		      "warp slices must be multiples of 16");
+	static_assert(NW % NQR == 0, "dQ step: warps must cover the row groups");
+	using TK = tile<BN, D>;
+	using TV = tile<BN, DV>;
+	using TQ = tile<BM, D>;
+	using TO = tile<BM, DV>;
+	using TP = tile<BN, BM>;
+	static constexpr int OFF_K = 0;
+	static constexpr int OFF_V = OFF_K + TK::BYTES;
+	static constexpr int OFF_Q = OFF_V + TV::BYTES;           /* 2 stages */
+	static constexpr int OFF_DO = OFF_Q + 2 * TQ::BYTES;      /* 2 stages */
+	static constexpr int OFF_P = OFF_DO + 2 * TO::BYTES;
+	static constexpr int OFF_DS = OFF_P + TP::BYTES;
+	static constexpr int OFF_LSE = OFF_DS + TP::BYTES;        /* 2 x BM floats */
+	static constexpr int OFF_DELTA = OFF_LSE + 2 * BM * 4;    /* 2 x BM floats */
+	static constexpr int SMEM_BYTES = OFF_DELTA + 2 * BM * 4;
+};
+
+/* What the main kernel needs besides the problem. */
+struct args {
+	struct fa_problem p;
+	const uint16_t *q, *k, *v, *d_o;
+	const float *lse, *delta;
+	uint16_t *dk, *dv;
+	float *dq_acc;  /* dq=atomic: [total_q][heads][head_dim]; dq=det: one such per key block */
+	int det;
+	int64_t dq_rows; /* total_q * heads */
+	const int32_t *cu_q, *cu_k, *prefix_lens;
+};
+
+/* Byte offset of (row, element col) in tile TL (col even for 32-bit access). */
+template <class TL>
+static __device__ __forceinline__ uint32_t at(int row, int col)
+{
+	return (uint32_t)TL::at_rt(row, col >> 3) * 16u + (uint32_t)(col & 7) * 2u;
+}
+
+/* cp.async of `rows` rows of a ROWS x COLS tile: row r from src + row_off(r)
+ * (elements), its first `width` columns; other chunks and rows zero-filled. */
+template <class TL, int NT, class RowFn>
+static __device__ __forceinline__ void load_tile(uint32_t base, int tid, const uint16_t *src,
+						 int rows, int width, RowFn row_off)
+{
+	for (int e = tid; e < TL::ROWS * TL::C; e += NT) {
+		const int r = e / TL::C, c = e - r * TL::C;
+		const bool ok = r < rows && c * 8 < width;
+		const uint16_t *g = ok ? src + row_off(r) + c * 8 : src;
+		fa_mma::fa_mma_cp_async_16<0>(base + (uint32_t)TL::at_rt(r, c) * 16u, g, ok ? 16u : 0u);
+	}
+}
+
+/* row[0] += x, row[1] += y atomically (row 8-byte aligned): one vector
+ * reduction on sm_90, two scalar ones before. */
+static __device__ __forceinline__ void add2(float *row, float x, float y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	atomicAdd((float2 *)row, make_float2(x, y));
+#else
+	atomicAdd(row, x);
+	atomicAdd(row + 1, y);
+#endif
+}
+
+/* 1 when every (query, key) pair of query rows [i0, i0 + BM) and keys
+ * [j0, j0 + BN) is real and allowed: no per-element mask. */
+static __device__ __forceinline__ bool block_full(const struct fa_problem &p, int lq, int lk,
+						  int pfx, int i0, int bm, int j0, int bn)
+{
+	if (i0 + bm > lq || j0 + bn > lk)
+		return false;
+	if (p.mask == FA_MASK_NONE || j0 + bn <= pfx)
+		return true;
+	int lo0, hi0, lo1, hi1;
+	fa_mask_range(p.mask, i0, lq, lk, p.window, &lo0, &hi0);
+	fa_mask_range(p.mask, i0 + bm - 1, lq, lk, p.window, &lo1, &hi1);
+	return j0 >= lo1 && j0 + bn <= hi0;
+}
+
+template <class CFG, class T>
+__global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
+{
+	constexpr int BM = CFG::BM, BN = CFG::BN, NT = CFG::NT;
+	using TK = typename CFG::TK;
+	using TV = typename CFG::TV;
+	using TQ = typename CFG::TQ;
+	using TO = typename CFG::TO;
+	using TP = typename CFG::TP;
+	extern __shared__ __align__(128) unsigned char smem[];
+	const struct fa_problem &p = a.p;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int g = lane >> 2, t4 = lane & 3;
+	const int b = blockIdx.z, hk = blockIdx.y, kb = blockIdx.x;
+	const int group = p.heads / p.kv_heads;
+	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
+	const int j0 = kb * BN;
+	if (j0 >= lk)
+		return; /* the whole CTA: this sequence has fewer keys */
+	const int nk = lk - j0 < BN ? lk - j0 : BN;
+	int pfx = 0;
+	if (p.mask == FA_MASK_PREFIX_LM) {
+		const int x = fa_seq_prefix(&p, a.prefix_lens, b);
+		pfx = x < 0 ? 0 : x > lk ? lk : x;
+	}
+	int ib, ie;
+	fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx, j0, nk, &ib, &ie);
+	const int mb = ib / BM, me = ie > ib ? (ie + BM - 1) / BM : mb;
+	const int nmb = me - mb, steps = group * nmb;
+	const int64_t t0 = fa_seq_q_start(&p, a.cu_q, b);
+
+	const uint32_t s0 = fa_mma::fa_mma_smem_addr(smem);
+	const uint32_t sK = s0 + CFG::OFF_K, sV = s0 + CFG::OFF_V, sP = s0 + CFG::OFF_P,
+		       sDS = s0 + CFG::OFF_DS;
+	float *slse = (float *)(smem + CFG::OFF_LSE), *sdelta = (float *)(smem + CFG::OFF_DELTA);
+
+	/* K and V of the block (with the first query block's group) */
+	load_tile<TK, NT>(sK, tid, a.k, nk, p.head_dim,
+			  [&](int r) { return fa_k_offset(&p, a.cu_k, b, j0 + r, hk); });
+	load_tile<TV, NT>(sV, tid, a.v, nk, p.head_dim_v,
+			  [&](int r) { return fa_v_offset(&p, a.cu_k, b, j0 + r, hk); });
+
+	/* stage step s: Q, dO, lse, D of (head, query block) into buffer s & 1 */
+	auto issue = [&](int s) {
+		const int h = hk * group + s / nmb, i0 = (mb + s % nmb) * BM, st = s & 1;
+		const int rows = lq - i0 < BM ? lq - i0 : BM;
+		load_tile<TQ, NT>(s0 + CFG::OFF_Q + st * TQ::BYTES, tid, a.q, rows, p.head_dim,
+				  [&](int r) { return fa_q_offset(&p, a.cu_q, b, i0 + r, h); });
+		load_tile<TO, NT>(s0 + CFG::OFF_DO + st * TO::BYTES, tid, a.d_o, rows, p.head_dim_v,
+				  [&](int r) { return fa_o_offset(&p, a.cu_q, b, i0 + r, h); });
+		for (int r = tid; r < BM; r += NT) {
+			float l = INFINITY, d = 0.f; /* padding rows: P = 0 */
+			if (r < rows) {
+				const int64_t row = (t0 + i0 + r) * p.heads + h;
+				l = a.lse[row] * LOG2E; /* +inf for a row that attends no key */
+				d = a.delta[row];
+			}
+			slse[st * BM + r] = l;
+			sdelta[st * BM + r] = d;
+		}
+	};
+	if (steps > 0)
+		issue(0);
+	fa_mma::fa_mma_cp_async_commit();
+
+	/* warp roles */
+	const int wk = warp % CFG::NWK, wd = warp / CFG::NWK;
+	const int kr0 = 16 * wk;             /* this warp's keys (score, dK/dV steps) */
+	const int q0 = wd * CFG::QW;         /* its queries in the score step */
+	const int rq = warp % CFG::NQR, qd = warp / CFG::NQR; /* dQ step */
+	const float scale_log2 = p.scale * LOG2E;
+	/* the lanes' ldmatrix offsets (fa_mma::lane_off: the swizzle once, the
+	 * rest immediates): pattern X (row l%8 + 8 ((l/8)%2), chunk l/16) for A
+	 * from a [m][k] tile and .trans B from a [k][n] tile; pattern Y (row
+	 * l%8 + 8 (l/16), chunk (l/8)%2) for B from a [n][k] tile and .trans A
+	 * from a [k][m] tile */
+	const int xr = (lane & 7) + ((lane >> 3) & 1) * 8, xc = lane >> 4;
+	const int yr = (lane & 7) + (lane >> 4) * 8, yc = (lane >> 3) & 1;
+	const fa_mma::lane_off<TK> lk_a(kr0 + xr, xc), lk_t(xr, xc);
+	const fa_mma::lane_off<TV> lv_a(kr0 + xr, xc);
+	const fa_mma::lane_off<TQ> lq_b(q0 + yr, yc), lq_t(xr, xc);
+	const fa_mma::lane_off<TO> lo_b(q0 + yr, yc), lo_t(xr, xc);
+	const fa_mma::lane_off<TP> lp_a(kr0 + xr, xc);
+	const uint32_t ds_a = sDS + (uint32_t)TP::at_rt(yr, 2 * rq + yc) * 16u;
+	static_assert(TP::P == 1 && TP::W == 0, "dS^T is one full panel of 64 queries");
+
+	float dk[CFG::DKW / 8][4], dv[CFG::DVW / 8][4];
+	static_for<CFG::DKW / 8>([&](auto n) {
+		static_for<4>([&](auto e) { dk[decltype(n)::value][decltype(e)::value] = 0.f; });
+	});
+	static_for<CFG::DVW / 8>([&](auto n) {
+		static_for<4>([&](auto e) { dv[decltype(n)::value][decltype(e)::value] = 0.f; });
+	});
+
+	for (int s = 0; s < steps; s++) {
+		const int st = s & 1;
+		if (s + 1 < steps)
+			issue(s + 1);
+		fa_mma::fa_mma_cp_async_commit();
+		fa_mma::fa_mma_cp_async_wait<1>();
+		__syncthreads(); /* step s's tiles (and K, V) are in */
+		const int h = hk * group + s / nmb, i0 = (mb + s % nmb) * BM;
+		const uint32_t sQ = s0 + CFG::OFF_Q + st * TQ::BYTES;
+		const uint32_t sO = s0 + CFG::OFF_DO + st * TO::BYTES;
+		const float *lse_s = slse + st * BM, *del_s = sdelta + st * BM;
+
+		/* ---- S^T = K Q^T, dP^T = V dO^T: 16 keys x QW queries ---- */
+		float sc[CFG::QW / 8][4], dp[CFG::QW / 8][4];
+		static_for<CFG::QW / 8>([&](auto n) {
+			static_for<4>([&](auto e) {
+				sc[decltype(n)::value][decltype(e)::value] = 0.f;
+				dp[decltype(n)::value][decltype(e)::value] = 0.f;
+			});
+		});
+		static_for<CFG::D / 16>([&](auto kc) {
+			constexpr int C = 2 * decltype(kc)::value;
+			uint32_t af[4];
+			fa_mma::ldsm<C, 0>(af, sK, lk_a);
+			static_for<CFG::QW / 16>([&](auto nq) {
+				constexpr int N = decltype(nq)::value;
+				uint32_t bf[4];
+				fa_mma::ldsm<C, 16 * N>(bf, sQ, lq_b);
+				fa_mma::fa_mma_16816<T>(sc[2 * N], af, bf[0], bf[1]);
+				fa_mma::fa_mma_16816<T>(sc[2 * N + 1], af, bf[2], bf[3]);
+			});
+		});
+		static_for<CFG::DV / 16>([&](auto kc) {
+			constexpr int C = 2 * decltype(kc)::value;
+			uint32_t af[4];
+			fa_mma::ldsm<C, 0>(af, sV, lv_a);
+			static_for<CFG::QW / 16>([&](auto nq) {
+				constexpr int N = decltype(nq)::value;
+				uint32_t bf[4];
+				fa_mma::ldsm<C, 16 * N>(bf, sO, lo_b);
+				fa_mma::fa_mma_16816<T>(dp[2 * N], af, bf[0], bf[1]);
+				fa_mma::fa_mma_16816<T>(dp[2 * N + 1], af, bf[2], bf[3]);
+			});
+		});
+
+		/* ---- P^T, dS^T into shared memory ---- */
+		const bool full = block_full(p, lq, lk, pfx, i0, BM, j0, BN);
+		static_for<CFG::QW / 8>([&](auto n) {
+			constexpr int N = decltype(n)::value;
+			const int ql = q0 + 8 * N + 2 * t4; /* queries ql, ql + 1 */
+			const float l0 = lse_s[ql], l1 = lse_s[ql + 1];
+			const float d0 = del_s[ql], d1 = del_s[ql + 1];
+			static_for<2>([&](auto hf) {
+				constexpr int H = decltype(hf)::value;
+				const int kl = kr0 + g + 8 * H; /* key */
+				float pv[2], dsv[2];
+				static_for<2>([&](auto ee) {
+					constexpr int E = decltype(ee)::value;
+					const float x = sc[N][2 * H + E];
+					float pr = fa_mma::fa_mma_exp2(fmaf(x, scale_log2, -(E ? l1 : l0)));
+					if (!full &&
+					    !(i0 + ql + E < lq && j0 + kl < lk &&
+					      fa_mask_allows(p.mask, i0 + ql + E, j0 + kl, lq, lk, pfx,
+							     p.window)))
+						pr = 0.f;
+					pv[E] = pr;
+					dsv[E] = pr * (dp[N][2 * H + E] - (E ? d1 : d0));
+				});
+				const uint32_t off = at<TP>(kl, ql);
+				const uint32_t pw = fa_mma::fa_mma_pack2<T>(pv[0], pv[1]);
+				const uint32_t dw = fa_mma::fa_mma_pack2<T>(dsv[0], dsv[1]);
+				asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sP + off), "r"(pw) : "memory");
+				asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sDS + off), "r"(dw) : "memory");
+			});
+		});
+		__syncthreads(); /* P^T and dS^T complete */
+
+		/* ---- dV += P^T dO, dK += dS^T Q: 16 keys x a column slice ---- */
+		static_for<CFG::NWD>([&](auto wdc) {
+			constexpr int WD = decltype(wdc)::value; /* the column slice, as a constant */
+			if (wd != WD)
+				return;
+			static_for<BM / 16>([&](auto kq) {
+				constexpr int C = 2 * decltype(kq)::value; /* query chunk */
+				uint32_t ap[4], ad[4];
+				fa_mma::ldsm<C, 0>(ap, sP, lp_a);
+				fa_mma::ldsm<C, 0>(ad, sDS, lp_a);
+				static_for<CFG::DVW / 16>([&](auto nd) {
+					constexpr int N = decltype(nd)::value;
+					uint32_t bf[4];
+					fa_mma::ldsm_t<WD * CFG::DVW / 8 + 2 * N, 8 * C>(bf, sO, lo_t);
+					fa_mma::fa_mma_16816<T>(dv[2 * N], ap, bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(dv[2 * N + 1], ap, bf[2], bf[3]);
+				});
+				static_for<CFG::DKW / 16>([&](auto nd) {
+					constexpr int N = decltype(nd)::value;
+					uint32_t bf[4];
+					fa_mma::ldsm_t<WD * CFG::DKW / 8 + 2 * N, 8 * C>(bf, sQ, lq_t);
+					fa_mma::fa_mma_16816<T>(dk[2 * N], ad, bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(dk[2 * N + 1], ad, bf[2], bf[3]);
+				});
+			});
+		});
+
+		/* ---- dQ += dS K: 16 query rows x DQW columns, into fp32 ---- */
+		{
+			float dq[CFG::DQW / 8][4];
+			static_for<CFG::DQW / 8>([&](auto n) {
+				static_for<4>([&](auto e) {
+					dq[decltype(n)::value][decltype(e)::value] = 0.f;
+				});
+			});
+			static_for<CFG::NQD>([&](auto qdc) {
+				constexpr int QD = decltype(qdc)::value;
+				if (qd != QD)
+					return;
+				static_for<BN / 16>([&](auto kk) {
+					constexpr int K0 = 16 * decltype(kk)::value; /* key rows */
+					uint32_t af[4];
+					/* TP is one full panel: rows K0.. are K0 x 128 bytes on */
+					fa_mma::fa_mma_ldsm_x4_trans<K0 * 128>(af, ds_a);
+					static_for<CFG::DQW / 16>([&](auto nd) {
+						constexpr int N = decltype(nd)::value;
+						uint32_t bf[4];
+						fa_mma::ldsm_t<QD * CFG::DQW / 8 + 2 * N, K0>(bf, sK, lk_t);
+						fa_mma::fa_mma_16816<T>(dq[2 * N], af, bf[0], bf[1]);
+						fa_mma::fa_mma_16816<T>(dq[2 * N + 1], af, bf[2], bf[3]);
+					});
+				});
+			});
+			float *dst = a.dq_acc + (a.det ? (int64_t)kb * a.dq_rows * p.head_dim : 0);
+			static_for<2>([&](auto hf) {
+				constexpr int H = decltype(hf)::value;
+				const int i = i0 + 16 * rq + g + 8 * H;
+				if (i < lq) {
+					float *row = dst + ((t0 + i) * p.heads + h) * (int64_t)p.head_dim;
+					static_for<CFG::DQW / 8>([&](auto n) {
+						constexpr int N = decltype(n)::value;
+						const int c = qd * CFG::DQW + 8 * N + 2 * t4;
+						if (c < p.head_dim) {
+							if (a.det) {
+								row[c] = dq[N][2 * H];
+								row[c + 1] = dq[N][2 * H + 1];
+							} else {
+								add2(row + c, dq[N][2 * H], dq[N][2 * H + 1]);
+							}
+						}
+					});
+				}
+			});
+		}
+		__syncthreads(); /* the buffers of step s are used up */
+	}
+	fa_mma::fa_mma_cp_async_wait<0>(); /* no copy in flight at exit */
+
+	/* ---- dK (scaled), dV: each element written once, by this CTA ---- */
+	static_for<2>([&](auto hf) {
+		constexpr int H = decltype(hf)::value;
+		const int kl = kr0 + g + 8 * H;
+		if (kl < nk) {
+			uint16_t *krow = a.dk + fa_k_offset(&p, a.cu_k, b, j0 + kl, hk);
+			uint16_t *vrow = a.dv + fa_v_offset(&p, a.cu_k, b, j0 + kl, hk);
+			static_for<CFG::DKW / 8>([&](auto n) {
+				constexpr int N = decltype(n)::value;
+				const int c = wd * CFG::DKW + 8 * N + 2 * t4;
+				if (c < p.head_dim)
+					*(uint32_t *)(krow + c) = fa_mma::fa_mma_pack2<T>(
+						p.scale * dk[N][2 * H], p.scale * dk[N][2 * H + 1]);
+			});
+			static_for<CFG::DVW / 8>([&](auto n) {
+				constexpr int N = decltype(n)::value;
+				const int c = wd * CFG::DVW + 8 * N + 2 * t4;
+				if (c < p.head_dim_v)
+					*(uint32_t *)(vrow + c) =
+						fa_mma::fa_mma_pack2<T>(dv[N][2 * H], dv[N][2 * H + 1]);
+			});
+		}
+	});
+}
+
+/* 1. D of query row (T * heads + h) = blockIdx.x * 4 + warp. */
+template <int DT>
+__global__ void __launch_bounds__(128)
+	delta_kernel(const struct fa_problem p, const void *__restrict__ o,
+		     const void *__restrict__ d_o, float *__restrict__ delta)
+{
+	const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+	const int lane = threadIdx.x % 32;
+	if (row >= (int64_t)p.total_q * p.heads)
+		return; /* the whole warp */
+	const int64_t off = fa_tensor_offset(&p, FA_TENSOR_O, row / p.heads, (int)(row % p.heads));
+	float s = 0.f;
+	for (int d = lane; d < p.head_dim_v; d += 32)
+		s += fa_cuda_load<DT>(o, off + d) * fa_cuda_load<DT>(d_o, off + d);
+#pragma unroll
+	for (int x = 16; x > 0; x >>= 1)
+		s += __shfl_xor_sync(0xffffffffu, s, x);
+	if (lane == 0)
+		delta[row] = s;
+}
+
+/* 3. dQ = scale x (the accumulator, or the sum of nparts partials in key
+ * block order), one thread per element. */
+template <int DT>
+__global__ void __launch_bounds__(256)
+	dq_kernel(const struct fa_problem p, const float *__restrict__ acc, int nparts, void *dq)
+{
+	const int64_t n = (int64_t)p.total_q * p.heads * p.head_dim;
+	const int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x;
+	if (e >= n)
+		return;
+	const int64_t row = e / p.head_dim;
+	const int d = (int)(e - row * p.head_dim);
+	float s = 0.f;
+	for (int k = 0; k < nparts; k++)
+		s += acc[(int64_t)k * n + e];
+	fa_store_f32(dq, DT,
+		     fa_tensor_offset(&p, FA_TENSOR_DQ, row / p.heads, (int)(row % p.heads)) + d,
+		     p.scale * s);
+}
+
+/* The instances. */
+using cfg64 = config<64, 64, 64, 4, 2, 2>;
+using cfg80 = config<80, 80, 64, 4, 1, 2>;
+using cfg96 = config<96, 96, 64, 4, 2, 2>;
+using cfg128 = config<128, 128, 64, 4, 2, 2>;
+using cfg192 = config<192, 128, 64, 4, 2, 1>;
+using cfg256 = config<256, 256, 64, 2, 4, 1>;
+
+/* The instance of head sizes (d, dv): its id (1..6), 0 when none. */
+int instance_of(int d, int dv)
+{
+	if (d == 64 && dv == 64)
+		return 1;
+	if ((d == 72 && dv == 72) || (d == 80 && dv == 80))
+		return 2;
+	if (d == 96 && dv == 96)
+		return 3;
+	if (d == 128 && dv == 128)
+		return 4;
+	if (d == 192 && dv == 128)
+		return 5;
+	if (d == 256 && dv == 256)
+		return 6;
+	return 0;
+}
+
+int smem_of(int inst)
+{
+	switch (inst) {
+	case 1: return cfg64::SMEM_BYTES;
+	case 2: return cfg80::SMEM_BYTES;
+	case 3: return cfg96::SMEM_BYTES;
+	case 4: return cfg128::SMEM_BYTES;
+	case 5: return cfg192::SMEM_BYTES;
+	case 6: return cfg256::SMEM_BYTES;
+	default: return 0;
+	}
+}
+
+int bn_of(int inst)
+{
+	switch (inst) {
+	case 1: return cfg64::BN;
+	case 2: return cfg80::BN;
+	case 3: return cfg96::BN;
+	case 4: return cfg128::BN;
+	case 5: return cfg192::BN;
+	default: return cfg256::BN;
+	}
+}
+
+/* Workspace: D (fp32 per query row), then the dQ accumulator (fp32
+ * [total_q][heads][head_dim]), once (atomic) or per key block (det). */
+size_t align256(size_t x)
+{
+	return (x + 255) & ~(size_t)255;
+}
+
+size_t dq_parts(const struct fa_problem *p, const int32_t *params)
+{
+	const int inst = instance_of(p->head_dim, p->head_dim_v);
+	const int det = params ? params[PARAM_DQ] : 0;
+	if (!inst || !det)
+		return 1;
+	const int bn = bn_of(inst);
+	return (size_t)((p->kv_len + bn - 1) / bn);
+}
+
+template <class CFG, class T>
+cudaError_t launch_main(const args &x, cudaStream_t st)
+{
+	static const cudaError_t attr = cudaFuncSetAttribute(
+		bwd_kernel<CFG, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES);
+	if (attr != cudaSuccess)
+		return attr;
+	const dim3 grid((unsigned)((x.p.kv_len + CFG::BN - 1) / CFG::BN), (unsigned)x.p.kv_heads,
+			(unsigned)x.p.batch);
+	if (grid.x > 0 && grid.z > 0)
+		bwd_kernel<CFG, T><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(x);
+	return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_inst(int inst, const args &x, cudaStream_t st)
+{
+	switch (inst) {
+	case 1: return launch_main<cfg64, T>(x, st);
+	case 2: return launch_main<cfg80, T>(x, st);
+	case 3: return launch_main<cfg96, T>(x, st);
+	case 4: return launch_main<cfg128, T>(x, st);
+	case 5: return launch_main<cfg192, T>(x, st);
+	default: return launch_main<cfg256, T>(x, st);
+	}
+}
+
+template <int DT>
+cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
+{
+	const struct fa_problem *p = a->p;
+	cudaStream_t st = fa_cuda_stream_of(a);
+	const int64_t rows = (int64_t)p->total_q * p->heads;
+	const size_t parts = dq_parts(p, a->params);
+	float *delta = (float *)a->workspace;
+	float *acc = (float *)((char *)a->workspace + align256(sizeof(float) * (size_t)rows));
+	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim * parts;
+	if (rows > 0) {
+		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
+		if (e != cudaSuccess)
+			return e;
+		delta_kernel<DT><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(*p, a->o, a->d_o, delta);
+	}
+	args x;
+	x.p = *p;
+	x.q = (const uint16_t *)a->q;
+	x.k = (const uint16_t *)a->k;
+	x.v = (const uint16_t *)a->v;
+	x.d_o = (const uint16_t *)a->d_o;
+	x.lse = a->lse;
+	x.delta = delta;
+	x.dk = (uint16_t *)a->dk;
+	x.dv = (uint16_t *)a->dv;
+	x.dq_acc = acc;
+	x.det = det;
+	x.dq_rows = rows;
+	x.cu_q = a->cu_seqlens_q;
+	x.cu_k = a->cu_seqlens_k;
+	x.prefix_lens = a->prefix_lens;
+	cudaError_t e = DT == FA_DTYPE_BF16 ? launch_inst<bf16_t>(inst, x, st)
+					    : launch_inst<fp16_t>(inst, x, st);
+	if (e != cudaSuccess)
+		return e;
+	const int64_t n = rows * p->head_dim;
+	if (n > 0)
+		dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, (int)parts, a->dq);
+	return cudaGetLastError();
+}
+
+} /* namespace fa_bwd_mma */
+
+using namespace fa_bwd_mma;
+
+static const int32_t dq_allowed[] = {0, 1};
+extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD_MMA_N_PARAMS] = {
+	{"dq", 0, dq_allowed, 2, 0, 1,
+	 "dQ accumulation: 0 = fp32 atomics into one accumulator (fast; the sum order varies "
+	 "from run to run) | 1 = deterministic: each key block stores its own fp32 partial, "
+	 "summed in block order by a second kernel (bit-identical runs; workspace key blocks x "
+	 "dQ in fp32)"},
+};
+
+extern "C" int fa_cuda_flash_bwd_mma_supports(const struct fa_problem *p, char *why,
+					      size_t why_size)
+{
+	const int inst = instance_of(p->head_dim, p->head_dim_v);
+	if (!inst) {
+		snprintf(why, why_size,
+			 "head_dim %d / head_dim_v %d not instantiated (64, 72, 80, 96, 128, 256, "
+			 "192/128)",
+			 p->head_dim, p->head_dim_v);
+		return 0;
+	}
+	struct fa_cuda_limits lim = {};
+	lim.dtypes = (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16);
+	lim.dtype_why = "tensor-core kernel takes fp16 or bf16";
+	lim.grid_yz = 1;
+	lim.positive_scale = 1;
+	lim.row_index_32 = 1;
+	lim.smem_bytes = smem_of(inst);
+	lim.smem_optin = -1;
+	if (!fa_cuda_check_problem(p, &lim, why, why_size))
+		return 0;
+	if (!fa_cuda_strides_multiple(p, 8)) {
+		snprintf(why, why_size, "strides not multiples of 8 elements (16-byte rows)");
+		return 0;
+	}
+	return 1;
+}
+
+extern "C" size_t fa_cuda_flash_bwd_mma_workspace_bytes(const struct fa_problem *p,
+							const int32_t *params)
+{
+	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
+	return align256(sizeof(float) * rows) +
+	       sizeof(float) * rows * (size_t)p->head_dim * dq_parts(p, params);
+}
+
+extern "C" int fa_cuda_flash_bwd_mma_launch(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	char why[160];
+	if (!fa_cuda_flash_bwd_mma_supports(p, why, sizeof why) ||
+	    !FA_RECORD_HAS(struct fa_launch_args, a, dv) || !a->lse || !a->d_o || !a->dq ||
+	    !a->dk || !a->dv || !a->workspace ||
+	    a->workspace_bytes < fa_cuda_flash_bwd_mma_workspace_bytes(p, a->params))
+		return (int)cudaErrorInvalidValue;
+	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->d_o |
+	     (uintptr_t)a->dk | (uintptr_t)a->dv) % 16 != 0)
+		return (int)cudaErrorMisalignedAddress; /* 16-byte copies */
+	const int inst = instance_of(p->head_dim, p->head_dim_v);
+	const int det = a->params ? a->params[PARAM_DQ] : 0;
+	(void)cudaGetLastError(); /* report this launch's error, not an older one */
+	if (p->dtype == FA_DTYPE_BF16)
+		return (int)launch_typed<FA_DTYPE_BF16>(a, inst, det);
+	return (int)launch_typed<FA_DTYPE_FP16>(a, inst, det);
+}

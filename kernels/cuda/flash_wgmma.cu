@@ -34,7 +34,8 @@
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
  *
- * Tunable `overlap` (0 by default until measured): 1 is FlashAttention-3's
+ * Tunable `overlap` (1 by default: faster on every shape measured on an
+ * H100, docs/BENCHMARKS.md): 1 is FlashAttention-3's
  * intra-warpgroup overlap, S of key tile it and P V of tile it - 1 in
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
@@ -55,8 +56,6 @@
 #include <cuda.h> /* CUtensorMap and its enums; no libcuda symbol is linked */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cuda_kernels.h"
 #include "flash_wgmma.h"
@@ -687,14 +686,6 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 			 ALIGN_ELEMS);
 		return 0;
 	}
-	/* Opt-in until it has passed the conformance suite on a GPU: written and
-	 * compiled on 2026-11-26 without one (docs/BENCHMARKS.md, issue 15). */
-	const char *opt = getenv("FABENCH_WGMMA");
-	if (!opt || strcmp(opt, "1") != 0) {
-		snprintf(why, why_size,
-			 "not yet run on a GPU: FABENCH_WGMMA=1 enables it (docs/BENCHMARKS.md)");
-		return 0;
-	}
 	int major, minor;
 	if (!device_is_sm90(&major, &minor)) {
 		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma, TMA, setmaxnreg)", major,
@@ -777,7 +768,7 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 enum { PARAM_OVERLAP = 0 };
 const int32_t overlap_allowed[] = {0, 1};
 const struct fa_kernel_param wgmma_params[] = {
-	{"overlap", 0, overlap_allowed, 2, 0, 1,
+	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
 	 "together, the softmax under P V; 0 = each product waited for"},
 };

@@ -716,7 +716,8 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 
 /* Lengths off the 128-row tiles, every mask, GQA, varlen (a sequence without
  * keys, per-sequence prefixes), q_len above kv_len (rows that attend no key:
- * zeros), both layouts and both 16-bit types, head sizes 64 and 128. */
+ * zeros), both layouts and both 16-bit types, head sizes 64, 128 and 256
+ * (256: key tiles of 64, O in two halves of 128 columns). */
 static const struct spec wgmma_cases[] = {
 	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0,
 	 {0}},
@@ -733,6 +734,14 @@ static const struct spec wgmma_cases[] = {
 	 {500, 0, 300}, 0, {0}},
 	{3, 4, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {40, 17, 260},
 	 {40, 1, 300}, 1, {5, 0, 200}},
+	{2, 4, 2, 256, 256, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {200}, {333}, 0,
+	 {0}},
+	{1, 4, 4, 256, 256, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {300}, {300}, 0,
+	 {0}},
+	{1, 2, 1, 256, 256, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 70, 0, {129},
+	 {400}, 0, {0}},
+	{3, 4, 1, 256, 256, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {65, 1, 130},
+	 {70, 0, 190}, 1, {10, 0, 100}},
 };
 
 /* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
@@ -758,7 +767,14 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64/64 and 128/128 only)") == 0,
+	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64/64, 128/128 and 256/256 "
+			      "only)") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	t.p.head_dim_v = 64; /* 128/64: one size for Q, K and V only */
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head sizes 128/64 not instantiated (64/64, 128/128 and 256/256 "
+			      "only)") == 0,
 		  "reason '%s'", why);
 	build(&wgmma_cases[0], &t);
 	t.p.dtype = FA_DTYPE_FP32;

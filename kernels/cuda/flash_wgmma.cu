@@ -7,16 +7,18 @@
  * sequence: warpgroup 0 is the producer (one thread issues every TMA copy;
  * its registers go down to 24 per thread), warpgroups 1 and 2 are the
  * consumers, 64 query rows each (up to 240 registers per thread). The Q tile
- * is loaded once; K and V tiles of 128 keys go through a 2-stage ring
+ * is loaded once; K and V tiles of 128 keys (64 for head size 256, see
+ * block_n) go through a 2-stage ring
  * (full barriers per stage for K and for V, completed by the copy engine's
  * transaction count; an empty barrier per stage that the 256 consumer threads
  * arrive on once the stage is read). Every tile lands in shared memory as
  * 64-column slabs of [rows][64] elements with the 128-byte swizzle, which is
  * the layout wgmma's 128-byte-swizzle descriptors read:
- *   S = Q K^T: m64n128k16, A (Q) and B (K) both K-major from shared memory
+ *   S = Q K^T: m64n128k16 (m64n64k16 for head size 256), A (Q) and B (K)
+ *     both K-major from shared memory
  *     (8-row core groups 1024 bytes apart: SBO 1024; a k-step of 16 columns
  *     is +32 bytes inside the swizzle row; every 4 k-steps the next slab);
- *   O += P V: m64nDk16, A (P) from registers (the S accumulator layout
+ *   O += P V: m64nDk16 (two m64n128k16 for D = 256), A (P) from registers (the S accumulator layout
  *     repacked to 16-bit pairs, as FlashAttention-2 does with mma.sync), B
  *     (V, [keys][d] in memory) MN-major, transposed by the instruction
  *     (imm-trans-b 1): 8 keys per 1024-byte core group (SBO), the next 64
@@ -40,8 +42,8 @@
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
- * Not done yet: head sizes other than 64/64 and 128/128 (supports()
- * refuses them), split-KV for short grids, ping-pong of the two consumer
+ * Not done yet: head sizes other than 64/64, 128/128 and 256/256 (supports()
+ * refuses them; 72/80 need 64-byte swizzle boxes or a padded K dimension), split-KV for short grids, ping-pong of the two consumer
  * warpgroups, a TMA store of O, a persistent grid (all speed, not
  * correctness).
  *
@@ -73,7 +75,6 @@ constexpr int WG_THREADS = 128;              /* a warpgroup: 4 consecutive warps
 constexpr int N_CONSUMERS = 2;               /* consumer warpgroups, 64 query rows each */
 constexpr int THREADS = WG_THREADS * (1 + N_CONSUMERS);
 constexpr int BLOCK_M = 64 * N_CONSUMERS;    /* query rows per CTA (wgmma M is 64) */
-constexpr int BLOCK_N = 128;                 /* keys per K/V tile */
 constexpr int STAGES = 2;                    /* K/V ring depth */
 constexpr int SLAB_COLS = 64;                /* 128-byte swizzle rows: 64 16-bit elements */
 constexpr int ROW_BYTES = SLAB_COLS * 2;     /* one swizzled row, 128 bytes */
@@ -85,16 +86,27 @@ constexpr int CONSUMER_REGS = 240;
 /* empty barriers: every consumer thread arrives once it has read a stage */
 constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
 
-static_assert(BLOCK_M == BLOCK_N, "Q, K and V slabs share one size");
-constexpr int SLAB_BYTES = BLOCK_N * ROW_BYTES; /* 16 KiB */
+constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
+
+/* Keys per K/V tile: 128, but 64 for head size 256, where the shared
+ * memory holds Q (64 KiB) and two stages of K and V (32 KiB each) only with
+ * tiles of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
+ * thread) beside S and P only when S is 64 x 64 (32 a thread). */
+template <int D> constexpr int block_n(void)
+{
+	return D == 256 ? 64 : 128;
+}
 
 template <int D> struct layout {
+	static constexpr int BN = block_n<D>();
 	static constexpr int SLABS = D / SLAB_COLS;
-	static constexpr int TILE = SLABS * SLAB_BYTES;
+	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
+	static constexpr int Q_TILE = SLABS * Q_SLAB_BYTES;
+	static constexpr int KV_TILE = SLABS * KV_SLAB;
 	static constexpr int Q = 0;
-	static constexpr int K = Q + TILE;
-	static constexpr int V = K + STAGES * TILE;
-	static constexpr int BAR = V + STAGES * TILE; /* 7 mbarriers of 8 bytes */
+	static constexpr int K = Q + Q_TILE;
+	static constexpr int V = K + STAGES * KV_TILE;
+	static constexpr int BAR = V + STAGES * KV_TILE; /* 7 mbarriers of 8 bytes */
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
@@ -155,7 +167,7 @@ __device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity)
 	__syncwarp();
 }
 
-/* One box of the tensor map (64 columns x 128 rows x 1 head x 1 sequence)
+/* One box of the tensor map (64 columns x 128 or 64 rows x 1 head x 1 sequence)
  * into shared memory at dst, completing on bar. */
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
 					 int col, int row, int head, int seq)
@@ -218,13 +230,27 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		     " %64, %65, p, 1, 1, 0, 0;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32)                                      \
 		     : "l"(da), "l"(db), "r"(scale_d))
-template <bool BF16>
-__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d)
+#define FA_WG_SS_N64(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
+		     " %32, %33, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC32(d, 0)                                                          \
+		     : "l"(da), "l"(db), "r"(scale_d))
+template <int N, bool BF16>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
 {
-	if constexpr (BF16)
-		FA_WG_SS_N128("bf16");
-	else
-		FA_WG_SS_N128("f16");
+	if constexpr (N == 128) {
+		if constexpr (BF16)
+			FA_WG_SS_N128("bf16");
+		else
+			FA_WG_SS_N128("f16");
+	} else {
+		static_assert(N == 64, "key tiles: 64 and 128");
+		if constexpr (BF16)
+			FA_WG_SS_N64("bf16");
+		else
+			FA_WG_SS_N64("f16");
+	}
 }
 
 /* O (64 x N, fp32) += A (64 x 16, registers) * B (16 x N, shared, MN-major:
@@ -244,13 +270,19 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint6
 template <int D, bool BF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[D / 2], const uint32_t (&a)[4], uint64_t db)
 {
-	if constexpr (D == 128) {
+	if constexpr (D == 256) {
+		/* two m64n128k16: accumulator registers 0-63 are columns 0-127,
+		 * 64-127 columns 128-255; V's columns 128.. two slabs further */
+		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[0]), a, db);
+		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[64]), a,
+				    db + ((uint64_t)(2 * layout<256>::KV_SLAB) >> 4));
+	} else if constexpr (D == 128) {
 		if constexpr (BF16)
 			FA_WG_RS_N128("bf16");
 		else
 			FA_WG_RS_N128("f16");
 	} else {
-		static_assert(D == 64, "instances: 64 and 128");
+		static_assert(D == 64, "instances: 64, 128 and 256");
 		if constexpr (BF16)
 			FA_WG_RS_N64("bf16");
 		else
@@ -291,22 +323,25 @@ struct rows_state {
 
 /* S = Q K^T for one K stage (dk already at the stage). */
 template <int D, bool BF16>
-__device__ __forceinline__ void issue_s(float (&s)[64], uint64_t dq, uint64_t dk)
+__device__ __forceinline__ void issue_s(float (&s)[block_n<D>() / 2], uint64_t dq, uint64_t dk)
 {
+	constexpr int BN = block_n<D>();
 #pragma unroll
 	for (int kk = 0; kk < D / 16; kk++) {
 		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
-		const uint64_t off = (uint64_t)((kk / 4) * SLAB_BYTES + (kk % 4) * 32) >> 4;
-		wgmma_ss_n128<BF16>(s, dq + off, dk + off, kk > 0);
+		const uint64_t oq = (uint64_t)((kk / 4) * Q_SLAB_BYTES + (kk % 4) * 32) >> 4;
+		const uint64_t ok = (uint64_t)((kk / 4) * layout<D>::KV_SLAB + (kk % 4) * 32) >> 4;
+		wgmma_ss<BN, BF16>(s, dq + oq, dk + ok, kk > 0);
 	}
 }
 
 /* O += P V for one V stage (dv already at the stage). */
 template <int D, bool BF16>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t dv)
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[block_n<D>() / 16][4],
+					 uint64_t dv)
 {
 #pragma unroll
-	for (int kk = 0; kk < 8; kk++) /* 16 keys: 2 core groups further */
+	for (int kk = 0; kk < block_n<D>() / 16; kk++) /* 16 keys: 2 core groups further */
 		wgmma_rs<D, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
@@ -314,12 +349,13 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
  * probabilities against the updated running max; alpha gets the factor the
  * accumulator must be multiplied by before this tile's P V is added. Only
  * tiles crossing some row's range or the end of the keys pay for masking. */
-__device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int k0, int t,
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], rows_state &rs, int k0, int t,
 					     bool full, int prefix, float scale_log2,
 					     float (&alpha)[2])
 {
 #pragma unroll
-	for (int j = 0; j < 16; j++)
+	for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
 			float x = s[4 * j + e] * scale_log2;
@@ -335,7 +371,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 	for (int r = 0; r < 2; r++) {
 		float m = -INFINITY;
 #pragma unroll
-		for (int j = 0; j < 16; j++)
+		for (int j = 0; j < BN / 8; j++)
 			m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -346,7 +382,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 		rs.mx[r] = m_new;
 		float part = 0.f;
 #pragma unroll
-		for (int j = 0; j < 16; j++)
+		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 2; e++) {
 				const float p = ex2(s[4 * j + 2 * r + e] - m_use);
@@ -359,11 +395,11 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 
 /* P as wgmma A fragments, one per 16 keys (the accumulator layout of S
  * repacked: registers {row g, k 2t}, {g + 8, 2t}, {g, 2t + 8}, {g + 8, 2t + 8}). */
-template <bool BF16>
-__device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&pa)[8][4])
+template <int BN, bool BF16>
+__device__ __forceinline__ void pack_p(const float (&s)[BN / 2], uint32_t (&pa)[BN / 16][4])
 {
 #pragma unroll
-	for (int kk = 0; kk < 8; kk++)
+	for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
 		for (int q = 0; q < 4; q++)
 			pa[kk][q] = pack2<BF16>(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
@@ -389,6 +425,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 					 uint32_t bar_e)
 {
 	using L = layout<D>;
+	constexpr int BN = L::BN;
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -404,29 +441,29 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 #pragma unroll
 	for (int i = 0; i < D / 2; i++)
 		o[i] = 0.f;
-	float s[64];
+	float s[BN / 2];
 #pragma unroll
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < BN / 2; i++)
 		s[i] = 0.f;
-	uint32_t pa[8][4];
+	uint32_t pa[BN / 16][4];
 	float alpha[2];
 
 	/* descriptors: Q rows cw*64.. of each slab; K-major, SBO one core group */
 	const uint64_t dq = wg_desc(s_q + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
 	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
-	const uint64_t dv = wg_desc(s_v, SLAB_BYTES, CORE_BYTES);
-	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::TILE) >> 4; };
+	const uint64_t dv = wg_desc(s_v, L::KV_SLAB, CORE_BYTES);
+	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::KV_TILE) >> 4; };
 	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
 	auto is_full = [&](int k0) {
-		return (k0 >= lo_last && k0 + BLOCK_N <= hi_first) || k0 + BLOCK_N <= prefix;
+		return (k0 >= lo_last && k0 + BN <= hi_first) || k0 + BN <= prefix;
 	};
 
 	if (n_tiles > 0)
 		mbar_wait_warp(bar_q, 0);
 	if (!OVERLAP) {
 		for (int it = 0; it < n_tiles; it++) {
-			const int st = it % STAGES, k0 = (t0 + it) * BLOCK_N;
+			const int st = it % STAGES, k0 = (t0 + it) * BN;
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
@@ -434,8 +471,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_commit();
 			wg_wait0();
 			fence_regs(s);
-			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
-			pack_p<BF16>(s, pa);
+			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			pack_p<BN, BF16>(s, pa);
 			rescale<D>(o, alpha);
 			mbar_wait_warp(bar_v + 8 * st, phase(it));
 			fence_regs(o);
@@ -455,13 +492,13 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		wg_commit();
 		wg_wait0();
 		fence_regs(s);
-		softmax_tile(s, rs, t0 * BLOCK_N, t, is_full(t0 * BLOCK_N), prefix, P.scale_log2,
+		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
 			     alpha);
 		for (int it = 1; it < n_tiles; it++) {
 			const int st = it % STAGES, prev = (it - 1) % STAGES;
-			const int k0 = (t0 + it) * BLOCK_N;
+			const int k0 = (t0 + it) * BN;
 			/* s holds P of tile it - 1: into A fragments, O to its max */
-			pack_p<BF16>(s, pa);
+			pack_p<BN, BF16>(s, pa);
 			rescale<D>(o, alpha);
 			/* both stages ready before the fence: nothing between the
 			 * two issues touches a register */
@@ -476,14 +513,14 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_commit();
 			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
 			fence_regs(s);
-			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			wg_wait0(); /* P V of tile it - 1 done */
 			fence_regs(o);
 			mbar_arrive(bar_e + 8 * prev);
 		}
 		/* the last tile's P V */
 		const int last = n_tiles - 1;
-		pack_p<BF16>(s, pa);
+		pack_p<BN, BF16>(s, pa);
 		rescale<D>(o, alpha);
 		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
 		fence_regs(o);
@@ -556,8 +593,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 	fa_mask_range(P.mask, last, lq, lk, P.window, &lo_last, &hi_last);
 	const int kbeg = prefix > 0 ? 0 : lo_first;
 	const int kend = hi_last > prefix ? hi_last : prefix;
-	const int t0 = kbeg / BLOCK_N;
-	const int n_tiles = kend > kbeg ? (kend + BLOCK_N - 1) / BLOCK_N - t0 : 0;
+	const int t0 = kbeg / L::BN;
+	const int n_tiles = kend > kbeg ? (kend + L::BN - 1) / L::BN - t0 : 0;
 
 	if (threadIdx.x == 0) {
 		mbar_init(bar_q, 1);
@@ -576,26 +613,27 @@ __global__ void __launch_bounds__(THREADS, 1)
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
 		if (threadIdx.x == 0 && n_tiles > 0) {
-			constexpr uint32_t TILE_TX = (uint32_t)L::TILE; /* bytes per Q/K/V tile */
-			mbar_expect_tx(bar_q, TILE_TX);
+			/* bytes per tile: what the copy engine must deliver */
+			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, KV_TX = (uint32_t)L::KV_TILE;
+			mbar_expect_tx(bar_q, Q_TX);
 #pragma unroll
 			for (int c = 0; c < L::SLABS; c++)
-				tma_load(s_q + c * SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
+				tma_load(s_q + c * Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
 					 seq);
 			for (int it = 0; it < n_tiles; it++) {
 				const int st = it % STAGES;
 				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
-				const int k0 = (t0 + it) * BLOCK_N;
+				const int k0 = (t0 + it) * L::BN;
 				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
-				mbar_expect_tx(bar_k + 8 * st, TILE_TX);
+				mbar_expect_tx(bar_k + 8 * st, KV_TX);
 #pragma unroll
 				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_k + st * L::TILE + c * SLAB_BYTES, &tk, bar_k + 8 * st,
+					tma_load(s_k + st * L::KV_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
-				mbar_expect_tx(bar_v + 8 * st, TILE_TX);
+				mbar_expect_tx(bar_v + 8 * st, KV_TX);
 #pragma unroll
 				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_v + st * L::TILE + c * SLAB_BYTES, &tv, bar_v + 8 * st,
+					tma_load(s_v + st * L::KV_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
 			}
 		}
@@ -644,7 +682,7 @@ encode_tiled_fn encode_tiled(void)
 
 int smem_bytes(int d)
 {
-	return d == 64 ? layout<64>::BYTES : layout<128>::BYTES;
+	return d == 64 ? layout<64>::BYTES : d == 128 ? layout<128>::BYTES : layout<256>::BYTES;
 }
 
 /* 1 when the current device runs sm_90a code (compute capability 9.0). */
@@ -671,8 +709,10 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 	lim.positive_scale = 1;
 	if (!fa_cuda_check_problem(p, &lim, why, why_size))
 		return 0;
-	if (!((p->head_dim == 64 || p->head_dim == 128) && p->head_dim_v == p->head_dim)) {
-		snprintf(why, why_size, "head sizes %d/%d not instantiated (64/64 and 128/128 only)",
+	if (!((p->head_dim == 64 || p->head_dim == 128 || p->head_dim == 256) &&
+	      p->head_dim_v == p->head_dim)) {
+		snprintf(why, why_size,
+			 "head sizes %d/%d not instantiated (64/64, 128/128 and 256/256 only)",
 			 p->head_dim, p->head_dim_v);
 		return 0;
 	}
@@ -702,15 +742,15 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 }
 
 /* A 4-d tensor map (columns, tokens, heads, sequences) over base, boxes of
- * 64 columns x 128 tokens, 128-byte swizzle, zeros past the ends. Strides in
- * elements. Returns 0 or cudaErrorInvalidValue. */
-int make_map(CUtensorMap *m, const void *base, int bf16, int d, int64_t tokens, int heads,
-	     int seqs, int64_t ss, int64_t sh, int64_t sb)
+ * 64 columns x box_rows tokens, 128-byte swizzle, zeros past the ends.
+ * Strides in elements. Returns 0 or cudaErrorInvalidValue. */
+int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, int64_t tokens,
+	     int heads, int seqs, int64_t ss, int64_t sh, int64_t sb)
 {
 	const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)tokens, (cuuint64_t)heads,
 				    (cuuint64_t)seqs};
 	const cuuint64_t strides[3] = {(cuuint64_t)ss * 2, (cuuint64_t)sh * 2, (cuuint64_t)sb * 2};
-	const cuuint32_t box[4] = {SLAB_COLS, BLOCK_N, 1, 1};
+	const cuuint32_t box[4] = {SLAB_COLS, (cuuint32_t)box_rows, 1, 1};
 	const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
 	const CUresult r = encode_tiled()(
 		m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
@@ -730,11 +770,11 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	if ((e = make_map(&tq, a->q, bf16, D, q_tokens, p->heads, seqs, p->q_stride_s,
+	if ((e = make_map(&tq, a->q, bf16, D, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
-	    (e = make_map(&tk, a->k, bf16, D, k_tokens, p->kv_heads, seqs, p->k_stride_s,
+	    (e = make_map(&tk, a->k, bf16, D, layout<D>::BN, k_tokens, p->kv_heads, seqs, p->k_stride_s,
 			  p->k_stride_h, p->varlen ? p->k_stride_s : p->k_stride_b)) ||
-	    (e = make_map(&tv, a->v, bf16, D, k_tokens, p->kv_heads, seqs, p->v_stride_s,
+	    (e = make_map(&tv, a->v, bf16, D, layout<D>::BN, k_tokens, p->kv_heads, seqs, p->v_stride_s,
 			  p->v_stride_h, p->varlen ? p->v_stride_s : p->v_stride_b)))
 		return e;
 	wg_args g = {};
@@ -783,6 +823,10 @@ int wgmma_launch(const struct fa_launch_args *a)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
 	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
+	if (p->head_dim == 256 && bf16)
+		return ov ? launch_inst<256, true, true>(a) : launch_inst<256, true, false>(a);
+	if (p->head_dim == 256)
+		return ov ? launch_inst<256, false, true>(a) : launch_inst<256, false, false>(a);
 	if (p->head_dim == 128 && bf16)
 		return ov ? launch_inst<128, true, true>(a) : launch_inst<128, true, false>(a);
 	if (p->head_dim == 128)
@@ -794,14 +838,14 @@ int wgmma_launch(const struct fa_launch_args *a)
 	return (int)cudaErrorInvalidValue; /* supports() said no */
 }
 
-const int32_t wgmma_head_dims[] = {64, 128};
+const int32_t wgmma_head_dims[] = {64, 128, 256};
 
 /* Positional, in the order of struct fa_kernel (see flash_mma_table.cu). */
 const struct fa_kernel wgmma_kernels[] = {
 	{"cuda_flash_wgmma",
 	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
-	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64 and 128",
-	 FP16_BF16, 64, 128, wgmma_head_dims, 2, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
+	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64, 128 and 256",
+	 FP16_BF16, 64, 256, wgmma_head_dims, 3, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
 	 wgmma_launch, 0},
 };
 

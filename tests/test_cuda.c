@@ -717,7 +717,9 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 /* Lengths off the 128-row tiles, every mask, GQA, varlen (a sequence without
  * keys, per-sequence prefixes), q_len above kv_len (rows that attend no key:
  * zeros), both layouts and both 16-bit types, head sizes 64, 128 and 256
- * (256: key tiles of 64, O in two halves of 128 columns). */
+ * (256: key tiles of 64, O in two halves of 128 columns), 72 and 80 (Q and
+ * K zero-filled to 80 columns, V to 128 by the copy engine: only the head
+ * size's columns stored) and 192/128 (Q and K wider than V). */
 static const struct spec wgmma_cases[] = {
 	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0,
 	 {0}},
@@ -742,6 +744,16 @@ static const struct spec wgmma_cases[] = {
 	 {400}, 0, {0}},
 	{3, 4, 1, 256, 256, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {65, 1, 130},
 	 {70, 0, 190}, 1, {10, 0, 100}},
+	{2, 4, 2, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {203}, {300}, 0,
+	 {0}},
+	{1, 4, 4, 80, 80, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {129}, {257}, 0,
+	 {0}},
+	{2, 4, 1, 72, 72, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 1, 60, 0, {100, 140},
+	 {150, 140}, 0, {0}},
+	{2, 8, 2, 192, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {250}, {250}, 0,
+	 {0}},
+	{1, 2, 2, 192, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BHSD, 0, 0, 90, {130}, {400},
+	 0, {0}},
 };
 
 /* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
@@ -767,14 +779,14 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64/64, 128/128 and 256/256 "
-			      "only)") == 0,
+	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64, 72, 80, 128, 256 and "
+			      "192/128 only)") == 0,
 		  "reason '%s'", why);
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim_v = 64; /* 128/64: one size for Q, K and V only */
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strcmp(why, "head sizes 128/64 not instantiated (64/64, 128/128 and 256/256 "
-			      "only)") == 0,
+	FA_CHECKF(strcmp(why, "head sizes 128/64 not instantiated (64, 72, 80, 128, 256 and "
+			      "192/128 only)") == 0,
 		  "reason '%s'", why);
 	build(&wgmma_cases[0], &t);
 	t.p.dtype = FA_DTYPE_FP32;

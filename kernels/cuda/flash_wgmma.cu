@@ -42,9 +42,10 @@
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
- * Not done yet: head sizes other than 64/64, 128/128 and 256/256 (supports()
- * refuses them; 72/80 need 64-byte swizzle boxes or a padded K dimension), split-KV for short grids, ping-pong of the two consumer
- * warpgroups, a TMA store of O, a persistent grid (all speed, not
+ * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
+ * alike) and 192/128 (supports() refuses them); P V of 72/80 without the
+ * padding to 128 columns, split-KV for short grids, ping-pong of the two
+ * consumer warpgroups, a TMA store of O, a persistent grid (all speed, not
  * correctness).
  *
  * The kernel body exists only in the sm_90a compilation
@@ -88,25 +89,36 @@ constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
 
 constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
 
-/* Keys per K/V tile: 128, but 64 for head size 256, where the shared
- * memory holds Q (64 KiB) and two stages of K and V (32 KiB each) only with
- * tiles of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
+/* An instance is <DK, DV>: DK the columns of Q and K that S = Q K^T sums
+ * over (a multiple of 16), DV the columns of V and O that P V computes (a
+ * multiple of 64). Head sizes 72 and 80 run as <80, 128>: the tensor maps
+ * end at the real head size and the copy engine fills the columns past it
+ * with zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and
+ * P V computes 128 columns of which only the head size's are stored (an n80
+ * product would need V in 64-byte swizzle atoms: not done yet). */
+
+/* Keys per K/V tile: 128, but 64 for DV = 256, where the shared memory
+ * holds Q (64 KiB) and two stages of K and V (32 KiB each) only with tiles
+ * of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
  * thread) beside S and P only when S is 64 x 64 (32 a thread). */
-template <int D> constexpr int block_n(void)
+template <int DV> constexpr int block_n(void)
 {
-	return D == 256 ? 64 : 128;
+	return DV == 256 ? 64 : 128;
 }
 
-template <int D> struct layout {
-	static constexpr int BN = block_n<D>();
-	static constexpr int SLABS = D / SLAB_COLS;
+template <int DK, int DV> struct layout {
+	static_assert(DK % 16 == 0 && DV % SLAB_COLS == 0, "k-steps of 16, slabs of 64");
+	static constexpr int BN = block_n<DV>();
+	static constexpr int QK_SLABS = (DK + SLAB_COLS - 1) / SLAB_COLS;
+	static constexpr int V_SLABS = DV / SLAB_COLS;
 	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
-	static constexpr int Q_TILE = SLABS * Q_SLAB_BYTES;
-	static constexpr int KV_TILE = SLABS * KV_SLAB;
+	static constexpr int Q_TILE = QK_SLABS * Q_SLAB_BYTES;
+	static constexpr int K_TILE = QK_SLABS * KV_SLAB;
+	static constexpr int V_TILE = V_SLABS * KV_SLAB;
 	static constexpr int Q = 0;
 	static constexpr int K = Q + Q_TILE;
-	static constexpr int V = K + STAGES * KV_TILE;
-	static constexpr int BAR = V + STAGES * KV_TILE; /* 7 mbarriers of 8 bytes */
+	static constexpr int V = K + STAGES * K_TILE;
+	static constexpr int BAR = V + STAGES * V_TILE; /* 7 mbarriers of 8 bytes */
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
@@ -118,6 +130,7 @@ struct wg_args {
 	int64_t o_sb, o_ss, o_sh;
 	const int32_t *cu_q, *cu_k, *prefix_lens;
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
+	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 };
 
@@ -267,22 +280,22 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 		     " {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"                               \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
-template <int D, bool BF16>
-__device__ __forceinline__ void wgmma_rs(float (&d)[D / 2], const uint32_t (&a)[4], uint64_t db)
+template <int N, bool BF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db)
 {
-	if constexpr (D == 256) {
+	if constexpr (N == 256) {
 		/* two m64n128k16: accumulator registers 0-63 are columns 0-127,
 		 * 64-127 columns 128-255; V's columns 128.. two slabs further */
 		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[0]), a, db);
 		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[64]), a,
-				    db + ((uint64_t)(2 * layout<256>::KV_SLAB) >> 4));
-	} else if constexpr (D == 128) {
+				    db + ((uint64_t)(2 * block_n<256>() * ROW_BYTES) >> 4));
+	} else if constexpr (N == 128) {
 		if constexpr (BF16)
 			FA_WG_RS_N128("bf16");
 		else
 			FA_WG_RS_N128("f16");
 	} else {
-		static_assert(D == 64, "instances: 64, 128 and 256");
+		static_assert(N == 64, "P V widths: 64, 128 and 256");
 		if constexpr (BF16)
 			FA_WG_RS_N64("bf16");
 		else
@@ -322,27 +335,27 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
-template <int D, bool BF16>
-__device__ __forceinline__ void issue_s(float (&s)[block_n<D>() / 2], uint64_t dq, uint64_t dk)
+template <int DK, int DV, bool BF16>
+__device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t dq, uint64_t dk)
 {
-	constexpr int BN = block_n<D>();
+	constexpr int BN = block_n<DV>();
 #pragma unroll
-	for (int kk = 0; kk < D / 16; kk++) {
+	for (int kk = 0; kk < DK / 16; kk++) {
 		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
 		const uint64_t oq = (uint64_t)((kk / 4) * Q_SLAB_BYTES + (kk % 4) * 32) >> 4;
-		const uint64_t ok = (uint64_t)((kk / 4) * layout<D>::KV_SLAB + (kk % 4) * 32) >> 4;
+		const uint64_t ok = (uint64_t)((kk / 4) * BN * ROW_BYTES + (kk % 4) * 32) >> 4;
 		wgmma_ss<BN, BF16>(s, dq + oq, dk + ok, kk > 0);
 	}
 }
 
 /* O += P V for one V stage (dv already at the stage). */
-template <int D, bool BF16>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[block_n<D>() / 16][4],
+template <int DV, bool BF16>
+__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[block_n<DV>() / 16][4],
 					 uint64_t dv)
 {
 #pragma unroll
-	for (int kk = 0; kk < block_n<D>() / 16; kk++) /* 16 keys: 2 core groups further */
-		wgmma_rs<D, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+	for (int kk = 0; kk < block_n<DV>() / 16; kk++) /* 16 keys: 2 core groups further */
+		wgmma_rs<DV, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
 /* Scales and masks the scores of the key tile at k0 and turns them into
@@ -417,14 +430,14 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int D, bool BF16, bool OVERLAP>
+template <int DK, int DV, bool BF16, bool OVERLAP>
 __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
 					 uint32_t bar_e)
 {
-	using L = layout<D>;
+	using L = layout<DK, DV>;
 	constexpr int BN = L::BN;
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -437,9 +450,9 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		rs.mx[r] = -INFINITY;
 		rs.sum[r] = 0.f;
 	}
-	float o[D / 2];
+	float o[DV / 2];
 #pragma unroll
-	for (int i = 0; i < D / 2; i++)
+	for (int i = 0; i < DV / 2; i++)
 		o[i] = 0.f;
 	float s[BN / 2];
 #pragma unroll
@@ -453,7 +466,9 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 	const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
 	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
 	const uint64_t dv = wg_desc(s_v, L::KV_SLAB, CORE_BYTES);
-	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::KV_TILE) >> 4; };
+	/* descriptor offsets of the K and the V stage of key tile it */
+	auto k_off = [](int it) { return (uint64_t)((it % STAGES) * L::K_TILE) >> 4; };
+	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::V_TILE) >> 4; };
 	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
 	auto is_full = [&](int k0) {
 		return (k0 >= lo_last && k0 + BN <= hi_first) || k0 + BN <= prefix;
@@ -467,17 +482,17 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
-			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
 			wg_wait0();
 			fence_regs(s);
 			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			pack_p<BN, BF16>(s, pa);
-			rescale<D>(o, alpha);
+			rescale<DV>(o, alpha);
 			mbar_wait_warp(bar_v + 8 * st, phase(it));
 			fence_regs(o);
 			wg_fence();
-			issue_pv<D, BF16>(o, pa, dv + stage_off(it));
+			issue_pv<DV, BF16>(o, pa, dv + stage_off(it));
 			wg_commit();
 			wg_wait0();
 			fence_regs(o);
@@ -488,7 +503,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		mbar_wait_warp(bar_k, 0);
 		fence_regs(s);
 		wg_fence();
-		issue_s<D, BF16>(s, dq, dk);
+		issue_s<DK, DV, BF16>(s, dq, dk);
 		wg_commit();
 		wg_wait0();
 		fence_regs(s);
@@ -499,7 +514,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			const int k0 = (t0 + it) * BN;
 			/* s holds P of tile it - 1: into A fragments, O to its max */
 			pack_p<BN, BF16>(s, pa);
-			rescale<D>(o, alpha);
+			rescale<DV>(o, alpha);
 			/* both stages ready before the fence: nothing between the
 			 * two issues touches a register */
 			mbar_wait_warp(bar_v + 8 * prev, phase(it - 1));
@@ -507,9 +522,9 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			fence_regs(s);
 			fence_regs(o);
 			wg_fence();
-			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
-			issue_pv<D, BF16>(o, pa, dv + stage_off(it - 1));
+			issue_pv<DV, BF16>(o, pa, dv + stage_off(it - 1));
 			wg_commit();
 			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
 			fence_regs(s);
@@ -521,11 +536,11 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		/* the last tile's P V */
 		const int last = n_tiles - 1;
 		pack_p<BN, BF16>(s, pa);
-		rescale<D>(o, alpha);
+		rescale<DV>(o, alpha);
 		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
 		fence_regs(o);
 		wg_fence();
-		issue_pv<D, BF16>(o, pa, dv + stage_off(last));
+		issue_pv<DV, BF16>(o, pa, dv + stage_off(last));
 		wg_commit();
 		wg_wait0();
 		fence_regs(o);
@@ -545,21 +560,22 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 				     (int64_t)rs.row[r] * P.o_ss + (int64_t)h * P.o_sh;
 		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
 #pragma unroll
-		for (int j = 0; j < D / 8; j++)
-			dst[(8 * j + 2 * t) / 2] =
-				pack2<BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+		for (int j = 0; j < DV / 8; j++)
+			if (8 * j < P.head_dim_v) /* 72 and 80 in a DV of 128: multiples of 8 */
+				dst[(8 * j + 2 * t) / 2] = pack2<BF16>(o[4 * j + 2 * r] * inv,
+								       o[4 * j + 2 * r + 1] * inv);
 	}
 }
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int D, bool BF16, bool OVERLAP>
+template <int DK, int DV, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
-	using L = layout<D>;
+	using L = layout<DK, DV>;
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *smem =
 		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
@@ -614,10 +630,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
 		if (threadIdx.x == 0 && n_tiles > 0) {
 			/* bytes per tile: what the copy engine must deliver */
-			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, KV_TX = (uint32_t)L::KV_TILE;
+			/* (the columns the copy engine fills with zeros count too) */
+			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
+					   V_TX = (uint32_t)L::V_TILE;
 			mbar_expect_tx(bar_q, Q_TX);
 #pragma unroll
-			for (int c = 0; c < L::SLABS; c++)
+			for (int c = 0; c < L::QK_SLABS; c++)
 				tma_load(s_q + c * Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
 					 seq);
 			for (int it = 0; it < n_tiles; it++) {
@@ -625,21 +643,21 @@ __global__ void __launch_bounds__(THREADS, 1)
 				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
 				const int k0 = (t0 + it) * L::BN;
 				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
-				mbar_expect_tx(bar_k + 8 * st, KV_TX);
+				mbar_expect_tx(bar_k + 8 * st, K_TX);
 #pragma unroll
-				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_k + st * L::KV_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
+				for (int c = 0; c < L::QK_SLABS; c++)
+					tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
-				mbar_expect_tx(bar_v + 8 * st, KV_TX);
+				mbar_expect_tx(bar_v + 8 * st, V_TX);
 #pragma unroll
-				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_v + st * L::KV_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
+				for (int c = 0; c < L::V_SLABS; c++)
+					tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
 			}
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		consumer<D, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+		consumer<DK, DV, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
 					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
 					   bar_e);
 	}
@@ -680,9 +698,39 @@ encode_tiled_fn encode_tiled(void)
 	return fn;
 }
 
-int smem_bytes(int d)
+/* The instances, one per (head_dim, head_dim_v) served. */
+enum { INST_64, INST_80, INST_128, INST_192_128, INST_256, N_INST };
+
+/* The instance that runs head sizes hd/hdv, or -1 where none does. */
+int instance_of(int hd, int hdv)
 {
-	return d == 64 ? layout<64>::BYTES : d == 128 ? layout<128>::BYTES : layout<256>::BYTES;
+	if (hd == hdv && hd == 64)
+		return INST_64;
+	if (hd == hdv && (hd == 72 || hd == 80))
+		return INST_80;
+	if (hd == hdv && hd == 128)
+		return INST_128;
+	if (hd == 192 && hdv == 128)
+		return INST_192_128;
+	if (hd == hdv && hd == 256)
+		return INST_256;
+	return -1;
+}
+
+int smem_bytes(int inst)
+{
+	switch (inst) {
+	case INST_64:
+		return layout<64, 64>::BYTES;
+	case INST_80:
+		return layout<80, 128>::BYTES;
+	case INST_128:
+		return layout<128, 128>::BYTES;
+	case INST_192_128:
+		return layout<192, 128>::BYTES;
+	default:
+		return layout<256, 256>::BYTES;
+	}
 }
 
 /* 1 when the current device runs sm_90a code (compute capability 9.0). */
@@ -709,10 +757,9 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 	lim.positive_scale = 1;
 	if (!fa_cuda_check_problem(p, &lim, why, why_size))
 		return 0;
-	if (!((p->head_dim == 64 || p->head_dim == 128 || p->head_dim == 256) &&
-	      p->head_dim_v == p->head_dim)) {
+	if (instance_of(p->head_dim, p->head_dim_v) < 0) {
 		snprintf(why, why_size,
-			 "head sizes %d/%d not instantiated (64/64, 128/128 and 256/256 only)",
+			 "head sizes %d/%d not instantiated (64, 72, 80, 128, 256 and 192/128 only)",
 			 p->head_dim, p->head_dim_v);
 		return 0;
 	}
@@ -736,7 +783,7 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 		snprintf(why, why_size, "the driver has no cuTensorMapEncodeTiled");
 		return 0;
 	}
-	lim.smem_bytes = smem_bytes(p->head_dim);
+	lim.smem_bytes = smem_bytes(instance_of(p->head_dim, p->head_dim_v));
 	lim.smem_optin = -1;
 	return fa_cuda_check_problem(p, &lim, why, why_size);
 }
@@ -760,7 +807,7 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
 }
 
-template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
+template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
@@ -770,11 +817,13 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	if ((e = make_map(&tq, a->q, bf16, D, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
+	using L = layout<DK, DV>;
+	/* the maps end at the real head sizes: zeros past them (72 in 80) */
+	if ((e = make_map(&tq, a->q, bf16, p->head_dim, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
-	    (e = make_map(&tk, a->k, bf16, D, layout<D>::BN, k_tokens, p->kv_heads, seqs, p->k_stride_s,
+	    (e = make_map(&tk, a->k, bf16, p->head_dim, L::BN, k_tokens, p->kv_heads, seqs, p->k_stride_s,
 			  p->k_stride_h, p->varlen ? p->k_stride_s : p->k_stride_b)) ||
-	    (e = make_map(&tv, a->v, bf16, D, layout<D>::BN, k_tokens, p->kv_heads, seqs, p->v_stride_s,
+	    (e = make_map(&tv, a->v, bf16, p->head_dim_v, L::BN, k_tokens, p->kv_heads, seqs, p->v_stride_s,
 			  p->v_stride_h, p->varlen ? p->v_stride_s : p->v_stride_b)))
 		return e;
 	wg_args g = {};
@@ -794,13 +843,14 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 	g.varlen = p->varlen;
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
-	const int smem = layout<D>::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<D, BF16, OVERLAP>,
+	g.head_dim_v = p->head_dim_v;
+	const int smem = L::BYTES;
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
 	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<D, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	wgmma_fwd<DK, DV, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
 
@@ -814,6 +864,14 @@ const struct fa_kernel_param wgmma_params[] = {
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
+/* The instance <DK, DV> for the dtype and the schedule. */
+template <int DK, int DV> int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
+{
+	if (bf16)
+		return ov ? launch_inst<DK, DV, true, true>(a) : launch_inst<DK, DV, true, false>(a);
+	return ov ? launch_inst<DK, DV, false, true>(a) : launch_inst<DK, DV, false, false>(a);
+}
+
 int wgmma_launch(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
@@ -823,29 +881,31 @@ int wgmma_launch(const struct fa_launch_args *a)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
 	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
-	if (p->head_dim == 256 && bf16)
-		return ov ? launch_inst<256, true, true>(a) : launch_inst<256, true, false>(a);
-	if (p->head_dim == 256)
-		return ov ? launch_inst<256, false, true>(a) : launch_inst<256, false, false>(a);
-	if (p->head_dim == 128 && bf16)
-		return ov ? launch_inst<128, true, true>(a) : launch_inst<128, true, false>(a);
-	if (p->head_dim == 128)
-		return ov ? launch_inst<128, false, true>(a) : launch_inst<128, false, false>(a);
-	if (p->head_dim == 64 && bf16)
-		return ov ? launch_inst<64, true, true>(a) : launch_inst<64, true, false>(a);
-	if (p->head_dim == 64)
-		return ov ? launch_inst<64, false, true>(a) : launch_inst<64, false, false>(a);
-	return (int)cudaErrorInvalidValue; /* supports() said no */
+	switch (instance_of(p->head_dim, p->head_dim_v)) {
+	case INST_64:
+		return launch_dt<64, 64>(bf16, ov, a);
+	case INST_80:
+		return launch_dt<80, 128>(bf16, ov, a);
+	case INST_128:
+		return launch_dt<128, 128>(bf16, ov, a);
+	case INST_192_128:
+		return launch_dt<192, 128>(bf16, ov, a);
+	case INST_256:
+		return launch_dt<256, 256>(bf16, ov, a);
+	default:
+		return (int)cudaErrorInvalidValue; /* supports() said no */
+	}
 }
 
-const int32_t wgmma_head_dims[] = {64, 128, 256};
+const int32_t wgmma_head_dims[] = {64, 72, 80, 128, 192, 256};
 
 /* Positional, in the order of struct fa_kernel (see flash_mma_table.cu). */
 const struct fa_kernel wgmma_kernels[] = {
 	{"cuda_flash_wgmma",
 	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
-	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64, 128 and 256",
-	 FP16_BF16, 64, 256, wgmma_head_dims, 3, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
+	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64, 72, 80, 128, 256 and "
+	 "192/128",
+	 FP16_BF16, 64, 256, wgmma_head_dims, 6, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
 	 wgmma_launch, 0},
 };
 

@@ -756,7 +756,7 @@ static const struct spec wgmma_cases[] = {
 	 0, {0}},
 };
 
-/* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
+/* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong), matches the
  * reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
@@ -773,8 +773,10 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) is the default: faster on
 	 * every shape measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "overlap") == 0);
+	FA_REQUIRE(k->n_params == 2 && strcmp(k->params[0].name, "overlap") == 0 &&
+		   strcmp(k->params[1].name, "pingpong") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
+	FA_CHECK(k->params[1].default_value == 0); /* until measured on a GPU */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -825,9 +827,11 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
-		for (int32_t ov = 0; ov <= 1; ov++) { /* both schedules */
-			const int32_t tun[MMA_NPARAMS] = {ov};
-			snprintf(what, sizeof what, "%s case %zu overlap=%d", k->name, i, (int)ov);
+		/* the three schedules: overlap 0, overlap 1, overlap 1 with pingpong */
+		for (int32_t sch = 0; sch < 3; sch++) {
+			const int32_t tun[MMA_NPARAMS] = {sch > 0, sch == 2};
+			snprintf(what, sizeof what, "%s case %zu overlap=%d pingpong=%d", k->name, i,
+				 (int)tun[0], (int)tun[1]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -131,6 +131,7 @@ struct wg_args {
 	const int32_t *cu_q, *cu_k, *prefix_lens;
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
 	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
+	int32_t pingpong;   /* tunable pingpong (with overlap only) */
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 };
 
@@ -198,6 +199,21 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo_bytes, u
 {
 	return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
 	       ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
+}
+
+/* Named barriers of the ping-pong (ids 1 and 2; 0 is __syncthreads'):
+ * 256 threads each, one consumer warpgroup waiting on its own, the other
+ * arriving on it. */
+constexpr int PINGPONG_THREADS = 2 * WG_THREADS;
+
+__device__ __forceinline__ void named_sync(int id)
+{
+	asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(PINGPONG_THREADS) : "memory");
+}
+
+__device__ __forceinline__ void named_arrive(int id)
+{
+	asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(PINGPONG_THREADS) : "memory");
 }
 
 __device__ __forceinline__ void wg_fence(void)
@@ -499,12 +515,29 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
 		}
 	} else if (n_tiles > 0) {
+		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the two
+		 * consumers take turns to issue their products, each waiting on
+		 * its own named barrier (1 + cw) and, once its products are
+		 * issued, arriving on the other's (2 - cw), so one's softmax runs
+		 * while the other's products hold the tensor cores. Both issue
+		 * n_tiles + 1 times (the CTA's tile range is theirs), consumer 0
+		 * first: consumer 1 arrives on its barrier once to start, and
+		 * consumer 0 takes that barrier's last arrival at the end, so
+		 * no barrier is left half-arrived at exit. */
+		const bool pp = P.pingpong != 0;
+		const int bar_mine = 1 + cw, bar_other = 2 - cw;
+		if (pp && cw == 1)
+			named_arrive(1);
 		/* tile 0: S and its softmax (O is 0, alpha 0) */
 		mbar_wait_warp(bar_k, 0);
+		if (pp)
+			named_sync(bar_mine);
 		fence_regs(s);
 		wg_fence();
 		issue_s<DK, DV, BF16>(s, dq, dk);
 		wg_commit();
+		if (pp)
+			named_arrive(bar_other);
 		wg_wait0();
 		fence_regs(s);
 		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
@@ -519,6 +552,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			 * two issues touches a register */
 			mbar_wait_warp(bar_v + 8 * prev, phase(it - 1));
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			if (pp)
+				named_sync(bar_mine);
 			fence_regs(s);
 			fence_regs(o);
 			wg_fence();
@@ -526,6 +561,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_commit();
 			issue_pv<DV, BF16>(o, pa, dv + stage_off(it - 1));
 			wg_commit();
+			if (pp)
+				named_arrive(bar_other);
 			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
 			fence_regs(s);
 			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
@@ -538,13 +575,19 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		pack_p<BN, BF16>(s, pa);
 		rescale<DV>(o, alpha);
 		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		if (pp)
+			named_sync(bar_mine);
 		fence_regs(o);
 		wg_fence();
 		issue_pv<DV, BF16>(o, pa, dv + stage_off(last));
 		wg_commit();
+		if (pp)
+			named_arrive(bar_other);
 		wg_wait0();
 		fence_regs(o);
 		mbar_arrive(bar_e + 8 * (last % STAGES));
+		if (pp && cw == 0)
+			named_sync(bar_mine); /* consumer 1's last arrival */
 	}
 
 	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
@@ -807,6 +850,21 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
 }
 
+/* Tunables, in this order. */
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG };
+const int32_t overlap_allowed[] = {0, 1};
+const int32_t pingpong_allowed[] = {0, 1};
+const struct fa_kernel_param wgmma_params[] = {
+	{"overlap", 1, overlap_allowed, 2, 0, 1,
+	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
+	 "together, the softmax under P V; 0 = each product waited for"},
+	{"pingpong", 0, pingpong_allowed, 2, 0, 1,
+	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the two consumer warpgroups take "
+	 "turns to issue their products (named barriers), one's softmax under the other's "
+	 "products; 0 = each issues when ready (the default until measured on a GPU)"},
+};
+#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
+
 template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
@@ -844,6 +902,7 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
+	g.pingpong = a->params ? a->params[PARAM_PINGPONG] : wgmma_params[PARAM_PINGPONG].default_value;
 	const int smem = L::BYTES;
 	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -853,16 +912,6 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	wgmma_fwd<DK, DV, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
-
-/* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0 };
-const int32_t overlap_allowed[] = {0, 1};
-const struct fa_kernel_param wgmma_params[] = {
-	{"overlap", 1, overlap_allowed, 2, 0, 1,
-	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
-	 "together, the softmax under P V; 0 = each product waited for"},
-};
-#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
 /* The instance <DK, DV> for the dtype and the schedule. */
 template <int DK, int DV> int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)

@@ -800,7 +800,10 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 
 /* Lengths off the 128-row tiles, every mask, GQA, varlen (a sequence without
  * keys, per-sequence prefixes), q_len above kv_len (rows that attend no key:
- * zeros), both layouts and both 16-bit types, head sizes 64 and 128. */
+ * zeros), both layouts and both 16-bit types, head sizes 64, 128 and 256
+ * (256: key tiles of 64, O in two halves of 128 columns), 72 and 80 (Q and
+ * K zero-filled to 80 columns, V to 128 by the copy engine: only the head
+ * size's columns stored) and 192/128 (Q and K wider than V). */
 static const struct spec wgmma_cases[] = {
 	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0,
 	 {0}},
@@ -817,9 +820,27 @@ static const struct spec wgmma_cases[] = {
 	 {500, 0, 300}, 0, {0}},
 	{3, 4, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {40, 17, 260},
 	 {40, 1, 300}, 1, {5, 0, 200}},
+	{2, 4, 2, 256, 256, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {200}, {333}, 0,
+	 {0}},
+	{1, 4, 4, 256, 256, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {300}, {300}, 0,
+	 {0}},
+	{1, 2, 1, 256, 256, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 70, 0, {129},
+	 {400}, 0, {0}},
+	{3, 4, 1, 256, 256, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {65, 1, 130},
+	 {70, 0, 190}, 1, {10, 0, 100}},
+	{2, 4, 2, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {203}, {300}, 0,
+	 {0}},
+	{1, 4, 4, 80, 80, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {129}, {257}, 0,
+	 {0}},
+	{2, 4, 1, 72, 72, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 1, 60, 0, {100, 140},
+	 {150, 140}, 0, {0}},
+	{2, 8, 2, 192, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {250}, {250}, 0,
+	 {0}},
+	{1, 2, 2, 192, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BHSD, 0, 0, 90, {130}, {400},
+	 0, {0}},
 };
 
-/* cuda_flash_wgmma, both schedules (overlap 0 and 1), matches the
+/* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong), matches the
  * reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
@@ -834,17 +855,24 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		return;
 	k = find_kernel(s, "cuda_flash_wgmma");
 	FA_REQUIRE(k != NULL && k->supports != NULL);
-	/* opt-in until it has passed conformance on a GPU */
-	unsetenv("FABENCH_WGMMA");
-	build(&wgmma_cases[0], &t);
-	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strstr(why, "FABENCH_WGMMA=1") != NULL, "reason '%s'", why);
-	setenv("FABENCH_WGMMA", "1", 1);
+	/* overlap=1 (FA3's intra-warpgroup overlap) is the default: faster on
+	 * every shape measured (docs/BENCHMARKS.md, issue 15) */
+	FA_REQUIRE(k->n_params == 2 && strcmp(k->params[0].name, "overlap") == 0 &&
+		   strcmp(k->params[1].name, "pingpong") == 0);
+	FA_CHECK(k->params[0].default_value == 1);
+	FA_CHECK(k->params[1].default_value == 0); /* until measured on a GPU */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64/64 and 128/128 only)") == 0,
+	FA_CHECKF(strcmp(why, "head sizes 96/96 not instantiated (64, 72, 80, 128, 256 and "
+			      "192/128 only)") == 0,
+		  "reason '%s'", why);
+	build(&wgmma_cases[0], &t);
+	t.p.head_dim_v = 64; /* 128/64: one size for Q, K and V only */
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head sizes 128/64 not instantiated (64, 72, 80, 128, 256 and "
+			      "192/128 only)") == 0,
 		  "reason '%s'", why);
 	build(&wgmma_cases[0], &t);
 	t.p.dtype = FA_DTYPE_FP32;
@@ -879,14 +907,15 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		FA_CHECK(BE.synchronize(CTX) == 0);
 		bufs_free(s, &d);
 	}
-	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "overlap") == 0);
 	seed = fa_test_seed();
 	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
-		for (int32_t ov = 0; ov <= 1; ov++) { /* both schedules */
-			const int32_t tun[MMA_NPARAMS] = {ov};
-			snprintf(what, sizeof what, "%s case %zu overlap=%d", k->name, i, (int)ov);
+		/* the three schedules: overlap 0, overlap 1, overlap 1 with pingpong */
+		for (int32_t sch = 0; sch < 3; sch++) {
+			const int32_t tun[MMA_NPARAMS] = {sch > 0, sch == 2};
+			snprintf(what, sizeof what, "%s case %zu overlap=%d pingpong=%d", k->name, i,
+				 (int)tun[0], (int)tun[1]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

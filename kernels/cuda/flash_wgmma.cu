@@ -7,16 +7,18 @@
  * sequence: warpgroup 0 is the producer (one thread issues every TMA copy;
  * its registers go down to 24 per thread), warpgroups 1 and 2 are the
  * consumers, 64 query rows each (up to 240 registers per thread). The Q tile
- * is loaded once; K and V tiles of 128 keys go through a 2-stage ring
+ * is loaded once; K and V tiles of 128 keys (64 for head size 256, see
+ * block_n) go through a 2-stage ring
  * (full barriers per stage for K and for V, completed by the copy engine's
  * transaction count; an empty barrier per stage that the 256 consumer threads
  * arrive on once the stage is read). Every tile lands in shared memory as
  * 64-column slabs of [rows][64] elements with the 128-byte swizzle, which is
  * the layout wgmma's 128-byte-swizzle descriptors read:
- *   S = Q K^T: m64n128k16, A (Q) and B (K) both K-major from shared memory
+ *   S = Q K^T: m64n128k16 (m64n64k16 for head size 256), A (Q) and B (K)
+ *     both K-major from shared memory
  *     (8-row core groups 1024 bytes apart: SBO 1024; a k-step of 16 columns
  *     is +32 bytes inside the swizzle row; every 4 k-steps the next slab);
- *   O += P V: m64nDk16, A (P) from registers (the S accumulator layout
+ *   O += P V: m64nDk16 (two m64n128k16 for D = 256), A (P) from registers (the S accumulator layout
  *     repacked to 16-bit pairs, as FlashAttention-2 does with mma.sync), B
  *     (V, [keys][d] in memory) MN-major, transposed by the instruction
  *     (imm-trans-b 1): 8 keys per 1024-byte core group (SBO), the next 64
@@ -34,14 +36,16 @@
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
  *
- * Tunable `overlap` (0 by default until measured): 1 is FlashAttention-3's
+ * Tunable `overlap` (1 by default: faster on every shape measured on an
+ * H100, docs/BENCHMARKS.md): 1 is FlashAttention-3's
  * intra-warpgroup overlap, S of key tile it and P V of tile it - 1 in
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
- * Not done yet: head sizes other than 64/64 and 128/128 (supports()
- * refuses them), split-KV for short grids, ping-pong of the two consumer
- * warpgroups, a TMA store of O, a persistent grid (all speed, not
+ * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
+ * alike) and 192/128 (supports() refuses them); P V of 72/80 without the
+ * padding to 128 columns, split-KV for short grids, ping-pong of the two
+ * consumer warpgroups, a TMA store of O, a persistent grid (all speed, not
  * correctness).
  *
  * The kernel body exists only in the sm_90a compilation
@@ -55,8 +59,6 @@
 #include <cuda.h> /* CUtensorMap and its enums; no libcuda symbol is linked */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cuda_kernels.h"
 #include "flash_wgmma.h"
@@ -74,7 +76,6 @@ constexpr int WG_THREADS = 128;              /* a warpgroup: 4 consecutive warps
 constexpr int N_CONSUMERS = 2;               /* consumer warpgroups, 64 query rows each */
 constexpr int THREADS = WG_THREADS * (1 + N_CONSUMERS);
 constexpr int BLOCK_M = 64 * N_CONSUMERS;    /* query rows per CTA (wgmma M is 64) */
-constexpr int BLOCK_N = 128;                 /* keys per K/V tile */
 constexpr int STAGES = 2;                    /* K/V ring depth */
 constexpr int SLAB_COLS = 64;                /* 128-byte swizzle rows: 64 16-bit elements */
 constexpr int ROW_BYTES = SLAB_COLS * 2;     /* one swizzled row, 128 bytes */
@@ -86,16 +87,38 @@ constexpr int CONSUMER_REGS = 240;
 /* empty barriers: every consumer thread arrives once it has read a stage */
 constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
 
-static_assert(BLOCK_M == BLOCK_N, "Q, K and V slabs share one size");
-constexpr int SLAB_BYTES = BLOCK_N * ROW_BYTES; /* 16 KiB */
+constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
 
-template <int D> struct layout {
-	static constexpr int SLABS = D / SLAB_COLS;
-	static constexpr int TILE = SLABS * SLAB_BYTES;
+/* An instance is <DK, DV>: DK the columns of Q and K that S = Q K^T sums
+ * over (a multiple of 16), DV the columns of V and O that P V computes (a
+ * multiple of 64). Head sizes 72 and 80 run as <80, 128>: the tensor maps
+ * end at the real head size and the copy engine fills the columns past it
+ * with zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and
+ * P V computes 128 columns of which only the head size's are stored (an n80
+ * product would need V in 64-byte swizzle atoms: not done yet). */
+
+/* Keys per K/V tile: 128, but 64 for DV = 256, where the shared memory
+ * holds Q (64 KiB) and two stages of K and V (32 KiB each) only with tiles
+ * of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
+ * thread) beside S and P only when S is 64 x 64 (32 a thread). */
+template <int DV> constexpr int block_n(void)
+{
+	return DV == 256 ? 64 : 128;
+}
+
+template <int DK, int DV> struct layout {
+	static_assert(DK % 16 == 0 && DV % SLAB_COLS == 0, "k-steps of 16, slabs of 64");
+	static constexpr int BN = block_n<DV>();
+	static constexpr int QK_SLABS = (DK + SLAB_COLS - 1) / SLAB_COLS;
+	static constexpr int V_SLABS = DV / SLAB_COLS;
+	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
+	static constexpr int Q_TILE = QK_SLABS * Q_SLAB_BYTES;
+	static constexpr int K_TILE = QK_SLABS * KV_SLAB;
+	static constexpr int V_TILE = V_SLABS * KV_SLAB;
 	static constexpr int Q = 0;
-	static constexpr int K = Q + TILE;
-	static constexpr int V = K + STAGES * TILE;
-	static constexpr int BAR = V + STAGES * TILE; /* 7 mbarriers of 8 bytes */
+	static constexpr int K = Q + Q_TILE;
+	static constexpr int V = K + STAGES * K_TILE;
+	static constexpr int BAR = V + STAGES * V_TILE; /* 7 mbarriers of 8 bytes */
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
@@ -107,6 +130,8 @@ struct wg_args {
 	int64_t o_sb, o_ss, o_sh;
 	const int32_t *cu_q, *cu_k, *prefix_lens;
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
+	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
+	int32_t pingpong;   /* tunable pingpong (with overlap only) */
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 };
 
@@ -156,7 +181,7 @@ __device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity)
 	__syncwarp();
 }
 
-/* One box of the tensor map (64 columns x 128 rows x 1 head x 1 sequence)
+/* One box of the tensor map (64 columns x 128 or 64 rows x 1 head x 1 sequence)
  * into shared memory at dst, completing on bar. */
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
 					 int col, int row, int head, int seq)
@@ -174,6 +199,21 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo_bytes, u
 {
 	return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
 	       ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
+}
+
+/* Named barriers of the ping-pong (ids 1 and 2; 0 is __syncthreads'):
+ * 256 threads each, one consumer warpgroup waiting on its own, the other
+ * arriving on it. */
+constexpr int PINGPONG_THREADS = 2 * WG_THREADS;
+
+__device__ __forceinline__ void named_sync(int id)
+{
+	asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(PINGPONG_THREADS) : "memory");
+}
+
+__device__ __forceinline__ void named_arrive(int id)
+{
+	asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(PINGPONG_THREADS) : "memory");
 }
 
 __device__ __forceinline__ void wg_fence(void)
@@ -219,13 +259,27 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		     " %64, %65, p, 1, 1, 0, 0;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32)                                      \
 		     : "l"(da), "l"(db), "r"(scale_d))
-template <bool BF16>
-__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d)
+#define FA_WG_SS_N64(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
+		     " %32, %33, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC32(d, 0)                                                          \
+		     : "l"(da), "l"(db), "r"(scale_d))
+template <int N, bool BF16>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
 {
-	if constexpr (BF16)
-		FA_WG_SS_N128("bf16");
-	else
-		FA_WG_SS_N128("f16");
+	if constexpr (N == 128) {
+		if constexpr (BF16)
+			FA_WG_SS_N128("bf16");
+		else
+			FA_WG_SS_N128("f16");
+	} else {
+		static_assert(N == 64, "key tiles: 64 and 128");
+		if constexpr (BF16)
+			FA_WG_SS_N64("bf16");
+		else
+			FA_WG_SS_N64("f16");
+	}
 }
 
 /* O (64 x N, fp32) += A (64 x 16, registers) * B (16 x N, shared, MN-major:
@@ -242,16 +296,22 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint6
 		     " {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"                               \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
-template <int D, bool BF16>
-__device__ __forceinline__ void wgmma_rs(float (&d)[D / 2], const uint32_t (&a)[4], uint64_t db)
+template <int N, bool BF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db)
 {
-	if constexpr (D == 128) {
+	if constexpr (N == 256) {
+		/* two m64n128k16: accumulator registers 0-63 are columns 0-127,
+		 * 64-127 columns 128-255; V's columns 128.. two slabs further */
+		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[0]), a, db);
+		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[64]), a,
+				    db + ((uint64_t)(2 * block_n<256>() * ROW_BYTES) >> 4));
+	} else if constexpr (N == 128) {
 		if constexpr (BF16)
 			FA_WG_RS_N128("bf16");
 		else
 			FA_WG_RS_N128("f16");
 	} else {
-		static_assert(D == 64, "instances: 64 and 128");
+		static_assert(N == 64, "P V widths: 64, 128 and 256");
 		if constexpr (BF16)
 			FA_WG_RS_N64("bf16");
 		else
@@ -291,36 +351,40 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
-template <int D, bool BF16>
-__device__ __forceinline__ void issue_s(float (&s)[64], uint64_t dq, uint64_t dk)
+template <int DK, int DV, bool BF16>
+__device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t dq, uint64_t dk)
 {
+	constexpr int BN = block_n<DV>();
 #pragma unroll
-	for (int kk = 0; kk < D / 16; kk++) {
+	for (int kk = 0; kk < DK / 16; kk++) {
 		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
-		const uint64_t off = (uint64_t)((kk / 4) * SLAB_BYTES + (kk % 4) * 32) >> 4;
-		wgmma_ss_n128<BF16>(s, dq + off, dk + off, kk > 0);
+		const uint64_t oq = (uint64_t)((kk / 4) * Q_SLAB_BYTES + (kk % 4) * 32) >> 4;
+		const uint64_t ok = (uint64_t)((kk / 4) * BN * ROW_BYTES + (kk % 4) * 32) >> 4;
+		wgmma_ss<BN, BF16>(s, dq + oq, dk + ok, kk > 0);
 	}
 }
 
 /* O += P V for one V stage (dv already at the stage). */
-template <int D, bool BF16>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[8][4], uint64_t dv)
+template <int DV, bool BF16>
+__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[block_n<DV>() / 16][4],
+					 uint64_t dv)
 {
 #pragma unroll
-	for (int kk = 0; kk < 8; kk++) /* 16 keys: 2 core groups further */
-		wgmma_rs<D, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+	for (int kk = 0; kk < block_n<DV>() / 16; kk++) /* 16 keys: 2 core groups further */
+		wgmma_rs<DV, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
 /* Scales and masks the scores of the key tile at k0 and turns them into
  * probabilities against the updated running max; alpha gets the factor the
  * accumulator must be multiplied by before this tile's P V is added. Only
  * tiles crossing some row's range or the end of the keys pay for masking. */
-__device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int k0, int t,
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], rows_state &rs, int k0, int t,
 					     bool full, int prefix, float scale_log2,
 					     float (&alpha)[2])
 {
 #pragma unroll
-	for (int j = 0; j < 16; j++)
+	for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
 			float x = s[4 * j + e] * scale_log2;
@@ -336,7 +400,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 	for (int r = 0; r < 2; r++) {
 		float m = -INFINITY;
 #pragma unroll
-		for (int j = 0; j < 16; j++)
+		for (int j = 0; j < BN / 8; j++)
 			m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -347,7 +411,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 		rs.mx[r] = m_new;
 		float part = 0.f;
 #pragma unroll
-		for (int j = 0; j < 16; j++)
+		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 2; e++) {
 				const float p = ex2(s[4 * j + 2 * r + e] - m_use);
@@ -360,11 +424,11 @@ __device__ __forceinline__ void softmax_tile(float (&s)[64], rows_state &rs, int
 
 /* P as wgmma A fragments, one per 16 keys (the accumulator layout of S
  * repacked: registers {row g, k 2t}, {g + 8, 2t}, {g, 2t + 8}, {g + 8, 2t + 8}). */
-template <bool BF16>
-__device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&pa)[8][4])
+template <int BN, bool BF16>
+__device__ __forceinline__ void pack_p(const float (&s)[BN / 2], uint32_t (&pa)[BN / 16][4])
 {
 #pragma unroll
-	for (int kk = 0; kk < 8; kk++)
+	for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
 		for (int q = 0; q < 4; q++)
 			pa[kk][q] = pack2<BF16>(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
@@ -382,14 +446,15 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int D, bool BF16, bool OVERLAP>
+template <int DK, int DV, bool BF16, bool OVERLAP>
 __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
 					 uint32_t bar_e)
 {
-	using L = layout<D>;
+	using L = layout<DK, DV>;
+	constexpr int BN = L::BN;
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -401,99 +466,128 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		rs.mx[r] = -INFINITY;
 		rs.sum[r] = 0.f;
 	}
-	float o[D / 2];
+	float o[DV / 2];
 #pragma unroll
-	for (int i = 0; i < D / 2; i++)
+	for (int i = 0; i < DV / 2; i++)
 		o[i] = 0.f;
-	float s[64];
+	float s[BN / 2];
 #pragma unroll
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < BN / 2; i++)
 		s[i] = 0.f;
-	uint32_t pa[8][4];
+	uint32_t pa[BN / 16][4];
 	float alpha[2];
 
 	/* descriptors: Q rows cw*64.. of each slab; K-major, SBO one core group */
 	const uint64_t dq = wg_desc(s_q + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dk = wg_desc(s_k, 16, CORE_BYTES);
 	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
-	const uint64_t dv = wg_desc(s_v, SLAB_BYTES, CORE_BYTES);
-	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::TILE) >> 4; };
+	const uint64_t dv = wg_desc(s_v, L::KV_SLAB, CORE_BYTES);
+	/* descriptor offsets of the K and the V stage of key tile it */
+	auto k_off = [](int it) { return (uint64_t)((it % STAGES) * L::K_TILE) >> 4; };
+	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::V_TILE) >> 4; };
 	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
 	auto is_full = [&](int k0) {
-		return (k0 >= lo_last && k0 + BLOCK_N <= hi_first) || k0 + BLOCK_N <= prefix;
+		return (k0 >= lo_last && k0 + BN <= hi_first) || k0 + BN <= prefix;
 	};
 
 	if (n_tiles > 0)
 		mbar_wait_warp(bar_q, 0);
 	if (!OVERLAP) {
 		for (int it = 0; it < n_tiles; it++) {
-			const int st = it % STAGES, k0 = (t0 + it) * BLOCK_N;
+			const int st = it % STAGES, k0 = (t0 + it) * BN;
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
-			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
 			wg_wait0();
 			fence_regs(s);
-			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
-			pack_p<BF16>(s, pa);
-			rescale<D>(o, alpha);
+			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			pack_p<BN, BF16>(s, pa);
+			rescale<DV>(o, alpha);
 			mbar_wait_warp(bar_v + 8 * st, phase(it));
 			fence_regs(o);
 			wg_fence();
-			issue_pv<D, BF16>(o, pa, dv + stage_off(it));
+			issue_pv<DV, BF16>(o, pa, dv + stage_off(it));
 			wg_commit();
 			wg_wait0();
 			fence_regs(o);
 			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
 		}
 	} else if (n_tiles > 0) {
+		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the two
+		 * consumers take turns to issue their products, each waiting on
+		 * its own named barrier (1 + cw) and, once its products are
+		 * issued, arriving on the other's (2 - cw), so one's softmax runs
+		 * while the other's products hold the tensor cores. Both issue
+		 * n_tiles + 1 times (the CTA's tile range is theirs), consumer 0
+		 * first: consumer 1 arrives on its barrier once to start, and
+		 * consumer 0 takes that barrier's last arrival at the end, so
+		 * no barrier is left half-arrived at exit. */
+		const bool pp = P.pingpong != 0;
+		const int bar_mine = 1 + cw, bar_other = 2 - cw;
+		if (pp && cw == 1)
+			named_arrive(1);
 		/* tile 0: S and its softmax (O is 0, alpha 0) */
 		mbar_wait_warp(bar_k, 0);
+		if (pp)
+			named_sync(bar_mine);
 		fence_regs(s);
 		wg_fence();
-		issue_s<D, BF16>(s, dq, dk);
+		issue_s<DK, DV, BF16>(s, dq, dk);
 		wg_commit();
+		if (pp)
+			named_arrive(bar_other);
 		wg_wait0();
 		fence_regs(s);
-		softmax_tile(s, rs, t0 * BLOCK_N, t, is_full(t0 * BLOCK_N), prefix, P.scale_log2,
+		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
 			     alpha);
 		for (int it = 1; it < n_tiles; it++) {
 			const int st = it % STAGES, prev = (it - 1) % STAGES;
-			const int k0 = (t0 + it) * BLOCK_N;
+			const int k0 = (t0 + it) * BN;
 			/* s holds P of tile it - 1: into A fragments, O to its max */
-			pack_p<BF16>(s, pa);
-			rescale<D>(o, alpha);
+			pack_p<BN, BF16>(s, pa);
+			rescale<DV>(o, alpha);
 			/* both stages ready before the fence: nothing between the
 			 * two issues touches a register */
 			mbar_wait_warp(bar_v + 8 * prev, phase(it - 1));
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
+			if (pp)
+				named_sync(bar_mine);
 			fence_regs(s);
 			fence_regs(o);
 			wg_fence();
-			issue_s<D, BF16>(s, dq, dk + stage_off(it));
+			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
-			issue_pv<D, BF16>(o, pa, dv + stage_off(it - 1));
+			issue_pv<DV, BF16>(o, pa, dv + stage_off(it - 1));
 			wg_commit();
+			if (pp)
+				named_arrive(bar_other);
 			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
 			fence_regs(s);
-			softmax_tile(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			wg_wait0(); /* P V of tile it - 1 done */
 			fence_regs(o);
 			mbar_arrive(bar_e + 8 * prev);
 		}
 		/* the last tile's P V */
 		const int last = n_tiles - 1;
-		pack_p<BF16>(s, pa);
-		rescale<D>(o, alpha);
+		pack_p<BN, BF16>(s, pa);
+		rescale<DV>(o, alpha);
 		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		if (pp)
+			named_sync(bar_mine);
 		fence_regs(o);
 		wg_fence();
-		issue_pv<D, BF16>(o, pa, dv + stage_off(last));
+		issue_pv<DV, BF16>(o, pa, dv + stage_off(last));
 		wg_commit();
+		if (pp)
+			named_arrive(bar_other);
 		wg_wait0();
 		fence_regs(o);
 		mbar_arrive(bar_e + 8 * (last % STAGES));
+		if (pp && cw == 0)
+			named_sync(bar_mine); /* consumer 1's last arrival */
 	}
 
 	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
@@ -509,21 +603,22 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 				     (int64_t)rs.row[r] * P.o_ss + (int64_t)h * P.o_sh;
 		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
 #pragma unroll
-		for (int j = 0; j < D / 8; j++)
-			dst[(8 * j + 2 * t) / 2] =
-				pack2<BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+		for (int j = 0; j < DV / 8; j++)
+			if (8 * j < P.head_dim_v) /* 72 and 80 in a DV of 128: multiples of 8 */
+				dst[(8 * j + 2 * t) / 2] = pack2<BF16>(o[4 * j + 2 * r] * inv,
+								       o[4 * j + 2 * r + 1] * inv);
 	}
 }
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int D, bool BF16, bool OVERLAP>
+template <int DK, int DV, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
-	using L = layout<D>;
+	using L = layout<DK, DV>;
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *smem =
 		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
@@ -557,8 +652,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 	fa_mask_range(P.mask, last, lq, lk, P.window, &lo_last, &hi_last);
 	const int kbeg = prefix > 0 ? 0 : lo_first;
 	const int kend = hi_last > prefix ? hi_last : prefix;
-	const int t0 = kbeg / BLOCK_N;
-	const int n_tiles = kend > kbeg ? (kend + BLOCK_N - 1) / BLOCK_N - t0 : 0;
+	const int t0 = kbeg / L::BN;
+	const int n_tiles = kend > kbeg ? (kend + L::BN - 1) / L::BN - t0 : 0;
 
 	if (threadIdx.x == 0) {
 		mbar_init(bar_q, 1);
@@ -577,32 +672,35 @@ __global__ void __launch_bounds__(THREADS, 1)
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
 		if (threadIdx.x == 0 && n_tiles > 0) {
-			constexpr uint32_t TILE_TX = (uint32_t)L::TILE; /* bytes per Q/K/V tile */
-			mbar_expect_tx(bar_q, TILE_TX);
+			/* bytes per tile: what the copy engine must deliver */
+			/* (the columns the copy engine fills with zeros count too) */
+			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
+					   V_TX = (uint32_t)L::V_TILE;
+			mbar_expect_tx(bar_q, Q_TX);
 #pragma unroll
-			for (int c = 0; c < L::SLABS; c++)
-				tma_load(s_q + c * SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
+			for (int c = 0; c < L::QK_SLABS; c++)
+				tma_load(s_q + c * Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
 					 seq);
 			for (int it = 0; it < n_tiles; it++) {
 				const int st = it % STAGES;
 				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
-				const int k0 = (t0 + it) * BLOCK_N;
+				const int k0 = (t0 + it) * L::BN;
 				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
-				mbar_expect_tx(bar_k + 8 * st, TILE_TX);
+				mbar_expect_tx(bar_k + 8 * st, K_TX);
 #pragma unroll
-				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_k + st * L::TILE + c * SLAB_BYTES, &tk, bar_k + 8 * st,
+				for (int c = 0; c < L::QK_SLABS; c++)
+					tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
-				mbar_expect_tx(bar_v + 8 * st, TILE_TX);
+				mbar_expect_tx(bar_v + 8 * st, V_TX);
 #pragma unroll
-				for (int c = 0; c < L::SLABS; c++)
-					tma_load(s_v + st * L::TILE + c * SLAB_BYTES, &tv, bar_v + 8 * st,
+				for (int c = 0; c < L::V_SLABS; c++)
+					tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
 						 c * SLAB_COLS, k_tok + k0, hk, seq);
 			}
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		consumer<D, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+		consumer<DK, DV, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
 					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
 					   bar_e);
 	}
@@ -643,9 +741,39 @@ encode_tiled_fn encode_tiled(void)
 	return fn;
 }
 
-int smem_bytes(int d)
+/* The instances, one per (head_dim, head_dim_v) served. */
+enum { INST_64, INST_80, INST_128, INST_192_128, INST_256, N_INST };
+
+/* The instance that runs head sizes hd/hdv, or -1 where none does. */
+int instance_of(int hd, int hdv)
 {
-	return d == 64 ? layout<64>::BYTES : layout<128>::BYTES;
+	if (hd == hdv && hd == 64)
+		return INST_64;
+	if (hd == hdv && (hd == 72 || hd == 80))
+		return INST_80;
+	if (hd == hdv && hd == 128)
+		return INST_128;
+	if (hd == 192 && hdv == 128)
+		return INST_192_128;
+	if (hd == hdv && hd == 256)
+		return INST_256;
+	return -1;
+}
+
+int smem_bytes(int inst)
+{
+	switch (inst) {
+	case INST_64:
+		return layout<64, 64>::BYTES;
+	case INST_80:
+		return layout<80, 128>::BYTES;
+	case INST_128:
+		return layout<128, 128>::BYTES;
+	case INST_192_128:
+		return layout<192, 128>::BYTES;
+	default:
+		return layout<256, 256>::BYTES;
+	}
 }
 
 /* 1 when the current device runs sm_90a code (compute capability 9.0). */
@@ -672,8 +800,9 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 	lim.positive_scale = 1;
 	if (!fa_cuda_check_problem(p, &lim, why, why_size))
 		return 0;
-	if (!((p->head_dim == 64 || p->head_dim == 128) && p->head_dim_v == p->head_dim)) {
-		snprintf(why, why_size, "head sizes %d/%d not instantiated (64/64 and 128/128 only)",
+	if (instance_of(p->head_dim, p->head_dim_v) < 0) {
+		snprintf(why, why_size,
+			 "head sizes %d/%d not instantiated (64, 72, 80, 128, 256 and 192/128 only)",
 			 p->head_dim, p->head_dim_v);
 		return 0;
 	}
@@ -687,14 +816,6 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 			 ALIGN_ELEMS);
 		return 0;
 	}
-	/* Opt-in until it has passed the conformance suite on a GPU: written and
-	 * compiled on 2026-11-26 without one (docs/BENCHMARKS.md, issue 15). */
-	const char *opt = getenv("FABENCH_WGMMA");
-	if (!opt || strcmp(opt, "1") != 0) {
-		snprintf(why, why_size,
-			 "not yet run on a GPU: FABENCH_WGMMA=1 enables it (docs/BENCHMARKS.md)");
-		return 0;
-	}
 	int major, minor;
 	if (!device_is_sm90(&major, &minor)) {
 		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma, TMA, setmaxnreg)", major,
@@ -705,21 +826,21 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 		snprintf(why, why_size, "the driver has no cuTensorMapEncodeTiled");
 		return 0;
 	}
-	lim.smem_bytes = smem_bytes(p->head_dim);
+	lim.smem_bytes = smem_bytes(instance_of(p->head_dim, p->head_dim_v));
 	lim.smem_optin = -1;
 	return fa_cuda_check_problem(p, &lim, why, why_size);
 }
 
 /* A 4-d tensor map (columns, tokens, heads, sequences) over base, boxes of
- * 64 columns x 128 tokens, 128-byte swizzle, zeros past the ends. Strides in
- * elements. Returns 0 or cudaErrorInvalidValue. */
-int make_map(CUtensorMap *m, const void *base, int bf16, int d, int64_t tokens, int heads,
-	     int seqs, int64_t ss, int64_t sh, int64_t sb)
+ * 64 columns x box_rows tokens, 128-byte swizzle, zeros past the ends.
+ * Strides in elements. Returns 0 or cudaErrorInvalidValue. */
+int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, int64_t tokens,
+	     int heads, int seqs, int64_t ss, int64_t sh, int64_t sb)
 {
 	const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)tokens, (cuuint64_t)heads,
 				    (cuuint64_t)seqs};
 	const cuuint64_t strides[3] = {(cuuint64_t)ss * 2, (cuuint64_t)sh * 2, (cuuint64_t)sb * 2};
-	const cuuint32_t box[4] = {SLAB_COLS, BLOCK_N, 1, 1};
+	const cuuint32_t box[4] = {SLAB_COLS, (cuuint32_t)box_rows, 1, 1};
 	const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
 	const CUresult r = encode_tiled()(
 		m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
@@ -729,7 +850,22 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int64_t tokens, 
 	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
 }
 
-template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
+/* Tunables, in this order. */
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG };
+const int32_t overlap_allowed[] = {0, 1};
+const int32_t pingpong_allowed[] = {0, 1};
+const struct fa_kernel_param wgmma_params[] = {
+	{"overlap", 1, overlap_allowed, 2, 0, 1,
+	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
+	 "together, the softmax under P V; 0 = each product waited for"},
+	{"pingpong", 0, pingpong_allowed, 2, 0, 1,
+	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the two consumer warpgroups take "
+	 "turns to issue their products (named barriers), one's softmax under the other's "
+	 "products; 0 = each issues when ready (the default until measured on a GPU)"},
+};
+#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
+
+template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
@@ -739,11 +875,13 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	if ((e = make_map(&tq, a->q, bf16, D, q_tokens, p->heads, seqs, p->q_stride_s,
+	using L = layout<DK, DV>;
+	/* the maps end at the real head sizes: zeros past them (72 in 80) */
+	if ((e = make_map(&tq, a->q, bf16, p->head_dim, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
-	    (e = make_map(&tk, a->k, bf16, D, k_tokens, p->kv_heads, seqs, p->k_stride_s,
+	    (e = make_map(&tk, a->k, bf16, p->head_dim, L::BN, k_tokens, p->kv_heads, seqs, p->k_stride_s,
 			  p->k_stride_h, p->varlen ? p->k_stride_s : p->k_stride_b)) ||
-	    (e = make_map(&tv, a->v, bf16, D, k_tokens, p->kv_heads, seqs, p->v_stride_s,
+	    (e = make_map(&tv, a->v, bf16, p->head_dim_v, L::BN, k_tokens, p->kv_heads, seqs, p->v_stride_s,
 			  p->v_stride_h, p->varlen ? p->v_stride_s : p->v_stride_b)))
 		return e;
 	wg_args g = {};
@@ -763,25 +901,25 @@ template <int D, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch
 	g.varlen = p->varlen;
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
-	const int smem = layout<D>::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<D, BF16, OVERLAP>,
+	g.head_dim_v = p->head_dim_v;
+	g.pingpong = a->params ? a->params[PARAM_PINGPONG] : wgmma_params[PARAM_PINGPONG].default_value;
+	const int smem = L::BYTES;
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
 	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<D, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	wgmma_fwd<DK, DV, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
 
-/* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0 };
-const int32_t overlap_allowed[] = {0, 1};
-const struct fa_kernel_param wgmma_params[] = {
-	{"overlap", 0, overlap_allowed, 2, 0, 1,
-	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
-	 "together, the softmax under P V; 0 = each product waited for"},
-};
-#define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
+/* The instance <DK, DV> for the dtype and the schedule. */
+template <int DK, int DV> int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
+{
+	if (bf16)
+		return ov ? launch_inst<DK, DV, true, true>(a) : launch_inst<DK, DV, true, false>(a);
+	return ov ? launch_inst<DK, DV, false, true>(a) : launch_inst<DK, DV, false, false>(a);
+}
 
 int wgmma_launch(const struct fa_launch_args *a)
 {
@@ -792,25 +930,31 @@ int wgmma_launch(const struct fa_launch_args *a)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
 	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
-	if (p->head_dim == 128 && bf16)
-		return ov ? launch_inst<128, true, true>(a) : launch_inst<128, true, false>(a);
-	if (p->head_dim == 128)
-		return ov ? launch_inst<128, false, true>(a) : launch_inst<128, false, false>(a);
-	if (p->head_dim == 64 && bf16)
-		return ov ? launch_inst<64, true, true>(a) : launch_inst<64, true, false>(a);
-	if (p->head_dim == 64)
-		return ov ? launch_inst<64, false, true>(a) : launch_inst<64, false, false>(a);
-	return (int)cudaErrorInvalidValue; /* supports() said no */
+	switch (instance_of(p->head_dim, p->head_dim_v)) {
+	case INST_64:
+		return launch_dt<64, 64>(bf16, ov, a);
+	case INST_80:
+		return launch_dt<80, 128>(bf16, ov, a);
+	case INST_128:
+		return launch_dt<128, 128>(bf16, ov, a);
+	case INST_192_128:
+		return launch_dt<192, 128>(bf16, ov, a);
+	case INST_256:
+		return launch_dt<256, 256>(bf16, ov, a);
+	default:
+		return (int)cudaErrorInvalidValue; /* supports() said no */
+	}
 }
 
-const int32_t wgmma_head_dims[] = {64, 128};
+const int32_t wgmma_head_dims[] = {64, 72, 80, 128, 192, 256};
 
 /* Positional, in the order of struct fa_kernel (see flash_mma_table.cu). */
 const struct fa_kernel wgmma_kernels[] = {
 	{"cuda_flash_wgmma",
 	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
-	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64 and 128",
-	 FP16_BF16, 64, 128, wgmma_head_dims, 2, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
+	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64, 72, 80, 128, 256 and "
+	 "192/128",
+	 FP16_BF16, 64, 256, wgmma_head_dims, 6, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
 	 wgmma_launch, 0},
 };
 

@@ -1013,10 +1013,13 @@ FA_TEST(cuda, flash_decode_matches_reference)
 		char why[256], what[96];
 		build(&decode_cases[i], &t);
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
-		for (size_t j = 0; j < sizeof splits / sizeof splits[0]; j++) {
-			const int32_t tun[MMA_NPARAMS] = {splits[j], 1, 0, 0, 0, 5, 0, 1};
-			snprintf(what, sizeof what, "%s decode case %zu (%d/%d)", k->name, i,
-				 t.p.head_dim, t.p.head_dim_v);
+		/* decode 1: ranges merged by the rule; 2: by the last CTA; 3: by
+		 * combine_kernel */
+		for (size_t j = 0; j < 3 * sizeof splits / sizeof splits[0]; j++) {
+			const int32_t tun[MMA_NPARAMS] = {splits[j / 3], 1, 0, 0, 0, 5, 0,
+							  1 + (int32_t)(j % 3)};
+			snprintf(what, sizeof what, "%s decode=%d case %zu (%d/%d)", k->name,
+				 (int)tun[7], i, t.p.head_dim, t.p.head_dim_v);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -253,14 +253,17 @@ FA_TEST(split, streamk_rounding_rule)
 /* ---- the decode path's rule (fa_decode.h), on an H100 with its decode
  * kernel at head size 128: 132 SMs x 2 CTAs ---- */
 
-FA_TEST(split, decode_fills_every_sm_several_times)
+FA_TEST(split, decode_fills_the_slots_once)
 {
-	/* Llama-3-8B batch 1: 8 CTAs; 66 ranges would make two per slot, the
-	 * cap is 64 (64 x 8 = 512 CTAs, 128 keys each at 8k) */
-	FA_CHECK(fa_decode_splits(8, 8192 / 16, SLOTS_H100, 1, 0) == 64);
-	FA_CHECK(fa_decode_splits(8, 32768 / 16, SLOTS_H100, 1, 0) == 64);
-	/* batch 8: 64 CTAs x 9 = 576, two per slot */
-	FA_CHECK(fa_decode_splits(64, 8192 / 16, SLOTS_H100, 8, 0) == 9);
+	/* Llama-3-8B batch 1: 8 CTAs; 33 ranges would fill the 264 slots, the
+	 * automatic cap is 16 (128 CTAs of 512 keys at 8k) */
+	FA_CHECK(fa_decode_splits(8, 8192 / 16, SLOTS_H100, 1, 0) == 16);
+	FA_CHECK(fa_decode_splits(8, 32768 / 16, SLOTS_H100, 1, 0) == 16);
+	/* batch 8: 64 CTAs x 4 = 256 of the 264 slots */
+	FA_CHECK(fa_decode_splits(64, 8192 / 16, SLOTS_H100, 8, 0) == 4);
+	/* batch 2 and 4: 16 and 8 ranges, 256 CTAs */
+	FA_CHECK(fa_decode_splits(16, 8192 / 16, SLOTS_H100, 2, 0) == 16);
+	FA_CHECK(fa_decode_splits(32, 8192 / 16, SLOTS_H100, 4, 0) == 8);
 	/* batch 64: 512 CTAs already fill the 264 slots */
 	FA_CHECK(fa_decode_splits(512, 8192 / 16, SLOTS_H100, 64, 0) == 1);
 	FA_CHECK(fa_decode_splits(264, 8192 / 16, SLOTS_H100, 33, 0) == 1);
@@ -272,6 +275,7 @@ FA_TEST(split, decode_fills_every_sm_several_times)
 	FA_CHECK(fa_decode_splits(8, 512, 0, 1, 0) == 1);
 	/* asked for: taken, capped at the tiles, 64 and the grid */
 	FA_CHECK(fa_decode_splits(8, 512, SLOTS_H100, 1, 3) == 3);
+	FA_CHECK(fa_decode_splits(8, 512, SLOTS_H100, 1, 40) == 40);
 	FA_CHECK(fa_decode_splits(8, 2, SLOTS_H100, 1, 64) == 2);
 	FA_CHECK(fa_decode_splits(8, 4096, SLOTS_H100, 1, 100) == 64);
 	FA_CHECK(fa_decode_splits(8 * 4096, 4096, SLOTS_H100, 4096, 64) == 65535 / 4096);

@@ -18,6 +18,16 @@
 #define FA_DECODE_ROWS 16      /* rows of the one m16 tile: group x q_len at most this */
 #define FA_DECODE_TILE 16      /* keys per warp tile */
 #define FA_DECODE_SPLIT_MAX 64 /* key ranges: the merge (combine_kernel) takes 64 */
+/* Most key ranges of an automatic split: every range adds its partial rows
+ * to the merge. Batch-1 decode on an H100 (8 KV heads, 8k and 32k keys)
+ * measured best at 16 (1340 / 2119 GB/s) against 32 (1281 / 2050) and 8
+ * (1255 / 2088). */
+#define FA_DECODE_AUTO_MAX 16
+/* Rows per KV head up to which the last CTA merges the key ranges itself
+ * (no second kernel): its merge reads rows x splits partial rows alone,
+ * which at 16 rows cost more than the launch it saves (batch 1, 16 splits:
+ * 1003 against 1173 GB/s with combine_kernel; 4 rows: 1340 against 1272). */
+#define FA_DECODE_FUSE_ROWS 4
 /* Fewest key tiles per range of an automatic split: 8 tiles (128 keys) keep
  * each of 4 warps two tiles deep in its pipeline; shorter ranges spend more
  * on the pipeline's start and on the partials than they gain. */
@@ -56,8 +66,11 @@ static inline int fa_decode_fits(const struct fa_problem *p, const char **why)
  * `slots` CTAs resident at once (SMs x CTAs per SM; 0 = unknown), batch
  * `batch`. `requested` > 0 is taken as given; 0 is auto:
  *   - no split when the grid already fills the slots (or slots are unknown);
- *   - else enough ranges for two CTAs per slot (about 4 per SM: every SM
- *     keeps loads in flight until the end and the tail is short),
+ *   - else as many ranges as fill the slots once (one wave: every CTA
+ *     starts at once and keeps its loads in flight to the end), at most
+ *     FA_DECODE_AUTO_MAX (the merge's share grows with the ranges): on an
+ *     H100 (264 slots) batch 8 takes 4 (2508 GB/s at 8k keys against 2431
+ *     with 8 and 2408 with 16), batch 1 takes 16;
  *   - but no range under FA_DECODE_MIN_TILES tiles.
  * Both capped at the key tiles (no empty range), FA_DECODE_SPLIT_MAX and
  * the grid's z limit. Always >= 1. */
@@ -74,7 +87,9 @@ static inline int fa_decode_splits(int64_t units, int key_tiles, int64_t slots, 
 	if (units <= 0 || slots <= 0 || units >= slots)
 		return 1;
 	{
-		const int64_t want = (2 * slots + units - 1) / units;
+		int64_t want = slots / units;
+		if (want > FA_DECODE_AUTO_MAX)
+			want = FA_DECODE_AUTO_MAX;
 		const int by_len = key_tiles / FA_DECODE_MIN_TILES;
 		s = want < cap ? (int)want : cap;
 		if (s > by_len)

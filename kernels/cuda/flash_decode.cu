@@ -16,7 +16,9 @@
  * of fa_cta.h. At the end the warps' (m, l, O) are merged through shared
  * memory; the CTA writes the output, or, when the keys are split, O / l and
  * log2-sum-exp2 of its range to the workspace, which flash_mma.cuh's
- * combine_kernel merges (the split-KV merge of cuda_flash_mma).
+ * combine_kernel merges (the split-KV merge of cuda_flash_mma), or, for
+ * up to FA_DECODE_FUSE_ROWS rows per KV head, the last CTA of the KV head
+ * to finish (an arrival counter: no second launch).
  *
  * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
  * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
@@ -91,7 +93,72 @@ static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, cons
 	});
 }
 
-template <class CFG, class T>
+/* Merge by the last CTA (launcher's `fuse`): one arrival counter per
+ * (sequence, KV head), zero between launches (the last CTA puts it back),
+ * so the merge needs no second launch. Units past the array use
+ * combine_kernel instead. */
+#define FA_DEC_COUNTERS (1 << 16)
+__device__ unsigned int fa_dec_count[FA_DEC_COUNTERS];
+
+/* The last CTA of a split (sequence b, KV head): every split's partial
+ * rows from the workspace (through L2: other SMs wrote them), weighted as
+ * combine_row does, into the output. s_w: rows x splits floats of shared
+ * memory. */
+template <int D, int NT, class T>
+static __device__ __forceinline__ void merge_splits(const params &prm, int b, int h0, int lq,
+						    int rows, int64_t tok0, int tid, float *s_w)
+{
+	const struct fa_problem &p = prm.p;
+	const int S = prm.splits, warp = tid >> 5, lane = tid & 31;
+	for (int idx = tid; idx < rows * S; idx += NT) {
+		const int r = idx / S, sp = idx - r * S;
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		s_w[idx] = __ldcg(prm.ws_lse + sp * prm.ws_rows + (tok0 + i) * p.heads + h);
+	}
+	fa_mma::fa_mma_syncthreads();
+	for (int r = warp; r < rows; r += NT / 32) { /* a warp per row: weights sum to 1 */
+		float *wr = s_w + r * S;
+		const float l0 = lane < S ? wr[lane] : -INFINITY;
+		const float l1 = lane + 32 < S ? wr[lane + 32] : -INFINITY;
+		float mx = fmaxf(l0, l1);
+#pragma unroll
+		for (int d = 16; d > 0; d >>= 1)
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, d));
+		const float mu = fa_online_m_use(mx); /* every range empty: weights 0 */
+		const float w0 = fa_mma::fa_mma_exp2(l0 - mu), w1 = fa_mma::fa_mma_exp2(l1 - mu);
+		float sum = w0 + w1;
+#pragma unroll
+		for (int d = 16; d > 0; d >>= 1)
+			sum += fa_mma::fa_mma_shfl_xor(sum, d);
+		const float inv = sum > 0.f ? 1.f / sum : 0.f;
+		fa_mma::fa_mma_syncwarp();
+		if (lane < S)
+			wr[lane] = w0 * inv;
+		if (lane + 32 < S)
+			wr[lane + 32] = w1 * inv;
+	}
+	fa_mma::fa_mma_syncthreads();
+	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
+		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		const float *src = prm.ws_o + ((tok0 + i) * p.heads + h) * D + c;
+		const int64_t sstride = prm.ws_rows * D;
+		float ox = 0.f, oy = 0.f;
+#pragma unroll 8
+		for (int sp = 0; sp < S; ++sp) {
+			const float2 v = __ldcg(reinterpret_cast<const float2 *>(src + sp * sstride));
+			const float wt = s_w[r * S + sp];
+			ox = fmaf(wt, v.x, ox);
+			oy = fmaf(wt, v.y, oy);
+		}
+		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
+			fa_mma::fa_mma_pack2<T>(ox, oy);
+	}
+}
+
+template <class CFG, class T, bool FUSE>
 __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params prm)
 {
 	extern __shared__ __align__(128) unsigned char fa_dec_smem[];
@@ -354,6 +421,24 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 				prm.ws_lse[wr] = fa_online_lse(mx, l);
 		}
 	}
+	if constexpr (FUSE) {
+		/* the last CTA of this (sequence, KV head) to arrive merges (the
+		 * threadFenceReduction pattern: partials visible device-wide
+		 * before the count, read after it) */
+		__shared__ unsigned int s_last;
+		const int64_t unit = (int64_t)b * p.kv_heads + w.hk;
+		__threadfence();
+		fa_mma::fa_mma_syncthreads();
+		if (tid == 0)
+			s_last = atomicAdd(&fa_dec_count[unit], 1u) == (unsigned)prm.splits - 1;
+		fa_mma::fa_mma_syncthreads();
+		if (!s_last)
+			return;
+		__threadfence();
+		merge_splits<D, NT, T>(prm, b, h0, lq, rows, tok0, tid, s_o);
+		if (tid == 0)
+			fa_dec_count[unit] = 0; /* for the next launch */
+	}
 }
 
 /* SMs of the current device, 0 when unknown. */
@@ -385,10 +470,14 @@ static size_t workspace_of(const struct fa_problem *p, int requested)
 }
 
 template <class CFG, class T>
-static int launch_typed(const struct fa_launch_args *a, int requested)
+static int launch_typed(const struct fa_launch_args *a, int requested, int merge)
 {
-	static const cudaError_t attr_err =
-		fa_mma::configure_fn(decode_kernel<CFG, T>, CFG::SMEM_BYTES); /* once */
+	static const cudaError_t attr_err = [] {
+		cudaError_t e = fa_mma::configure_fn(decode_kernel<CFG, T, false>, CFG::SMEM_BYTES);
+		return e == cudaSuccess ? fa_mma::configure_fn(decode_kernel<CFG, T, true>,
+							       CFG::SMEM_BYTES)
+					: e;
+	}(); /* once */
 	if (attr_err != cudaSuccess)
 		return (int)attr_err;
 	const struct fa_problem *p = a->p;
@@ -418,7 +507,14 @@ static int launch_typed(const struct fa_launch_args *a, int requested)
 	}
 	cudaStream_t st = fa_cuda_stream_of(a);
 	const dim3 grid(1, (unsigned)p->kv_heads, (unsigned)(p->batch * prm.splits));
-	decode_kernel<CFG, T><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+	const int fuse = prm.splits > 1 && (int64_t)p->batch * p->kv_heads <= FA_DEC_COUNTERS &&
+			 (merge == FA_DECODE_MERGE_CTA ||
+			  (merge == FA_DECODE_MERGE_AUTO && prm.group * p->q_len <= FA_DECODE_FUSE_ROWS));
+	if (fuse) {
+		decode_kernel<CFG, T, true><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+		return (int)cudaGetLastError();
+	}
+	decode_kernel<CFG, T, false><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
 	if (prm.splits > 1) {
 		const cudaError_t e = cudaGetLastError();
 		if (e != cudaSuccess)
@@ -429,11 +525,11 @@ static int launch_typed(const struct fa_launch_args *a, int requested)
 }
 
 template <class CFG>
-static int launch_cfg(const struct fa_launch_args *a, int requested)
+static int launch_cfg(const struct fa_launch_args *a, int requested, int merge)
 {
 	if (a->p->dtype == FA_DTYPE_BF16)
-		return launch_typed<CFG, fa_mma::bf16_t>(a, requested);
-	return launch_typed<CFG, fa_mma::fp16_t>(a, requested);
+		return launch_typed<CFG, fa_mma::bf16_t>(a, requested, merge);
+	return launch_typed<CFG, fa_mma::fp16_t>(a, requested, merge);
 }
 
 } /* namespace fa_dec */
@@ -456,15 +552,15 @@ extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int split
 	}
 }
 
-extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits)
+extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge)
 {
 	if (!fa_decode_fits(a->p, NULL))
 		return (int)cudaErrorInvalidValue;
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* 16-byte copies from a base that is not */
 	switch (a->p->head_dim) {
-	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits);
-	case 128: return fa_dec::launch_cfg<fa_dec::cfg128>(a, splits);
-	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits);
+	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits, merge);
+	case 128: return fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
+	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
 	}
 }

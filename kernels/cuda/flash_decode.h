@@ -24,11 +24,16 @@ int fa_cuda_decode_smem_bytes(int d);
  * partials of every split, or 0 when the launch does not split. */
 size_t fa_cuda_decode_workspace(const struct fa_problem *p, int splits);
 
-/* Runs a->p (fa_decode_fits true) with `splits` requested (0 = auto).
- * Returns 0 or a cudaError_t: cudaErrorMisalignedAddress for a base that
+/* How split key ranges are merged: by the rule (the last CTA of each
+ * sequence and KV head when it has at most FA_DECODE_FUSE_ROWS rows, else a
+ * second kernel), always by the last CTA, always by a second kernel. */
+enum { FA_DECODE_MERGE_AUTO = 0, FA_DECODE_MERGE_CTA = 1, FA_DECODE_MERGE_KERNEL = 2 };
+
+/* Runs a->p (fa_decode_fits true) with `splits` requested (0 = auto) and
+ * the ranges merged as `merge` (FA_DECODE_MERGE_*) says. Returns 0 or a cudaError_t: cudaErrorMisalignedAddress for a base that
  * is not 16-byte aligned, cudaErrorInvalidValue for a split launch without
  * the workspace of fa_cuda_decode_workspace(), or the error of the launch. */
-int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits);
+int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge);
 
 #ifdef __cplusplus
 }

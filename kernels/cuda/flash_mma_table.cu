@@ -38,7 +38,7 @@ enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7 };
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
-static const int32_t decode_allowed[] = {0, 1};
+static const int32_t decode_allowed[] = {0, 1, 2, 3};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
 	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
@@ -62,10 +62,12 @@ static const struct fa_kernel_param mma_params[] = {
 	{"sk_ratio", 0, NULL, 0, 0, 1024,
 	 "stream-K general: also round down when the CTA count is at least this many times the "
 	 "tile count (seed 001's 4x / 16x); 0 = never by ratio"},
-	{"decode", 1, decode_allowed, 2, 0, 1,
+	{"decode", 1, decode_allowed, 4, 0, 3,
 	 "decode path for heads / kv_heads x q_len <= 16 at head sizes 64, 128, 256 (one CTA per "
 	 "KV head and key range, warps streaming their own 16-key tiles; `splits` applies, 0 = "
-	 "its own rule): 1 = where it fits and `sched` is 0 or 1; 0 = never"},
+	 "its own rule), where it fits and `sched` is 0 or 1: 1 = key ranges merged by the last "
+	 "CTA of each KV head up to 4 rows per KV head, else by a second kernel; 2 = always by "
+	 "the last CTA; 3 = always by a second kernel; 0 = never (the tensor-core path)"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 
@@ -162,8 +164,13 @@ static size_t mma_workspace(const struct fa_problem *p, const int32_t *params)
 
 static int mma_launch(const struct fa_launch_args *a)
 {
-	if (use_decode(a->p, a->params))
-		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0);
+	if (use_decode(a->p, a->params)) {
+		const int d = a->params ? a->params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
+		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0,
+					     d == 2   ? FA_DECODE_MERGE_CTA
+					     : d == 3 ? FA_DECODE_MERGE_KERNEL
+						      : FA_DECODE_MERGE_AUTO);
+	}
 	const struct instance *in = pick(a->p, a->params);
 	if (!in)
 		return (int)cudaErrorInvalidValue; /* supports() said no */

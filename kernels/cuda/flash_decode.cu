@@ -96,7 +96,10 @@ static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, cons
 /* Merge by the last CTA (launcher's `fuse`): one arrival counter per
  * (sequence, KV head), zero between launches (the last CTA puts it back),
  * so the merge needs no second launch. Units past the array use
- * combine_kernel instead. */
+ * combine_kernel instead. The counters are the device's, one set per
+ * loaded plugin: two fused launches in flight at once on different
+ * streams of one device would share them (the harness launches on one
+ * stream, one kernel after the other). */
 #define FA_DEC_COUNTERS (1 << 16)
 __device__ unsigned int fa_dec_count[FA_DEC_COUNTERS];
 

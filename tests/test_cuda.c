@@ -717,8 +717,9 @@ static const struct mma_case mma_cases[] = {
 };
 
 /* cuda_flash_mma's tunables, in its table's order: splits, order, hd72,
- * sched, sk_ctas, sk_round, sk_ratio. */
-#define MMA_NPARAMS 7
+ * sched, sk_ctas, sk_round, sk_ratio, decode. The arrays below leave decode
+ * 0 (the tensor-core path) unless they test the decode path. */
+#define MMA_NPARAMS 8
 
 /* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
@@ -1046,6 +1047,7 @@ FA_TEST(cuda, flash_mma_split_kv_heuristic)
 	struct bufs d;
 	struct fa_launch_args a;
 	const int32_t auto_[MMA_NPARAMS] = {0, 0, 0, 0, 0, 5, 0};
+	const int32_t defaults[MMA_NPARAMS] = {0, 1, 0, 0, 0, 5, 0, 1};
 	const int32_t one[MMA_NPARAMS] = {1, 0, 0, 0, 0, 5, 0};
 	const int32_t four[MMA_NPARAMS] = {4, 0, 0, 0, 0, 5, 0};
 	if (!s)
@@ -1055,7 +1057,7 @@ FA_TEST(cuda, flash_mma_split_kv_heuristic)
 	build(&decode, &t);
 	/* 8 CTAs (one per KV head) on 100+ SMs: split */
 	FA_CHECK(k->workspace_bytes(&t.p, auto_) > 0);
-	FA_CHECK(k->workspace_bytes(&t.p, NULL) == k->workspace_bytes(&t.p, auto_));
+	FA_CHECK(k->workspace_bytes(&t.p, NULL) == k->workspace_bytes(&t.p, defaults));
 	FA_CHECK(k->workspace_bytes(&t.p, one) == 0);
 	FA_CHECK(k->workspace_bytes(&t.p, four) == (size_t)4 * 32 * (128 + 1) * sizeof(float));
 	prefill.lq[0] = 8192;
@@ -1070,6 +1072,94 @@ FA_TEST(cuda, flash_mma_split_kv_heuristic)
 	FA_CHECK(k->launch(&a) == CUDA_ERROR_INVALID_VALUE);
 	FA_CHECK(BE.synchronize(CTX) == 0);
 	bufs_free(s, &d);
+}
+
+/* ---- the decode path of cuda_flash_mma (flash_decode.cu) ---- */
+
+/* Few query rows per KV head: GQA 1, 4 and 8, 1 to 16 rows per tile,
+ * cache lengths 1, 17 and 8193 (a last tile of one key), batch 1 and 8,
+ * head sizes 64, 128 and 256, every mask, varlen with a sequence without
+ * keys, rows that attend no key, both layouts and both 16-bit types. */
+static const struct spec decode_cases[] = {
+	{1, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {8193}, 0,
+	 {0}},
+	{8, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {1}, {8193}, 0,
+	 {0}},
+	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {17}, 0, {0}},
+	{8, 4, 4, 64, 64, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {4}, {8193}, 0,
+	 {0}},
+	{1, 16, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {2}, {1}, 0,
+	 {0}},
+	{8, 16, 2, 256, 256, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {17}, 0, {0}},
+	{1, 16, 2, 256, 256, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {1}, {8193}, 0,
+	 {0}},
+	/* speculative decode, 4 x 4 rows: causal rows end at different keys */
+	{1, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {4}, {1000}, 0,
+	 {0}},
+	/* more queries than keys: the first rows attend nothing (zeros) */
+	{1, 8, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {4}, {1}, 0, {0}},
+	{1, 8, 2, 64, 64, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 100, 0, {2},
+	 {1500}, 0, {0}},
+	{1, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0, 300, {4}, {1000},
+	 0, {0}},
+	/* varlen: a sequence without keys, per-sequence prefixes */
+	{3, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 1, 0, 0, {1, 2, 1},
+	 {500, 0, 1300}, 0, {0}},
+	{3, 8, 1, 128, 128, FA_DTYPE_FP16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 0, {2, 1, 2},
+	 {700, 33, 1200}, 1, {64, 0, 1000}},
+};
+
+FA_TEST(cuda, flash_decode_matches_reference)
+{
+	/* splits: the rule, none, an odd count, the cap */
+	static const int32_t splits[] = {0, 1, 3, 64};
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	uint64_t seed;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == MMA_NPARAMS);
+	for (size_t i = 0; i < sizeof decode_cases / sizeof decode_cases[0]; i++) {
+		struct tcase t;
+		char why[256], what[96];
+		build(&decode_cases[i], &t);
+		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
+		/* decode 1: ranges merged by the rule; 2: by the last CTA; 3: by
+		 * combine_kernel */
+		for (size_t j = 0; j < 3 * sizeof splits / sizeof splits[0]; j++) {
+			const int32_t tun[MMA_NPARAMS] = {splits[j / 3], 1, 0, 0, 0, 5, 0,
+							  1 + (int32_t)(j % 3)};
+			snprintf(what, sizeof what, "%s decode=%d case %zu (%d/%d)", k->name,
+				 (int)tun[7], i, t.p.head_dim, t.p.head_dim_v);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
+	}
+	{
+		/* the split count is the decode rule's (up to 64 ranges of 8+
+		 * tiles), not the tensor-core path's; a split launch without its
+		 * workspace is refused */
+		struct spec dec = decode_cases[0];
+		const int32_t on[MMA_NPARAMS] = {0, 1, 0, 0, 0, 5, 0, 1};
+		const int32_t five[MMA_NPARAMS] = {5, 1, 0, 0, 0, 5, 0, 1};
+		const size_t row_bytes = (size_t)8 * (128 + 1) * sizeof(float); /* 8 heads x 1 token */
+		struct tcase t;
+		struct bufs d;
+		struct fa_launch_args a;
+		size_t ws;
+		build(&dec, &t);
+		ws = k->workspace_bytes(&t.p, on);
+		FA_CHECKF(ws % row_bytes == 0 && ws / row_bytes >= 2 && ws / row_bytes <= 64,
+			  "decode workspace %zu is not 2-64 splits of %zu", ws, row_bytes);
+		FA_CHECK(k->workspace_bytes(&t.p, five) == 5 * row_bytes);
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.params = five;
+		FA_CHECK(k->launch(&a) == CUDA_ERROR_INVALID_VALUE);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
+	}
 }
 
 /* ---- device fill ---- */
@@ -1265,6 +1355,24 @@ FA_TEST(cuda, device_memory_and_events)
 	FA_CHECK(BE.event_record(CTX, e1) == 0);
 	FA_CHECK(BE.event_elapsed_ms(CTX, e0, e1, &ms) == 0);
 	FA_CHECKF(ms > 0 && ms < 1000, "flush took %g ms", ms);
+	{
+		/* FABENCH_FLUSH=clean reads the buffer back after the memset:
+		 * more work between the marks than a second plain flush (the
+		 * buffer allocated and touched by now), and no error */
+		double ms_clean = 0;
+		FA_CHECK(BE.event_record(CTX, e0) == 0);
+		FA_CHECK(BE.flush_cache(CTX) == 0);
+		FA_CHECK(BE.event_record(CTX, e1) == 0);
+		FA_CHECK(BE.event_elapsed_ms(CTX, e0, e1, &ms) == 0);
+		setenv("FABENCH_FLUSH", "clean", 1);
+		FA_CHECK(BE.event_record(CTX, e0) == 0);
+		FA_CHECK(BE.flush_cache(CTX) == 0);
+		FA_CHECK(BE.event_record(CTX, e1) == 0);
+		FA_CHECK(BE.event_elapsed_ms(CTX, e0, e1, &ms_clean) == 0);
+		unsetenv("FABENCH_FLUSH");
+		FA_CHECKF(ms_clean > ms && ms_clean < 1000, "clean flush took %g ms (memset %g ms)",
+			  ms_clean, ms);
+	}
 	BE.event_destroy(CTX, e0);
 	BE.event_destroy(CTX, e1);
 	FA_CHECK(BE.synchronize(CTX) == 0);

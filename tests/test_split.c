@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/common/fa_decode.h"
+#include "../harness/run/data.h"
 #include "../kernels/common/fa_split.h"
 #include "test.h"
 
@@ -246,4 +248,66 @@ FA_TEST(split, streamk_rounding_rule)
 	FA_CHECK(fa_sk_plan(300, 256, SLOTS_H100, FA_SCHED_SK_GENERAL, 0, 100, 1, &pl));
 	FA_CHECK(pl.ctas == 264 && !pl.uniform);
 	FA_CHECK(sk_brute(&pl) == 0);
+}
+
+/* ---- the decode path's rule (fa_decode.h), on an H100 with its decode
+ * kernel at head size 128: 132 SMs x 2 CTAs ---- */
+
+FA_TEST(split, decode_fills_the_slots_once)
+{
+	/* Llama-3-8B batch 1: 8 CTAs; 33 ranges would fill the 264 slots, the
+	 * automatic cap is 16 (128 CTAs of 512 keys at 8k) */
+	FA_CHECK(fa_decode_splits(8, 8192 / 16, SLOTS_H100, 1, 0) == 16);
+	FA_CHECK(fa_decode_splits(8, 32768 / 16, SLOTS_H100, 1, 0) == 16);
+	/* batch 8: 64 CTAs x 4 = 256 of the 264 slots */
+	FA_CHECK(fa_decode_splits(64, 8192 / 16, SLOTS_H100, 8, 0) == 4);
+	/* batch 2 and 4: 16 and 8 ranges, 256 CTAs */
+	FA_CHECK(fa_decode_splits(16, 8192 / 16, SLOTS_H100, 2, 0) == 16);
+	FA_CHECK(fa_decode_splits(32, 8192 / 16, SLOTS_H100, 4, 0) == 8);
+	/* batch 64: 512 CTAs already fill the 264 slots */
+	FA_CHECK(fa_decode_splits(512, 8192 / 16, SLOTS_H100, 64, 0) == 1);
+	FA_CHECK(fa_decode_splits(264, 8192 / 16, SLOTS_H100, 33, 0) == 1);
+	/* short caches: no range under 8 tiles (128 keys) */
+	FA_CHECK(fa_decode_splits(8, 1024 / 16, SLOTS_H100, 1, 0) == 8);
+	FA_CHECK(fa_decode_splits(8, 7, SLOTS_H100, 1, 0) == 1);
+	FA_CHECK(fa_decode_splits(8, 1, SLOTS_H100, 1, 0) == 1);
+	/* unknown device: no split */
+	FA_CHECK(fa_decode_splits(8, 512, 0, 1, 0) == 1);
+	/* asked for: taken, capped at the tiles, 64 and the grid */
+	FA_CHECK(fa_decode_splits(8, 512, SLOTS_H100, 1, 3) == 3);
+	FA_CHECK(fa_decode_splits(8, 512, SLOTS_H100, 1, 40) == 40);
+	FA_CHECK(fa_decode_splits(8, 2, SLOTS_H100, 1, 64) == 2);
+	FA_CHECK(fa_decode_splits(8, 4096, SLOTS_H100, 1, 100) == 64);
+	FA_CHECK(fa_decode_splits(8 * 4096, 4096, SLOTS_H100, 4096, 64) == 65535 / 4096);
+}
+
+FA_TEST(split, decode_fits_few_rows_per_kv_head)
+{
+	struct fa_problem p = decode(1, 1, 8192);
+	const char *why = NULL;
+	p.dtype = FA_DTYPE_BF16;
+	fa_problem_set_strides(&p);
+	FA_CHECK(fa_decode_fits(&p, &why) && why == NULL);
+	p.q_len = 4; /* 4 heads x 4 positions = 16 rows */
+	fa_problem_set_strides(&p);
+	FA_CHECK(fa_decode_fits(&p, NULL));
+	p.q_len = 5;
+	fa_problem_set_strides(&p);
+	FA_CHECK(!fa_decode_fits(&p, &why) && strstr(why, "16 query rows") != NULL);
+	p.q_len = 1;
+	p.head_dim = p.head_dim_v = 96;
+	fa_problem_set_strides(&p);
+	FA_CHECK(!fa_decode_fits(&p, &why) && strstr(why, "head sizes") != NULL);
+	p.head_dim = 128;
+	p.head_dim_v = 64;
+	fa_problem_set_strides(&p);
+	FA_CHECK(!fa_decode_fits(&p, &why) && strstr(why, "head sizes") != NULL);
+	p.head_dim_v = 128;
+	p.dtype = FA_DTYPE_FP32;
+	FA_CHECK(!fa_decode_fits(&p, &why) && strstr(why, "fp16") != NULL);
+	p.dtype = FA_DTYPE_FP16;
+	fa_problem_set_strides(&p);
+	FA_CHECK(fa_decode_fits(&p, NULL));
+	p.k_stride_s += 4; /* a row not 16-byte aligned */
+	FA_CHECK(!fa_decode_fits(&p, &why) && strstr(why, "aligned") != NULL);
 }

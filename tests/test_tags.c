@@ -15,6 +15,7 @@
 #include "../harness/store/store.h"
 #include "../harness/suite/models.h"
 #include "../harness/suite/suite.h"
+#include "golden.h"
 #include "proc.h"
 #include "test.h"
 
@@ -250,6 +251,83 @@ FA_TEST(tags, stored_and_reported)
 	free(buf);
 	fa_store_close(st);
 }
+
+/* The per-case table shows tokens/s beside the throughput: a run of two
+ * cases, one shared by two models of 32 and 36 layers (two values), one of
+ * a single model, two kernels; markdown, CSV and JSON are golden files. */
+static void models_golden(int format, const char *name)
+{
+	static const char *const kernels[] = {"k1", "k2"};
+	char path[1024];
+	struct fa_store *st = NULL;
+	struct fa_run_info ri;
+	struct fa_suite s;
+	struct fa_err err;
+	int64_t run_id, case_id = 0;
+	FA_REQUIRE(load_text("g.yaml",
+			     "suite: models\n"
+			     "defaults: {mask: causal, q_len: 4, depth: 60}\n"
+			     "axes:\n  model: [llama3-8b, qwen3-4b, gpt-oss-20b]\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 2);
+	snprintf(path, sizeof path, "%s/models-golden.db", fa_test_tmpdir());
+	unlink(path);
+	FA_REQUIRE(fa_store_open(path, 1, &st, &err) == FA_OK);
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-26T10:00:00Z";
+	ri.backend = "cpu";
+	ri.suite_name = "models";
+	ri.seed = 1;
+	FA_REQUIRE(fa_store_run_begin(st, &ri, &run_id, &err) == FA_OK);
+	for (int c = 0; c < s.n_cases; c++) {
+		struct fa_result r[2];
+		double samples[2][3] = {{2.0, 2.0, 2.0}, {0.5, 0.5, 0.5}};
+		for (int k = 0; k < 2; k++) {
+			memset(&r[k], 0, sizeof r[k]);
+			r[k].kernel = kernels[k];
+			r[k].params = "";
+			r[k].status = FA_STATUS_PASS;
+			r[k].t.n = 3;
+			r[k].t.median_ms = r[k].t.mean_ms = r[k].t.min_ms = r[k].t.max_ms =
+				samples[k][0] * (c + 1);
+			r[k].samples = samples[k];
+			r[k].bytes = 1e6 * (c + 1);
+			r[k].gbps = r[k].bytes / (r[k].t.median_ms * 1e6);
+			r[k].checked = 1;
+			r[k].st.max_abs = 0.001;
+			r[k].st.rows_checked = r[k].st.elems_checked = 4;
+			snprintf(r[k].rule, sizeof r[k].rule, "tolerance");
+			r[k].tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+			r[k].st.worst_index = -1;
+		}
+		FA_REQUIRE(fa_store_case_commit(st, run_id, &s.cases[c], r, 2, &case_id, &err) ==
+			   FA_OK);
+	}
+	FA_REQUIRE(fa_store_run_end(st, run_id, "complete", &err) == FA_OK);
+	FA_REQUIRE(sqlite3_exec(fa_store_db(st),
+				"UPDATE runs SET finished_at = '2026-11-26T10:00:01Z'", NULL, NULL,
+				NULL) == SQLITE_OK);
+	fa_store_close(st);
+	fa_suite_free(&s);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	FA_REQUIRE(f);
+	FA_REQUIRE(fa_store_open_readonly(path, &st, &err) == FA_OK);
+	struct fa_report_opts ro;
+	memset(&ro, 0, sizeof ro);
+	ro.format = format;
+	FA_CHECK(fa_report_write(st, run_id, &ro, f, &err) == FA_OK);
+	fclose(f);
+	fa_golden_check(name, buf, len);
+	free(buf);
+	fa_store_close(st);
+}
+
+FA_TEST(tags, golden_models_md) { models_golden(FA_FMT_MD, "report_models.md"); }
+FA_TEST(tags, golden_models_csv) { models_golden(FA_FMT_CSV, "report_models.csv"); }
+FA_TEST(tags, golden_models_json) { models_golden(FA_FMT_JSON, "report_models.json"); }
 
 /* A database of schema 3 (no case_tags, no case_depth) upgrades in place. */
 FA_TEST(tags, schema_3_upgrades)

@@ -97,6 +97,7 @@ struct report {
 	struct fa_case_tag **tags; /* per case row: its labels (models), NULL none */
 	int32_t *n_tags;
 	int any_tags;
+	int any_layers; /* a case's model has layers: tokens/s columns */
 	int any_device; /* a result with a device index (run --devices) */
 };
 
@@ -450,6 +451,8 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 					     err)) != FA_OK)
 			return rc;
 		r->any_tags |= r->n_tags[c] > 0;
+		for (int g = 0; g < r->n_tags[c]; g++)
+			r->any_layers |= r->tags[c][g].layers > 0;
 	}
 	for (int i = 0; i < r->res.nrows; i++) {
 		const struct fa_cell *d = fa_rows_cell(&r->res, i, "device");
@@ -605,7 +608,7 @@ static int param_is_column(const struct fa_rows *cases, const struct md_param *m
 enum md_col_kind {
 	MC_IDX, MC_PARAM,
 	/* a kernel column's cells (>= MC_MS) */
-	MC_MS, MC_TPUT, MC_PEAK, MC_X, MC_ERR, MC_SAME,
+	MC_MS, MC_TPUT, MC_TOKS, MC_PEAK, MC_X, MC_ERR, MC_SAME,
 	MC_DQ, MC_DK, MC_DV, /* a backward's max_abs of dQ, dK, dV */
 	MC_STATUS,
 	MC_DEVICE, /* --devices: the GPU that measured it */
@@ -700,6 +703,27 @@ static int metric_value(const struct report *r, int metric, int row, double *v)
 	return res_real(r, row, name, v) && *v > 0;
 }
 
+static double tokens_per_s(const struct report *r, int row, int case_row, int layers);
+
+/* The tokens/s of result row (case row c) through each model of the case
+ * that has layers, in the order of its tags, into buf: "62.5", or "62.5 /
+ * 55.6" when models of different layers share the case; "" for none. sep
+ * joins the values. */
+static void tokens_text(const struct report *r, int row, int c, const char *sep, char *buf,
+			size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int g = 0; g < r->n_tags[c] && n < size; g++) {
+		double v = tokens_per_s(r, row, c, r->tags[c][g].layers);
+		char one[64];
+		if (!isfinite(v))
+			continue;
+		fa_table_fmt_sig3(v, one, sizeof one);
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? sep : "", one);
+	}
+}
+
 /* The text of column col in case row c into buf (size >= 64). */
 static void md_value(const struct report *r, const struct md_col *col, int c, int mixed,
 		     char *buf, size_t size)
@@ -761,6 +785,9 @@ static void md_value(const struct report *r, const struct md_col *col, int c, in
 		}
 		break;
 	}
+	case MC_TOKS:
+		tokens_text(r, row, c, " / ", buf, size);
+		break;
 	case MC_PEAK: {
 		/* decode-like rows against the copy bandwidth, the rest against the
 		 * matrix rate of their precision */
@@ -869,6 +896,8 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 		}
 		t->cols[ncols++] = (struct md_col){MC_MS, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_TPUT, NULL, k, 1};
+		if (r->any_layers)
+			t->cols[ncols++] = (struct md_col){MC_TOKS, NULL, k, 1};
 		if (r->have_cal)
 			t->cols[ncols++] = (struct md_col){MC_PEAK, NULL, k, 1};
 		if (r->baseline >= 0 && k != r->baseline)
@@ -901,6 +930,7 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			snprintf(buf, sizeof buf, "%s %s", label,
 				 *mixed ? "throughput" : n_decode ? "GB/s" : "TFLOP/s");
 			break;
+		case MC_TOKS: snprintf(buf, sizeof buf, "%s tokens/s", label); break;
 		case MC_PEAK: snprintf(buf, sizeof buf, "%s %% peak", label); break;
 		case MC_X: snprintf(buf, sizeof buf, "%s x", label); break;
 		case MC_ERR: snprintf(buf, sizeof buf, "%s max_abs", label); break;
@@ -1388,6 +1418,11 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		fputs("GB/s: Q, K and V read and O written once, per second. ", out);
 	else
 		fputs("TFLOP/s: attention FLOPs (masked pairs excluded) per second. ", out);
+	if (r->any_layers && r->layout != FA_LAYOUT_LONG && r->metric == FA_METRIC_ALL)
+		fputs("tokens/s: the case's query tokens over the median time times the layers of its "
+		      "model (attention alone, every layer this shape); models of different layers "
+		      "that share the case get one value each, in the order of the Models section. ",
+		      out);
 	if (r->have_cal && r->layout != FA_LAYOUT_LONG)
 		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
 			     "calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g GB/s copy). ",
@@ -1668,6 +1703,8 @@ static void write_csv(FILE *out, const struct report *r)
 	for (int g = 0; g < N_OF(csv_grad_tensors); g++)
 		for (int j = 0; j < N_OF(csv_grad_cols); j++)
 			fprintf(out, ",%s_%s", csv_grad_tensors[g], csv_grad_cols[j]);
+	if (r->any_tags) /* appended: the columns before keep their places */
+		fputs(",models,tokens_per_s", out);
 	fputs("\n", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
@@ -1702,6 +1739,27 @@ static void write_csv(FILE *out, const struct report *r)
 				if (gc)
 					csv_cell(out, gc);
 			}
+		if (r->any_tags) {
+			/* the case's labels and the tokens/s through each, ';'-separated
+			 * in the same order (empty for a label without layers) */
+			char names[1024], toks[1024];
+			size_t n = 0, nt = 0;
+			names[0] = toks[0] = '\0';
+			for (int g = 0; g < r->n_tags[c] && n < sizeof names && nt < sizeof toks; g++) {
+				double v = tokens_per_s(r, i, c, r->tags[c][g].layers);
+				n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", g ? ";" : "",
+						      r->tags[c][g].name);
+				nt += (size_t)snprintf(toks + nt, sizeof toks - nt, "%s", g ? ";" : "");
+				if (isfinite(v) && nt < sizeof toks) {
+					fa_table_fmt_real(v, toks + nt, sizeof toks - nt);
+					nt += strlen(toks + nt);
+				}
+			}
+			fputc(',', out);
+			fa_table_csv_text(out, names);
+			fputc(',', out);
+			fa_table_csv_text(out, toks);
+		}
 		fputs("\n", out);
 	}
 }

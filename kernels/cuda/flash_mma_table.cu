@@ -5,11 +5,19 @@
  * CUDA plugin lists it after its own kernels through
  * fa_cuda_mma_kernel_count() / fa_cuda_mma_kernel().
  *
+ * Decode shapes (few query rows per KV head, fa_decode_fits in
+ * kernels/common/fa_decode.h) go to the decode path of
+ * kernels/cuda/flash_decode.cu unless the tunable `decode` is 0 or `sched`
+ * asks for stream-K.
+ *
  * Host code only; no kernel is defined here.
  */
 #include <stdio.h>
 
+#include "../common/fa_decode.h"
 #include "../common/fa_gpu.h"
+#include "../common/fa_split.h"
+#include "flash_decode.h"
 #include "flash_mma.h"
 #include "problem_check.h"
 
@@ -26,10 +34,11 @@
 
 /* Tunables, in the order fa_mma::PARAM_* (flash_mma.cuh) reads them; hd72
  * is read here. */
-enum { PARAM_HD72 = 2 };
+enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7 };
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
+static const int32_t decode_allowed[] = {0, 1, 2, 3};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
 	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
@@ -53,6 +62,12 @@ static const struct fa_kernel_param mma_params[] = {
 	{"sk_ratio", 0, NULL, 0, 0, 1024,
 	 "stream-K general: also round down when the CTA count is at least this many times the "
 	 "tile count (seed 001's 4x / 16x); 0 = never by ratio"},
+	{"decode", 1, decode_allowed, 4, 0, 3,
+	 "decode path for heads / kv_heads x q_len <= 16 at head sizes 64, 128, 256 (one CTA per "
+	 "KV head and key range, warps streaming their own 16-key tiles; `splits` applies, 0 = "
+	 "its own rule), where it fits and `sched` is 0 or 1: 1 = key ranges merged by the last "
+	 "CTA of each KV head up to 4 rows per KV head, else by a second kernel; 2 = always by "
+	 "the last CTA; 3 = always by a second kernel; 0 = never (the tensor-core path)"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 
@@ -99,6 +114,22 @@ static const struct instance *pick(const struct fa_problem *p, const int32_t *pa
 	return best;
 }
 
+/* 1 when p runs on the decode path (flash_decode.cu) under the tunables
+ * params (NULL: the defaults): `decode` on, no stream-K, a shape it takes,
+ * and its shared memory within the device's limit. */
+static int use_decode(const struct fa_problem *p, const int32_t *params)
+{
+	const int on = params ? params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
+	const int sched = params ? params[PARAM_SCHED] : mma_params[PARAM_SCHED].default_value;
+	struct fa_cuda_limits lim = {};
+	char why[8];
+	if (!on || sched >= FA_SCHED_SK_UNIFORM || !fa_decode_fits(p, NULL))
+		return 0;
+	lim.smem_bytes = fa_cuda_decode_smem_bytes(p->head_dim);
+	lim.smem_optin = -1;
+	return fa_cuda_check_problem(p, &lim, why, sizeof why);
+}
+
 static int mma_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
 	struct fa_cuda_limits lim = {};
@@ -125,12 +156,21 @@ static int mma_supports(const struct fa_problem *p, char *why, size_t why_size)
 
 static size_t mma_workspace(const struct fa_problem *p, const int32_t *params)
 {
+	if (use_decode(p, params))
+		return fa_cuda_decode_workspace(p, params ? params[PARAM_SPLITS] : 0);
 	const struct instance *in = pick(p, params);
 	return in ? in->workspace(p, params) : 0;
 }
 
 static int mma_launch(const struct fa_launch_args *a)
 {
+	if (use_decode(a->p, a->params)) {
+		const int d = a->params ? a->params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
+		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0,
+					     d == 2   ? FA_DECODE_MERGE_CTA
+					     : d == 3 ? FA_DECODE_MERGE_KERNEL
+						      : FA_DECODE_MERGE_AUTO);
+	}
 	const struct instance *in = pick(a->p, a->params);
 	if (!in)
 		return (int)cudaErrorInvalidValue; /* supports() said no */

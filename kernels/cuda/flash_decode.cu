@@ -1,0 +1,569 @@
+/* flash_decode.cu - the decode path of cuda_flash_mma: attention of a few
+ * query rows per KV head (decode, speculative decode: group x q_len <= 16)
+ * over a long KV cache, where the work is reading K and V once at the
+ * memory's rate.
+ *
+ * One CTA takes every query row of one (sequence, KV head) - the query
+ * heads of a GQA group and their positions, stacked into one m16 tile, so
+ * K and V are read once per KV head - against one range of the keys (the
+ * split of fa_decode_splits(), kernels/common/fa_decode.h). Its NW warps
+ * work independently on interleaved 16-key tiles of that range (warp w
+ * takes tiles w, w + NW, ...): each has its own ST-stage ring of K/V tiles
+ * in shared memory fed by 16-byte cp.async copies (ST - 1 tiles in flight
+ * per warp, no barrier between warps), computes S = Q K^T and O += P V with
+ * mma.sync m16n8k16 (Q in registers, K and V through ldmatrix, the same
+ * swizzled tiles and primitives as flash_mma.cuh) and the online softmax
+ * of fa_cta.h. At the end the warps' (m, l, O) are merged through shared
+ * memory; the CTA writes the output, or, when the keys are split, O / l and
+ * log2-sum-exp2 of its range to the workspace, which flash_mma.cuh's
+ * combine_kernel merges (the split-KV merge of cuda_flash_mma), or, for
+ * up to FA_DECODE_FUSE_ROWS rows per KV head, the last CTA of the KV head
+ * to finish (an arrival counter: no second launch).
+ *
+ * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
+ * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
+ * no key get zeros. Requirements (fa_decode_fits): fp16/bf16, head sizes
+ * 64/64, 128/128 or 256/256, rows 16-byte aligned.
+ */
+#include <string.h>
+
+#include "../common/fa_decode.h"
+#include "flash_decode.h"
+#include "flash_mma.cuh"
+
+namespace fa_dec {
+
+using fa_mma::params;
+
+/* One instance: head size D, NW warps, ST stages per warp, MINB CTAs per
+ * SM promised to the compiler. Shared memory: the warps' rings (NW x ST
+ * stages of a 16 x D K tile and a 16 x D V tile), reused at the end for the
+ * merge (each warp's fp32 O rows, padded by 8 floats against bank
+ * conflicts, then m and l). */
+template <int D_, int NW_, int ST_, int MINB_>
+struct dcfg {
+	static constexpr int D = D_, NW = NW_, ST = ST_, MINB = MINB_;
+	static constexpr int NT = NW * 32;
+	using KT = fa_mma::tile<FA_DECODE_TILE, D>;
+	static constexpr int STAGE = 2 * KT::BYTES;
+	static constexpr int RING = NW * ST * STAGE;
+	static constexpr int DS = D + 8; /* merge row stride, floats */
+	static constexpr int MERGE = NW * FA_DECODE_ROWS * (DS + 2) * 4;
+	/* Q in registers up to 128 columns; wider (256: 64 more registers
+	 * next to O's 128) it stays in shared memory after the rings, read
+	 * with ldmatrix every tile (in registers it spilled on sm_90a) */
+	static constexpr bool QREG = D <= 128;
+	static constexpr int Q_OFF = RING > MERGE ? RING : MERGE;
+	static constexpr int SMEM_BYTES = Q_OFF + (QREG ? 0 : KT::BYTES);
+	static_assert(ST >= 2, "at least double buffering");
+	static_assert(D % 64 == 0, "whole 64-column panels: the copy below has no narrow panel");
+};
+
+/* Per head size: about 128 KB of K/V loads in flight per SM, which keeps an
+ * H100's HBM3 busy (Little's law at ~1 us of loaded latency and ~25 GB/s
+ * per SM needs ~32 KB; more covers the start and the tail):
+ *   64:  4 warps x 4 stages x 4 KB = 64 KB, 3 CTAs per SM;
+ *   128: 4 warps x 3 stages x 8 KB = 96 KB, 2 CTAs per SM;
+ *   256: 2 warps x 4 stages x 16 KB = 128 KB, 1 CTA per SM (fits the
+ *        163 KB an sm_80 block may opt in to). */
+using cfg64 = dcfg<64, 4, 4, 3>;
+using cfg128 = dcfg<128, 4, 3, 2>;
+using cfg256 = dcfg<256, 2, 4, 1>;
+
+/* The cp.async copies of one 16-row tile (K or V: row r at base + r *
+ * stride), rows >= nrows (>= 1) zero-filled from a clamped, valid address,
+ * issued by one warp: lane l copies chunk l % 8 of every 64-column panel of
+ * rows l / 8 + 4k, into the swizzled layout of fa_mma::tile. */
+template <class KT>
+static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, const uint16_t *base,
+						 int64_t stride, int nrows)
+{
+	const int r_t = lane >> 3, c8 = lane & 7;
+	fa_mma::static_for<KT::ROWS / 4>([&](auto ps_c) {
+		constexpr int ps = decltype(ps_c)::value;
+		const int row = r_t + 4 * ps;
+		const bool ok = row < nrows;
+		const uint16_t *src = base + (int64_t)(ok ? row : nrows - 1) * stride + c8 * 8;
+		const uint32_t dst = s_base + (uint32_t)(row * 8 + (c8 ^ (row & 7))) * 16u;
+		fa_mma::static_for<KT::P>([&](auto pn_c) {
+			constexpr int pn = decltype(pn_c)::value;
+			fa_mma::fa_mma_cp_async_16<pn * KT::ROWS * 8 * 16>(dst, src + pn * 64,
+									   ok ? 16u : 0u);
+		});
+	});
+}
+
+/* Merge by the last CTA (launcher's `fuse`): one arrival counter per
+ * (sequence, KV head), zero between launches (the last CTA puts it back),
+ * so the merge needs no second launch. Units past the array use
+ * combine_kernel instead. The counters are the device's, one set per
+ * loaded plugin: two fused launches in flight at once on different
+ * streams of one device would share them (the harness launches on one
+ * stream, one kernel after the other). */
+#define FA_DEC_COUNTERS (1 << 16)
+__device__ unsigned int fa_dec_count[FA_DEC_COUNTERS];
+
+/* The last CTA of a split (sequence b, KV head): every split's partial
+ * rows from the workspace (through L2: other SMs wrote them), weighted as
+ * combine_row does, into the output. s_w: rows x splits floats of shared
+ * memory. */
+template <int D, int NT, class T>
+static __device__ __forceinline__ void merge_splits(const params &prm, int b, int h0, int lq,
+						    int rows, int64_t tok0, int tid, float *s_w)
+{
+	const struct fa_problem &p = prm.p;
+	const int S = prm.splits, warp = tid >> 5, lane = tid & 31;
+	for (int idx = tid; idx < rows * S; idx += NT) {
+		const int r = idx / S, sp = idx - r * S;
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		s_w[idx] = __ldcg(prm.ws_lse + sp * prm.ws_rows + (tok0 + i) * p.heads + h);
+	}
+	fa_mma::fa_mma_syncthreads();
+	for (int r = warp; r < rows; r += NT / 32) { /* a warp per row: weights sum to 1 */
+		float *wr = s_w + r * S;
+		const float l0 = lane < S ? wr[lane] : -INFINITY;
+		const float l1 = lane + 32 < S ? wr[lane + 32] : -INFINITY;
+		float mx = fmaxf(l0, l1);
+#pragma unroll
+		for (int d = 16; d > 0; d >>= 1)
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, d));
+		const float mu = fa_online_m_use(mx); /* every range empty: weights 0 */
+		const float w0 = fa_mma::fa_mma_exp2(l0 - mu), w1 = fa_mma::fa_mma_exp2(l1 - mu);
+		float sum = w0 + w1;
+#pragma unroll
+		for (int d = 16; d > 0; d >>= 1)
+			sum += fa_mma::fa_mma_shfl_xor(sum, d);
+		const float inv = sum > 0.f ? 1.f / sum : 0.f;
+		fa_mma::fa_mma_syncwarp();
+		if (lane < S)
+			wr[lane] = w0 * inv;
+		if (lane + 32 < S)
+			wr[lane + 32] = w1 * inv;
+	}
+	fa_mma::fa_mma_syncthreads();
+	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
+		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		const float *src = prm.ws_o + ((tok0 + i) * p.heads + h) * D + c;
+		const int64_t sstride = prm.ws_rows * D;
+		float ox = 0.f, oy = 0.f;
+#pragma unroll 8
+		for (int sp = 0; sp < S; ++sp) {
+			const float2 v = __ldcg(reinterpret_cast<const float2 *>(src + sp * sstride));
+			const float wt = s_w[r * S + sp];
+			ox = fmaf(wt, v.x, ox);
+			oy = fmaf(wt, v.y, oy);
+		}
+		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
+			fa_mma::fa_mma_pack2<T>(ox, oy);
+	}
+}
+
+template <class CFG, class T, bool FUSE>
+__global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params prm)
+{
+	extern __shared__ __align__(128) unsigned char fa_dec_smem[];
+	constexpr int D = CFG::D, NW = CFG::NW, ST = CFG::ST, NT = CFG::NT, DS = CFG::DS;
+	constexpr int KS = D / 16; /* k16 steps of S = Q K^T */
+	constexpr int NO = D / 8;  /* n8 tiles of O */
+	constexpr int TK = FA_DECODE_TILE;
+	using KT = typename CFG::KT;
+	const struct fa_problem &p = prm.p;
+	const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31;
+	const int g = lane >> 2, t4 = lane & 3;
+
+	/* rows and key tiles of the block: all packed rows of KV head
+	 * blockIdx.y, key range blockIdx.z % splits of sequence blockIdx.z /
+	 * splits */
+	const struct fa_grid gr = {prm.group, 1, 1, 0, 0, prm.splits};
+	struct fa_cta_work w;
+	if (!fa_cta_work_of(&p, &gr, prm.cu_q, prm.cu_k, prm.prefix_lens, FA_DECODE_ROWS, TK, 0,
+			    (int)blockIdx.y, (int)blockIdx.z, &w))
+		return; /* a sequence without query rows (varlen) */
+	const int b = w.b, lq = w.lq, lk = w.lk, rows = w.rows_total, h0 = w.h0, pfx = w.pfx;
+	const uint16_t *kbase = prm.k + fa_k_offset(&p, prm.cu_k, b, 0, w.hk);
+	const uint16_t *vbase = prm.v + fa_v_offset(&p, prm.cu_k, b, 0, w.hk);
+	const int64_t kss = p.k_stride_s, vss = p.v_stride_s;
+
+	/* this warp's tiles: n_begin + warp + j NW for j < nt */
+	const int left = w.n_end - w.n_begin - warp;
+	const int nt = left > 0 ? (left + NW - 1) / NW : 0;
+	const uint32_t a_ring = fa_mma::fa_mma_smem_addr(fa_dec_smem) +
+				(uint32_t)(warp * ST * CFG::STAGE);
+	auto tile_key0 = [&](int j) { return (w.n_begin + warp + j * NW) * TK; };
+	auto load = [&](int j) { /* key tile j of the warp into its stage j % ST (key0 < lk) */
+		const int n0 = tile_key0(j);
+		const uint32_t a = a_ring + (uint32_t)((j % ST) * CFG::STAGE);
+		warp_load<KT>(a, lane, kbase + n0 * kss, kss, lk - n0);
+		warp_load<KT>(a + KT::BYTES, lane, vbase + n0 * vss, vss, lk - n0);
+	};
+#pragma unroll
+	for (int s = 0; s < ST - 1; ++s) { /* empty groups keep the counting uniform */
+		if (s < nt)
+			load(s);
+		fa_mma::fa_mma_cp_async_commit();
+	}
+
+	/* Q as the A operand, straight from global memory (16 rows, once):
+	 * a0 = Q[g][16ks + 2t4..], a1 = Q[g + 8][..], a2 = Q[g][16ks + 8 + 2t4..],
+	 * a3 = Q[g + 8][16ks + 8 + ..]; rows past the tile's rows are zeros and
+	 * attend no key. Each lane also keeps the allowed keys of its two rows. */
+	int lo[2], hi[2];
+	const uint16_t *qrow[2];
+#pragma unroll
+	for (int hf = 0; hf < 2; ++hf) {
+		const int R = g + 8 * hf;
+		int h, i;
+		lo[hf] = hi[hf] = 0;
+		qrow[hf] = NULL;
+		if (R < rows) {
+			fa_cta_row_head_pos(1, h0, lq, R, &h, &i);
+			qrow[hf] = prm.q + fa_q_offset(&p, prm.cu_q, b, i, h);
+			fa_mask_range(p.mask, i, lq, lk, p.window, &lo[hf], &hi[hf]);
+		}
+	}
+	uint32_t qf[CFG::QREG ? KS : 1][4];
+	const uint32_t a_q = fa_mma::fa_mma_smem_addr(fa_dec_smem) + (uint32_t)CFG::Q_OFF;
+	if constexpr (CFG::QREG) {
+		fa_mma::static_for<KS>([&](auto ks_c) {
+			constexpr int ks = decltype(ks_c)::value;
+			const int c = 16 * ks + 2 * t4;
+			qf[ks][0] = qrow[0] ? *reinterpret_cast<const uint32_t *>(qrow[0] + c) : 0u;
+			qf[ks][1] = qrow[1] ? *reinterpret_cast<const uint32_t *>(qrow[1] + c) : 0u;
+			qf[ks][2] = qrow[0] ? *reinterpret_cast<const uint32_t *>(qrow[0] + c + 8) : 0u;
+			qf[ks][3] = qrow[1] ? *reinterpret_cast<const uint32_t *>(qrow[1] + c + 8) : 0u;
+		});
+	} else {
+		/* the 16 x D tile, 16-byte chunks into fa_mma::tile's layout;
+		 * rows past the tile's rows are zeros */
+		for (int u = tid; u < FA_DECODE_ROWS * (D / 8); u += NT) {
+			const int r = u / (D / 8), c = u - r * (D / 8);
+			uint4 v = make_uint4(0u, 0u, 0u, 0u);
+			if (r < rows) {
+				int h, i;
+				fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+				v = *reinterpret_cast<const uint4 *>(prm.q + fa_q_offset(&p, prm.cu_q, b, i, h) +
+								     c * 8);
+			}
+			*reinterpret_cast<uint4 *>(fa_dec_smem + CFG::Q_OFF + KT::at_rt(r, c) * 16) = v;
+		}
+		fa_mma::fa_mma_syncthreads();
+	}
+	/* A operand of rows 0..15, chunk pair 2 ks (flash_mma.cuh's Q addressing) */
+	const fa_mma::lane_off<KT> qo((lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4);
+
+	/* fragment addressing of K (B of S, plain ldmatrix) and V (B of O,
+	 * ldmatrix.trans): flash_mma.cuh's, for one 16-key tile */
+	const fa_mma::lane_off<KT> ko((lane & 7) + (lane >> 4) * 8, (lane >> 3) & 1);
+	const fa_mma::lane_off<KT> vo((lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4);
+	float o[NO][4];
+	float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+	for (int j = 0; j < NO; ++j)
+		o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+	const float c_log2 = prm.scale_log2;
+
+	for (int j = 0; j < nt; ++j) {
+		/* tile j is group j: ST - 1 + j groups committed, at most ST - 2
+		 * pending means it landed for this lane; the warp barrier makes
+		 * every lane's copies visible and ends every lane's reads of the
+		 * stage the next copy overwrites (tile j - 1's) */
+		fa_mma::fa_mma_cp_async_wait<ST - 2>();
+		fa_mma::fa_mma_syncwarp();
+		if (j + ST - 1 < nt)
+			load(j + ST - 1);
+		fa_mma::fa_mma_cp_async_commit();
+		const uint32_t a_k = a_ring + (uint32_t)((j % ST) * CFG::STAGE);
+		const uint32_t a_v = a_k + KT::BYTES;
+		const int n0 = tile_key0(j);
+
+		/* S = Q K^T: s[nn][e] is row (e >> 1) * 8 + g, key n0 + 8 nn + 2 t4 + (e & 1) */
+		float s[2][4];
+		fa_mma::static_for<KS>([&](auto ks_c) {
+			constexpr int ks = decltype(ks_c)::value;
+			uint32_t kb[4], qa[4];
+			if constexpr (CFG::QREG) {
+#pragma unroll
+				for (int e = 0; e < 4; ++e)
+					qa[e] = qf[ks][e];
+			} else {
+				fa_mma::ldsm<2 * ks, 0>(qa, a_q, qo);
+			}
+			fa_mma::ldsm<2 * ks, 0>(kb, a_k, ko);
+			if constexpr (ks == 0) {
+				fa_mma::fa_mma_16816_zero<T>(s[0], qa, kb[0], kb[1]);
+				fa_mma::fa_mma_16816_zero<T>(s[1], qa, kb[2], kb[3]);
+			} else {
+				fa_mma::fa_mma_16816<T>(s[0], qa, kb[0], kb[1]);
+				fa_mma::fa_mma_16816<T>(s[1], qa, kb[2], kb[3]);
+			}
+		});
+
+		/* mask, only on tiles some row may not see whole (edges, the
+		 * diagonal, keys past the sequence) */
+		if (!fa_cta_chunk_full(&w, n0, TK)) {
+			const int kb0 = n0 + 2 * t4;
+#pragma unroll
+			for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+				for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+					for (int e = 2 * hf; e < 2 * hf + 2; ++e)
+						if (!fa_cta_key_allowed(8 * nn + (e & 1), lo[hf] - kb0,
+									hi[hf] - kb0, pfx - kb0))
+							s[nn][e] = -INFINITY;
+		}
+
+		/* online softmax in the exp2 domain (fa_cta.h's rules) */
+		float alpha[2];
+		int grow = 0;
+#pragma unroll
+		for (int hf = 0; hf < 2; ++hf) {
+			float mx = fmaxf(fmaxf(s[0][2 * hf], s[0][2 * hf + 1]),
+					 fmaxf(s[1][2 * hf], s[1][2 * hf + 1]));
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, 1));
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, 2));
+			mx *= c_log2;
+			const bool up = fa_online_moves(m_run[hf], mx);
+			alpha[hf] = up ? fa_mma::fa_mma_exp2(m_run[hf] - mx) : 1.f;
+			m_run[hf] = up ? mx : m_run[hf];
+			grow |= up;
+		}
+		if (fa_mma::fa_mma_any(grow)) {
+#pragma unroll
+			for (int jj = 0; jj < NO; ++jj) {
+				o[jj][0] *= alpha[0];
+				o[jj][1] *= alpha[0];
+				o[jj][2] *= alpha[1];
+				o[jj][3] *= alpha[1];
+			}
+		}
+#pragma unroll
+		for (int hf = 0; hf < 2; ++hf) {
+			const float m_use = fa_online_m_use(m_run[hf]);
+			float sum = 0.f;
+#pragma unroll
+			for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+				for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+					const float pv = fa_mma::fa_mma_exp2(fmaf(s[nn][e], c_log2, -m_use));
+					s[nn][e] = pv;
+					sum += pv;
+				}
+			l_run[hf] = l_run[hf] * alpha[hf] + sum;
+		}
+
+		/* O += P V: the C fragments of S are the A operand of one k16 step */
+		const uint32_t pa[4] = {fa_mma::fa_mma_pack2<T>(s[0][0], s[0][1]),
+					fa_mma::fa_mma_pack2<T>(s[0][2], s[0][3]),
+					fa_mma::fa_mma_pack2<T>(s[1][0], s[1][1]),
+					fa_mma::fa_mma_pack2<T>(s[1][2], s[1][3])};
+		fa_mma::static_for<NO / 2>([&](auto dp_c) {
+			constexpr int dp = decltype(dp_c)::value;
+			uint32_t vb[4];
+			fa_mma::ldsm_t<2 * dp, 0>(vb, a_v, vo);
+			fa_mma::fa_mma_16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+			fa_mma::fa_mma_16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+		});
+	}
+
+	/* ---- merge the warps: (m, l, O) of each through shared memory, which
+	 * every warp's ring is done with after the barrier ---- */
+	fa_mma::fa_mma_cp_async_wait<0>();
+	fa_mma::fa_mma_syncthreads();
+	float *const s_o = reinterpret_cast<float *>(fa_dec_smem); /* [NW][16][DS] */
+	float *const s_m = s_o + NW * FA_DECODE_ROWS * DS;          /* [NW][16] */
+	float *const s_l = s_m + NW * FA_DECODE_ROWS;               /* [NW][16] */
+#pragma unroll
+	for (int hf = 0; hf < 2; ++hf) {
+		const int r = warp * FA_DECODE_ROWS + g + 8 * hf;
+		const float l = fa_mma::quad_sum(l_run[hf]);
+		if (t4 == 0) {
+			s_m[r] = m_run[hf];
+			s_l[r] = l;
+		}
+#pragma unroll
+		for (int jj = 0; jj < NO; ++jj)
+			*reinterpret_cast<float2 *>(s_o + r * DS + 8 * jj + 2 * t4) =
+				make_float2(o[jj][2 * hf], o[jj][2 * hf + 1]);
+	}
+	fa_mma::fa_mma_syncthreads();
+
+	const int sp = w.sp;
+	const int64_t tok0 = fa_seq_q_start(&p, prm.cu_q, b);
+	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
+		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
+		float mx = -INFINITY;
+#pragma unroll
+		for (int v = 0; v < NW; ++v)
+			mx = fmaxf(mx, s_m[v * FA_DECODE_ROWS + r]);
+		const float mu = fa_online_m_use(mx); /* no key in any warp: weights 0 */
+		float l = 0.f, ox = 0.f, oy = 0.f;
+#pragma unroll
+		for (int v = 0; v < NW; ++v) {
+			const int rr = v * FA_DECODE_ROWS + r;
+			const float wt = fa_mma::fa_mma_exp2(s_m[rr] - mu);
+			const float2 ov = *reinterpret_cast<const float2 *>(s_o + rr * DS + c);
+			l = fmaf(wt, s_l[rr], l);
+			ox = fmaf(wt, ov.x, ox);
+			oy = fmaf(wt, ov.y, oy);
+		}
+		const float inv = fa_online_inv_l(l); /* no allowed key: zeros */
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		if (prm.splits == 1) {
+			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
+				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+		} else {
+			const int64_t wr = (int64_t)sp * prm.ws_rows + (tok0 + i) * p.heads + h;
+			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) =
+				make_float2(ox * inv, oy * inv);
+			if (c == 0) /* no key in the range: -inf, weight 0 in the merge */
+				prm.ws_lse[wr] = fa_online_lse(mx, l);
+		}
+	}
+	if constexpr (FUSE) {
+		/* the last CTA of this (sequence, KV head) to arrive merges (the
+		 * threadFenceReduction pattern: partials visible device-wide
+		 * before the count, read after it) */
+		__shared__ unsigned int s_last;
+		const int64_t unit = (int64_t)b * p.kv_heads + w.hk;
+		__threadfence();
+		fa_mma::fa_mma_syncthreads();
+		if (tid == 0)
+			s_last = atomicAdd(&fa_dec_count[unit], 1u) == (unsigned)prm.splits - 1;
+		fa_mma::fa_mma_syncthreads();
+		if (!s_last)
+			return;
+		__threadfence();
+		merge_splits<D, NT, T>(prm, b, h0, lq, rows, tok0, tid, s_o);
+		if (tid == 0)
+			fa_dec_count[unit] = 0; /* for the next launch */
+	}
+}
+
+/* SMs of the current device, 0 when unknown. */
+static int64_t device_sms()
+{
+	int dev = 0, sms = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return sms;
+}
+
+template <class CFG>
+static int splits_of(const struct fa_problem *p, int requested)
+{
+	return fa_decode_splits((int64_t)p->batch * p->kv_heads,
+				(p->kv_len + FA_DECODE_TILE - 1) / FA_DECODE_TILE,
+				device_sms() * CFG::MINB, p->batch, requested);
+}
+
+template <class CFG>
+static size_t workspace_of(const struct fa_problem *p, int requested)
+{
+	const int s = splits_of<CFG>(p, requested);
+	return s > 1 ? (size_t)s * (size_t)p->total_q * (size_t)p->heads * (CFG::D + 1) * sizeof(float)
+		     : 0;
+}
+
+template <class CFG, class T>
+static int launch_typed(const struct fa_launch_args *a, int requested, int merge)
+{
+	static const cudaError_t attr_err = [] {
+		cudaError_t e = fa_mma::configure_fn(decode_kernel<CFG, T, false>, CFG::SMEM_BYTES);
+		return e == cudaSuccess ? fa_mma::configure_fn(decode_kernel<CFG, T, true>,
+							       CFG::SMEM_BYTES)
+					: e;
+	}(); /* once */
+	if (attr_err != cudaSuccess)
+		return (int)attr_err;
+	const struct fa_problem *p = a->p;
+	if (p->batch <= 0 || p->heads <= 0 || p->total_q <= 0)
+		return 0;
+	params prm;
+	memset(&prm, 0, sizeof prm);
+	prm.p = *p;
+	prm.q = static_cast<const uint16_t *>(a->q);
+	prm.k = static_cast<const uint16_t *>(a->k);
+	prm.v = static_cast<const uint16_t *>(a->v);
+	prm.o = static_cast<uint16_t *>(a->o);
+	prm.cu_q = a->cu_seqlens_q;
+	prm.cu_k = a->cu_seqlens_k;
+	prm.prefix_lens = a->prefix_lens;
+	prm.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
+	prm.group = p->heads / p->kv_heads;
+	prm.packed = 1;
+	prm.m_tiles = 1;
+	prm.splits = splits_of<CFG>(p, requested);
+	prm.ws_rows = (int64_t)p->total_q * p->heads;
+	if (prm.splits > 1) {
+		if (!a->workspace || a->workspace_bytes < workspace_of<CFG>(p, requested))
+			return (int)cudaErrorInvalidValue; /* the harness allocates workspace_bytes() */
+		prm.ws_o = static_cast<float *>(a->workspace);
+		prm.ws_lse = prm.ws_o + (int64_t)prm.splits * prm.ws_rows * CFG::D;
+	}
+	cudaStream_t st = fa_cuda_stream_of(a);
+	const dim3 grid(1, (unsigned)p->kv_heads, (unsigned)(p->batch * prm.splits));
+	const int fuse = prm.splits > 1 && (int64_t)p->batch * p->kv_heads <= FA_DEC_COUNTERS &&
+			 (merge == FA_DECODE_MERGE_CTA ||
+			  (merge == FA_DECODE_MERGE_AUTO && prm.group * p->q_len <= FA_DECODE_FUSE_ROWS));
+	if (fuse) {
+		decode_kernel<CFG, T, true><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+		return (int)cudaGetLastError();
+	}
+	decode_kernel<CFG, T, false><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+	if (prm.splits > 1) {
+		const cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return (int)e;
+		fa_mma::combine_kernel<CFG::D, T><<<(unsigned)((prm.ws_rows + 3) / 4), 128, 0, st>>>(prm);
+	}
+	return (int)cudaGetLastError();
+}
+
+template <class CFG>
+static int launch_cfg(const struct fa_launch_args *a, int requested, int merge)
+{
+	if (a->p->dtype == FA_DTYPE_BF16)
+		return launch_typed<CFG, fa_mma::bf16_t>(a, requested, merge);
+	return launch_typed<CFG, fa_mma::fp16_t>(a, requested, merge);
+}
+
+} /* namespace fa_dec */
+
+extern "C" int fa_cuda_decode_smem_bytes(int d)
+{
+	return d == 64 ? fa_dec::cfg64::SMEM_BYTES
+	       : d == 128 ? fa_dec::cfg128::SMEM_BYTES
+	       : d == 256 ? fa_dec::cfg256::SMEM_BYTES
+			  : 0;
+}
+
+extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int splits)
+{
+	switch (p->head_dim) {
+	case 64: return fa_dec::workspace_of<fa_dec::cfg64>(p, splits);
+	case 128: return fa_dec::workspace_of<fa_dec::cfg128>(p, splits);
+	case 256: return fa_dec::workspace_of<fa_dec::cfg256>(p, splits);
+	default: return 0;
+	}
+}
+
+extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge)
+{
+	if (!fa_decode_fits(a->p, NULL))
+		return (int)cudaErrorInvalidValue;
+	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
+		return (int)cudaErrorMisalignedAddress; /* 16-byte copies from a base that is not */
+	switch (a->p->head_dim) {
+	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits, merge);
+	case 128: return fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
+	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
+	}
+}

@@ -37,7 +37,7 @@ static int api_br(int *br, char *why, size_t why_size)
 	if (env[1] != '\0' || env[0] < '0' || env[0] > '0' + FA_CUDNN_BR_LAST) {
 		snprintf(why, why_size,
 			 "FABENCH_CUDNN_BR '%.40s' is not a mask form: 0 (legacy), 1 (by-value "
-			 "lengths), 2 (padded), 3 (fp32 shift)",
+			 "lengths), 2 (padded), 3 (fp32 shift), 4 (int32 with axis)",
 			 env);
 		return 1;
 	}
@@ -53,6 +53,8 @@ int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size)
 	memset(api, 0, sizeof *api);
 	if (api_br(&api->br, why, why_size))
 		return 1;
+	const char *st = getenv("FABENCH_CUDNN_STATS");
+	api->force_stats = st && strcmp(st, "1") == 0;
 	api->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!api->dl) {
 		snprintf(why, why_size, "%s not found: %s", name, dlerror());

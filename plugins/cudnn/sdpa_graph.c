@@ -130,10 +130,11 @@ static void gb_finalize(struct gb *g, cudnnBackendDescriptor_t d, const char *st
 }
 
 /* A tensor: uid below FA_CUDNN_UID_FIRST_VIRTUAL names a variant pack
- * entry, uid 0 asks for a virtual tensor (a fresh id). */
-static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataType_t dt,
-					  const int64_t dims[4], const int64_t strides[4],
-					  int by_value, cudnnBackendDescriptor_t ragged)
+ * entry, uid 0 asks for a virtual tensor (a fresh id); f16x16: cuDNN's
+ * F16x16 reordering (the backward's dQ accumulator). */
+static cudnnBackendDescriptor_t gb_tensor_r(struct gb *g, int64_t uid, cudnnDataType_t dt,
+					    const int64_t dims[4], const int64_t strides[4],
+					    int by_value, cudnnBackendDescriptor_t ragged, int f16x16)
 {
 	cudnnBackendDescriptor_t d = gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor create");
 	int64_t align = GB_ALIGN_BYTES;
@@ -156,6 +157,11 @@ static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataTy
 	if (ragged)
 		gb_set(g, d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 		       &ragged, "tensor ragged offset");
+	if (f16x16) {
+		cudnnBackendTensorReordering_t ro = CUDNN_TENSOR_REORDERING_F16x16;
+		gb_set(g, d, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1,
+		       &ro, "tensor reordering");
+	}
 	gb_finalize(g, d, "tensor finalize");
 	if (!is_virtual && !g->failed) {
 		if (g->pl->n_uids >= FA_CUDNN_MAX_VARIANTS) {
@@ -167,6 +173,13 @@ static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataTy
 	}
 	gb_use(g, ragged);
 	return g->failed ? NULL : d;
+}
+
+static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataType_t dt,
+					  const int64_t dims[4], const int64_t strides[4],
+					  int by_value, cudnnBackendDescriptor_t ragged)
+{
+	return gb_tensor_r(g, uid, dt, dims, strides, by_value, ragged, 0);
 }
 
 /* A virtual tensor of dims, packed (last dimension contiguous). */
@@ -290,14 +303,15 @@ int fa_cudnn_key_padded(const struct fa_cudnn_key *k, int br)
 {
 	if (k->varlen)
 		return 1;
-	if (br == FA_CUDNN_BR_SCALAR || br == FA_CUDNN_BR_FLOAT)
+	if (br == FA_CUDNN_BR_SCALAR || br == FA_CUDNN_BR_FLOAT || br == FA_CUDNN_BR_AXIS)
 		return 0;
 	return k->mask != FA_MASK_NONE && k->q_len != k->kv_len;
 }
 
-void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
+void fa_cudnn_key_of(const struct fa_problem *p, int kind, struct fa_cudnn_key *key)
 {
 	memset(key, 0, sizeof *key);
+	key->kind = kind;
 	key->dtype = p->dtype;
 	key->batch = p->batch;
 	key->heads = p->heads;
@@ -381,7 +395,7 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 	const int br = g->api->br;
 	const int legacy = br == FA_CUDNN_BR_LEGACY || br == FA_CUDNN_BR_UNSET;
 	/* the axis of ADD and SUB (-1: not set), the precision of GEN_INDEX */
-	const int64_t ax = legacy ? 3 : -1;
+	const int64_t ax = legacy || br == FA_CUDNN_BR_AXIS ? 3 : -1;
 	const cudnnDataType_t ip = legacy ? i32 : f32;
 	const int shifted = k->varlen || k->q_len != k->kv_len;
 	cudnnBackendDescriptor_t row, col, r, c, neg_inf = NULL;
@@ -417,8 +431,8 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		pl->sq_i = k->q_len;
 		cudnnBackendDescriptor_t skv = gb_tensor(g, FA_CUDNN_UID_SKV, i32, one4, one4, 1, NULL);
 		cudnnBackendDescriptor_t sq = gb_tensor(g, FA_CUDNN_UID_SQ, i32, one4, one4, 1, NULL);
-		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, -1, r, skv, NULL, gb_virtual(g, i32, sd));
-		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, -1, r, sq, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, ax, r, skv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, ax, r, sq, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GE, b8, -1, r, col, NULL, gb_virtual(g, b8, sd));
 	if (k->mask == FA_MASK_PREFIX_LM) {
@@ -455,6 +469,46 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		     gb_virtual(g, f32, sd));
 }
 
+/* Checks that every variant tensor is used, and finalizes the operation
+ * graph of g's operations; returns it, or NULL. */
+static cudnnBackendDescriptor_t gb_finish(struct gb *g)
+{
+	struct fa_cudnn_plan *pl = g->pl;
+	cudnnBackendDescriptor_t graph;
+	for (int i = 0; i < pl->n_uids && !g->failed; i++) {
+		char text[120];
+		if (g->used[i])
+			continue;
+		snprintf(text, sizeof text, "cudnn_sdpa: tensor uid %lld is used by no operation",
+			 (long long)pl->uids[i]);
+		gb_fail_text(g, text);
+	}
+	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
+	if (g->api->handle) /* NULL only in device-less checks */
+		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+		       &g->api->handle, "operation graph handle");
+	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
+	       g->ops, "operation graph operations");
+	gb_finalize(g, graph, "operation graph finalize");
+	return g->failed ? NULL : graph;
+}
+
+/* y = x viewed with y's dims and strides (a transpose), cuDNN's RESHAPE. */
+static cudnnBackendDescriptor_t gb_reshape(struct gb *g, cudnnBackendDescriptor_t x,
+					   cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t op =
+		gb_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation create");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
+	       "reshape x");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
+	       "reshape y");
+	gb_finalize(g, op, "reshape operation finalize");
+	gb_op(g, op);
+	gb_use(g, x), gb_use(g, y);
+	return g->failed ? NULL : y;
+}
+
 /* The operation graph of the key; returns it finalized, or NULL. */
 static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 {
@@ -467,7 +521,7 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
 	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL;
 	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
-	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat, graph;
+	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat;
 
 	if (k->varlen) {
 		int64_t rd[4] = {B + 1, 1, 1, 1};
@@ -513,8 +567,10 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	z = gb_virtual(g, f32, rowd);
 	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, z);
 	if (pl->with_stats) {
-		/* stats = max + log(sum), fp32 [b, h, s_q, 1], packed */
-		const int64_t rows[4] = {H * Sq, Sq, 1, 1};
+		/* stats = max + log(sum), fp32 [b, h, s_q, 1]: packed in the
+		 * workspace, or fabench's LSE, lse[(b s_q + i) heads + h] */
+		const int64_t packed[4] = {H * Sq, Sq, 1, 1}, lse[4] = {Sq * H, 1, H, 1};
+		const int64_t *rows = k->kind == FA_CUDNN_FWD_LSE ? lse : packed;
 		cudnnBackendDescriptor_t lg, st;
 		lg = gb_pw(g, CUDNN_POINTWISE_LOG, f32, -1, z, NULL, NULL, gb_virtual(g, f32, rowd));
 		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, rows, 0, NULL);
@@ -524,22 +580,124 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	pmat = gb_pw(g, CUDNN_POINTWISE_DIV, f32, -1, e, z, NULL, gb_virtual(g, io, sd));
 	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
 
-	for (int i = 0; i < pl->n_uids && !g->failed; i++) {
-		char text[120];
-		if (g->used[i])
-			continue;
-		snprintf(text, sizeof text, "cudnn_sdpa: tensor uid %lld is used by no operation",
-			 (long long)pl->uids[i]);
-		gb_fail_text(g, text);
+	return gb_finish(g);
+}
+
+/* Bytes of cuDNN's dP workspace above which the backward takes the fp32
+ * dQ accumulator instead (cudnn-frontend's default limit on Hopper). */
+#define GB_DP_WORKSPACE_LIMIT (256ll << 20)
+
+/* The backward graph of the key (fixed lengths), cudnn-frontend's
+ * CompositeSDPABackwardNode without dropout, bias or alibi:
+ *
+ *   softmax_sum = sum(dO * O) * 1      [b, h, s_q, 1]
+ *   S = Q K^T * scale, masks           as the forward
+ *   P = exp(S - stats)                 stats: fabench's LSE
+ *   dV = P^T dO                        P^T a RESHAPE in the input type;
+ *                                      GQA: [b, h, s_kv, d] summed over the group
+ *   dS = (dO V^T * 1 - softmax_sum) * P * scale
+ *   dK = dS^T Q                        as dV
+ *   dQ = dS K                          K a RESHAPE of K^T; through an fp32
+ *                                      accumulator (F16x16) when cuDNN's dP
+ *                                      workspace would pass GB_DP_WORKSPACE_LIMIT
+ */
+static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	const struct fa_cudnn_key *k = &g->pl->key;
+	struct fa_cudnn_plan *pl = g->pl;
+	const cudnnDataType_t io = k->dtype == FA_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	int64_t B = k->batch, H = k->heads, Hk = k->kv_heads, Sq = k->q_len, Skv = k->kv_len;
+	int64_t D = k->head_dim, Dv = k->head_dim_v;
+	cudnnBackendDescriptor_t tq, tkt, tvt, to, tdo, tdq, tdk, tdv, st, scale, one;
+	cudnnBackendDescriptor_t x, ssum, s, p, pt, dp, ds, dst, kr;
+
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {k->q_stride_b, k->q_stride_h, k->q_stride_s, 1};
+	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {k->k_stride_b, k->k_stride_h, k->k_stride_s, 1};
+	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {k->k_stride_b, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {k->v_stride_b, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {k->v_stride_b, k->v_stride_h, 1, k->v_stride_s};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {k->o_stride_b, k->o_stride_h, k->o_stride_s, 1};
+	const int64_t sd[4] = {B, H, Sq, Skv}, ss[4] = {H * Sq * Skv, Sq * Skv, Skv, 1};
+	const int64_t std_[4] = {B, H, Skv, Sq}, sts[4] = {H * Sq * Skv, Sq * Skv, 1, Skv};
+	const int64_t rowd[4] = {B, H, Sq, 1}, rows[4] = {H * Sq, Sq, 1, 1};
+	const int64_t lses[4] = {Sq * H, 1, H, 1};
+	const int64_t dod[4] = {B, H, Sq, Dv}, dos[4] = {H * Sq * Dv, Sq * Dv, H * Dv, 1};
+
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, NULL);
+	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, NULL);
+	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, NULL);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, NULL);
+	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, NULL);
+	st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lses, 0, NULL);
+	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
+	one = gb_tensor(g, FA_CUDNN_UID_ONE, f32, one4, one4, 1, NULL);
+	pl->one_f = 1.0f;
+	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, NULL);
+	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, NULL);
+	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, NULL);
+
+	/* softmax_sum = sum(dO * O) * 1 */
+	x = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, tdo, to, NULL,
+		  gb_tensor(g, 0, f32, dod, dos, 0, NULL));
+	ssum = gb_tensor(g, 0, f32, rowd, rows, 0, NULL);
+	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, x, ssum);
+	ssum = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, ssum, one, NULL,
+		     gb_tensor(g, 0, f32, rowd, rows, 0, NULL));
+
+	/* P = exp(Q K^T * scale, masked, - stats) */
+	s = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
+	gb_matmul(g, tq, tkt, s, NULL, NULL, NULL);
+	s = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, s, scale, NULL, gb_virtual(g, f32, sd));
+	s = gb_masks(g, k, s, sd, NULL, NULL);
+	s = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, st, NULL, gb_virtual(g, f32, sd));
+	p = gb_pw(g, CUDNN_POINTWISE_EXP, f32, -1, s, NULL, NULL, gb_virtual(g, f32, sd));
+
+	/* dV = P^T dO */
+	pt = gb_reshape(g, p, gb_tensor(g, 0, io, std_, sts, 0, NULL));
+	if (H == Hk) {
+		gb_matmul(g, pt, tdo, tdv, NULL, NULL, NULL);
+	} else {
+		const int64_t fd[4] = {B, H, Skv, Dv};
+		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
+		gb_matmul(g, pt, tdo, full, NULL, NULL, NULL);
+		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdv);
 	}
-	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
-	if (g->api->handle) /* NULL only in device-less checks */
-		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-		       &g->api->handle, "operation graph handle");
-	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
-	       g->ops, "operation graph operations");
-	gb_finalize(g, graph, "operation graph finalize");
-	return g->failed ? NULL : graph;
+
+	/* dS = (dO V^T * 1 - softmax_sum) * P * scale */
+	dp = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
+	gb_matmul(g, tdo, tvt, dp, NULL, NULL, NULL);
+	dp = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, one, NULL, gb_virtual(g, f32, sd));
+	dp = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, dp, ssum, NULL, gb_virtual(g, f32, sd));
+	ds = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, p, NULL, gb_virtual(g, f32, sd));
+	ds = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, ds, scale, NULL, gb_virtual(g, f32, sd));
+
+	/* dK = dS^T Q */
+	dst = gb_reshape(g, ds, gb_tensor(g, 0, io, std_, sts, 0, NULL));
+	if (H == Hk) {
+		gb_matmul(g, dst, tq, tdk, NULL, NULL, NULL);
+	} else {
+		const int64_t fd[4] = {B, H, Skv, D};
+		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
+		gb_matmul(g, dst, tq, full, NULL, NULL, NULL);
+		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdk);
+	}
+
+	/* dQ = dS K */
+	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, NULL));
+	int64_t wsq = (Sq + 63) / 64 * 64, wskv = (Skv + 63) / 64 * 64;
+	if (B * H * wsq * wskv * 2 > GB_DP_WORKSPACE_LIMIT) {
+		const int64_t ad[4] = {B, H, Sq, D}, as[4] = {H * Sq * D, Sq * D, D, 1};
+		cudnnBackendDescriptor_t acc =
+			gb_tensor_r(g, FA_CUDNN_UID_DQ_ACCUM, f32, ad, as, 0, NULL, 1);
+		gb_matmul(g, ds, kr, acc, NULL, NULL, NULL);
+		gb_pw(g, CUDNN_POINTWISE_IDENTITY, f32, -1, acc, NULL, NULL, tdq);
+		pl->dq_accum_bytes = (size_t)(B * H * Sq * D) * sizeof(float);
+	} else {
+		gb_matmul(g, ds, kr, tdq, NULL, NULL, NULL);
+	}
+	return gb_finish(g);
 }
 
 /* batch int32 copies of value on the device, in *dst (NULL on failure,
@@ -584,7 +742,7 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	pl->ready = 0;
 	pl->why[0] = '\0';
 
-	graph = gb_graph(&g);
+	graph = pl->key.kind == FA_CUDNN_BWD ? gb_graph_bwd(&g) : gb_graph(&g);
 	pl->graph_ok = graph != NULL;
 	/* heuristics mode A, then the fallback list when A names no engine */
 	for (int m = 0; m < 2 && n_cfg <= 0; m++) {
@@ -667,7 +825,8 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	 * case has no per-sequence ones, fixed lengths of a bottom-right case */
 	if (pl->key.mask == FA_MASK_PREFIX_LM)
 		gb_int_buffer(&g, &pl->prefix_dev, pl->key.prefix_len, "prefix");
-	if (fa_cudnn_key_padded(&pl->key, api->br) && !pl->key.varlen) {
+	if (fa_cudnn_key_padded(&pl->key, api->br) && !pl->key.varlen &&
+	    pl->key.kind != FA_CUDNN_BWD) {
 		gb_int_buffer(&g, &pl->seq_q_dev, pl->key.q_len, "q_len");
 		gb_int_buffer(&g, &pl->seq_kv_dev, pl->key.kv_len, "kv_len");
 	}
@@ -676,7 +835,7 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		pl->plan = NULL;
 		return;
 	}
-	if (pl->with_stats)
+	if (pl->with_stats && pl->key.kind == FA_CUDNN_FWD)
 		pl->stats_bytes = (size_t)pl->key.batch * (size_t)pl->key.heads *
 				  (size_t)pl->key.q_len * sizeof(float);
 	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each) and the
@@ -695,7 +854,11 @@ void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	uint64_t hash = pl->hash;
 	char first[sizeof pl->why];
 	int first_status;
+	/* the LSE forward writes the stats, the backward reads them */
+	pl->with_stats = api->force_stats || key.kind != FA_CUDNN_FWD;
 	plan_attempt(api, pl);
+	if (pl->with_stats)
+		return;
 	if (pl->ready || !pl->graph_ok)
 		return;
 	/* no engine for the inference form: try the graph with stats */

@@ -2,11 +2,13 @@
  * without a GPU: build/plugins/libfabench-cudnn.so loads, declines every
  * backend but cuda, refuses an older harness naming both versions, fails
  * with a reason (and no crash) when asked for cuda without a device, its
- * kernel record passes the harness's checks, and
+ * kernel records (cudnn_sdpa, which writes the LSE, and cudnn_sdpa_bwd,
+ * whose forward it is) pass the harness's checks, and
  * fabench (which finds it next to its executable) says why it joined no
- * backend; build/cudnn-selftest --graphs builds every case's graph in each
- * form of the bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form
- * that does not exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
+ * backend; build/cudnn-selftest --graphs builds every case's graph (the
+ * forward, the forward with the LSE, the backward) in each form of the
+ * bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form that does not
+ * exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
  * where it is not built (no CUDA or cuDNN headers, the san variant). */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -202,7 +204,12 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 		return;
 	}
 	FA_CHECKF(rc == 0, "--graphs: status %d:\n%s", rc, out);
-	FA_CHECKF(strstr(out, "bottom-right: refused (FABENCH_CUDNN_BR unset)") != NULL, "%s", out);
+	/* unset: form 4, cudnn-frontend's diagonal band (axis 3 on ADD and SUB) */
+	FA_CHECKF(strstr(out, "bottom-right: form 4 (by-value int32 lengths, axis 3 on ADD/SUB; "
+			      "the default)") != NULL,
+		  "%s", out);
+	FA_CHECKF(strstr(out, " 0 failed") != NULL && strstr(out, "2 other ops with an axis"),
+		  "%s", out);
 	for (int f = 0; f < 5; f++) {
 		snprintf(br, sizeof br, "%d", f);
 		rc = run_selftest(path, br, "--graphs", NULL, out, sizeof out);
@@ -237,7 +244,8 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 			  strstr(out, "no case name contains 'no such case' (--list shows them)") != NULL,
 		  "status %d: %s", rc, out);
 	rc = run_selftest(path, NULL, "--help", NULL, out, sizeof out);
-	FA_CHECKF(rc == 0 && strstr(out, "FABENCH_CUDNN_BR (0 to 4) picks the graph") != NULL,
+	FA_CHECKF(rc == 0 && strstr(out, "FABENCH_CUDNN_BR (0 to 4; default 4)") != NULL &&
+			  strstr(out, "cudnn_sdpa_bwd") != NULL,
 		  "status %d: %s", rc, out);
 	rc = run_selftest(path, NULL, "--list", NULL, out, sizeof out);
 	FA_CHECKF(rc == 0 && strstr(out, "decode q1 kv4096 causal (bottom-right)") != NULL,

@@ -26,12 +26,13 @@ static int api_sym(struct fa_cudnn_api *api, void *slot, const char *name, char 
 	return 0;
 }
 
-/* $FABENCH_CUDNN_BR into *br: FA_CUDNN_BR_UNSET when unset or empty.
- * Returns 0, or 1 with the reason in why. */
-static int api_br(int *br, char *why, size_t why_size)
+/* $FABENCH_CUDNN_BR into *br (FA_CUDNN_BR_DEFAULT when unset or empty)
+ * and *set. Returns 0, or 1 with the reason in why. */
+static int api_br(int *br, int *set, char *why, size_t why_size)
 {
 	const char *env = getenv("FABENCH_CUDNN_BR");
-	*br = FA_CUDNN_BR_UNSET;
+	*br = FA_CUDNN_BR_DEFAULT;
+	*set = 0;
 	if (!env || !*env)
 		return 0;
 	if (env[1] != '\0' || env[0] < '0' || env[0] > '0' + FA_CUDNN_BR_LAST) {
@@ -42,6 +43,7 @@ static int api_br(int *br, char *why, size_t why_size)
 		return 1;
 	}
 	*br = env[0] - '0';
+	*set = 1;
 	return 0;
 }
 
@@ -51,10 +53,8 @@ int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size)
 	const char *name = env && *env ? env : "libcudnn.so.9";
 	int bad = 0;
 	memset(api, 0, sizeof *api);
-	if (api_br(&api->br, why, why_size))
+	if (api_br(&api->br, &api->br_set, why, why_size))
 		return 1;
-	const char *st = getenv("FABENCH_CUDNN_STATS");
-	api->force_stats = st && strcmp(st, "1") == 0;
 	api->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!api->dl) {
 		snprintf(why, why_size, "%s not found: %s", name, dlerror());

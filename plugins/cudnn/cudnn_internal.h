@@ -22,11 +22,10 @@ struct fa_cudnn_api {
 	void *dl;
 	size_t version;         /* cudnnGetVersion(): 91900 for 9.19.0 */
 	int sm;                 /* compute capability of the device, 90 for sm_90 */
-	int br;                 /* $FABENCH_CUDNN_BR: the graph form of masks aligned
-				 * bottom-right (FA_CUDNN_BR_*), FA_CUDNN_BR_UNSET
-				 * when unset (then those cases are refused) */
-	int force_stats;        /* $FABENCH_CUDNN_STATS=1: every forward graph writes
-				 * the softmax stats (a debugging switch) */
+	int br;                 /* the graph form of masks aligned bottom-right
+				 * (FA_CUDNN_BR_*): FA_CUDNN_BR_DEFAULT, or
+				 * $FABENCH_CUDNN_BR (a debugging switch) */
+	int br_set;             /* 1: $FABENCH_CUDNN_BR chose it */
 	cudnnHandle_t handle;
 	pthread_mutex_t lock;   /* the plan cache and the handle's stream */
 	__typeof__(cudnnGetVersion) *get_version;
@@ -43,19 +42,19 @@ struct fa_cudnn_api {
 	__typeof__(cudnnBackendExecute) *execute;
 };
 
-/* Graph forms of the masks, chosen by $FABENCH_CUDNN_BR (0 to 3) for the
- * whole process, so that one GPU run can try each (sdpa_graph.c says what
- * each builds). Unset: the legacy form, and supports() refuses every mask
- * aligned bottom-right (they faulted on the GPU in that form). */
+/* Graph forms of the masks aligned bottom-right; $FABENCH_CUDNN_BR (0 to 4)
+ * picks one for the whole process, a debugging switch that lets one GPU run
+ * try each (sdpa_graph.c says what each builds; docs/cudnn.md what each
+ * gave on an H100). Unset: FA_CUDNN_BR_DEFAULT. */
 enum fa_cudnn_br {
-	FA_CUDNN_BR_UNSET = -1,
-	FA_CUDNN_BR_LEGACY = 0,  /* the form that faulted: axis 3 on ADD/SUB, padded */
+	FA_CUDNN_BR_LEGACY = 0,  /* GEN_INDEX in int32, axis 3 on ADD/SUB, padded */
 	FA_CUDNN_BR_SCALAR = 1,  /* cudnn-frontend without padding: by-value int32 lengths */
 	FA_CUDNN_BR_PADDED = 2,  /* cudnn-frontend with padding: device length arrays */
 	FA_CUDNN_BR_FLOAT = 3,   /* the shift folded into one by-value fp32 constant */
 	FA_CUDNN_BR_AXIS = 4,    /* cudnn-frontend's CompositeDiagonalBandMaskNode: as 1,
 				  * with axis 3 on the int32 ADD and SUB */
-	FA_CUDNN_BR_LAST = FA_CUDNN_BR_AXIS
+	FA_CUDNN_BR_LAST = FA_CUDNN_BR_AXIS,
+	FA_CUDNN_BR_DEFAULT = FA_CUDNN_BR_AXIS
 };
 
 /* The loaded library; NULL before fa_cudnn_init succeeded. */
@@ -64,7 +63,7 @@ extern struct fa_cudnn_api *fa_cudnn;
 /* Opens the library and resolves every entry point into *api (handle not
  * yet created), and reads $FABENCH_CUDNN_BR into api->br. Returns 0, or
  * nonzero with the reason in why (a missing library or entry point, a
- * version other than 9.x, a FABENCH_CUDNN_BR other than 0 to 3). */
+ * version other than 9.x, a FABENCH_CUDNN_BR other than 0 to 4). */
 int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size);
 void fa_cudnn_api_close(struct fa_cudnn_api *api);
 
@@ -141,6 +140,8 @@ struct fa_cudnn_plan {
 	cudnnBackendDescriptor_t descs[FA_CUDNN_MAX_DESCS];
 	int n_descs;
 	int64_t plan_ws_bytes;     /* cuDNN's workspace */
+	int64_t engine;            /* the plan's engine (CUDNN_ATTR_ENGINE_GLOBAL_INDEX) */
+	int heur_rank;             /* its place in the heuristics' list, 0 first */
 	int with_stats;            /* 1: the graph writes the softmax stats */
 	size_t stats_bytes;        /* then, in the workspace (FA_CUDNN_FWD only):
 				    * batch x heads x q_len fp32 stats */
@@ -174,11 +175,11 @@ void fa_cudnn_key_of(const struct fa_problem *p, int kind, struct fa_cudnn_key *
 int fa_cudnn_key_padded(const struct fa_cudnn_key *k, int br);
 
 /* Builds the operation graph of key, asks the heuristics for engine
- * configurations and finalizes the first plan that cuDNN accepts; when no
- * engine takes the graph, tries again with the softmax stats as an output
- * (the training form of the pattern). On success plan->ready is 1;
- * otherwise plan->why holds the failing step and cuDNN's message. Needs
- * the api lock held. */
+ * configurations and finalizes the first plan that cuDNN accepts. Every
+ * forward graph writes the softmax stats (the training form of the
+ * pattern: sdpa_graph.c says why). On success plan->ready is 1; otherwise
+ * plan->why holds the failing step and cuDNN's message. Needs the api lock
+ * held. */
 void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *plan);
 
 /* Destroys every descriptor of plan and its device buffer (not plan). */

@@ -146,7 +146,7 @@ void fa_cudnn_sdpa_describe(const struct fa_cudnn_api *api)
 	char v[32];
 	version_text(api->version, v, sizeof v);
 	char br[48] = "";
-	if (api->br != FA_CUDNN_BR_UNSET)
+	if (api->br_set)
 		snprintf(br, sizeof br, ", bottom-right masks in form %d", api->br);
 	snprintf(sdpa_description, sizeof sdpa_description,
 		 "cuDNN %s fused flash attention (SDPA forward, backend graph API, "
@@ -198,22 +198,6 @@ static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *
 			 "q_len %d > kv_len %d with mask %s: the first rows attend no key, "
 			 "which cuDNN's bottom-right mask does not support",
 			 p->q_len, p->kv_len, mask_name(p->mask));
-		return 1;
-	}
-	if (bottom_right && api->br == FA_CUDNN_BR_UNSET) {
-		/* Measured 2026-11-26 (H100 and H200, cuDNN 9.19.0, build/cudnn-selftest):
-		 * every masked graph whose diagonal is shifted (q_len != kv_len, decode,
-		 * varlen) executed with an illegal memory access that killed the CUDA
-		 * context, in the legacy form (FA_CUDNN_BR_LEGACY: the shift as by-value
-		 * scalars and again as device length arrays, both with axis 3 on ADD and
-		 * SUB); q_len == kv_len masks passed. Refused until a GPU run proves one
-		 * of the other forms: $FABENCH_CUDNN_BR picks one and lets them through,
-		 * a crash would otherwise end the whole run. */
-		snprintf(why, why_size,
-			 "cudnn_sdpa: a %s mask aligned bottom-right (q_len %d, kv_len %d%s) is not "
-			 "supported yet (the graph faulted on the GPU; FABENCH_CUDNN_BR=1|2|3 tries "
-			 "it: docs/cudnn.md)",
-			 mask_name(p->mask), p->q_len, p->kv_len, p->varlen ? ", varlen" : "");
 		return 1;
 	}
 	if (bottom_right && api->version < 90600 && (p->q_len % 64 != 0 || p->kv_len % 64 != 0)) {

@@ -1,5 +1,5 @@
-/* sdpa_graph.c - cuDNN's fused flash attention (SDPA forward) as a backend
- * operation graph, built from C, and its execution plan.
+/* sdpa_graph.c - cuDNN's fused flash attention (SDPA forward and backward)
+ * as backend operation graphs, built from C, and their execution plans.
  *
  * The graph is the pattern cuDNN's fused attention engines match (the one
  * cudnn-frontend's composite SDPA node lowers to), on 4-d tensors
@@ -9,10 +9,11 @@
  *   S = S * scale                  pointwise MUL, scale passed by value
  *   padding (varlen, bottom-right) row < seq_q[b] and col < seq_kv[b], else -inf
  *   causal (bottom-right)          row + seq_kv[b] - seq_q[b] >= col, else -inf
- *                                  (the lengths' form: gb_masks, $FABENCH_CUDNN_BR)
+ *                                  (by-value int32 lengths when fixed: gb_masks)
  *     prefix_lm                      ... or col < prefix[b]
  *   sliding window (left bound)    col + window - seq_kv + seq_q > row, else -inf
- *   softmax                        max, sub, exp, sum, div (no stats: inference)
+ *   softmax                        max, sub, exp, sum, div; stats = max + log(sum)
+ *                                  (fp32: fabench's LSE, or the workspace)
  *   O = P V                        matmul, P in the input type
  *
  * Masks are index tensors (GEN_INDEX over the score's row and column axes),
@@ -21,9 +22,10 @@
  * cases use ragged offsets (element offsets of each sequence, batch + 1
  * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
  * the lengths as matmul M/N/K overrides. A masked case with fixed lengths
- * q_len != kv_len (bottom-right diagonal) takes, depending on the form
- * $FABENCH_CUDNN_BR picks (gb_masks), by-value lengths, one fp32 shift, or
- * the padded form with device arrays of batch copies of q_len and kv_len.
+ * q_len != kv_len (bottom-right diagonal) takes q_len and kv_len as by-value
+ * int32 scalars (the default form; $FABENCH_CUDNN_BR picks another to debug
+ * with: gb_masks). The backward graph (gb_graph_bwd) recomputes P from the
+ * stats with the same masks.
  *
  * Every non-virtual tensor is used by an operation: the variant pack names
  * exactly the graph's tensors (a declared but unused tensor, as the -inf of
@@ -358,13 +360,14 @@ static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_
  * (device lengths, [batch, 1, 1, 1]) are given for varlen and, in the
  * legacy and padded forms, for masks aligned bottom-right; NULL otherwise.
  *
- * The forms ($FABENCH_CUDNN_BR, enum fa_cudnn_br) differ only where a mask
- * is shifted (q_len != kv_len, varlen), and in two attributes of the
- * index operations:
- *   legacy (0, and unset)  CUDNN_ATTR_POINTWISE_AXIS 3 on ADD and SUB too;
- *                          GEN_INDEX in int32; fixed lengths padded. Every
- *                          shifted mask faulted in this form (H100, H200,
- *                          cuDNN 9.19).
+ * The forms ($FABENCH_CUDNN_BR, enum fa_cudnn_br; 4 unless set) differ
+ * only where a mask is shifted (q_len != kv_len, varlen), and in two
+ * attributes of the index operations. With the stats output, forms 2 and 4
+ * passed every shifted case on an H100 (cuDNN 9.19, 2026-11-26; the
+ * self-test's 10), form 3 gave wrong results, forms 0 and 1 were not
+ * run so; without the stats every form faulted (fa_cudnn_plan_build):
+ *   legacy (0)             CUDNN_ATTR_POINTWISE_AXIS 3 on ADD and SUB too;
+ *                          GEN_INDEX in int32; fixed lengths padded.
  *   1, 2, 3                the axis on GEN_INDEX only: cudnn-frontend's
  *                          PointwiseDescBuilder sends the axis to cuDNN for
  *                          GEN_INDEX and drops it for every other mode;
@@ -377,8 +380,12 @@ static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_
  *                          padding mask and the matmul overrides: the
  *                          frontend's graph with padding_mask set;
  *   3 (fp32 shift)         fixed lengths as one by-value fp32 kv_len - q_len
- *                          added to the row: no integer arithmetic (the form
- *                          of the left bound that passed on the GPU).
+ *                          added to the row: no integer arithmetic. Wrong
+ *                          results (max_abs 0.1 to 0.3): the engine does not
+ *                          read this pattern as a shifted diagonal;
+ *   4 (the default)        as 1, with the axis 3 on the int32 ADD and SUB
+ *                          too: cudnn-frontend's CompositeDiagonalBandMaskNode
+ *                          (its graph for cuDNN before 9.21).
  * Varlen takes the device arrays in every form. The left bound (sliding
  * window) with fixed lengths folds window - kv_len + q_len into one fp32
  * constant in every form but the padded ones (the frontend's fixed-length
@@ -393,7 +400,7 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 			      b8 = CUDNN_DATA_BOOLEAN;
 	struct fa_cudnn_plan *pl = g->pl;
 	const int br = g->api->br;
-	const int legacy = br == FA_CUDNN_BR_LEGACY || br == FA_CUDNN_BR_UNSET;
+	const int legacy = br == FA_CUDNN_BR_LEGACY;
 	/* the axis of ADD and SUB (-1: not set), the precision of GEN_INDEX */
 	const int64_t ax = legacy || br == FA_CUDNN_BR_AXIS ? 3 : -1;
 	const cudnnDataType_t ip = legacy ? i32 : f32;
@@ -725,6 +732,22 @@ static void gb_int_buffer(struct gb *g, void **dst, int32_t value, const char *w
 	}
 }
 
+/* cuDNN's global index of the engine of cfg, -1 when it cannot say. */
+static int64_t plan_engine(struct fa_cudnn_api *api, cudnnBackendDescriptor_t cfg)
+{
+	cudnnBackendDescriptor_t eng = NULL;
+	int64_t n = 0, idx = -1;
+	if (api->create_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return -1;
+	if (api->get_attr(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+			  &eng) != CUDNN_STATUS_SUCCESS ||
+	    api->get_attr(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &idx) !=
+		    CUDNN_STATUS_SUCCESS)
+		idx = -1;
+	(void)api->destroy_desc(eng);
+	return idx;
+}
+
 static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
 	struct gb g;
@@ -813,6 +836,8 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		}
 		pl->plan = plan;
 		pl->plan_ws_bytes = ws;
+		pl->engine = plan_engine(api, cfgs[i]);
+		pl->heur_rank = (int)i;
 		break;
 	}
 	if (!pl->plan) {
@@ -850,35 +875,16 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 
 void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
-	struct fa_cudnn_key key = pl->key;
-	uint64_t hash = pl->hash;
-	char first[sizeof pl->why];
-	int first_status;
-	/* the LSE forward writes the stats, the backward reads them */
-	pl->with_stats = api->force_stats || key.kind != FA_CUDNN_FWD;
-	plan_attempt(api, pl);
-	if (pl->with_stats)
-		return;
-	if (pl->ready || !pl->graph_ok)
-		return;
-	/* no engine for the inference form: try the graph with stats */
-	snprintf(first, sizeof first, "%s", pl->why);
-	first_status = pl->status;
-	fa_cudnn_plan_release(api, pl);
-	memset(pl, 0, sizeof *pl);
-	pl->key = key;
-	pl->hash = hash;
+	/* Every graph has the softmax stats: the backward reads them, the
+	 * forwards write them (to fabench's LSE, or to the workspace). The
+	 * inference form without stats is not built: on cuDNN 9.19 (H100,
+	 * 2026-11-26) no engine took it unless a mask was aligned bottom-right,
+	 * and then engine 2 (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_
+	 * wgmma_f16_knob_7) took it and wrote 4-byte values through the host
+	 * pointer of a by-value scalar (compute-sanitizer: invalid __global__
+	 * write to the stack), an illegal address that ended the context. */
 	pl->with_stats = 1;
 	plan_attempt(api, pl);
-	if (pl->ready)
-		return;
-	/* the reason of the first form; the second one's only if it differs */
-	if (strcmp(first, pl->why) != 0) {
-		char both[sizeof pl->why];
-		snprintf(both, sizeof both, "%.300s (with stats: %.190s)", first, pl->why);
-		snprintf(pl->why, sizeof pl->why, "%s", both);
-	}
-	pl->status = first_status;
 }
 
 void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)

@@ -1,10 +1,13 @@
-/* selftest.c - build/cudnn-selftest: runs cudnn_sdpa on a GPU without the
- * harness. For a few shapes (bf16 and fp16, head_dim 64/128/256, no mask,
- * causal with q_len == kv_len and !=, GQA 32/8, sliding window, prefix_lm,
- * varlen, decode) it makes inputs from a deterministic pattern, runs the
- * kernel through its record (supports, workspace_bytes, launch), compares
- * the output against a CPU reference in double and prints the largest
- * absolute error and PASS/FAIL/SKIP with cuDNN's reason. Then it times
+/* selftest.c - build/cudnn-selftest: runs cudnn_sdpa and cudnn_sdpa_bwd on
+ * a GPU without the harness. For a few shapes (bf16 and fp16, head_dim
+ * 64/128/256, no mask, causal with q_len == kv_len and !=, GQA 32/8,
+ * sliding window, prefix_lm, varlen, decode) it makes inputs from a
+ * deterministic pattern, runs the kernel through its record (supports,
+ * workspace_bytes, launch), compares the output against a CPU reference in
+ * double and prints the largest absolute error and PASS/FAIL/SKIP with
+ * cuDNN's reason. The "bwd" cases run the forward with the LSE, then the
+ * backward, and compare dQ, dK, dV (relative to the largest reference
+ * value) and the LSE with the reference backward in double. Then it times
  * B=2 H=16 L=8192 D=128 bf16 with CUDA events and prints TFLOP/s
  * (4 B H L^2 D / time; half of that for causal).
  *
@@ -18,8 +21,7 @@
  *   build/cudnn-selftest --list     the cases' numbers and names
  *   FABENCH_CUDNN_BR=1 build/cudnn-selftest --match bottom-right
  *                                   the masks aligned bottom-right in graph
- *                                   form 1 (0 to 4, sdpa_graph.c; unset:
- *                                   supports() refuses them)
+ *                                   form 1 (0 to 4, sdpa_graph.c; unset: 4)
  *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
  *   build/cudnn-selftest --graphs   no device needed: builds each case's
  *                                   operation graph (every tensor and
@@ -106,7 +108,7 @@ static const struct st_case cases[] = {
 	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d60 none (refused: not a multiple of 8)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 60,
 	 FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1, 0},
-	/* more masks aligned bottom-right (refused unless $FABENCH_CUDNN_BR is set) */
+	/* more masks aligned bottom-right */
 	{"bf16 d128 decode q1 kv4096 causal (bottom-right)", FA_DTYPE_BF16, 2, 8, 8, 1, 4096, 128,
 	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d64 GQA 8/2 causal q16 kv1000 bhsd (bottom-right)", FA_DTYPE_FP16, 2, 8, 2, 16, 1000,
@@ -403,9 +405,11 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 	dev_setup(&d, k, stream);
 	int code = k->launch(&d.a);
 	cudaError_t e = cudaStreamSynchronize(stream);
+	const struct fa_cudnn_plan *pl = fa_cudnn_cache_get(fa_cudnn, &d.p, FA_CUDNN_FWD);
 	if (code != 0 || e != cudaSuccess) {
-		printf("FAIL  %-66s launch: %s; sync: %s\n", c->name,
-		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e));
+		printf("FAIL  %-66s launch: %s; sync: %s (engine %lld, rank %d)\n", c->name,
+		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e),
+		       (long long)pl->engine, pl->heur_rank);
 		n_fail++;
 		dead_context_check(c->name);
 		dev_free(&d);
@@ -418,9 +422,9 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 	double err = check_rows(&d, scores <= FULL_CHECK_SCORES, &empty, &empty_err);
 	double tol = c->dtype == FA_DTYPE_BF16 ? TOL_BF16 : TOL_FP16;
 	int pass = err <= tol;
-	printf("%s  %-66s max_abs %.3g (tol %.0e), plan %.0f ms%s, ws %zu B",
-	       pass ? "PASS" : "FAIL", c->name, err, tol, build_ms,
-	       fa_cudnn_cache_get(fa_cudnn, &d.p, FA_CUDNN_FWD)->with_stats ? " (stats form)" : "", d.ws_bytes);
+	printf("%s  %-66s max_abs %.3g (tol %.0e), plan %.0f ms, ws %zu B, engine %lld",
+	       pass ? "PASS" : "FAIL", c->name, err, tol, build_ms, d.ws_bytes,
+	       (long long)pl->engine);
 	if (empty)
 		printf(", %d empty rows: %s (max %.3g)", empty,
 		       empty_err == 0 ? "zeros" : "NOT zeros", empty_err);
@@ -624,11 +628,11 @@ static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cu
 	double tol = c->dtype == FA_DTYPE_BF16 ? BWD_TOL_BF16 : BWD_TOL_FP16;
 	double eq = rel(r.dq, r.dq_ref), ek = rel(r.dk, r.dk_ref), ev = rel(r.dv, r.dv_ref);
 	int pass = eq <= tol && ek <= tol && ev <= tol && r.lse <= LSE_TOL;
+	const struct fa_cudnn_plan *bpl = fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_BWD);
 	printf("%s  %-66s dQ %.3g dK %.3g dV %.3g of max|ref| (tol %.0e), lse max_abs %.3g "
-	       "(tol %.0e), ws %zu B%s\n",
+	       "(tol %.0e), ws %zu B, engine %lld%s\n",
 	       pass ? "PASS" : "FAIL", c->name, eq, ek, ev, tol, r.lse, LSE_TOL, bws,
-	       fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_BWD)->dq_accum_bytes ? " (fp32 dQ accumulator)"
-									    : "");
+	       (long long)bpl->engine, bpl->dq_accum_bytes ? " (fp32 dQ accumulator)" : "");
 	pass ? n_pass++ : n_fail++;
 	free(hdo), free(hdq), free(hdk), free(hdv), free(hlse);
 	cudaFree(ddo), cudaFree(ddq), cudaFree(ddk), cudaFree(ddv), cudaFree(dlse), cudaFree(dbws);
@@ -691,15 +695,17 @@ static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
 }
 
 /* The mask form this process builds, in words. */
-static const char *br_text(void)
+static const char *br_text(const struct fa_cudnn_api *api)
 {
-	switch (fa_cudnn ? fa_cudnn->br : FA_CUDNN_BR_UNSET) {
+	switch (api->br) {
 	case FA_CUDNN_BR_LEGACY: return "form 0 (legacy: axis 3 on ADD/SUB, padded)";
 	case FA_CUDNN_BR_SCALAR: return "form 1 (by-value int32 lengths)";
 	case FA_CUDNN_BR_PADDED: return "form 2 (padded, device length arrays)";
 	case FA_CUDNN_BR_FLOAT: return "form 3 (one by-value fp32 shift)";
-	case FA_CUDNN_BR_AXIS: return "form 4 (by-value int32 lengths, axis 3 on ADD/SUB)";
-	default: return "refused (FABENCH_CUDNN_BR unset)";
+	case FA_CUDNN_BR_AXIS:
+		return api->br_set ? "form 4 (by-value int32 lengths, axis 3 on ADD/SUB)"
+				   : "form 4 (by-value int32 lengths, axis 3 on ADD/SUB; the default)";
+	default: return "?";
 	}
 }
 
@@ -712,11 +718,9 @@ static int run_graphs(void)
 		printf("cuDNN not available: %s\n", why);
 		return 2;
 	}
-	fa_cudnn = &api; /* for br_text */
 	printf("cuDNN %zu, operation graphs only (no device, no engine); masks aligned "
 	       "bottom-right: %s\n",
-	       api.version, br_text());
-	fa_cudnn = NULL;
+	       api.version, br_text(&api));
 	api.sm = 90;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct st_case *c = &cases[i];
@@ -728,17 +732,15 @@ static int run_graphs(void)
 		problem_of(c, &p, cu_q, cu_k);
 		fa_cudnn_key_of(&p, FA_CUDNN_FWD, &pl->key);
 		fa_cudnn_plan_build(&api, pl);
-		/* without a device no engine takes the graph, so the build also
-		 * makes the fallback form with stats: both forms are checked */
 		/* forms 1 to 3 send the axis with GEN_INDEX only (cuDNN cannot
 		 * read a pointwise descriptor back: the builder counts what it set) */
-		int ok = pl->graph_ok && (api.br < FA_CUDNN_BR_SCALAR || api.br == FA_CUDNN_BR_AXIS ||
-					  pl->n_axis_other == 0);
+		int ok = pl->graph_ok && pl->with_stats &&
+			 (api.br < FA_CUDNN_BR_SCALAR || api.br == FA_CUDNN_BR_AXIS ||
+			  pl->n_axis_other == 0);
 		printf("%s  %-66s %d descriptors, %d variant tensors, %d other ops with an "
-		       "axis%s%s%s\n",
+		       "axis%s%s\n",
 		       ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids, pl->n_axis_other,
-		       pl->with_stats ? " (both forms)" : "", pl->graph_ok ? "" : ": ",
-		       pl->graph_ok ? "" : pl->why);
+		       pl->graph_ok ? "" : ": ", pl->graph_ok ? "" : pl->why);
 		ok ? n_pass++ : n_fail++;
 		fa_cudnn_plan_release(&api, pl);
 		/* fixed lengths: the forward with fabench's LSE and the backward */
@@ -849,8 +851,10 @@ int main(int argc, char **argv)
 		       "  --match TEXT  the cases whose name contains TEXT, a process each\n"
 		       "  --list        the cases' numbers and names\n"
 		       "  --graphs      no GPU needed: builds every case's operation graph\n"
-		       "FABENCH_CUDNN names libcudnn.so.9; FABENCH_CUDNN_BR (0 to 4) picks the graph\n"
-		       "form of masks aligned bottom-right, which are refused while it is unset\n"
+		       "The cases named 'bwd' run cudnn_sdpa with the LSE, then cudnn_sdpa_bwd, and\n"
+		       "check dQ, dK, dV and the LSE.\n"
+		       "FABENCH_CUDNN names libcudnn.so.9; FABENCH_CUDNN_BR (0 to 4; default 4), a\n"
+		       "debugging switch, picks the graph form of masks aligned bottom-right\n"
 		       "(docs/cudnn.md). Exit status: 0 nothing failed, 1 a failure, 2 no cuDNN or\n"
 		       "no device, 3 (--case) skipped.\n");
 		return 0;
@@ -895,7 +899,7 @@ int main(int argc, char **argv)
 	}
 	if (only < 0) {
 		printf("device %s (sm_%d%d); %s: %s\nmasks aligned bottom-right: %s\n", prop.name,
-		       prop.major, prop.minor, ks->name, ks->description, br_text());
+		       prop.major, prop.minor, ks->name, ks->description, br_text(fa_cudnn));
 		/* the children open their own context and cuDNN handle */
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -1,13 +1,15 @@
-/* cudnn_sdpa.c - the kernel record cudnn_sdpa: cuDNN's fused flash
- * attention through the backend graph API (sdpa_graph.c), with supports(),
- * workspace_bytes() and launch().
+/* cudnn_sdpa.c - the kernel records cudnn_sdpa (the forward, which writes
+ * fabench's LSE when the harness passes one) and cudnn_sdpa_bwd (the
+ * backward, from that LSE): cuDNN's fused flash attention through the
+ * backend graph API (sdpa_graph.c), with supports(), workspace_bytes() and
+ * launch().
  *
  * supports() refuses what cuDNN is known not to do (cudnn-frontend's SDPA
  * support surface for fp16/bf16, by version and architecture) and otherwise
- * builds the plan, so every other refusal carries cuDNN's own reason.
- * workspace_bytes() reads the cached plan. launch() only looks the plan
- * up, fills the varlen offsets (one tiny kernel), builds the variant pack
- * and executes.
+ * builds the plans, so every other refusal carries cuDNN's own reason.
+ * workspace_bytes() reads the cached plans. launch() only looks the plan
+ * up, fills the varlen offsets (one tiny kernel) or zeroes the backward's
+ * dQ accumulator, builds the variant pack and executes.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -543,6 +543,33 @@ static double rel(double err, double ref)
 	return isnan(err) ? NAN : err / (ref > 1e-6 ? ref : 1e-6);
 }
 
+/* The launch errors of a varlen case: the forward asked for the LSE, the
+ * backward without its buffers. Both must fail with the reason, before
+ * anything runs. */
+static void check_launch_errors(const struct fa_kernel *ks, struct dev_case *d,
+				cudaStream_t stream)
+{
+	void *lse = NULL;
+	const char *text;
+	int code;
+	dev_setup(d, &ks[0], stream);
+	CK(cudaMalloc(&lse, (size_t)d->p.total_q * (size_t)d->p.heads * sizeof(float)));
+	d->a.lse = lse;
+	code = ks[0].launch(&d->a);
+	text = code ? fa_cudnn_error_string(code) : "";
+	int ok = code != 0 && strstr(text, "cudnn_sdpa: no LSE output for varlen cases");
+	d->a.lse = NULL;
+	code = ks[1].launch(&d->a);
+	const char *text2 = code ? fa_cudnn_error_string(code) : "";
+	ok = ok && code != 0 &&
+	     strstr(text2, "cudnn_sdpa_bwd: the launch has no LSE, O, dO, dQ, dK or dV");
+	printf("%s  %-66s launch errors: '%s'; '%s'\n", ok ? "PASS" : "FAIL", "varlen: the LSE, no "
+	       "gradient buffers", text, text2);
+	ok ? n_pass++ : n_fail++;
+	cudaFree(lse);
+	dev_free(d);
+}
+
 /* A backward case: cudnn_sdpa with the LSE, then cudnn_sdpa_bwd, then the
  * reference (every kv head, or kv head 0 of batch 0 when large). */
 static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cudaStream_t stream)
@@ -558,6 +585,8 @@ static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cu
 		       ok ? "supported, but supports() should refuse it" : "refused as expected: ",
 		       ok ? "" : why);
 		ok ? n_fail++ : n_pass++;
+		if (!ok && d.p.varlen && fk->supports(&d.p, why, sizeof why))
+			check_launch_errors(ks, &d, stream);
 		return;
 	}
 	if (!ok) {

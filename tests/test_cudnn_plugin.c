@@ -2,11 +2,13 @@
  * without a GPU: build/plugins/libfabench-cudnn.so loads, declines every
  * backend but cuda, refuses an older harness naming both versions, fails
  * with a reason (and no crash) when asked for cuda without a device, its
- * kernel record passes the harness's checks, and
+ * kernel records (cudnn_sdpa, which writes the LSE, and cudnn_sdpa_bwd,
+ * whose forward it is) pass the harness's checks, and
  * fabench (which finds it next to its executable) says why it joined no
- * backend; build/cudnn-selftest --graphs builds every case's graph in each
- * form of the bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form
- * that does not exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
+ * backend; build/cudnn-selftest --graphs builds every case's graph (the
+ * forward, the forward with the LSE, the backward) in each form of the
+ * bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form that does not
+ * exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
  * where it is not built (no CUDA or cuDNN headers, the san variant). */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -53,15 +55,21 @@ FA_TEST(cudnn_plugin, declines_other_backends_and_fails_cleanly_without_a_device
 	FA_REQUIRE(init != NULL);
 	/* the plugin is a kernel plugin only */
 	FA_CHECK(dlsym(dl, FA_PLUGIN_INIT_SYMBOL) == NULL);
-	/* the record it adds on a GPU passes the harness's checks */
+	/* the records it adds on a GPU pass the harness's checks: the forward
+	 * writes the LSE, the backward names it as its forward */
 	{
-		const struct fa_kernel *k = dlsym(dl, "fa_cudnn_sdpa_kernel");
+		const struct fa_kernel *k = dlsym(dl, "fa_cudnn_sdpa_kernels");
 		const char *miss = NULL;
 		char what[256] = "";
 		FA_REQUIRE(k != NULL);
-		FA_CHECKF(fa_kernel_validate(k, &miss, what, sizeof what), "missing '%s': %s",
-			  miss ? miss : "", what);
-		FA_CHECK(strcmp(k->name, "cudnn_sdpa") == 0);
+		for (int i = 0; i < 2; i++)
+			FA_CHECKF(fa_kernel_validate(&k[i], &miss, what, sizeof what),
+				  "%d: missing '%s': %s", i, miss ? miss : "", what);
+		FA_CHECK(strcmp(k[0].name, "cudnn_sdpa") == 0);
+		FA_CHECK(k[0].pass == FA_PASS_FWD && k[0].writes_lse == 1);
+		FA_CHECK(strcmp(k[1].name, "cudnn_sdpa_bwd") == 0);
+		FA_CHECK(k[1].pass == FA_PASS_BWD && k[1].writes_lse == 0);
+		FA_CHECK(k[1].fwd_kernel && strcmp(k[1].fwd_kernel, "cudnn_sdpa") == 0);
 	}
 
 	memset(&rec, 0, sizeof rec);
@@ -182,9 +190,11 @@ static int run_selftest(const char *plugin, const char *br, const char *arg, con
 
 FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown_ones)
 {
-	static const char *forms[] = {"0 (legacy", "1 (by-value", "2 (padded", "3 (one by-value fp32"};
+	static const char *forms[] = {"0 (legacy", "1 (by-value", "2 (padded", "3 (one by-value fp32",
+				      "4 (by-value int32 lengths, axis 3"};
 	const char *path = cudnn_plugin();
-	char out[16384], want[64], br[16];
+	static char out[65536];
+	char want[64], br[16];
 	int rc;
 	if (!path)
 		return;
@@ -194,8 +204,13 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 		return;
 	}
 	FA_CHECKF(rc == 0, "--graphs: status %d:\n%s", rc, out);
-	FA_CHECKF(strstr(out, "bottom-right: refused (FABENCH_CUDNN_BR unset)") != NULL, "%s", out);
-	for (int f = 0; f < 4; f++) {
+	/* unset: form 4, cudnn-frontend's diagonal band (axis 3 on ADD and SUB) */
+	FA_CHECKF(strstr(out, "bottom-right: form 4 (by-value int32 lengths, axis 3 on ADD/SUB; "
+			      "the default)") != NULL,
+		  "%s", out);
+	FA_CHECKF(strstr(out, " 0 failed") != NULL && strstr(out, "2 other ops with an axis"),
+		  "%s", out);
+	for (int f = 0; f < 5; f++) {
 		snprintf(br, sizeof br, "%d", f);
 		rc = run_selftest(path, br, "--graphs", NULL, out, sizeof out);
 		FA_CHECKF(rc == 0, "FABENCH_CUDNN_BR=%d --graphs: status %d:\n%s", f, rc, out);
@@ -203,15 +218,22 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 		FA_CHECKF(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
 		FA_CHECKF(strstr(out, "causal q64 kv192 (bottom-right)") != NULL, "%s", out);
 		/* forms 1 to 3 fail a graph that gives an ADD or SUB an axis; the
-		 * legacy form gives the two of the right bound one */
+		 * legacy form and form 4 give the two of the right bound one */
 		FA_CHECKF(strstr(out, " 0 failed") != NULL, "%s", out);
-		if (f == 0)
+		if (f == 0 || f == 4)
 			FA_CHECKF(strstr(out, "2 other ops with an axis") != NULL, "%s", out);
+		/* the backward's graph and the forward's with the LSE, fixed lengths */
+		FA_CHECKF(strstr(out, "bwd bf16 d64 GQA 8/2 causal bhsd") != NULL &&
+				  strstr(out, "backward graph: ") != NULL &&
+				  strstr(out, "LSE forward graph: ") != NULL &&
+				  strstr(out, ", fp32 dQ accumulator") != NULL,
+			  "%s", out);
 	}
-	rc = run_selftest(path, "4", "--graphs", NULL, out, sizeof out);
-	FA_CHECKF(rc == 2, "FABENCH_CUDNN_BR=4: status %d", rc);
-	FA_CHECKF(strstr(out, "cuDNN not available: FABENCH_CUDNN_BR '4' is not a mask form: 0 "
-			      "(legacy), 1 (by-value lengths), 2 (padded), 3 (fp32 shift)") != NULL,
+	rc = run_selftest(path, "5", "--graphs", NULL, out, sizeof out);
+	FA_CHECKF(rc == 2, "FABENCH_CUDNN_BR=5: status %d", rc);
+	FA_CHECKF(strstr(out, "cuDNN not available: FABENCH_CUDNN_BR '5' is not a mask form: 0 "
+			      "(legacy), 1 (by-value lengths), 2 (padded), 3 (fp32 shift), 4 (int32 "
+			      "with axis)") != NULL,
 		  "%s", out);
 	rc = run_selftest(path, "1x", "--graphs", NULL, out, sizeof out);
 	FA_CHECKF(rc == 2 && strstr(out, "FABENCH_CUDNN_BR '1x' is not a mask form") != NULL,
@@ -222,7 +244,8 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 			  strstr(out, "no case name contains 'no such case' (--list shows them)") != NULL,
 		  "status %d: %s", rc, out);
 	rc = run_selftest(path, NULL, "--help", NULL, out, sizeof out);
-	FA_CHECKF(rc == 0 && strstr(out, "FABENCH_CUDNN_BR (0 to 3) picks the graph") != NULL,
+	FA_CHECKF(rc == 0 && strstr(out, "FABENCH_CUDNN_BR (0 to 4; default 4)") != NULL &&
+			  strstr(out, "cudnn_sdpa_bwd") != NULL,
 		  "status %d: %s", rc, out);
 	rc = run_selftest(path, NULL, "--list", NULL, out, sizeof out);
 	FA_CHECKF(rc == 0 && strstr(out, "decode q1 kv4096 causal (bottom-right)") != NULL,

@@ -26,22 +26,24 @@ static int api_sym(struct fa_cudnn_api *api, void *slot, const char *name, char 
 	return 0;
 }
 
-/* $FABENCH_CUDNN_BR into *br: FA_CUDNN_BR_UNSET when unset or empty.
- * Returns 0, or 1 with the reason in why. */
-static int api_br(int *br, char *why, size_t why_size)
+/* $FABENCH_CUDNN_BR into *br (FA_CUDNN_BR_DEFAULT when unset or empty)
+ * and *set. Returns 0, or 1 with the reason in why. */
+static int api_br(int *br, int *set, char *why, size_t why_size)
 {
 	const char *env = getenv("FABENCH_CUDNN_BR");
-	*br = FA_CUDNN_BR_UNSET;
+	*br = FA_CUDNN_BR_DEFAULT;
+	*set = 0;
 	if (!env || !*env)
 		return 0;
 	if (env[1] != '\0' || env[0] < '0' || env[0] > '0' + FA_CUDNN_BR_LAST) {
 		snprintf(why, why_size,
 			 "FABENCH_CUDNN_BR '%.40s' is not a mask form: 0 (legacy), 1 (by-value "
-			 "lengths), 2 (padded), 3 (fp32 shift)",
+			 "lengths), 2 (padded), 3 (fp32 shift), 4 (int32 with axis)",
 			 env);
 		return 1;
 	}
 	*br = env[0] - '0';
+	*set = 1;
 	return 0;
 }
 
@@ -51,7 +53,7 @@ int fa_cudnn_api_open(struct fa_cudnn_api *api, char *why, size_t why_size)
 	const char *name = env && *env ? env : "libcudnn.so.9";
 	int bad = 0;
 	memset(api, 0, sizeof *api);
-	if (api_br(&api->br, why, why_size))
+	if (api_br(&api->br, &api->br_set, why, why_size))
 		return 1;
 	api->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!api->dl) {

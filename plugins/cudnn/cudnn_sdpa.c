@@ -1,13 +1,15 @@
-/* cudnn_sdpa.c - the kernel record cudnn_sdpa: cuDNN's fused flash
- * attention through the backend graph API (sdpa_graph.c), with supports(),
- * workspace_bytes() and launch().
+/* cudnn_sdpa.c - the kernel records cudnn_sdpa (the forward, which writes
+ * fabench's LSE when the harness passes one) and cudnn_sdpa_bwd (the
+ * backward, from that LSE): cuDNN's fused flash attention through the
+ * backend graph API (sdpa_graph.c), with supports(), workspace_bytes() and
+ * launch().
  *
  * supports() refuses what cuDNN is known not to do (cudnn-frontend's SDPA
  * support surface for fp16/bf16, by version and architecture) and otherwise
- * builds the plan, so every other refusal carries cuDNN's own reason.
- * workspace_bytes() reads the cached plan. launch() only looks the plan
- * up, fills the varlen offsets (one tiny kernel), builds the variant pack
- * and executes.
+ * builds the plans, so every other refusal carries cuDNN's own reason.
+ * workspace_bytes() reads the cached plans. launch() only looks the plan
+ * up, fills the varlen offsets (one tiny kernel) or zeroes the backward's
+ * dQ accumulator, builds the variant pack and executes.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,6 +26,7 @@
 #define SDPA_AUX_THREADS 128
 
 static char sdpa_description[192] = "cuDNN fused flash attention (SDPA forward); cuDNN not loaded";
+static char bwd_description[192] = "cuDNN fused flash attention backward; cuDNN not loaded";
 
 /* The varlen aux kernel, hand-written PTX (checked with ptxas for sm_80
  * and sm_90 when written): thread i <= batch writes the element offsets
@@ -145,11 +148,15 @@ void fa_cudnn_sdpa_describe(const struct fa_cudnn_api *api)
 	char v[32];
 	version_text(api->version, v, sizeof v);
 	char br[48] = "";
-	if (api->br != FA_CUDNN_BR_UNSET)
+	if (api->br_set)
 		snprintf(br, sizeof br, ", bottom-right masks in form %d", api->br);
 	snprintf(sdpa_description, sizeof sdpa_description,
 		 "cuDNN %s fused flash attention (SDPA forward, backend graph API, "
 		 "a plan per shape), fp16/bf16, head_dim a multiple of 8%s",
+		 v, br);
+	snprintf(bwd_description, sizeof bwd_description,
+		 "cuDNN %s fused flash attention backward (SDPA backward graph from "
+		 "cudnn_sdpa's LSE), fp16/bf16, fixed lengths%s",
 		 v, br);
 }
 
@@ -193,22 +200,6 @@ static int sdpa_refuse(const struct fa_cudnn_api *api, const struct fa_problem *
 			 "q_len %d > kv_len %d with mask %s: the first rows attend no key, "
 			 "which cuDNN's bottom-right mask does not support",
 			 p->q_len, p->kv_len, mask_name(p->mask));
-		return 1;
-	}
-	if (bottom_right && api->br == FA_CUDNN_BR_UNSET) {
-		/* Measured 2026-11-26 (H100 and H200, cuDNN 9.19.0, build/cudnn-selftest):
-		 * every masked graph whose diagonal is shifted (q_len != kv_len, decode,
-		 * varlen) executed with an illegal memory access that killed the CUDA
-		 * context, in the legacy form (FA_CUDNN_BR_LEGACY: the shift as by-value
-		 * scalars and again as device length arrays, both with axis 3 on ADD and
-		 * SUB); q_len == kv_len masks passed. Refused until a GPU run proves one
-		 * of the other forms: $FABENCH_CUDNN_BR picks one and lets them through,
-		 * a crash would otherwise end the whole run. */
-		snprintf(why, why_size,
-			 "cudnn_sdpa: a %s mask aligned bottom-right (q_len %d, kv_len %d%s) is not "
-			 "supported yet (the graph faulted on the GPU; FABENCH_CUDNN_BR=1|2|3 tries "
-			 "it: docs/cudnn.md)",
-			 mask_name(p->mask), p->q_len, p->kv_len, p->varlen ? ", varlen" : "");
 		return 1;
 	}
 	if (bottom_right && api->version < 90600 && (p->q_len % 64 != 0 || p->kv_len % 64 != 0)) {
@@ -267,13 +258,45 @@ static int sdpa_supports(const struct fa_problem *p, char *why, size_t why_size)
 	}
 	if (sdpa_refuse(api, p, why, why_size))
 		return 0;
-	if (!(pl = fa_cudnn_cache_get(api, p))) {
+	if (!(pl = fa_cudnn_cache_get(api, p, FA_CUDNN_FWD))) {
 		snprintf(why, why_size, "cudnn_sdpa: out of host memory");
 		return 0;
 	}
 	if (!pl->ready) {
 		snprintf(why, why_size, "%s", pl->why);
 		return 0;
+	}
+	return 1;
+}
+
+/* The backward: what the forward refuses, varlen, and then the plans of
+ * the LSE forward and of the backward, with cuDNN's reason. */
+static int bwd_supports(const struct fa_problem *p, char *why, size_t why_size)
+{
+	struct fa_cudnn_api *api = fa_cudnn;
+	struct fa_cudnn_plan *pl;
+	if (!api) {
+		snprintf(why, why_size, "cuDNN not loaded");
+		return 0;
+	}
+	if (sdpa_refuse(api, p, why, why_size))
+		return 0;
+	if (p->varlen) {
+		snprintf(why, why_size,
+			 "cudnn_sdpa_bwd: varlen not supported (fabench's packed LSE has no "
+			 "ragged-offset form here)");
+		return 0;
+	}
+	for (int kind = FA_CUDNN_FWD_LSE; kind <= FA_CUDNN_BWD; kind++) {
+		if (!(pl = fa_cudnn_cache_get(api, p, kind))) {
+			snprintf(why, why_size, "cudnn_sdpa_bwd: out of host memory");
+			return 0;
+		}
+		if (!pl->ready) {
+			snprintf(why, why_size, "%s%.500s",
+				 kind == FA_CUDNN_BWD ? "" : "the forward with the LSE: ", pl->why);
+			return 0;
+		}
 	}
 	return 1;
 }
@@ -295,19 +318,42 @@ static size_t aux_offset(const struct fa_cudnn_plan *pl)
 	return align_up(stats_offset(pl) + pl->stats_bytes);
 }
 
+/* the backward's dQ accumulator */
+static size_t dq_accum_offset(const struct fa_cudnn_plan *pl)
+{
+	return align_up(aux_offset(pl) + pl->aux_bytes);
+}
+
 /* Never 0: the variant pack always gets a workspace pointer (cuDNN checks
  * the pack's pointers for NULL; one aligned block costs nothing). */
 static size_t plan_bytes(const struct fa_cudnn_plan *pl)
 {
-	size_t n = aux_offset(pl) + pl->aux_bytes;
+	size_t n = pl->dq_accum_bytes ? dq_accum_offset(pl) + pl->dq_accum_bytes
+				      : aux_offset(pl) + pl->aux_bytes;
 	return n > SDPA_AUX_ALIGN ? n : SDPA_AUX_ALIGN;
 }
 
+/* The forward's workspace: its plan's, or the LSE forward's when that one
+ * was built (the backward's supports() builds it) and needs more. */
 static size_t sdpa_workspace_bytes(const struct fa_problem *p, const int32_t *params)
+{
+	struct fa_cudnn_plan *pl, *lse;
+	size_t n;
+	(void)params;
+	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_FWD)) || !pl->ready)
+		return 0;
+	n = plan_bytes(pl);
+	lse = fa_cudnn_cache_peek(fa_cudnn, p, FA_CUDNN_FWD_LSE);
+	if (lse && lse->ready && plan_bytes(lse) > n)
+		n = plan_bytes(lse);
+	return n;
+}
+
+static size_t bwd_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 {
 	struct fa_cudnn_plan *pl;
 	(void)params;
-	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p)) || !pl->ready)
+	if (!fa_cudnn || !(pl = fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_BWD)) || !pl->ready)
 		return 0;
 	return plan_bytes(pl);
 }
@@ -330,6 +376,71 @@ static int launch_fail(struct fa_cudnn_api *api, cudnnStatus_t st, const char *s
 	return launch_error_code;
 }
 
+/* Builds the variant pack of pl from ptrs (pl->uids order) and the
+ * workspace, and executes the plan on stream. Returns 0 or a launch code. */
+static int execute_plan(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl, cudaStream_t stream,
+			void **ptrs, void *ws)
+{
+	cudnnBackendDescriptor_t pack = NULL;
+	cudnnStatus_t st;
+	pthread_mutex_lock(&api->lock);
+	if ((st = api->set_stream(api->handle, stream)) != CUDNN_STATUS_SUCCESS) {
+		pthread_mutex_unlock(&api->lock);
+		return launch_fail(api, st, "set stream");
+	}
+	st = api->create_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+				   pl->n_uids, pl->uids);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+				   pl->n_uids, ptrs);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+				   &ws);
+	if (st == CUDNN_STATUS_SUCCESS)
+		st = api->finalize(pack);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		int code = launch_fail(api, st, "variant pack");
+		if (pack)
+			(void)api->destroy_desc(pack);
+		pthread_mutex_unlock(&api->lock);
+		return code;
+	}
+	st = api->execute(api->handle, pl->plan, pack);
+	(void)api->destroy_desc(pack);
+	pthread_mutex_unlock(&api->lock);
+	if (st != CUDNN_STATUS_SUCCESS)
+		return launch_fail(api, st, "execute");
+	return 0;
+}
+
+/* The plan of kind for a launch, ready and with workspace enough; NULL
+ * with *code set otherwise. */
+static struct fa_cudnn_plan *launch_plan(struct fa_cudnn_api *api, const struct fa_launch_args *a,
+					 int kind, int *code)
+{
+	struct fa_cudnn_plan *pl = fa_cudnn_cache_get(api, a->p, kind);
+	if (!pl) {
+		*code = FA_CUDNN_ERR + (int)CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+		return NULL;
+	}
+	if (!pl->ready) {
+		snprintf(launch_error, sizeof launch_error, "%s", pl->why);
+		*code = launch_error_code = FA_CUDNN_ERR + pl->status;
+		return NULL;
+	}
+	if (!a->workspace || a->workspace_bytes < plan_bytes(pl)) {
+		snprintf(launch_error, sizeof launch_error,
+			 "cudnn_sdpa: workspace of %zu bytes, the plan needs %zu", a->workspace_bytes,
+			 plan_bytes(pl));
+		*code = launch_error_code =
+			FA_CUDNN_ERR + (int)CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT;
+		return NULL;
+	}
+	return pl;
+}
+
 static int sdpa_launch(const struct fa_launch_args *a)
 {
 	struct fa_cudnn_api *api = fa_cudnn;
@@ -339,23 +450,18 @@ static int sdpa_launch(const struct fa_launch_args *a)
 	void *ptrs[FA_CUDNN_MAX_VARIANTS];
 	int32_t *aux = NULL;
 	float scale = p->scale;
-	cudnnBackendDescriptor_t pack = NULL;
-	cudnnStatus_t st;
+	int code = 0;
+	float *lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
 
 	if (!api)
 		return FA_CUDNN_ERR + (int)CUDNN_STATUS_NOT_INITIALIZED;
-	if (!(pl = fa_cudnn_cache_get(api, p)))
-		return FA_CUDNN_ERR + (int)CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
-	if (!pl->ready) {
-		snprintf(launch_error, sizeof launch_error, "%s", pl->why);
-		return launch_error_code = FA_CUDNN_ERR + pl->status;
-	}
-	if (!a->workspace || a->workspace_bytes < plan_bytes(pl)) {
+	if (lse && p->varlen) {
 		snprintf(launch_error, sizeof launch_error,
-			 "cudnn_sdpa: workspace of %zu bytes, the plan needs %zu", a->workspace_bytes,
-			 plan_bytes(pl));
-		return launch_error_code = FA_CUDNN_ERR + (int)CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT;
+			 "cudnn_sdpa: no LSE output for varlen cases");
+		return launch_error_code = FA_CUDNN_ERR + (int)CUDNN_STATUS_NOT_SUPPORTED;
 	}
+	if (!(pl = launch_plan(api, a, lse ? FA_CUDNN_FWD_LSE : FA_CUDNN_FWD, &code)))
+		return code;
 	if (p->varlen) {
 		const void *cu_q = a->cu_seqlens_q, *cu_k = a->cu_seqlens_k;
 		void *out;
@@ -392,7 +498,9 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		case FA_CUDNN_UID_PREFIX:
 			ptrs[i] = a->prefix_lens ? (void *)a->prefix_lens : pl->prefix_dev;
 			break;
-		case FA_CUDNN_UID_STATS: ptrs[i] = (char *)a->workspace + stats_offset(pl); break;
+		case FA_CUDNN_UID_STATS:
+			ptrs[i] = lse ? (void *)lse : (char *)a->workspace + stats_offset(pl);
+			break;
 		case FA_CUDNN_UID_RAG_Q: ptrs[i] = aux_n; break;
 		case FA_CUDNN_UID_RAG_K: ptrs[i] = aux_n + pitch; break;
 		case FA_CUDNN_UID_RAG_V: ptrs[i] = aux_n + 2 * pitch; break;
@@ -402,47 +510,79 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		default: ptrs[i] = NULL; break;
 		}
 	}
-	void *ws = a->workspace;
-	pthread_mutex_lock(&api->lock);
-	if ((st = api->set_stream(api->handle, stream)) != CUDNN_STATUS_SUCCESS) {
-		pthread_mutex_unlock(&api->lock);
-		return launch_fail(api, st, "set stream");
+	return execute_plan(api, pl, stream, ptrs, a->workspace);
+}
+
+/* The backward: dQ, dK, dV from Q, K, V, O, dO and the forward's LSE. */
+static int bwd_launch(const struct fa_launch_args *a)
+{
+	struct fa_cudnn_api *api = fa_cudnn;
+	const struct fa_problem *p = a->p;
+	struct fa_cudnn_plan *pl;
+	cudaStream_t stream = (cudaStream_t)a->stream;
+	void *ptrs[FA_CUDNN_MAX_VARIANTS];
+	float scale = p->scale;
+	int code = 0;
+
+	if (!api)
+		return FA_CUDNN_ERR + (int)CUDNN_STATUS_NOT_INITIALIZED;
+	if (!FA_RECORD_HAS(struct fa_launch_args, a, dv) || !a->lse || !a->d_o || !a->o ||
+	    !a->dq || !a->dk || !a->dv) {
+		snprintf(launch_error, sizeof launch_error,
+			 "cudnn_sdpa_bwd: the launch has no LSE, O, dO, dQ, dK or dV");
+		return launch_error_code = FA_CUDNN_ERR + (int)CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
 	}
-	st = api->create_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
-	if (st == CUDNN_STATUS_SUCCESS)
-		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-				   pl->n_uids, pl->uids);
-	if (st == CUDNN_STATUS_SUCCESS)
-		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-				   pl->n_uids, ptrs);
-	if (st == CUDNN_STATUS_SUCCESS)
-		st = api->set_attr(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-				   &ws);
-	if (st == CUDNN_STATUS_SUCCESS)
-		st = api->finalize(pack);
-	if (st != CUDNN_STATUS_SUCCESS) {
-		int code = launch_fail(api, st, "variant pack");
-		if (pack)
-			(void)api->destroy_desc(pack);
-		pthread_mutex_unlock(&api->lock);
+	if (!(pl = launch_plan(api, a, FA_CUDNN_BWD, &code)))
 		return code;
+	void *acc = (char *)a->workspace + dq_accum_offset(pl);
+	if (pl->dq_accum_bytes) {
+		cudaError_t e = cudaMemsetAsync(acc, 0, pl->dq_accum_bytes, stream);
+		if (e != cudaSuccess)
+			return (int)e;
 	}
-	st = api->execute(api->handle, pl->plan, pack);
-	(void)api->destroy_desc(pack);
-	pthread_mutex_unlock(&api->lock);
-	if (st != CUDNN_STATUS_SUCCESS)
-		return launch_fail(api, st, "execute");
-	return 0;
+	for (int i = 0; i < pl->n_uids; i++) {
+		switch (pl->uids[i]) {
+		case FA_CUDNN_UID_Q: ptrs[i] = (void *)a->q; break;
+		case FA_CUDNN_UID_K: ptrs[i] = (void *)a->k; break;
+		case FA_CUDNN_UID_V: ptrs[i] = (void *)a->v; break;
+		case FA_CUDNN_UID_O: ptrs[i] = a->o; break;
+		case FA_CUDNN_UID_DO: ptrs[i] = (void *)a->d_o; break;
+		case FA_CUDNN_UID_DQ: ptrs[i] = a->dq; break;
+		case FA_CUDNN_UID_DK: ptrs[i] = a->dk; break;
+		case FA_CUDNN_UID_DV: ptrs[i] = a->dv; break;
+		case FA_CUDNN_UID_STATS: ptrs[i] = a->lse; break;
+		case FA_CUDNN_UID_DQ_ACCUM: ptrs[i] = acc; break;
+		case FA_CUDNN_UID_SCALE: ptrs[i] = &scale; break;
+		case FA_CUDNN_UID_ONE: ptrs[i] = &pl->one_f; break;
+		case FA_CUDNN_UID_NEG_INF: ptrs[i] = &pl->neg_inf; break;
+		case FA_CUDNN_UID_SKV:
+			ptrs[i] = pl->shift_is_float ? (void *)&pl->shift_f : (void *)&pl->skv_i;
+			break;
+		case FA_CUDNN_UID_SQ: ptrs[i] = &pl->sq_i; break;
+		case FA_CUDNN_UID_WINDOW:
+			ptrs[i] = pl->window_is_float ? (void *)&pl->window_f : (void *)&pl->window_i;
+			break;
+		case FA_CUDNN_UID_PREFIX:
+			ptrs[i] = a->prefix_lens ? (void *)a->prefix_lens : pl->prefix_dev;
+			break;
+		default: ptrs[i] = NULL; break;
+		}
+	}
+	return execute_plan(api, pl, stream, ptrs, a->workspace);
 }
 
 /* Positional: name, description, dtypes, head_dim_min, head_dim_max,
  * head_dims, n_head_dims, score_bytes, params, n_params, supports,
  * workspace_bytes, launch, test_only, struct_size, pass, writes_lse,
- * fwd_kernel. head_dim 256 is cuDNN 9's largest
- * fp16/bf16 SDPA head; supports() refuses what the version or the
- * architecture cannot do. score_bytes 0: fused, no score tensor. */
-const struct fa_kernel fa_cudnn_sdpa_kernel = {
-	"cudnn_sdpa", sdpa_description, (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 8, 256, NULL,
-	0, 0, NULL, 0, sdpa_supports, sdpa_workspace_bytes, sdpa_launch, 0, sizeof(struct fa_kernel),
-	FA_PASS_FWD, 0, NULL,
+ * fwd_kernel. head_dim 256 is cuDNN 9's largest fp16/bf16 SDPA head;
+ * supports() refuses what the version or the architecture cannot do.
+ * score_bytes 0: fused, no score tensor. The forward writes the LSE when
+ * the harness passes one (the forward of a backward case). */
+const struct fa_kernel fa_cudnn_sdpa_kernels[FA_CUDNN_N_KERNELS] = {
+	{"cudnn_sdpa", sdpa_description, (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 8, 256,
+	 NULL, 0, 0, NULL, 0, sdpa_supports, sdpa_workspace_bytes, sdpa_launch, 0,
+	 sizeof(struct fa_kernel), FA_PASS_FWD, 1, NULL},
+	{"cudnn_sdpa_bwd", bwd_description, (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 8, 256,
+	 NULL, 0, 0, NULL, 0, bwd_supports, bwd_workspace_bytes, bwd_launch, 0,
+	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cudnn_sdpa"},
 };

@@ -59,8 +59,8 @@ int fa_cudnn_kernels(const struct fa_kernel **out)
 		*out = NULL;
 		return 0;
 	}
-	*out = &fa_cudnn_sdpa_kernel;
-	return 1;
+	*out = fa_cudnn_sdpa_kernels;
+	return FA_CUDNN_N_KERNELS;
 }
 
 const char *fa_cudnn_error_string(int code)

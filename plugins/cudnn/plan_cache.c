@@ -28,17 +28,38 @@ static uint64_t key_hash(const struct fa_cudnn_key *k)
 	return h;
 }
 
-struct fa_cudnn_plan *fa_cudnn_cache_get(struct fa_cudnn_api *api, const struct fa_problem *p)
+/* The cached plan of key (hash h), or NULL; needs the lock. */
+static struct fa_cudnn_plan *cache_find(const struct fa_cudnn_key *key, uint64_t h)
+{
+	struct fa_cudnn_plan *pl;
+	for (pl = cache[h % CACHE_BUCKETS]; pl; pl = pl->next)
+		if (pl->hash == h && memcmp(&pl->key, key, sizeof *key) == 0)
+			break;
+	return pl;
+}
+
+struct fa_cudnn_plan *fa_cudnn_cache_peek(struct fa_cudnn_api *api, const struct fa_problem *p,
+					  int kind)
+{
+	struct fa_cudnn_key key;
+	struct fa_cudnn_plan *pl;
+	fa_cudnn_key_of(p, kind, &key);
+	pthread_mutex_lock(&api->lock);
+	pl = cache_find(&key, key_hash(&key));
+	pthread_mutex_unlock(&api->lock);
+	return pl;
+}
+
+struct fa_cudnn_plan *fa_cudnn_cache_get(struct fa_cudnn_api *api, const struct fa_problem *p,
+					 int kind)
 {
 	struct fa_cudnn_key key;
 	struct fa_cudnn_plan *pl;
 	uint64_t h;
-	fa_cudnn_key_of(p, &key);
+	fa_cudnn_key_of(p, kind, &key);
 	h = key_hash(&key);
 	pthread_mutex_lock(&api->lock);
-	for (pl = cache[h % CACHE_BUCKETS]; pl; pl = pl->next)
-		if (pl->hash == h && memcmp(&pl->key, &key, sizeof key) == 0)
-			break;
+	pl = cache_find(&key, h);
 	if (!pl && (pl = calloc(1, sizeof *pl)) != NULL) {
 		pl->key = key;
 		pl->hash = h;

@@ -1,5 +1,5 @@
-/* sdpa_graph.c - cuDNN's fused flash attention (SDPA forward) as a backend
- * operation graph, built from C, and its execution plan.
+/* sdpa_graph.c - cuDNN's fused flash attention (SDPA forward and backward)
+ * as backend operation graphs, built from C, and their execution plans.
  *
  * The graph is the pattern cuDNN's fused attention engines match (the one
  * cudnn-frontend's composite SDPA node lowers to), on 4-d tensors
@@ -9,10 +9,11 @@
  *   S = S * scale                  pointwise MUL, scale passed by value
  *   padding (varlen, bottom-right) row < seq_q[b] and col < seq_kv[b], else -inf
  *   causal (bottom-right)          row + seq_kv[b] - seq_q[b] >= col, else -inf
- *                                  (the lengths' form: gb_masks, $FABENCH_CUDNN_BR)
+ *                                  (by-value int32 lengths when fixed: gb_masks)
  *     prefix_lm                      ... or col < prefix[b]
  *   sliding window (left bound)    col + window - seq_kv + seq_q > row, else -inf
- *   softmax                        max, sub, exp, sum, div (no stats: inference)
+ *   softmax                        max, sub, exp, sum, div; stats = max + log(sum)
+ *                                  (fp32: fabench's LSE, or the workspace)
  *   O = P V                        matmul, P in the input type
  *
  * Masks are index tensors (GEN_INDEX over the score's row and column axes),
@@ -21,9 +22,10 @@
  * cases use ragged offsets (element offsets of each sequence, batch + 1
  * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
  * the lengths as matmul M/N/K overrides. A masked case with fixed lengths
- * q_len != kv_len (bottom-right diagonal) takes, depending on the form
- * $FABENCH_CUDNN_BR picks (gb_masks), by-value lengths, one fp32 shift, or
- * the padded form with device arrays of batch copies of q_len and kv_len.
+ * q_len != kv_len (bottom-right diagonal) takes q_len and kv_len as by-value
+ * int32 scalars (the default form; $FABENCH_CUDNN_BR picks another to debug
+ * with: gb_masks). The backward graph (gb_graph_bwd) recomputes P from the
+ * stats with the same masks.
  *
  * Every non-virtual tensor is used by an operation: the variant pack names
  * exactly the graph's tensors (a declared but unused tensor, as the -inf of
@@ -130,10 +132,11 @@ static void gb_finalize(struct gb *g, cudnnBackendDescriptor_t d, const char *st
 }
 
 /* A tensor: uid below FA_CUDNN_UID_FIRST_VIRTUAL names a variant pack
- * entry, uid 0 asks for a virtual tensor (a fresh id). */
-static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataType_t dt,
-					  const int64_t dims[4], const int64_t strides[4],
-					  int by_value, cudnnBackendDescriptor_t ragged)
+ * entry, uid 0 asks for a virtual tensor (a fresh id); f16x16: cuDNN's
+ * F16x16 reordering (the backward's dQ accumulator). */
+static cudnnBackendDescriptor_t gb_tensor_r(struct gb *g, int64_t uid, cudnnDataType_t dt,
+					    const int64_t dims[4], const int64_t strides[4],
+					    int by_value, cudnnBackendDescriptor_t ragged, int f16x16)
 {
 	cudnnBackendDescriptor_t d = gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor create");
 	int64_t align = GB_ALIGN_BYTES;
@@ -156,6 +159,11 @@ static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataTy
 	if (ragged)
 		gb_set(g, d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 		       &ragged, "tensor ragged offset");
+	if (f16x16) {
+		cudnnBackendTensorReordering_t ro = CUDNN_TENSOR_REORDERING_F16x16;
+		gb_set(g, d, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1,
+		       &ro, "tensor reordering");
+	}
 	gb_finalize(g, d, "tensor finalize");
 	if (!is_virtual && !g->failed) {
 		if (g->pl->n_uids >= FA_CUDNN_MAX_VARIANTS) {
@@ -167,6 +175,13 @@ static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataTy
 	}
 	gb_use(g, ragged);
 	return g->failed ? NULL : d;
+}
+
+static cudnnBackendDescriptor_t gb_tensor(struct gb *g, int64_t uid, cudnnDataType_t dt,
+					  const int64_t dims[4], const int64_t strides[4],
+					  int by_value, cudnnBackendDescriptor_t ragged)
+{
+	return gb_tensor_r(g, uid, dt, dims, strides, by_value, ragged, 0);
 }
 
 /* A virtual tensor of dims, packed (last dimension contiguous). */
@@ -290,14 +305,15 @@ int fa_cudnn_key_padded(const struct fa_cudnn_key *k, int br)
 {
 	if (k->varlen)
 		return 1;
-	if (br == FA_CUDNN_BR_SCALAR || br == FA_CUDNN_BR_FLOAT)
+	if (br == FA_CUDNN_BR_SCALAR || br == FA_CUDNN_BR_FLOAT || br == FA_CUDNN_BR_AXIS)
 		return 0;
 	return k->mask != FA_MASK_NONE && k->q_len != k->kv_len;
 }
 
-void fa_cudnn_key_of(const struct fa_problem *p, struct fa_cudnn_key *key)
+void fa_cudnn_key_of(const struct fa_problem *p, int kind, struct fa_cudnn_key *key)
 {
 	memset(key, 0, sizeof *key);
+	key->kind = kind;
 	key->dtype = p->dtype;
 	key->batch = p->batch;
 	key->heads = p->heads;
@@ -344,13 +360,14 @@ static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_
  * (device lengths, [batch, 1, 1, 1]) are given for varlen and, in the
  * legacy and padded forms, for masks aligned bottom-right; NULL otherwise.
  *
- * The forms ($FABENCH_CUDNN_BR, enum fa_cudnn_br) differ only where a mask
- * is shifted (q_len != kv_len, varlen), and in two attributes of the
- * index operations:
- *   legacy (0, and unset)  CUDNN_ATTR_POINTWISE_AXIS 3 on ADD and SUB too;
- *                          GEN_INDEX in int32; fixed lengths padded. Every
- *                          shifted mask faulted in this form (H100, H200,
- *                          cuDNN 9.19).
+ * The forms ($FABENCH_CUDNN_BR, enum fa_cudnn_br; 4 unless set) differ
+ * only where a mask is shifted (q_len != kv_len, varlen), and in two
+ * attributes of the index operations. With the stats output, forms 2 and 4
+ * passed every shifted case on an H100 (cuDNN 9.19, 2026-11-26; the
+ * self-test's 10), form 3 gave wrong results, forms 0 and 1 were not
+ * run so; without the stats every form faulted (fa_cudnn_plan_build):
+ *   legacy (0)             CUDNN_ATTR_POINTWISE_AXIS 3 on ADD and SUB too;
+ *                          GEN_INDEX in int32; fixed lengths padded.
  *   1, 2, 3                the axis on GEN_INDEX only: cudnn-frontend's
  *                          PointwiseDescBuilder sends the axis to cuDNN for
  *                          GEN_INDEX and drops it for every other mode;
@@ -363,8 +380,12 @@ static cudnnBackendDescriptor_t gb_neg_inf(struct gb *g, cudnnBackendDescriptor_
  *                          padding mask and the matmul overrides: the
  *                          frontend's graph with padding_mask set;
  *   3 (fp32 shift)         fixed lengths as one by-value fp32 kv_len - q_len
- *                          added to the row: no integer arithmetic (the form
- *                          of the left bound that passed on the GPU).
+ *                          added to the row: no integer arithmetic. Wrong
+ *                          results (max_abs 0.1 to 0.3): the engine does not
+ *                          read this pattern as a shifted diagonal;
+ *   4 (the default)        as 1, with the axis 3 on the int32 ADD and SUB
+ *                          too: cudnn-frontend's CompositeDiagonalBandMaskNode
+ *                          (its graph for cuDNN before 9.21).
  * Varlen takes the device arrays in every form. The left bound (sliding
  * window) with fixed lengths folds window - kv_len + q_len into one fp32
  * constant in every form but the padded ones (the frontend's fixed-length
@@ -379,9 +400,9 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 			      b8 = CUDNN_DATA_BOOLEAN;
 	struct fa_cudnn_plan *pl = g->pl;
 	const int br = g->api->br;
-	const int legacy = br == FA_CUDNN_BR_LEGACY || br == FA_CUDNN_BR_UNSET;
+	const int legacy = br == FA_CUDNN_BR_LEGACY;
 	/* the axis of ADD and SUB (-1: not set), the precision of GEN_INDEX */
-	const int64_t ax = legacy ? 3 : -1;
+	const int64_t ax = legacy || br == FA_CUDNN_BR_AXIS ? 3 : -1;
 	const cudnnDataType_t ip = legacy ? i32 : f32;
 	const int shifted = k->varlen || k->q_len != k->kv_len;
 	cudnnBackendDescriptor_t row, col, r, c, neg_inf = NULL;
@@ -417,8 +438,8 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		pl->sq_i = k->q_len;
 		cudnnBackendDescriptor_t skv = gb_tensor(g, FA_CUDNN_UID_SKV, i32, one4, one4, 1, NULL);
 		cudnnBackendDescriptor_t sq = gb_tensor(g, FA_CUDNN_UID_SQ, i32, one4, one4, 1, NULL);
-		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, -1, r, skv, NULL, gb_virtual(g, i32, sd));
-		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, -1, r, sq, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_ADD, i32, ax, r, skv, NULL, gb_virtual(g, i32, sd));
+		r = gb_pw(g, CUDNN_POINTWISE_SUB, i32, ax, r, sq, NULL, gb_virtual(g, i32, sd));
 	}
 	c = gb_pw(g, CUDNN_POINTWISE_CMP_GE, b8, -1, r, col, NULL, gb_virtual(g, b8, sd));
 	if (k->mask == FA_MASK_PREFIX_LM) {
@@ -455,6 +476,46 @@ static cudnnBackendDescriptor_t gb_masks(struct gb *g, const struct fa_cudnn_key
 		     gb_virtual(g, f32, sd));
 }
 
+/* Checks that every variant tensor is used, and finalizes the operation
+ * graph of g's operations; returns it, or NULL. */
+static cudnnBackendDescriptor_t gb_finish(struct gb *g)
+{
+	struct fa_cudnn_plan *pl = g->pl;
+	cudnnBackendDescriptor_t graph;
+	for (int i = 0; i < pl->n_uids && !g->failed; i++) {
+		char text[120];
+		if (g->used[i])
+			continue;
+		snprintf(text, sizeof text, "cudnn_sdpa: tensor uid %lld is used by no operation",
+			 (long long)pl->uids[i]);
+		gb_fail_text(g, text);
+	}
+	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
+	if (g->api->handle) /* NULL only in device-less checks */
+		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+		       &g->api->handle, "operation graph handle");
+	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
+	       g->ops, "operation graph operations");
+	gb_finalize(g, graph, "operation graph finalize");
+	return g->failed ? NULL : graph;
+}
+
+/* y = x viewed with y's dims and strides (a transpose), cuDNN's RESHAPE. */
+static cudnnBackendDescriptor_t gb_reshape(struct gb *g, cudnnBackendDescriptor_t x,
+					   cudnnBackendDescriptor_t y)
+{
+	cudnnBackendDescriptor_t op =
+		gb_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation create");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
+	       "reshape x");
+	gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
+	       "reshape y");
+	gb_finalize(g, op, "reshape operation finalize");
+	gb_op(g, op);
+	gb_use(g, x), gb_use(g, y);
+	return g->failed ? NULL : y;
+}
+
 /* The operation graph of the key; returns it finalized, or NULL. */
 static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 {
@@ -467,7 +528,7 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
 	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL;
 	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
-	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat, graph;
+	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat;
 
 	if (k->varlen) {
 		int64_t rd[4] = {B + 1, 1, 1, 1};
@@ -513,8 +574,10 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	z = gb_virtual(g, f32, rowd);
 	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, z);
 	if (pl->with_stats) {
-		/* stats = max + log(sum), fp32 [b, h, s_q, 1], packed */
-		const int64_t rows[4] = {H * Sq, Sq, 1, 1};
+		/* stats = max + log(sum), fp32 [b, h, s_q, 1]: packed in the
+		 * workspace, or fabench's LSE, lse[(b s_q + i) heads + h] */
+		const int64_t packed[4] = {H * Sq, Sq, 1, 1}, lse[4] = {Sq * H, 1, H, 1};
+		const int64_t *rows = k->kind == FA_CUDNN_FWD_LSE ? lse : packed;
 		cudnnBackendDescriptor_t lg, st;
 		lg = gb_pw(g, CUDNN_POINTWISE_LOG, f32, -1, z, NULL, NULL, gb_virtual(g, f32, rowd));
 		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, rows, 0, NULL);
@@ -524,22 +587,124 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	pmat = gb_pw(g, CUDNN_POINTWISE_DIV, f32, -1, e, z, NULL, gb_virtual(g, io, sd));
 	gb_matmul(g, pmat, tv, to, seq_q, NULL, seq_kv);
 
-	for (int i = 0; i < pl->n_uids && !g->failed; i++) {
-		char text[120];
-		if (g->used[i])
-			continue;
-		snprintf(text, sizeof text, "cudnn_sdpa: tensor uid %lld is used by no operation",
-			 (long long)pl->uids[i]);
-		gb_fail_text(g, text);
+	return gb_finish(g);
+}
+
+/* Bytes of cuDNN's dP workspace above which the backward takes the fp32
+ * dQ accumulator instead (cudnn-frontend's default limit on Hopper). */
+#define GB_DP_WORKSPACE_LIMIT (256ll << 20)
+
+/* The backward graph of the key (fixed lengths), cudnn-frontend's
+ * CompositeSDPABackwardNode without dropout, bias or alibi:
+ *
+ *   softmax_sum = sum(dO * O) * 1      [b, h, s_q, 1]
+ *   S = Q K^T * scale, masks           as the forward
+ *   P = exp(S - stats)                 stats: fabench's LSE
+ *   dV = P^T dO                        P^T a RESHAPE in the input type;
+ *                                      GQA: [b, h, s_kv, d] summed over the group
+ *   dS = (dO V^T * 1 - softmax_sum) * P * scale
+ *   dK = dS^T Q                        as dV
+ *   dQ = dS K                          K a RESHAPE of K^T; through an fp32
+ *                                      accumulator (F16x16) when cuDNN's dP
+ *                                      workspace would pass GB_DP_WORKSPACE_LIMIT
+ */
+static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	const struct fa_cudnn_key *k = &g->pl->key;
+	struct fa_cudnn_plan *pl = g->pl;
+	const cudnnDataType_t io = k->dtype == FA_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	int64_t B = k->batch, H = k->heads, Hk = k->kv_heads, Sq = k->q_len, Skv = k->kv_len;
+	int64_t D = k->head_dim, Dv = k->head_dim_v;
+	cudnnBackendDescriptor_t tq, tkt, tvt, to, tdo, tdq, tdk, tdv, st, scale, one;
+	cudnnBackendDescriptor_t x, ssum, s, p, pt, dp, ds, dst, kr;
+
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {k->q_stride_b, k->q_stride_h, k->q_stride_s, 1};
+	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {k->k_stride_b, k->k_stride_h, k->k_stride_s, 1};
+	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {k->k_stride_b, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {k->v_stride_b, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {k->v_stride_b, k->v_stride_h, 1, k->v_stride_s};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {k->o_stride_b, k->o_stride_h, k->o_stride_s, 1};
+	const int64_t sd[4] = {B, H, Sq, Skv}, ss[4] = {H * Sq * Skv, Sq * Skv, Skv, 1};
+	const int64_t std_[4] = {B, H, Skv, Sq}, sts[4] = {H * Sq * Skv, Sq * Skv, 1, Skv};
+	const int64_t rowd[4] = {B, H, Sq, 1}, rows[4] = {H * Sq, Sq, 1, 1};
+	const int64_t lses[4] = {Sq * H, 1, H, 1};
+	const int64_t dod[4] = {B, H, Sq, Dv}, dos[4] = {H * Sq * Dv, Sq * Dv, H * Dv, 1};
+
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, NULL);
+	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, NULL);
+	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, NULL);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, NULL);
+	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, NULL);
+	st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lses, 0, NULL);
+	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
+	one = gb_tensor(g, FA_CUDNN_UID_ONE, f32, one4, one4, 1, NULL);
+	pl->one_f = 1.0f;
+	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, NULL);
+	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, NULL);
+	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, NULL);
+
+	/* softmax_sum = sum(dO * O) * 1 */
+	x = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, tdo, to, NULL,
+		  gb_tensor(g, 0, f32, dod, dos, 0, NULL));
+	ssum = gb_tensor(g, 0, f32, rowd, rows, 0, NULL);
+	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, x, ssum);
+	ssum = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, ssum, one, NULL,
+		     gb_tensor(g, 0, f32, rowd, rows, 0, NULL));
+
+	/* P = exp(Q K^T * scale, masked, - stats) */
+	s = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
+	gb_matmul(g, tq, tkt, s, NULL, NULL, NULL);
+	s = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, s, scale, NULL, gb_virtual(g, f32, sd));
+	s = gb_masks(g, k, s, sd, NULL, NULL);
+	s = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, st, NULL, gb_virtual(g, f32, sd));
+	p = gb_pw(g, CUDNN_POINTWISE_EXP, f32, -1, s, NULL, NULL, gb_virtual(g, f32, sd));
+
+	/* dV = P^T dO */
+	pt = gb_reshape(g, p, gb_tensor(g, 0, io, std_, sts, 0, NULL));
+	if (H == Hk) {
+		gb_matmul(g, pt, tdo, tdv, NULL, NULL, NULL);
+	} else {
+		const int64_t fd[4] = {B, H, Skv, Dv};
+		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
+		gb_matmul(g, pt, tdo, full, NULL, NULL, NULL);
+		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdv);
 	}
-	graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph create");
-	if (g->api->handle) /* NULL only in device-less checks */
-		gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-		       &g->api->handle, "operation graph handle");
-	gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
-	       g->ops, "operation graph operations");
-	gb_finalize(g, graph, "operation graph finalize");
-	return g->failed ? NULL : graph;
+
+	/* dS = (dO V^T * 1 - softmax_sum) * P * scale */
+	dp = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
+	gb_matmul(g, tdo, tvt, dp, NULL, NULL, NULL);
+	dp = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, one, NULL, gb_virtual(g, f32, sd));
+	dp = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, dp, ssum, NULL, gb_virtual(g, f32, sd));
+	ds = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, p, NULL, gb_virtual(g, f32, sd));
+	ds = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, ds, scale, NULL, gb_virtual(g, f32, sd));
+
+	/* dK = dS^T Q */
+	dst = gb_reshape(g, ds, gb_tensor(g, 0, io, std_, sts, 0, NULL));
+	if (H == Hk) {
+		gb_matmul(g, dst, tq, tdk, NULL, NULL, NULL);
+	} else {
+		const int64_t fd[4] = {B, H, Skv, D};
+		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
+		gb_matmul(g, dst, tq, full, NULL, NULL, NULL);
+		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdk);
+	}
+
+	/* dQ = dS K */
+	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, NULL));
+	int64_t wsq = (Sq + 63) / 64 * 64, wskv = (Skv + 63) / 64 * 64;
+	if (B * H * wsq * wskv * 2 > GB_DP_WORKSPACE_LIMIT) {
+		const int64_t ad[4] = {B, H, Sq, D}, as[4] = {H * Sq * D, Sq * D, D, 1};
+		cudnnBackendDescriptor_t acc =
+			gb_tensor_r(g, FA_CUDNN_UID_DQ_ACCUM, f32, ad, as, 0, NULL, 1);
+		gb_matmul(g, ds, kr, acc, NULL, NULL, NULL);
+		gb_pw(g, CUDNN_POINTWISE_IDENTITY, f32, -1, acc, NULL, NULL, tdq);
+		pl->dq_accum_bytes = (size_t)(B * H * Sq * D) * sizeof(float);
+	} else {
+		gb_matmul(g, ds, kr, tdq, NULL, NULL, NULL);
+	}
+	return gb_finish(g);
 }
 
 /* batch int32 copies of value on the device, in *dst (NULL on failure,
@@ -567,6 +732,22 @@ static void gb_int_buffer(struct gb *g, void **dst, int32_t value, const char *w
 	}
 }
 
+/* cuDNN's global index of the engine of cfg, -1 when it cannot say. */
+static int64_t plan_engine(struct fa_cudnn_api *api, cudnnBackendDescriptor_t cfg)
+{
+	cudnnBackendDescriptor_t eng = NULL;
+	int64_t n = 0, idx = -1;
+	if (api->create_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return -1;
+	if (api->get_attr(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+			  &eng) != CUDNN_STATUS_SUCCESS ||
+	    api->get_attr(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &idx) !=
+		    CUDNN_STATUS_SUCCESS)
+		idx = -1;
+	(void)api->destroy_desc(eng);
+	return idx;
+}
+
 static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
 	struct gb g;
@@ -584,7 +765,7 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	pl->ready = 0;
 	pl->why[0] = '\0';
 
-	graph = gb_graph(&g);
+	graph = pl->key.kind == FA_CUDNN_BWD ? gb_graph_bwd(&g) : gb_graph(&g);
 	pl->graph_ok = graph != NULL;
 	/* heuristics mode A, then the fallback list when A names no engine */
 	for (int m = 0; m < 2 && n_cfg <= 0; m++) {
@@ -655,6 +836,8 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		}
 		pl->plan = plan;
 		pl->plan_ws_bytes = ws;
+		pl->engine = plan_engine(api, cfgs[i]);
+		pl->heur_rank = (int)i;
 		break;
 	}
 	if (!pl->plan) {
@@ -667,7 +850,8 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	 * case has no per-sequence ones, fixed lengths of a bottom-right case */
 	if (pl->key.mask == FA_MASK_PREFIX_LM)
 		gb_int_buffer(&g, &pl->prefix_dev, pl->key.prefix_len, "prefix");
-	if (fa_cudnn_key_padded(&pl->key, api->br) && !pl->key.varlen) {
+	if (fa_cudnn_key_padded(&pl->key, api->br) && !pl->key.varlen &&
+	    pl->key.kind != FA_CUDNN_BWD) {
 		gb_int_buffer(&g, &pl->seq_q_dev, pl->key.q_len, "q_len");
 		gb_int_buffer(&g, &pl->seq_kv_dev, pl->key.kv_len, "kv_len");
 	}
@@ -676,7 +860,7 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 		pl->plan = NULL;
 		return;
 	}
-	if (pl->with_stats)
+	if (pl->with_stats && pl->key.kind == FA_CUDNN_FWD)
 		pl->stats_bytes = (size_t)pl->key.batch * (size_t)pl->key.heads *
 				  (size_t)pl->key.q_len * sizeof(float);
 	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each) and the
@@ -691,31 +875,16 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 
 void fa_cudnn_plan_build(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 {
-	struct fa_cudnn_key key = pl->key;
-	uint64_t hash = pl->hash;
-	char first[sizeof pl->why];
-	int first_status;
-	plan_attempt(api, pl);
-	if (pl->ready || !pl->graph_ok)
-		return;
-	/* no engine for the inference form: try the graph with stats */
-	snprintf(first, sizeof first, "%s", pl->why);
-	first_status = pl->status;
-	fa_cudnn_plan_release(api, pl);
-	memset(pl, 0, sizeof *pl);
-	pl->key = key;
-	pl->hash = hash;
+	/* Every graph has the softmax stats: the backward reads them, the
+	 * forwards write them (to fabench's LSE, or to the workspace). The
+	 * inference form without stats is not built: on cuDNN 9.19 (H100,
+	 * 2026-11-26) no engine took it unless a mask was aligned bottom-right,
+	 * and then engine 2 (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_
+	 * wgmma_f16_knob_7) took it and wrote 4-byte values through the host
+	 * pointer of a by-value scalar (compute-sanitizer: invalid __global__
+	 * write to the stack), an illegal address that ended the context. */
 	pl->with_stats = 1;
 	plan_attempt(api, pl);
-	if (pl->ready)
-		return;
-	/* the reason of the first form; the second one's only if it differs */
-	if (strcmp(first, pl->why) != 0) {
-		char both[sizeof pl->why];
-		snprintf(both, sizeof both, "%.300s (with stats: %.190s)", first, pl->why);
-		snprintf(pl->why, sizeof pl->why, "%s", both);
-	}
-	pl->status = first_status;
 }
 
 void fa_cudnn_plan_release(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)

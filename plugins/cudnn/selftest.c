@@ -1,10 +1,13 @@
-/* selftest.c - build/cudnn-selftest: runs cudnn_sdpa on a GPU without the
- * harness. For a few shapes (bf16 and fp16, head_dim 64/128/256, no mask,
- * causal with q_len == kv_len and !=, GQA 32/8, sliding window, prefix_lm,
- * varlen, decode) it makes inputs from a deterministic pattern, runs the
- * kernel through its record (supports, workspace_bytes, launch), compares
- * the output against a CPU reference in double and prints the largest
- * absolute error and PASS/FAIL/SKIP with cuDNN's reason. Then it times
+/* selftest.c - build/cudnn-selftest: runs cudnn_sdpa and cudnn_sdpa_bwd on
+ * a GPU without the harness. For a few shapes (bf16 and fp16, head_dim
+ * 64/128/256, no mask, causal with q_len == kv_len and !=, GQA 32/8,
+ * sliding window, prefix_lm, varlen, decode) it makes inputs from a
+ * deterministic pattern, runs the kernel through its record (supports,
+ * workspace_bytes, launch), compares the output against a CPU reference in
+ * double and prints the largest absolute error and PASS/FAIL/SKIP with
+ * cuDNN's reason. The "bwd" cases run the forward with the LSE, then the
+ * backward, and compare dQ, dK, dV (relative to the largest reference
+ * value) and the LSE with the reference backward in double. Then it times
  * B=2 H=16 L=8192 D=128 bf16 with CUDA events and prints TFLOP/s
  * (4 B H L^2 D / time; half of that for causal).
  *
@@ -18,8 +21,7 @@
  *   build/cudnn-selftest --list     the cases' numbers and names
  *   FABENCH_CUDNN_BR=1 build/cudnn-selftest --match bottom-right
  *                                   the masks aligned bottom-right in graph
- *                                   form 1 (0 to 3, sdpa_graph.c; unset:
- *                                   supports() refuses them)
+ *                                   form 1 (0 to 4, sdpa_graph.c; unset: 4)
  *   FABENCH_CUDNN=/path/libcudnn.so.9 build/cudnn-selftest
  *   build/cudnn-selftest --graphs   no device needed: builds each case's
  *                                   operation graph (every tensor and
@@ -61,59 +63,78 @@ struct st_case {
 	int n_seqs;                /* varlen: batch, with lengths below */
 	int32_t seq_q[MAX_SEQS], seq_k[MAX_SEQS];
 	int expect_refused;        /* 1: supports() must refuse it */
+	int bwd;                   /* 1: cudnn_sdpa_bwd after cudnn_sdpa with the LSE */
 };
 
 static const struct st_case cases[] = {
 	{"bf16 d64 none", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0,
-	 {0}, {0}, 0},
+	 {0}, {0}, 0, 0},
 	{"fp16 d64 causal", FA_DTYPE_FP16, 2, 4, 4, 128, 128, 64, FA_MASK_CAUSAL, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d128 causal bhsd", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 128, FA_MASK_CAUSAL, 0, 0,
-	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0, 0},
 	{"fp16 d128 none bhsd", FA_DTYPE_FP16, 2, 2, 2, 200, 200, 128, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BHSD, 0, {0}, {0}, 0, 0},
 	{"fp16 d128 causal q64 kv192 (bottom-right)", FA_DTYPE_FP16, 2, 4, 4, 64, 192, 128,
-	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d128 causal q100 kv300 (bottom-right, odd lengths)", FA_DTYPE_BF16, 1, 2, 2, 100, 300,
-	 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d128 GQA 32/8 causal", FA_DTYPE_BF16, 1, 32, 8, 256, 256, 128, FA_MASK_CAUSAL, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d64 GQA 32/8 none", FA_DTYPE_FP16, 2, 32, 8, 128, 128, 64, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d64 sliding window 32", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 64,
-	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d64 sliding window 48 q96 kv160 (bottom-right)", FA_DTYPE_BF16, 1, 4, 4, 96, 160, 64,
-	 FA_MASK_SLIDING_WINDOW, 48, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_SLIDING_WINDOW, 48, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d64 prefix_lm 40", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_PREFIX_LM, 0, 40,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d256 none", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 256, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d128 decode q1 kv512", FA_DTYPE_FP16, 4, 8, 8, 1, 512, 128, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d128 decode q1 kv512 causal (bottom-right)", FA_DTYPE_BF16, 4, 8, 8, 1, 512, 128,
-	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d64 varlen none", FA_DTYPE_FP16, 3, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 3, {100, 1, 37}, {100, 1, 37}, 0},
+	 FA_LAYOUT_BSHD, 3, {100, 1, 37}, {100, 1, 37}, 0, 0},
 	{"bf16 d128 varlen causal (bottom-right)", FA_DTYPE_BF16, 3, 8, 2, 0, 0, 128, FA_MASK_CAUSAL, 0, 0,
-	 FA_LAYOUT_BSHD, 3, {64, 17, 30}, {64, 40, 30}, 0},
+	 FA_LAYOUT_BSHD, 3, {64, 17, 30}, {64, 40, 30}, 0, 0},
 	{"bf16 d128 varlen causal (bottom-right), seq 2 q 5 > kv 3: rows 0-1 attend no key",
 	 FA_DTYPE_BF16, 3, 4, 4, 0, 0, 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 3, {64, 17, 5},
-	 {64, 30, 3}, 0},
+	 {64, 30, 3}, 0, 0},
 	{"bf16 d64 causal q200 kv100 (refused: rows with no key)", FA_DTYPE_BF16, 1, 2, 2, 200, 100,
-	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1},
+	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1, 0},
 	{"bf16 d72 none (head_dim 72)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 72, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"bf16 d60 none (refused: not a multiple of 8)", FA_DTYPE_BF16, 1, 4, 4, 128, 128, 60,
-	 FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1},
-	/* more masks aligned bottom-right (refused unless $FABENCH_CUDNN_BR is set) */
+	 FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 1, 0},
+	/* more masks aligned bottom-right */
 	{"bf16 d128 decode q1 kv4096 causal (bottom-right)", FA_DTYPE_BF16, 2, 8, 8, 1, 4096, 128,
-	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d64 GQA 8/2 causal q16 kv1000 bhsd (bottom-right)", FA_DTYPE_FP16, 2, 8, 2, 16, 1000,
-	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BHSD, 0, {0}, {0}, 0},
+	 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BHSD, 0, {0}, {0}, 0, 0},
 	{"bf16 d64 prefix_lm 40 q64 kv192 (bottom-right)", FA_DTYPE_BF16, 2, 4, 4, 64, 192, 64,
-	 FA_MASK_PREFIX_LM, 0, 40, FA_LAYOUT_BSHD, 0, {0}, {0}, 0},
+	 FA_MASK_PREFIX_LM, 0, 40, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0},
 	{"fp16 d64 varlen sliding window 16 (bottom-right)", FA_DTYPE_FP16, 3, 4, 4, 0, 0, 64,
-	 FA_MASK_SLIDING_WINDOW, 16, 0, FA_LAYOUT_BSHD, 3, {40, 7, 64}, {100, 7, 64}, 0},
+	 FA_MASK_SLIDING_WINDOW, 16, 0, FA_LAYOUT_BSHD, 3, {40, 7, 64}, {100, 7, 64}, 0, 0},
+	/* the backward (cudnn_sdpa_bwd): dQ, dK, dV and the forward's LSE
+	 * against the CPU reference in double */
+	{"bwd bf16 d64 none", FA_DTYPE_BF16, 2, 4, 4, 128, 128, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd fp16 d128 causal", FA_DTYPE_FP16, 1, 4, 4, 256, 256, 128, FA_MASK_CAUSAL, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd bf16 d64 GQA 8/2 causal bhsd", FA_DTYPE_BF16, 2, 8, 2, 128, 128, 64, FA_MASK_CAUSAL,
+	 0, 0, FA_LAYOUT_BHSD, 0, {0}, {0}, 0, 1},
+	{"bwd fp16 d64 none q100 kv300", FA_DTYPE_FP16, 1, 4, 4, 100, 300, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd fp16 d64 causal q64 kv192 (bottom-right)", FA_DTYPE_FP16, 2, 4, 4, 64, 192, 64,
+	 FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd bf16 d64 sliding window 32", FA_DTYPE_BF16, 1, 4, 4, 256, 256, 64,
+	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd bf16 d128 none H16 L4096 (fp32 dQ accumulator; kv head 0 checked)", FA_DTYPE_BF16,
+	 1, 16, 16, 4096, 4096, 128, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
+	{"bwd bf16 d64 varlen (refused)", FA_DTYPE_BF16, 2, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 2, {30, 50}, {30, 50}, 1, 1},
 };
 
 static int n_pass, n_fail, n_skip;
@@ -285,6 +306,7 @@ static void dev_setup(struct dev_case *d, const struct fa_kernel *k, cudaStream_
 	if (d->ws_bytes)
 		CK(cudaMalloc(&d->dws, d->ws_bytes));
 	memset(&d->a, 0, sizeof d->a);
+	d->a.struct_size = sizeof d->a;
 	d->a.p = p;
 	d->a.q = d->dq, d->a.k = d->dk, d->a.v = d->dv, d->a.o = d->do_;
 	d->a.cu_seqlens_q = d->dcu_q;
@@ -383,9 +405,11 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 	dev_setup(&d, k, stream);
 	int code = k->launch(&d.a);
 	cudaError_t e = cudaStreamSynchronize(stream);
+	const struct fa_cudnn_plan *pl = fa_cudnn_cache_get(fa_cudnn, &d.p, FA_CUDNN_FWD);
 	if (code != 0 || e != cudaSuccess) {
-		printf("FAIL  %-66s launch: %s; sync: %s\n", c->name,
-		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e));
+		printf("FAIL  %-66s launch: %s; sync: %s (engine %lld, rank %d)\n", c->name,
+		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e),
+		       (long long)pl->engine, pl->heur_rank);
 		n_fail++;
 		dead_context_check(c->name);
 		dev_free(&d);
@@ -398,9 +422,9 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 	double err = check_rows(&d, scores <= FULL_CHECK_SCORES, &empty, &empty_err);
 	double tol = c->dtype == FA_DTYPE_BF16 ? TOL_BF16 : TOL_FP16;
 	int pass = err <= tol;
-	printf("%s  %-66s max_abs %.3g (tol %.0e), plan %.0f ms%s, ws %zu B",
-	       pass ? "PASS" : "FAIL", c->name, err, tol, build_ms,
-	       fa_cudnn_cache_get(fa_cudnn, &d.p)->with_stats ? " (stats form)" : "", d.ws_bytes);
+	printf("%s  %-66s max_abs %.3g (tol %.0e), plan %.0f ms, ws %zu B, engine %lld",
+	       pass ? "PASS" : "FAIL", c->name, err, tol, build_ms, d.ws_bytes,
+	       (long long)pl->engine);
 	if (empty)
 		printf(", %d empty rows: %s (max %.3g)", empty,
 		       empty_err == 0 ? "zeros" : "NOT zeros", empty_err);
@@ -409,11 +433,246 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 	dev_free(&d);
 }
 
+/* Tolerances of the backward: the largest |grad - ref| over the largest
+ * |ref| of that gradient (dS and P^T go through the input type before the
+ * matmuls), and of the LSE, absolute (fp32 from the same rounded inputs). */
+#define BWD_TOL_BF16 4e-2
+#define BWD_TOL_FP16 1e-2
+#define LSE_TOL 1e-3
+
+struct bwd_err {
+	double dq, dk, dv, lse;       /* errors */
+	double dq_ref, dk_ref, dv_ref; /* largest |ref| */
+};
+
+static void worse(double *e, double x)
+{
+	if (isnan(x) || !(x <= *e))
+		*e = isnan(x) ? NAN : x;
+}
+
+/* The reference backward of kv head hk of sequence b (every query head of
+ * its group), in double, compared with the device's gradients and LSE. */
+static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const uint16_t *k,
+			   const uint16_t *v, const uint16_t *dout, const uint16_t *dq,
+			   const uint16_t *dk, const uint16_t *dv, const float *lse, int b, int hk,
+			   struct bwd_err *r)
+{
+	int lq = p->q_len, lk = p->kv_len, g = p->heads / p->kv_heads;
+	int D = p->head_dim, Dv = p->head_dim_v;
+	double *pr = malloc(sizeof(double) * (size_t)lk), *dp = malloc(sizeof(double) * (size_t)lk);
+	double *gk = calloc((size_t)lk * D, sizeof(double)), *gv = calloc((size_t)lk * Dv, sizeof(double));
+	double *gq = malloc(sizeof(double) * (size_t)D);
+	if (!pr || !dp || !gk || !gv || !gq) {
+		printf("FAIL  out of host memory\n");
+		exit(1);
+	}
+	for (int h = hk * g; h < (hk + 1) * g; h++) {
+		for (int i = 0; i < lq; i++) {
+			const uint16_t *qr = q + fa_q_offset(p, NULL, b, i, h);
+			const uint16_t *dor = dout + fa_o_offset(p, NULL, b, i, h);
+			double mx = -INFINITY, l = 0, dsum = 0;
+			for (int j = 0; j < lk; j++) {
+				pr[j] = -INFINITY;
+				if (!fa_mask_allows(p->mask, i, j, lq, lk, p->prefix_len, p->window))
+					continue;
+				const uint16_t *kr = k + fa_k_offset(p, NULL, b, j, hk);
+				double s = 0;
+				for (int d = 0; d < D; d++)
+					s += (double)fa_load_f32(qr, p->dtype, d) * fa_load_f32(kr, p->dtype, d);
+				pr[j] = s * p->scale;
+				if (pr[j] > mx)
+					mx = pr[j];
+			}
+			for (int j = 0; j < lk; j++) {
+				pr[j] = pr[j] == -INFINITY ? 0 : exp(pr[j] - mx);
+				l += pr[j];
+			}
+			if (l == 0)
+				continue; /* refused cases only: every checked row attends a key */
+			worse(&r->lse, fabs((double)lse[((int64_t)b * lq + i) * p->heads + h] -
+					    (mx + log(l))));
+			for (int j = 0; j < lk; j++) {
+				pr[j] /= l;
+				dp[j] = 0;
+				if (pr[j] == 0)
+					continue;
+				const uint16_t *vr = v + fa_v_offset(p, NULL, b, j, hk);
+				for (int d = 0; d < Dv; d++)
+					dp[j] += (double)fa_load_f32(dor, p->dtype, d) * fa_load_f32(vr, p->dtype, d);
+				dsum += pr[j] * dp[j];
+			}
+			for (int d = 0; d < D; d++)
+				gq[d] = 0;
+			for (int j = 0; j < lk; j++) {
+				if (pr[j] == 0)
+					continue;
+				double ds = pr[j] * (dp[j] - dsum) * p->scale;
+				const uint16_t *kr = k + fa_k_offset(p, NULL, b, j, hk);
+				for (int d = 0; d < D; d++) {
+					gq[d] += ds * fa_load_f32(kr, p->dtype, d);
+					gk[(size_t)j * D + d] += ds * fa_load_f32(qr, p->dtype, d);
+				}
+				for (int d = 0; d < Dv; d++)
+					gv[(size_t)j * Dv + d] += pr[j] * fa_load_f32(dor, p->dtype, d);
+			}
+			const uint16_t *dqr = dq + fa_q_offset(p, NULL, b, i, h);
+			for (int d = 0; d < D; d++) {
+				worse(&r->dq, fabs(fa_load_f32(dqr, p->dtype, d) - gq[d]));
+				worse(&r->dq_ref, fabs(gq[d]));
+			}
+		}
+	}
+	for (int j = 0; j < lk; j++) {
+		const uint16_t *dkr = dk + fa_k_offset(p, NULL, b, j, hk);
+		const uint16_t *dvr = dv + fa_v_offset(p, NULL, b, j, hk);
+		for (int d = 0; d < D; d++) {
+			worse(&r->dk, fabs(fa_load_f32(dkr, p->dtype, d) - gk[(size_t)j * D + d]));
+			worse(&r->dk_ref, fabs(gk[(size_t)j * D + d]));
+		}
+		for (int d = 0; d < Dv; d++) {
+			worse(&r->dv, fabs(fa_load_f32(dvr, p->dtype, d) - gv[(size_t)j * Dv + d]));
+			worse(&r->dv_ref, fabs(gv[(size_t)j * Dv + d]));
+		}
+	}
+	free(pr), free(dp), free(gk), free(gv), free(gq);
+}
+
+static double rel(double err, double ref)
+{
+	return isnan(err) ? NAN : err / (ref > 1e-6 ? ref : 1e-6);
+}
+
+/* The launch errors of a varlen case: the forward asked for the LSE, the
+ * backward without its buffers. Both must fail with the reason, before
+ * anything runs. */
+static void check_launch_errors(const struct fa_kernel *ks, struct dev_case *d,
+				cudaStream_t stream)
+{
+	void *lse = NULL;
+	const char *text;
+	int code;
+	dev_setup(d, &ks[0], stream);
+	CK(cudaMalloc(&lse, (size_t)d->p.total_q * (size_t)d->p.heads * sizeof(float)));
+	d->a.lse = lse;
+	code = ks[0].launch(&d->a);
+	text = code ? fa_cudnn_error_string(code) : "";
+	int ok = code != 0 && strstr(text, "cudnn_sdpa: no LSE output for varlen cases");
+	d->a.lse = NULL;
+	code = ks[1].launch(&d->a);
+	const char *text2 = code ? fa_cudnn_error_string(code) : "";
+	ok = ok && code != 0 &&
+	     strstr(text2, "cudnn_sdpa_bwd: the launch has no LSE, O, dO, dQ, dK or dV");
+	printf("%s  %-66s launch errors: '%s'; '%s'\n", ok ? "PASS" : "FAIL", "varlen: the LSE, no "
+	       "gradient buffers", text, text2);
+	ok ? n_pass++ : n_fail++;
+	cudaFree(lse);
+	dev_free(d);
+}
+
+/* A backward case: cudnn_sdpa with the LSE, then cudnn_sdpa_bwd, then the
+ * reference (every kv head, or kv head 0 of batch 0 when large). */
+static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cudaStream_t stream)
+{
+	const struct fa_kernel *fk = &ks[0], *bk = &ks[1];
+	struct dev_case d;
+	char why[600] = "";
+	memset(&d, 0, sizeof d);
+	problem_of(c, &d.p, d.cu_q, d.cu_k);
+	int ok = bk->supports(&d.p, why, sizeof why);
+	if (c->expect_refused) {
+		printf("%s  %-66s %s%s\n", ok ? "FAIL" : "PASS", c->name,
+		       ok ? "supported, but supports() should refuse it" : "refused as expected: ",
+		       ok ? "" : why);
+		ok ? n_fail++ : n_pass++;
+		if (!ok && d.p.varlen && fk->supports(&d.p, why, sizeof why))
+			check_launch_errors(ks, &d, stream);
+		return;
+	}
+	if (!ok) {
+		printf("SKIP  %-66s %s\n", c->name, why);
+		n_skip++;
+		return;
+	}
+	if (!fk->supports(&d.p, why, sizeof why)) {
+		printf("SKIP  %-66s forward: %s\n", c->name, why);
+		n_skip++;
+		return;
+	}
+	dev_setup(&d, fk, stream);
+	struct fa_problem *p = &d.p;
+	size_t nlse = (size_t)p->total_q * (size_t)p->heads, bws = bk->workspace_bytes(p, NULL);
+	uint16_t *hdo = malloc(d.no * 2), *hdq = malloc(d.nq * 2), *hdk = malloc(d.nk * 2);
+	uint16_t *hdv = malloc(d.nk * 2);
+	float *hlse = malloc(nlse * sizeof(float));
+	void *ddo, *ddq, *ddk, *ddv, *dlse, *dbws = NULL;
+	if (!hdo || !hdq || !hdk || !hdv || !hlse) {
+		printf("FAIL  out of host memory\n");
+		exit(1);
+	}
+	for (size_t e = 0; e < d.no; e++)
+		fa_store_f32(hdo, p->dtype, (int64_t)e, pattern(3, (int64_t)e));
+	CK(cudaMalloc(&ddo, d.no * 2));
+	CK(cudaMalloc(&ddq, d.nq * 2));
+	CK(cudaMalloc(&ddk, d.nk * 2));
+	CK(cudaMalloc(&ddv, d.nk * 2));
+	CK(cudaMalloc(&dlse, nlse * sizeof(float)));
+	if (bws)
+		CK(cudaMalloc(&dbws, bws));
+	CK(cudaMemcpy(ddo, hdo, d.no * 2, cudaMemcpyHostToDevice));
+	/* poisoned (0xff: NaN) so that an unwritten element fails */
+	CK(cudaMemset(ddq, 0xff, d.nq * 2));
+	CK(cudaMemset(ddk, 0xff, d.nk * 2));
+	CK(cudaMemset(ddv, 0xff, d.nk * 2));
+	CK(cudaMemset(dlse, 0xff, nlse * sizeof(float)));
+	d.a.lse = dlse;
+	int code = fk->launch(&d.a);
+	cudaError_t e = cudaStreamSynchronize(stream);
+	struct fa_launch_args ba = d.a;
+	ba.workspace = dbws;
+	ba.workspace_bytes = bws;
+	ba.d_o = ddo, ba.dq = ddq, ba.dk = ddk, ba.dv = ddv;
+	if (code == 0 && e == cudaSuccess) {
+		code = bk->launch(&ba);
+		e = cudaStreamSynchronize(stream);
+	}
+	if (code != 0 || e != cudaSuccess) {
+		printf("FAIL  %-66s launch: %s; sync: %s\n", c->name,
+		       code ? fa_cudnn_error_string(code) : "ok", cudaGetErrorString(e));
+		n_fail++;
+		dead_context_check(c->name);
+		return;
+	}
+	CK(cudaMemcpy(hdq, ddq, d.nq * 2, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(hdk, ddk, d.nk * 2, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(hdv, ddv, d.nk * 2, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(hlse, dlse, nlse * sizeof(float), cudaMemcpyDeviceToHost));
+	struct bwd_err r;
+	memset(&r, 0, sizeof r);
+	int64_t scores = (int64_t)p->total_q * p->heads * p->kv_len;
+	int all = scores <= FULL_CHECK_SCORES;
+	for (int b = 0; b < (all ? p->batch : 1); b++)
+		for (int hk = 0; hk < (all ? p->kv_heads : 1); hk++)
+			check_bwd_head(p, d.hq, d.hk, d.hv, hdo, hdq, hdk, hdv, hlse, b, hk, &r);
+	double tol = c->dtype == FA_DTYPE_BF16 ? BWD_TOL_BF16 : BWD_TOL_FP16;
+	double eq = rel(r.dq, r.dq_ref), ek = rel(r.dk, r.dk_ref), ev = rel(r.dv, r.dv_ref);
+	int pass = eq <= tol && ek <= tol && ev <= tol && r.lse <= LSE_TOL;
+	const struct fa_cudnn_plan *bpl = fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_BWD);
+	printf("%s  %-66s dQ %.3g dK %.3g dV %.3g of max|ref| (tol %.0e), lse max_abs %.3g "
+	       "(tol %.0e), ws %zu B, engine %lld%s\n",
+	       pass ? "PASS" : "FAIL", c->name, eq, ek, ev, tol, r.lse, LSE_TOL, bws,
+	       (long long)bpl->engine, bpl->dq_accum_bytes ? " (fp32 dQ accumulator)" : "");
+	pass ? n_pass++ : n_fail++;
+	free(hdo), free(hdq), free(hdk), free(hdv), free(hlse);
+	cudaFree(ddo), cudaFree(ddq), cudaFree(ddk), cudaFree(ddv), cudaFree(dlse), cudaFree(dbws);
+	dev_free(&d);
+}
+
 /* Times B=2 H=16 L=8192 D=128 bf16 (mask as given) with CUDA events. */
 static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
 {
 	struct st_case c = {"timing", FA_DTYPE_BF16, 2, 16, 16, 8192, 8192, 128, mask, 0, 0,
-			    FA_LAYOUT_BSHD, 0, {0}, {0}, 0};
+			    FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 0};
 	struct dev_case d;
 	char why[600];
 	cudaEvent_t e0, e1;
@@ -465,14 +724,17 @@ static void run_timing(const struct fa_kernel *k, int mask, cudaStream_t stream)
 }
 
 /* The mask form this process builds, in words. */
-static const char *br_text(void)
+static const char *br_text(const struct fa_cudnn_api *api)
 {
-	switch (fa_cudnn ? fa_cudnn->br : FA_CUDNN_BR_UNSET) {
+	switch (api->br) {
 	case FA_CUDNN_BR_LEGACY: return "form 0 (legacy: axis 3 on ADD/SUB, padded)";
 	case FA_CUDNN_BR_SCALAR: return "form 1 (by-value int32 lengths)";
 	case FA_CUDNN_BR_PADDED: return "form 2 (padded, device length arrays)";
 	case FA_CUDNN_BR_FLOAT: return "form 3 (one by-value fp32 shift)";
-	default: return "refused (FABENCH_CUDNN_BR unset)";
+	case FA_CUDNN_BR_AXIS:
+		return api->br_set ? "form 4 (by-value int32 lengths, axis 3 on ADD/SUB)"
+				   : "form 4 (by-value int32 lengths, axis 3 on ADD/SUB; the default)";
+	default: return "?";
 	}
 }
 
@@ -485,11 +747,9 @@ static int run_graphs(void)
 		printf("cuDNN not available: %s\n", why);
 		return 2;
 	}
-	fa_cudnn = &api; /* for br_text */
 	printf("cuDNN %zu, operation graphs only (no device, no engine); masks aligned "
 	       "bottom-right: %s\n",
-	       api.version, br_text());
-	fa_cudnn = NULL;
+	       api.version, br_text(&api));
 	api.sm = 90;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct st_case *c = &cases[i];
@@ -499,20 +759,33 @@ static int run_graphs(void)
 		if (!pl)
 			return 1;
 		problem_of(c, &p, cu_q, cu_k);
-		fa_cudnn_key_of(&p, &pl->key);
+		fa_cudnn_key_of(&p, FA_CUDNN_FWD, &pl->key);
 		fa_cudnn_plan_build(&api, pl);
-		/* without a device no engine takes the graph, so the build also
-		 * makes the fallback form with stats: both forms are checked */
 		/* forms 1 to 3 send the axis with GEN_INDEX only (cuDNN cannot
 		 * read a pointwise descriptor back: the builder counts what it set) */
-		int ok = pl->graph_ok && (api.br < FA_CUDNN_BR_SCALAR || pl->n_axis_other == 0);
+		int ok = pl->graph_ok && pl->with_stats &&
+			 (api.br < FA_CUDNN_BR_SCALAR || api.br == FA_CUDNN_BR_AXIS ||
+			  pl->n_axis_other == 0);
 		printf("%s  %-66s %d descriptors, %d variant tensors, %d other ops with an "
-		       "axis%s%s%s\n",
+		       "axis%s%s\n",
 		       ok ? "PASS" : "FAIL", c->name, pl->n_descs, pl->n_uids, pl->n_axis_other,
-		       pl->with_stats ? " (both forms)" : "", pl->graph_ok ? "" : ": ",
-		       pl->graph_ok ? "" : pl->why);
+		       pl->graph_ok ? "" : ": ", pl->graph_ok ? "" : pl->why);
 		ok ? n_pass++ : n_fail++;
 		fa_cudnn_plan_release(&api, pl);
+		/* fixed lengths: the forward with fabench's LSE and the backward */
+		for (int kind = FA_CUDNN_FWD_LSE; kind <= FA_CUDNN_BWD && !p.varlen; kind++) {
+			memset(pl, 0, sizeof *pl);
+			fa_cudnn_key_of(&p, kind, &pl->key);
+			fa_cudnn_plan_build(&api, pl);
+			ok = pl->graph_ok && pl->with_stats;
+			printf("%s  %-66s %s graph: %d descriptors, %d variant tensors%s%s%s\n",
+			       ok ? "PASS" : "FAIL", c->name, kind == FA_CUDNN_BWD ? "backward" : "LSE forward",
+			       pl->n_descs, pl->n_uids,
+			       pl->dq_accum_bytes ? ", fp32 dQ accumulator" : "", pl->graph_ok ? "" : ": ",
+			       pl->graph_ok ? "" : pl->why);
+			ok ? n_pass++ : n_fail++;
+			fa_cudnn_plan_release(&api, pl);
+		}
 		free(pl);
 	}
 	/* the plan cache: one entry per key, failures included */
@@ -523,10 +796,10 @@ static int run_graphs(void)
 		problem_of(&cases[1], &p, cu_q, cu_k);
 		p2 = p;
 		p2.scale *= 2;          /* passed by value: same plan */
-		struct fa_cudnn_plan *a = fa_cudnn_cache_get(&api, &p);
-		struct fa_cudnn_plan *b = fa_cudnn_cache_get(&api, &p2);
+		struct fa_cudnn_plan *a = fa_cudnn_cache_get(&api, &p, FA_CUDNN_FWD);
+		struct fa_cudnn_plan *b = fa_cudnn_cache_get(&api, &p2, FA_CUDNN_FWD);
 		p2.q_stride_b += 64;    /* another layout: another plan */
-		struct fa_cudnn_plan *c = fa_cudnn_cache_get(&api, &p2);
+		struct fa_cudnn_plan *c = fa_cudnn_cache_get(&api, &p2, FA_CUDNN_FWD);
 		int ok = a && a == b && c && c != a && fa_cudnn_cache_count() == 2;
 		printf("%s  plan cache: same key -> same plan, another stride -> a new one (%d plans)\n",
 		       ok ? "PASS" : "FAIL", fa_cudnn_cache_count());
@@ -607,8 +880,10 @@ int main(int argc, char **argv)
 		       "  --match TEXT  the cases whose name contains TEXT, a process each\n"
 		       "  --list        the cases' numbers and names\n"
 		       "  --graphs      no GPU needed: builds every case's operation graph\n"
-		       "FABENCH_CUDNN names libcudnn.so.9; FABENCH_CUDNN_BR (0 to 3) picks the graph\n"
-		       "form of masks aligned bottom-right, which are refused while it is unset\n"
+		       "The cases named 'bwd' run cudnn_sdpa with the LSE, then cudnn_sdpa_bwd, and\n"
+		       "check dQ, dK, dV and the LSE.\n"
+		       "FABENCH_CUDNN names libcudnn.so.9; FABENCH_CUDNN_BR (0 to 4; default 4), a\n"
+		       "debugging switch, picks the graph form of masks aligned bottom-right\n"
 		       "(docs/cudnn.md). Exit status: 0 nothing failed, 1 a failure, 2 no cuDNN or\n"
 		       "no device, 3 (--case) skipped.\n");
 		return 0;
@@ -647,13 +922,13 @@ int main(int argc, char **argv)
 		printf("cudnn_sdpa not available: %s\n", why);
 		return 2;
 	}
-	if (fa_cudnn_kernels(&ks) != 1) {
+	if (fa_cudnn_kernels(&ks) != FA_CUDNN_N_KERNELS) {
 		printf("FAIL  fa_cudnn_kernels gave no kernel\n");
 		return 1;
 	}
 	if (only < 0) {
 		printf("device %s (sm_%d%d); %s: %s\nmasks aligned bottom-right: %s\n", prop.name,
-		       prop.major, prop.minor, ks->name, ks->description, br_text());
+		       prop.major, prop.minor, ks->name, ks->description, br_text(fa_cudnn));
 		/* the children open their own context and cuDNN handle */
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -666,7 +941,9 @@ int main(int argc, char **argv)
 		return run_isolated(self, match);
 	}
 	CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-	if (only < (long)N_CASES)
+	if (only < (long)N_CASES && cases[only].bwd)
+		run_bwd_case(ks, &cases[only], stream);
+	else if (only < (long)N_CASES)
 		run_case(ks, &cases[only], stream);
 	else
 		run_timing(ks, only == (long)N_CASES ? FA_MASK_NONE : FA_MASK_CAUSAL, stream);

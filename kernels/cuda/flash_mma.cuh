@@ -1378,9 +1378,11 @@ __global__ void __launch_bounds__(128) sk_fixup_kernel(const params prm)
 		return; /* no row: the CTAs skipped it too */
 	/* one warp per row: blockIdx.y picks the tile's rows by fours (a tile's
 	 * rows one after the other in a few warps made the fixup the whole cost
-	 * of a decode call: 0.93 ms at 128 rows x 66 partials on the H100) */
-	const int r = (int)blockIdx.y * 4 + (int)(threadIdx.x >> 5);
-	if (r < CFG::BM && w.row0 + r < w.rows_total) {
+	 * of a decode call: 0.93 ms at 128 rows x 66 partials on the H100).
+	 * The loop runs once (4 x gridDim.y >= BM); written as an `if`, ptxas
+	 * spilled 12 bytes of it on sm_80. */
+	for (int r = (int)blockIdx.y * 4 + (int)(threadIdx.x >> 5);
+	     r < CFG::BM && w.row0 + r < w.rows_total; r += 4 * (int)gridDim.y) {
 		int h, i;
 		row_head_pos(prm.packed, w.h0, w.lq, w.row0 + r, h, i);
 		sk_fixup_row<CFG::BM, CFG::DV, T>(prm, t, c0, c1, r,

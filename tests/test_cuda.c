@@ -717,9 +717,10 @@ static const struct mma_case mma_cases[] = {
 };
 
 /* cuda_flash_mma's tunables, in its table's order: splits, order, hd72,
- * sched, sk_ctas, sk_round, sk_ratio, decode. The arrays below leave decode
- * 0 (the tensor-core path) unless they test the decode path. */
-#define MMA_NPARAMS 8
+ * sched, sk_ctas, sk_round, sk_ratio, decode, decode_ring. The arrays below
+ * leave decode 0 (the tensor-core path) unless they test the decode path,
+ * and decode_ring 0 unless they test the ring shapes. */
+#define MMA_NPARAMS 9
 
 /* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
@@ -1127,12 +1128,15 @@ FA_TEST(cuda, flash_decode_matches_reference)
 		build(&decode_cases[i], &t);
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* decode 1: ranges merged by the rule; 2: by the last CTA; 3: by
-		 * combine_kernel */
-		for (size_t j = 0; j < 3 * sizeof splits / sizeof splits[0]; j++) {
-			const int32_t tun[MMA_NPARAMS] = {splits[j / 3], 1, 0, 0, 0, 5, 0,
-							  1 + (int32_t)(j % 3)};
-			snprintf(what, sizeof what, "%s decode=%d case %zu (%d/%d)", k->name,
-				 (int)tun[7], i, t.p.head_dim, t.p.head_dim_v);
+		 * combine_kernel; at head size 128 each with the three ring shapes
+		 * (decode_ring: three kernels; one shape at other sizes) */
+		const size_t rings = t.p.head_dim == 128 ? 3 : 1;
+		for (size_t j = 0; j < 3 * rings * sizeof splits / sizeof splits[0]; j++) {
+			const int32_t tun[MMA_NPARAMS] = {splits[j / (3 * rings)], 1, 0, 0, 0, 5, 0,
+							  1 + (int32_t)(j % 3),
+							  (int32_t)(j / 3 % rings)};
+			snprintf(what, sizeof what, "%s decode=%d decode_ring=%d case %zu (%d/%d)",
+				 k->name, (int)tun[7], (int)tun[8], i, t.p.head_dim, t.p.head_dim_v);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

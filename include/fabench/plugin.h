@@ -492,7 +492,7 @@ struct fa_kernel_param {
 	const char *help;
 };
 
-#define FA_KERNEL_MAX_PARAMS 8
+#define FA_KERNEL_MAX_PARAMS 16
 
 /* Everything a launcher needs, filled by the harness for each call. All
  * pointers are backend pointers; the harness allocated, filled and poisoned

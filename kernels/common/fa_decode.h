@@ -69,8 +69,11 @@ static inline int fa_decode_fits(const struct fa_problem *p, const char **why)
  *   - else as many ranges as fill the slots once (one wave: every CTA
  *     starts at once and keeps its loads in flight to the end), at most
  *     FA_DECODE_AUTO_MAX (the merge's share grows with the ranges): on an
- *     H100 (264 slots) batch 8 takes 4 (2508 GB/s at 8k keys against 2431
- *     with 8 and 2408 with 16), batch 1 takes 16;
+ *     H100 with 2 CTAs per SM (264 slots, decode_ring 0) batch 8 takes 4
+ *     (2508 GB/s at 8k keys against 2431 with 8 and 2408 with 16), with 1
+ *     (132 slots, decode_ring 2, the default at head size 128) 2; batch 1
+ *     takes 16 (at 8k keys 8, 16 and auto tie: 1714, 1703, 1706 GB/s;
+ *     32 ranges 1338, 4 ranges 1525);
  *   - but no range under FA_DECODE_MIN_TILES tiles.
  * Both capped at the key tiles (no empty range), FA_DECODE_SPLIT_MAX and
  * the grid's z limit. Always >= 1. */

@@ -69,6 +69,16 @@ struct dcfg {
 using cfg64 = dcfg<64, 4, 4, 3>;
 using cfg128 = dcfg<128, 4, 3, 2>;
 using cfg256 = dcfg<256, 2, 4, 1>;
+/* Head size 128, deeper (tunable `decode_ring`): one CTA per SM with 192 KB
+ * of rings, 128-160 KB of loads in flight per SM from the start: 1 = 4 warps
+ * x 6 stages, 2 = 8 warps x 3 stages (the default: on an H100 with the
+ * clean flush, batch 1 at 8k / 16k / 32k keys 1711 / 2221 / 2581 GB/s
+ * against cfg128's 1647 / 2119 / 2550, batch 8 2839 / 2971 / 3069 against
+ * 2766 / 2930 / 3021, batch 64 a tie; 4 x 6 no better than cfg128:
+ * docs/BENCHMARKS.md). Eight warps each with its own ring keep more
+ * independent loads and more math in flight per SM than four deeper ones. */
+using cfg128s6 = dcfg<128, 4, 6, 1>;
+using cfg128w8 = dcfg<128, 8, 3, 1>;
 
 /* The cp.async copies of one 16-row tile (K or V: row r at base + r *
  * stride), rows >= nrows (>= 1) zero-filled from a clamped, valid address,
@@ -537,25 +547,31 @@ static int launch_cfg(const struct fa_launch_args *a, int requested, int merge)
 
 } /* namespace fa_dec */
 
-extern "C" int fa_cuda_decode_smem_bytes(int d)
+extern "C" int fa_cuda_decode_smem_bytes(int d, int ring)
 {
 	return d == 64 ? fa_dec::cfg64::SMEM_BYTES
-	       : d == 128 ? fa_dec::cfg128::SMEM_BYTES
+	       : d == 128 ? (ring == 1   ? fa_dec::cfg128s6::SMEM_BYTES
+			     : ring == 2 ? fa_dec::cfg128w8::SMEM_BYTES
+					 : fa_dec::cfg128::SMEM_BYTES)
 	       : d == 256 ? fa_dec::cfg256::SMEM_BYTES
 			  : 0;
 }
 
-extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int splits)
+extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int splits, int ring)
 {
 	switch (p->head_dim) {
 	case 64: return fa_dec::workspace_of<fa_dec::cfg64>(p, splits);
-	case 128: return fa_dec::workspace_of<fa_dec::cfg128>(p, splits);
+	case 128:
+		return ring == 1   ? fa_dec::workspace_of<fa_dec::cfg128s6>(p, splits)
+		       : ring == 2 ? fa_dec::workspace_of<fa_dec::cfg128w8>(p, splits)
+				   : fa_dec::workspace_of<fa_dec::cfg128>(p, splits);
 	case 256: return fa_dec::workspace_of<fa_dec::cfg256>(p, splits);
 	default: return 0;
 	}
 }
 
-extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge)
+extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge,
+				     int ring)
 {
 	if (!fa_decode_fits(a->p, NULL))
 		return (int)cudaErrorInvalidValue;
@@ -563,7 +579,10 @@ extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits,
 		return (int)cudaErrorMisalignedAddress; /* 16-byte copies from a base that is not */
 	switch (a->p->head_dim) {
 	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits, merge);
-	case 128: return fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
+	case 128:
+		return ring == 1   ? fa_dec::launch_cfg<fa_dec::cfg128s6>(a, splits, merge)
+		       : ring == 2 ? fa_dec::launch_cfg<fa_dec::cfg128w8>(a, splits, merge)
+				   : fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
 	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
 	}
 }

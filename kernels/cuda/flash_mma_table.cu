@@ -34,11 +34,12 @@
 
 /* Tunables, in the order fa_mma::PARAM_* (flash_mma.cuh) reads them; hd72
  * is read here. */
-enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7 };
+enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7, PARAM_DECODE_RING = 8 };
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
 static const int32_t decode_allowed[] = {0, 1, 2, 3};
+static const int32_t decode_ring_allowed[] = {0, 1, 2};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
 	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
@@ -68,6 +69,10 @@ static const struct fa_kernel_param mma_params[] = {
 	 "its own rule), where it fits and `sched` is 0 or 1: 1 = key ranges merged by the last "
 	 "CTA of each KV head up to 4 rows per KV head, else by a second kernel; 2 = always by "
 	 "the last CTA; 3 = always by a second kernel; 0 = never (the tensor-core path)"},
+	{"decode_ring", 2, decode_ring_allowed, 3, 0, 2,
+	 "decode path, head size 128: 0 = 4 warps x 3 stages, 2 CTAs per SM; 1 = 4 warps x 6 "
+	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM (1 and 2 take 192 KB of "
+	 "shared memory: 0 where the device has less; other sizes: their one shape)"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 
@@ -117,17 +122,35 @@ static const struct instance *pick(const struct fa_problem *p, const int32_t *pa
 /* 1 when p runs on the decode path (flash_decode.cu) under the tunables
  * params (NULL: the defaults): `decode` on, no stream-K, a shape it takes,
  * and its shared memory within the device's limit. */
+/* 1 when a decode kernel of smem_bytes of shared memory fits the device. */
+static int decode_smem_fits(const struct fa_problem *p, int smem_bytes)
+{
+	struct fa_cuda_limits lim = {};
+	char why[8];
+	lim.smem_bytes = smem_bytes;
+	lim.smem_optin = -1;
+	return fa_cuda_check_problem(p, &lim, why, sizeof why);
+}
+
+/* The decode path's ring shape for p under params: `decode_ring`, or 0
+ * where that shape's 192 KB of shared memory does not fit the device
+ * (sm_80's 163 KB, sm_86's 99 KB). */
+static int decode_ring(const struct fa_problem *p, const int32_t *params)
+{
+	const int ring =
+		params ? params[PARAM_DECODE_RING] : mma_params[PARAM_DECODE_RING].default_value;
+	if (ring != 0 && !decode_smem_fits(p, fa_cuda_decode_smem_bytes(p->head_dim, ring)))
+		return 0;
+	return ring;
+}
+
 static int use_decode(const struct fa_problem *p, const int32_t *params)
 {
 	const int on = params ? params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
 	const int sched = params ? params[PARAM_SCHED] : mma_params[PARAM_SCHED].default_value;
-	struct fa_cuda_limits lim = {};
-	char why[8];
 	if (!on || sched >= FA_SCHED_SK_UNIFORM || !fa_decode_fits(p, NULL))
 		return 0;
-	lim.smem_bytes = fa_cuda_decode_smem_bytes(p->head_dim);
-	lim.smem_optin = -1;
-	return fa_cuda_check_problem(p, &lim, why, sizeof why);
+	return decode_smem_fits(p, fa_cuda_decode_smem_bytes(p->head_dim, decode_ring(p, params)));
 }
 
 static int mma_supports(const struct fa_problem *p, char *why, size_t why_size)
@@ -157,7 +180,8 @@ static int mma_supports(const struct fa_problem *p, char *why, size_t why_size)
 static size_t mma_workspace(const struct fa_problem *p, const int32_t *params)
 {
 	if (use_decode(p, params))
-		return fa_cuda_decode_workspace(p, params ? params[PARAM_SPLITS] : 0);
+		return fa_cuda_decode_workspace(p, params ? params[PARAM_SPLITS] : 0,
+						decode_ring(p, params));
 	const struct instance *in = pick(p, params);
 	return in ? in->workspace(p, params) : 0;
 }
@@ -169,7 +193,8 @@ static int mma_launch(const struct fa_launch_args *a)
 		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0,
 					     d == 2   ? FA_DECODE_MERGE_CTA
 					     : d == 3 ? FA_DECODE_MERGE_KERNEL
-						      : FA_DECODE_MERGE_AUTO);
+						      : FA_DECODE_MERGE_AUTO,
+					     decode_ring(a->p, a->params));
 	}
 	const struct instance *in = pick(a->p, a->params);
 	if (!in)

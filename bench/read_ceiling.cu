@@ -1,0 +1,211 @@
+/* read_ceiling.cu - the ceiling of a decode call under fabench's own timing:
+ * a plain streaming read of a decode case's K/V byte count, timed the way
+ * `fabench run` times a cold case (harness/run/runner.c one_sample: flush
+ * the L2, record an event, one launch, record an event; the median of the
+ * samples), once per flush mode of kernels/common/fa_backend_gpu.h:
+ *
+ *   write  cudaMemsetAsync of max(4 x L2, 64 MB) (fabench's flush up to now:
+ *          it leaves an L2 of dirty lines, written back during the next kernel)
+ *   clean  the same memset, then the buffer read back (the L2 ends clean)
+ *   hot    no flush (the data may sit in the L2 when it fits)
+ *
+ * and an empty kernel the same way (the floor of one timed launch). A
+ * standalone program, not part of the build: on a CUDA machine
+ *
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+ *        -o /tmp/read_ceiling bench/read_ceiling.cu && /tmp/read_ceiling
+ *
+ * prints one line per (bytes, read kernel shape, flush mode): median us and
+ * GB/s. Bytes are those of decode.yaml's q_len 1 cases (2 x batch x 8 KV
+ * heads x keys x 128 x 2 bytes). Two read shapes: `grid` (SMs x k CTAs of
+ * 512 threads, grid-stride 16-byte loads, 4 in flight per thread) and
+ * `ranges` (the decode kernel's shape at batch 1: 128 CTAs of 128 threads,
+ * each a contiguous range, 8 loads in flight per thread).
+ */
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#define CK(x)                                                                      \
+	do {                                                                       \
+		cudaError_t e_ = (x);                                              \
+		if (e_ != cudaSuccess) {                                           \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,         \
+				cudaGetErrorString(e_));                           \
+			exit(1);                                                   \
+		}                                                                  \
+	} while (0)
+
+/* the loads stay: a store that never happens depends on them */
+template <int U>
+__global__ void read_grid(const uint4 *__restrict__ buf, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	for (; i + (U - 1) * stride < n; i += U * stride) {
+		uint4 v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			v[u] = __ldcs(buf + i + u * stride);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+	}
+	for (; i < n; i += stride) {
+		const uint4 v = __ldcs(buf + i);
+		acc ^= v.x ^ v.y ^ v.z ^ v.w;
+	}
+	if (acc == 0x9e3779b9u)
+		*sink = acc;
+}
+
+/* CTA b reads chunk b of gridDim.x contiguous chunks */
+template <int U>
+__global__ void read_ranges(const uint4 *__restrict__ buf, size_t n, unsigned *sink)
+{
+	const size_t per = (n + gridDim.x - 1) / gridDim.x;
+	const size_t lo = blockIdx.x * per, hi = lo + per < n ? lo + per : n;
+	unsigned acc = 0;
+	size_t i = lo + threadIdx.x;
+	for (; i + (U - 1) * blockDim.x < hi; i += U * blockDim.x) {
+		uint4 v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			v[u] = __ldcs(buf + i + u * blockDim.x);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+	}
+	for (; i < hi; i += blockDim.x) {
+		const uint4 v = __ldcs(buf + i);
+		acc ^= v.x ^ v.y ^ v.z ^ v.w;
+	}
+	if (acc == 0x9e3779b9u)
+		*sink = acc;
+}
+
+/* the harness's clean flush (fa_backend_gpu.h) */
+__global__ void flush_read(const uint4 *buf, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		const uint4 v = buf[i];
+		acc ^= v.x ^ v.y ^ v.z ^ v.w;
+	}
+	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
+		*sink = acc;
+}
+
+__global__ void empty_kernel(unsigned *sink)
+{
+	if (sink == NULL)
+		*sink = 1;
+}
+
+enum { F_WRITE, F_CLEAN, F_HOT };
+static const char *const flush_names[] = {"write", "clean", "hot"};
+
+static void *g_flush;
+static size_t g_flush_bytes;
+static unsigned g_count;
+
+static void flush(int mode, cudaStream_t st)
+{
+	if (mode == F_HOT)
+		return;
+	CK(cudaMemsetAsync(g_flush, (int)(g_count++ & 0xffu), g_flush_bytes, st));
+	if (mode == F_CLEAN)
+		flush_read<<<1024, 512, 0, st>>>(static_cast<const uint4 *>(g_flush),
+						 g_flush_bytes / 16, static_cast<unsigned *>(g_flush));
+}
+
+template <class L>
+static double median_us(int mode, cudaStream_t st, L launch, int samples)
+{
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	std::vector<float> t;
+	for (int s = 0; s < samples + 3; s++) {
+		flush(mode, st);
+		CK(cudaEventRecord(e0, st));
+		launch();
+		CK(cudaGetLastError());
+		CK(cudaEventRecord(e1, st));
+		CK(cudaEventSynchronize(e1));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if (s >= 3) /* warm-up */
+			t.push_back(ms);
+	}
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	std::sort(t.begin(), t.end());
+	return 1000.0 * t[t.size() / 2];
+}
+
+int main(int argc, char **argv)
+{
+	const int samples = argc > 1 ? atoi(argv[1]) : 100;
+	int dev = 0, sms = 0, l2 = 0;
+	cudaDeviceProp prop;
+	CK(cudaGetDevice(&dev));
+	CK(cudaGetDeviceProperties(&prop, dev));
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+	g_flush_bytes = std::max((size_t)4 * (size_t)l2, (size_t)64 << 20);
+	CK(cudaMalloc(&g_flush, g_flush_bytes));
+	cudaStream_t st;
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	printf("# %s, %d SMs, L2 %d MB, flush buffer %zu MB, %d samples, median\n", prop.name,
+	       sms, l2 >> 20, g_flush_bytes >> 20, samples);
+
+	const size_t max_bytes = (size_t)2 * 8 * 8 * 32768 * 128 * 2; /* batch 8, 32k */
+	void *buf;
+	unsigned *sink;
+	CK(cudaMalloc(&buf, max_bytes));
+	CK(cudaMalloc(&sink, 64));
+	CK(cudaMemset(buf, 1, max_bytes));
+	const uint4 *b4 = static_cast<const uint4 *>(buf);
+
+	for (int mode = 0; mode < 3; mode++)
+		printf("empty kernel  flush %-5s  %7.2f us\n", flush_names[mode],
+		       median_us(mode, st, [&] { empty_kernel<<<1, 32, 0, st>>>(sink); }, samples));
+
+	const struct {
+		int batch, keys;
+	} sizes[] = {{1, 8192}, {1, 16384}, {1, 32768}, {8, 8192}, {8, 32768}};
+	for (const auto &sz : sizes) {
+		const size_t bytes = (size_t)2 * sz.batch * 8 * sz.keys * 128 * 2, n = bytes / 16;
+		for (int mode = 0; mode < 3; mode++) {
+			char what[64];
+			double us;
+			for (int k : {1, 2, 4}) {
+				snprintf(what, sizeof what, "grid %dx%d", sms * k, 512);
+				us = median_us(mode, st, [&] {
+					read_grid<4><<<sms * k, 512, 0, st>>>(b4, n, sink);
+				}, samples);
+				printf("batch %d keys %5d  %6.1f MB  %-16s flush %-5s  %7.2f us  %6.0f GB/s\n",
+				       sz.batch, sz.keys, bytes / 1e6, what, flush_names[mode], us,
+				       bytes / us / 1e3);
+			}
+			for (int ctas : {128, 256}) {
+				snprintf(what, sizeof what, "ranges %dx128", ctas);
+				us = median_us(mode, st, [&] {
+					read_ranges<8><<<ctas, 128, 0, st>>>(b4, n, sink);
+				}, samples);
+				printf("batch %d keys %5d  %6.1f MB  %-16s flush %-5s  %7.2f us  %6.0f GB/s\n",
+				       sz.batch, sz.keys, bytes / 1e6, what, flush_names[mode], us,
+				       bytes / us / 1e3);
+			}
+		}
+	}
+	CK(cudaFree(buf));
+	CK(cudaFree(sink));
+	CK(cudaFree(g_flush));
+	return 0;
+}

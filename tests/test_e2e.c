@@ -236,6 +236,73 @@ FA_TEST(e2e, misbehaving_kernels_are_caught)
 	fa_proc_free(&r);
 }
 
+/* The cold flush a backend with device memory is told to take
+ * (FABENCH_FLUSH, which the test plugin logs under FABENCH_TEST_FLUSH_LOG),
+ * and the timing each result stores: cold-clean by default, cold (the flush
+ * that leaves the cache dirty) with --cache cold or a suite's cache: cold,
+ * hot without a flush; a mode that is not one of them exits 2. */
+FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
+{
+	static const struct {
+		const char *cache;    /* --cache, NULL: the default */
+		const char *timing;   /* stored */
+		const char *told;     /* every line of the log, NULL: no flush */
+	} modes[] = {{NULL, "cold-clean", "clean"},
+		     {"cold-clean", "cold-clean", "clean"},
+		     {"cold", "cold", "write"},
+		     {"hot", "hot", NULL}};
+	char db[1024], log[1024], plug[1100], env_log[1100], sql[256];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "flush.db");
+	path_in(log, sizeof log, fa_test_tmpdir(), "flush.log");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	snprintf(env_log, sizeof env_log, "FABENCH_TEST_FLUSH_LOG=%s", log);
+	char *env[] = {plug, "FABENCH_TEST_KERNELS=1", "FABENCH_TEST_DEVICE_MEMORY=1", env_log,
+		       "FABENCH_FLUSH=write", NULL}; /* the harness's choice wins */
+	unlink(db);
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		char label[16];
+		size_t len = 0;
+		snprintf(label, sizeof label, "m%zu", i);
+		unlink(log);
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
+				       "--kernels", "test_correct", "--where", "q_len == 16",
+				       "--label", label, "--db", db, "--quiet",
+				       modes[i].cache ? "--cache" : NULL, (char *)modes[i].cache,
+				       NULL},
+			    env, 120, &r);
+		FA_CHECKF(r.status == 0, "%s: status %d: %s", label, r.status, r.err);
+		fa_proc_free(&r);
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) FROM results JOIN runs ON runs.id = run_id WHERE "
+			 "label = '%s' AND results.status = 'pass' AND timing = '%s'",
+			 label, modes[i].timing);
+		FA_CHECKF(fa_test_db_int(db, sql) == 2, "%s: not 2 results timed '%s'", label,
+			  modes[i].timing);
+		char *text = fa_test_read_file(log, &len);
+		if (!modes[i].told) {
+			FA_CHECKF(!text || len == 0, "%s: flushed: %s", label, text ? text : "");
+		} else {
+			int lines = 0, others = 0;
+			for (char *line = text ? strtok(text, "\n") : NULL; line;
+			     line = strtok(NULL, "\n"), lines++)
+				others += strcmp(line, modes[i].told) != 0;
+			/* a flush before every timed sample: at least 3 per case */
+			FA_CHECKF(lines >= 6 && others == 0, "%s: %d flushes, %d not '%s'", label,
+				  lines, others, modes[i].told);
+		}
+		free(text);
+	}
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--cache",
+			       "warm", "--db", db, "--quiet", NULL},
+		    env, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--cache 'warm' must be cold-clean, cold or hot"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 4);
+}
+
 FA_TEST(e2e, dry_run_writes_nothing)
 {
 	char db[1024];

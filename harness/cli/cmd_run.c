@@ -28,7 +28,7 @@
 static const char usage_text[] =
 	"usage: fabench run SUITE.yaml [--backend cpu|cuda|hip|auto] [--kernels GLOB,...]\n"
 	"                  [--where EXPR] [--db PATH] [--label TEXT] [--seed N] [--dry-run]\n"
-	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold|hot]\n"
+	"                  [--mem-budget SIZE] [--timeout SECONDS] [--cache cold-clean|cold|hot]\n"
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
 	"                  [--ab PLUGIN_A:PLUGIN_B | --ab-params] [--repeat N] [--dump DIR]\n"
 	"                  [--report FILE] [--quiet] [--case KEY]... [--shard K/N]\n"
@@ -55,7 +55,12 @@ static void help(void)
 	       "  --mem-budget SIZE  skip kernels needing more memory (e.g. 8G; default 75%%\n"
 	       "                     of the device's free memory)\n"
 	       "  --timeout SECONDS  per case and kernel (overrides the suite's timeout_s)\n"
-	       "  --cache MODE       cold (flush the L2 before each sample) or hot\n"
+	       "  --cache MODE       cold-clean (GPUs' default: flush the L2 before each\n"
+	       "                     sample and leave it holding clean lines, so the timed\n"
+	       "                     kernel pays for no write-back of the flush), cold (the\n"
+	       "                     flush leaves dirty lines: fabench's flush before\n"
+	       "                     cold-clean) or hot (no flush); stored as each result's\n"
+	       "                     timing\n"
 	       "  --threads N        CPU threads for kernels and the reference\n"
 	       "  --param K.N=V,...  set tunable N of kernel K (a name or glob); several\n"
 	       "                     values sweep it: the kernel runs once per combination\n"
@@ -219,13 +224,16 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			break;
 		case 'c':
 			o->cache_text = optarg;
-			if (strcmp(optarg, "cold") == 0)
+			if (strcmp(optarg, "cold-clean") == 0)
+				o->cache = FA_CACHE_COLD_CLEAN;
+			else if (strcmp(optarg, "cold") == 0)
 				o->cache = FA_CACHE_COLD;
 			else if (strcmp(optarg, "hot") == 0)
 				o->cache = FA_CACHE_HOT;
 			else
 				return fa_cmd_usage_error("run", usage_text,
-							  "--cache '%s' must be cold or hot", optarg);
+							  "--cache '%s' must be cold-clean, cold or hot",
+							  optarg);
 			break;
 		case 'j':
 			o->threads_text = optarg;

@@ -13,9 +13,15 @@
 #include "../base/err.h"
 
 enum fa_cache_mode {
-	FA_CACHE_AUTO = 0, /* cold on GPUs, hot on the CPU */
-	FA_CACHE_COLD = 1, /* flush the last-level cache before every sample */
-	FA_CACHE_HOT = 2,  /* back-to-back samples */
+	FA_CACHE_AUTO = 0,       /* cold-clean on GPUs, hot on the CPU */
+	FA_CACHE_COLD = 1,       /* flush the last-level cache before every sample by
+				  * writing a buffer larger than it, which leaves it
+				  * full of dirty lines (every result stored as cold
+				  * before cold-clean existed was timed so) */
+	FA_CACHE_HOT = 2,        /* back-to-back samples */
+	FA_CACHE_COLD_CLEAN = 3, /* the same flush, then the buffer read back, so the
+				  * cache holds clean lines and the timed kernel does
+				  * not pay for writing back the harness's data */
 };
 
 struct fa_measure_cfg {

@@ -562,6 +562,17 @@ struct sample_ctx {
 	int have_tel;
 };
 
+/* Tells the backend which flush a cold sample takes: the environment
+ * variable FABENCH_FLUSH, which flush_cache reads (include/fabench/plugin.h;
+ * kernels/common/fa_backend_gpu.h): "clean" for cold-clean, "write" for
+ * cold. Set between cases, while no kernel runs, and only when it changes. */
+static void tell_flush(const char *mode)
+{
+	const char *now = getenv("FABENCH_FLUSH");
+	if (!now || strcmp(now, mode) != 0)
+		setenv("FABENCH_FLUSH", mode, 1);
+}
+
 static int one_sample(void *vctx, double *ms, struct fa_err *err)
 {
 	struct sample_ctx *sc = vctx;
@@ -864,11 +875,16 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	k->sc.ck = ck;
 	k->sc.a = &k->a;
 	k->sc.cold = !s->info.host_memory && mc.cache != FA_CACHE_HOT;
+	if (k->sc.cold)
+		tell_flush(mc.cache == FA_CACHE_COLD ? "write" : "clean");
 	if (c->pass == FA_PASS_FWD_BWD) {
 		k->sc.fwd = k->fk;
 		k->sc.fa = &k->fa;
 	}
-	res->timing = s->info.host_memory ? "cpu" : k->sc.cold ? "cold" : "hot";
+	res->timing = s->info.host_memory ? "cpu"
+		      : !k->sc.cold	  ? "hot"
+		      : mc.cache == FA_CACHE_COLD ? "cold"
+						  : "cold-clean";
 	if ((code = s->be.iface.event_create(ctx, &k->sc.ev0)) != 0 ||
 	    (code = s->be.iface.event_create(ctx, &k->sc.ev1)) != 0) {
 		rc = be_fail(s, code, "creating events", &kerr);

@@ -212,7 +212,7 @@ struct cfg_key {
 	const char *expected;      /* CK_WORD: for messages */
 };
 
-static const char *const cache_words[] = {"auto", "cold", "hot", NULL};
+static const char *const cache_words[] = {"auto", "cold", "hot", "cold-clean", NULL};
 static const char *const rule_words[] = {"tolerance", "fa", NULL};
 static const char *const reference_words[] = {"auto", "cpu", "gpu", NULL};
 
@@ -224,7 +224,8 @@ static const struct cfg_key measure_keys[] = {
 	{"min_time_ms", CK_NUM, offsetof(struct fa_measure_cfg, min_time_ms), 0, NULL, NULL},
 	{"max_time_ms", CK_NUM, offsetof(struct fa_measure_cfg, max_time_ms), 0, NULL, NULL},
 	{"timeout_s", CK_NUM, offsetof(struct fa_measure_cfg, timeout_s), 1, NULL, NULL},
-	{"cache", CK_WORD, offsetof(struct fa_measure_cfg, cache), 0, cache_words, "auto, cold or hot"},
+	{"cache", CK_WORD, offsetof(struct fa_measure_cfg, cache), 0, cache_words,
+	 "auto, cold-clean, cold or hot"},
 	{"graph_launches", CK_INT, offsetof(struct fa_measure_cfg, graph_launches), 0, NULL, NULL},
 };
 

@@ -632,7 +632,12 @@ struct fa_backend_i {
 	 * host and uploads. */
 	int (*fill_random)(void *ctx, void *dst, const struct fa_problem *p, int tensor, int dist,
 			   uint64_t seed);
-	/* (optional) Evict the last-level cache before a cold sample. NULL: no-op. */
+	/* (optional) Evict the last-level cache before a cold sample. NULL: no-op.
+	 * The environment variable FABENCH_FLUSH, set by the harness before the
+	 * samples of a kernel, says how: "clean" (cold-clean, the default) leaves
+	 * the cache holding clean lines, so that the timed kernel pays for no
+	 * write-back of the flush (e.g. write a buffer larger than the cache,
+	 * then read it back); "write" (cold) may leave it dirty. */
 	int (*flush_cache)(void *ctx);
 	/* Release everything; ctx is invalid afterwards. */
 	void (*shutdown)(void *ctx);

@@ -227,12 +227,13 @@ int fa_gpu_fill_random(void *ctx, void *dst, const struct fa_problem *p, int ten
 }
 
 /* flush_cache with a buffer of l2_factor times the L2 and at least min_bytes,
- * allocated on first use */
-/* FABENCH_FLUSH=clean: after the memset, read the flush buffer back, so
- * that the L2 ends full of clean lines. The memset alone leaves up to an
- * L2 of dirty lines, written back while the next timed kernel runs (on the
- * H100 about 50 MB, ~16 us: most of a batch-1 decode's time). A sink
- * store that never happens keeps the loads. */
+ * allocated on first use: a memset of it, then (unless FABENCH_FLUSH is
+ * "write", the harness's --cache cold) the buffer read back, so that the L2
+ * ends full of clean lines. The memset alone leaves up to an L2 of dirty
+ * lines, written back while the next timed kernel runs: on an H100 a bare
+ * read of 33.5 MB takes 14.7 us after the clean flush and 17.3 us after the
+ * write (bench/read_ceiling.cu, docs/BENCHMARKS.md). A sink store that
+ * never happens keeps the loads. */
 static __global__ void fa_gpu_flush_read_kernel(const uint4 *buf, size_t n, unsigned *sink)
 {
 	unsigned acc = 0;
@@ -261,7 +262,7 @@ int fa_gpu_flush_cache(void *ctx, int64_t l2_factor, int64_t min_bytes)
 	code = (int)cudaMemsetAsync(c->flush_buf, (int)(c->flush_count++ & 0xffu), c->flush_bytes,
 				    c->stream);
 	const char *mode = getenv("FABENCH_FLUSH");
-	if (code == 0 && mode && strcmp(mode, "clean") == 0) {
+	if (code == 0 && !(mode && strcmp(mode, "write") == 0)) {
 		fa_gpu_flush_read_kernel<<<1024, 512, 0, c->stream>>>(
 			static_cast<const uint4 *>(c->flush_buf), c->flush_bytes / 16,
 			static_cast<unsigned *>(c->flush_buf));

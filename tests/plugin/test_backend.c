@@ -397,6 +397,23 @@ static const char *t_strerror(void *ctx, int code)
 										  : "test error";
 }
 
+/* FABENCH_TEST_FLUSH_LOG=FILE: each flush appends the flush the harness
+ * asked for (FABENCH_FLUSH, "-" when unset) as a line of FILE, so a test
+ * sees what a GPU backend would be told. */
+static int t_flush(void *ctx)
+{
+	const char *log = getenv("FABENCH_TEST_FLUSH_LOG"), *mode = getenv("FABENCH_FLUSH");
+	(void)ctx;
+	if (log && *log) {
+		FILE *f = fopen(log, "a");
+		if (!f)
+			return 1; /* "test error" */
+		fprintf(f, "%s\n", mode ? mode : "-");
+		fclose(f);
+	}
+	return 0;
+}
+
 static void t_shutdown(void *ctx)
 {
 	(void)ctx;
@@ -418,6 +435,7 @@ static const struct fa_backend_i t_iface = {
 	.kernel_get = t_get,
 	.error_string = t_strerror,
 	.shutdown = t_shutdown,
+	.flush_cache = t_flush,
 };
 
 int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,

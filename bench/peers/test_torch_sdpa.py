@@ -78,7 +78,7 @@ class ArgsTest(unittest.TestCase):
     def test_defaults(self):
         a = ts.parse_args(["--cases", "c.json", "--out", "p.jsonl"])
         self.assertEqual(a.backends, list(ts.BACKENDS))
-        self.assertEqual((a.min_time_ms, a.samples, a.cache), (100.0, 10, "cold"))
+        self.assertEqual((a.min_time_ms, a.samples, a.cache), (100.0, 10, "cold-clean"))
         self.assertIsNone(a.dump)
         self.assertIsNone(a.index)
 
@@ -316,9 +316,13 @@ class MeasureTest(unittest.TestCase):
     def test_cuda_timer_with_a_fake_torch(self):
         class Buf(object):
             zeroed = 0
+            read = 0
 
             def zero_(self):
                 Buf.zeroed += 1
+
+            def sum(self):
+                Buf.read += 1
 
         class Event(object):
             clock = [0.0]
@@ -364,8 +368,11 @@ class MeasureTest(unittest.TestCase):
             timer.start()
             timer.stop()
         self.assertEqual(timer.times(), [1.5, 1.5, 1.5])
-        self.assertEqual((Buf.zeroed, Cuda.synced), (3, 1))
+        self.assertEqual((Buf.zeroed, Buf.read, Cuda.synced), (3, 0, 1))  # cold: written only
         self.assertEqual(timer.times(), [])
+        clean = ts.CudaTimer(FakeTorch(), cold=True, clean=True)
+        clean.flush()
+        self.assertEqual((Buf.zeroed, Buf.read), (4, 1))  # cold-clean: written, read back
 
 
 class VerdictTest(unittest.TestCase):

@@ -9,8 +9,10 @@ memory-efficient or math backend, or of FlexAttention (compiled); for a case
 with pass bwd the backward alone (torch.autograd.grad of the forward's
 output with fabench's dO: dQ, dK, dV), for pass fwd_bwd the forward and the
 backward together; with fabench's method: a warm-up, then samples timed with CUDA events, the L2
-flushed before each one (a buffer of twice its size written outside the timed
-region, as Triton's do_bench does), until at least --samples samples and
+flushed before each one outside the timed region (--cache cold-clean, the
+default, as `fabench run` does: a buffer of twice its size written, then read
+back so the L2 holds clean lines and the timed call pays for no write-backs;
+--cache cold writes only, as Triton's do_bench does), until at least --samples samples and
 --min-time-ms of them (or --max-time-ms); the median is reported.
 
 With --dump DIR (from `fabench run --dump DIR`) the inputs are fabench's own
@@ -558,8 +560,9 @@ def parse_args(argv=None):
     p.add_argument("--max-noise", type=float, default=0.005,
                    help="stop when the relative stdev is under this (default 0.005)")
     p.add_argument("--warmup", type=int, default=2, help="untimed calls first (default 2)")
-    p.add_argument("--cache", choices=("cold", "hot"), default="cold",
-                   help="flush the L2 before each sample (cold, default) or not")
+    p.add_argument("--cache", choices=("cold-clean", "cold", "hot"), default="cold-clean",
+                   help="flush the L2 before each sample leaving clean lines (cold-clean, "
+                   "default, as fabench run), by writing only (cold, as do_bench), or not (hot)")
     p.add_argument("--case-timeout-s", type=float, default=60.0,
                    help="wall-clock limit of one case's sampling (default 60)")
     p.add_argument("--index", help="only these case indices (comma-separated)")
@@ -602,12 +605,16 @@ def _short(e, limit=400):
 
 class CudaTimer(object):
     """CUDA events around each sample; before each, a buffer of twice the
-    L2 size is written (outside the events) so every sample starts cold."""
+    L2 size is written (outside the events) so every sample starts cold, and
+    with clean=True read back, so the L2 holds clean lines and the timed call
+    is not charged for writing the flush's dirty lines back (fabench's
+    cold-clean)."""
 
-    def __init__(self, torch, cold):
+    def __init__(self, torch, cold, clean=False):
         self.torch = torch
         self.pairs = []
         self.buf = None
+        self.clean = clean
         if cold:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             l2 = getattr(props, "L2_cache_size", 0) or DEFAULT_L2_BYTES
@@ -616,6 +623,8 @@ class CudaTimer(object):
     def flush(self):
         if self.buf is not None:
             self.buf.zero_()
+            if self.clean:
+                self.buf.sum()
 
     def start(self):
         e = self.torch.cuda.Event(enable_timing=True)
@@ -647,7 +656,8 @@ class Gpu(object):
         if device == "cuda" and not torch.cuda.is_available():
             raise SystemExit("torch_sdpa.py: no CUDA device")
         self.dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-        self.timer = timer or CudaTimer(torch, opts.cache == "cold")
+        self.timer = timer or CudaTimer(torch, opts.cache != "hot",
+                                          opts.cache == "cold-clean")
         self._flex = None
         try:
             from torch.nn.attention import SDPBackend, sdpa_kernel

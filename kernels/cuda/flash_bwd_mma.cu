@@ -48,15 +48,18 @@ using fa_mma::static_for;
 using fa_mma::tile;
 
 constexpr float LOG2E = 1.4426950408889634f;
-constexpr int PARAM_DQ = 0; /* 0 atomic, 1 det */
+constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
+constexpr int PARAM_TILE = 1;  /* 0 the instance's, 1 wide, 2 tall (where instantiated) */
+constexpr int PARAM_SPLIT = 2; /* 0 a CTA per kv head, 1 a CTA per query head */
 
 /* One instance's shape: D, DV the computed head sizes (multiples of 16), BM
  * query rows per step, NWK x NWD warps (BN = 16 NWK keys per CTA; NWD
  * query slices in the score step, column slices in the dK/dV step). */
-template <int D_, int DV_, int BM_, int NWK_, int NWD_, int MINB_>
+template <int D_, int DV_, int BM_, int NWK_, int NWD_, int MINB_, int MT_ = 1>
 struct config {
 	static constexpr int D = D_, DV = DV_, BM = BM_, NWK = NWK_, NWD = NWD_, MINB = MINB_;
-	static constexpr int BN = 16 * NWK;
+	static constexpr int MT = MT_; /* 16-key tiles per warp (score, dK/dV steps) */
+	static constexpr int BN = 16 * MT * NWK;
 	static constexpr int NW = NWK * NWD, NT = 32 * NW;
 	static constexpr int QW = BM / NWD;   /* queries per warp, score step */
 	static constexpr int DKW = D / NWD;   /* dK columns per warp */
@@ -90,7 +93,9 @@ struct args {
 	const float *lse, *delta;
 	uint16_t *dk, *dv;
 	float *dq_acc;  /* dq=atomic: [total_q][heads][head_dim]; dq=det: one such per key block */
-	int det;
+	float *dk_part, *dv_part; /* split with group > 1: [group][total_k][kv_heads][head_dim(_v)] */
+	int det, split;
+	int hpc;        /* query heads per CTA: the group, or 1 under split */
 	int64_t dq_rows; /* total_q * heads */
 	const int32_t *cu_q, *cu_k, *prefix_lens;
 };
@@ -114,6 +119,13 @@ static __device__ __forceinline__ void load_tile(uint32_t base, int tid, const u
 		const uint16_t *g = ok ? src + row_off(r) + c * 8 : src;
 		fa_mma::fa_mma_cp_async_16<0>(base + (uint32_t)TL::at_rt(r, c) * 16u, g, ok ? 16u : 0u);
 	}
+}
+
+/* cp.async of one 4-byte word (src_size 0: zero-filled). */
+static __device__ __forceinline__ void cp_async_4(uint32_t dst, const void *src, uint32_t n)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n)
+		     : "memory");
 }
 
 /* row[0] += x, row[1] += y atomically (row 8-byte aligned): one vector
@@ -156,8 +168,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	const struct fa_problem &p = a.p;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int g = lane >> 2, t4 = lane & 3;
-	const int b = blockIdx.z, hk = blockIdx.y, kb = blockIdx.x;
+	const int b = blockIdx.z, kb = blockIdx.x;
 	const int group = p.heads / p.kv_heads;
+	/* split: this CTA's query head alone (blockIdx.y), its dK and dV an fp32
+	 * partial of the group's sum; else the kv head's whole group */
+	const int hq0 = (int)blockIdx.y * a.hpc, hk = hq0 / group;
 	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
 	const int j0 = kb * BN;
 	if (j0 >= lk)
@@ -171,7 +186,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	int ib, ie;
 	fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx, j0, nk, &ib, &ie);
 	const int mb = ib / BM, me = ie > ib ? (ie + BM - 1) / BM : mb;
-	const int nmb = me - mb, steps = group * nmb;
+	const int nmb = me - mb, steps = a.hpc * nmb;
 	const int64_t t0 = fa_seq_q_start(&p, a.cu_q, b);
 
 	const uint32_t s0 = fa_mma::fa_mma_smem_addr(smem);
@@ -187,21 +202,21 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 
 	/* stage step s: Q, dO, lse, D of (head, query block) into buffer s & 1 */
 	auto issue = [&](int s) {
-		const int h = hk * group + s / nmb, i0 = (mb + s % nmb) * BM, st = s & 1;
+		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM, st = s & 1;
 		const int rows = lq - i0 < BM ? lq - i0 : BM;
 		load_tile<TQ, NT>(s0 + CFG::OFF_Q + st * TQ::BYTES, tid, a.q, rows, p.head_dim,
 				  [&](int r) { return fa_q_offset(&p, a.cu_q, b, i0 + r, h); });
 		load_tile<TO, NT>(s0 + CFG::OFF_DO + st * TO::BYTES, tid, a.d_o, rows, p.head_dim_v,
 				  [&](int r) { return fa_o_offset(&p, a.cu_q, b, i0 + r, h); });
+		/* lse (+inf for a row that attends no key) and D with the tiles,
+		 * asynchronously; padding rows read 0 (their P is masked to 0:
+		 * a block with padding rows is never full) */
 		for (int r = tid; r < BM; r += NT) {
-			float l = INFINITY, d = 0.f; /* padding rows: P = 0 */
-			if (r < rows) {
-				const int64_t row = (t0 + i0 + r) * p.heads + h;
-				l = a.lse[row] * LOG2E; /* +inf for a row that attends no key */
-				d = a.delta[row];
-			}
-			slse[st * BM + r] = l;
-			sdelta[st * BM + r] = d;
+			const bool ok = r < rows;
+			const int64_t row = ok ? (t0 + i0 + r) * p.heads + h : 0;
+			const uint32_t o = (uint32_t)(st * BM + r) * 4u;
+			cp_async_4(s0 + CFG::OFF_LSE + o, a.lse + row, ok ? 4u : 0u);
+			cp_async_4(s0 + CFG::OFF_DELTA + o, a.delta + row, ok ? 4u : 0u);
 		}
 	};
 	if (steps > 0)
@@ -210,7 +225,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 
 	/* warp roles */
 	const int wk = warp % CFG::NWK, wd = warp / CFG::NWK;
-	const int kr0 = 16 * wk;             /* this warp's keys (score, dK/dV steps) */
+	const int kr0 = 16 * CFG::MT * wk;   /* this warp's keys (score, dK/dV steps) */
 	const int q0 = wd * CFG::QW;         /* its queries in the score step */
 	const int rq = warp % CFG::NQR, qd = warp / CFG::NQR; /* dQ step */
 	const float scale_log2 = p.scale * LOG2E;
@@ -229,12 +244,20 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	const uint32_t ds_a = sDS + (uint32_t)TP::at_rt(yr, 2 * rq + yc) * 16u;
 	static_assert(TP::P == 1 && TP::W == 0, "dS^T is one full panel of 64 queries");
 
-	float dk[CFG::DKW / 8][4], dv[CFG::DVW / 8][4];
-	static_for<CFG::DKW / 8>([&](auto n) {
-		static_for<4>([&](auto e) { dk[decltype(n)::value][decltype(e)::value] = 0.f; });
-	});
-	static_for<CFG::DVW / 8>([&](auto n) {
-		static_for<4>([&](auto e) { dv[decltype(n)::value][decltype(e)::value] = 0.f; });
+	constexpr int MT = CFG::MT;
+	float dk[MT][CFG::DKW / 8][4], dv[MT][CFG::DVW / 8][4];
+	static_for<MT>([&](auto m) {
+		constexpr int M = decltype(m)::value;
+		static_for<CFG::DKW / 8>([&](auto n) {
+			static_for<4>([&](auto e) {
+				dk[M][decltype(n)::value][decltype(e)::value] = 0.f;
+			});
+		});
+		static_for<CFG::DVW / 8>([&](auto n) {
+			static_for<4>([&](auto e) {
+				dv[M][decltype(n)::value][decltype(e)::value] = 0.f;
+			});
+		});
 	});
 
 	for (int s = 0; s < steps; s++) {
@@ -244,41 +267,55 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 		fa_mma::fa_mma_cp_async_commit();
 		fa_mma::fa_mma_cp_async_wait<1>();
 		__syncthreads(); /* step s's tiles (and K, V) are in */
-		const int h = hk * group + s / nmb, i0 = (mb + s % nmb) * BM;
+		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM;
 		const uint32_t sQ = s0 + CFG::OFF_Q + st * TQ::BYTES;
 		const uint32_t sO = s0 + CFG::OFF_DO + st * TO::BYTES;
 		const float *lse_s = slse + st * BM, *del_s = sdelta + st * BM;
 
 		/* ---- S^T = K Q^T, dP^T = V dO^T: 16 keys x QW queries ---- */
-		float sc[CFG::QW / 8][4], dp[CFG::QW / 8][4];
-		static_for<CFG::QW / 8>([&](auto n) {
-			static_for<4>([&](auto e) {
-				sc[decltype(n)::value][decltype(e)::value] = 0.f;
-				dp[decltype(n)::value][decltype(e)::value] = 0.f;
+		float sc[MT][CFG::QW / 8][4], dp[MT][CFG::QW / 8][4];
+		static_for<MT>([&](auto m) {
+			static_for<CFG::QW / 8>([&](auto n) {
+				static_for<4>([&](auto e) {
+					constexpr int M = decltype(m)::value, N = decltype(n)::value,
+						      E = decltype(e)::value;
+					sc[M][N][E] = 0.f;
+					dp[M][N][E] = 0.f;
+				});
 			});
 		});
 		static_for<CFG::D / 16>([&](auto kc) {
 			constexpr int C = 2 * decltype(kc)::value;
-			uint32_t af[4];
-			fa_mma::ldsm<C, 0>(af, sK, lk_a);
+			uint32_t af[MT][4];
+			static_for<MT>([&](auto m) {
+				fa_mma::ldsm<C, 16 * decltype(m)::value>(af[decltype(m)::value], sK, lk_a);
+			});
 			static_for<CFG::QW / 16>([&](auto nq) {
 				constexpr int N = decltype(nq)::value;
 				uint32_t bf[4];
 				fa_mma::ldsm<C, 16 * N>(bf, sQ, lq_b);
-				fa_mma::fa_mma_16816<T>(sc[2 * N], af, bf[0], bf[1]);
-				fa_mma::fa_mma_16816<T>(sc[2 * N + 1], af, bf[2], bf[3]);
+				static_for<MT>([&](auto m) {
+					constexpr int M = decltype(m)::value;
+					fa_mma::fa_mma_16816<T>(sc[M][2 * N], af[M], bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(sc[M][2 * N + 1], af[M], bf[2], bf[3]);
+				});
 			});
 		});
 		static_for<CFG::DV / 16>([&](auto kc) {
 			constexpr int C = 2 * decltype(kc)::value;
-			uint32_t af[4];
-			fa_mma::ldsm<C, 0>(af, sV, lv_a);
+			uint32_t af[MT][4];
+			static_for<MT>([&](auto m) {
+				fa_mma::ldsm<C, 16 * decltype(m)::value>(af[decltype(m)::value], sV, lv_a);
+			});
 			static_for<CFG::QW / 16>([&](auto nq) {
 				constexpr int N = decltype(nq)::value;
 				uint32_t bf[4];
 				fa_mma::ldsm<C, 16 * N>(bf, sO, lo_b);
-				fa_mma::fa_mma_16816<T>(dp[2 * N], af, bf[0], bf[1]);
-				fa_mma::fa_mma_16816<T>(dp[2 * N + 1], af, bf[2], bf[3]);
+				static_for<MT>([&](auto m) {
+					constexpr int M = decltype(m)::value;
+					fa_mma::fa_mma_16816<T>(dp[M][2 * N], af[M], bf[0], bf[1]);
+					fa_mma::fa_mma_16816<T>(dp[M][2 * N + 1], af[M], bf[2], bf[3]);
+				});
 			});
 		});
 
@@ -287,15 +324,15 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 		static_for<CFG::QW / 8>([&](auto n) {
 			constexpr int N = decltype(n)::value;
 			const int ql = q0 + 8 * N + 2 * t4; /* queries ql, ql + 1 */
-			const float l0 = lse_s[ql], l1 = lse_s[ql + 1];
+			const float l0 = lse_s[ql] * LOG2E, l1 = lse_s[ql + 1] * LOG2E;
 			const float d0 = del_s[ql], d1 = del_s[ql + 1];
-			static_for<2>([&](auto hf) {
-				constexpr int H = decltype(hf)::value;
-				const int kl = kr0 + g + 8 * H; /* key */
+			static_for<2 * MT>([&](auto hf) {
+				constexpr int M = decltype(hf)::value / 2, H = decltype(hf)::value % 2;
+				const int kl = kr0 + 16 * M + g + 8 * H; /* key */
 				float pv[2], dsv[2];
 				static_for<2>([&](auto ee) {
 					constexpr int E = decltype(ee)::value;
-					const float x = sc[N][2 * H + E];
+					const float x = sc[M][N][2 * H + E];
 					float pr = fa_mma::fa_mma_exp2(fmaf(x, scale_log2, -(E ? l1 : l0)));
 					if (!full &&
 					    !(i0 + ql + E < lq && j0 + kl < lk &&
@@ -303,7 +340,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 							     p.window)))
 						pr = 0.f;
 					pv[E] = pr;
-					dsv[E] = pr * (dp[N][2 * H + E] - (E ? d1 : d0));
+					dsv[E] = pr * (dp[M][N][2 * H + E] - (E ? d1 : d0));
 				});
 				const uint32_t off = at<TP>(kl, ql);
 				const uint32_t pw = fa_mma::fa_mma_pack2<T>(pv[0], pv[1]);
@@ -321,22 +358,31 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 				return;
 			static_for<BM / 16>([&](auto kq) {
 				constexpr int C = 2 * decltype(kq)::value; /* query chunk */
-				uint32_t ap[4], ad[4];
-				fa_mma::ldsm<C, 0>(ap, sP, lp_a);
-				fa_mma::ldsm<C, 0>(ad, sDS, lp_a);
+				uint32_t ap[MT][4], ad[MT][4];
+				static_for<MT>([&](auto m) {
+					constexpr int M = decltype(m)::value;
+					fa_mma::ldsm<C, 16 * M>(ap[M], sP, lp_a);
+					fa_mma::ldsm<C, 16 * M>(ad[M], sDS, lp_a);
+				});
 				static_for<CFG::DVW / 16>([&](auto nd) {
 					constexpr int N = decltype(nd)::value;
 					uint32_t bf[4];
 					fa_mma::ldsm_t<WD * CFG::DVW / 8 + 2 * N, 8 * C>(bf, sO, lo_t);
-					fa_mma::fa_mma_16816<T>(dv[2 * N], ap, bf[0], bf[1]);
-					fa_mma::fa_mma_16816<T>(dv[2 * N + 1], ap, bf[2], bf[3]);
+					static_for<MT>([&](auto m) {
+						constexpr int M = decltype(m)::value;
+						fa_mma::fa_mma_16816<T>(dv[M][2 * N], ap[M], bf[0], bf[1]);
+						fa_mma::fa_mma_16816<T>(dv[M][2 * N + 1], ap[M], bf[2], bf[3]);
+					});
 				});
 				static_for<CFG::DKW / 16>([&](auto nd) {
 					constexpr int N = decltype(nd)::value;
 					uint32_t bf[4];
 					fa_mma::ldsm_t<WD * CFG::DKW / 8 + 2 * N, 8 * C>(bf, sQ, lq_t);
-					fa_mma::fa_mma_16816<T>(dk[2 * N], ad, bf[0], bf[1]);
-					fa_mma::fa_mma_16816<T>(dk[2 * N + 1], ad, bf[2], bf[3]);
+					static_for<MT>([&](auto m) {
+						constexpr int M = decltype(m)::value;
+						fa_mma::fa_mma_16816<T>(dk[M][2 * N], ad[M], bf[0], bf[1]);
+						fa_mma::fa_mma_16816<T>(dk[M][2 * N + 1], ad[M], bf[2], bf[3]);
+					});
 				});
 			});
 		});
@@ -392,10 +438,37 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	}
 	fa_mma::fa_mma_cp_async_wait<0>(); /* no copy in flight at exit */
 
-	/* ---- dK (scaled), dV: each element written once, by this CTA ---- */
-	static_for<2>([&](auto hf) {
-		constexpr int H = decltype(hf)::value;
-		const int kl = kr0 + g + 8 * H;
+	/* ---- dK (scaled), dV: each element written once, by this CTA; under
+	 * split with a group, this head's unscaled fp32 partial instead ---- */
+	if (a.split && group > 1) {
+		const int64_t krow0 = fa_seq_kv_start(&p, a.cu_k, b) + j0;
+		const int64_t part = (int64_t)(hq0 % group) * p.total_k;
+		static_for<2 * MT>([&](auto hf) {
+			constexpr int M = decltype(hf)::value / 2, H = decltype(hf)::value % 2;
+			const int kl = kr0 + 16 * M + g + 8 * H;
+			if (kl < nk) {
+				const int64_t row = (part + krow0 + kl) * p.kv_heads + hk;
+				float *kp = a.dk_part + row * p.head_dim;
+				float *vp = a.dv_part + row * p.head_dim_v;
+				static_for<CFG::DKW / 8>([&](auto n) {
+					constexpr int N = decltype(n)::value;
+					const int c = wd * CFG::DKW + 8 * N + 2 * t4;
+					if (c < p.head_dim)
+						*(float2 *)(kp + c) = make_float2(dk[M][N][2 * H], dk[M][N][2 * H + 1]);
+				});
+				static_for<CFG::DVW / 8>([&](auto n) {
+					constexpr int N = decltype(n)::value;
+					const int c = wd * CFG::DVW + 8 * N + 2 * t4;
+					if (c < p.head_dim_v)
+						*(float2 *)(vp + c) = make_float2(dv[M][N][2 * H], dv[M][N][2 * H + 1]);
+				});
+			}
+		});
+		return;
+	}
+	static_for<2 * MT>([&](auto hf) {
+		constexpr int M = decltype(hf)::value / 2, H = decltype(hf)::value % 2;
+		const int kl = kr0 + 16 * M + g + 8 * H;
 		if (kl < nk) {
 			uint16_t *krow = a.dk + fa_k_offset(&p, a.cu_k, b, j0 + kl, hk);
 			uint16_t *vrow = a.dv + fa_v_offset(&p, a.cu_k, b, j0 + kl, hk);
@@ -404,14 +477,14 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 				const int c = wd * CFG::DKW + 8 * N + 2 * t4;
 				if (c < p.head_dim)
 					*(uint32_t *)(krow + c) = fa_mma::fa_mma_pack2<T>(
-						p.scale * dk[N][2 * H], p.scale * dk[N][2 * H + 1]);
+						p.scale * dk[M][N][2 * H], p.scale * dk[M][N][2 * H + 1]);
 			});
 			static_for<CFG::DVW / 8>([&](auto n) {
 				constexpr int N = decltype(n)::value;
 				const int c = wd * CFG::DVW + 8 * N + 2 * t4;
 				if (c < p.head_dim_v)
 					*(uint32_t *)(vrow + c) =
-						fa_mma::fa_mma_pack2<T>(dv[N][2 * H], dv[N][2 * H + 1]);
+						fa_mma::fa_mma_pack2<T>(dv[M][N][2 * H], dv[M][N][2 * H + 1]);
 			});
 		}
 	});
@@ -458,6 +531,28 @@ __global__ void __launch_bounds__(256)
 		     p.scale * s);
 }
 
+/* 4. split with a group: dK = scale x, dV = the sum of the group's
+ * partials in head order (the same bits every run), one thread per element
+ * of [total_k][kv_heads][width] for tensor t (FA_TENSOR_DK or _DV). */
+template <int DT>
+__global__ void __launch_bounds__(256)
+	kv_sum_kernel(const struct fa_problem p, const float *__restrict__ part, int width, int t,
+		      float mul, void *out)
+{
+	const int64_t n = (int64_t)p.total_k * p.kv_heads * width;
+	const int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x;
+	if (e >= n)
+		return;
+	const int group = p.heads / p.kv_heads;
+	const int64_t row = e / width;
+	const int c = (int)(e - row * width);
+	float s = 0.f;
+	for (int k = 0; k < group; k++)
+		s += part[(int64_t)k * n + e];
+	fa_store_f32(out, DT, fa_tensor_offset(&p, t, row / p.kv_heads, (int)(row % p.kv_heads)) + c,
+		     mul * s);
+}
+
 /* The instances. */
 using cfg64 = config<64, 64, 64, 4, 2, 2>;
 using cfg80 = config<80, 80, 64, 4, 1, 2>;
@@ -465,6 +560,13 @@ using cfg96 = config<96, 96, 64, 4, 2, 2>;
 using cfg128 = config<128, 128, 64, 4, 2, 2>;
 using cfg192 = config<192, 128, 64, 4, 2, 1>;
 using cfg256 = config<256, 256, 64, 2, 4, 1>;
+/* tile=1 (wide): 128 keys, 8 warps of 16 keys x every column; tile=2
+ * (tall, FlashAttention-2's layout): 128 keys, 8 warps of 32 keys x half the
+ * columns (score step: 32 keys x 32 queries). One CTA per SM. */
+using cfg64w = config<64, 64, 64, 8, 1, 1>;
+using cfg128w = config<128, 128, 64, 8, 1, 1>;
+using cfg64t = config<64, 64, 64, 4, 2, 1, 2>;
+using cfg128t = config<128, 128, 64, 4, 2, 1, 2>;
 
 /* The instance of head sizes (d, dv): its id (1..6), 0 when none. */
 int instance_of(int d, int dv)
@@ -484,9 +586,22 @@ int instance_of(int d, int dv)
 	return 0;
 }
 
+/* The id of instance inst's tile variant (1 wide: 7, 8; 2 tall: 9, 10),
+ * or inst itself where there is none. */
+int tile_of(int inst, int tile)
+{
+	if (inst != 1 && inst != 4)
+		return inst;
+	return tile == 1 ? (inst == 1 ? 7 : 8) : tile == 2 ? (inst == 1 ? 9 : 10) : inst;
+}
+
 int smem_of(int inst)
 {
 	switch (inst) {
+	case 7: return cfg64w::SMEM_BYTES;
+	case 8: return cfg128w::SMEM_BYTES;
+	case 9: return cfg64t::SMEM_BYTES;
+	case 10: return cfg128t::SMEM_BYTES;
 	case 1: return cfg64::SMEM_BYTES;
 	case 2: return cfg80::SMEM_BYTES;
 	case 3: return cfg96::SMEM_BYTES;
@@ -505,6 +620,10 @@ int bn_of(int inst)
 	case 3: return cfg96::BN;
 	case 4: return cfg128::BN;
 	case 5: return cfg192::BN;
+	case 7: return cfg64w::BN;
+	case 8: return cfg128w::BN;
+	case 9: return cfg64t::BN;
+	case 10: return cfg128t::BN;
 	default: return cfg256::BN;
 	}
 }
@@ -516,9 +635,22 @@ size_t align256(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-size_t dq_parts(const struct fa_problem *p, const int32_t *params)
+/* The instance that runs p under params. */
+int instance_for(const struct fa_problem *p, const int32_t *params)
 {
 	const int inst = instance_of(p->head_dim, p->head_dim_v);
+	return params ? tile_of(inst, params[PARAM_TILE]) : inst;
+}
+
+/* 1 when the group's heads run in their own CTAs with fp32 dK/dV partials. */
+int split_of(const struct fa_problem *p, const int32_t *params)
+{
+	return params && params[PARAM_SPLIT] && p->kv_heads > 0 && p->heads > p->kv_heads;
+}
+
+size_t dq_parts(const struct fa_problem *p, const int32_t *params)
+{
+	const int inst = instance_for(p, params);
 	const int det = params ? params[PARAM_DQ] : 0;
 	if (!inst || !det)
 		return 1;
@@ -533,8 +665,8 @@ cudaError_t launch_main(const args &x, cudaStream_t st)
 		bwd_kernel<CFG, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, CFG::SMEM_BYTES);
 	if (attr != cudaSuccess)
 		return attr;
-	const dim3 grid((unsigned)((x.p.kv_len + CFG::BN - 1) / CFG::BN), (unsigned)x.p.kv_heads,
-			(unsigned)x.p.batch);
+	const dim3 grid((unsigned)((x.p.kv_len + CFG::BN - 1) / CFG::BN),
+			(unsigned)(x.split ? x.p.heads : x.p.kv_heads), (unsigned)x.p.batch);
 	if (grid.x > 0 && grid.z > 0)
 		bwd_kernel<CFG, T><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(x);
 	return cudaGetLastError();
@@ -549,12 +681,16 @@ cudaError_t launch_inst(int inst, const args &x, cudaStream_t st)
 	case 3: return launch_main<cfg96, T>(x, st);
 	case 4: return launch_main<cfg128, T>(x, st);
 	case 5: return launch_main<cfg192, T>(x, st);
+	case 7: return launch_main<cfg64w, T>(x, st);
+	case 8: return launch_main<cfg128w, T>(x, st);
+	case 9: return launch_main<cfg64t, T>(x, st);
+	case 10: return launch_main<cfg128t, T>(x, st);
 	default: return launch_main<cfg256, T>(x, st);
 	}
 }
 
 template <int DT>
-cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
+cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det, int split)
 {
 	const struct fa_problem *p = a->p;
 	cudaStream_t st = fa_cuda_stream_of(a);
@@ -563,6 +699,9 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
 	float *delta = (float *)a->workspace;
 	float *acc = (float *)((char *)a->workspace + align256(sizeof(float) * (size_t)rows));
 	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim * parts;
+	float *dk_part = (float *)((char *)acc + align256(acc_bytes));
+	float *dv_part = dk_part + (size_t)(p->heads / (p->kv_heads > 0 ? p->kv_heads : 1)) *
+					   (size_t)p->total_k * (size_t)p->kv_heads * (size_t)p->head_dim;
 	if (rows > 0) {
 		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
 		if (e != cudaSuccess)
@@ -581,6 +720,10 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
 	x.dv = (uint16_t *)a->dv;
 	x.dq_acc = acc;
 	x.det = det;
+	x.split = split;
+	x.hpc = split ? 1 : p->heads / (p->kv_heads > 0 ? p->kv_heads : 1);
+	x.dk_part = dk_part;
+	x.dv_part = dv_part;
 	x.dq_rows = rows;
 	x.cu_q = a->cu_seqlens_q;
 	x.cu_k = a->cu_seqlens_k;
@@ -592,6 +735,15 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
 	const int64_t n = rows * p->head_dim;
 	if (n > 0)
 		dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, (int)parts, a->dq);
+	if (split) {
+		const int64_t kr = (int64_t)p->total_k * p->kv_heads;
+		if (kr * p->head_dim > 0)
+			kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim + 255) / 256), 256, 0, st>>>(
+				*p, dk_part, p->head_dim, FA_TENSOR_DK, p->scale, a->dk);
+		if (kr * p->head_dim_v > 0)
+			kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim_v + 255) / 256), 256, 0, st>>>(
+				*p, dv_part, p->head_dim_v, FA_TENSOR_DV, 1.f, a->dv);
+	}
 	return cudaGetLastError();
 }
 
@@ -600,12 +752,23 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det)
 using namespace fa_bwd_mma;
 
 static const int32_t dq_allowed[] = {0, 1};
+static const int32_t tile_allowed[] = {0, 1, 2};
+static const int32_t split_allowed[] = {0, 1};
 extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD_MMA_N_PARAMS] = {
 	{"dq", 0, dq_allowed, 2, 0, 1,
 	 "dQ accumulation: 0 = fp32 atomics into one accumulator (fast; the sum order varies "
 	 "from run to run) | 1 = deterministic: each key block stores its own fp32 partial, "
 	 "summed in block order by a second kernel (bit-identical runs; workspace key blocks x "
 	 "dQ in fp32)"},
+	{"tile", 0, tile_allowed, 3, 0, 2,
+	 "key block of head sizes 64 and 128 (others keep theirs): 0 = 64 keys, 8 warps of 16 "
+	 "keys x half the columns, two CTAs per SM | 1 = 128 keys, 8 warps of 16 keys x every "
+	 "column | 2 = 128 keys, 8 warps of 32 keys x half the columns (FlashAttention-2's); "
+	 "1 and 2: one CTA per SM, half the dQ accumulations and Q/dO reads of 0"},
+	{"split", 0, split_allowed, 2, 0, 1,
+	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
+	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "
+	 "last kernel (workspace group x dK and dV in fp32; the same bits every run)"},
 };
 
 extern "C" int fa_cuda_flash_bwd_mma_supports(const struct fa_problem *p, char *why,
@@ -640,8 +803,12 @@ extern "C" size_t fa_cuda_flash_bwd_mma_workspace_bytes(const struct fa_problem 
 							const int32_t *params)
 {
 	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
-	return align256(sizeof(float) * rows) +
-	       sizeof(float) * rows * (size_t)p->head_dim * dq_parts(p, params);
+	size_t n = align256(sizeof(float) * rows) +
+		   align256(sizeof(float) * rows * (size_t)p->head_dim * dq_parts(p, params));
+	if (split_of(p, params))
+		n += sizeof(float) * (size_t)p->heads * (size_t)p->total_k *
+		     (size_t)(p->head_dim + p->head_dim_v);
+	return n;
 }
 
 extern "C" int fa_cuda_flash_bwd_mma_launch(const struct fa_launch_args *a)
@@ -656,10 +823,11 @@ extern "C" int fa_cuda_flash_bwd_mma_launch(const struct fa_launch_args *a)
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->d_o |
 	     (uintptr_t)a->dk | (uintptr_t)a->dv) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* 16-byte copies */
-	const int inst = instance_of(p->head_dim, p->head_dim_v);
+	const int inst = instance_for(p, a->params);
 	const int det = a->params ? a->params[PARAM_DQ] : 0;
+	const int split = split_of(p, a->params);
 	(void)cudaGetLastError(); /* report this launch's error, not an older one */
 	if (p->dtype == FA_DTYPE_BF16)
-		return (int)launch_typed<FA_DTYPE_BF16>(a, inst, det);
-	return (int)launch_typed<FA_DTYPE_FP16>(a, inst, det);
+		return (int)launch_typed<FA_DTYPE_BF16>(a, inst, det, split);
+	return (int)launch_typed<FA_DTYPE_FP16>(a, inst, det, split);
 }

@@ -599,8 +599,8 @@ FA_TEST(cuda, flash_bwd_mma_det_bit_identical)
 		  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], det, FA_RULE_FA, 1);
 }
 
-/* tile=1 and tile=2 (the 128-key instances of head sizes 64 and 128; the
- * others keep theirs) and split=1 (a CTA per query head, dK/dV partials
+/* tile=1 and tile=2 (the 128-key instances of head sizes 64, 72/80 and
+ * 128; the others keep theirs) and split=1 (a CTA per query head, dK/dV partials
  * summed after), with both dq modes: the same check, and under dq=det the
  * same bits twice (split's sum runs in head order). */
 FA_TEST(cuda, flash_bwd_mma_tiles_and_split)

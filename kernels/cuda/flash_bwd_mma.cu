@@ -52,9 +52,17 @@ constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
 constexpr int PARAM_TILE = 1;  /* 0 the instance's, 1 wide, 2 tall (where instantiated) */
 constexpr int PARAM_SPLIT = 2; /* 0 a CTA per kv head, 1 a CTA per query head */
 
+/* First 16-column group of slice s when x columns (a multiple of 16) are cut
+ * into ns slices of whole groups (80 in 2: 32 and 48 columns). */
+constexpr int slo(int x, int ns, int s)
+{
+	return s * (x / 16) / ns;
+}
+
 /* One instance's shape: D, DV the computed head sizes (multiples of 16), BM
- * query rows per step, NWK x NWD warps (BN = 16 NWK keys per CTA; NWD
- * query slices in the score step, column slices in the dK/dV step). */
+ * query rows per step, NWK x NWD warps (BN = 16 MT NWK keys per CTA; NWD
+ * query slices in the score step, column slices in the dK/dV step); the
+ * column slices are whole 16-column groups (slo), DKW, DVW, DQW the widest. */
 template <int D_, int DV_, int BM_, int NWK_, int NWD_, int MINB_, int MT_ = 1>
 struct config {
 	static constexpr int D = D_, DV = DV_, BM = BM_, NWK = NWK_, NWD = NWD_, MINB = MINB_;
@@ -62,13 +70,13 @@ struct config {
 	static constexpr int BN = 16 * MT * NWK;
 	static constexpr int NW = NWK * NWD, NT = 32 * NW;
 	static constexpr int QW = BM / NWD;   /* queries per warp, score step */
-	static constexpr int DKW = D / NWD;   /* dK columns per warp */
-	static constexpr int DVW = DV / NWD;  /* dV columns per warp */
+	static constexpr int DKW = 16 * ((D / 16 + NWD - 1) / NWD);  /* dK columns per warp */
+	static constexpr int DVW = 16 * ((DV / 16 + NWD - 1) / NWD); /* dV columns per warp */
 	static constexpr int NQR = BM / 16;   /* 16-row groups of the dQ step */
 	static constexpr int NQD = NW / NQR;  /* column slices of the dQ step */
-	static constexpr int DQW = D / NQD;   /* dQ columns per warp */
-	static_assert(QW % 16 == 0 && DKW % 16 == 0 && DVW % 16 == 0 && DQW % 16 == 0,
-		      "warp slices must be multiples of 16");
+	static constexpr int DQW = 16 * ((D / 16 + NQD - 1) / NQD);  /* dQ columns per warp */
+	static_assert(QW % 16 == 0 && D % 16 == 0 && DV % 16 == 0,
+		      "query slices and head sizes must be multiples of 16");
 	static_assert(NW % NQR == 0, "dQ step: warps must cover the row groups");
 	using TK = tile<BN, D>;
 	using TV = tile<BN, DV>;
@@ -364,20 +372,22 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 					fa_mma::ldsm<C, 16 * M>(ap[M], sP, lp_a);
 					fa_mma::ldsm<C, 16 * M>(ad[M], sDS, lp_a);
 				});
-				static_for<CFG::DVW / 16>([&](auto nd) {
+				constexpr int VL = slo(CFG::DV, CFG::NWD, WD);
+				constexpr int KL = slo(CFG::D, CFG::NWD, WD);
+				static_for<slo(CFG::DV, CFG::NWD, WD + 1) - VL>([&](auto nd) {
 					constexpr int N = decltype(nd)::value;
 					uint32_t bf[4];
-					fa_mma::ldsm_t<WD * CFG::DVW / 8 + 2 * N, 8 * C>(bf, sO, lo_t);
+					fa_mma::ldsm_t<2 * (VL + N), 8 * C>(bf, sO, lo_t);
 					static_for<MT>([&](auto m) {
 						constexpr int M = decltype(m)::value;
 						fa_mma::fa_mma_16816<T>(dv[M][2 * N], ap[M], bf[0], bf[1]);
 						fa_mma::fa_mma_16816<T>(dv[M][2 * N + 1], ap[M], bf[2], bf[3]);
 					});
 				});
-				static_for<CFG::DKW / 16>([&](auto nd) {
+				static_for<slo(CFG::D, CFG::NWD, WD + 1) - KL>([&](auto nd) {
 					constexpr int N = decltype(nd)::value;
 					uint32_t bf[4];
-					fa_mma::ldsm_t<WD * CFG::DKW / 8 + 2 * N, 8 * C>(bf, sQ, lq_t);
+					fa_mma::ldsm_t<2 * (KL + N), 8 * C>(bf, sQ, lq_t);
 					static_for<MT>([&](auto m) {
 						constexpr int M = decltype(m)::value;
 						fa_mma::fa_mma_16816<T>(dk[M][2 * N], ad[M], bf[0], bf[1]);
@@ -404,10 +414,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 					uint32_t af[4];
 					/* TP is one full panel: rows K0.. are K0 x 128 bytes on */
 					fa_mma::fa_mma_ldsm_x4_trans<K0 * 128>(af, ds_a);
-					static_for<CFG::DQW / 16>([&](auto nd) {
+					constexpr int QL = slo(CFG::D, CFG::NQD, QD);
+					static_for<slo(CFG::D, CFG::NQD, QD + 1) - QL>([&](auto nd) {
 						constexpr int N = decltype(nd)::value;
 						uint32_t bf[4];
-						fa_mma::ldsm_t<QD * CFG::DQW / 8 + 2 * N, K0>(bf, sK, lk_t);
+						fa_mma::ldsm_t<2 * (QL + N), K0>(bf, sK, lk_t);
 						fa_mma::fa_mma_16816<T>(dq[2 * N], af, bf[0], bf[1]);
 						fa_mma::fa_mma_16816<T>(dq[2 * N + 1], af, bf[2], bf[3]);
 					});
@@ -421,8 +432,8 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 					float *row = dst + ((t0 + i) * p.heads + h) * (int64_t)p.head_dim;
 					static_for<CFG::DQW / 8>([&](auto n) {
 						constexpr int N = decltype(n)::value;
-						const int c = qd * CFG::DQW + 8 * N + 2 * t4;
-						if (c < p.head_dim) {
+						const int c = 16 * slo(CFG::D, CFG::NQD, qd) + 8 * N + 2 * t4;
+						if (c < 16 * slo(CFG::D, CFG::NQD, qd + 1) && c < p.head_dim) {
 							if (a.det) {
 								row[c] = dq[N][2 * H];
 								row[c + 1] = dq[N][2 * H + 1];
@@ -452,14 +463,14 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 				float *vp = a.dv_part + row * p.head_dim_v;
 				static_for<CFG::DKW / 8>([&](auto n) {
 					constexpr int N = decltype(n)::value;
-					const int c = wd * CFG::DKW + 8 * N + 2 * t4;
-					if (c < p.head_dim)
+					const int c = 16 * slo(CFG::D, CFG::NWD, wd) + 8 * N + 2 * t4;
+					if (c < 16 * slo(CFG::D, CFG::NWD, wd + 1) && c < p.head_dim)
 						*(float2 *)(kp + c) = make_float2(dk[M][N][2 * H], dk[M][N][2 * H + 1]);
 				});
 				static_for<CFG::DVW / 8>([&](auto n) {
 					constexpr int N = decltype(n)::value;
-					const int c = wd * CFG::DVW + 8 * N + 2 * t4;
-					if (c < p.head_dim_v)
+					const int c = 16 * slo(CFG::DV, CFG::NWD, wd) + 8 * N + 2 * t4;
+					if (c < 16 * slo(CFG::DV, CFG::NWD, wd + 1) && c < p.head_dim_v)
 						*(float2 *)(vp + c) = make_float2(dv[M][N][2 * H], dv[M][N][2 * H + 1]);
 				});
 			}
@@ -474,15 +485,15 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 			uint16_t *vrow = a.dv + fa_v_offset(&p, a.cu_k, b, j0 + kl, hk);
 			static_for<CFG::DKW / 8>([&](auto n) {
 				constexpr int N = decltype(n)::value;
-				const int c = wd * CFG::DKW + 8 * N + 2 * t4;
-				if (c < p.head_dim)
+				const int c = 16 * slo(CFG::D, CFG::NWD, wd) + 8 * N + 2 * t4;
+				if (c < 16 * slo(CFG::D, CFG::NWD, wd + 1) && c < p.head_dim)
 					*(uint32_t *)(krow + c) = fa_mma::fa_mma_pack2<T>(
 						p.scale * dk[M][N][2 * H], p.scale * dk[M][N][2 * H + 1]);
 			});
 			static_for<CFG::DVW / 8>([&](auto n) {
 				constexpr int N = decltype(n)::value;
-				const int c = wd * CFG::DVW + 8 * N + 2 * t4;
-				if (c < p.head_dim_v)
+				const int c = 16 * slo(CFG::DV, CFG::NWD, wd) + 8 * N + 2 * t4;
+				if (c < 16 * slo(CFG::DV, CFG::NWD, wd + 1) && c < p.head_dim_v)
 					*(uint32_t *)(vrow + c) =
 						fa_mma::fa_mma_pack2<T>(dv[M][N][2 * H], dv[M][N][2 * H + 1]);
 			});
@@ -567,6 +578,8 @@ using cfg64w = config<64, 64, 64, 8, 1, 1>;
 using cfg128w = config<128, 128, 64, 8, 1, 1>;
 using cfg64t = config<64, 64, 64, 4, 2, 1, 2>;
 using cfg128t = config<128, 128, 64, 4, 2, 1, 2>;
+using cfg80w = config<80, 80, 64, 8, 1, 1>;    /* dQ: column slices of 32 and 48 */
+using cfg80t = config<80, 80, 64, 4, 2, 1, 2>; /* dK/dV, dQ: 32 and 48 */
 
 /* The instance of head sizes (d, dv): its id (1..6), 0 when none. */
 int instance_of(int d, int dv)
@@ -586,13 +599,14 @@ int instance_of(int d, int dv)
 	return 0;
 }
 
-/* The id of instance inst's tile variant (1 wide: 7, 8; 2 tall: 9, 10),
- * or inst itself where there is none. */
+/* The id of instance inst's tile variant (64, 128, 80: wide 7, 8, 11;
+ * tall 9, 10, 12), or inst itself where there is none. */
 int tile_of(int inst, int tile)
 {
-	if (inst != 1 && inst != 4)
+	static const int wide[] = {0, 7, 11, 3, 8, 5, 6}, tall[] = {0, 9, 12, 3, 10, 5, 6};
+	if (inst < 1 || inst > 6)
 		return inst;
-	return tile == 1 ? (inst == 1 ? 7 : 8) : tile == 2 ? (inst == 1 ? 9 : 10) : inst;
+	return tile == 1 ? wide[inst] : tile == 2 ? tall[inst] : inst;
 }
 
 int smem_of(int inst)
@@ -602,6 +616,8 @@ int smem_of(int inst)
 	case 8: return cfg128w::SMEM_BYTES;
 	case 9: return cfg64t::SMEM_BYTES;
 	case 10: return cfg128t::SMEM_BYTES;
+	case 11: return cfg80w::SMEM_BYTES;
+	case 12: return cfg80t::SMEM_BYTES;
 	case 1: return cfg64::SMEM_BYTES;
 	case 2: return cfg80::SMEM_BYTES;
 	case 3: return cfg96::SMEM_BYTES;
@@ -624,6 +640,8 @@ int bn_of(int inst)
 	case 8: return cfg128w::BN;
 	case 9: return cfg64t::BN;
 	case 10: return cfg128t::BN;
+	case 11: return cfg80w::BN;
+	case 12: return cfg80t::BN;
 	default: return cfg256::BN;
 	}
 }
@@ -685,6 +703,8 @@ cudaError_t launch_inst(int inst, const args &x, cudaStream_t st)
 	case 8: return launch_main<cfg128w, T>(x, st);
 	case 9: return launch_main<cfg64t, T>(x, st);
 	case 10: return launch_main<cfg128t, T>(x, st);
+	case 11: return launch_main<cfg80w, T>(x, st);
+	case 12: return launch_main<cfg80t, T>(x, st);
 	default: return launch_main<cfg256, T>(x, st);
 	}
 }
@@ -761,10 +781,11 @@ extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD
 	 "summed in block order by a second kernel (bit-identical runs; workspace key blocks x "
 	 "dQ in fp32)"},
 	{"tile", 0, tile_allowed, 3, 0, 2,
-	 "key block of head sizes 64 and 128 (others keep theirs): 0 = 64 keys, 8 warps of 16 "
-	 "keys x half the columns, two CTAs per SM | 1 = 128 keys, 8 warps of 16 keys x every "
-	 "column | 2 = 128 keys, 8 warps of 32 keys x half the columns (FlashAttention-2's); "
-	 "1 and 2: one CTA per SM, half the dQ accumulations and Q/dO reads of 0"},
+	 "key block of head sizes 64, 72/80 and 128 (others keep theirs): 0 = 64 keys, two CTAs "
+	 "per SM (64, 128: 8 warps of 16 keys x half the columns; 72/80: 4 warps of 16 keys x "
+	 "every column) | 1 = 128 keys, 8 warps of 16 keys x every column | 2 = 128 keys, 8 "
+	 "warps of 32 keys x half the columns (FlashAttention-2's); 1 and 2: one CTA per SM, "
+	 "half the dQ accumulations and Q/dO reads of 0"},
 	{"split", 0, split_allowed, 2, 0, 1,
 	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
 	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "

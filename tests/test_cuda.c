@@ -594,19 +594,19 @@ FA_TEST(cuda, flash_bwd_mma_matches_reference)
 /* dq=det: the same check, and two launches give the same bits. */
 FA_TEST(cuda, flash_bwd_mma_det_bit_identical)
 {
-	static const int32_t det[] = {1, 0, 0};
+	static const int32_t det[] = {1, 128, 0};
 	check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
 		  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], det, FA_RULE_FA, 1);
 }
 
-/* tile=1 and tile=2 (the 128-key instances of head sizes 64, 72/80 and
- * 128; the others keep theirs) and split=1 (a CTA per query head, dK/dV partials
+/* bn=64 (the 64-key instances of head sizes 64, 72/80 and 128; the others
+ * have only theirs) and split=1 (a CTA per query head, dK/dV partials
  * summed after), with both dq modes: the same check, and under dq=det the
  * same bits twice (split's sum runs in head order). */
-FA_TEST(cuda, flash_bwd_mma_tiles_and_split)
+FA_TEST(cuda, flash_bwd_mma_bn64_and_split)
 {
-	static const int32_t v[][3] = {{0, 1, 0}, {1, 1, 0}, {0, 2, 0}, {1, 2, 0},
-				       {0, 0, 1}, {1, 0, 1}, {1, 2, 1}};
+	static const int32_t v[][3] = {{0, 64, 0}, {1, 64, 0}, {0, 128, 1},
+				       {1, 128, 1}, {1, 64, 1}};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
 			  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], v[i], FA_RULE_FA,

@@ -49,7 +49,7 @@ using fa_mma::tile;
 
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
-constexpr int PARAM_TILE = 1;  /* 0 the instance's, 1 wide, 2 tall (where instantiated) */
+constexpr int PARAM_BN = 1;    /* keys per CTA of head sizes 64, 72/80, 128: 64 or 128 */
 constexpr int PARAM_SPLIT = 2; /* 0 a CTA per kv head, 1 a CTA per query head */
 
 /* First 16-column group of slice s when x columns (a multiple of 16) are cut
@@ -176,11 +176,16 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	const struct fa_problem &p = a.p;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int g = lane >> 2, t4 = lane & 3;
-	const int b = blockIdx.z, kb = blockIdx.x;
+	/* the grid is (key blocks, heads, batch), but the blocks of one sequence
+	 * are taken in key-block-major order, so every head's first key blocks
+	 * (under a causal mask, the ones that see the most query rows) start
+	 * first and the short ones fill the tail */
+	const int lin = (int)(blockIdx.x + gridDim.x * blockIdx.y);
+	const int b = blockIdx.z, kb = lin / (int)gridDim.y, hy = lin - kb * (int)gridDim.y;
 	const int group = p.heads / p.kv_heads;
-	/* split: this CTA's query head alone (blockIdx.y), its dK and dV an fp32
+	/* split: this CTA's query head alone (hy), its dK and dV an fp32
 	 * partial of the group's sum; else the kv head's whole group */
-	const int hq0 = (int)blockIdx.y * a.hpc, hk = hq0 / group;
+	const int hq0 = hy * a.hpc, hk = hq0 / group;
 	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
 	const int j0 = kb * BN;
 	if (j0 >= lk)
@@ -571,15 +576,11 @@ using cfg96 = config<96, 96, 64, 4, 2, 2>;
 using cfg128 = config<128, 128, 64, 4, 2, 2>;
 using cfg192 = config<192, 128, 64, 4, 2, 1>;
 using cfg256 = config<256, 256, 64, 2, 4, 1>;
-/* tile=1 (wide): 128 keys, 8 warps of 16 keys x every column; tile=2
- * (tall, FlashAttention-2's layout): 128 keys, 8 warps of 32 keys x half the
- * columns (score step: 32 keys x 32 queries). One CTA per SM. */
-using cfg64w = config<64, 64, 64, 8, 1, 1>;
-using cfg128w = config<128, 128, 64, 8, 1, 1>;
+/* bn=128, FlashAttention-2's layout: 128 keys, 8 warps of 32 keys x half
+ * the columns (score step: 32 keys x 32 queries), one CTA per SM. */
 using cfg64t = config<64, 64, 64, 4, 2, 1, 2>;
 using cfg128t = config<128, 128, 64, 4, 2, 1, 2>;
-using cfg80w = config<80, 80, 64, 8, 1, 1>;    /* dQ: column slices of 32 and 48 */
-using cfg80t = config<80, 80, 64, 4, 2, 1, 2>; /* dK/dV, dQ: 32 and 48 */
+using cfg80t = config<80, 80, 64, 4, 2, 1, 2>; /* dK/dV, dQ: slices of 32 and 48 */
 
 /* The instance of head sizes (d, dv): its id (1..6), 0 when none. */
 int instance_of(int d, int dv)
@@ -599,25 +600,19 @@ int instance_of(int d, int dv)
 	return 0;
 }
 
-/* The id of instance inst's tile variant (64, 128, 80: wide 7, 8, 11;
- * tall 9, 10, 12), or inst itself where there is none. */
-int tile_of(int inst, int tile)
+/* The 128-key instance of instance inst (64: 7, 72/80: 9, 128: 8), or inst
+ * itself where there is none. */
+int wide_of(int inst)
 {
-	static const int wide[] = {0, 7, 11, 3, 8, 5, 6}, tall[] = {0, 9, 12, 3, 10, 5, 6};
-	if (inst < 1 || inst > 6)
-		return inst;
-	return tile == 1 ? wide[inst] : tile == 2 ? tall[inst] : inst;
+	return inst == 1 ? 7 : inst == 2 ? 9 : inst == 4 ? 8 : inst;
 }
 
 int smem_of(int inst)
 {
 	switch (inst) {
-	case 7: return cfg64w::SMEM_BYTES;
-	case 8: return cfg128w::SMEM_BYTES;
-	case 9: return cfg64t::SMEM_BYTES;
-	case 10: return cfg128t::SMEM_BYTES;
-	case 11: return cfg80w::SMEM_BYTES;
-	case 12: return cfg80t::SMEM_BYTES;
+	case 7: return cfg64t::SMEM_BYTES;
+	case 8: return cfg128t::SMEM_BYTES;
+	case 9: return cfg80t::SMEM_BYTES;
 	case 1: return cfg64::SMEM_BYTES;
 	case 2: return cfg80::SMEM_BYTES;
 	case 3: return cfg96::SMEM_BYTES;
@@ -636,12 +631,9 @@ int bn_of(int inst)
 	case 3: return cfg96::BN;
 	case 4: return cfg128::BN;
 	case 5: return cfg192::BN;
-	case 7: return cfg64w::BN;
-	case 8: return cfg128w::BN;
-	case 9: return cfg64t::BN;
-	case 10: return cfg128t::BN;
-	case 11: return cfg80w::BN;
-	case 12: return cfg80t::BN;
+	case 7: return cfg64t::BN;
+	case 8: return cfg128t::BN;
+	case 9: return cfg80t::BN;
 	default: return cfg256::BN;
 	}
 }
@@ -653,11 +645,29 @@ size_t align256(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The instance that runs p under params. */
+/* Dynamic shared memory a block may opt in to on the current device (0
+ * when the runtime cannot say). */
+int device_smem_optin()
+{
+	int dev = 0, v = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+		return 0;
+	return v;
+}
+
+/* The instance that runs p under params: bn=128 (the default) takes the
+ * 128-key instance where there is one and the device gives a block its
+ * shared memory (161 KB at head size 128; sm_86/89 give 99 KB), else the
+ * 64-key one. */
 int instance_for(const struct fa_problem *p, const int32_t *params)
 {
 	const int inst = instance_of(p->head_dim, p->head_dim_v);
-	return params ? tile_of(inst, params[PARAM_TILE]) : inst;
+	const int bn = params ? params[PARAM_BN] : 128;
+	const int w = wide_of(inst);
+	if (bn != 128 || w == inst || smem_of(w) > device_smem_optin())
+		return inst;
+	return w;
 }
 
 /* 1 when the group's heads run in their own CTAs with fp32 dK/dV partials. */
@@ -699,12 +709,9 @@ cudaError_t launch_inst(int inst, const args &x, cudaStream_t st)
 	case 3: return launch_main<cfg96, T>(x, st);
 	case 4: return launch_main<cfg128, T>(x, st);
 	case 5: return launch_main<cfg192, T>(x, st);
-	case 7: return launch_main<cfg64w, T>(x, st);
-	case 8: return launch_main<cfg128w, T>(x, st);
-	case 9: return launch_main<cfg64t, T>(x, st);
-	case 10: return launch_main<cfg128t, T>(x, st);
-	case 11: return launch_main<cfg80w, T>(x, st);
-	case 12: return launch_main<cfg80t, T>(x, st);
+	case 7: return launch_main<cfg64t, T>(x, st);
+	case 8: return launch_main<cfg128t, T>(x, st);
+	case 9: return launch_main<cfg80t, T>(x, st);
 	default: return launch_main<cfg256, T>(x, st);
 	}
 }
@@ -772,7 +779,7 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det, int 
 using namespace fa_bwd_mma;
 
 static const int32_t dq_allowed[] = {0, 1};
-static const int32_t tile_allowed[] = {0, 1, 2};
+static const int32_t bn_allowed[] = {64, 128};
 static const int32_t split_allowed[] = {0, 1};
 extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD_MMA_N_PARAMS] = {
 	{"dq", 0, dq_allowed, 2, 0, 1,
@@ -780,12 +787,11 @@ extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD
 	 "from run to run) | 1 = deterministic: each key block stores its own fp32 partial, "
 	 "summed in block order by a second kernel (bit-identical runs; workspace key blocks x "
 	 "dQ in fp32)"},
-	{"tile", 0, tile_allowed, 3, 0, 2,
-	 "key block of head sizes 64, 72/80 and 128 (others keep theirs): 0 = 64 keys, two CTAs "
-	 "per SM (64, 128: 8 warps of 16 keys x half the columns; 72/80: 4 warps of 16 keys x "
-	 "every column) | 1 = 128 keys, 8 warps of 16 keys x every column | 2 = 128 keys, 8 "
-	 "warps of 32 keys x half the columns (FlashAttention-2's); 1 and 2: one CTA per SM, "
-	 "half the dQ accumulations and Q/dO reads of 0"},
+	{"bn", 128, bn_allowed, 2, 64, 128,
+	 "keys per CTA at head sizes 64, 72/80 and 128 (others keep theirs): 128 = "
+	 "FlashAttention-2's layout, 8 warps of 32 keys x half the columns, one CTA per SM "
+	 "(64 where the device gives a block less shared memory: 161 KB at head size 128) | "
+	 "64 = 16-key warps, two CTAs per SM (twice the dQ accumulations and Q/dO reads)"},
 	{"split", 0, split_allowed, 2, 0, 1,
 	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
 	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "

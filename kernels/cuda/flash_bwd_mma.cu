@@ -8,30 +8,36 @@
  *   1. delta: D_i = rowsum(dO_i * O_i) in fp32, one warp per query row,
  *      into the workspace (the dQ accumulator is cleared beside it).
  *   2. the main kernel: one CTA per (key block of BN keys, KV head,
- *      sequence). K and V of the block stay in shared memory; the CTA walks
- *      every query head of the GQA group and, for each, the query blocks of
- *      BM rows that may see a key of the block (fa_cta_rows_for_keys: the
- *      forward's masks seen from the keys), Q, dO, lse and D double-buffered
- *      with cp.async. Per query block:
- *        S^T = K Q^T and dP^T = V dO^T (warp (wk, wd): keys 16 wk.., queries
- *        wd BM/NWD..), P^T = exp2(S^T scale log2e - lse log2e) from the
- *        stored LSE (0 where the mask hides the pair or the row attends no
- *        key: lse = +inf), dS^T = P^T (dP^T - D); P^T and dS^T go to shared
- *        memory in the input type;
+ *      sequence), or per query head under split=1, started in key-block-major
+ *      order. K and V of the block stay in shared memory; the CTA walks
+ *      every query head of the GQA group (or its one) and, for each, the
+ *      query blocks of BM rows that may see a key of the block
+ *      (fa_cta_rows_for_keys: the forward's masks seen from the keys), Q,
+ *      dO, lse and D double-buffered with cp.async. Per query block:
+ *        S^T = K Q^T and dP^T = V dO^T (warp (wk, wd): keys 16 MT wk..,
+ *        queries wd BM/NWD..), P^T = exp2(S^T scale log2e - lse log2e) from
+ *        the stored LSE (0 where the mask hides the pair or the row attends
+ *        no key: lse = +inf), dS^T = P^T (dP^T - D); P^T and dS^T go to
+ *        shared memory in the input type;
  *        dV += P^T dO and dK += dS^T Q in registers (warp (wk, wd): keys 16
- *        wk.., columns wd DV/NWD.. and wd D/NWD..);
+ *        MT wk.., column slice wd of whole 16-column groups);
  *        dQ += dS K (warp: 16 query rows and a column slice) into fp32:
  *        atomics into one accumulator (dq=atomic, the default), or stored
  *        into this key block's own partial (dq=det).
  *      The group's heads are summed inside the CTA, so dK and dV are each
- *      written once, by one CTA, in a fixed order: no race, no atomics.
+ *      written once, by one CTA, in a fixed order: no race, no atomics;
+ *      under split=1 each CTA stores its head's fp32 dK/dV partial.
  *   3. dQ: scale times the accumulator (dq=atomic) or the sum of the key
  *      blocks' partials in block order (dq=det: bit-identical from run to
  *      run), converted to the input type.
+ *   4. split=1 with GQA: dK, dV = the group's partials summed in head order.
  * Head sizes (computed width, key block, warps):
- *   64, 96, 128, 192/128: 64 keys, 8 warps (4 x 16 keys, 2 column halves);
- *   72 and 80: computed as 80 (72's columns 72..79 zero-filled by cp.async),
- *   64 keys, 4 warps; 256: 32 keys, 8 warps (2 x 16 keys, 4 column slices).
+ *   64, 128 and 72/80 (computed as 80, 72's columns 72..79 zero-filled by
+ *   cp.async) under bn=128, the default: 128 keys, 8 warps of 32 keys x
+ *   half the columns (FlashAttention-2's layout), one CTA per SM;
+ *   64, 96, 128, 192/128 (bn=64 for 64 and 128): 64 keys, 8 warps (4 x 16
+ *   keys, 2 column halves); 72/80 under bn=64: 64 keys, 4 warps; 256: 32
+ *   keys, 8 warps (2 x 16 keys, 4 column slices).
  * Query blocks have 64 rows. Rows must be 16-byte aligned (strides multiples
  * of 8 elements); any other head size is refused by supports().
  */

@@ -677,9 +677,50 @@ int instance_for(const struct fa_problem *p, const int32_t *params)
 }
 
 /* 1 when the group's heads run in their own CTAs with fp32 dK/dV partials. */
+/* CTAs of instance inst an SM holds at once (its MINB). */
+int minb_of(int inst)
+{
+	switch (inst) {
+	case 1: return cfg64::MINB;
+	case 2: return cfg80::MINB;
+	case 3: return cfg96::MINB;
+	case 4: return cfg128::MINB;
+	case 5: return cfg192::MINB;
+	case 7: return cfg64t::MINB;
+	case 8: return cfg128t::MINB;
+	case 9: return cfg80t::MINB;
+	default: return cfg256::MINB;
+	}
+}
+
+/* Multiprocessors of the current device (0 when the runtime cannot say). */
+int device_sms()
+{
+	int dev = 0, v = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+		return 0;
+	return v;
+}
+
+/* 1 when the group's heads run in their own CTAs with fp32 dK/dV partials:
+ * split=1 under GQA, or split=2 (auto, the default) under GQA when a CTA
+ * per kv head would leave SMs idle (fewer CTAs than the device holds at
+ * once; the H100 run: 32/8 heads at 2k keys 76 -> 120 TFLOP/s, no gain from
+ * 4k on). */
 int split_of(const struct fa_problem *p, const int32_t *params)
 {
-	return params && params[PARAM_SPLIT] && p->kv_heads > 0 && p->heads > p->kv_heads;
+	const int mode = params ? params[PARAM_SPLIT] : 2;
+	if (!mode || p->kv_heads <= 0 || p->heads <= p->kv_heads)
+		return 0;
+	if (mode == 1)
+		return 1;
+	const int inst = instance_for(p, params);
+	if (!inst)
+		return 0;
+	const int64_t ctas = (int64_t)((p->kv_len + bn_of(inst) - 1) / bn_of(inst)) *
+			     p->kv_heads * p->batch;
+	return ctas < (int64_t)device_sms() * minb_of(inst);
 }
 
 size_t dq_parts(const struct fa_problem *p, const int32_t *params)
@@ -786,7 +827,7 @@ using namespace fa_bwd_mma;
 
 static const int32_t dq_allowed[] = {0, 1};
 static const int32_t bn_allowed[] = {64, 128};
-static const int32_t split_allowed[] = {0, 1};
+static const int32_t split_allowed[] = {0, 1, 2};
 extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD_MMA_N_PARAMS] = {
 	{"dq", 0, dq_allowed, 2, 0, 1,
 	 "dQ accumulation: 0 = fp32 atomics into one accumulator (fast; the sum order varies "
@@ -798,10 +839,11 @@ extern "C" const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD
 	 "FlashAttention-2's layout, 8 warps of 32 keys x half the columns, one CTA per SM "
 	 "(64 where the device gives a block less shared memory: 161 KB at head size 128) | "
 	 "64 = 16-key warps, two CTAs per SM (twice the dQ accumulations and Q/dO reads)"},
-	{"split", 0, split_allowed, 2, 0, 1,
+	{"split", 2, split_allowed, 3, 0, 2,
 	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
 	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "
-	 "last kernel (workspace group x dK and dV in fp32; the same bits every run)"},
+	 "last kernel (workspace group x dK and dV in fp32; the same bits every run) | 2 = "
+	 "auto: 1 where a CTA per kv head would leave SMs idle, else 0"},
 };
 
 extern "C" int fa_cuda_flash_bwd_mma_supports(const struct fa_problem *p, char *why,

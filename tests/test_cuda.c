@@ -594,9 +594,25 @@ FA_TEST(cuda, flash_bwd_mma_matches_reference)
 /* dq=det: the same check, and two launches give the same bits. */
 FA_TEST(cuda, flash_bwd_mma_det_bit_identical)
 {
-	static const int32_t det[] = {1};
+	static const int32_t det[] = {1, 128, 2};
 	check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
 		  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], det, FA_RULE_FA, 1);
+}
+
+/* The tunables other than the defaults (bn=128, split=2: auto, which splits
+ * these small GQA cases; the two tests above run them): bn=64 (the 64-key
+ * instances of head sizes 64, 72/80 and 128; the others have only theirs),
+ * split=1 (a CTA per query head, dK/dV partials summed after) and split=0
+ * (a CTA per kv head), with both dq modes: the same check, and under
+ * dq=det the same bits twice (split's sum runs in head order). */
+FA_TEST(cuda, flash_bwd_mma_bn64_and_split)
+{
+	static const int32_t v[][3] = {{0, 64, 0}, {1, 64, 0}, {0, 128, 1}, {1, 128, 1},
+				       {1, 64, 1},  {0, 128, 0}, {1, 128, 0}};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		check_bwd("cuda_flash_simt", "cuda_flash_bwd_mma", bwd_mma_cases,
+			  sizeof bwd_mma_cases / sizeof bwd_mma_cases[0], v[i], FA_RULE_FA,
+			  v[i][0]);
 }
 
 /* Head sizes without an instance, and fp32, are refused with the reason

@@ -98,8 +98,8 @@ int fa_cuda_flash_bwd_simt_launch(const struct fa_launch_args *a);
 
 /* flash_bwd_mma.cu: the backward on tensor cores (fp16/bf16, head sizes 64,
  * 72, 80, 96, 128, 256 and 192/128), after cuda_flash_simt's forward;
- * tunable dq: 0 atomics, 1 deterministic. */
-#define FA_CUDA_BWD_MMA_N_PARAMS 1
+ * tunables dq (0 atomics, 1 deterministic), tile (key block), split (GQA). */
+#define FA_CUDA_BWD_MMA_N_PARAMS 3
 extern const struct fa_kernel_param fa_cuda_flash_bwd_mma_params[FA_CUDA_BWD_MMA_N_PARAMS];
 int fa_cuda_flash_bwd_mma_supports(const struct fa_problem *p, char *why, size_t why_size);
 size_t fa_cuda_flash_bwd_mma_workspace_bytes(const struct fa_problem *p, const int32_t *params);

@@ -97,20 +97,20 @@ constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
  * P V computes 128 columns of which only the head size's are stored (an n80
  * product would need V in 64-byte swizzle atoms: not done yet). */
 
-/* Keys per K/V tile: 128, but 64 for DV = 256, where the shared memory
- * holds Q (64 KiB) and two stages of K and V (32 KiB each) only with tiles
- * of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
- * thread) beside S and P only when S is 64 x 64 (32 a thread). */
-template <int DV> constexpr int block_n(void)
-{
-	return DV == 256 ? 64 : 128;
-}
-
-template <int DK, int DV> struct layout {
-	static_assert(DK % 16 == 0 && DV % SLAB_COLS == 0, "k-steps of 16, slabs of 64");
-	static constexpr int BN = block_n<DV>();
+/* Keys per K/V tile (BN): 128, but 80 for DV = 256 (FlashAttention-3's
+ * tile), where shared memory holds Q (64 KiB) and two stages of K and V
+ * (40 KiB each) only with tiles of at most 80 keys, and a consumer's
+ * registers hold O (64 x 256 fp32: 128 a thread) beside S and P only when S
+ * is 64 x 80 (40 a thread). 64 (the former tile, tunable kv_tile) is kept
+ * for comparison: S = Q K^T of m64n64k16 reads 4 KiB of shared memory per
+ * 32 clocks of the tensor core, the whole 128 bytes a clock an SM's shared
+ * memory delivers, where m64n80k16 needs 115. */
+template <int DK, int DV, int BN_> struct layout {
+	static_assert(DK % 16 == 0 && DV % 16 == 0, "k-steps and P V widths of 16");
+	static_assert(BN_ % 16 == 0 && BN_ <= 256, "key tiles: k-steps of 16, one TMA box");
+	static constexpr int BN = BN_;
 	static constexpr int QK_SLABS = (DK + SLAB_COLS - 1) / SLAB_COLS;
-	static constexpr int V_SLABS = DV / SLAB_COLS;
+	static constexpr int V_SLABS = (DV + SLAB_COLS - 1) / SLAB_COLS;
 	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
 	static constexpr int Q_TILE = QK_SLABS * Q_SLAB_BYTES;
 	static constexpr int K_TILE = QK_SLABS * KV_SLAB;
@@ -122,6 +122,7 @@ template <int DK, int DV> struct layout {
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
+	static_assert(KV_SLAB % 1024 == 0, "every slab on 1024 bytes");
 };
 
 /* The kernel's arguments besides the three tensor maps. */
@@ -250,6 +251,15 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 #define FA_WG_R64                                                                               \
 	FA_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, " \
 		  "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define FA_WG_R40 FA_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39"
+#define FA_WG_R128                                                                              \
+	FA_WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, " \
+		  "%79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, " \
+		  "%95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, "  \
+		  "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, "  \
+		  "%122, %123, %124, %125, %126, %127"
+#define FA_WG_ACC40(d) FA_WG_ACC32(d, 0), FA_WG_ACC8(d, 32)
+#define FA_WG_ACC128(d) FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32), FA_WG_ACC32(d, 64), FA_WG_ACC32(d, 96)
 
 /* S (64 x 128, fp32) = or += A (64 x 16, shared) * B (16 x 128, shared),
  * both K-major; scale_d 0 overwrites d. */
@@ -265,6 +275,12 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		     " %32, %33, p, 1, 1, 0, 0;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "l"(da), "l"(db), "r"(scale_d))
+#define FA_WG_SS_N80(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %42, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" FA_WG_R40 "},"    \
+		     " %40, %41, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC40(d)                                                             \
+		     : "l"(da), "l"(db), "r"(scale_d))
 template <int N, bool BF16>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
 {
@@ -273,8 +289,13 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 			FA_WG_SS_N128("bf16");
 		else
 			FA_WG_SS_N128("f16");
+	} else if constexpr (N == 80) {
+		if constexpr (BF16)
+			FA_WG_SS_N80("bf16");
+		else
+			FA_WG_SS_N80("f16");
 	} else {
-		static_assert(N == 64, "key tiles: 64 and 128");
+		static_assert(N == 64, "key tiles: 64, 80 and 128");
 		if constexpr (BF16)
 			FA_WG_SS_N64("bf16");
 		else
@@ -296,22 +317,41 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 		     " {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"                               \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+#define FA_WG_RS_N80(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %45, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" FA_WG_R40 "},"    \
+		     " {%40, %41, %42, %43}, %44, p, 1, 1, 1;\n\t}"                               \
+		     : FA_WG_ACC40(d)                                                             \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+#define FA_WG_RS_N256(TY)                                                                      \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %133, 0;\n\t"                         \
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" FA_WG_R128 "},"  \
+		     " {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n\t}"                          \
+		     : FA_WG_ACC128(d)                                                            \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+/* N 80 (head sizes 72 and 80): the second 64-column atom of V is read only
+ * as far as its first 16 columns (the descriptor's LBO still steps a whole
+ * slab); N 256: four atoms, one instruction (A read from registers once). */
 template <int N, bool BF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db)
 {
 	if constexpr (N == 256) {
-		/* two m64n128k16: accumulator registers 0-63 are columns 0-127,
-		 * 64-127 columns 128-255; V's columns 128.. two slabs further */
-		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[0]), a, db);
-		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[64]), a,
-				    db + ((uint64_t)(2 * block_n<256>() * ROW_BYTES) >> 4));
+		if constexpr (BF16)
+			FA_WG_RS_N256("bf16");
+		else
+			FA_WG_RS_N256("f16");
 	} else if constexpr (N == 128) {
 		if constexpr (BF16)
 			FA_WG_RS_N128("bf16");
 		else
 			FA_WG_RS_N128("f16");
+	} else if constexpr (N == 80) {
+		if constexpr (BF16)
+			FA_WG_RS_N80("bf16");
+		else
+			FA_WG_RS_N80("f16");
 	} else {
-		static_assert(N == 64, "P V widths: 64, 128 and 256");
+		static_assert(N == 64, "P V widths: 64, 80, 128 and 256");
 		if constexpr (BF16)
 			FA_WG_RS_N64("bf16");
 		else
@@ -351,10 +391,10 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
-template <int DK, int DV, bool BF16>
-__device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t dq, uint64_t dk)
+template <int DK, int DV, bool BF16, int NS>
+__device__ __forceinline__ void issue_s(float (&s)[NS], uint64_t dq, uint64_t dk)
 {
-	constexpr int BN = block_n<DV>();
+	constexpr int BN = 2 * NS; /* the key tile: S holds BN / 2 a thread */
 #pragma unroll
 	for (int kk = 0; kk < DK / 16; kk++) {
 		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
@@ -365,12 +405,11 @@ __device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t 
 }
 
 /* O += P V for one V stage (dv already at the stage). */
-template <int DV, bool BF16>
-__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[block_n<DV>() / 16][4],
-					 uint64_t dv)
+template <int DV, bool BF16, int KS>
+__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[KS][4], uint64_t dv)
 {
 #pragma unroll
-	for (int kk = 0; kk < block_n<DV>() / 16; kk++) /* 16 keys: 2 core groups further */
+	for (int kk = 0; kk < KS; kk++) /* 16 keys: 2 core groups further */
 		wgmma_rs<DV, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
@@ -446,14 +485,14 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int DK, int DV, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN_, bool BF16, bool OVERLAP>
 __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
 					 uint32_t bar_e)
 {
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN_>;
 	constexpr int BN = L::BN;
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -612,13 +651,13 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int DK, int DV, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN>;
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *smem =
 		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
@@ -700,7 +739,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		consumer<DK, DV, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+		consumer<DK, DV, BN, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
 					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
 					   bar_e);
 	}
@@ -741,10 +780,11 @@ encode_tiled_fn encode_tiled(void)
 	return fn;
 }
 
-/* The instances, one per (head_dim, head_dim_v) served. */
+/* The instance families, one per (head_dim, head_dim_v) served; the
+ * tunables kv_tile (256) and pad128 (72, 80) pick the member. */
 enum { INST_64, INST_80, INST_128, INST_192_128, INST_256, N_INST };
 
-/* The instance that runs head sizes hd/hdv, or -1 where none does. */
+/* The family that runs head sizes hd/hdv, or -1 where none does. */
 int instance_of(int hd, int hdv)
 {
 	if (hd == hdv && hd == 64)
@@ -760,19 +800,20 @@ int instance_of(int hd, int hdv)
 	return -1;
 }
 
+/* The most shared memory a member of the family takes. */
 int smem_bytes(int inst)
 {
 	switch (inst) {
 	case INST_64:
-		return layout<64, 64>::BYTES;
+		return layout<64, 64, 128>::BYTES;
 	case INST_80:
-		return layout<80, 128>::BYTES;
+		return layout<80, 128, 128>::BYTES;
 	case INST_128:
-		return layout<128, 128>::BYTES;
+		return layout<128, 128, 128>::BYTES;
 	case INST_192_128:
-		return layout<192, 128>::BYTES;
+		return layout<192, 128, 128>::BYTES;
 	default:
-		return layout<256, 256>::BYTES;
+		return layout<256, 256, 80>::BYTES;
 	}
 }
 
@@ -851,9 +892,11 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 }
 
 /* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0, PARAM_PINGPONG };
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
+const int32_t kv_tile_allowed[] = {64, 80};
+const int32_t pad128_allowed[] = {0, 1};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
@@ -862,10 +905,23 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the two consumer warpgroups take "
 	 "turns to issue their products (named barriers), one's softmax under the other's "
 	 "products; 0 = each issues when ready (the default until measured on a GPU)"},
+	{"kv_tile", 80, kv_tile_allowed, 2, 64, 80,
+	 "head size 256 only: keys per K/V tile, 80 (FlashAttention-3's) or 64 (the former "
+	 "tile); every other head size takes 128"},
+	{"pad128", 0, pad128_allowed, 2, 0, 1,
+	 "head sizes 72 and 80 only: 1 = P V and O 128 columns wide (the former padding), 0 = "
+	 "80 columns (m64n80k16); Q K^T sums 80 columns either way"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
-template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
+/* Tunable i of the launch, or its default. */
+int32_t param_of(const struct fa_launch_args *a, int i)
+{
+	return a->params ? a->params[i] : wgmma_params[i].default_value;
+}
+
+template <int DK, int DV, int BN, bool BF16, bool OVERLAP>
+int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
@@ -875,7 +931,7 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN>;
 	/* the maps end at the real head sizes: zeros past them (72 in 80) */
 	if ((e = make_map(&tq, a->q, bf16, p->head_dim, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
@@ -902,24 +958,27 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
-	g.pingpong = a->params ? a->params[PARAM_PINGPONG] : wgmma_params[PARAM_PINGPONG].default_value;
+	g.pingpong = param_of(a, PARAM_PINGPONG);
 	const int smem = L::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BF16, OVERLAP>,
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
 	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<DK, DV, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	wgmma_fwd<DK, DV, BN, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
 
-/* The instance <DK, DV> for the dtype and the schedule. */
-template <int DK, int DV> int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
+/* The instance <DK, DV, BN> for the dtype and the schedule. */
+template <int DK, int DV, int BN = 128>
+int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
 {
 	if (bf16)
-		return ov ? launch_inst<DK, DV, true, true>(a) : launch_inst<DK, DV, true, false>(a);
-	return ov ? launch_inst<DK, DV, false, true>(a) : launch_inst<DK, DV, false, false>(a);
+		return ov ? launch_inst<DK, DV, BN, true, true>(a)
+			  : launch_inst<DK, DV, BN, true, false>(a);
+	return ov ? launch_inst<DK, DV, BN, false, true>(a) : launch_inst<DK, DV, BN, false, false>(a);
 }
+
 
 int wgmma_launch(const struct fa_launch_args *a)
 {
@@ -929,18 +988,20 @@ int wgmma_launch(const struct fa_launch_args *a)
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
-	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
+	const bool ov = param_of(a, PARAM_OVERLAP) != 0;
 	switch (instance_of(p->head_dim, p->head_dim_v)) {
 	case INST_64:
 		return launch_dt<64, 64>(bf16, ov, a);
 	case INST_80:
-		return launch_dt<80, 128>(bf16, ov, a);
+		return param_of(a, PARAM_PAD128) ? launch_dt<80, 128>(bf16, ov, a)
+						 : launch_dt<80, 80>(bf16, ov, a);
 	case INST_128:
 		return launch_dt<128, 128>(bf16, ov, a);
 	case INST_192_128:
 		return launch_dt<192, 128>(bf16, ov, a);
 	case INST_256:
-		return launch_dt<256, 256>(bf16, ov, a);
+		return param_of(a, PARAM_KV_TILE) == 64 ? launch_dt<256, 256, 64>(bf16, ov, a)
+							: launch_dt<256, 256, 80>(bf16, ov, a);
 	default:
 		return (int)cudaErrorInvalidValue; /* supports() said no */
 	}

@@ -843,7 +843,8 @@ static const struct spec wgmma_cases[] = {
 };
 
 /* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong) and every
- * tile (kv_tile 80 and 64 at head size 256, pad128 0 and 1 at 72 and 80),
+ * tile (kv_tile 80 and 64 at head size 256, pad128 0 and 1 at 72 and 80,
+ * consumers 2 and 3 at 64),
  * matches the reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
@@ -852,7 +853,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *k;
 	struct tcase t;
-	char why[256], what[96];
+	char why[256], what[128];
 	uint64_t seed;
 	if (!s)
 		return;
@@ -860,14 +861,16 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) is the default: faster on
 	 * every shape measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 4 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == 5 && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
-		   strcmp(k->params[3].name, "pad128") == 0);
+		   strcmp(k->params[3].name, "pad128") == 0 &&
+		   strcmp(k->params[4].name, "consumers") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 0); /* until measured on a GPU */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
 	FA_CHECK(k->params[3].default_value == 0);  /* P V 80 columns wide */
+	FA_CHECK(k->params[4].default_value == 2);  /* until measured on a GPU */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -920,14 +923,16 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* the three schedules: overlap 0, overlap 1, overlap 1 with
 		 * pingpong; each with the other tile where the head size has one */
-		const int alt = t.p.head_dim == 256 || t.p.head_dim == 72 || t.p.head_dim == 80;
+		const int alt = t.p.head_dim == 256 || t.p.head_dim == 72 || t.p.head_dim == 80 ||
+				t.p.head_dim == 64;
 		for (int32_t sch = 0; sch < 3 * (1 + alt); sch++) {
 			const int32_t other = sch >= 3;
 			const int32_t tun[MMA_NPARAMS] = {sch % 3 > 0, sch % 3 == 2, other ? 64 : 80,
-							  other};
+							  other, other ? 3 : 2};
 			snprintf(what, sizeof what,
-				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d", k->name, i,
-				 (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3]);
+				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d",
+				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
+				 (int)tun[4]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -73,21 +73,28 @@
 namespace {
 
 constexpr int WG_THREADS = 128;              /* a warpgroup: 4 consecutive warps */
-constexpr int N_CONSUMERS = 2;               /* consumer warpgroups, 64 query rows each */
-constexpr int THREADS = WG_THREADS * (1 + N_CONSUMERS);
-constexpr int BLOCK_M = 64 * N_CONSUMERS;    /* query rows per CTA (wgmma M is 64) */
+/* NC consumer warpgroups of 64 query rows each (wgmma M is 64): 2, or 3
+ * for head size 64 (tunable consumers), as FlashAttention-3's 192-row tile */
+template <int NC> constexpr int threads_of(void)
+{
+	return WG_THREADS * (1 + NC);
+}
+template <int NC> constexpr int block_m(void)
+{
+	return 64 * NC;
+}
 constexpr int STAGES = 2;                    /* K/V ring depth */
 constexpr int SLAB_COLS = 64;                /* 128-byte swizzle rows: 64 16-bit elements */
 constexpr int ROW_BYTES = SLAB_COLS * 2;     /* one swizzled row, 128 bytes */
 constexpr int CORE_BYTES = 8 * ROW_BYTES;    /* 8 rows: one swizzle atom, 1024 bytes */
 /* registers per thread after setmaxnreg: the producer keeps few, the
- * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536) */
+ * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536; with 3
+ * consumers 128 * 24 + 384 * 160 = 64512) */
 constexpr int PRODUCER_REGS = 24;
-constexpr int CONSUMER_REGS = 240;
-/* empty barriers: every consumer thread arrives once it has read a stage */
-constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
-
-constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
+template <int NC> constexpr int consumer_regs(void)
+{
+	return NC == 2 ? 240 : 160;
+}
 
 /* An instance is <DK, DV>: DK the columns of Q and K that S = Q K^T sums
  * over (a multiple of 16), DV the columns of V and O that P V computes (a
@@ -105,13 +112,14 @@ constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
  * for comparison: S = Q K^T of m64n64k16 reads 4 KiB of shared memory per
  * 32 clocks of the tensor core, the whole 128 bytes a clock an SM's shared
  * memory delivers, where m64n80k16 needs 115. */
-template <int DK, int DV, int BN_> struct layout {
+template <int DK, int DV, int BN_, int NC = 2> struct layout {
 	static_assert(DK % 16 == 0 && DV % 16 == 0, "k-steps and P V widths of 16");
 	static_assert(BN_ % 16 == 0 && BN_ <= 256, "key tiles: k-steps of 16, one TMA box");
 	static constexpr int BN = BN_;
 	static constexpr int QK_SLABS = (DK + SLAB_COLS - 1) / SLAB_COLS;
 	static constexpr int V_SLABS = (DV + SLAB_COLS - 1) / SLAB_COLS;
 	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
+	static constexpr int Q_SLAB_BYTES = block_m<NC>() * ROW_BYTES; /* 16 or 24 KiB */
 	static constexpr int Q_TILE = QK_SLABS * Q_SLAB_BYTES;
 	static constexpr int K_TILE = QK_SLABS * KV_SLAB;
 	static constexpr int V_TILE = V_SLABS * KV_SLAB;
@@ -202,9 +210,9 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo_bytes, u
 	       ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
 }
 
-/* Named barriers of the ping-pong (ids 1 and 2; 0 is __syncthreads'):
- * 256 threads each, one consumer warpgroup waiting on its own, the other
- * arriving on it. */
+/* Named barriers of the ping-pong (ids 1 to NC; 0 is __syncthreads'):
+ * 256 threads each, one consumer warpgroup waiting on its own, the one
+ * before it arriving on it. */
 constexpr int PINGPONG_THREADS = 2 * WG_THREADS;
 
 __device__ __forceinline__ void named_sync(int id)
@@ -391,9 +399,12 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
+/* (Q's slabs are 128 rows apart: 3 consumers, 192 rows, only where Q is
+ * one slab, DK <= 64; consumer() asserts it) */
 template <int DK, int DV, bool BF16, int NS>
 __device__ __forceinline__ void issue_s(float (&s)[NS], uint64_t dq, uint64_t dk)
 {
+	constexpr int Q_SLAB_BYTES = layout<DK, DV, 2 * NS>::Q_SLAB_BYTES;
 	constexpr int BN = 2 * NS; /* the key tile: S holds BN / 2 a thread */
 #pragma unroll
 	for (int kk = 0; kk < DK / 16; kk++) {
@@ -485,15 +496,16 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int DK, int DV, int BN_, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN_, int NC, bool BF16, bool OVERLAP>
 __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
 					 uint32_t bar_e)
 {
-	using L = layout<DK, DV, BN_>;
+	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
+	static_assert(NC == 2 || DK <= SLAB_COLS, "issue_s: Q slabs 128 rows apart");
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -554,18 +566,19 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
 		}
 	} else if (n_tiles > 0) {
-		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the two
-		 * consumers take turns to issue their products, each waiting on
-		 * its own named barrier (1 + cw) and, once its products are
-		 * issued, arriving on the other's (2 - cw), so one's softmax runs
-		 * while the other's products hold the tensor cores. Both issue
-		 * n_tiles + 1 times (the CTA's tile range is theirs), consumer 0
-		 * first: consumer 1 arrives on its barrier once to start, and
-		 * consumer 0 takes that barrier's last arrival at the end, so
-		 * no barrier is left half-arrived at exit. */
+		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the
+		 * consumers take turns, in the order 0, 1 (, 2), to issue their
+		 * products, each waiting on its own named barrier (1 + cw) and,
+		 * once its products are issued, arriving on the next one's
+		 * (bar_other), so one's softmax runs while another's products
+		 * hold the tensor cores. All issue n_tiles + 1 times (the CTA's
+		 * tile range is theirs), consumer 0 first: the last consumer
+		 * arrives on consumer 0's barrier once to start, and consumer 0
+		 * takes that barrier's last arrival at the end, so no barrier is
+		 * left half-arrived at exit. */
 		const bool pp = P.pingpong != 0;
-		const int bar_mine = 1 + cw, bar_other = 2 - cw;
-		if (pp && cw == 1)
+		const int bar_mine = 1 + cw, bar_other = 1 + (cw + 1) % NC;
+		if (pp && cw == NC - 1)
 			named_arrive(1);
 		/* tile 0: S and its softmax (O is 0, alpha 0) */
 		mbar_wait_warp(bar_k, 0);
@@ -626,7 +639,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		fence_regs(o);
 		mbar_arrive(bar_e + 8 * (last % STAGES));
 		if (pp && cw == 0)
-			named_sync(bar_mine); /* consumer 1's last arrival */
+			named_sync(bar_mine); /* the last consumer's last arrival */
 	}
 
 	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
@@ -651,13 +664,14 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int DK, int DV, int BN, bool BF16, bool OVERLAP>
-__global__ void __launch_bounds__(THREADS, 1)
+template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
+__global__ void __launch_bounds__(threads_of<NC>(), 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
-	using L = layout<DK, DV, BN>;
+	using L = layout<DK, DV, BN, NC>;
+	constexpr int BLOCK_M = block_m<NC>();
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *smem =
 		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
@@ -699,7 +713,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 		for (int s = 0; s < STAGES; s++) {
 			mbar_init(bar_k + 8 * s, 1);
 			mbar_init(bar_v + 8 * s, 1);
-			mbar_init(bar_e + 8 * s, EMPTY_ARRIVALS);
+			mbar_init(bar_e + 8 * s, NC * WG_THREADS); /* every consumer thread */
 		}
 		/* the inits visible to the copy engine (the async proxy) */
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -718,7 +732,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 			mbar_expect_tx(bar_q, Q_TX);
 #pragma unroll
 			for (int c = 0; c < L::QK_SLABS; c++)
-				tma_load(s_q + c * Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
+				tma_load(s_q + c * L::Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
 					 seq);
 			for (int it = 0; it < n_tiles; it++) {
 				const int st = it % STAGES;
@@ -738,8 +752,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 			}
 		}
 	} else {
-		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		consumer<DK, DV, BN, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
+		consumer<DK, DV, BN, NC, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
 					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
 					   bar_e);
 	}
@@ -805,7 +819,7 @@ int smem_bytes(int inst)
 {
 	switch (inst) {
 	case INST_64:
-		return layout<64, 64, 128>::BYTES;
+		return layout<64, 64, 128, 3>::BYTES;
 	case INST_80:
 		return layout<80, 128, 128>::BYTES;
 	case INST_128:
@@ -892,11 +906,12 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 }
 
 /* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128 };
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128, PARAM_CONSUMERS };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
 const int32_t kv_tile_allowed[] = {64, 80};
 const int32_t pad128_allowed[] = {0, 1};
+const int32_t consumers_allowed[] = {2, 3};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
@@ -911,6 +926,10 @@ const struct fa_kernel_param wgmma_params[] = {
 	{"pad128", 0, pad128_allowed, 2, 0, 1,
 	 "head sizes 72 and 80 only: 1 = P V and O 128 columns wide (the former padding), 0 = "
 	 "80 columns (m64n80k16); Q K^T sums 80 columns either way"},
+	{"consumers", 2, consumers_allowed, 2, 2, 3,
+	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 2 (128 rows, 240 "
+	 "registers a thread) or 3 (192 rows, 160 registers, FlashAttention-3's hd64 tile); "
+	 "every other head size takes 2"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -920,7 +939,7 @@ int32_t param_of(const struct fa_launch_args *a, int i)
 	return a->params ? a->params[i] : wgmma_params[i].default_value;
 }
 
-template <int DK, int DV, int BN, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
 int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
@@ -931,7 +950,8 @@ int launch_inst(const struct fa_launch_args *a)
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	using L = layout<DK, DV, BN>;
+	using L = layout<DK, DV, BN, NC>;
+	constexpr int BLOCK_M = block_m<NC>();
 	/* the maps end at the real head sizes: zeros past them (72 in 80) */
 	if ((e = make_map(&tq, a->q, bf16, p->head_dim, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
@@ -960,23 +980,25 @@ int launch_inst(const struct fa_launch_args *a)
 	g.head_dim_v = p->head_dim_v;
 	g.pingpong = param_of(a, PARAM_PINGPONG);
 	const int smem = L::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, BF16, OVERLAP>,
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
 	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<DK, DV, BN, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
+		<<<grid, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
 
-/* The instance <DK, DV, BN> for the dtype and the schedule. */
-template <int DK, int DV, int BN = 128>
+/* The instance <DK, DV, BN, NC> for the dtype and the schedule. */
+template <int DK, int DV, int BN = 128, int NC = 2>
 int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
 {
 	if (bf16)
-		return ov ? launch_inst<DK, DV, BN, true, true>(a)
-			  : launch_inst<DK, DV, BN, true, false>(a);
-	return ov ? launch_inst<DK, DV, BN, false, true>(a) : launch_inst<DK, DV, BN, false, false>(a);
+		return ov ? launch_inst<DK, DV, BN, NC, true, true>(a)
+			  : launch_inst<DK, DV, BN, NC, true, false>(a);
+	return ov ? launch_inst<DK, DV, BN, NC, false, true>(a)
+		  : launch_inst<DK, DV, BN, NC, false, false>(a);
 }
 
 
@@ -991,7 +1013,8 @@ int wgmma_launch(const struct fa_launch_args *a)
 	const bool ov = param_of(a, PARAM_OVERLAP) != 0;
 	switch (instance_of(p->head_dim, p->head_dim_v)) {
 	case INST_64:
-		return launch_dt<64, 64>(bf16, ov, a);
+		return param_of(a, PARAM_CONSUMERS) == 3 ? launch_dt<64, 64, 128, 3>(bf16, ov, a)
+							 : launch_dt<64, 64>(bf16, ov, a);
 	case INST_80:
 		return param_of(a, PARAM_PAD128) ? launch_dt<80, 128>(bf16, ov, a)
 						 : launch_dt<80, 80>(bf16, ov, a);

@@ -844,7 +844,9 @@ static const struct spec wgmma_cases[] = {
 
 /* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong) and every
  * tile (kv_tile 80 and 64 at head size 256, pad128 0 and 1 at 72 and 80,
- * consumers 2 and 3 at 64),
+ * consumers 2 and 3 at 64) and grid (one CTA per work item, and 3 CTAs
+ * walking them all: several items a CTA, the ring and the ping-pong going
+ * on from one to the next),
  * matches the reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
@@ -861,16 +863,18 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) is the default: faster on
 	 * every shape measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 5 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == 6 && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
 		   strcmp(k->params[3].name, "pad128") == 0 &&
-		   strcmp(k->params[4].name, "consumers") == 0);
+		   strcmp(k->params[4].name, "consumers") == 0 &&
+		   strcmp(k->params[5].name, "persistent") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 0); /* until measured on a GPU */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
 	FA_CHECK(k->params[3].default_value == 0);  /* P V 80 columns wide */
 	FA_CHECK(k->params[4].default_value == 2);  /* until measured on a GPU */
+	FA_CHECK(k->params[5].default_value == 0);  /* until measured on a GPU */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -922,17 +926,18 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* the three schedules: overlap 0, overlap 1, overlap 1 with
-		 * pingpong; each with the other tile where the head size has one */
-		const int alt = t.p.head_dim == 256 || t.p.head_dim == 72 || t.p.head_dim == 80 ||
-				t.p.head_dim == 64;
-		for (int32_t sch = 0; sch < 3 * (1 + alt); sch++) {
+		 * pingpong; each once with the default tile and grid, once with
+		 * the other tile (where the head size has one) and 3 CTAs */
+		for (int32_t sch = 0; sch < 6; sch++) {
 			const int32_t other = sch >= 3;
-			const int32_t tun[MMA_NPARAMS] = {sch % 3 > 0, sch % 3 == 2, other ? 64 : 80,
-							  other, other ? 3 : 2};
+			const int32_t tun[MMA_NPARAMS] = {
+				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 3 : 2,
+				other ? 3 : 0};
 			snprintf(what, sizeof what,
-				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d",
+				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
+				 "persistent=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
-				 (int)tun[4]);
+				 (int)tun[4], (int)tun[5]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

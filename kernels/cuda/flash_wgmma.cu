@@ -126,7 +126,7 @@ template <int DK, int DV, int BN_, int NC = 2> struct layout {
 	static constexpr int Q = 0;
 	static constexpr int K = Q + Q_TILE;
 	static constexpr int V = K + STAGES * K_TILE;
-	static constexpr int BAR = V + STAGES * V_TILE; /* 7 mbarriers of 8 bytes */
+	static constexpr int BAR = V + STAGES * V_TILE; /* 8 mbarriers of 8 bytes */
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
@@ -141,6 +141,8 @@ struct wg_args {
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
 	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
 	int32_t pingpong;   /* tunable pingpong (with overlap only) */
+	int32_t persistent; /* tunable persistent: gridDim.x CTAs walk the work items */
+	int32_t heads, batch;
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 };
 
@@ -501,7 +503,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
-					 uint32_t bar_e)
+					 uint32_t bar_e, int it_base, int qn, uint32_t bar_qe)
 {
 	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
@@ -534,18 +536,20 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
 	const uint64_t dv = wg_desc(s_v, L::KV_SLAB, CORE_BYTES);
 	/* descriptor offsets of the K and the V stage of key tile it */
-	auto k_off = [](int it) { return (uint64_t)((it % STAGES) * L::K_TILE) >> 4; };
-	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::V_TILE) >> 4; };
-	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
+	/* (the ring goes on from the CTA's earlier work items: it_base) */
+	auto ring = [&](int it) { return (it_base + it) % STAGES; };
+	auto k_off = [&](int it) { return (uint64_t)(ring(it) * L::K_TILE) >> 4; };
+	auto stage_off = [&](int it) { return (uint64_t)(ring(it) * L::V_TILE) >> 4; };
+	auto phase = [&](int it) { return (uint32_t)((it_base + it) / STAGES) & 1; };
 	auto is_full = [&](int k0) {
 		return (k0 >= lo_last && k0 + BN <= hi_first) || k0 + BN <= prefix;
 	};
 
 	if (n_tiles > 0)
-		mbar_wait_warp(bar_q, 0);
+		mbar_wait_warp(bar_q, (uint32_t)qn & 1);
 	if (!OVERLAP) {
 		for (int it = 0; it < n_tiles; it++) {
-			const int st = it % STAGES, k0 = (t0 + it) * BN;
+			const int st = ring(it), k0 = (t0 + it) * BN;
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
@@ -565,6 +569,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			fence_regs(o);
 			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
 		}
+		if (n_tiles > 0)
+			mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
 	} else if (n_tiles > 0) {
 		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the
 		 * consumers take turns, in the order 0, 1 (, 2), to issue their
@@ -581,12 +587,12 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		if (pp && cw == NC - 1)
 			named_arrive(1);
 		/* tile 0: S and its softmax (O is 0, alpha 0) */
-		mbar_wait_warp(bar_k, 0);
+		mbar_wait_warp(bar_k + 8 * ring(0), phase(0));
 		if (pp)
 			named_sync(bar_mine);
 		fence_regs(s);
 		wg_fence();
-		issue_s<DK, DV, BF16>(s, dq, dk);
+		issue_s<DK, DV, BF16>(s, dq, dk + k_off(0));
 		wg_commit();
 		if (pp)
 			named_arrive(bar_other);
@@ -595,7 +601,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
 			     alpha);
 		for (int it = 1; it < n_tiles; it++) {
-			const int st = it % STAGES, prev = (it - 1) % STAGES;
+			const int st = ring(it), prev = ring(it - 1);
 			const int k0 = (t0 + it) * BN;
 			/* s holds P of tile it - 1: into A fragments, O to its max */
 			pack_p<BN, BF16>(s, pa);
@@ -626,7 +632,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		const int last = n_tiles - 1;
 		pack_p<BN, BF16>(s, pa);
 		rescale<DV>(o, alpha);
-		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		mbar_wait_warp(bar_v + 8 * ring(last), phase(last));
 		if (pp)
 			named_sync(bar_mine);
 		fence_regs(o);
@@ -635,11 +641,15 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		wg_commit();
 		if (pp)
 			named_arrive(bar_other);
+		/* consumer 0 takes the last consumer's last arrival before it
+		 * frees Q: the next work item's Q (which the last consumer
+		 * waits for before its first arrival there) cannot come first */
+		if (pp && cw == 0)
+			named_sync(bar_mine);
+		mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
 		wg_wait0();
 		fence_regs(o);
-		mbar_arrive(bar_e + 8 * (last % STAGES));
-		if (pp && cw == 0)
-			named_sync(bar_mine); /* the last consumer's last arrival */
+		mbar_arrive(bar_e + 8 * ring(last));
 	}
 
 	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
@@ -664,6 +674,98 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 
 #endif /* FA_WGMMA_DEVICE */
 
+#if FA_WGMMA_DEVICE
+
+/* One work item of a CTA: BLOCK_M query rows of head h of sequence b, with
+ * the key tiles some row of it may attend. rows 0: no query row (varlen: a
+ * shorter sequence). */
+struct tile_info {
+	int rows, b, h, m0, lq, lk, q_tok, k_tok, seq, prefix, lo_last, hi_first, t0, n_tiles;
+};
+
+template <int BLOCK_M, int BN>
+__device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h, int b)
+{
+	tile_info T;
+	T.b = b;
+	T.h = h;
+	T.m0 = (P.n_mtiles - 1 - mt_rev) * BLOCK_M; /* last tiles first */
+	T.lq = P.q_len;
+	T.lk = P.kv_len;
+	T.q_tok = T.k_tok = 0;
+	T.seq = b;
+	if (P.varlen) {
+		T.q_tok = P.cu_q[b];
+		T.k_tok = P.cu_k[b];
+		T.lq = P.cu_q[b + 1] - T.q_tok;
+		T.lk = P.cu_k[b + 1] - T.k_tok;
+		T.seq = 0;
+	}
+	T.rows = T.m0 < T.lq;
+	T.prefix = 0;
+	if (P.mask == FA_MASK_PREFIX_LM) {
+		int prefix = P.prefix_lens ? P.prefix_lens[b] : P.prefix_len;
+		T.prefix = prefix < 0 ? 0 : prefix > T.lk ? T.lk : prefix;
+	}
+	/* key tiles some row of the CTA may attend: lo and hi grow with the row */
+	int lo_first, hi_last;
+	const int last = (T.m0 + BLOCK_M < T.lq ? T.m0 + BLOCK_M : T.lq) - 1;
+	fa_mask_range(P.mask, T.m0, T.lq, T.lk, P.window, &lo_first, &T.hi_first);
+	fa_mask_range(P.mask, last, T.lq, T.lk, P.window, &T.lo_last, &hi_last);
+	const int kbeg = T.prefix > 0 ? 0 : lo_first;
+	const int kend = hi_last > T.prefix ? hi_last : T.prefix;
+	T.t0 = kbeg / BN;
+	T.n_tiles = T.rows && kend > kbeg ? (kend + BN - 1) / BN - T.t0 : 0;
+	return T;
+}
+
+/* The producer thread's copies for one work item: Q once (after the
+ * consumers have read the previous item's, bar_qe; behind the first K/V
+ * tile, so the ring refills while they finish), then K and V tile by tile
+ * through the ring; it_base counts the ring's tiles of earlier items, qn
+ * their Q loads. */
+template <int DK, int DV, int BN, int NC>
+__device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, int it_base, int qn,
+					const CUtensorMap *tq, const CUtensorMap *tk,
+					const CUtensorMap *tv, uint32_t s_q, uint32_t s_k, uint32_t s_v,
+					uint32_t bar_q, uint32_t bar_qe, uint32_t bar_k, uint32_t bar_v,
+					uint32_t bar_e)
+{
+	using L = layout<DK, DV, BN, NC>;
+	const int hk = T.h / P.group;
+	/* bytes per tile: what the copy engine must deliver */
+	/* (the columns the copy engine fills with zeros count too) */
+	constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
+			   V_TX = (uint32_t)L::V_TILE;
+	for (int it = 0; it < T.n_tiles; it++) {
+		const int st = (it_base + it) % STAGES;
+		const uint32_t ph = (uint32_t)((it_base + it) / STAGES) & 1;
+		const int k0 = (T.t0 + it) * BN;
+		mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
+		mbar_expect_tx(bar_k + 8 * st, K_TX);
+#pragma unroll
+		for (int c = 0; c < L::QK_SLABS; c++)
+			tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, tk, bar_k + 8 * st,
+				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		mbar_expect_tx(bar_v + 8 * st, V_TX);
+#pragma unroll
+		for (int c = 0; c < L::V_SLABS; c++)
+			tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, tv, bar_v + 8 * st,
+				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		if (it == 0) {
+			if (qn > 0)
+				mbar_wait(bar_qe, (uint32_t)(qn - 1) & 1);
+			mbar_expect_tx(bar_q, Q_TX);
+#pragma unroll
+			for (int c = 0; c < L::QK_SLABS; c++)
+				tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
+					 T.q_tok + T.m0, T.h, T.seq);
+		}
+	}
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
 template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
@@ -680,36 +782,11 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	const uint32_t bar_q = s_base + L::BAR;
 	const uint32_t bar_k = bar_q + 8, bar_v = bar_q + 8 + 8 * STAGES;
 	const uint32_t bar_e = bar_q + 8 + 16 * STAGES; /* [stage] at + 8 * stage */
-
-	const int b = blockIdx.z, h = blockIdx.y, hk = h / P.group;
-	const int m0 = (P.n_mtiles - 1 - (int)blockIdx.x) * BLOCK_M; /* last tiles first */
-	int lq = P.q_len, lk = P.kv_len, q_tok = 0, k_tok = 0, seq = b;
-	if (P.varlen) {
-		q_tok = P.cu_q[b];
-		k_tok = P.cu_k[b];
-		lq = P.cu_q[b + 1] - q_tok;
-		lk = P.cu_k[b + 1] - k_tok;
-		seq = 0;
-	}
-	if (m0 >= lq)
-		return; /* varlen: a shorter sequence (the whole CTA leaves) */
-	int prefix = 0;
-	if (P.mask == FA_MASK_PREFIX_LM) {
-		prefix = P.prefix_lens ? P.prefix_lens[b] : P.prefix_len;
-		prefix = prefix < 0 ? 0 : prefix > lk ? lk : prefix;
-	}
-	/* key tiles some row of the CTA may attend: lo and hi grow with the row */
-	int lo_first, hi_first, lo_last, hi_last;
-	const int last = (m0 + BLOCK_M < lq ? m0 + BLOCK_M : lq) - 1;
-	fa_mask_range(P.mask, m0, lq, lk, P.window, &lo_first, &hi_first);
-	fa_mask_range(P.mask, last, lq, lk, P.window, &lo_last, &hi_last);
-	const int kbeg = prefix > 0 ? 0 : lo_first;
-	const int kend = hi_last > prefix ? hi_last : prefix;
-	const int t0 = kbeg / L::BN;
-	const int n_tiles = kend > kbeg ? (kend + L::BN - 1) / L::BN - t0 : 0;
+	const uint32_t bar_qe = bar_e + 8 * STAGES;        /* Q read: the next may load */
 
 	if (threadIdx.x == 0) {
 		mbar_init(bar_q, 1);
+		mbar_init(bar_qe, NC * WG_THREADS);
 		for (int s = 0; s < STAGES; s++) {
 			mbar_init(bar_k + 8 * s, 1);
 			mbar_init(bar_v + 8 * s, 1);
@@ -721,41 +798,49 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	}
 	__syncthreads();
 
+	/* the CTA's work items: one (blockIdx) or, with persistent, every
+	 * gridDim.x-th of the whole list, the last query tiles (the heaviest
+	 * when causal) of every head first. Producer and consumers walk the
+	 * same list; the K/V ring's count (it_base) and Q's phase (qn) go on
+	 * from one item to the next. */
+	const int bh = P.heads * P.batch;
+	const int n_items = P.persistent ? P.n_mtiles * bh : 1;
+	const int first = P.persistent ? (int)blockIdx.x : 0, step = P.persistent ? (int)gridDim.x : 1;
+	auto item_of = [&](int item) {
+		return P.persistent
+			? tile_of<BLOCK_M, BN>(P, item / bh, item % bh % P.heads, item % bh / P.heads)
+			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
+	};
 	const int wg = threadIdx.x / WG_THREADS;
+	int it_base = 0, qn = 0;
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-		if (threadIdx.x == 0 && n_tiles > 0) {
-			/* bytes per tile: what the copy engine must deliver */
-			/* (the columns the copy engine fills with zeros count too) */
-			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
-					   V_TX = (uint32_t)L::V_TILE;
-			mbar_expect_tx(bar_q, Q_TX);
-#pragma unroll
-			for (int c = 0; c < L::QK_SLABS; c++)
-				tma_load(s_q + c * L::Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
-					 seq);
-			for (int it = 0; it < n_tiles; it++) {
-				const int st = it % STAGES;
-				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
-				const int k0 = (t0 + it) * L::BN;
-				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
-				mbar_expect_tx(bar_k + 8 * st, K_TX);
-#pragma unroll
-				for (int c = 0; c < L::QK_SLABS; c++)
-					tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
-						 c * SLAB_COLS, k_tok + k0, hk, seq);
-				mbar_expect_tx(bar_v + 8 * st, V_TX);
-#pragma unroll
-				for (int c = 0; c < L::V_SLABS; c++)
-					tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
-						 c * SLAB_COLS, k_tok + k0, hk, seq);
+		if (threadIdx.x == 0)
+			for (int item = first; item < n_items; item += step) {
+				const tile_info T = item_of(item);
+				if (T.n_tiles == 0)
+					continue; /* no rows (varlen), or no key to load */
+				produce<DK, DV, BN, NC>(P, T, it_base, qn, &tq, &tk, &tv, s_q, s_k, s_v,
+							 bar_q, bar_qe, bar_k, bar_v, bar_e);
+				it_base += T.n_tiles;
+				qn++;
 			}
-		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
-		consumer<DK, DV, BN, NC, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
-					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
-					   bar_e);
+		for (int item = first; item < n_items; item += step) {
+			const tile_info T = item_of(item);
+			if (!T.rows)
+				continue; /* varlen: a shorter sequence */
+			consumer<DK, DV, BN, NC, BF16, OVERLAP>(P, wg - 1, T.m0, T.lq, T.lk, T.q_tok, T.b,
+								T.h, T.prefix, T.t0, T.n_tiles,
+								T.lo_last, T.hi_first, s_q, s_k, s_v,
+								bar_q, bar_k, bar_v, bar_e, it_base, qn,
+								bar_qe);
+			if (T.n_tiles > 0) {
+				it_base += T.n_tiles;
+				qn++;
+			}
+		}
 	}
 #else
 	(void)tq;
@@ -906,7 +991,7 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 }
 
 /* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128, PARAM_CONSUMERS };
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128, PARAM_CONSUMERS, PARAM_PERSISTENT };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
 const int32_t kv_tile_allowed[] = {64, 80};
@@ -930,6 +1015,11 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 2 (128 rows, 240 "
 	 "registers a thread) or 3 (192 rows, 160 registers, FlashAttention-3's hd64 tile); "
 	 "every other head size takes 2"},
+	{"persistent", 0, NULL, 0, 0, 65535,
+	 "1 = a persistent grid, one CTA per SM, each walking every grid-th work item (query "
+	 "tile, head, sequence; the last query tiles of every head first), the next item's "
+	 "loads under the end of this one; N > 1 = N CTAs (tests, sweeps); at most one CTA "
+	 "per work item; 0 = one CTA per work item"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -979,12 +1069,28 @@ int launch_inst(const struct fa_launch_args *a)
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
 	g.pingpong = param_of(a, PARAM_PINGPONG);
+	g.persistent = param_of(a, PARAM_PERSISTENT);
+	g.heads = p->heads;
+	g.batch = p->batch;
 	const int smem = L::BYTES;
 	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
-	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
+	dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
+	if (g.persistent) {
+		int64_t ctas = g.persistent;
+		if (ctas == 1) { /* one per SM */
+			int dev = 0, sms = 0;
+			if ((ce = cudaGetDevice(&dev)) != cudaSuccess ||
+			    (ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) !=
+				    cudaSuccess)
+				return (int)ce;
+			ctas = sms;
+		}
+		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch;
+		grid = dim3((unsigned)(items < ctas ? items : ctas), 1, 1);
+	}
 	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
 		<<<grid, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();

@@ -4,21 +4,24 @@
  * and producer/consumer warp specialisation with setmaxnreg.
  *
  * One CTA of 384 threads computes 128 query rows of one head of one
- * sequence: warpgroup 0 is the producer (one thread issues every TMA copy;
- * its registers go down to 24 per thread), warpgroups 1 and 2 are the
- * consumers, 64 query rows each (up to 240 registers per thread). The Q tile
- * is loaded once; K and V tiles of 128 keys (64 for head size 256, see
- * block_n) go through a 2-stage ring
+ * sequence (a work item): warpgroup 0 is the producer (one thread issues
+ * every TMA copy; its registers go down to 24 per thread), warpgroups 1 and
+ * 2 are the consumers, 64 query rows each (up to 240 registers per thread;
+ * head size 64 may take 3 consumers, 192 rows, 160 registers: tunable
+ * consumers). The Q tile is loaded once per item; K and V tiles of 128 keys
+ * (80 for head size 256, see layout) go through a 2-stage ring
  * (full barriers per stage for K and for V, completed by the copy engine's
  * transaction count; an empty barrier per stage that the 256 consumer threads
  * arrive on once the stage is read). Every tile lands in shared memory as
  * 64-column slabs of [rows][64] elements with the 128-byte swizzle, which is
  * the layout wgmma's 128-byte-swizzle descriptors read:
- *   S = Q K^T: m64n128k16 (m64n64k16 for head size 256), A (Q) and B (K)
+ *   S = Q K^T: m64n128k16 (m64n80k16 for head size 256), A (Q) and B (K)
  *     both K-major from shared memory
  *     (8-row core groups 1024 bytes apart: SBO 1024; a k-step of 16 columns
  *     is +32 bytes inside the swizzle row; every 4 k-steps the next slab);
- *   O += P V: m64nDk16 (two m64n128k16 for D = 256), A (P) from registers (the S accumulator layout
+ *   O += P V: m64nDk16 (D = 80 for head sizes 72 and 80: the second
+ *     64-column atom of V read as far as its 16th column), A (P) from
+ *     registers (the S accumulator layout
  *     repacked to 16-bit pairs, as FlashAttention-2 does with mma.sync), B
  *     (V, [keys][d] in memory) MN-major, transposed by the instruction
  *     (imm-trans-b 1): 8 keys per 1024-byte core group (SBO), the next 64
@@ -35,6 +38,10 @@
  * it not stored. Varlen packs tokens on one axis (the next sequence's keys
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
+ * Tunable `persistent`: one CTA per SM (or N) walks every grid-th work item
+ * instead, the K/V ring, Q's barriers and the ping-pong going on from one
+ * item to the next, so the next item's first loads run under the end of
+ * this one.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an
  * H100, docs/BENCHMARKS.md): 1 is FlashAttention-3's
@@ -42,11 +49,13 @@
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
+ * Tunables kv_tile (256: 64 or 80 keys), pad128 (72/80: P V 128 columns,
+ * the former layout) and consumers (64: 2 or 3) keep the former tiles
+ * beside the new ones for same-call comparisons (docs/BENCHMARKS.md).
+ *
  * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
- * alike) and 192/128 (supports() refuses them); P V of 72/80 without the
- * padding to 128 columns, split-KV for short grids, ping-pong of the two
- * consumer warpgroups, a TMA store of O, a persistent grid (all speed, not
- * correctness).
+ * alike) and 192/128 (supports() refuses them); split-KV for short grids,
+ * a TMA store of O (all speed, not correctness).
  *
  * The kernel body exists only in the sm_90a compilation
  * (__CUDA_ARCH_FEAT_SM90_ALL); the Makefile compiles this file for sm_90a
@@ -96,13 +105,16 @@ template <int NC> constexpr int consumer_regs(void)
 	return NC == 2 ? 240 : 160;
 }
 
-/* An instance is <DK, DV>: DK the columns of Q and K that S = Q K^T sums
- * over (a multiple of 16), DV the columns of V and O that P V computes (a
- * multiple of 64). Head sizes 72 and 80 run as <80, 128>: the tensor maps
- * end at the real head size and the copy engine fills the columns past it
- * with zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and
- * P V computes 128 columns of which only the head size's are stored (an n80
- * product would need V in 64-byte swizzle atoms: not done yet). */
+/* An instance is <DK, DV, BN, NC>: DK the columns of Q and K that S = Q K^T
+ * sums over (a multiple of 16), DV the columns of V and O that P V computes
+ * (a multiple of 16), BN the keys of a K/V tile, NC the consumer
+ * warpgroups. Head sizes 72 and 80 run as <80, 80>: the tensor maps end at
+ * the real head size and the copy engine fills the columns past it with
+ * zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and P V
+ * is m64n80k16 over V in the same two 128-byte-swizzled slabs (the second
+ * read only as far as column 80: the descriptor's LBO still steps a whole
+ * slab); 72's columns 72-79 of O are zeros and not stored. pad128=1 runs
+ * <80, 128> (P V 128 columns wide), the former instance. */
 
 /* Keys per K/V tile (BN): 128, but 80 for DV = 256 (FlashAttention-3's
  * tile), where shared memory holds Q (64 KiB) and two stages of K and V

@@ -7,8 +7,8 @@
  * sequence (a work item): warpgroup 0 is the producer (one thread issues
  * every TMA copy; its registers go down to 24 per thread), warpgroups 1 and
  * 2 are the consumers, 64 query rows each (up to 240 registers per thread;
- * head size 64 may take 3 consumers, 192 rows, 160 registers: tunable
- * consumers). The Q tile is loaded once per item; K and V tiles of 128 keys
+ * head size 64 takes 3 consumers by default, 192 rows, 160 registers:
+ * tunable consumers). The Q tile is loaded once per item; K and V tiles of 128 keys
  * (80 for head size 256, see layout) go through a 2-stage ring
  * (full barriers per stage for K and for V, completed by the copy engine's
  * transaction count; an empty barrier per stage that the 256 consumer threads
@@ -447,18 +447,26 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], rows_state &rs,
 					     bool full, int prefix, float scale_log2,
 					     float (&alpha)[2])
 {
+	/* the unmasked and the masked loop apart: the first carries no branch
+	 * per element (left to the compiler, the consumer inside the
+	 * persistent loop got one loop with a branch per element, 17% slower
+	 * at hd128 on the H100) */
+	if (full) {
 #pragma unroll
-	for (int j = 0; j < BN / 8; j++)
+		for (int i = 0; i < BN / 2; i++)
+			s[i] *= scale_log2;
+	} else {
 #pragma unroll
-		for (int e = 0; e < 4; e++) {
-			float x = s[4 * j + e] * scale_log2;
-			if (!full) {
+		for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
 				const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
-				if (!(col < prefix || (col >= rs.lo[r] && col < rs.hi[r])))
-					x = -INFINITY;
+				const float x = s[4 * j + e] * scale_log2;
+				s[4 * j + e] = col < prefix || (col >= rs.lo[r] && col < rs.hi[r])
+						       ? x
+						       : -INFINITY;
 			}
-			s[4 * j + e] = x;
-		}
+	}
 	/* rows g (e 0, 1) and g + 8 (e 2, 3); the four threads of a quad share a row */
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
@@ -811,16 +819,18 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	__syncthreads();
 
 	/* the CTA's work items: one (blockIdx) or, with persistent, every
-	 * gridDim.x-th of the whole list, the last query tiles (the heaviest
-	 * when causal) of every head first. Producer and consumers walk the
-	 * same list; the K/V ring's count (it_base) and Q's phase (qn) go on
-	 * from one item to the next. */
-	const int bh = P.heads * P.batch;
-	const int n_items = P.persistent ? P.n_mtiles * bh : 1;
+	 * gridDim.x-th of the whole list, in the order the one-item grid
+	 * starts its CTAs: the query tiles of a head together (the CTAs that
+	 * run at once share its K and V in the L2), the last (the heaviest
+	 * when causal) first. Producer and consumers walk the same list; the
+	 * K/V ring's count (it_base) and Q's phase (qn) go on from one item to
+	 * the next. */
+	const int n_items = P.persistent ? P.n_mtiles * P.heads * P.batch : 1;
 	const int first = P.persistent ? (int)blockIdx.x : 0, step = P.persistent ? (int)gridDim.x : 1;
 	auto item_of = [&](int item) {
+		const int bh = item / P.n_mtiles; /* head h of sequence b: b * heads + h */
 		return P.persistent
-			? tile_of<BLOCK_M, BN>(P, item / bh, item % bh % P.heads, item % bh / P.heads)
+			? tile_of<BLOCK_M, BN>(P, item % P.n_mtiles, bh % P.heads, bh / P.heads)
 			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
 	};
 	const int wg = threadIdx.x / WG_THREADS;
@@ -1013,20 +1023,21 @@ const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
 	 "together, the softmax under P V; 0 = each product waited for"},
-	{"pingpong", 0, pingpong_allowed, 2, 0, 1,
-	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the two consumer warpgroups take "
-	 "turns to issue their products (named barriers), one's softmax under the other's "
-	 "products; 0 = each issues when ready (the default until measured on a GPU)"},
+	{"pingpong", 1, pingpong_allowed, 2, 0, 1,
+	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the consumer warpgroups take "
+	 "turns to issue their products (named barriers), one's softmax under another's "
+	 "products (the default: faster or within 1% on every shape measured on the H100); "
+	 "0 = each issues when ready"},
 	{"kv_tile", 80, kv_tile_allowed, 2, 64, 80,
 	 "head size 256 only: keys per K/V tile, 80 (FlashAttention-3's) or 64 (the former "
 	 "tile); every other head size takes 128"},
 	{"pad128", 0, pad128_allowed, 2, 0, 1,
 	 "head sizes 72 and 80 only: 1 = P V and O 128 columns wide (the former padding), 0 = "
 	 "80 columns (m64n80k16); Q K^T sums 80 columns either way"},
-	{"consumers", 2, consumers_allowed, 2, 2, 3,
-	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 2 (128 rows, 240 "
-	 "registers a thread) or 3 (192 rows, 160 registers, FlashAttention-3's hd64 tile); "
-	 "every other head size takes 2"},
+	{"consumers", 3, consumers_allowed, 2, 2, 3,
+	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 3 (192 rows, 160 "
+	 "registers a thread, FlashAttention-3's hd64 tile; the default: 1.22x on the H100) or "
+	 "2 (128 rows, 240 registers); every other head size takes 2"},
 	{"persistent", 0, NULL, 0, 0, 65535,
 	 "1 = a persistent grid, one CTA per SM, each walking every grid-th work item (query "
 	 "tile, head, sequence; the last query tiles of every head first), the next item's "

@@ -819,9 +819,10 @@ FA_TEST(cuda, flash_mma_split_kv_and_order)
 /* Lengths off the 128-row tiles, every mask, GQA, varlen (a sequence without
  * keys, per-sequence prefixes), q_len above kv_len (rows that attend no key:
  * zeros), both layouts and both 16-bit types, head sizes 64, 128 and 256
- * (256: key tiles of 64, O in two halves of 128 columns), 72 and 80 (Q and
- * K zero-filled to 80 columns, V to 128 by the copy engine: only the head
- * size's columns stored) and 192/128 (Q and K wider than V). */
+ * (256: key tiles of 80 and of 64, O 256 columns in one product), 72 and
+ * 80 (Q and K zero-filled to 80 columns by the copy engine, P V 80 columns
+ * wide or padded to 128: only the head size's columns stored) and 192/128
+ * (Q and K wider than V). */
 static const struct spec wgmma_cases[] = {
 	{1, 4, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0,
 	 {0}},
@@ -858,8 +859,12 @@ static const struct spec wgmma_cases[] = {
 	 0, {0}},
 };
 
-/* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong), matches the
- * reference on an sm_90 device, refuses other
+/* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong) and every
+ * tile (kv_tile 80 and 64 at head size 256, pad128 0 and 1 at 72 and 80,
+ * consumers 2 and 3 at 64) and grid (one CTA per work item, and 3 CTAs
+ * walking them all: several items a CTA, the ring and the ping-pong going
+ * on from one to the next),
+ * matches the reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
 FA_TEST(cuda, flash_wgmma_matches_reference)
@@ -867,18 +872,26 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *k;
 	struct tcase t;
-	char why[256], what[96];
+	char why[256], what[128];
 	uint64_t seed;
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_wgmma");
 	FA_REQUIRE(k != NULL && k->supports != NULL);
-	/* overlap=1 (FA3's intra-warpgroup overlap) is the default: faster on
-	 * every shape measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 2 && strcmp(k->params[0].name, "overlap") == 0 &&
-		   strcmp(k->params[1].name, "pingpong") == 0);
+	/* overlap=1 (FA3's intra-warpgroup overlap) and pingpong=1 are the
+	 * defaults: faster on the shapes measured (docs/BENCHMARKS.md, issue 15) */
+	FA_REQUIRE(k->n_params == 6 && strcmp(k->params[0].name, "overlap") == 0 &&
+		   strcmp(k->params[1].name, "pingpong") == 0 &&
+		   strcmp(k->params[2].name, "kv_tile") == 0 &&
+		   strcmp(k->params[3].name, "pad128") == 0 &&
+		   strcmp(k->params[4].name, "consumers") == 0 &&
+		   strcmp(k->params[5].name, "persistent") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
-	FA_CHECK(k->params[1].default_value == 0); /* until measured on a GPU */
+	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
+	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
+	FA_CHECK(k->params[3].default_value == 0);  /* P V 80 columns wide */
+	FA_CHECK(k->params[4].default_value == 3);  /* 1.22x at hd64 on the H100 */
+	FA_CHECK(k->params[5].default_value == 0);  /* slower on 3 shapes of 6 */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -929,11 +942,19 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
 		build(&wgmma_cases[i], &t);
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
-		/* the three schedules: overlap 0, overlap 1, overlap 1 with pingpong */
-		for (int32_t sch = 0; sch < 3; sch++) {
-			const int32_t tun[MMA_NPARAMS] = {sch > 0, sch == 2};
-			snprintf(what, sizeof what, "%s case %zu overlap=%d pingpong=%d", k->name, i,
-				 (int)tun[0], (int)tun[1]);
+		/* the three schedules: overlap 0, overlap 1, overlap 1 with
+		 * pingpong; each once with the default tile and grid, once with
+		 * the other tile (where the head size has one) and 3 CTAs */
+		for (int32_t sch = 0; sch < 6; sch++) {
+			const int32_t other = sch >= 3;
+			const int32_t tun[MMA_NPARAMS] = {
+				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
+				other ? 3 : 0};
+			snprintf(what, sizeof what,
+				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
+				 "persistent=%d",
+				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
+				 (int)tun[4], (int)tun[5]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -4,21 +4,24 @@
  * and producer/consumer warp specialisation with setmaxnreg.
  *
  * One CTA of 384 threads computes 128 query rows of one head of one
- * sequence: warpgroup 0 is the producer (one thread issues every TMA copy;
- * its registers go down to 24 per thread), warpgroups 1 and 2 are the
- * consumers, 64 query rows each (up to 240 registers per thread). The Q tile
- * is loaded once; K and V tiles of 128 keys (64 for head size 256, see
- * block_n) go through a 2-stage ring
+ * sequence (a work item): warpgroup 0 is the producer (one thread issues
+ * every TMA copy; its registers go down to 24 per thread), warpgroups 1 and
+ * 2 are the consumers, 64 query rows each (up to 240 registers per thread;
+ * head size 64 takes 3 consumers by default, 192 rows, 160 registers:
+ * tunable consumers). The Q tile is loaded once per item; K and V tiles of 128 keys
+ * (80 for head size 256, see layout) go through a 2-stage ring
  * (full barriers per stage for K and for V, completed by the copy engine's
  * transaction count; an empty barrier per stage that the 256 consumer threads
  * arrive on once the stage is read). Every tile lands in shared memory as
  * 64-column slabs of [rows][64] elements with the 128-byte swizzle, which is
  * the layout wgmma's 128-byte-swizzle descriptors read:
- *   S = Q K^T: m64n128k16 (m64n64k16 for head size 256), A (Q) and B (K)
+ *   S = Q K^T: m64n128k16 (m64n80k16 for head size 256), A (Q) and B (K)
  *     both K-major from shared memory
  *     (8-row core groups 1024 bytes apart: SBO 1024; a k-step of 16 columns
  *     is +32 bytes inside the swizzle row; every 4 k-steps the next slab);
- *   O += P V: m64nDk16 (two m64n128k16 for D = 256), A (P) from registers (the S accumulator layout
+ *   O += P V: m64nDk16 (D = 80 for head sizes 72 and 80: the second
+ *     64-column atom of V read as far as its 16th column), A (P) from
+ *     registers (the S accumulator layout
  *     repacked to 16-bit pairs, as FlashAttention-2 does with mma.sync), B
  *     (V, [keys][d] in memory) MN-major, transposed by the instruction
  *     (imm-trans-b 1): 8 keys per 1024-byte core group (SBO), the next 64
@@ -35,6 +38,10 @@
  * it not stored. Varlen packs tokens on one axis (the next sequence's keys
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
+ * Tunable `persistent`: one CTA per SM (or N) walks every grid-th work item
+ * instead, the K/V ring, Q's barriers and the ping-pong going on from one
+ * item to the next, so the next item's first loads run under the end of
+ * this one.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an
  * H100, docs/BENCHMARKS.md): 1 is FlashAttention-3's
@@ -42,11 +49,13 @@
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
+ * Tunables kv_tile (256: 64 or 80 keys), pad128 (72/80: P V 128 columns,
+ * the former layout) and consumers (64: 2 or 3) keep the former tiles
+ * beside the new ones for same-call comparisons (docs/BENCHMARKS.md).
+ *
  * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
- * alike) and 192/128 (supports() refuses them); P V of 72/80 without the
- * padding to 128 columns, split-KV for short grids, ping-pong of the two
- * consumer warpgroups, a TMA store of O, a persistent grid (all speed, not
- * correctness).
+ * alike) and 192/128 (supports() refuses them); split-KV for short grids,
+ * a TMA store of O (all speed, not correctness).
  *
  * The kernel body exists only in the sm_90a compilation
  * (__CUDA_ARCH_FEAT_SM90_ALL); the Makefile compiles this file for sm_90a
@@ -73,55 +82,67 @@
 namespace {
 
 constexpr int WG_THREADS = 128;              /* a warpgroup: 4 consecutive warps */
-constexpr int N_CONSUMERS = 2;               /* consumer warpgroups, 64 query rows each */
-constexpr int THREADS = WG_THREADS * (1 + N_CONSUMERS);
-constexpr int BLOCK_M = 64 * N_CONSUMERS;    /* query rows per CTA (wgmma M is 64) */
+/* NC consumer warpgroups of 64 query rows each (wgmma M is 64): 2, or 3
+ * for head size 64 (tunable consumers), as FlashAttention-3's 192-row tile */
+template <int NC> constexpr int threads_of(void)
+{
+	return WG_THREADS * (1 + NC);
+}
+template <int NC> constexpr int block_m(void)
+{
+	return 64 * NC;
+}
 constexpr int STAGES = 2;                    /* K/V ring depth */
 constexpr int SLAB_COLS = 64;                /* 128-byte swizzle rows: 64 16-bit elements */
 constexpr int ROW_BYTES = SLAB_COLS * 2;     /* one swizzled row, 128 bytes */
 constexpr int CORE_BYTES = 8 * ROW_BYTES;    /* 8 rows: one swizzle atom, 1024 bytes */
 /* registers per thread after setmaxnreg: the producer keeps few, the
- * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536) */
+ * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536; with 3
+ * consumers 128 * 24 + 384 * 160 = 64512) */
 constexpr int PRODUCER_REGS = 24;
-constexpr int CONSUMER_REGS = 240;
-/* empty barriers: every consumer thread arrives once it has read a stage */
-constexpr int EMPTY_ARRIVALS = N_CONSUMERS * WG_THREADS;
-
-constexpr int Q_SLAB_BYTES = BLOCK_M * ROW_BYTES; /* 16 KiB */
-
-/* An instance is <DK, DV>: DK the columns of Q and K that S = Q K^T sums
- * over (a multiple of 16), DV the columns of V and O that P V computes (a
- * multiple of 64). Head sizes 72 and 80 run as <80, 128>: the tensor maps
- * end at the real head size and the copy engine fills the columns past it
- * with zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and
- * P V computes 128 columns of which only the head size's are stored (an n80
- * product would need V in 64-byte swizzle atoms: not done yet). */
-
-/* Keys per K/V tile: 128, but 64 for DV = 256, where the shared memory
- * holds Q (64 KiB) and two stages of K and V (32 KiB each) only with tiles
- * of 64 keys, and a consumer's registers hold O (64 x 256 fp32: 128 a
- * thread) beside S and P only when S is 64 x 64 (32 a thread). */
-template <int DV> constexpr int block_n(void)
+template <int NC> constexpr int consumer_regs(void)
 {
-	return DV == 256 ? 64 : 128;
+	return NC == 2 ? 240 : 160;
 }
 
-template <int DK, int DV> struct layout {
-	static_assert(DK % 16 == 0 && DV % SLAB_COLS == 0, "k-steps of 16, slabs of 64");
-	static constexpr int BN = block_n<DV>();
+/* An instance is <DK, DV, BN, NC>: DK the columns of Q and K that S = Q K^T
+ * sums over (a multiple of 16), DV the columns of V and O that P V computes
+ * (a multiple of 16), BN the keys of a K/V tile, NC the consumer
+ * warpgroups. Head sizes 72 and 80 run as <80, 80>: the tensor maps end at
+ * the real head size and the copy engine fills the columns past it with
+ * zeros, so S sums 5 k-steps of 16 (72's last 8 columns are zeros) and P V
+ * is m64n80k16 over V in the same two 128-byte-swizzled slabs (the second
+ * read only as far as column 80: the descriptor's LBO still steps a whole
+ * slab); 72's columns 72-79 of O are zeros and not stored. pad128=1 runs
+ * <80, 128> (P V 128 columns wide), the former instance. */
+
+/* Keys per K/V tile (BN): 128, but 80 for DV = 256 (FlashAttention-3's
+ * tile), where shared memory holds Q (64 KiB) and two stages of K and V
+ * (40 KiB each) only with tiles of at most 80 keys, and a consumer's
+ * registers hold O (64 x 256 fp32: 128 a thread) beside S and P only when S
+ * is 64 x 80 (40 a thread). 64 (the former tile, tunable kv_tile) is kept
+ * for comparison: S = Q K^T of m64n64k16 reads 4 KiB of shared memory per
+ * 32 clocks of the tensor core, the whole 128 bytes a clock an SM's shared
+ * memory delivers, where m64n80k16 needs 115. */
+template <int DK, int DV, int BN_, int NC = 2> struct layout {
+	static_assert(DK % 16 == 0 && DV % 16 == 0, "k-steps and P V widths of 16");
+	static_assert(BN_ % 16 == 0 && BN_ <= 256, "key tiles: k-steps of 16, one TMA box");
+	static constexpr int BN = BN_;
 	static constexpr int QK_SLABS = (DK + SLAB_COLS - 1) / SLAB_COLS;
-	static constexpr int V_SLABS = DV / SLAB_COLS;
+	static constexpr int V_SLABS = (DV + SLAB_COLS - 1) / SLAB_COLS;
 	static constexpr int KV_SLAB = BN * ROW_BYTES; /* one 64-column slab of K or V */
+	static constexpr int Q_SLAB_BYTES = block_m<NC>() * ROW_BYTES; /* 16 or 24 KiB */
 	static constexpr int Q_TILE = QK_SLABS * Q_SLAB_BYTES;
 	static constexpr int K_TILE = QK_SLABS * KV_SLAB;
 	static constexpr int V_TILE = V_SLABS * KV_SLAB;
 	static constexpr int Q = 0;
 	static constexpr int K = Q + Q_TILE;
 	static constexpr int V = K + STAGES * K_TILE;
-	static constexpr int BAR = V + STAGES * V_TILE; /* 7 mbarriers of 8 bytes */
+	static constexpr int BAR = V + STAGES * V_TILE; /* 8 mbarriers of 8 bytes */
 	/* + the barriers, + 1024 to align the base: the swizzle pattern is
 	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
 	static constexpr int BYTES = BAR + 64 + 1024;
+	static_assert(KV_SLAB % 1024 == 0, "every slab on 1024 bytes");
 };
 
 /* The kernel's arguments besides the three tensor maps. */
@@ -132,6 +153,8 @@ struct wg_args {
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
 	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
 	int32_t pingpong;   /* tunable pingpong (with overlap only) */
+	int32_t persistent; /* tunable persistent: gridDim.x CTAs walk the work items */
+	int32_t heads, batch;
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 };
 
@@ -201,9 +224,9 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo_bytes, u
 	       ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
 }
 
-/* Named barriers of the ping-pong (ids 1 and 2; 0 is __syncthreads'):
- * 256 threads each, one consumer warpgroup waiting on its own, the other
- * arriving on it. */
+/* Named barriers of the ping-pong (ids 1 to NC; 0 is __syncthreads'):
+ * 256 threads each, one consumer warpgroup waiting on its own, the one
+ * before it arriving on it. */
 constexpr int PINGPONG_THREADS = 2 * WG_THREADS;
 
 __device__ __forceinline__ void named_sync(int id)
@@ -250,6 +273,15 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 #define FA_WG_R64                                                                               \
 	FA_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, " \
 		  "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define FA_WG_R40 FA_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39"
+#define FA_WG_R128                                                                              \
+	FA_WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, " \
+		  "%79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, " \
+		  "%95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, "  \
+		  "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, "  \
+		  "%122, %123, %124, %125, %126, %127"
+#define FA_WG_ACC40(d) FA_WG_ACC32(d, 0), FA_WG_ACC8(d, 32)
+#define FA_WG_ACC128(d) FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32), FA_WG_ACC32(d, 64), FA_WG_ACC32(d, 96)
 
 /* S (64 x 128, fp32) = or += A (64 x 16, shared) * B (16 x 128, shared),
  * both K-major; scale_d 0 overwrites d. */
@@ -265,6 +297,12 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		     " %32, %33, p, 1, 1, 0, 0;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "l"(da), "l"(db), "r"(scale_d))
+#define FA_WG_SS_N80(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %42, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" FA_WG_R40 "},"    \
+		     " %40, %41, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC40(d)                                                             \
+		     : "l"(da), "l"(db), "r"(scale_d))
 template <int N, bool BF16>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
 {
@@ -273,8 +311,13 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 			FA_WG_SS_N128("bf16");
 		else
 			FA_WG_SS_N128("f16");
+	} else if constexpr (N == 80) {
+		if constexpr (BF16)
+			FA_WG_SS_N80("bf16");
+		else
+			FA_WG_SS_N80("f16");
 	} else {
-		static_assert(N == 64, "key tiles: 64 and 128");
+		static_assert(N == 64, "key tiles: 64, 80 and 128");
 		if constexpr (BF16)
 			FA_WG_SS_N64("bf16");
 		else
@@ -296,22 +339,41 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 		     " {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"                               \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+#define FA_WG_RS_N80(TY)                                                                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %45, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" FA_WG_R40 "},"    \
+		     " {%40, %41, %42, %43}, %44, p, 1, 1, 1;\n\t}"                               \
+		     : FA_WG_ACC40(d)                                                             \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+#define FA_WG_RS_N256(TY)                                                                      \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %133, 0;\n\t"                         \
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" FA_WG_R128 "},"  \
+		     " {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n\t}"                          \
+		     : FA_WG_ACC128(d)                                                            \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+/* N 80 (head sizes 72 and 80): the second 64-column atom of V is read only
+ * as far as its first 16 columns (the descriptor's LBO still steps a whole
+ * slab); N 256: four atoms, one instruction (A read from registers once). */
 template <int N, bool BF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db)
 {
 	if constexpr (N == 256) {
-		/* two m64n128k16: accumulator registers 0-63 are columns 0-127,
-		 * 64-127 columns 128-255; V's columns 128.. two slabs further */
-		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[0]), a, db);
-		wgmma_rs<128, BF16>(*reinterpret_cast<float(*)[64]>(&d[64]), a,
-				    db + ((uint64_t)(2 * block_n<256>() * ROW_BYTES) >> 4));
+		if constexpr (BF16)
+			FA_WG_RS_N256("bf16");
+		else
+			FA_WG_RS_N256("f16");
 	} else if constexpr (N == 128) {
 		if constexpr (BF16)
 			FA_WG_RS_N128("bf16");
 		else
 			FA_WG_RS_N128("f16");
+	} else if constexpr (N == 80) {
+		if constexpr (BF16)
+			FA_WG_RS_N80("bf16");
+		else
+			FA_WG_RS_N80("f16");
 	} else {
-		static_assert(N == 64, "P V widths: 64, 128 and 256");
+		static_assert(N == 64, "P V widths: 64, 80, 128 and 256");
 		if constexpr (BF16)
 			FA_WG_RS_N64("bf16");
 		else
@@ -351,10 +413,13 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
-template <int DK, int DV, bool BF16>
-__device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t dq, uint64_t dk)
+/* (Q's slabs are 128 rows apart: 3 consumers, 192 rows, only where Q is
+ * one slab, DK <= 64; consumer() asserts it) */
+template <int DK, int DV, bool BF16, int NS>
+__device__ __forceinline__ void issue_s(float (&s)[NS], uint64_t dq, uint64_t dk)
 {
-	constexpr int BN = block_n<DV>();
+	constexpr int Q_SLAB_BYTES = layout<DK, DV, 2 * NS>::Q_SLAB_BYTES;
+	constexpr int BN = 2 * NS; /* the key tile: S holds BN / 2 a thread */
 #pragma unroll
 	for (int kk = 0; kk < DK / 16; kk++) {
 		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
@@ -365,12 +430,11 @@ __device__ __forceinline__ void issue_s(float (&s)[block_n<DV>() / 2], uint64_t 
 }
 
 /* O += P V for one V stage (dv already at the stage). */
-template <int DV, bool BF16>
-__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[block_n<DV>() / 16][4],
-					 uint64_t dv)
+template <int DV, bool BF16, int KS>
+__device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa)[KS][4], uint64_t dv)
 {
 #pragma unroll
-	for (int kk = 0; kk < block_n<DV>() / 16; kk++) /* 16 keys: 2 core groups further */
+	for (int kk = 0; kk < KS; kk++) /* 16 keys: 2 core groups further */
 		wgmma_rs<DV, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
@@ -383,18 +447,26 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], rows_state &rs,
 					     bool full, int prefix, float scale_log2,
 					     float (&alpha)[2])
 {
+	/* the unmasked and the masked loop apart: the first carries no branch
+	 * per element (left to the compiler, the consumer inside the
+	 * persistent loop got one loop with a branch per element, 17% slower
+	 * at hd128 on the H100) */
+	if (full) {
 #pragma unroll
-	for (int j = 0; j < BN / 8; j++)
+		for (int i = 0; i < BN / 2; i++)
+			s[i] *= scale_log2;
+	} else {
 #pragma unroll
-		for (int e = 0; e < 4; e++) {
-			float x = s[4 * j + e] * scale_log2;
-			if (!full) {
+		for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
 				const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
-				if (!(col < prefix || (col >= rs.lo[r] && col < rs.hi[r])))
-					x = -INFINITY;
+				const float x = s[4 * j + e] * scale_log2;
+				s[4 * j + e] = col < prefix || (col >= rs.lo[r] && col < rs.hi[r])
+						       ? x
+						       : -INFINITY;
 			}
-			s[4 * j + e] = x;
-		}
+	}
 	/* rows g (e 0, 1) and g + 8 (e 2, 3); the four threads of a quad share a row */
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
@@ -446,15 +518,16 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int DK, int DV, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN_, int NC, bool BF16, bool OVERLAP>
 __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
-					 uint32_t bar_e)
+					 uint32_t bar_e, int it_base, int qn, uint32_t bar_qe)
 {
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
+	static_assert(NC == 2 || DK <= SLAB_COLS, "issue_s: Q slabs 128 rows apart");
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -483,18 +556,20 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 	/* V MN-major: LBO the next 64 columns (a slab), SBO the next 8 keys */
 	const uint64_t dv = wg_desc(s_v, L::KV_SLAB, CORE_BYTES);
 	/* descriptor offsets of the K and the V stage of key tile it */
-	auto k_off = [](int it) { return (uint64_t)((it % STAGES) * L::K_TILE) >> 4; };
-	auto stage_off = [](int it) { return (uint64_t)((it % STAGES) * L::V_TILE) >> 4; };
-	auto phase = [](int it) { return (uint32_t)(it / STAGES) & 1; };
+	/* (the ring goes on from the CTA's earlier work items: it_base) */
+	auto ring = [&](int it) { return (it_base + it) % STAGES; };
+	auto k_off = [&](int it) { return (uint64_t)(ring(it) * L::K_TILE) >> 4; };
+	auto stage_off = [&](int it) { return (uint64_t)(ring(it) * L::V_TILE) >> 4; };
+	auto phase = [&](int it) { return (uint32_t)((it_base + it) / STAGES) & 1; };
 	auto is_full = [&](int k0) {
 		return (k0 >= lo_last && k0 + BN <= hi_first) || k0 + BN <= prefix;
 	};
 
 	if (n_tiles > 0)
-		mbar_wait_warp(bar_q, 0);
+		mbar_wait_warp(bar_q, (uint32_t)qn & 1);
 	if (!OVERLAP) {
 		for (int it = 0; it < n_tiles; it++) {
-			const int st = it % STAGES, k0 = (t0 + it) * BN;
+			const int st = ring(it), k0 = (t0 + it) * BN;
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
@@ -514,27 +589,30 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			fence_regs(o);
 			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
 		}
+		if (n_tiles > 0)
+			mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
 	} else if (n_tiles > 0) {
-		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the two
-		 * consumers take turns to issue their products, each waiting on
-		 * its own named barrier (1 + cw) and, once its products are
-		 * issued, arriving on the other's (2 - cw), so one's softmax runs
-		 * while the other's products hold the tensor cores. Both issue
-		 * n_tiles + 1 times (the CTA's tile range is theirs), consumer 0
-		 * first: consumer 1 arrives on its barrier once to start, and
-		 * consumer 0 takes that barrier's last arrival at the end, so
-		 * no barrier is left half-arrived at exit. */
+		/* pingpong (FlashAttention-3's inter-warpgroup overlap): the
+		 * consumers take turns, in the order 0, 1 (, 2), to issue their
+		 * products, each waiting on its own named barrier (1 + cw) and,
+		 * once its products are issued, arriving on the next one's
+		 * (bar_other), so one's softmax runs while another's products
+		 * hold the tensor cores. All issue n_tiles + 1 times (the CTA's
+		 * tile range is theirs), consumer 0 first: the last consumer
+		 * arrives on consumer 0's barrier once to start, and consumer 0
+		 * takes that barrier's last arrival at the end, so no barrier is
+		 * left half-arrived at exit. */
 		const bool pp = P.pingpong != 0;
-		const int bar_mine = 1 + cw, bar_other = 2 - cw;
-		if (pp && cw == 1)
+		const int bar_mine = 1 + cw, bar_other = 1 + (cw + 1) % NC;
+		if (pp && cw == NC - 1)
 			named_arrive(1);
 		/* tile 0: S and its softmax (O is 0, alpha 0) */
-		mbar_wait_warp(bar_k, 0);
+		mbar_wait_warp(bar_k + 8 * ring(0), phase(0));
 		if (pp)
 			named_sync(bar_mine);
 		fence_regs(s);
 		wg_fence();
-		issue_s<DK, DV, BF16>(s, dq, dk);
+		issue_s<DK, DV, BF16>(s, dq, dk + k_off(0));
 		wg_commit();
 		if (pp)
 			named_arrive(bar_other);
@@ -543,7 +621,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
 			     alpha);
 		for (int it = 1; it < n_tiles; it++) {
-			const int st = it % STAGES, prev = (it - 1) % STAGES;
+			const int st = ring(it), prev = ring(it - 1);
 			const int k0 = (t0 + it) * BN;
 			/* s holds P of tile it - 1: into A fragments, O to its max */
 			pack_p<BN, BF16>(s, pa);
@@ -574,7 +652,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		const int last = n_tiles - 1;
 		pack_p<BN, BF16>(s, pa);
 		rescale<DV>(o, alpha);
-		mbar_wait_warp(bar_v + 8 * (last % STAGES), phase(last));
+		mbar_wait_warp(bar_v + 8 * ring(last), phase(last));
 		if (pp)
 			named_sync(bar_mine);
 		fence_regs(o);
@@ -583,11 +661,15 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		wg_commit();
 		if (pp)
 			named_arrive(bar_other);
+		/* consumer 0 takes the last consumer's last arrival before it
+		 * frees Q: the next work item's Q (which the last consumer
+		 * waits for before its first arrival there) cannot come first */
+		if (pp && cw == 0)
+			named_sync(bar_mine);
+		mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
 		wg_wait0();
 		fence_regs(o);
-		mbar_arrive(bar_e + 8 * (last % STAGES));
-		if (pp && cw == 0)
-			named_sync(bar_mine); /* consumer 1's last arrival */
+		mbar_arrive(bar_e + 8 * ring(last));
 	}
 
 	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
@@ -612,13 +694,106 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int DK, int DV, bool BF16, bool OVERLAP>
-__global__ void __launch_bounds__(THREADS, 1)
+#if FA_WGMMA_DEVICE
+
+/* One work item of a CTA: BLOCK_M query rows of head h of sequence b, with
+ * the key tiles some row of it may attend. rows 0: no query row (varlen: a
+ * shorter sequence). */
+struct tile_info {
+	int rows, b, h, m0, lq, lk, q_tok, k_tok, seq, prefix, lo_last, hi_first, t0, n_tiles;
+};
+
+template <int BLOCK_M, int BN>
+__device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h, int b)
+{
+	tile_info T;
+	T.b = b;
+	T.h = h;
+	T.m0 = (P.n_mtiles - 1 - mt_rev) * BLOCK_M; /* last tiles first */
+	T.lq = P.q_len;
+	T.lk = P.kv_len;
+	T.q_tok = T.k_tok = 0;
+	T.seq = b;
+	if (P.varlen) {
+		T.q_tok = P.cu_q[b];
+		T.k_tok = P.cu_k[b];
+		T.lq = P.cu_q[b + 1] - T.q_tok;
+		T.lk = P.cu_k[b + 1] - T.k_tok;
+		T.seq = 0;
+	}
+	T.rows = T.m0 < T.lq;
+	T.prefix = 0;
+	if (P.mask == FA_MASK_PREFIX_LM) {
+		int prefix = P.prefix_lens ? P.prefix_lens[b] : P.prefix_len;
+		T.prefix = prefix < 0 ? 0 : prefix > T.lk ? T.lk : prefix;
+	}
+	/* key tiles some row of the CTA may attend: lo and hi grow with the row */
+	int lo_first, hi_last;
+	const int last = (T.m0 + BLOCK_M < T.lq ? T.m0 + BLOCK_M : T.lq) - 1;
+	fa_mask_range(P.mask, T.m0, T.lq, T.lk, P.window, &lo_first, &T.hi_first);
+	fa_mask_range(P.mask, last, T.lq, T.lk, P.window, &T.lo_last, &hi_last);
+	const int kbeg = T.prefix > 0 ? 0 : lo_first;
+	const int kend = hi_last > T.prefix ? hi_last : T.prefix;
+	T.t0 = kbeg / BN;
+	T.n_tiles = T.rows && kend > kbeg ? (kend + BN - 1) / BN - T.t0 : 0;
+	return T;
+}
+
+/* The producer thread's copies for one work item: Q once (after the
+ * consumers have read the previous item's, bar_qe; behind the first K/V
+ * tile, so the ring refills while they finish), then K and V tile by tile
+ * through the ring; it_base counts the ring's tiles of earlier items, qn
+ * their Q loads. */
+template <int DK, int DV, int BN, int NC>
+__device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, int it_base, int qn,
+					const CUtensorMap *tq, const CUtensorMap *tk,
+					const CUtensorMap *tv, uint32_t s_q, uint32_t s_k, uint32_t s_v,
+					uint32_t bar_q, uint32_t bar_qe, uint32_t bar_k, uint32_t bar_v,
+					uint32_t bar_e)
+{
+	using L = layout<DK, DV, BN, NC>;
+	const int hk = T.h / P.group;
+	/* bytes per tile: what the copy engine must deliver */
+	/* (the columns the copy engine fills with zeros count too) */
+	constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
+			   V_TX = (uint32_t)L::V_TILE;
+	for (int it = 0; it < T.n_tiles; it++) {
+		const int st = (it_base + it) % STAGES;
+		const uint32_t ph = (uint32_t)((it_base + it) / STAGES) & 1;
+		const int k0 = (T.t0 + it) * BN;
+		mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
+		mbar_expect_tx(bar_k + 8 * st, K_TX);
+#pragma unroll
+		for (int c = 0; c < L::QK_SLABS; c++)
+			tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, tk, bar_k + 8 * st,
+				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		mbar_expect_tx(bar_v + 8 * st, V_TX);
+#pragma unroll
+		for (int c = 0; c < L::V_SLABS; c++)
+			tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, tv, bar_v + 8 * st,
+				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		if (it == 0) {
+			if (qn > 0)
+				mbar_wait(bar_qe, (uint32_t)(qn - 1) & 1);
+			mbar_expect_tx(bar_q, Q_TX);
+#pragma unroll
+			for (int c = 0; c < L::QK_SLABS; c++)
+				tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
+					 T.q_tok + T.m0, T.h, T.seq);
+		}
+	}
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
+template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
+__global__ void __launch_bounds__(threads_of<NC>(), 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN, NC>;
+	constexpr int BLOCK_M = block_m<NC>();
 	extern __shared__ unsigned char smem_raw[];
 	unsigned char *smem =
 		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
@@ -627,40 +802,15 @@ __global__ void __launch_bounds__(THREADS, 1)
 	const uint32_t bar_q = s_base + L::BAR;
 	const uint32_t bar_k = bar_q + 8, bar_v = bar_q + 8 + 8 * STAGES;
 	const uint32_t bar_e = bar_q + 8 + 16 * STAGES; /* [stage] at + 8 * stage */
-
-	const int b = blockIdx.z, h = blockIdx.y, hk = h / P.group;
-	const int m0 = (P.n_mtiles - 1 - (int)blockIdx.x) * BLOCK_M; /* last tiles first */
-	int lq = P.q_len, lk = P.kv_len, q_tok = 0, k_tok = 0, seq = b;
-	if (P.varlen) {
-		q_tok = P.cu_q[b];
-		k_tok = P.cu_k[b];
-		lq = P.cu_q[b + 1] - q_tok;
-		lk = P.cu_k[b + 1] - k_tok;
-		seq = 0;
-	}
-	if (m0 >= lq)
-		return; /* varlen: a shorter sequence (the whole CTA leaves) */
-	int prefix = 0;
-	if (P.mask == FA_MASK_PREFIX_LM) {
-		prefix = P.prefix_lens ? P.prefix_lens[b] : P.prefix_len;
-		prefix = prefix < 0 ? 0 : prefix > lk ? lk : prefix;
-	}
-	/* key tiles some row of the CTA may attend: lo and hi grow with the row */
-	int lo_first, hi_first, lo_last, hi_last;
-	const int last = (m0 + BLOCK_M < lq ? m0 + BLOCK_M : lq) - 1;
-	fa_mask_range(P.mask, m0, lq, lk, P.window, &lo_first, &hi_first);
-	fa_mask_range(P.mask, last, lq, lk, P.window, &lo_last, &hi_last);
-	const int kbeg = prefix > 0 ? 0 : lo_first;
-	const int kend = hi_last > prefix ? hi_last : prefix;
-	const int t0 = kbeg / L::BN;
-	const int n_tiles = kend > kbeg ? (kend + L::BN - 1) / L::BN - t0 : 0;
+	const uint32_t bar_qe = bar_e + 8 * STAGES;        /* Q read: the next may load */
 
 	if (threadIdx.x == 0) {
 		mbar_init(bar_q, 1);
+		mbar_init(bar_qe, NC * WG_THREADS);
 		for (int s = 0; s < STAGES; s++) {
 			mbar_init(bar_k + 8 * s, 1);
 			mbar_init(bar_v + 8 * s, 1);
-			mbar_init(bar_e + 8 * s, EMPTY_ARRIVALS);
+			mbar_init(bar_e + 8 * s, NC * WG_THREADS); /* every consumer thread */
 		}
 		/* the inits visible to the copy engine (the async proxy) */
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -668,41 +818,51 @@ __global__ void __launch_bounds__(THREADS, 1)
 	}
 	__syncthreads();
 
+	/* the CTA's work items: one (blockIdx) or, with persistent, every
+	 * gridDim.x-th of the whole list, in the order the one-item grid
+	 * starts its CTAs: the query tiles of a head together (the CTAs that
+	 * run at once share its K and V in the L2), the last (the heaviest
+	 * when causal) first. Producer and consumers walk the same list; the
+	 * K/V ring's count (it_base) and Q's phase (qn) go on from one item to
+	 * the next. */
+	const int n_items = P.persistent ? P.n_mtiles * P.heads * P.batch : 1;
+	const int first = P.persistent ? (int)blockIdx.x : 0, step = P.persistent ? (int)gridDim.x : 1;
+	auto item_of = [&](int item) {
+		const int bh = item / P.n_mtiles; /* head h of sequence b: b * heads + h */
+		return P.persistent
+			? tile_of<BLOCK_M, BN>(P, item % P.n_mtiles, bh % P.heads, bh / P.heads)
+			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
+	};
 	const int wg = threadIdx.x / WG_THREADS;
+	int it_base = 0, qn = 0;
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-		if (threadIdx.x == 0 && n_tiles > 0) {
-			/* bytes per tile: what the copy engine must deliver */
-			/* (the columns the copy engine fills with zeros count too) */
-			constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
-					   V_TX = (uint32_t)L::V_TILE;
-			mbar_expect_tx(bar_q, Q_TX);
-#pragma unroll
-			for (int c = 0; c < L::QK_SLABS; c++)
-				tma_load(s_q + c * Q_SLAB_BYTES, &tq, bar_q, c * SLAB_COLS, q_tok + m0, h,
-					 seq);
-			for (int it = 0; it < n_tiles; it++) {
-				const int st = it % STAGES;
-				const uint32_t ph = (uint32_t)(it / STAGES) & 1;
-				const int k0 = (t0 + it) * L::BN;
-				mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
-				mbar_expect_tx(bar_k + 8 * st, K_TX);
-#pragma unroll
-				for (int c = 0; c < L::QK_SLABS; c++)
-					tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, &tk, bar_k + 8 * st,
-						 c * SLAB_COLS, k_tok + k0, hk, seq);
-				mbar_expect_tx(bar_v + 8 * st, V_TX);
-#pragma unroll
-				for (int c = 0; c < L::V_SLABS; c++)
-					tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, &tv, bar_v + 8 * st,
-						 c * SLAB_COLS, k_tok + k0, hk, seq);
+		if (threadIdx.x == 0)
+			for (int item = first; item < n_items; item += step) {
+				const tile_info T = item_of(item);
+				if (T.n_tiles == 0)
+					continue; /* no rows (varlen), or no key to load */
+				produce<DK, DV, BN, NC>(P, T, it_base, qn, &tq, &tk, &tv, s_q, s_k, s_v,
+							 bar_q, bar_qe, bar_k, bar_v, bar_e);
+				it_base += T.n_tiles;
+				qn++;
+			}
+	} else {
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
+		for (int item = first; item < n_items; item += step) {
+			const tile_info T = item_of(item);
+			if (!T.rows)
+				continue; /* varlen: a shorter sequence */
+			consumer<DK, DV, BN, NC, BF16, OVERLAP>(P, wg - 1, T.m0, T.lq, T.lk, T.q_tok, T.b,
+								T.h, T.prefix, T.t0, T.n_tiles,
+								T.lo_last, T.hi_first, s_q, s_k, s_v,
+								bar_q, bar_k, bar_v, bar_e, it_base, qn,
+								bar_qe);
+			if (T.n_tiles > 0) {
+				it_base += T.n_tiles;
+				qn++;
 			}
 		}
-	} else {
-		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-		consumer<DK, DV, BF16, OVERLAP>(P, wg - 1, m0, lq, lk, q_tok, b, h, prefix, t0, n_tiles,
-					   lo_last, hi_first, s_q, s_k, s_v, bar_q, bar_k, bar_v,
-					   bar_e);
 	}
 #else
 	(void)tq;
@@ -741,10 +901,11 @@ encode_tiled_fn encode_tiled(void)
 	return fn;
 }
 
-/* The instances, one per (head_dim, head_dim_v) served. */
+/* The instance families, one per (head_dim, head_dim_v) served; the
+ * tunables kv_tile (256) and pad128 (72, 80) pick the member. */
 enum { INST_64, INST_80, INST_128, INST_192_128, INST_256, N_INST };
 
-/* The instance that runs head sizes hd/hdv, or -1 where none does. */
+/* The family that runs head sizes hd/hdv, or -1 where none does. */
 int instance_of(int hd, int hdv)
 {
 	if (hd == hdv && hd == 64)
@@ -760,19 +921,20 @@ int instance_of(int hd, int hdv)
 	return -1;
 }
 
+/* The most shared memory a member of the family takes. */
 int smem_bytes(int inst)
 {
 	switch (inst) {
 	case INST_64:
-		return layout<64, 64>::BYTES;
+		return layout<64, 64, 128, 3>::BYTES;
 	case INST_80:
-		return layout<80, 128>::BYTES;
+		return layout<80, 128, 128>::BYTES;
 	case INST_128:
-		return layout<128, 128>::BYTES;
+		return layout<128, 128, 128>::BYTES;
 	case INST_192_128:
-		return layout<192, 128>::BYTES;
+		return layout<192, 128, 128>::BYTES;
 	default:
-		return layout<256, 256>::BYTES;
+		return layout<256, 256, 80>::BYTES;
 	}
 }
 
@@ -851,21 +1013,47 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 }
 
 /* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0, PARAM_PINGPONG };
+enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128, PARAM_CONSUMERS, PARAM_PERSISTENT };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
+const int32_t kv_tile_allowed[] = {64, 80};
+const int32_t pad128_allowed[] = {0, 1};
+const int32_t consumers_allowed[] = {2, 3};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
 	 "together, the softmax under P V; 0 = each product waited for"},
-	{"pingpong", 0, pingpong_allowed, 2, 0, 1,
-	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the two consumer warpgroups take "
-	 "turns to issue their products (named barriers), one's softmax under the other's "
-	 "products; 0 = each issues when ready (the default until measured on a GPU)"},
+	{"pingpong", 1, pingpong_allowed, 2, 0, 1,
+	 "1 = inter-warpgroup ping-pong (with overlap=1 only): the consumer warpgroups take "
+	 "turns to issue their products (named barriers), one's softmax under another's "
+	 "products (the default: faster or within 1% on every shape measured on the H100); "
+	 "0 = each issues when ready"},
+	{"kv_tile", 80, kv_tile_allowed, 2, 64, 80,
+	 "head size 256 only: keys per K/V tile, 80 (FlashAttention-3's) or 64 (the former "
+	 "tile); every other head size takes 128"},
+	{"pad128", 0, pad128_allowed, 2, 0, 1,
+	 "head sizes 72 and 80 only: 1 = P V and O 128 columns wide (the former padding), 0 = "
+	 "80 columns (m64n80k16); Q K^T sums 80 columns either way"},
+	{"consumers", 3, consumers_allowed, 2, 2, 3,
+	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 3 (192 rows, 160 "
+	 "registers a thread, FlashAttention-3's hd64 tile; the default: 1.22x on the H100) or "
+	 "2 (128 rows, 240 registers); every other head size takes 2"},
+	{"persistent", 0, NULL, 0, 0, 65535,
+	 "1 = a persistent grid, one CTA per SM, each walking every grid-th work item (query "
+	 "tile, head, sequence; the last query tiles of every head first), the next item's "
+	 "loads under the end of this one; N > 1 = N CTAs (tests, sweeps); at most one CTA "
+	 "per work item; 0 = one CTA per work item"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
-template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct fa_launch_args *a)
+/* Tunable i of the launch, or its default. */
+int32_t param_of(const struct fa_launch_args *a, int i)
+{
+	return a->params ? a->params[i] : wgmma_params[i].default_value;
+}
+
+template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
+int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
@@ -875,7 +1063,8 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
 	const int64_t k_tokens = p->varlen ? p->total_k : p->kv_len;
 	int e;
-	using L = layout<DK, DV>;
+	using L = layout<DK, DV, BN, NC>;
+	constexpr int BLOCK_M = block_m<NC>();
 	/* the maps end at the real head sizes: zeros past them (72 in 80) */
 	if ((e = make_map(&tq, a->q, bf16, p->head_dim, BLOCK_M, q_tokens, p->heads, seqs, p->q_stride_s,
 			  p->q_stride_h, p->varlen ? p->q_stride_s : p->q_stride_b)) ||
@@ -902,24 +1091,45 @@ template <int DK, int DV, bool BF16, bool OVERLAP> int launch_inst(const struct 
 	g.n_mtiles = (p->q_len + BLOCK_M - 1) / BLOCK_M;
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
-	g.pingpong = a->params ? a->params[PARAM_PINGPONG] : wgmma_params[PARAM_PINGPONG].default_value;
+	g.pingpong = param_of(a, PARAM_PINGPONG);
+	g.persistent = param_of(a, PARAM_PERSISTENT);
+	g.heads = p->heads;
+	g.batch = p->batch;
 	const int smem = L::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BF16, OVERLAP>,
+	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
-	const dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
-	wgmma_fwd<DK, DV, BF16, OVERLAP><<<grid, THREADS, smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
+	if (g.persistent) {
+		int64_t ctas = g.persistent;
+		if (ctas == 1) { /* one per SM */
+			int dev = 0, sms = 0;
+			if ((ce = cudaGetDevice(&dev)) != cudaSuccess ||
+			    (ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) !=
+				    cudaSuccess)
+				return (int)ce;
+			ctas = sms;
+		}
+		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch;
+		grid = dim3((unsigned)(items < ctas ? items : ctas), 1, 1);
+	}
+	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
+		<<<grid, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	return (int)cudaGetLastError();
 }
 
-/* The instance <DK, DV> for the dtype and the schedule. */
-template <int DK, int DV> int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
+/* The instance <DK, DV, BN, NC> for the dtype and the schedule. */
+template <int DK, int DV, int BN = 128, int NC = 2>
+int launch_dt(bool bf16, bool ov, const struct fa_launch_args *a)
 {
 	if (bf16)
-		return ov ? launch_inst<DK, DV, true, true>(a) : launch_inst<DK, DV, true, false>(a);
-	return ov ? launch_inst<DK, DV, false, true>(a) : launch_inst<DK, DV, false, false>(a);
+		return ov ? launch_inst<DK, DV, BN, NC, true, true>(a)
+			  : launch_inst<DK, DV, BN, NC, true, false>(a);
+	return ov ? launch_inst<DK, DV, BN, NC, false, true>(a)
+		  : launch_inst<DK, DV, BN, NC, false, false>(a);
 }
+
 
 int wgmma_launch(const struct fa_launch_args *a)
 {
@@ -929,18 +1139,21 @@ int wgmma_launch(const struct fa_launch_args *a)
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* TMA needs 16-byte aligned bases */
 	const bool bf16 = p->dtype == FA_DTYPE_BF16;
-	const bool ov = (a->params ? a->params[PARAM_OVERLAP] : wgmma_params[0].default_value) != 0;
+	const bool ov = param_of(a, PARAM_OVERLAP) != 0;
 	switch (instance_of(p->head_dim, p->head_dim_v)) {
 	case INST_64:
-		return launch_dt<64, 64>(bf16, ov, a);
+		return param_of(a, PARAM_CONSUMERS) == 3 ? launch_dt<64, 64, 128, 3>(bf16, ov, a)
+							 : launch_dt<64, 64>(bf16, ov, a);
 	case INST_80:
-		return launch_dt<80, 128>(bf16, ov, a);
+		return param_of(a, PARAM_PAD128) ? launch_dt<80, 128>(bf16, ov, a)
+						 : launch_dt<80, 80>(bf16, ov, a);
 	case INST_128:
 		return launch_dt<128, 128>(bf16, ov, a);
 	case INST_192_128:
 		return launch_dt<192, 128>(bf16, ov, a);
 	case INST_256:
-		return launch_dt<256, 256>(bf16, ov, a);
+		return param_of(a, PARAM_KV_TILE) == 64 ? launch_dt<256, 256, 64>(bf16, ov, a)
+							: launch_dt<256, 256, 80>(bf16, ov, a);
 	default:
 		return (int)cudaErrorInvalidValue; /* supports() said no */
 	}

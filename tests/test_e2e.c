@@ -247,10 +247,13 @@ FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
 		const char *cache;    /* --cache, NULL: the default */
 		const char *timing;   /* stored */
 		const char *told;     /* every line of the log, NULL: no flush */
-	} modes[] = {{NULL, "cold-clean", "clean"},
-		     {"cold-clean", "cold-clean", "clean"},
-		     {"cold", "cold", "write"},
-		     {"hot", "hot", NULL}};
+		int isolate;          /* --isolate: the worker's timing crosses the pipe */
+	} modes[] = {{NULL, "cold-clean", "clean", 0},
+		     {"cold-clean", "cold-clean", "clean", 0},
+		     {"cold", "cold", "write", 0},
+		     {"hot", "hot", NULL, 0},
+		     {NULL, "cold-clean", "clean", 1},
+		     {"cold", "cold", "write", 1}};
 	char db[1024], log[1024], plug[1100], env_log[1100], sql[256];
 	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
@@ -269,6 +272,7 @@ FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
 		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
 				       "--kernels", "test_correct", "--where", "q_len == 16",
 				       "--label", label, "--db", db, "--quiet",
+				       modes[i].isolate ? "--isolate" : "--quiet",
 				       modes[i].cache ? "--cache" : NULL, (char *)modes[i].cache,
 				       NULL},
 			    env, 120, &r);
@@ -300,7 +304,7 @@ FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
 	FA_CHECKF(r.status == 2 && strstr(r.err, "--cache 'warm' must be cold-clean, cold or hot"),
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 6);
 }
 
 FA_TEST(e2e, dry_run_writes_nothing)

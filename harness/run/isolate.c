@@ -26,7 +26,10 @@
  * a slow download. */
 #define GRACE_S 5.0
 
-static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph"};
+/* The timing strings a worker may report, sent by index (0: none); every
+ * value runner.c stores must be here, or an isolated result loses it. */
+static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph", "cold-clean"};
+#define N_TIMING_NAMES ((int)(sizeof timing_names / sizeof timing_names[0]))
 
 struct rec_hdr {
 	uint32_t magic;
@@ -58,7 +61,7 @@ void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 			    const struct fa_samples *samples)
 {
 	struct rec_hdr h = {REC_MAGIC, REC_RESULT, i, samples ? samples->n : 0, 0};
-	for (int t = 0; t < (int)(sizeof timing_names / sizeof timing_names[0]); t++)
+	for (int t = 0; t < N_TIMING_NAMES; t++)
 		if (res->timing && strcmp(res->timing, timing_names[t]) == 0)
 			h.timing = t;
 	if (write_all(fd, &h, sizeof h) != 0 || write_all(fd, res, sizeof *res) != 0)
@@ -399,7 +402,7 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 			r.kernel = ck->k->name;
 			r.backend = ck->slot->name;
 			r.params = ck->params_text;
-			r.timing = timing_names[h.timing >= 0 && h.timing < 5 ? h.timing : 0];
+			r.timing = timing_names[h.timing >= 0 && h.timing < N_TIMING_NAMES ? h.timing : 0];
 			fa_samples_free(&samples[h.index]);
 			samples[h.index].ms = ms;
 			samples[h.index].n = samples[h.index].cap = h.n_samples;

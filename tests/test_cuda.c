@@ -860,8 +860,8 @@ static const struct spec wgmma_cases[] = {
 };
 
 /* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong) and every
- * tile (kv_tile 80 and 64 at head size 256, pad128 0 and 1 at 72 and 80,
- * consumers 2 and 3 at 64) and grid (one CTA per work item, and 3 CTAs
+ * tile (kv_tile 80 and 64 at head size 256, kv_tile128 176 and 128 at 128,
+ * pad128 0 and 1 at 72 and 80, consumers 2 and 3 at 64) and grid (one CTA per work item, and 3 CTAs
  * walking them all: several items a CTA, the ring and the ping-pong going
  * on from one to the next),
  * matches the reference on an sm_90 device, refuses other
@@ -880,18 +880,20 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) and pingpong=1 are the
 	 * defaults: faster on the shapes measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 6 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == 7 && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
 		   strcmp(k->params[3].name, "pad128") == 0 &&
 		   strcmp(k->params[4].name, "consumers") == 0 &&
-		   strcmp(k->params[5].name, "persistent") == 0);
+		   strcmp(k->params[5].name, "persistent") == 0 &&
+		   strcmp(k->params[6].name, "kv_tile128") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
 	FA_CHECK(k->params[3].default_value == 0);  /* P V 80 columns wide */
 	FA_CHECK(k->params[4].default_value == 3);  /* 1.22x at hd64 on the H100 */
 	FA_CHECK(k->params[5].default_value == 0);  /* slower on 3 shapes of 6 */
+	FA_CHECK(k->params[6].default_value == 176); /* +3-4% at hd128 on the H100 */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -947,14 +949,17 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		 * the other tile (where the head size has one) and 3 CTAs */
 		for (int32_t sch = 0; sch < 6; sch++) {
 			const int32_t other = sch >= 3;
+			/* head size 128: both key tiles, masked or not, under
+			 * every schedule but one each */
+			static const int32_t kt128[6] = {176, 128, 176, 128, 176, 128};
 			const int32_t tun[MMA_NPARAMS] = {
 				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
-				other ? 3 : 0};
+				other ? 3 : 0, kt128[sch]};
 			snprintf(what, sizeof what,
 				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
-				 "persistent=%d",
+				 "persistent=%d kv_tile128=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
-				 (int)tun[4], (int)tun[5]);
+				 (int)tun[4], (int)tun[5], (int)tun[6]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -51,7 +51,8 @@
  *
  * Tunables kv_tile (256: 64 or 80 keys), pad128 (72/80: P V 128 columns,
  * the former layout) and consumers (64: 2 or 3) keep the former tiles
- * beside the new ones for same-call comparisons (docs/BENCHMARKS.md).
+ * beside the new ones for same-call comparisons (docs/BENCHMARKS.md);
+ * kv_tile128 (128: 176 keys, or the former 128).
  *
  * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
  * alike) and 192/128 (supports() refuses them); split-KV for short grids,
@@ -116,7 +117,12 @@ template <int NC> constexpr int consumer_regs(void)
  * slab); 72's columns 72-79 of O are zeros and not stored. pad128=1 runs
  * <80, 128> (P V 128 columns wide), the former instance. */
 
-/* Keys per K/V tile (BN): 128, but 80 for DV = 256 (FlashAttention-3's
+/* Keys per K/V tile (BN): 128, but 176 at head size 128 (tunable
+ * kv_tile128; FlashAttention-3's non-causal hd128 tile, here faster causal
+ * too: Q 32 KiB and two stages of K and V of 44 KiB each, 208 KiB; S 88
+ * registers a thread beside O's 64 and P's 44, within the consumers' 240;
+ * the fixed costs of a tile - barriers, the row max and sum, the rescale
+ * of O - over 1.4x the keys), and 80 for DV = 256 (FlashAttention-3's
  * tile), where shared memory holds Q (64 KiB) and two stages of K and V
  * (40 KiB each) only with tiles of at most 80 keys, and a consumer's
  * registers hold O (64 x 256 fp32: 128 a thread) beside S and P only when S
@@ -280,7 +286,9 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		  "%95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, "  \
 		  "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, "  \
 		  "%122, %123, %124, %125, %126, %127"
+#define FA_WG_R88 FA_WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
 #define FA_WG_ACC40(d) FA_WG_ACC32(d, 0), FA_WG_ACC8(d, 32)
+#define FA_WG_ACC88(d) FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32), FA_WG_ACC8(d, 64), FA_WG_ACC8(d, 72), FA_WG_ACC8(d, 80)
 #define FA_WG_ACC128(d) FA_WG_ACC32(d, 0), FA_WG_ACC32(d, 32), FA_WG_ACC32(d, 64), FA_WG_ACC32(d, 96)
 
 /* S (64 x 128, fp32) = or += A (64 x 16, shared) * B (16 x 128, shared),
@@ -297,6 +305,12 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 		     " %32, %33, p, 1, 1, 0, 0;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "l"(da), "l"(db), "r"(scale_d))
+#define FA_WG_SS_N176(TY)                                                                      \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %90, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n176k16.f32." TY "." TY " {" FA_WG_R88 "},"   \
+		     " %88, %89, p, 1, 1, 0, 0;\n\t}"                                             \
+		     : FA_WG_ACC88(d)                                                             \
+		     : "l"(da), "l"(db), "r"(scale_d))
 #define FA_WG_SS_N80(TY)                                                                       \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %42, 0;\n\t"                          \
 		     "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" FA_WG_R40 "},"    \
@@ -306,7 +320,12 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 template <int N, bool BF16>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
 {
-	if constexpr (N == 128) {
+	if constexpr (N == 176) {
+		if constexpr (BF16)
+			FA_WG_SS_N176("bf16");
+		else
+			FA_WG_SS_N176("f16");
+	} else if constexpr (N == 128) {
 		if constexpr (BF16)
 			FA_WG_SS_N128("bf16");
 		else
@@ -317,7 +336,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 		else
 			FA_WG_SS_N80("f16");
 	} else {
-		static_assert(N == 64, "key tiles: 64, 80 and 128");
+		static_assert(N == 64, "key tiles: 64, 80, 128 and 176");
 		if constexpr (BF16)
 			FA_WG_SS_N64("bf16");
 		else
@@ -930,7 +949,7 @@ int smem_bytes(int inst)
 	case INST_80:
 		return layout<80, 128, 128>::BYTES;
 	case INST_128:
-		return layout<128, 128, 128>::BYTES;
+		return layout<128, 128, 176>::BYTES;
 	case INST_192_128:
 		return layout<192, 128, 128>::BYTES;
 	default:
@@ -1013,12 +1032,21 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 }
 
 /* Tunables, in this order. */
-enum { PARAM_OVERLAP = 0, PARAM_PINGPONG, PARAM_KV_TILE, PARAM_PAD128, PARAM_CONSUMERS, PARAM_PERSISTENT };
+enum {
+	PARAM_OVERLAP = 0,
+	PARAM_PINGPONG,
+	PARAM_KV_TILE,
+	PARAM_PAD128,
+	PARAM_CONSUMERS,
+	PARAM_PERSISTENT,
+	PARAM_KV_TILE128
+};
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
 const int32_t kv_tile_allowed[] = {64, 80};
 const int32_t pad128_allowed[] = {0, 1};
 const int32_t consumers_allowed[] = {2, 3};
+const int32_t kv_tile128_allowed[] = {128, 176};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
@@ -1043,6 +1071,10 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "tile, head, sequence; the last query tiles of every head first), the next item's "
 	 "loads under the end of this one; N > 1 = N CTAs (tests, sweeps); at most one CTA "
 	 "per work item; 0 = one CTA per work item"},
+	{"kv_tile128", 176, kv_tile128_allowed, 2, 128, 176,
+	 "head size 128 only: keys per K/V tile, 176 (FlashAttention-3's non-causal tile: S 64 x "
+	 "176 a consumer, the fixed costs of a tile over 1.4x the keys; the default: +3-4% on the "
+	 "H100 without a mask and causal from 8k, -1% at causal 4k) or 128 (the former tile)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -1147,8 +1179,10 @@ int wgmma_launch(const struct fa_launch_args *a)
 	case INST_80:
 		return param_of(a, PARAM_PAD128) ? launch_dt<80, 128>(bf16, ov, a)
 						 : launch_dt<80, 80>(bf16, ov, a);
-	case INST_128:
-		return launch_dt<128, 128>(bf16, ov, a);
+	case INST_128: {
+		return param_of(a, PARAM_KV_TILE128) == 128 ? launch_dt<128, 128>(bf16, ov, a)
+							     : launch_dt<128, 128, 176>(bf16, ov, a);
+	}
 	case INST_192_128:
 		return launch_dt<192, 128>(bf16, ov, a);
 	case INST_256:

@@ -676,7 +676,6 @@ int instance_for(const struct fa_problem *p, const int32_t *params)
 	return w;
 }
 
-/* 1 when the group's heads run in their own CTAs with fp32 dK/dV partials. */
 /* CTAs of instance inst an SM holds at once (its MINB). */
 int minb_of(int inst)
 {

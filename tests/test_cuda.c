@@ -447,7 +447,8 @@ static void check_bwd(const char *fname, const char *bname, const struct spec *c
 		struct fa_launch_args a;
 		struct fa_ref_grad g;
 		struct fa_err err;
-		void *ddo = NULL, *dg[3] = {NULL, NULL, NULL}, *lse = NULL, *bws = NULL;
+		void *ddo = NULL, *dg[3] = {NULL, NULL, NULL}, *lse = NULL, *bws = NULL, *fws = NULL;
+		size_t fws_bytes = 0;
 		void *h1[3] = {NULL, NULL, NULL}, *h2[3] = {NULL, NULL, NULL}, *hdo = NULL;
 		const int tensors[3] = {FA_TENSOR_DQ, FA_TENSOR_DK, FA_TENSOR_DV};
 		int64_t nq, nk, *qr = NULL, *kr = NULL;
@@ -470,10 +471,15 @@ static void check_bwd(const char *fname, const char *bname, const struct spec *c
 			code = BE.alloc(CTX, sizeof(float) * (size_t)p->total_q * p->heads + 4, &lse);
 		if (code == 0)
 			code = BE.alloc(CTX, bk->workspace_bytes(p, params) + 4, &bws);
+		/* the forward's own workspace (split-KV), as the runner allocates it */
+		if (code == 0 && fk->workspace_bytes && (fws_bytes = fk->workspace_bytes(p, NULL)) > 0)
+			code = BE.alloc(CTX, fws_bytes, &fws);
 		FA_REQUIRE(code == 0);
 		launch_args(s, &t, &d, &a);
 		a.struct_size = sizeof a;
 		a.lse = lse;
+		a.workspace = fws;
+		a.workspace_bytes = fws_bytes;
 		code = fk->launch(&a);
 		a.workspace = bws;
 		a.workspace_bytes = bk->workspace_bytes(p, params);
@@ -539,6 +545,8 @@ static void check_bwd(const char *fname, const char *bname, const struct spec *c
 			BE.free(CTX, lse);
 		if (bws)
 			BE.free(CTX, bws);
+		if (fws)
+			BE.free(CTX, fws);
 		free(hdo);
 		free(qr);
 		free(kr);
@@ -880,13 +888,14 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) and pingpong=1 are the
 	 * defaults: faster on the shapes measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 7 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == 8 && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
 		   strcmp(k->params[3].name, "pad128") == 0 &&
 		   strcmp(k->params[4].name, "consumers") == 0 &&
 		   strcmp(k->params[5].name, "persistent") == 0 &&
-		   strcmp(k->params[6].name, "kv_tile128") == 0);
+		   strcmp(k->params[6].name, "kv_tile128") == 0 &&
+		   strcmp(k->params[7].name, "split") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
@@ -894,6 +903,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_CHECK(k->params[4].default_value == 3);  /* 1.22x at hd64 on the H100 */
 	FA_CHECK(k->params[5].default_value == 0);  /* slower on 3 shapes of 6 */
 	FA_CHECK(k->params[6].default_value == 176); /* +3-4% at hd128 on the H100 */
+	FA_CHECK(k->params[7].default_value == 0);   /* split-KV auto: short grids only */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -952,17 +962,177 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 			/* head size 128: both key tiles, masked or not, under
 			 * every schedule but one each */
 			static const int32_t kt128[6] = {176, 128, 176, 128, 176, 128};
+			/* split: 1 (none) with the default tile, auto (0) with the other */
 			const int32_t tun[MMA_NPARAMS] = {
 				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
-				other ? 3 : 0, kt128[sch]};
+				other ? 3 : 0, kt128[sch], !other};
 			snprintf(what, sizeof what,
 				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
-				 "persistent=%d kv_tile128=%d",
+				 "persistent=%d kv_tile128=%d split=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
-				 (int)tun[4], (int)tun[5], (int)tun[6]);
+				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}
+}
+
+/* cuda_flash_wgmma with split-KV forced (2, 3, 7, 64: more ranges than some
+ * items have key tiles, ranges with no visible key under causal, sliding
+ * window and varlen) on every case, with both key tiles, one CTA per item
+ * and 3 CTAs walking them all, matches the reference; auto splits a short
+ * grid over long keys (decode: the workspace is asked for) and not a
+ * prefill whose partials would outweigh K and V; a split launch without its
+ * workspace is refused. */
+FA_TEST(cuda, flash_wgmma_split_kv)
+{
+	/* split, persistent, the other tile (kv_tile 64, kv_tile128 128, pad128, 2 consumers) */
+	static const int32_t forms[][3] = {{2, 0, 0}, {3, 3, 1}, {7, 0, 1}, {64, 0, 0}, {3, 0, 0}};
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct tcase t;
+	char why[256], what[160];
+	uint64_t seed;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_wgmma");
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 8);
+	build(&wgmma_cases[0], &t);
+	if (!k->supports(&t.p, why, sizeof why)) {
+		printf("  skip: %s\n", why);
+		return;
+	}
+	{
+		/* auto: decode over 777 keys (16 items) splits, a prefill
+		 * (lq 256, lk 384) does not; forced: the workspace grows with N */
+		const int32_t tun_auto[8] = {1, 1, 80, 0, 3, 0, 176, 0};
+		const int32_t tun_3[8] = {1, 1, 80, 0, 3, 0, 176, 3};
+		const int32_t tun_1[8] = {1, 1, 80, 0, 3, 0, 176, 1};
+		struct tcase t2;
+		build(&wgmma_cases[2], &t2);
+		FA_CHECK(k->workspace_bytes(&t2.p, tun_auto) > 0);
+		FA_CHECK(k->workspace_bytes(&t2.p, tun_1) == 0);
+		FA_CHECK(k->workspace_bytes(&t.p, tun_auto) == 0);
+		FA_CHECK(k->workspace_bytes(&t.p, tun_3) ==
+			 3 * sizeof(float) * (size_t)t.p.total_q * t.p.heads * 129);
+	}
+	{
+		/* forced split without a workspace: refused, nothing runs */
+		const int32_t tun_3[8] = {1, 1, 80, 0, 3, 0, 176, 3};
+		struct bufs d;
+		struct fa_launch_args a;
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
+		launch_args(s, &t, &d, &a);
+		a.params = tun_3;
+		FA_CHECK(k->launch(&a) == CUDA_ERROR_INVALID_VALUE);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		bufs_free(s, &d);
+	}
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
+		build(&wgmma_cases[i], &t);
+		for (size_t j = 0; j < sizeof forms / sizeof forms[0]; j++) {
+			const int32_t o = forms[j][2];
+			const int32_t tun[MMA_NPARAMS] = {1, 1, o ? 64 : 80, o, o ? 2 : 3,
+							  forms[j][1], o ? 128 : 176, forms[j][0]};
+			snprintf(what, sizeof what, "%s case %zu split=%d persistent=%d other tile=%d",
+				 k->name, i, (int)forms[j][0], (int)forms[j][1], (int)o);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
+	}
+}
+
+/* cuda_flash_wgmma writes the LSE (a backward's forward): each row's
+ * natural-log log-sum-exp as cuda_flash_simt writes it (fp32 arithmetic
+ * both: within 1e-4 relative, +inf on the same rows), from its epilogue
+ * (split 1) and from the split-KV merge (split 3 and 64), on every case;
+ * and cuda_flash_bwd_simt's gradients from its O and LSE match the
+ * reference. */
+FA_TEST(cuda, flash_wgmma_writes_lse)
+{
+	static const int32_t splits[] = {1, 3, 64};
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k, *simt;
+	struct tcase t;
+	char why[256];
+	uint64_t seed;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_wgmma");
+	simt = find_kernel(s, "cuda_flash_simt");
+	FA_REQUIRE(k != NULL && simt != NULL && fa_kernel_writes_lse(k) &&
+		   fa_kernel_writes_lse(simt));
+	build(&wgmma_cases[0], &t);
+	if (!k->supports(&t.p, why, sizeof why)) {
+		printf("  skip: %s\n", why);
+		return;
+	}
+	seed = fa_test_seed();
+	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
+		struct bufs d;
+		struct fa_launch_args a;
+		void *lse_dev[2] = {NULL, NULL};
+		float *lse_host[2] = {NULL, NULL};
+		int code;
+		build(&wgmma_cases[i], &t);
+		{
+			const size_t rows = (size_t)t.p.total_q * (size_t)t.p.heads;
+			const size_t lb = sizeof(float) * rows;
+			FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d) == 0);
+			for (int j = 0; j < 2; j++) {
+				lse_host[j] = malloc(lb + 4);
+				FA_REQUIRE(lse_host[j] != NULL && BE.alloc(CTX, lb + 4, &lse_dev[j]) == 0);
+			}
+			launch_args(s, &t, &d, &a);
+			a.struct_size = sizeof a;
+			a.lse = lse_dev[0];
+			code = simt->launch(&a);
+			if (code == 0)
+				code = BE.synchronize(CTX);
+			if (code == 0)
+				code = BE.download(CTX, lse_host[0], lse_dev[0], lb);
+			FA_CHECKF(code == 0, "case %zu: simt: %s", i, BE.error_string(CTX, code));
+			for (size_t sp = 0; sp < sizeof splits / sizeof splits[0] && code == 0; sp++) {
+				const int32_t tun[8] = {1, 1, 80, 0, 3, 0, 176, splits[sp]};
+				void *ws = NULL;
+				const size_t wsb = k->workspace_bytes(&t.p, tun);
+				if (wsb)
+					FA_REQUIRE(BE.alloc(CTX, wsb, &ws) == 0);
+				launch_args(s, &t, &d, &a);
+				a.struct_size = sizeof a;
+				a.params = tun;
+				a.workspace = ws;
+				a.workspace_bytes = wsb;
+				a.lse = lse_dev[1];
+				if ((code = BE.memset(CTX, lse_dev[1], FA_POISON_BYTE, lb)) == 0 &&
+				    (code = k->launch(&a)) == 0 && (code = BE.synchronize(CTX)) == 0)
+					code = BE.download(CTX, lse_host[1], lse_dev[1], lb);
+				FA_CHECKF(code == 0, "case %zu split=%d: %s", i, (int)splits[sp],
+					  BE.error_string(CTX, code));
+				for (size_t r = 0; r < rows && code == 0; r++) {
+					const float want = lse_host[0][r], got = lse_host[1][r];
+					const int ok = isinf(want) ? isinf(got) && got > 0 && want > 0
+								   : fabsf(got - want) <=
+									     1e-4f * fmaxf(1.f, fabsf(want));
+					if (!ok) {
+						FA_CHECKF(0, "case %zu split=%d row %zu: lse %.9g, simt %.9g",
+							  i, (int)splits[sp], r, (double)got, (double)want);
+						break;
+					}
+				}
+				if (ws)
+					BE.free(CTX, ws);
+			}
+			for (int j = 0; j < 2; j++) {
+				if (lse_dev[j])
+					BE.free(CTX, lse_dev[j]);
+				free(lse_host[j]);
+			}
+			bufs_free(s, &d);
+		}
+	}
+	/* no split, no split (GQA, causal), auto split (decode over 777 keys) */
+	check_bwd("cuda_flash_wgmma", "cuda_flash_bwd_simt", wgmma_cases, 3, NULL, FA_RULE_TOLERANCE,
+		  1);
 }
 
 /* Stream-K in both forms gives the reference's answer on every case

@@ -663,6 +663,7 @@ FA_TEST(suite, shipped_suites)
 		{"suites/smoke.yaml", 40, 80},	   {"suites/vit.yaml", 20, 200},
 		{"suites/llm-prefill.yaml", 20, 200}, {"suites/decode.yaml", 20, 200},
 		{"suites/prefixlm.yaml", 10, 200}, {"suites/training.yaml", 20, 200},
+		{"suites/splitkv.yaml", 8, 40},
 	};
 	char cwd[PATH_MAX];
 	struct fa_suite s;
@@ -724,6 +725,23 @@ FA_TEST(suite, shipped_suites)
 			fwd_bwd |= c->pass == FA_PASS_FWD_BWD;
 		}
 		FA_CHECK(vit + llm == s.n_cases && vit > 0 && llm > 0 && gqa && batch2 && fwd_bwd);
+		fa_suite_free(&s);
+	}
+	/* splitkv: short grids (at most 256 query rows of 8 heads a sequence)
+	 * over at least 5000 keys, both masks, GQA 1 and 4, varlen */
+	if (LOAD("suites/splitkv.yaml", 0, &s)) {
+		int masks = 0, gqa1 = 0, gqa4 = 0, varlen = 0;
+		for (int i = 0; i < s.n_cases; i++) {
+			const struct fa_problem *p = &s.cases[i].p;
+			FA_CHECKF(p->q_len <= 256 && p->heads == 8 && p->kv_len >= 5000 &&
+					  p->total_q <= 320,
+				  "%s", s.cases[i].key);
+			masks |= 1 << p->mask;
+			gqa1 |= p->kv_heads == 8;
+			gqa4 |= p->kv_heads == 2;
+			varlen |= p->varlen;
+		}
+		FA_CHECK(masks == (1 << FA_MASK_NONE | 1 << FA_MASK_CAUSAL) && gqa1 && gqa4 && varlen);
 		fa_suite_free(&s);
 	}
 	/* prefixlm: every single-sequence prefix is 1/4, 1/2 or 3/4 */

@@ -438,6 +438,8 @@ struct params {
 	float *ws_o;      /* split-KV: [splits][ws_rows][DV] fp32 partial O (normalised) */
 	float *ws_lse;    /* split-KV: [splits][ws_rows] log2-sum-exp2 of the range */
 	int64_t ws_rows;  /* total_q * heads */
+	float *lse;       /* split-KV: combine_row writes each row's natural-log LSE
+			   * here (fa_launch_args.lse) when not NULL */
 	int32_t gather;   /* LOAD_ANY: 1 when some row start is not 16-byte aligned (a head
 			   * size or stride not a multiple of 8 elements): element copies */
 	/* stream-K (sk_on 1; then splits is 1): ws_o is [2 ctas][BM][DV] fp32
@@ -1045,7 +1047,9 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 /* Split-KV merge: row r of the output (r = token * heads + h) from the
  * `splits` partial rows of the workspace, O = sum_s 2^(lse_s - M) O_s /
  * sum_s 2^(lse_s - M) with M the largest lse_s; a row whose every range was
- * empty (-inf) gets zeros. One warp per row, two columns per lane. */
+ * empty (-inf) gets zeros. With prm.lse, the row's log-sum-exp too, natural
+ * log (M + log2 sum_s 2^(lse_s - M)) ln 2, +inf for a row with no key (the
+ * fa_launch_args.lse convention). One warp per row, two columns per lane. */
 template <int DV, class T>
 static __device__ __forceinline__ void combine_row(const params &prm, int64_t r, int lane)
 {
@@ -1064,6 +1068,8 @@ static __device__ __forceinline__ void combine_row(const params &prm, int64_t r,
 	for (int d = 16; d > 0; d >>= 1)
 		wsum += fa_mma_shfl_xor(wsum, d);
 	const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+	if (prm.lse && lane == 0) /* ln 2: from the exp2 domain to exp's */
+		prm.lse[r] = wsum > 0.f ? (mu + log2f(wsum)) * 0.6931471805599453f : INFINITY;
 	const int64_t t = r / p.heads;
 	const int h = (int)(r - t * p.heads);
 	const int64_t off = p.varlen ? t * p.o_stride_s + (int64_t)h * p.o_stride_h
@@ -1292,6 +1298,7 @@ static int make_params(const struct fa_launch_args *a, params *prm, unsigned gri
 	prm->ws_rows = (int64_t)p->total_q * p->heads;
 	prm->ws_o = NULL;
 	prm->ws_lse = NULL;
+	prm->lse = NULL; /* cuda_flash_mma does not write the LSE (writes_lse 0) */
 	if (prm->splits > 1) {
 		prm->ws_o = static_cast<float *>(a->workspace);
 		prm->ws_lse = prm->ws_o + prm->splits * prm->ws_rows * CFG::DV;

@@ -49,14 +49,33 @@
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
  *
+ * Split-KV (tunable `split`, 0 = auto): where the grid of work items
+ * (query tiles x heads x batch) leaves SMs idle - a short prompt over a long
+ * context, decode - each item's visible key tiles (the mask's range, as
+ * above) are cut into `split` consecutive ranges of equal tile counts, one
+ * CTA each (grid.z = batch x split, or split x the items with persistent).
+ * A CTA writes its rows' O / l in fp32 and the log2-sum-exp2 m + log2(l)
+ * of its range to the workspace (-inf, weight 0, for a range with no key
+ * visible: its O is zeros, never NaN), and cuda_flash_mma's
+ * fa_mma::combine_kernel merges the ranges of each row into O (and into the
+ * LSE when asked). Auto is fa_split_count() (kernels/common/fa_split.h)
+ * with one CTA per SM: no split when the items fill 80% of the SMs, else
+ * the fewest splits within 95% of the best wave efficiency whose fp32
+ * partials stay under a quarter of the K/V bytes (so a prefill with
+ * q_len near kv_len never splits). split=1 is the kernel without it.
+ *
+ * LSE (fa_launch_args.lse, for a backward): each row's natural-log
+ * log-sum-exp, +inf for a row that attends no key; written by the
+ * epilogue, or by the merge under split-KV.
+ *
  * Tunables kv_tile (256: 64 or 80 keys), pad128 (72/80: P V 128 columns,
  * the former layout) and consumers (64: 2 or 3) keep the former tiles
  * beside the new ones for same-call comparisons (docs/BENCHMARKS.md);
  * kv_tile128 (128: 176 keys, or the former 128).
  *
  * Not done yet: head sizes other than 64, 72, 80, 128, 256 (Q, K and V
- * alike) and 192/128 (supports() refuses them); split-KV for short grids,
- * a TMA store of O (all speed, not correctness).
+ * alike) and 192/128 (supports() refuses them); a TMA store of O (speed,
+ * not correctness).
  *
  * The kernel body exists only in the sm_90a compilation
  * (__CUDA_ARCH_FEAT_SM90_ALL); the Makefile compiles this file for sm_90a
@@ -69,8 +88,11 @@
 #include <cuda.h> /* CUtensorMap and its enums; no libcuda symbol is linked */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+#include <type_traits>
 
 #include "cuda_kernels.h"
+#include "flash_mma.cuh" /* fa_mma::combine_kernel: the split-KV merge */
 #include "flash_wgmma.h"
 #include "problem_check.h"
 
@@ -162,6 +184,13 @@ struct wg_args {
 	int32_t persistent; /* tunable persistent: gridDim.x CTAs walk the work items */
 	int32_t heads, batch;
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
+	/* split-KV (tunable split): splits > 1 key ranges per work item, each
+	 * CTA's rows into ws_o ([splits][ws_rows][DV] fp32 O / l) and ws_lse
+	 * ([splits][ws_rows] log2-sum-exp2), row token * heads + h */
+	int32_t splits;
+	float *ws_o, *ws_lse;
+	int64_t ws_rows;
+	float *lse; /* without split-KV: each row's LSE (fa_launch_args.lse), or NULL */
 };
 
 #if FA_WGMMA_DEVICE
@@ -542,7 +571,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
-					 uint32_t bar_e, int it_base, int qn, uint32_t bar_qe)
+					 uint32_t bar_e, int it_base, int qn, uint32_t bar_qe, int sp)
 {
 	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
@@ -700,6 +729,24 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		const float inv = tot > 0.f ? 1.f / tot : 0.f;
 		if (rs.row[r] >= lq)
 			continue;
+		/* the row's index in the LSE and the workspace: token * heads + h */
+		const int64_t wr = ((int64_t)(P.varlen ? q_tok : b * lq) + rs.row[r]) * P.heads + h;
+		if (P.splits > 1) {
+			/* split-KV: O / l of this key range in fp32 and the range's
+			 * log2-sum-exp2 (-inf when it saw no key: weight 0) to the
+			 * workspace; fa_mma::combine_kernel merges */
+			float *ws = P.ws_o + ((int64_t)sp * P.ws_rows + wr) * DV + 2 * t;
+#pragma unroll
+			for (int j = 0; j < DV / 8; j++)
+				*reinterpret_cast<float2 *>(ws + 8 * j) =
+					make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+			if (t == 0)
+				P.ws_lse[(int64_t)sp * P.ws_rows + wr] = fa_online_lse(rs.mx[r], tot);
+			continue;
+		}
+		if (P.lse && t == 0) /* natural log: (m + log2 l) ln 2; +inf without a key */
+			P.lse[wr] = tot > 0.f ? (rs.mx[r] + log2f(tot)) * 0.6931471805599453f
+					      : INFINITY;
 		const int64_t base = (P.varlen ? (int64_t)q_tok * P.o_ss : (int64_t)b * P.o_sb) +
 				     (int64_t)rs.row[r] * P.o_ss + (int64_t)h * P.o_sh;
 		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
@@ -723,7 +770,7 @@ struct tile_info {
 };
 
 template <int BLOCK_M, int BN>
-__device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h, int b)
+__device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h, int b, int sp)
 {
 	tile_info T;
 	T.b = b;
@@ -755,6 +802,16 @@ __device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h
 	const int kend = hi_last > T.prefix ? hi_last : T.prefix;
 	T.t0 = kbeg / BN;
 	T.n_tiles = T.rows && kend > kbeg ? (kend + BN - 1) / BN - T.t0 : 0;
+	if (P.splits > 1) {
+		/* split-KV: range sp of splits over the visible tiles, tiles
+		 * [n sp / splits, n (sp + 1) / splits): none empty when n >=
+		 * splits; an empty one still stores its rows (weight 0) */
+		const int n = T.n_tiles;
+		const int a = (int)((int64_t)n * sp / P.splits);
+		const int e = (int)((int64_t)n * (sp + 1) / P.splits);
+		T.t0 += a;
+		T.n_tiles = e - a;
+	}
 	return T;
 }
 
@@ -844,13 +901,21 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	 * when causal) first. Producer and consumers walk the same list; the
 	 * K/V ring's count (it_base) and Q's phase (qn) go on from one item to
 	 * the next. */
-	const int n_items = P.persistent ? P.n_mtiles * P.heads * P.batch : 1;
+	const int n_items = P.persistent ? P.n_mtiles * P.heads * P.batch * P.splits : 1;
 	const int first = P.persistent ? (int)blockIdx.x : 0, step = P.persistent ? (int)gridDim.x : 1;
+	/* split-KV: the key range of an item, item % splits (persistent) or
+	 * blockIdx.z % splits (blockIdx.z = b * splits + range) */
+	auto split_of = [&](int item) {
+		return P.persistent ? item % P.splits : (int)blockIdx.z % P.splits;
+	};
 	auto item_of = [&](int item) {
-		const int bh = item / P.n_mtiles; /* head h of sequence b: b * heads + h */
+		const int it = P.persistent ? item / P.splits : item;
+		const int bh = it / P.n_mtiles; /* head h of sequence b: b * heads + h */
 		return P.persistent
-			? tile_of<BLOCK_M, BN>(P, item % P.n_mtiles, bh % P.heads, bh / P.heads)
-			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
+			? tile_of<BLOCK_M, BN>(P, it % P.n_mtiles, bh % P.heads, bh / P.heads,
+					       split_of(item))
+			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y,
+					       (int)blockIdx.z / P.splits, split_of(item));
 	};
 	const int wg = threadIdx.x / WG_THREADS;
 	int it_base = 0, qn = 0;
@@ -876,7 +941,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 								T.h, T.prefix, T.t0, T.n_tiles,
 								T.lo_last, T.hi_first, s_q, s_k, s_v,
 								bar_q, bar_k, bar_v, bar_e, it_base, qn,
-								bar_qe);
+								bar_qe, split_of(item));
 			if (T.n_tiles > 0) {
 				it_base += T.n_tiles;
 				qn++;
@@ -1039,7 +1104,8 @@ enum {
 	PARAM_PAD128,
 	PARAM_CONSUMERS,
 	PARAM_PERSISTENT,
-	PARAM_KV_TILE128
+	PARAM_KV_TILE128,
+	PARAM_SPLIT
 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
@@ -1075,6 +1141,11 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "head size 128 only: keys per K/V tile, 176 (FlashAttention-3's non-causal tile: S 64 x "
 	 "176 a consumer, the fixed costs of a tile over 1.4x the keys; the default: +3-4% on the "
 	 "H100 without a mask and causal from 8k, -1% at causal 4k) or 128 (the former tile)"},
+	{"split", 0, NULL, 0, 0, FA_SPLIT_MAX,
+	 "split-KV: each work item's visible key tiles in N ranges, one CTA each, merged by "
+	 "cuda_flash_mma's combine kernel; 0 = auto (fa_split_count, one CTA per SM: splits only "
+	 "when the items fill under 80% of the SMs and the fp32 partials stay under a quarter of "
+	 "the K/V bytes), 1 = off, N = N ranges (capped at the key tiles)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -1082,6 +1153,69 @@ const struct fa_kernel_param wgmma_params[] = {
 int32_t param_of(const struct fa_launch_args *a, int i)
 {
 	return a->params ? a->params[i] : wgmma_params[i].default_value;
+}
+
+/* Split-KV ranges per work item of p for an instance of block_m query rows,
+ * bn keys per tile and dv columns of O, under the tunable split (0 auto):
+ * fa_split_count() with one CTA per SM (every instance takes one, its
+ * shared memory over half an SM's). */
+int splits_of(const struct fa_problem *p, int32_t split, int block_m_rows, int bn, int dv)
+{
+	int64_t sms = 0;
+	if (split == 0) {
+		int dev = 0, n = 0;
+		if (cudaGetDevice(&dev) == cudaSuccess &&
+		    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+			sms = n;
+		else
+			(void)cudaGetLastError(); /* unknown: fa_split_count() does not split */
+	}
+	const int64_t items =
+		(int64_t)((p->q_len + block_m_rows - 1) / block_m_rows) * p->heads * p->batch;
+	return fa_split_count(p, items, sms, (p->kv_len + bn - 1) / bn, dv, split);
+}
+
+/* The shape the launch of p under tunables params (NULL: the defaults)
+ * takes, as wgmma_launch() dispatches it: query rows per CTA, keys per
+ * tile, columns of O computed. */
+void shape_of(const struct fa_problem *p, const int32_t *params, int *bm, int *bn, int *dv)
+{
+	auto t = [&](int i) { return params ? params[i] : wgmma_params[i].default_value; };
+	*bm = 128;
+	*bn = 128;
+	*dv = p->head_dim_v;
+	switch (instance_of(p->head_dim, p->head_dim_v)) {
+	case INST_64:
+		*bm = t(PARAM_CONSUMERS) == 3 ? 192 : 128;
+		break;
+	case INST_80:
+		*dv = t(PARAM_PAD128) ? 128 : 80;
+		break;
+	case INST_128:
+		*bn = t(PARAM_KV_TILE128) == 128 ? 128 : 176;
+		break;
+	case INST_256:
+		*bn = t(PARAM_KV_TILE) == 64 ? 64 : 80;
+		break;
+	default: /* 192/128: <192, 128, 128> */
+		break;
+	}
+}
+
+/* Workspace of split-KV: fp32 O (DV columns) and one lse per row and range;
+ * 0 without a split. */
+size_t wgmma_workspace_bytes(const struct fa_problem *p, const int32_t *params)
+{
+	int bm, bn, dv;
+	if (instance_of(p->head_dim, p->head_dim_v) < 0)
+		return 0;
+	shape_of(p, params, &bm, &bn, &dv);
+	const int32_t split = params ? params[PARAM_SPLIT] : wgmma_params[PARAM_SPLIT].default_value;
+	const int splits = splits_of(p, split, bm, bn, dv);
+	if (splits <= 1)
+		return 0;
+	return (size_t)splits * (size_t)p->total_q * (size_t)p->heads * (size_t)(dv + 1) *
+	       sizeof(float);
 }
 
 template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
@@ -1127,12 +1261,24 @@ int launch_inst(const struct fa_launch_args *a)
 	g.persistent = param_of(a, PARAM_PERSISTENT);
 	g.heads = p->heads;
 	g.batch = p->batch;
+	g.splits = splits_of(p, param_of(a, PARAM_SPLIT), BLOCK_M, L::BN, DV);
+	g.ws_rows = (int64_t)p->total_q * p->heads;
+	float *const lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
+	if (g.splits > 1) {
+		const size_t need = (size_t)g.splits * (size_t)g.ws_rows * (DV + 1) * sizeof(float);
+		if (!a->workspace || a->workspace_bytes < need)
+			return (int)cudaErrorInvalidValue; /* the harness allocates workspace_bytes() */
+		g.ws_o = static_cast<float *>(a->workspace);
+		g.ws_lse = g.ws_o + (int64_t)g.splits * g.ws_rows * DV;
+	} else {
+		g.lse = lse;
+	}
 	const int smem = L::BYTES;
 	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
-	dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)p->batch);
+	dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)(p->batch * g.splits));
 	if (g.persistent) {
 		int64_t ctas = g.persistent;
 		if (ctas == 1) { /* one per SM */
@@ -1143,11 +1289,30 @@ int launch_inst(const struct fa_launch_args *a)
 				return (int)ce;
 			ctas = sms;
 		}
-		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch;
+		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch * g.splits;
 		grid = dim3((unsigned)(items < ctas ? items : ctas), 1, 1);
 	}
 	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
 		<<<grid, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+	if (g.splits <= 1)
+		return (int)cudaGetLastError();
+	if ((ce = cudaGetLastError()) != cudaSuccess)
+		return (int)ce;
+	/* the merge: cuda_flash_mma's combine kernel over the same workspace
+	 * layout (its params: the problem, O, the workspace, the LSE) */
+	fa_mma::params m;
+	memset(&m, 0, sizeof m);
+	m.p = *p;
+	m.o = static_cast<uint16_t *>(a->o);
+	m.splits = g.splits;
+	m.ws_o = g.ws_o;
+	m.ws_lse = g.ws_lse;
+	m.ws_rows = g.ws_rows;
+	m.lse = lse;
+	m.gather = 0; /* supports(): strides multiples of 8, bases 16-byte aligned */
+	using TT = typename std::conditional<BF16, fa_mma::bf16_t, fa_mma::fp16_t>::type;
+	fa_mma::combine_kernel<DV, TT>
+		<<<(unsigned)((g.ws_rows + 3) / 4), 128, 0, fa_cuda_stream_of(a)>>>(m);
 	return (int)cudaGetLastError();
 }
 
@@ -1201,8 +1366,9 @@ const struct fa_kernel wgmma_kernels[] = {
 	 "Hopper FA forward (sm_90a): wgmma from shared memory, TMA loads on mbarriers, a producer "
 	 "warpgroup and two consumer warpgroups (setmaxnreg); head sizes 64, 72, 80, 128, 256 and "
 	 "192/128",
-	 FP16_BF16, 64, 256, wgmma_head_dims, 6, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports, NULL,
-	 wgmma_launch, 0},
+	 FP16_BF16, 64, 256, wgmma_head_dims, 6, 0, wgmma_params, N_WGMMA_PARAMS, wgmma_supports,
+	 wgmma_workspace_bytes, wgmma_launch, 0, sizeof(struct fa_kernel), FA_PASS_FWD,
+	 1 /* writes the LSE */, NULL},
 };
 
 } // namespace

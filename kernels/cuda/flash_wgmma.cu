@@ -1177,7 +1177,8 @@ int splits_of(const struct fa_problem *p, int32_t split, int block_m_rows, int b
 
 /* The shape the launch of p under tunables params (NULL: the defaults)
  * takes, as wgmma_launch() dispatches it: query rows per CTA, keys per
- * tile, columns of O computed. */
+ * tile, columns of O computed. Keep in step with wgmma_launch()'s switch:
+ * the split-KV workspace is sized from it. */
 void shape_of(const struct fa_problem *p, const int32_t *params, int *bm, int *bn, int *dv)
 {
 	auto t = [&](int i) { return params ? params[i] : wgmma_params[i].default_value; };
@@ -1261,7 +1262,12 @@ int launch_inst(const struct fa_launch_args *a)
 	g.persistent = param_of(a, PARAM_PERSISTENT);
 	g.heads = p->heads;
 	g.batch = p->batch;
-	g.splits = splits_of(p, param_of(a, PARAM_SPLIT), BLOCK_M, L::BN, DV);
+	/* the split count as wgmma_workspace_bytes() takes it (shape_of()
+	 * mirrors the dispatch; a shape_of() out of step with it changes only
+	 * the count, and a workspace too small for this DV is refused below) */
+	int sbm, sbn, sdv;
+	shape_of(p, a->params, &sbm, &sbn, &sdv);
+	g.splits = splits_of(p, param_of(a, PARAM_SPLIT), sbm, sbn, sdv);
 	g.ws_rows = (int64_t)p->total_q * p->heads;
 	float *const lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
 	if (g.splits > 1) {

@@ -137,10 +137,11 @@ $(BUILD)/cuda/%.o: %.cu
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-# cuda_flash_wgmma (wgmma, setmaxnreg) is sm_90a code only: its object gets
-# that one target whatever NVCC_GENCODE lists, so an H100 can only pick it
+# cuda_flash_wgmma and cuda_flash_bwd_wgmma (wgmma, setmaxnreg) are sm_90a
+# code only: their objects get that one target whatever NVCC_GENCODE lists,
+# so an H100 can only pick them
 WGMMA_GENCODE := -gencode arch=compute_90a,code=sm_90a
-$(BUILD)/cuda/kernels/cuda/flash_wgmma.o: NVCC_FLAGS := $(subst $(NVCC_GENCODE),$(WGMMA_GENCODE),$(NVCC_FLAGS))
+$(BUILD)/cuda/kernels/cuda/flash_wgmma.o $(BUILD)/cuda/kernels/cuda/flash_bwd_wgmma.o: NVCC_FLAGS := $(subst $(NVCC_GENCODE),$(WGMMA_GENCODE),$(NVCC_FLAGS))
 
 $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(call say,LINK,$@)

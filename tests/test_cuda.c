@@ -1133,6 +1133,67 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 	/* no split, no split (GQA, causal), auto split (decode over 777 keys) */
 	check_bwd("cuda_flash_wgmma", "cuda_flash_bwd_simt", wgmma_cases, 3, NULL, FA_RULE_TOLERANCE,
 		  1);
+/* ---- the Hopper backward (cuda_flash_bwd_wgmma, sm_90a only) ---- */
+
+/* Head size 128 (its one instance): GQA up to 4 with batch 2, every mask
+ * with q_len != kv_len both ways (causal with q_len > kv_len: rows that
+ * attend nothing), tails of the 128-key and 64-row blocks, several key
+ * blocks without a mask (the unmasked path), varlen with an empty sequence
+ * and one without keys, both layouts and both 16-bit types. */
+static const struct spec bwd_wgmma_cases[] = {
+	{2, 4, 1, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {200}, {200}, 0, {0}},
+	{1, 4, 4, 128, 128, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {130}, {70}, 0, {0}},
+	{1, 2, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {256}, {384}, 0, {0}},
+	{1, 2, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {100}, {30}, 0, {0}},
+	{1, 4, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 0, 0, 0, {70}, {300}, 0, {0}},
+	{2, 4, 2, 128, 128, FA_DTYPE_FP16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 37, 0, {96}, {160},
+	 0, {0}},
+	{1, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 0, 0, 50, {150}, {100}, 0,
+	 {0}},
+	{4, 4, 1, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 1, 0, 0, {0, 63, 130, 1},
+	 {5, 63, 200, 0}, 0, {0}},
+	{4, 4, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 9, {40, 17, 90, 65},
+	 {40, 30, 64, 129}, 1, {3, 0, 70, 200}},
+};
+
+/* cuda_flash_bwd_wgmma refuses what it does not do with its reasons on
+ * any device, other devices naming the architecture, and on an sm_90
+ * device matches the reference by the fa rule (dQ by atomics: no bit
+ * comparison). */
+FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct tcase t;
+	char why[256];
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_bwd_wgmma");
+	FA_REQUIRE(k != NULL && k->supports != NULL && fa_kernel_pass(k) == FA_PASS_BWD);
+	build(&bwd_wgmma_cases[0], &t);
+	t.p.head_dim = t.p.head_dim_v = 64;
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head sizes 64/64 not instantiated (128 only)") == 0, "reason '%s'",
+		  why);
+	build(&bwd_wgmma_cases[0], &t);
+	t.p.dtype = FA_DTYPE_FP32;
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "dtype fp32 not supported: wgmma kernel takes fp16 or bf16") == 0,
+		  "reason '%s'", why);
+	build(&bwd_wgmma_cases[0], &t);
+	t.p.k_stride_s += 4; /* rows 8 bytes off the 16-byte grid */
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "strides not multiples of 8 elements (16-byte rows)") == 0,
+		  "reason '%s'", why);
+	build(&bwd_wgmma_cases[0], &t);
+	if (!k->supports(&t.p, why, sizeof why)) {
+		FA_CHECKF(strncmp(why, "device sm_", 10) == 0 && strstr(why, "is not sm_90a"),
+			  "reason '%s'", why);
+		printf("  skip: %s\n", why);
+		return;
+	}
+	check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
+		  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], NULL, FA_RULE_FA, 0);
 }
 
 /* Stream-K in both forms gives the reference's answer on every case

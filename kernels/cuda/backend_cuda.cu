@@ -3,8 +3,8 @@
  * fa_backend_i (SDK version 2: include/fabench/plugin.h), on one device ($FABENCH_CUDA_DEVICE, default 0) and one
  * stream that every operation is queued on. The kernel table is ours
  * (cuda_dense, cuda_flash_simt, cuda_flash_bwd_simt, cuda_flash_bwd_mma, two test kernels) followed by the
- * tensor-core family's (flash_mma_table.cu) and the Hopper one's
- * (flash_wgmma.cu).
+ * tensor-core family's (flash_mma_table.cu) and the Hopper ones
+ * (flash_wgmma.cu, flash_bwd_wgmma.cu).
  *
  * The members the HIP plugin has too (device description, memory, events,
  * the input fill, the L2 flush, the reference, shutdown) and the start-up
@@ -96,12 +96,13 @@ void fa_gpu_why(char *why, size_t why_size, const char *what, cudaError_t e)
 }
 
 /* ---- kernels: ours, then the tensor-core family's (flash_mma_table.cu),
- * then the Hopper one's (flash_wgmma.cu) ---- */
+ * then the Hopper ones (flash_wgmma.cu, flash_bwd_wgmma.cu) ---- */
 
 int cu_kernel_count(void *ctx)
 {
 	(void)ctx;
-	return CU_N_KERNELS + fa_cuda_mma_kernel_count() + fa_cuda_wgmma_kernel_count();
+	return CU_N_KERNELS + fa_cuda_mma_kernel_count() + fa_cuda_wgmma_kernel_count() +
+	       fa_cuda_bwd_wgmma_kernel_count();
 }
 
 const struct fa_kernel *cu_kernel_get(void *ctx, int i)
@@ -111,7 +112,10 @@ const struct fa_kernel *cu_kernel_get(void *ctx, int i)
 		return &cu_kernels[i];
 	if (i >= CU_N_KERNELS && i < CU_N_KERNELS + fa_cuda_mma_kernel_count())
 		return fa_cuda_mma_kernel(i - CU_N_KERNELS);
-	return fa_cuda_wgmma_kernel(i - CU_N_KERNELS - fa_cuda_mma_kernel_count());
+	i -= CU_N_KERNELS + fa_cuda_mma_kernel_count();
+	if (i < fa_cuda_wgmma_kernel_count())
+		return fa_cuda_wgmma_kernel(i);
+	return fa_cuda_bwd_wgmma_kernel(i - fa_cuda_wgmma_kernel_count());
 }
 
 /* ---- errors ---- */

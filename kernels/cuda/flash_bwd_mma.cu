@@ -44,6 +44,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "flash_bwd_common.cuh"
 #include "flash_mma.cuh"
 
 namespace fa_bwd_mma {
@@ -52,6 +53,8 @@ using fa_mma::bf16_t;
 using fa_mma::fp16_t;
 using fa_mma::static_for;
 using fa_mma::tile;
+using fa_bwd::delta_kernel;
+using fa_bwd::dq_kernel;
 
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
@@ -510,47 +513,6 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 			});
 		}
 	});
-}
-
-/* 1. D of query row (T * heads + h) = blockIdx.x * 4 + warp. */
-template <int DT>
-__global__ void __launch_bounds__(128)
-	delta_kernel(const struct fa_problem p, const void *__restrict__ o,
-		     const void *__restrict__ d_o, float *__restrict__ delta)
-{
-	const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
-	const int lane = threadIdx.x % 32;
-	if (row >= (int64_t)p.total_q * p.heads)
-		return; /* the whole warp */
-	const int64_t off = fa_tensor_offset(&p, FA_TENSOR_O, row / p.heads, (int)(row % p.heads));
-	float s = 0.f;
-	for (int d = lane; d < p.head_dim_v; d += 32)
-		s += fa_cuda_load<DT>(o, off + d) * fa_cuda_load<DT>(d_o, off + d);
-#pragma unroll
-	for (int x = 16; x > 0; x >>= 1)
-		s += __shfl_xor_sync(0xffffffffu, s, x);
-	if (lane == 0)
-		delta[row] = s;
-}
-
-/* 3. dQ = scale x (the accumulator, or the sum of nparts partials in key
- * block order), one thread per element. */
-template <int DT>
-__global__ void __launch_bounds__(256)
-	dq_kernel(const struct fa_problem p, const float *__restrict__ acc, int nparts, void *dq)
-{
-	const int64_t n = (int64_t)p.total_q * p.heads * p.head_dim;
-	const int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x;
-	if (e >= n)
-		return;
-	const int64_t row = e / p.head_dim;
-	const int d = (int)(e - row * p.head_dim);
-	float s = 0.f;
-	for (int k = 0; k < nparts; k++)
-		s += acc[(int64_t)k * n + e];
-	fa_store_f32(dq, DT,
-		     fa_tensor_offset(&p, FA_TENSOR_DQ, row / p.heads, (int)(row % p.heads)) + d,
-		     p.scale * s);
 }
 
 /* 4. split with a group: dK = scale x, dV = the sum of the group's

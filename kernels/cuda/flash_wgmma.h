@@ -1,6 +1,8 @@
-/* flash_wgmma.h - the C interface of the Hopper flash-attention forward
- * (cuda_flash_wgmma, kernels/cuda/flash_wgmma.cu): its kernel table, which
- * the CUDA plugin lists after its own kernels and the tensor-core family's.
+/* flash_wgmma.h - the C interface of the Hopper flash-attention kernels:
+ * the forward (cuda_flash_wgmma, kernels/cuda/flash_wgmma.cu) and the
+ * backward (cuda_flash_bwd_wgmma, kernels/cuda/flash_bwd_wgmma.cu): their
+ * kernel tables, which the CUDA plugin lists after its own kernels and the
+ * tensor-core family's.
  *
  * The kernel is built for sm_90a only (the Makefile gives its object its own
  * -gencode); supports() refuses every other device, so the plugin keeps
@@ -20,6 +22,10 @@ int fa_cuda_wgmma_kernel_count(void);
 
 /* Entry i (0 <= i < count), a static object, or NULL when i is out of range. */
 const struct fa_kernel *fa_cuda_wgmma_kernel(int i);
+
+/* The backward's table: the same contract. */
+int fa_cuda_bwd_wgmma_kernel_count(void);
+const struct fa_kernel *fa_cuda_bwd_wgmma_kernel(int i);
 
 #ifdef __cplusplus
 }

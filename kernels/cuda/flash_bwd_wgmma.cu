@@ -1,0 +1,578 @@
+/* flash_bwd_wgmma.cu - cuda_flash_bwd_wgmma: a Hopper (sm_90a) flash-attention
+ * backward with warpgroup matrix products (wgmma), after FlashAttention-3's
+ * design: the key block stays in shared memory, the query blocks stream
+ * past it, and the products that FlashAttention-2 (cuda_flash_bwd_mma)
+ * serialises in mma.sync warps run as asynchronous warpgroup products.
+ *
+ * Three kernels on the backend's stream, the first and last shared with
+ * cuda_flash_bwd_mma (flash_bwd_common.cuh):
+ *   1. delta: D_i = rowsum(dO_i * O_i) (the dQ accumulator is cleared);
+ *   2. the main kernel: one CTA of 256 threads (two warpgroups, 64 keys
+ *      each) per (block of 128 keys, KV head, sequence), started in
+ *      key-block-major order. K and V of the block are loaded once; the
+ *      CTA walks every query head of the GQA group and, for each, the query
+ *      blocks of 64 rows that may see a key of the block
+ *      (fa_cta_rows_for_keys), Q, dO, lse and D double-buffered with
+ *      cp.async into 128-byte-swizzled slabs (the layout wgmma's
+ *      descriptors read, as the TMA boxes of cuda_flash_wgmma). Per query
+ *      block, warpgroup cw (keys 64 cw ..):
+ *        S^T = K Q^T and dP^T = V dO^T: m64n64k16, A (K, V) and B (Q, dO)
+ *          both K-major from shared memory, in flight together;
+ *        P^T = exp2(S^T scale log2e - lse log2e) (lse per column), 0 where
+ *          the mask hides the pair; dS^T = P^T (dP^T - D);
+ *        dV += P^T dO and dK += dS^T Q: m64nDk16 with A from registers (the
+ *          accumulator repacked to 16-bit pairs, as the forward's P V) and
+ *          B (dO, Q) MN-major, transposed by the instruction;
+ *        dS^T to shared memory ([128 keys][64 queries], one swizzled slab);
+ *          after a barrier, dQ (64 x D) = dS K: A (dS) and B (K) both
+ *          MN-major from shared memory, warpgroup cw the columns 64 cw ..,
+ *          added into the fp32 accumulator with vector atomics.
+ *      The group's heads are summed in the CTA, so dK (scaled) and dV are
+ *      written once, by one CTA: no atomics for them.
+ *   3. dQ: scale times the accumulator, converted to the input type.
+ * The dQ sum order varies from run to run (atomics); there is no
+ * deterministic variant (cuda_flash_bwd_mma dq=1 has one).
+ *
+ * Masks: every mask (causal and sliding window bottom-right aligned,
+ * prefix-LM) through fa_cta_rows_for_keys: the query blocks a key block
+ * visits, and in blocks that cross the mask each key's query rows. Varlen
+ * through cu_seqlens (rows past a sequence masked, not stored).
+ *
+ * Not done yet: head sizes other than 128 (supports() refuses them); a
+ * producer warp with TMA loads and a TMA reduction of dQ
+ * (FlashAttention-3's), one CTA per query head under GQA
+ * (cuda_flash_bwd_mma's split: the 32/8-head 2k case runs 128 CTAs on 132
+ * SMs, each walking 4 heads), a third stage of Q/dO to drop a barrier.
+ *
+ * The kernel body exists only in the sm_90a compilation (FA_WGMMA_DEVICE);
+ * the Makefile compiles this file for sm_90a only, and supports() refuses
+ * every other device.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "flash_bwd_common.cuh"
+#include "flash_mma.cuh"
+#include "flash_wgmma.h"
+#include "problem_check.h"
+#include "wgmma_common.cuh"
+
+namespace {
+
+constexpr int BW_THREADS = 2 * WG_THREADS; /* two consumer warpgroups, no producer */
+constexpr int BW_BN = 128;                  /* keys per CTA: 64 per warpgroup (wgmma M) */
+constexpr int BW_BM = 64;                   /* query rows per step: wgmma N of S^T */
+constexpr float BW_LOG2E = 1.4426950408889634f;
+
+/* Shared memory of head size D (a multiple of 64 here): K and V of the
+ * block, two stages of Q and dO, dS^T, two stages of lse and D. Every tile
+ * is 64-column slabs of [rows][64] 16-bit elements with the 128-byte
+ * swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), each slab on
+ * 1024 bytes. */
+template <int D> struct bw_layout {
+	static_assert(D % 64 == 0, "whole slabs");
+	static constexpr int SLABS = D / SLAB_COLS;
+	static constexpr int KV_SLAB = BW_BN * ROW_BYTES; /* 16 KiB */
+	static constexpr int QO_SLAB = BW_BM * ROW_BYTES; /* 8 KiB */
+	static constexpr int QO_TILE = SLABS * QO_SLAB;
+	static constexpr int K = 0;
+	static constexpr int V = K + SLABS * KV_SLAB;
+	static constexpr int Q = V + SLABS * KV_SLAB;      /* 2 stages */
+	static constexpr int DO = Q + 2 * QO_TILE;         /* 2 stages */
+	static constexpr int DS = DO + 2 * QO_TILE;        /* [BN keys][BM queries]: one slab */
+	static constexpr int LSE = DS + BW_BN * ROW_BYTES; /* 2 x BM floats */
+	static constexpr int DELTA = LSE + 2 * BW_BM * 4;  /* 2 x BM floats */
+	/* + 1024 to align the base (the swizzle comes from address bits 7-9) */
+	static constexpr int BYTES = DELTA + 2 * BW_BM * 4 + 1024;
+	static_assert(BW_BM == SLAB_COLS, "dS^T: 64 queries, one slab wide");
+};
+
+/* What the main kernel needs besides the problem. */
+struct bw_args {
+	struct fa_problem p;
+	const uint16_t *q, *k, *v, *d_o;
+	const float *lse, *delta;
+	uint16_t *dk, *dv;
+	float *dq_acc; /* [total_q][heads][head_dim], fp32 */
+	const int32_t *cu_q, *cu_k, *prefix_lens;
+	float scale_log2;
+};
+
+#if FA_WGMMA_DEVICE
+
+/* dQ (64 x 64, fp32) += A (64 x 16) * B (16 x 64), both from shared memory
+ * MN-major (imm-trans-a 1, imm-trans-b 1); scale_d 0 overwrites d. */
+#define FA_BW_SS_TT_N64(TY)                                                                    \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
+		     " %32, %33, p, 1, 1, 1, 1;\n\t}"                                             \
+		     : FA_WG_ACC32(d, 0)                                                          \
+		     : "l"(da), "l"(db), "r"(scale_d))
+template <bool BF16>
+__device__ __forceinline__ void wgmma_ss_tt64(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
+{
+	if constexpr (BF16)
+		FA_BW_SS_TT_N64("bf16");
+	else
+		FA_BW_SS_TT_N64("f16");
+}
+
+/* cp.async of `rows` rows of a ROWS x DC-chunk tile into its swizzled slabs
+ * at base: row r from src + off0 + r * stride (elements), its first `width`
+ * columns; other chunks and rows zero-filled (no global read). A thread
+ * copies the same chunk of every RPI-th row: one address computed, then
+ * constant steps (RPI a multiple of 8: the same swizzle phase). */
+template <int ROWS, int DC>
+__device__ __forceinline__ void load_swz(uint32_t base, int tid, const uint16_t *src, int64_t off0,
+					 int64_t stride, int rows, int width)
+{
+	constexpr int RPI = BW_THREADS / DC;
+	static_assert(BW_THREADS % DC == 0 && RPI % 8 == 0 && ROWS % RPI == 0, "whole passes");
+	const int c = tid % DC, r0 = tid / DC;
+	const bool cok = c * 8 < width;
+	const uint16_t *g0 = src + off0 + (int64_t)r0 * stride + c * 8;
+	const uint32_t dst = base + (uint32_t)((c / 8) * ROWS * ROW_BYTES + r0 * ROW_BYTES +
+					       (((c % 8) ^ (r0 % 8)) * 16));
+#pragma unroll
+	for (int k = 0; k < ROWS / RPI; k++) {
+		const bool ok = cok && r0 + k * RPI < rows;
+		fa_mma::fa_mma_cp_async_16<0>(dst + (uint32_t)(k * RPI * ROW_BYTES),
+					      ok ? g0 + (int64_t)k * RPI * stride : src, ok ? 16u : 0u);
+	}
+}
+
+/* cp.async of one 4-byte word (n 0: zero-filled). */
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void *src, uint32_t n)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n)
+		     : "memory");
+}
+
+/* This thread's generic-proxy writes to shared memory (st.shared, cp.async
+ * once waited for) made visible to wgmma's reads (the async proxy). */
+__device__ __forceinline__ void fence_async_smem(void)
+{
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* 1 when every (query, key) pair of rows [i0, i0 + bm) and keys [j0, j0 +
+ * bn) is real and allowed: no per-element mask. */
+__device__ __forceinline__ bool bw_block_full(const struct fa_problem &p, int lq, int lk, int pfx,
+					      int i0, int bm, int j0, int bn)
+{
+	if (i0 + bm > lq || j0 + bn > lk)
+		return false;
+	if (p.mask == FA_MASK_NONE || j0 + bn <= pfx)
+		return true;
+	int lo0, hi0, lo1, hi1;
+	fa_mask_range(p.mask, i0, lq, lk, p.window, &lo0, &hi0);
+	fa_mask_range(p.mask, i0 + bm - 1, lq, lk, p.window, &lo1, &hi1);
+	return j0 >= lo1 && j0 + bn <= hi0;
+}
+
+#endif /* FA_WGMMA_DEVICE */
+
+template <int D, bool BF16>
+__global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args a)
+{
+#if FA_WGMMA_DEVICE
+	using L = bw_layout<D>;
+	constexpr int BM = BW_BM, BN = BW_BN;
+	extern __shared__ unsigned char smem_raw[];
+	unsigned char *smem =
+		smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023); /* 1024-byte aligned */
+	const uint32_t s0 = smem_u32(smem);
+	const float *slse = (const float *)(smem + L::LSE), *sdel = (const float *)(smem + L::DELTA);
+	const struct fa_problem &p = a.p;
+	const int tid = threadIdx.x, cw = tid / WG_THREADS;
+	const int warp = (tid % WG_THREADS) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+	/* key-block-major order (as cuda_flash_bwd_mma): every head's first
+	 * key blocks (causal: the ones that see the most query rows) first */
+	const int lin = (int)(blockIdx.x + gridDim.x * blockIdx.y);
+	const int b = blockIdx.z, kb = lin / (int)gridDim.y, hk = lin - kb * (int)gridDim.y;
+	const int group = p.heads / p.kv_heads, hq0 = hk * group;
+	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
+	const int j0 = kb * BN;
+	if (j0 >= lk)
+		return; /* the whole CTA: this sequence has fewer keys */
+	const int nk = lk - j0 < BN ? lk - j0 : BN;
+	int pfx = 0;
+	if (p.mask == FA_MASK_PREFIX_LM) {
+		const int x = fa_seq_prefix(&p, a.prefix_lens, b);
+		pfx = x < 0 ? 0 : x > lk ? lk : x;
+	}
+	int ib, ie;
+	fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx, j0, nk, &ib, &ie);
+	const int mb = ib / BM, me = ie > ib ? (ie + BM - 1) / BM : mb;
+	const int nmb = me - mb, steps = group * nmb;
+	const int t0 = (int)fa_seq_q_start(&p, a.cu_q, b); /* row_index_32 */
+
+	/* K and V of the block (with the first step's group) */
+	load_swz<BN, D / 8>(s0 + L::K, tid, a.k, fa_k_offset(&p, a.cu_k, b, j0, hk), p.k_stride_s,
+			    nk, p.head_dim);
+	load_swz<BN, D / 8>(s0 + L::V, tid, a.v, fa_v_offset(&p, a.cu_k, b, j0, hk), p.v_stride_s,
+			    nk, p.head_dim_v);
+	/* step s: Q, dO, lse, D of (head, query block) into stage s & 1 */
+	auto issue = [&](int s) {
+		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM, st = s & 1;
+		const int rows = lq - i0 < BM ? lq - i0 : BM;
+		load_swz<BM, D / 8>(s0 + L::Q + st * L::QO_TILE, tid, a.q,
+				    fa_q_offset(&p, a.cu_q, b, i0, h), p.q_stride_s, rows, p.head_dim);
+		load_swz<BM, D / 8>(s0 + L::DO + st * L::QO_TILE, tid, a.d_o,
+				    fa_o_offset(&p, a.cu_q, b, i0, h), p.o_stride_s, rows,
+				    p.head_dim_v);
+		/* lse (+inf for a row that attends no key) and D; padding rows
+		 * read 0 (their P is masked: a block with them is never full) */
+		for (int r = tid; r < BM; r += BW_THREADS) {
+			const bool ok = r < rows;
+			const int64_t row = ok ? (int64_t)(t0 + i0 + r) * p.heads + h : 0;
+			const uint32_t o = (uint32_t)(st * BM + r) * 4u;
+			cp_async_4(s0 + L::LSE + o, a.lse + row, ok ? 4u : 0u);
+			cp_async_4(s0 + L::DELTA + o, a.delta + row, ok ? 4u : 0u);
+		}
+	};
+	if (steps > 0)
+		issue(0);
+	fa_mma::fa_mma_cp_async_commit();
+
+	/* descriptors (128-byte swizzle; K-major: SBO one core group of 8
+	 * rows; MN-major: LBO the next 64 columns, SBO the next 8 rows) */
+	const uint64_t dk_a = wg_desc(s0 + L::K + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
+	const uint64_t dv_a = wg_desc(s0 + L::V + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
+	const uint64_t dds_a = wg_desc(s0 + L::DS, L::KV_SLAB, CORE_BYTES); /* dS^T as dS, MN-major */
+	const uint64_t dk_b = wg_desc(s0 + L::K + cw * (D / 2 / SLAB_COLS) * L::KV_SLAB, L::KV_SLAB,
+				      CORE_BYTES); /* K as dQ's B: columns (D / 2) cw .. */
+	static_assert(D / 2 == 64, "dQ: 64 columns a warpgroup");
+
+	float dk[D / 2], dv[D / 2];
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		dk[i] = dv[i] = 0.f;
+	const int kr = cw * 64 + warp * 16 + g; /* this thread's keys kr, kr + 8 (of the block) */
+
+	for (int s = 0; s < steps; s++) {
+		const int st = s & 1;
+		if (s + 1 < steps)
+			issue(s + 1);
+		fa_mma::fa_mma_cp_async_commit();
+		fa_mma::fa_mma_cp_async_wait<1>();
+		fence_async_smem();
+		__syncthreads(); /* step s's tiles (and K, V) are in */
+		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM;
+		const uint32_t sq = s0 + L::Q + st * L::QO_TILE, so = s0 + L::DO + st * L::QO_TILE;
+		const float *lse_s = slse + st * BM, *del_s = sdel + st * BM;
+
+		/* ---- S^T = K Q^T, dP^T = V dO^T (64 keys x 64 queries) ---- */
+		/* S^T, dP^T and dQ are overwritten by their first k-step (scale_d
+		 * 0): left undefined, not live from one step to the next */
+		float sc[32], dp[32], dq[32];
+		const uint64_t dq_b = wg_desc(sq, 16, CORE_BYTES), do_b = wg_desc(so, 16, CORE_BYTES);
+		fence_regs(sc);
+		fence_regs(dp);
+		wg_fence();
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
+			const uint64_t oa = (uint64_t)((kk / 4) * L::KV_SLAB + (kk % 4) * 32) >> 4;
+			const uint64_t ob = (uint64_t)((kk / 4) * L::QO_SLAB + (kk % 4) * 32) >> 4;
+			wgmma_ss<64, BF16>(sc, dk_a + oa, dq_b + ob, kk > 0);
+		}
+		wg_commit();
+		wg_wait0(); /* S^T done */
+		fence_regs(sc);
+
+		/* ---- P^T (in sc): element (key kr + 8 (e / 2), query 8 j + 2 t + e % 2) ---- */
+		const bool full = bw_block_full(p, lq, lk, pfx, i0, BM, j0, BN);
+		if (full) {
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					const int ql = 8 * j + 2 * t + (e & 1);
+					sc[4 * j + e] = ex2(fmaf(sc[4 * j + e], a.scale_log2,
+								 -lse_s[ql] * BW_LOG2E));
+				}
+		} else {
+			/* the query rows [qlo, qhi) of the step (from i0) that may
+			 * see each of the thread's keys: the mask seen from one key
+			 * (rows past the sequence excluded; none for keys past it) */
+			int qlo[2], qhi[2];
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				int x = 0, y = 0;
+				if (j0 + kr + 8 * r < lk)
+					fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx,
+							     j0 + kr + 8 * r, 1, &x, &y);
+				qlo[r] = x - i0;
+				qhi[r] = y - i0;
+			}
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					const int ql = 8 * j + 2 * t + (e & 1), r = e >> 1;
+					const float pr = ex2(fmaf(sc[4 * j + e], a.scale_log2,
+								  -lse_s[ql] * BW_LOG2E));
+					sc[4 * j + e] = ql >= qlo[r] && ql < qhi[r] ? pr : 0.f;
+				}
+		}
+		fence_regs(dp);
+		wg_fence();
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			const uint64_t oa = (uint64_t)((kk / 4) * L::KV_SLAB + (kk % 4) * 32) >> 4;
+			const uint64_t ob = (uint64_t)((kk / 4) * L::QO_SLAB + (kk % 4) * 32) >> 4;
+			wgmma_ss<64, BF16>(dp, dv_a + oa, do_b + ob, kk > 0);
+		}
+		wg_commit();
+		wg_wait0(); /* dP^T done */
+		fence_regs(dp);
+		/* ---- dS^T = P^T (dP^T - D) (in dp); both as A fragments ---- */
+		uint32_t pa[4][4], da[4][4];
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+			for (int x = 0; x < 4; x++) {
+				const int i = 8 * kk + 2 * x;            /* = 4 j + 2 r */
+				const int ql = 16 * kk + 8 * (x / 2) + 2 * t; /* 8 j + 2 t */
+				pa[kk][x] = pack2<BF16>(sc[i], sc[i + 1]);
+				da[kk][x] = pack2<BF16>(sc[i] * (dp[i] - del_s[ql]),
+							sc[i + 1] * (dp[i + 1] - del_s[ql + 1]));
+			}
+		/* dS^T into shared memory: row key, 16-byte chunk j of queries */
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				const int row = kr + 8 * r;
+				const uint32_t addr = s0 + L::DS + (uint32_t)(row * ROW_BYTES +
+									  ((j ^ (row % 8)) * 16) + 4 * t);
+				asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(da[j / 2][(j % 2) * 2 + r])
+					     : "memory");
+			}
+		fence_async_smem();
+
+		/* ---- dV += P^T dO, dK += dS^T Q (64 keys x D) ---- */
+		const uint64_t do_t = wg_desc(so, L::QO_SLAB, CORE_BYTES), q_t = wg_desc(sq, L::QO_SLAB, CORE_BYTES);
+		fence_regs(dv);
+		fence_regs(dk);
+		wg_fence();
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++) /* 16 queries: 2 core groups further */
+			wgmma_rs<D, BF16>(dv, pa[kk], do_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+			wgmma_rs<D, BF16>(dk, da[kk], q_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+		wg_commit();
+		/* done before dQ starts: P^T and dS^T's registers free for dQ's
+		 * (the tensor core runs one warpgroup's products in order anyway) */
+		wg_wait0();
+		fence_regs(dv);
+		fence_regs(dk);
+		__syncthreads(); /* both warpgroups' dS^T stored */
+
+		/* ---- dQ (64 queries x 64 columns) = dS K over the 128 keys ---- */
+		fence_regs(dq);
+		wg_fence();
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
+			wgmma_ss_tt64<BF16>(dq, dds_a + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
+					    dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
+		wg_commit();
+		wg_wait0(); /* dQ done */
+		fence_regs(dq);
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			const int i = i0 + warp * 16 + g + 8 * r;
+			if (i >= lq)
+				continue;
+			float *row = a.dq_acc + ((int64_t)(t0 + i) * p.heads + h) * p.head_dim +
+				     cw * (D / 2);
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				atomicAdd((float2 *)(row + 8 * j + 2 * t),
+					  make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+		}
+		__syncthreads(); /* the stage and dS^T are used up */
+	}
+	fa_mma::fa_mma_cp_async_wait<0>(); /* no copy in flight at exit */
+
+	/* ---- dK (scaled), dV: each element written once, by this CTA ---- */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const int kl = kr + 8 * r;
+		if (kl >= nk)
+			continue;
+		uint16_t *krow = a.dk + fa_k_offset(&p, a.cu_k, b, j0 + kl, hk);
+		uint16_t *vrow = a.dv + fa_v_offset(&p, a.cu_k, b, j0 + kl, hk);
+#pragma unroll
+		for (int j = 0; j < D / 8; j++) {
+			const int c = 8 * j + 2 * t;
+			if (c < p.head_dim)
+				*(uint32_t *)(krow + c) = pack2<BF16>(p.scale * dk[4 * j + 2 * r],
+								       p.scale * dk[4 * j + 2 * r + 1]);
+			if (c < p.head_dim_v)
+				*(uint32_t *)(vrow + c) = pack2<BF16>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+		}
+	}
+#else
+	(void)a;
+#endif
+}
+
+/* ---- host side ---- */
+
+#define BW_FP16_BF16 ((1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
+
+size_t bw_align256(size_t x)
+{
+	return (x + 255) & ~(size_t)255;
+}
+
+/* 1 when the current device runs sm_90a code (compute capability 9.0). */
+int bw_device_is_sm90(int *major, int *minor)
+{
+	int dev = 0;
+	*major = *minor = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return *major == 9 && *minor == 0;
+}
+
+int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
+{
+	if (p->head_dim != 128 || p->head_dim_v != 128) {
+		snprintf(why, why_size, "head sizes %d/%d not instantiated (128 only)", p->head_dim,
+			 p->head_dim_v);
+		return 0;
+	}
+	struct fa_cuda_limits lim = {};
+	lim.dtypes = BW_FP16_BF16;
+	lim.dtype_why = "wgmma kernel takes fp16 or bf16";
+	lim.grid_yz = 1;
+	lim.positive_scale = 1;
+	lim.row_index_32 = 1;
+	if (!fa_cuda_check_problem(p, &lim, why, why_size))
+		return 0;
+	if (!fa_cuda_strides_multiple(p, 8)) {
+		snprintf(why, why_size, "strides not multiples of 8 elements (16-byte rows)");
+		return 0;
+	}
+	int major, minor;
+	if (!bw_device_is_sm90(&major, &minor)) {
+		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma)", major, minor);
+		return 0;
+	}
+	lim.smem_bytes = bw_layout<128>::BYTES;
+	lim.smem_optin = -1;
+	return fa_cuda_check_problem(p, &lim, why, why_size);
+}
+
+/* Workspace: D (fp32 per query row), then the dQ accumulator (fp32
+ * [total_q][heads][head_dim]), as cuda_flash_bwd_mma's dq=0. */
+size_t bw_workspace_bytes(const struct fa_problem *p, const int32_t *params)
+{
+	(void)params;
+	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
+	return bw_align256(sizeof(float) * rows) + sizeof(float) * rows * (size_t)p->head_dim;
+}
+
+template <int D, bool BF16> cudaError_t bw_launch_main(const bw_args &x, cudaStream_t st)
+{
+	constexpr int smem = bw_layout<D>::BYTES;
+	static const cudaError_t attr = cudaFuncSetAttribute(
+		bwd_wgmma_kernel<D, BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+	if (attr != cudaSuccess)
+		return attr;
+	const dim3 grid((unsigned)((x.p.kv_len + BW_BN - 1) / BW_BN), (unsigned)x.p.kv_heads,
+			(unsigned)x.p.batch);
+	if (grid.x > 0 && grid.z > 0)
+		bwd_wgmma_kernel<D, BF16><<<grid, BW_THREADS, smem, st>>>(x);
+	return cudaGetLastError();
+}
+
+template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	cudaStream_t st = fa_cuda_stream_of(a);
+	const int64_t rows = (int64_t)p->total_q * p->heads;
+	float *delta = (float *)a->workspace;
+	float *acc = (float *)((char *)a->workspace + bw_align256(sizeof(float) * (size_t)rows));
+	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim;
+	if (rows > 0) {
+		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
+		if (e != cudaSuccess)
+			return e;
+		fa_bwd::delta_kernel<DT>
+			<<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(*p, a->o, a->d_o, delta);
+	}
+	bw_args x;
+	x.p = *p;
+	x.q = (const uint16_t *)a->q;
+	x.k = (const uint16_t *)a->k;
+	x.v = (const uint16_t *)a->v;
+	x.d_o = (const uint16_t *)a->d_o;
+	x.lse = a->lse;
+	x.delta = delta;
+	x.dk = (uint16_t *)a->dk;
+	x.dv = (uint16_t *)a->dv;
+	x.dq_acc = acc;
+	x.cu_q = a->cu_seqlens_q;
+	x.cu_k = a->cu_seqlens_k;
+	x.prefix_lens = a->prefix_lens;
+	x.scale_log2 = p->scale * BW_LOG2E;
+	cudaError_t e = DT == FA_DTYPE_BF16 ? bw_launch_main<128, true>(x, st)
+					    : bw_launch_main<128, false>(x, st);
+	if (e != cudaSuccess)
+		return e;
+	const int64_t n = rows * p->head_dim;
+	if (n > 0)
+		fa_bwd::dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, 1, a->dq);
+	return cudaGetLastError();
+}
+
+int bw_launch(const struct fa_launch_args *a)
+{
+	const struct fa_problem *p = a->p;
+	char why[160];
+	if (!bw_supports(p, why, sizeof why) || !FA_RECORD_HAS(struct fa_launch_args, a, dv) ||
+	    !a->lse || !a->d_o || !a->dq || !a->dk || !a->dv || !a->workspace ||
+	    a->workspace_bytes < bw_workspace_bytes(p, a->params))
+		return (int)cudaErrorInvalidValue;
+	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->d_o |
+	     (uintptr_t)a->dk | (uintptr_t)a->dv) % 16 != 0)
+		return (int)cudaErrorMisalignedAddress; /* 16-byte copies */
+	(void)cudaGetLastError(); /* report this launch's error, not an older one */
+	if (p->dtype == FA_DTYPE_BF16)
+		return (int)bw_launch_typed<FA_DTYPE_BF16>(a);
+	return (int)bw_launch_typed<FA_DTYPE_FP16>(a);
+}
+
+const int32_t bw_head_dims[] = {128};
+
+/* Positional, in the order of struct fa_kernel (see backend_cuda.cu). */
+const struct fa_kernel bw_kernels[] = {
+	{"cuda_flash_bwd_wgmma",
+	 "Hopper FA backward (sm_90a): wgmma, two warpgroups of 64 keys per 128-key block, S^T "
+	 "and dP^T from shared memory, dV and dK with P^T and dS^T from registers, dQ by fp32 "
+	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head size 128, "
+	 "every mask, varlen",
+	 BW_FP16_BF16, 128, 128, bw_head_dims, 1, 0, NULL, 0, bw_supports, bw_workspace_bytes,
+	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
+};
+
+} // namespace
+
+extern "C" int fa_cuda_bwd_wgmma_kernel_count(void)
+{
+	return (int)(sizeof bw_kernels / sizeof bw_kernels[0]);
+}
+
+extern "C" const struct fa_kernel *fa_cuda_bwd_wgmma_kernel(int i)
+{
+	return i >= 0 && i < fa_cuda_bwd_wgmma_kernel_count() ? &bw_kernels[i] : NULL;
+}

@@ -1133,6 +1133,8 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 	/* no split, no split (GQA, causal), auto split (decode over 777 keys) */
 	check_bwd("cuda_flash_wgmma", "cuda_flash_bwd_simt", wgmma_cases, 3, NULL, FA_RULE_TOLERANCE,
 		  1);
+}
+
 /* ---- the Hopper backward (cuda_flash_bwd_wgmma, sm_90a only) ---- */
 
 /* Head size 128 (its one instance): GQA up to 4 with batch 2, every mask

@@ -46,6 +46,7 @@
 
 #include "flash_bwd_common.cuh"
 #include "flash_mma.cuh"
+#include "problem_check.h"
 
 namespace fa_bwd_mma {
 
@@ -617,10 +618,8 @@ size_t align256(size_t x)
  * when the runtime cannot say). */
 int device_smem_optin()
 {
-	int dev = 0, v = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-		return 0;
+	int v;
+	(void)fa_cuda_device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin, &v); /* 0 when unknown */
 	return v;
 }
 
@@ -657,10 +656,8 @@ int minb_of(int inst)
 /* Multiprocessors of the current device (0 when the runtime cannot say). */
 int device_sms()
 {
-	int dev = 0, v = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-		return 0;
+	int v;
+	(void)fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &v); /* 0 when unknown */
 	return v;
 }
 

@@ -429,20 +429,6 @@ size_t bw_align256(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* 1 when the current device runs sm_90a code (compute capability 9.0). */
-int bw_device_is_sm90(int *major, int *minor)
-{
-	int dev = 0;
-	*major = *minor = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	return *major == 9 && *minor == 0;
-}
-
 int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
 	if (p->head_dim != 128 || p->head_dim_v != 128) {
@@ -463,7 +449,7 @@ int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
 		return 0;
 	}
 	int major, minor;
-	if (!bw_device_is_sm90(&major, &minor)) {
+	if (!fa_cuda_device_is_sm90(&major, &minor)) {
 		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma)", major, minor);
 		return 0;
 	}

@@ -30,6 +30,7 @@
 #include "../common/fa_decode.h"
 #include "flash_decode.h"
 #include "flash_mma.cuh"
+#include "problem_check.h"
 
 namespace fa_dec {
 
@@ -457,12 +458,8 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 /* SMs of the current device, 0 when unknown. */
 static int64_t device_sms()
 {
-	int dev = 0, sms = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return 0;
-	}
+	int sms;
+	(void)fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &sms); /* 0 when unknown */
 	return sms;
 }
 

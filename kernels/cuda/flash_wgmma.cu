@@ -774,20 +774,6 @@ int smem_bytes(int inst)
 	}
 }
 
-/* 1 when the current device runs sm_90a code (compute capability 9.0). */
-int device_is_sm90(int *major, int *minor)
-{
-	int dev = 0;
-	*major = *minor = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	return *major == 9 && *minor == 0;
-}
-
 int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
 	struct fa_cuda_limits lim = {};
@@ -815,7 +801,7 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 		return 0;
 	}
 	int major, minor;
-	if (!device_is_sm90(&major, &minor)) {
+	if (!fa_cuda_device_is_sm90(&major, &minor)) {
 		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma, TMA, setmaxnreg)", major,
 			 minor);
 		return 0;
@@ -915,12 +901,9 @@ int splits_of(const struct fa_problem *p, int32_t split, int block_m_rows, int b
 {
 	int64_t sms = 0;
 	if (split == 0) {
-		int dev = 0, n = 0;
-		if (cudaGetDevice(&dev) == cudaSuccess &&
-		    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
-			sms = n;
-		else
-			(void)cudaGetLastError(); /* unknown: fa_split_count() does not split */
+		int n; /* 0 when unknown: fa_split_count() does not split */
+		(void)fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &n);
+		sms = n;
 	}
 	const int64_t items =
 		(int64_t)((p->q_len + block_m_rows - 1) / block_m_rows) * p->heads * p->batch;
@@ -1040,11 +1023,9 @@ int launch_inst(const struct fa_launch_args *a)
 	if (g.persistent) {
 		int64_t ctas = g.persistent;
 		if (ctas == 1) { /* one per SM */
-			int dev = 0, sms = 0;
-			if ((ce = cudaGetDevice(&dev)) != cudaSuccess ||
-			    (ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) !=
-				    cudaSuccess)
-				return (int)ce;
+			int sms;
+			if ((e = fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &sms)))
+				return e;
 			ctas = sms;
 		}
 		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch * g.splits;

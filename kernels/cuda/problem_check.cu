@@ -22,17 +22,33 @@ static const char *dtype_text(int dtype)
 	}
 }
 
+extern "C" int fa_cuda_device_attr(int attr, int *value)
+{
+	int dev = 0;
+	cudaError_t e = cudaGetDevice(&dev);
+	*value = 0;
+	if (e == cudaSuccess)
+		e = cudaDeviceGetAttribute(value, (cudaDeviceAttr)attr, dev);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError(); /* the failed query must not linger as the last error */
+		*value = 0;
+	}
+	return (int)e;
+}
+
+extern "C" int fa_cuda_device_is_sm90(int *major, int *minor)
+{
+	if (fa_cuda_device_attr(cudaDevAttrComputeCapabilityMajor, major) ||
+	    fa_cuda_device_attr(cudaDevAttrComputeCapabilityMinor, minor))
+		return 0;
+	return *major == 9 && *minor == 0;
+}
+
 /* The device's per-block shared-memory limit, or -1 when it cannot be asked. */
 static int device_smem_optin(void)
 {
-	int dev = 0, optin = 0;
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-		    cudaSuccess) {
-		(void)cudaGetLastError(); /* the failed query must not linger as the last error */
-		return -1;
-	}
-	return optin;
+	int optin;
+	return fa_cuda_device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin, &optin) ? -1 : optin;
 }
 
 extern "C" int fa_cuda_check_problem(const struct fa_problem *p, const struct fa_cuda_limits *lim,

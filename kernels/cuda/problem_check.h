@@ -36,6 +36,15 @@ struct fa_cuda_limits {
 int fa_cuda_check_problem(const struct fa_problem *p, const struct fa_cuda_limits *lim, char *why,
 			  size_t why_size);
 
+/* Attribute attr (a cudaDeviceAttr) of the current device into *value:
+ * 0, or the CUDA error (then *value is 0 and the error is not left as the
+ * last error). */
+int fa_cuda_device_attr(int attr, int *value);
+
+/* 1 when the current device runs sm_90a code (compute capability 9.0,
+ * given in *major and *minor; 0 and 0 when it cannot be asked). */
+int fa_cuda_device_is_sm90(int *major, int *minor);
+
 /* 1 when every stride of p is a multiple of elems elements. */
 int fa_cuda_strides_multiple(const struct fa_problem *p, int64_t elems);
 

@@ -7,9 +7,44 @@
 #ifndef FA_FLASH_BWD_COMMON_CUH
 #define FA_FLASH_BWD_COMMON_CUH
 
+#include "../common/fa_cta.h"
 #include "cuda_kernels.h"
 
 namespace fa_bwd {
+
+/* What a main-kernel CTA of BN keys (key block kb of sequence b) visits:
+ * the sequence's lengths, its first key j0 and key count nk, the prefix
+ * (prefix-LM), and the query blocks of BM rows [mb, mb + nmb) some row of
+ * which sees one of its keys. */
+struct key_block {
+	int lq, lk, j0, nk, pfx, mb, nmb;
+};
+
+/* Fills kbk; 0 when the sequence has no key in the block (the CTA has
+ * nothing to do). */
+template <int BN, int BM>
+__device__ __forceinline__ int key_block_of(const struct fa_problem &p, const int32_t *cu_q,
+					    const int32_t *cu_k, const int32_t *prefix_lens, int b,
+					    int kb, key_block *kbk)
+{
+	kbk->lq = fa_seq_q_len(&p, cu_q, b);
+	kbk->lk = fa_seq_kv_len(&p, cu_k, b);
+	kbk->j0 = kb * BN;
+	if (kbk->j0 >= kbk->lk)
+		return 0;
+	kbk->nk = kbk->lk - kbk->j0 < BN ? kbk->lk - kbk->j0 : BN;
+	kbk->pfx = 0;
+	if (p.mask == FA_MASK_PREFIX_LM) {
+		const int x = fa_seq_prefix(&p, prefix_lens, b);
+		kbk->pfx = x < 0 ? 0 : x > kbk->lk ? kbk->lk : x;
+	}
+	int ib, ie;
+	fa_cta_rows_for_keys(p.mask, kbk->lq, kbk->lk, p.window, kbk->pfx, kbk->j0, kbk->nk, &ib,
+			     &ie);
+	kbk->mb = ib / BM;
+	kbk->nmb = (ie > ib ? (ie + BM - 1) / BM : kbk->mb) - kbk->mb;
+	return 1;
+}
 
 /* 1. D of query row (T * heads + h) = blockIdx.x * 4 + warp. */
 template <int DT>

@@ -196,20 +196,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 	/* split: this CTA's query head alone (hy), its dK and dV an fp32
 	 * partial of the group's sum; else the kv head's whole group */
 	const int hq0 = hy * a.hpc, hk = hq0 / group;
-	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
-	const int j0 = kb * BN;
-	if (j0 >= lk)
+	fa_bwd::key_block kbk;
+	if (!fa_bwd::key_block_of<BN, BM>(p, a.cu_q, a.cu_k, a.prefix_lens, b, kb, &kbk))
 		return; /* the whole CTA: this sequence has fewer keys */
-	const int nk = lk - j0 < BN ? lk - j0 : BN;
-	int pfx = 0;
-	if (p.mask == FA_MASK_PREFIX_LM) {
-		const int x = fa_seq_prefix(&p, a.prefix_lens, b);
-		pfx = x < 0 ? 0 : x > lk ? lk : x;
-	}
-	int ib, ie;
-	fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx, j0, nk, &ib, &ie);
-	const int mb = ib / BM, me = ie > ib ? (ie + BM - 1) / BM : mb;
-	const int nmb = me - mb, steps = a.hpc * nmb;
+	const int lq = kbk.lq, lk = kbk.lk, j0 = kbk.j0, nk = kbk.nk, pfx = kbk.pfx;
+	const int mb = kbk.mb, nmb = kbk.nmb, steps = a.hpc * nmb;
 	const int64_t t0 = fa_seq_q_start(&p, a.cu_q, b);
 
 	const uint32_t s0 = fa_mma::fa_mma_smem_addr(smem);

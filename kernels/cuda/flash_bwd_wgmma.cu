@@ -172,6 +172,23 @@ __device__ __forceinline__ bool bw_block_full(const struct fa_problem &p, int lq
 
 #endif /* FA_WGMMA_DEVICE */
 
+/* acc (64 x 64, fp32) = A B^T over D columns, A and B 64 rows each, K-major
+ * from shared memory in 64-column slabs A_SLAB and B_SLAB bytes apart;
+ * overwritten by the first k-step (S^T = K Q^T, dP^T = V dO^T). */
+#if FA_WGMMA_DEVICE
+template <int D, int A_SLAB, int B_SLAB, bool BF16>
+__device__ __forceinline__ void issue_kmajor64(float (&acc)[32], uint64_t da, uint64_t db)
+{
+#pragma unroll
+	for (int kk = 0; kk < D / 16; kk++) {
+		/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
+		const uint64_t oa = (uint64_t)((kk / 4) * A_SLAB + (kk % 4) * 32) >> 4;
+		const uint64_t ob = (uint64_t)((kk / 4) * B_SLAB + (kk % 4) * 32) >> 4;
+		wgmma_ss<64, BF16>(acc, da + oa, db + ob, kk > 0);
+	}
+}
+#endif
+
 template <int D, bool BF16>
 __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args a)
 {
@@ -191,20 +208,11 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	const int lin = (int)(blockIdx.x + gridDim.x * blockIdx.y);
 	const int b = blockIdx.z, kb = lin / (int)gridDim.y, hk = lin - kb * (int)gridDim.y;
 	const int group = p.heads / p.kv_heads, hq0 = hk * group;
-	const int lq = fa_seq_q_len(&p, a.cu_q, b), lk = fa_seq_kv_len(&p, a.cu_k, b);
-	const int j0 = kb * BN;
-	if (j0 >= lk)
+	fa_bwd::key_block kbk;
+	if (!fa_bwd::key_block_of<BN, BM>(p, a.cu_q, a.cu_k, a.prefix_lens, b, kb, &kbk))
 		return; /* the whole CTA: this sequence has fewer keys */
-	const int nk = lk - j0 < BN ? lk - j0 : BN;
-	int pfx = 0;
-	if (p.mask == FA_MASK_PREFIX_LM) {
-		const int x = fa_seq_prefix(&p, a.prefix_lens, b);
-		pfx = x < 0 ? 0 : x > lk ? lk : x;
-	}
-	int ib, ie;
-	fa_cta_rows_for_keys(p.mask, lq, lk, p.window, pfx, j0, nk, &ib, &ie);
-	const int mb = ib / BM, me = ie > ib ? (ie + BM - 1) / BM : mb;
-	const int nmb = me - mb, steps = group * nmb;
+	const int lq = kbk.lq, lk = kbk.lk, j0 = kbk.j0, nk = kbk.nk, pfx = kbk.pfx;
+	const int mb = kbk.mb, nmb = kbk.nmb, steps = group * nmb;
 	const int t0 = (int)fa_seq_q_start(&p, a.cu_q, b); /* row_index_32 */
 
 	/* K and V of the block (with the first step's group) */
@@ -270,13 +278,7 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		fence_regs(sc);
 		fence_regs(dp);
 		wg_fence();
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			/* 16 columns: +32 bytes in the swizzled row, a slab per 4 */
-			const uint64_t oa = (uint64_t)((kk / 4) * L::KV_SLAB + (kk % 4) * 32) >> 4;
-			const uint64_t ob = (uint64_t)((kk / 4) * L::QO_SLAB + (kk % 4) * 32) >> 4;
-			wgmma_ss<64, BF16>(sc, dk_a + oa, dq_b + ob, kk > 0);
-		}
+		issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(sc, dk_a, dq_b);
 		wg_commit();
 		wg_wait0(); /* S^T done */
 		fence_regs(sc);
@@ -318,12 +320,7 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		}
 		fence_regs(dp);
 		wg_fence();
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			const uint64_t oa = (uint64_t)((kk / 4) * L::KV_SLAB + (kk % 4) * 32) >> 4;
-			const uint64_t ob = (uint64_t)((kk / 4) * L::QO_SLAB + (kk % 4) * 32) >> 4;
-			wgmma_ss<64, BF16>(dp, dv_a + oa, do_b + ob, kk > 0);
-		}
+		issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(dp, dv_a, do_b);
 		wg_commit();
 		wg_wait0(); /* dP^T done */
 		fence_regs(dp);

@@ -1160,8 +1160,8 @@ static const struct spec bwd_wgmma_cases[] = {
 
 /* cuda_flash_bwd_wgmma refuses what it does not do with its reasons on
  * any device, other devices naming the architecture, and on an sm_90
- * device matches the reference by the fa rule (dQ by atomics: no bit
- * comparison). */
+ * device matches the reference by the fa rule under every split mode (dQ
+ * by atomics: no bit comparison). */
 FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 {
 	struct fa_backend_slot *s = cuda();
@@ -1172,6 +1172,8 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 		return;
 	k = find_kernel(s, "cuda_flash_bwd_wgmma");
 	FA_REQUIRE(k != NULL && k->supports != NULL && fa_kernel_pass(k) == FA_PASS_BWD);
+	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "split") == 0);
+	FA_CHECK(k->params[0].default_value == 2); /* auto */
 	build(&bwd_wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 64;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
@@ -1194,8 +1196,13 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 		printf("  skip: %s\n", why);
 		return;
 	}
-	check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
-		  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], NULL, FA_RULE_FA, 0);
+	/* split: auto (the default), a CTA per kv head walking its group, and
+	 * a CTA per query head with the partials summed after */
+	for (int32_t sp = 2; sp >= 0; sp--) {
+		const int32_t prm[1] = {sp};
+		check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
+			  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], prm, FA_RULE_FA, 0);
+	}
 }
 
 /* Stream-K in both forms gives the reference's answer on every case

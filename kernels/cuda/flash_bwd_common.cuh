@@ -1,8 +1,9 @@
 /* flash_bwd_common.cuh - the passes that the tensor-core backwards share
  * (cuda_flash_bwd_mma in flash_bwd_mma.cu, cuda_flash_bwd_wgmma in
  * flash_bwd_wgmma.cu) around their main kernels: the delta pre-pass D =
- * rowsum(dO * O) and the dQ pass (scale times the fp32 accumulator, or the
- * sum of per-key-block partials, converted to the input type).
+ * rowsum(dO * O), the dQ pass (scale times the fp32 accumulator, or the
+ * sum of per-key-block partials, converted to the input type) and, where a
+ * CTA per GQA query head left fp32 dK/dV partials, their sum in head order.
  */
 #ifndef FA_FLASH_BWD_COMMON_CUH
 #define FA_FLASH_BWD_COMMON_CUH
@@ -85,6 +86,28 @@ __global__ void __launch_bounds__(256)
 	fa_store_f32(dq, DT,
 		     fa_tensor_offset(&p, FA_TENSOR_DQ, row / p.heads, (int)(row % p.heads)) + d,
 		     p.scale * s);
+}
+
+/* 4. split with a group: dK = scale x, dV = the sum of the group's
+ * partials in head order (the same bits every run), one thread per element
+ * of [total_k][kv_heads][width] for tensor t (FA_TENSOR_DK or _DV). */
+template <int DT>
+__global__ void __launch_bounds__(256)
+	kv_sum_kernel(const struct fa_problem p, const float *__restrict__ part, int width, int t,
+		      float mul, void *out)
+{
+	const int64_t n = (int64_t)p.total_k * p.kv_heads * width;
+	const int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x;
+	if (e >= n)
+		return;
+	const int group = p.heads / p.kv_heads;
+	const int64_t row = e / width;
+	const int c = (int)(e - row * width);
+	float s = 0.f;
+	for (int k = 0; k < group; k++)
+		s += part[(int64_t)k * n + e];
+	fa_store_f32(out, DT, fa_tensor_offset(&p, t, row / p.kv_heads, (int)(row % p.kv_heads)) + c,
+		     mul * s);
 }
 
 } /* namespace fa_bwd */

@@ -56,6 +56,7 @@ using fa_mma::static_for;
 using fa_mma::tile;
 using fa_bwd::delta_kernel;
 using fa_bwd::dq_kernel;
+using fa_bwd::kv_sum_kernel;
 
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
@@ -505,28 +506,6 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) bwd_kernel(const args a)
 			});
 		}
 	});
-}
-
-/* 4. split with a group: dK = scale x, dV = the sum of the group's
- * partials in head order (the same bits every run), one thread per element
- * of [total_k][kv_heads][width] for tensor t (FA_TENSOR_DK or _DV). */
-template <int DT>
-__global__ void __launch_bounds__(256)
-	kv_sum_kernel(const struct fa_problem p, const float *__restrict__ part, int width, int t,
-		      float mul, void *out)
-{
-	const int64_t n = (int64_t)p.total_k * p.kv_heads * width;
-	const int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x;
-	if (e >= n)
-		return;
-	const int group = p.heads / p.kv_heads;
-	const int64_t row = e / width;
-	const int c = (int)(e - row * width);
-	float s = 0.f;
-	for (int k = 0; k < group; k++)
-		s += part[(int64_t)k * n + e];
-	fa_store_f32(out, DT, fa_tensor_offset(&p, t, row / p.kv_heads, (int)(row % p.kv_heads)) + c,
-		     mul * s);
 }
 
 /* The instances. */

@@ -33,16 +33,10 @@
  * The dQ sum order varies from run to run (atomics); there is no
  * deterministic variant (cuda_flash_bwd_mma dq=1 has one).
  *
- * Masks: every mask (causal and sliding window bottom-right aligned,
- * prefix-LM) through fa_cta_rows_for_keys: the query blocks a key block
- * visits, and in blocks that cross the mask each key's query rows. Varlen
- * through cu_seqlens (rows past a sequence masked, not stored).
- *
- * Not done yet: head sizes other than 128 (supports() refuses them); a
- * producer warp with TMA loads and a TMA reduction of dQ
- * (FlashAttention-3's), one CTA per query head under GQA
- * (cuda_flash_bwd_mma's split: the 32/8-head 2k case runs 128 CTAs on 132
- * SMs, each walking 4 heads), a third stage of Q/dO to drop a barrier.
+ * Not done yet: head sizes other than 128, varlen, masks other than none
+ * and causal (supports() refuses them); a producer warp with TMA loads and
+ * a TMA reduction of dQ (FlashAttention-3's), one CTA per query head under
+ * GQA (cuda_flash_bwd_mma's split).
  *
  * The kernel body exists only in the sm_90a compilation (FA_WGMMA_DEVICE);
  * the Makefile compiles this file for sm_90a only, and supports() refuses
@@ -63,6 +57,11 @@ constexpr int BW_THREADS = 2 * WG_THREADS; /* two consumer warpgroups, no produc
 constexpr int BW_BN = 128;                  /* keys per CTA: 64 per warpgroup (wgmma M) */
 constexpr int BW_BM = 64;                   /* query rows per step: wgmma N of S^T */
 constexpr float BW_LOG2E = 1.4426950408889634f;
+/* Stages of Q, dO, lse and D: 3 (and 2 buffers of dS^T), so that a step
+ * ends without a barrier: step s + 2's copies, issued at the start of step
+ * s, overwrite step s - 1's stage, which every thread finished reading
+ * before the dS^T barrier of step s - 1 (194.5 KiB at head size 128). */
+constexpr int BW_STAGES = 3;
 
 /* Shared memory of head size D (a multiple of 64 here): K and V of the
  * block, two stages of Q and dO, dS^T, two stages of lse and D. Every tile
@@ -77,13 +76,14 @@ template <int D> struct bw_layout {
 	static constexpr int QO_TILE = SLABS * QO_SLAB;
 	static constexpr int K = 0;
 	static constexpr int V = K + SLABS * KV_SLAB;
-	static constexpr int Q = V + SLABS * KV_SLAB;      /* 2 stages */
-	static constexpr int DO = Q + 2 * QO_TILE;         /* 2 stages */
-	static constexpr int DS = DO + 2 * QO_TILE;        /* [BN keys][BM queries]: one slab */
-	static constexpr int LSE = DS + BW_BN * ROW_BYTES; /* 2 x BM floats */
-	static constexpr int DELTA = LSE + 2 * BW_BM * 4;  /* 2 x BM floats */
+	static constexpr int Q = V + SLABS * KV_SLAB;      /* BW_STAGES stages */
+	static constexpr int DO = Q + BW_STAGES * QO_TILE; /* BW_STAGES stages */
+	static constexpr int DS_BYTES = BW_BN * ROW_BYTES; /* [BN keys][BM queries]: one slab */
+	static constexpr int DS = DO + BW_STAGES * QO_TILE; /* 2 buffers */
+	static constexpr int LSE = DS + 2 * DS_BYTES;       /* BW_STAGES x BM floats */
+	static constexpr int DELTA = LSE + BW_STAGES * BW_BM * 4; /* BW_STAGES x BM floats */
 	/* + 1024 to align the base (the swizzle comes from address bits 7-9) */
-	static constexpr int BYTES = DELTA + 2 * BW_BM * 4 + 1024;
+	static constexpr int BYTES = DELTA + BW_STAGES * BW_BM * 4 + 1024;
 	static_assert(BW_BM == SLAB_COLS, "dS^T: 64 queries, one slab wide");
 };
 
@@ -94,6 +94,8 @@ struct bw_args {
 	const float *lse, *delta;
 	uint16_t *dk, *dv;
 	float *dq_acc; /* [total_q][heads][head_dim], fp32 */
+	float *dk_part, *dv_part; /* split with a group: [group][total_k][kv_heads][head_dim], fp32 */
+	int split;     /* 1: a CTA per query head (grid.y heads), else per kv head */
 	const int32_t *cu_q, *cu_k, *prefix_lens;
 	float scale_log2;
 };
@@ -206,13 +208,16 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	/* key-block-major order (as cuda_flash_bwd_mma): every head's first
 	 * key blocks (causal: the ones that see the most query rows) first */
 	const int lin = (int)(blockIdx.x + gridDim.x * blockIdx.y);
-	const int b = blockIdx.z, kb = lin / (int)gridDim.y, hk = lin - kb * (int)gridDim.y;
-	const int group = p.heads / p.kv_heads, hq0 = hk * group;
+	const int b = blockIdx.z, kb = lin / (int)gridDim.y, hy = lin - kb * (int)gridDim.y;
+	/* split: this CTA's query head alone (hy), its dK and dV an fp32
+	 * partial of the group's sum; else the kv head hy's whole group */
+	const int group = p.heads / p.kv_heads, hpc = a.split ? 1 : group;
+	const int hq0 = hy * hpc, hk = hq0 / group;
 	fa_bwd::key_block kbk;
 	if (!fa_bwd::key_block_of<BN, BM>(p, a.cu_q, a.cu_k, a.prefix_lens, b, kb, &kbk))
 		return; /* the whole CTA: this sequence has fewer keys */
 	const int lq = kbk.lq, lk = kbk.lk, j0 = kbk.j0, nk = kbk.nk, pfx = kbk.pfx;
-	const int mb = kbk.mb, nmb = kbk.nmb, steps = group * nmb;
+	const int mb = kbk.mb, nmb = kbk.nmb, steps = hpc * nmb;
 	const int t0 = (int)fa_seq_q_start(&p, a.cu_q, b); /* row_index_32 */
 
 	/* K and V of the block (with the first step's group) */
@@ -220,9 +225,9 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 			    nk, p.head_dim);
 	load_swz<BN, D / 8>(s0 + L::V, tid, a.v, fa_v_offset(&p, a.cu_k, b, j0, hk), p.v_stride_s,
 			    nk, p.head_dim_v);
-	/* step s: Q, dO, lse, D of (head, query block) into stage s & 1 */
+	/* step s: Q, dO, lse, D of (head, query block) into stage s % BW_STAGES */
 	auto issue = [&](int s) {
-		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM, st = s & 1;
+		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM, st = s % BW_STAGES;
 		const int rows = lq - i0 < BM ? lq - i0 : BM;
 		load_swz<BM, D / 8>(s0 + L::Q + st * L::QO_TILE, tid, a.q,
 				    fa_q_offset(&p, a.cu_q, b, i0, h), p.q_stride_s, rows, p.head_dim);
@@ -242,12 +247,16 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	if (steps > 0)
 		issue(0);
 	fa_mma::fa_mma_cp_async_commit();
+	if (steps > 1)
+		issue(1);
+	fa_mma::fa_mma_cp_async_commit();
 
 	/* descriptors (128-byte swizzle; K-major: SBO one core group of 8
 	 * rows; MN-major: LBO the next 64 columns, SBO the next 8 rows) */
 	const uint64_t dk_a = wg_desc(s0 + L::K + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dv_a = wg_desc(s0 + L::V + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dds_a = wg_desc(s0 + L::DS, L::KV_SLAB, CORE_BYTES); /* dS^T as dS, MN-major */
+	constexpr uint64_t DS_STEP = (uint64_t)L::DS_BYTES >> 4; /* the second buffer */
 	const uint64_t dk_b = wg_desc(s0 + L::K + cw * (D / 2 / SLAB_COLS) * L::KV_SLAB, L::KV_SLAB,
 				      CORE_BYTES); /* K as dQ's B: columns (D / 2) cw .. */
 	static_assert(D / 2 == 64, "dQ: 64 columns a warpgroup");
@@ -259,11 +268,15 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	const int kr = cw * 64 + warp * 16 + g; /* this thread's keys kr, kr + 8 (of the block) */
 
 	for (int s = 0; s < steps; s++) {
-		const int st = s & 1;
-		if (s + 1 < steps)
-			issue(s + 1);
+		/* one commit group a step (empty past the end): group s done when
+		 * at most two are pending. Step s + 2 overwrites step s - 1's
+		 * stage, which every product of every thread had finished reading
+		 * before the dS^T barrier of step s - 1. */
+		const int st = s % BW_STAGES;
+		if (s + 2 < steps)
+			issue(s + 2);
 		fa_mma::fa_mma_cp_async_commit();
-		fa_mma::fa_mma_cp_async_wait<1>();
+		fa_mma::fa_mma_cp_async_wait<2>();
 		fence_async_smem();
 		__syncthreads(); /* step s's tiles (and K, V) are in */
 		const int h = hq0 + s / nmb, i0 = (mb + s % nmb) * BM;
@@ -342,7 +355,7 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 #pragma unroll
 			for (int r = 0; r < 2; r++) {
 				const int row = kr + 8 * r;
-				const uint32_t addr = s0 + L::DS + (uint32_t)(row * ROW_BYTES +
+				const uint32_t addr = s0 + L::DS + (s & 1) * L::DS_BYTES + (uint32_t)(row * ROW_BYTES +
 									  ((j ^ (row % 8)) * 16) + 4 * t);
 				asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(da[j / 2][(j % 2) * 2 + r])
 					     : "memory");
@@ -373,7 +386,7 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		wg_fence();
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
-			wgmma_ss_tt64<BF16>(dq, dds_a + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
+			wgmma_ss_tt64<BF16>(dq, dds_a + (s & 1) * DS_STEP + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
 					    dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
 		wg_commit();
 		wg_wait0(); /* dQ done */
@@ -390,11 +403,32 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 				atomicAdd((float2 *)(row + 8 * j + 2 * t),
 					  make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
 		}
-		__syncthreads(); /* the stage and dS^T are used up */
 	}
 	fa_mma::fa_mma_cp_async_wait<0>(); /* no copy in flight at exit */
 
-	/* ---- dK (scaled), dV: each element written once, by this CTA ---- */
+	/* ---- dK (scaled), dV: each element written once, by this CTA; under
+	 * split with a group, this head's unscaled fp32 partial instead ---- */
+	if (a.split && group > 1) {
+		const int64_t krow0 = fa_seq_kv_start(&p, a.cu_k, b) + j0;
+		const int64_t part = (int64_t)(hq0 % group) * p.total_k;
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			const int kl = kr + 8 * r;
+			if (kl >= nk)
+				continue;
+			const int64_t row = (part + krow0 + kl) * p.kv_heads + hk;
+			float *kp = a.dk_part + row * p.head_dim, *vp = a.dv_part + row * p.head_dim_v;
+#pragma unroll
+			for (int j = 0; j < D / 8; j++) {
+				const int c = 8 * j + 2 * t;
+				if (c < p.head_dim)
+					*(float2 *)(kp + c) = make_float2(dk[4 * j + 2 * r], dk[4 * j + 2 * r + 1]);
+				if (c < p.head_dim_v)
+					*(float2 *)(vp + c) = make_float2(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+			}
+		}
+		return;
+	}
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
 		const int kl = kr + 8 * r;
@@ -455,13 +489,46 @@ int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
 	return fa_cuda_check_problem(p, &lim, why, why_size);
 }
 
+/* Multiprocessors of the current device (0 when the runtime cannot say). */
+int bw_device_sms(void)
+{
+	int dev = 0, v = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return v;
+}
+
+/* 1 when the group's query heads run in their own CTAs with fp32 dK/dV
+ * partials: split=1 under GQA, or split=2 (auto, the default) under GQA
+ * when a CTA per kv head would leave SMs idle (one CTA per SM: the H100's
+ * 32/8 heads at 2k keys make 128 CTAs for 132 SMs, each walking 4 heads). */
+int bw_split_of(const struct fa_problem *p, const int32_t *params)
+{
+	const int mode = params ? params[0] : 2;
+	if (!mode || p->kv_heads <= 0 || p->heads <= p->kv_heads)
+		return 0;
+	if (mode == 1)
+		return 1;
+	const int64_t ctas = (int64_t)((p->kv_len + BW_BN - 1) / BW_BN) * p->kv_heads * p->batch;
+	return ctas < (int64_t)bw_device_sms();
+}
+
 /* Workspace: D (fp32 per query row), then the dQ accumulator (fp32
- * [total_q][heads][head_dim]), as cuda_flash_bwd_mma's dq=0. */
+ * [total_q][heads][head_dim]), as cuda_flash_bwd_mma's dq=0; under split
+ * with a group, the dK and dV partials besides (fp32, [heads][total_k]
+ * rows of head_dim and head_dim_v). */
 size_t bw_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 {
-	(void)params;
 	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
-	return bw_align256(sizeof(float) * rows) + sizeof(float) * rows * (size_t)p->head_dim;
+	size_t n = bw_align256(sizeof(float) * rows) +
+		   bw_align256(sizeof(float) * rows * (size_t)p->head_dim);
+	if (bw_split_of(p, params))
+		n += sizeof(float) * (size_t)p->heads * (size_t)p->total_k *
+		     (size_t)(p->head_dim + p->head_dim_v);
+	return n;
 }
 
 template <int D, bool BF16> cudaError_t bw_launch_main(const bw_args &x, cudaStream_t st)
@@ -471,8 +538,8 @@ template <int D, bool BF16> cudaError_t bw_launch_main(const bw_args &x, cudaStr
 		bwd_wgmma_kernel<D, BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (attr != cudaSuccess)
 		return attr;
-	const dim3 grid((unsigned)((x.p.kv_len + BW_BN - 1) / BW_BN), (unsigned)x.p.kv_heads,
-			(unsigned)x.p.batch);
+	const dim3 grid((unsigned)((x.p.kv_len + BW_BN - 1) / BW_BN),
+			(unsigned)(x.split ? x.p.heads : x.p.kv_heads), (unsigned)x.p.batch);
 	if (grid.x > 0 && grid.z > 0)
 		bwd_wgmma_kernel<D, BF16><<<grid, BW_THREADS, smem, st>>>(x);
 	return cudaGetLastError();
@@ -486,6 +553,10 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 	float *delta = (float *)a->workspace;
 	float *acc = (float *)((char *)a->workspace + bw_align256(sizeof(float) * (size_t)rows));
 	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim;
+	float *dk_part = (float *)((char *)acc + bw_align256(acc_bytes));
+	float *dv_part = dk_part + (size_t)(p->heads / p->kv_heads) * (size_t)p->total_k *
+					   (size_t)p->kv_heads * (size_t)p->head_dim;
+	const int split = bw_split_of(p, a->params);
 	if (rows > 0) {
 		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
 		if (e != cudaSuccess)
@@ -504,6 +575,9 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 	x.dk = (uint16_t *)a->dk;
 	x.dv = (uint16_t *)a->dv;
 	x.dq_acc = acc;
+	x.dk_part = dk_part;
+	x.dv_part = dv_part;
+	x.split = split;
 	x.cu_q = a->cu_seqlens_q;
 	x.cu_k = a->cu_seqlens_k;
 	x.prefix_lens = a->prefix_lens;
@@ -515,6 +589,15 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 	const int64_t n = rows * p->head_dim;
 	if (n > 0)
 		fa_bwd::dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, 1, a->dq);
+	if (split) {
+		const int64_t kr = (int64_t)p->total_k * p->kv_heads;
+		if (kr * p->head_dim > 0)
+			fa_bwd::kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim + 255) / 256), 256, 0, st>>>(
+				*p, dk_part, p->head_dim, FA_TENSOR_DK, p->scale, a->dk);
+		if (kr * p->head_dim_v > 0)
+			fa_bwd::kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim_v + 255) / 256), 256, 0,
+						    st>>>(*p, dv_part, p->head_dim_v, FA_TENSOR_DV, 1.f, a->dv);
+	}
 	return cudaGetLastError();
 }
 
@@ -536,6 +619,14 @@ int bw_launch(const struct fa_launch_args *a)
 }
 
 const int32_t bw_head_dims[] = {128};
+const int32_t bw_split_allowed[] = {0, 1, 2};
+const struct fa_kernel_param bw_params[] = {
+	{"split", 2, bw_split_allowed, 3, 0, 2,
+	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
+	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "
+	 "last kernel (workspace group x dK and dV in fp32) | 2 = auto: 1 where a CTA per kv "
+	 "head would leave SMs idle, else 0"},
+};
 
 /* Positional, in the order of struct fa_kernel (see backend_cuda.cu). */
 const struct fa_kernel bw_kernels[] = {
@@ -543,8 +634,8 @@ const struct fa_kernel bw_kernels[] = {
 	 "Hopper FA backward (sm_90a): wgmma, two warpgroups of 64 keys per 128-key block, S^T "
 	 "and dP^T from shared memory, dV and dK with P^T and dS^T from registers, dQ by fp32 "
 	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head size 128, "
-	 "every mask, varlen",
-	 BW_FP16_BF16, 128, 128, bw_head_dims, 1, 0, NULL, 0, bw_supports, bw_workspace_bytes,
+	 "every mask, varlen; tunable split (a CTA per GQA query head)",
+	 BW_FP16_BF16, 128, 128, bw_head_dims, 1, 0, bw_params, 1, bw_supports, bw_workspace_bytes,
 	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
 };
 

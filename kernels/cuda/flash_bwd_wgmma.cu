@@ -10,10 +10,13 @@
  *   2. the main kernel: one CTA of 256 threads (two warpgroups, 64 keys
  *      each) per (block of 128 keys, KV head, sequence), started in
  *      key-block-major order. K and V of the block are loaded once; the
- *      CTA walks every query head of the GQA group and, for each, the query
- *      blocks of 64 rows that may see a key of the block
- *      (fa_cta_rows_for_keys), Q, dO, lse and D double-buffered with
- *      cp.async into 128-byte-swizzled slabs (the layout wgmma's
+ *      CTA walks every query head of the GQA group (or, under tunable
+ *      `split`, one query head: a CTA per query head, dK and dV fp32
+ *      partials summed in head order by a last kernel, the kv_sum pass
+ *      shared with cuda_flash_bwd_mma) and, for each, the query blocks of
+ *      64 rows that may see a key of the block (fa_cta_rows_for_keys), Q,
+ *      dO, lse and D in three stages with cp.async into 128-byte-swizzled
+ *      slabs (the layout wgmma's
  *      descriptors read, as the TMA boxes of cuda_flash_wgmma). Per query
  *      block, warpgroup cw (keys 64 cw ..):
  *        S^T = K Q^T and dP^T = V dO^T: m64n64k16, A (K, V) and B (Q, dO)
@@ -27,16 +30,15 @@
  *          after a barrier, dQ (64 x D) = dS K: A (dS) and B (K) both
  *          MN-major from shared memory, warpgroup cw the columns 64 cw ..,
  *          added into the fp32 accumulator with vector atomics.
- *      The group's heads are summed in the CTA, so dK (scaled) and dV are
- *      written once, by one CTA: no atomics for them.
+ *      Without split the group's heads are summed in the CTA, so dK
+ *      (scaled) and dV are written once, by one CTA: no atomics for them.
  *   3. dQ: scale times the accumulator, converted to the input type.
  * The dQ sum order varies from run to run (atomics); there is no
  * deterministic variant (cuda_flash_bwd_mma dq=1 has one).
  *
- * Not done yet: head sizes other than 128, varlen, masks other than none
- * and causal (supports() refuses them); a producer warp with TMA loads and
- * a TMA reduction of dQ (FlashAttention-3's), one CTA per query head under
- * GQA (cuda_flash_bwd_mma's split).
+ * Every mask and varlen; not done yet: head sizes other than 128
+ * (supports() refuses them), a producer warp with TMA loads and a TMA
+ * reduction of dQ (FlashAttention-3's).
  *
  * The kernel body exists only in the sm_90a compilation (FA_WGMMA_DEVICE);
  * the Makefile compiles this file for sm_90a only, and supports() refuses
@@ -64,7 +66,8 @@ constexpr float BW_LOG2E = 1.4426950408889634f;
 constexpr int BW_STAGES = 3;
 
 /* Shared memory of head size D (a multiple of 64 here): K and V of the
- * block, two stages of Q and dO, dS^T, two stages of lse and D. Every tile
+ * block, BW_STAGES stages of Q and dO, 2 buffers of dS^T, BW_STAGES stages
+ * of lse and D. Every tile
  * is 64-column slabs of [rows][64] 16-bit elements with the 128-byte
  * swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), each slab on
  * 1024 bytes. */
@@ -503,8 +506,10 @@ int bw_device_sms(void)
 
 /* 1 when the group's query heads run in their own CTAs with fp32 dK/dV
  * partials: split=1 under GQA, or split=2 (auto, the default) under GQA
- * when a CTA per kv head would leave SMs idle (one CTA per SM: the H100's
- * 32/8 heads at 2k keys make 128 CTAs for 132 SMs, each walking 4 heads). */
+ * with a mask when a CTA per kv head would leave SMs idle (one CTA per SM:
+ * 32/8 heads at 2k keys make 128 CTAs for 132 SMs, each walking 4 heads;
+ * on the H200 causal went from 140 to 205 TFLOP/s split, while without a
+ * mask, where the 128 CTAs have equal work, splitting lost 284 -> 262). */
 int bw_split_of(const struct fa_problem *p, const int32_t *params)
 {
 	const int mode = params ? params[0] : 2;
@@ -512,6 +517,8 @@ int bw_split_of(const struct fa_problem *p, const int32_t *params)
 		return 0;
 	if (mode == 1)
 		return 1;
+	if (p->mask == FA_MASK_NONE)
+		return 0;
 	const int64_t ctas = (int64_t)((p->kv_len + BW_BN - 1) / BW_BN) * p->kv_heads * p->batch;
 	return ctas < (int64_t)bw_device_sms();
 }
@@ -624,8 +631,8 @@ const struct fa_kernel_param bw_params[] = {
 	{"split", 2, bw_split_allowed, 3, 0, 2,
 	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
 	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "
-	 "last kernel (workspace group x dK and dV in fp32) | 2 = auto: 1 where a CTA per kv "
-	 "head would leave SMs idle, else 0"},
+	 "last kernel (workspace group x dK and dV in fp32) | 2 = auto: 1 under a mask where a "
+	 "CTA per kv head would leave SMs idle (uneven blocks in one wave), else 0"},
 };
 
 /* Positional, in the order of struct fa_kernel (see backend_cuda.cu). */

@@ -1137,7 +1137,7 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 
 /* ---- the Hopper backward (cuda_flash_bwd_wgmma, sm_90a only) ---- */
 
-/* Head size 128 (its one instance): GQA up to 4 with batch 2, every mask
+/* Head size 128 and the instance of 80 (head sizes 72 and 80): GQA up to 4 with batch 2, every mask
  * with q_len != kv_len both ways (causal with q_len > kv_len: rows that
  * attend nothing), tails of the 128-key and 64-row blocks, several key
  * blocks without a mask (the unmasked path), varlen with an empty sequence
@@ -1156,6 +1156,16 @@ static const struct spec bwd_wgmma_cases[] = {
 	 {5, 63, 200, 0}, 0, {0}},
 	{4, 4, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 9, {40, 17, 90, 65},
 	 {40, 30, 64, 129}, 1, {3, 0, 70, 200}},
+	/* the instance of 80 columns: 80, and 72 (zeros in 72-79, none stored) */
+	{2, 4, 1, 72, 72, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {200}, {200}, 0, {0}},
+	{1, 4, 2, 80, 80, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {130}, {300}, 0, {0}},
+	{1, 2, 2, 72, 72, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {256}, {384}, 0, {0}},
+	{2, 4, 2, 80, 80, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 37, 0, {96}, {160},
+	 0, {0}},
+	{4, 4, 2, 72, 72, FA_DTYPE_BF16, FA_MASK_PREFIX_LM, FA_LAYOUT_BSHD, 1, 0, 9, {40, 17, 90, 65},
+	 {40, 30, 64, 129}, 1, {3, 0, 70, 200}},
+	{4, 4, 1, 80, 80, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BHSD, 1, 0, 0, {0, 63, 130, 1},
+	 {5, 63, 200, 0}, 0, {0}},
 };
 
 /* cuda_flash_bwd_wgmma refuses what it does not do with its reasons on
@@ -1177,8 +1187,13 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 	build(&bwd_wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 64;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
-	FA_CHECKF(strcmp(why, "head sizes 64/64 not instantiated (128 only)") == 0, "reason '%s'",
-		  why);
+	FA_CHECKF(strcmp(why, "head sizes 64/64 not instantiated (72, 80 and 128 only)") == 0,
+		  "reason '%s'", why);
+	build(&bwd_wgmma_cases[0], &t);
+	t.p.head_dim_v = 72; /* 128/72: both sizes must name one instance */
+	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
+	FA_CHECKF(strcmp(why, "head sizes 128/72 not instantiated (72, 80 and 128 only)") == 0,
+		  "reason '%s'", why);
 	build(&bwd_wgmma_cases[0], &t);
 	t.p.dtype = FA_DTYPE_FP32;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);

@@ -36,8 +36,12 @@
  * The dQ sum order varies from run to run (atomics); there is no
  * deterministic variant (cuda_flash_bwd_mma dq=1 has one).
  *
- * Every mask and varlen; not done yet: head sizes other than 128
- * (supports() refuses them), a producer warp with TMA loads and a TMA
+ * Head sizes 128 and, as one instance of D = 80, 72 and 80 (ViT): 80's
+ * products stop at column 80 of two slabs (S^T and dP^T 5 k-steps, dV and
+ * dK m64n80k16, dQ 64 columns in warpgroup 0 and 16 in warpgroup 1); 72
+ * reads zeros into columns 72-79 and stores none of them. Every mask and
+ * varlen; not done yet: other head sizes (supports() refuses them), a
+ * producer warp with TMA loads and a TMA
  * reduction of dQ (FlashAttention-3's).
  *
  * The kernel body exists only in the sm_90a compilation (FA_WGMMA_DEVICE);
@@ -65,15 +69,16 @@ constexpr float BW_LOG2E = 1.4426950408889634f;
  * before the dS^T barrier of step s - 1 (194.5 KiB at head size 128). */
 constexpr int BW_STAGES = 3;
 
-/* Shared memory of head size D (a multiple of 64 here): K and V of the
- * block, BW_STAGES stages of Q and dO, 2 buffers of dS^T, BW_STAGES stages
- * of lse and D. Every tile
- * is 64-column slabs of [rows][64] 16-bit elements with the 128-byte
- * swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), each slab on
- * 1024 bytes. */
+/* Shared memory of head size D (128, or 80 for head sizes 72 and 80): K
+ * and V of the block, BW_STAGES stages of Q and dO, 2 buffers of dS^T,
+ * BW_STAGES stages of lse and D. Every tile is 64-column slabs of [rows][64]
+ * 16-bit elements with the 128-byte swizzle (16-byte chunk c of row r at
+ * chunk c ^ (r % 8)), each slab on 1024 bytes; at 80 the second slab holds
+ * columns 64-79 only (its chunks 2-7 are neither written nor read: the
+ * products stop at column 80, as cuda_flash_wgmma's P V of 80 columns). */
 template <int D> struct bw_layout {
-	static_assert(D % 64 == 0, "whole slabs");
-	static constexpr int SLABS = D / SLAB_COLS;
+	static_assert(D == 80 || D == 128, "instances: 80 (72 and 80) and 128");
+	static constexpr int SLABS = (D + SLAB_COLS - 1) / SLAB_COLS;
 	static constexpr int KV_SLAB = BW_BN * ROW_BYTES; /* 16 KiB */
 	static constexpr int QO_SLAB = BW_BM * ROW_BYTES; /* 8 KiB */
 	static constexpr int QO_TILE = SLABS * QO_SLAB;
@@ -105,35 +110,55 @@ struct bw_args {
 
 #if FA_WGMMA_DEVICE
 
-/* dQ (64 x 64, fp32) += A (64 x 16) * B (16 x 64), both from shared memory
- * MN-major (imm-trans-a 1, imm-trans-b 1); scale_d 0 overwrites d. */
+/* dQ (64 x N, fp32) += A (64 x 16) * B (16 x N), both from shared memory
+ * MN-major (imm-trans-a 1, imm-trans-b 1); scale_d 0 overwrites d. N 64 (a
+ * warpgroup's half of 128 columns, or the first 64 of 80) or 16 (columns
+ * 64-79 of 80: the first 16 columns of K's second slab). */
 #define FA_BW_SS_TT_N64(TY)                                                                    \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"                          \
 		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
 		     " %32, %33, p, 1, 1, 1, 1;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "l"(da), "l"(db), "r"(scale_d))
-template <bool BF16>
-__device__ __forceinline__ void wgmma_ss_tt64(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
+#define FA_BW_SS_TT_N16(TY)                                                                    \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %10, 0;\n\t"                          \
+		     "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY                        \
+		     " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 1, 1;\n\t}"              \
+		     : FA_WG_ACC8(d, 0)                                                           \
+		     : "l"(da), "l"(db), "r"(scale_d))
+template <int N, bool BF16>
+__device__ __forceinline__ void wgmma_ss_tt(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
 {
-	if constexpr (BF16)
-		FA_BW_SS_TT_N64("bf16");
-	else
-		FA_BW_SS_TT_N64("f16");
+	if constexpr (N == 64) {
+		if constexpr (BF16)
+			FA_BW_SS_TT_N64("bf16");
+		else
+			FA_BW_SS_TT_N64("f16");
+	} else {
+		static_assert(N == 16, "dQ widths: 64 and 16");
+		if constexpr (BF16)
+			FA_BW_SS_TT_N16("bf16");
+		else
+			FA_BW_SS_TT_N16("f16");
+	}
 }
 
 /* cp.async of `rows` rows of a ROWS x DC-chunk tile into its swizzled slabs
  * at base: row r from src + off0 + r * stride (elements), its first `width`
- * columns; other chunks and rows zero-filled (no global read). A thread
- * copies the same chunk of every RPI-th row: one address computed, then
- * constant steps (RPI a multiple of 8: the same swizzle phase). */
+ * columns; other chunks (up to DC) and rows zero-filled (no global read). A
+ * thread copies the same chunk of every RPI-th row: one address computed,
+ * then constant steps (RPI a multiple of 8: the same swizzle phase). DC 10
+ * (80 columns) takes the threads of 16 chunks, those of chunks 10-15 idle. */
 template <int ROWS, int DC>
 __device__ __forceinline__ void load_swz(uint32_t base, int tid, const uint16_t *src, int64_t off0,
 					 int64_t stride, int rows, int width)
 {
-	constexpr int RPI = BW_THREADS / DC;
-	static_assert(BW_THREADS % DC == 0 && RPI % 8 == 0 && ROWS % RPI == 0, "whole passes");
-	const int c = tid % DC, r0 = tid / DC;
+	constexpr int DCP = DC <= 8 ? 8 : 16; /* chunks a pass spans */
+	constexpr int RPI = BW_THREADS / DCP;
+	static_assert(DC <= DCP && RPI % 8 == 0 && ROWS % RPI == 0, "whole passes");
+	const int c = tid % DCP, r0 = tid / DCP;
+	if (DC < DCP && c >= DC)
+		return;
 	const bool cok = c * 8 < width;
 	const uint16_t *g0 = src + off0 + (int64_t)r0 * stride + c * 8;
 	const uint32_t dst = base + (uint32_t)((c / 8) * ROWS * ROW_BYTES + r0 * ROW_BYTES +
@@ -260,9 +285,10 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	const uint64_t dv_a = wg_desc(s0 + L::V + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dds_a = wg_desc(s0 + L::DS, L::KV_SLAB, CORE_BYTES); /* dS^T as dS, MN-major */
 	constexpr uint64_t DS_STEP = (uint64_t)L::DS_BYTES >> 4; /* the second buffer */
-	const uint64_t dk_b = wg_desc(s0 + L::K + cw * (D / 2 / SLAB_COLS) * L::KV_SLAB, L::KV_SLAB,
-				      CORE_BYTES); /* K as dQ's B: columns (D / 2) cw .. */
-	static_assert(D / 2 == 64, "dQ: 64 columns a warpgroup");
+	/* K as dQ's B: columns 64 cw .., 64 of them, or at 80 the last 16 */
+	const uint64_t dk_b = wg_desc(s0 + L::K + cw * L::KV_SLAB, L::KV_SLAB, CORE_BYTES);
+	constexpr int DQ1 = D - SLAB_COLS; /* warpgroup 1's dQ columns: 64 or 16 */
+	static_assert(DQ1 == 64 || DQ1 == 16, "dQ: 64 columns, then 64 or 16");
 
 	float dk[D / 2], dv[D / 2];
 #pragma unroll
@@ -384,27 +410,44 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		fence_regs(dk);
 		__syncthreads(); /* both warpgroups' dS^T stored */
 
-		/* ---- dQ (64 queries x 64 columns) = dS K over the 128 keys ---- */
+		/* ---- dQ (64 queries x 64 or 16 columns) = dS K over the 128
+		 * keys: warpgroup 0 columns 0-63, 1 the rest (64-127, or 64-79
+		 * at 80: the tensor core is the SM's, so the uneven halves cost
+		 * only warpgroup 1's wait at the next barrier) ---- */
 		fence_regs(dq);
 		wg_fence();
+		const uint64_t ds_d = dds_a + (s & 1) * DS_STEP;
+		/* each branch waits for its products: no accumulator live
+		 * across the join (else ptxas adds a warpgroup.arrive there) */
+		if (DQ1 == 64 || cw == 0) {
 #pragma unroll
-		for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
-			wgmma_ss_tt64<BF16>(dq, dds_a + (s & 1) * DS_STEP + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
-					    dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
-		wg_commit();
-		wg_wait0(); /* dQ done */
+			for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
+				wgmma_ss_tt<64, BF16>(dq, ds_d + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
+						      dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
+			wg_commit();
+			wg_wait0(); /* dQ done */
+		} else {
+#pragma unroll
+			for (int kk = 0; kk < BN / 16; kk++)
+				wgmma_ss_tt<16, BF16>(dq, ds_d + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
+						      dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
+			wg_commit();
+			wg_wait0();
+		}
 		fence_regs(dq);
+		const int dqn = cw == 0 ? 8 : DQ1 / 8; /* 8-column groups of this warpgroup */
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
 			const int i = i0 + warp * 16 + g + 8 * r;
 			if (i >= lq)
 				continue;
 			float *row = a.dq_acc + ((int64_t)(t0 + i) * p.heads + h) * p.head_dim +
-				     cw * (D / 2);
+				     cw * SLAB_COLS;
 #pragma unroll
 			for (int j = 0; j < 8; j++)
-				atomicAdd((float2 *)(row + 8 * j + 2 * t),
-					  make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
+				if (j < dqn && cw * SLAB_COLS + 8 * j < p.head_dim) /* 72: not 72-79 */
+					atomicAdd((float2 *)(row + 8 * j + 2 * t),
+						  make_float2(dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]));
 		}
 	}
 	fa_mma::fa_mma_cp_async_wait<0>(); /* no copy in flight at exit */
@@ -463,11 +506,22 @@ size_t bw_align256(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
+/* The instance's D for the head sizes: 80 for 72 and 80 (72's columns
+ * 72-79 zeros in shared memory, not stored), 128; -1 for the rest. */
+int bw_inst_of(const struct fa_problem *p)
+{
+	if (p->head_dim != p->head_dim_v)
+		return -1;
+	if (p->head_dim == 72 || p->head_dim == 80)
+		return 80;
+	return p->head_dim == 128 ? 128 : -1;
+}
+
 int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
 {
-	if (p->head_dim != 128 || p->head_dim_v != 128) {
-		snprintf(why, why_size, "head sizes %d/%d not instantiated (128 only)", p->head_dim,
-			 p->head_dim_v);
+	if (bw_inst_of(p) < 0) {
+		snprintf(why, why_size, "head sizes %d/%d not instantiated (72, 80 and 128 only)",
+			 p->head_dim, p->head_dim_v);
 		return 0;
 	}
 	struct fa_cuda_limits lim = {};
@@ -487,7 +541,7 @@ int bw_supports(const struct fa_problem *p, char *why, size_t why_size)
 		snprintf(why, why_size, "device sm_%d%d is not sm_90a (wgmma)", major, minor);
 		return 0;
 	}
-	lim.smem_bytes = bw_layout<128>::BYTES;
+	lim.smem_bytes = bw_inst_of(p) == 80 ? bw_layout<80>::BYTES : bw_layout<128>::BYTES;
 	lim.smem_optin = -1;
 	return fa_cuda_check_problem(p, &lim, why, why_size);
 }
@@ -589,8 +643,9 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 	x.cu_k = a->cu_seqlens_k;
 	x.prefix_lens = a->prefix_lens;
 	x.scale_log2 = p->scale * BW_LOG2E;
-	cudaError_t e = DT == FA_DTYPE_BF16 ? bw_launch_main<128, true>(x, st)
-					    : bw_launch_main<128, false>(x, st);
+	constexpr bool BF = DT == FA_DTYPE_BF16;
+	cudaError_t e = bw_inst_of(p) == 80 ? bw_launch_main<80, BF>(x, st)
+					    : bw_launch_main<128, BF>(x, st);
 	if (e != cudaSuccess)
 		return e;
 	const int64_t n = rows * p->head_dim;
@@ -625,7 +680,7 @@ int bw_launch(const struct fa_launch_args *a)
 	return (int)bw_launch_typed<FA_DTYPE_FP16>(a);
 }
 
-const int32_t bw_head_dims[] = {128};
+const int32_t bw_head_dims[] = {72, 80, 128};
 const int32_t bw_split_allowed[] = {0, 1, 2};
 const struct fa_kernel_param bw_params[] = {
 	{"split", 2, bw_split_allowed, 3, 0, 2,
@@ -640,9 +695,9 @@ const struct fa_kernel bw_kernels[] = {
 	{"cuda_flash_bwd_wgmma",
 	 "Hopper FA backward (sm_90a): wgmma, two warpgroups of 64 keys per 128-key block, S^T "
 	 "and dP^T from shared memory, dV and dK with P^T and dS^T from registers, dQ by fp32 "
-	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head size 128, "
-	 "every mask, varlen; tunable split (a CTA per GQA query head)",
-	 BW_FP16_BF16, 128, 128, bw_head_dims, 1, 0, bw_params, 1, bw_supports, bw_workspace_bytes,
+	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head sizes 72, 80 "
+	 "and 128, every mask, varlen; tunable split (a CTA per GQA query head)",
+	 BW_FP16_BF16, 72, 128, bw_head_dims, 3, 0, bw_params, 1, bw_supports, bw_workspace_bytes,
 	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
 };
 

@@ -54,9 +54,6 @@ using fa_mma::bf16_t;
 using fa_mma::fp16_t;
 using fa_mma::static_for;
 using fa_mma::tile;
-using fa_bwd::delta_kernel;
-using fa_bwd::dq_kernel;
-using fa_bwd::kv_sum_kernel;
 
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr int PARAM_DQ = 0;    /* 0 atomic, 1 det */
@@ -579,11 +576,6 @@ int bn_of(int inst)
 
 /* Workspace: D (fp32 per query row), then the dQ accumulator (fp32
  * [total_q][heads][head_dim]), once (atomic) or per key block (det). */
-size_t align256(size_t x)
-{
-	return (x + 255) & ~(size_t)255;
-}
-
 /* Dynamic shared memory a block may opt in to on the current device (0
  * when the runtime cannot say). */
 int device_smem_optin()
@@ -698,18 +690,10 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det, int 
 	cudaStream_t st = fa_cuda_stream_of(a);
 	const int64_t rows = (int64_t)p->total_q * p->heads;
 	const size_t parts = dq_parts(p, a->params);
-	float *delta = (float *)a->workspace;
-	float *acc = (float *)((char *)a->workspace + align256(sizeof(float) * (size_t)rows));
-	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim * parts;
-	float *dk_part = (float *)((char *)acc + align256(acc_bytes));
-	float *dv_part = dk_part + (size_t)(p->heads / (p->kv_heads > 0 ? p->kv_heads : 1)) *
-					   (size_t)p->total_k * (size_t)p->kv_heads * (size_t)p->head_dim;
-	if (rows > 0) {
-		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
-		if (e != cudaSuccess)
-			return e;
-		delta_kernel<DT><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(*p, a->o, a->d_o, delta);
-	}
+	const fa_bwd::workspace w = fa_bwd::workspace_of(p, a->workspace, parts);
+	cudaError_t e = fa_bwd::launch_pre<DT>(p, a, w.delta, w.acc, (int)parts, st);
+	if (e != cudaSuccess)
+		return e;
 	args x;
 	x.p = *p;
 	x.q = (const uint16_t *)a->q;
@@ -717,36 +701,23 @@ cudaError_t launch_typed(const struct fa_launch_args *a, int inst, int det, int 
 	x.v = (const uint16_t *)a->v;
 	x.d_o = (const uint16_t *)a->d_o;
 	x.lse = a->lse;
-	x.delta = delta;
+	x.delta = w.delta;
 	x.dk = (uint16_t *)a->dk;
 	x.dv = (uint16_t *)a->dv;
-	x.dq_acc = acc;
+	x.dq_acc = w.acc;
 	x.det = det;
 	x.split = split;
 	x.hpc = split ? 1 : p->heads / (p->kv_heads > 0 ? p->kv_heads : 1);
-	x.dk_part = dk_part;
-	x.dv_part = dv_part;
+	x.dk_part = w.dk_part;
+	x.dv_part = w.dv_part;
 	x.dq_rows = rows;
 	x.cu_q = a->cu_seqlens_q;
 	x.cu_k = a->cu_seqlens_k;
 	x.prefix_lens = a->prefix_lens;
-	cudaError_t e = DT == FA_DTYPE_BF16 ? launch_inst<bf16_t>(inst, x, st)
-					    : launch_inst<fp16_t>(inst, x, st);
+	e = DT == FA_DTYPE_BF16 ? launch_inst<bf16_t>(inst, x, st) : launch_inst<fp16_t>(inst, x, st);
 	if (e != cudaSuccess)
 		return e;
-	const int64_t n = rows * p->head_dim;
-	if (n > 0)
-		dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, (int)parts, a->dq);
-	if (split) {
-		const int64_t kr = (int64_t)p->total_k * p->kv_heads;
-		if (kr * p->head_dim > 0)
-			kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim + 255) / 256), 256, 0, st>>>(
-				*p, dk_part, p->head_dim, FA_TENSOR_DK, p->scale, a->dk);
-		if (kr * p->head_dim_v > 0)
-			kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim_v + 255) / 256), 256, 0, st>>>(
-				*p, dv_part, p->head_dim_v, FA_TENSOR_DV, 1.f, a->dv);
-	}
-	return cudaGetLastError();
+	return fa_bwd::launch_post<DT>(p, a, w.acc, (int)parts, split, w.dk_part, w.dv_part, st);
 }
 
 } /* namespace fa_bwd_mma */
@@ -805,13 +776,7 @@ extern "C" int fa_cuda_flash_bwd_mma_supports(const struct fa_problem *p, char *
 extern "C" size_t fa_cuda_flash_bwd_mma_workspace_bytes(const struct fa_problem *p,
 							const int32_t *params)
 {
-	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
-	size_t n = align256(sizeof(float) * rows) +
-		   align256(sizeof(float) * rows * (size_t)p->head_dim * dq_parts(p, params));
-	if (split_of(p, params))
-		n += sizeof(float) * (size_t)p->heads * (size_t)p->total_k *
-		     (size_t)(p->head_dim + p->head_dim_v);
-	return n;
+	return fa_bwd::workspace_bytes(p, dq_parts(p, params), split_of(p, params));
 }
 
 extern "C" int fa_cuda_flash_bwd_mma_launch(const struct fa_launch_args *a)

@@ -1182,8 +1182,10 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 		return;
 	k = find_kernel(s, "cuda_flash_bwd_wgmma");
 	FA_REQUIRE(k != NULL && k->supports != NULL && fa_kernel_pass(k) == FA_PASS_BWD);
-	FA_REQUIRE(k->n_params == 1 && strcmp(k->params[0].name, "split") == 0);
+	FA_REQUIRE(k->n_params == 2 && strcmp(k->params[0].name, "split") == 0 &&
+		   strcmp(k->params[1].name, "overlap") == 0);
 	FA_CHECK(k->params[0].default_value == 2); /* auto */
+	FA_CHECK(k->params[1].default_value == 1);
 	build(&bwd_wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 64;
 	FA_CHECK(k->supports(&t.p, why, sizeof why) == 0);
@@ -1212,12 +1214,15 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 		return;
 	}
 	/* split: auto (the default), a CTA per kv head walking its group, and
-	 * a CTA per query head with the partials summed after */
-	for (int32_t sp = 2; sp >= 0; sp--) {
-		const int32_t prm[1] = {sp};
-		check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
-			  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], prm, FA_RULE_FA, 0);
-	}
+	 * a CTA per query head with the partials summed after; each with the
+	 * products overlapped (the default) and waited for one by one */
+	for (int32_t sp = 2; sp >= 0; sp--)
+		for (int32_t ov = 1; ov >= 0; ov--) {
+			const int32_t prm[2] = {sp, ov};
+			check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
+				  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], prm, FA_RULE_FA,
+				  0);
+		}
 }
 
 /* Stream-K in both forms gives the reference's answer on every case

@@ -38,7 +38,7 @@
  *
  * Head sizes 128 and, as one instance of D = 80, 72 and 80 (ViT): 80's
  * products stop at column 80 of two slabs (S^T and dP^T 5 k-steps, dV and
- * dK m64n80k16, dQ 64 columns in warpgroup 0 and 16 in warpgroup 1); 72
+ * dK m64n80k16, dQ 64 columns a warpgroup, warpgroup 1 storing 16); 72
  * reads zeros into columns 72-79 and stores none of them. Every mask and
  * varlen; not done yet: other head sizes (supports() refuses them), a
  * producer warp with TMA loads and a TMA
@@ -74,8 +74,9 @@ constexpr int BW_STAGES = 3;
  * BW_STAGES stages of lse and D. Every tile is 64-column slabs of [rows][64]
  * 16-bit elements with the 128-byte swizzle (16-byte chunk c of row r at
  * chunk c ^ (r % 8)), each slab on 1024 bytes; at 80 the second slab holds
- * columns 64-79 only (its chunks 2-7 are neither written nor read: the
- * products stop at column 80, as cuda_flash_wgmma's P V of 80 columns). */
+ * columns 64-79 only (its chunks 2-7 are never written: the products stop
+ * at column 80, as cuda_flash_wgmma's P V of 80 columns, except dQ's, whose
+ * columns past 80 are dropped). */
 template <int D> struct bw_layout {
 	static_assert(D == 80 || D == 128, "instances: 80 (72 and 80) and 128");
 	static constexpr int SLABS = (D + SLAB_COLS - 1) / SLAB_COLS;
@@ -110,37 +111,21 @@ struct bw_args {
 
 #if FA_WGMMA_DEVICE
 
-/* dQ (64 x N, fp32) += A (64 x 16) * B (16 x N), both from shared memory
- * MN-major (imm-trans-a 1, imm-trans-b 1); scale_d 0 overwrites d. N 64 (a
- * warpgroup's half of 128 columns, or the first 64 of 80) or 16 (columns
- * 64-79 of 80: the first 16 columns of K's second slab). */
+/* dQ (64 x 64, fp32) += A (64 x 16) * B (16 x 64), both from shared memory
+ * MN-major (imm-trans-a 1, imm-trans-b 1); scale_d 0 overwrites d. */
 #define FA_BW_SS_TT_N64(TY)                                                                    \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"                          \
 		     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA_WG_R32 "},"    \
 		     " %32, %33, p, 1, 1, 1, 1;\n\t}"                                             \
 		     : FA_WG_ACC32(d, 0)                                                          \
 		     : "l"(da), "l"(db), "r"(scale_d))
-#define FA_BW_SS_TT_N16(TY)                                                                    \
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %10, 0;\n\t"                          \
-		     "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY                        \
-		     " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 1, 1;\n\t}"              \
-		     : FA_WG_ACC8(d, 0)                                                           \
-		     : "l"(da), "l"(db), "r"(scale_d))
-template <int N, bool BF16>
-__device__ __forceinline__ void wgmma_ss_tt(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
+template <bool BF16>
+__device__ __forceinline__ void wgmma_ss_tt64(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
 {
-	if constexpr (N == 64) {
-		if constexpr (BF16)
-			FA_BW_SS_TT_N64("bf16");
-		else
-			FA_BW_SS_TT_N64("f16");
-	} else {
-		static_assert(N == 16, "dQ widths: 64 and 16");
-		if constexpr (BF16)
-			FA_BW_SS_TT_N16("bf16");
-		else
-			FA_BW_SS_TT_N16("f16");
-	}
+	if constexpr (BF16)
+		FA_BW_SS_TT_N64("bf16");
+	else
+		FA_BW_SS_TT_N64("f16");
 }
 
 /* cp.async of `rows` rows of a ROWS x DC-chunk tile into its swizzled slabs
@@ -219,7 +204,7 @@ __device__ __forceinline__ void issue_kmajor64(float (&acc)[32], uint64_t da, ui
 }
 #endif
 
-template <int D, bool BF16>
+template <int D, bool BF16, bool OV>
 __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args a)
 {
 #if FA_WGMMA_DEVICE
@@ -285,9 +270,9 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 	const uint64_t dv_a = wg_desc(s0 + L::V + cw * 64 * ROW_BYTES, 16, CORE_BYTES);
 	const uint64_t dds_a = wg_desc(s0 + L::DS, L::KV_SLAB, CORE_BYTES); /* dS^T as dS, MN-major */
 	constexpr uint64_t DS_STEP = (uint64_t)L::DS_BYTES >> 4; /* the second buffer */
-	/* K as dQ's B: columns 64 cw .., 64 of them, or at 80 the last 16 */
+	/* K as dQ's B: columns 64 cw .. 64 cw + 63 (at 80, 80-127 unwritten) */
 	const uint64_t dk_b = wg_desc(s0 + L::K + cw * L::KV_SLAB, L::KV_SLAB, CORE_BYTES);
-	constexpr int DQ1 = D - SLAB_COLS; /* warpgroup 1's dQ columns: 64 or 16 */
+	constexpr int DQ1 = D - SLAB_COLS; /* warpgroup 1's dQ columns stored: 64 or 16 */
 	static_assert(DQ1 == 64 || DQ1 == 16, "dQ: 64 columns, then 64 or 16");
 
 	float dk[D / 2], dv[D / 2];
@@ -322,7 +307,13 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		wg_fence();
 		issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(sc, dk_a, dq_b);
 		wg_commit();
-		wg_wait0(); /* S^T done */
+		if constexpr (OV) { /* dP^T runs under P^T's exponentials */
+			issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(dp, dv_a, do_b);
+			wg_commit();
+			wg_wait1(); /* S^T done */
+		} else {
+			wg_wait0(); /* S^T done */
+		}
 		fence_regs(sc);
 
 		/* ---- P^T (in sc): element (key kr + 8 (e / 2), query 8 j + 2 t + e % 2) ---- */
@@ -360,21 +351,39 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 					sc[4 * j + e] = ql >= qlo[r] && ql < qhi[r] ? pr : 0.f;
 				}
 		}
-		fence_regs(dp);
-		wg_fence();
-		issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(dp, dv_a, do_b);
-		wg_commit();
-		wg_wait0(); /* dP^T done */
-		fence_regs(dp);
-		/* ---- dS^T = P^T (dP^T - D) (in dp); both as A fragments ---- */
+		if constexpr (!OV) {
+			fence_regs(dp);
+			wg_fence();
+			issue_kmajor64<D, L::KV_SLAB, L::QO_SLAB, BF16>(dp, dv_a, do_b);
+			wg_commit();
+			wg_wait0(); /* dP^T done */
+		}
+		/* ---- P^T as A fragments; with OV, dV += P^T dO goes now and
+		 * runs under dS^T's arithmetic and store ---- */
+		const uint64_t do_t = wg_desc(so, L::QO_SLAB, CORE_BYTES), q_t = wg_desc(sq, L::QO_SLAB, CORE_BYTES);
 		uint32_t pa[4][4], da[4][4];
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+			for (int x = 0; x < 4; x++)
+				pa[kk][x] = pack2<BF16>(sc[8 * kk + 2 * x], sc[8 * kk + 2 * x + 1]);
+		if constexpr (OV) {
+			fence_regs(dv);
+			wg_fence();
+#pragma unroll
+			for (int kk = 0; kk < 4; kk++) /* 16 queries: 2 core groups further */
+				wgmma_rs<D, BF16>(dv, pa[kk], do_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+			wg_commit();
+			wg_wait1(); /* dP^T done (dV may still run) */
+		}
+		fence_regs(dp);
+		/* ---- dS^T = P^T (dP^T - D) as A fragments ---- */
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
 #pragma unroll
 			for (int x = 0; x < 4; x++) {
 				const int i = 8 * kk + 2 * x;            /* = 4 j + 2 r */
 				const int ql = 16 * kk + 8 * (x / 2) + 2 * t; /* 8 j + 2 t */
-				pa[kk][x] = pack2<BF16>(sc[i], sc[i + 1]);
 				da[kk][x] = pack2<BF16>(sc[i] * (dp[i] - del_s[ql]),
 							sc[i + 1] * (dp[i + 1] - del_s[ql + 1]));
 			}
@@ -391,14 +400,16 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 			}
 		fence_async_smem();
 
-		/* ---- dV += P^T dO, dK += dS^T Q (64 keys x D) ---- */
-		const uint64_t do_t = wg_desc(so, L::QO_SLAB, CORE_BYTES), q_t = wg_desc(sq, L::QO_SLAB, CORE_BYTES);
-		fence_regs(dv);
+		/* ---- dV += P^T dO (unless issued above), dK += dS^T Q (64 keys x D) ---- */
+		if constexpr (!OV)
+			fence_regs(dv);
 		fence_regs(dk);
 		wg_fence();
+		if constexpr (!OV) {
 #pragma unroll
-		for (int kk = 0; kk < 4; kk++) /* 16 queries: 2 core groups further */
-			wgmma_rs<D, BF16>(dv, pa[kk], do_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+			for (int kk = 0; kk < 4; kk++) /* 16 queries: 2 core groups further */
+				wgmma_rs<D, BF16>(dv, pa[kk], do_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
+		}
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
 			wgmma_rs<D, BF16>(dk, da[kk], q_t + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
@@ -410,30 +421,21 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 		fence_regs(dk);
 		__syncthreads(); /* both warpgroups' dS^T stored */
 
-		/* ---- dQ (64 queries x 64 or 16 columns) = dS K over the 128
-		 * keys: warpgroup 0 columns 0-63, 1 the rest (64-127, or 64-79
-		 * at 80: the tensor core is the SM's, so the uneven halves cost
-		 * only warpgroup 1's wait at the next barrier) ---- */
+		/* ---- dQ (64 queries x 64 columns) = dS K over the 128 keys:
+		 * warpgroup 0 columns 0-63, 1 columns 64-127. At 80 warpgroup 1
+		 * adds only its first 16 (64-79); the other 48 are products of
+		 * K's unwritten columns, not stored: a product of 16 columns in
+		 * warpgroup 1 alone would be a branch around wgmma, and for one
+		 * ptxas serialises every product of the kernel (C7520) ---- */
 		fence_regs(dq);
 		wg_fence();
 		const uint64_t ds_d = dds_a + (s & 1) * DS_STEP;
-		/* each branch waits for its products: no accumulator live
-		 * across the join (else ptxas adds a warpgroup.arrive there) */
-		if (DQ1 == 64 || cw == 0) {
 #pragma unroll
-			for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
-				wgmma_ss_tt<64, BF16>(dq, ds_d + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
-						      dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
-			wg_commit();
-			wg_wait0(); /* dQ done */
-		} else {
-#pragma unroll
-			for (int kk = 0; kk < BN / 16; kk++)
-				wgmma_ss_tt<16, BF16>(dq, ds_d + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
-						      dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
-			wg_commit();
-			wg_wait0();
-		}
+		for (int kk = 0; kk < BN / 16; kk++) /* 16 keys: 2 core groups further */
+			wgmma_ss_tt64<BF16>(dq, ds_d + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4),
+					    dk_b + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4), kk > 0);
+		wg_commit();
+		wg_wait0(); /* dQ done */
 		fence_regs(dq);
 		const int dqn = cw == 0 ? 8 : DQ1 / 8; /* 8-column groups of this warpgroup */
 #pragma unroll
@@ -500,11 +502,6 @@ __global__ void __launch_bounds__(BW_THREADS, 1) bwd_wgmma_kernel(const bw_args 
 /* ---- host side ---- */
 
 #define BW_FP16_BF16 ((1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16))
-
-size_t bw_align256(size_t x)
-{
-	return (x + 255) & ~(size_t)255;
-}
 
 /* The instance's D for the head sizes: 80 for 72 and 80 (72's columns
  * 72-79 zeros in shared memory, not stored), 128; -1 for the rest. */
@@ -577,32 +574,25 @@ int bw_split_of(const struct fa_problem *p, const int32_t *params)
 	return ctas < (int64_t)bw_device_sms();
 }
 
-/* Workspace: D (fp32 per query row), then the dQ accumulator (fp32
- * [total_q][heads][head_dim]), as cuda_flash_bwd_mma's dq=0; under split
- * with a group, the dK and dV partials besides (fp32, [heads][total_k]
- * rows of head_dim and head_dim_v). */
+/* Workspace (fa_bwd::workspace): D, one dQ accumulator (as
+ * cuda_flash_bwd_mma's dq=0) and, under split with a group, the dK and dV
+ * partials. */
 size_t bw_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 {
-	const size_t rows = (size_t)p->total_q * (size_t)p->heads;
-	size_t n = bw_align256(sizeof(float) * rows) +
-		   bw_align256(sizeof(float) * rows * (size_t)p->head_dim);
-	if (bw_split_of(p, params))
-		n += sizeof(float) * (size_t)p->heads * (size_t)p->total_k *
-		     (size_t)(p->head_dim + p->head_dim_v);
-	return n;
+	return fa_bwd::workspace_bytes(p, 1, bw_split_of(p, params));
 }
 
-template <int D, bool BF16> cudaError_t bw_launch_main(const bw_args &x, cudaStream_t st)
+template <int D, bool BF16, bool OV> cudaError_t bw_launch_main(const bw_args &x, cudaStream_t st)
 {
 	constexpr int smem = bw_layout<D>::BYTES;
 	static const cudaError_t attr = cudaFuncSetAttribute(
-		bwd_wgmma_kernel<D, BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+		bwd_wgmma_kernel<D, BF16, OV>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (attr != cudaSuccess)
 		return attr;
 	const dim3 grid((unsigned)((x.p.kv_len + BW_BN - 1) / BW_BN),
 			(unsigned)(x.split ? x.p.heads : x.p.kv_heads), (unsigned)x.p.batch);
 	if (grid.x > 0 && grid.z > 0)
-		bwd_wgmma_kernel<D, BF16><<<grid, BW_THREADS, smem, st>>>(x);
+		bwd_wgmma_kernel<D, BF16, OV><<<grid, BW_THREADS, smem, st>>>(x);
 	return cudaGetLastError();
 }
 
@@ -610,21 +600,11 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	cudaStream_t st = fa_cuda_stream_of(a);
-	const int64_t rows = (int64_t)p->total_q * p->heads;
-	float *delta = (float *)a->workspace;
-	float *acc = (float *)((char *)a->workspace + bw_align256(sizeof(float) * (size_t)rows));
-	const size_t acc_bytes = sizeof(float) * (size_t)rows * (size_t)p->head_dim;
-	float *dk_part = (float *)((char *)acc + bw_align256(acc_bytes));
-	float *dv_part = dk_part + (size_t)(p->heads / p->kv_heads) * (size_t)p->total_k *
-					   (size_t)p->kv_heads * (size_t)p->head_dim;
+	const fa_bwd::workspace w = fa_bwd::workspace_of(p, a->workspace, 1);
 	const int split = bw_split_of(p, a->params);
-	if (rows > 0) {
-		cudaError_t e = cudaMemsetAsync(acc, 0, acc_bytes, st);
-		if (e != cudaSuccess)
-			return e;
-		fa_bwd::delta_kernel<DT>
-			<<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(*p, a->o, a->d_o, delta);
-	}
+	cudaError_t e = fa_bwd::launch_pre<DT>(p, a, w.delta, w.acc, 1, st);
+	if (e != cudaSuccess)
+		return e;
 	bw_args x;
 	x.p = *p;
 	x.q = (const uint16_t *)a->q;
@@ -632,35 +612,26 @@ template <int DT> cudaError_t bw_launch_typed(const struct fa_launch_args *a)
 	x.v = (const uint16_t *)a->v;
 	x.d_o = (const uint16_t *)a->d_o;
 	x.lse = a->lse;
-	x.delta = delta;
+	x.delta = w.delta;
 	x.dk = (uint16_t *)a->dk;
 	x.dv = (uint16_t *)a->dv;
-	x.dq_acc = acc;
-	x.dk_part = dk_part;
-	x.dv_part = dv_part;
+	x.dq_acc = w.acc;
+	x.dk_part = w.dk_part;
+	x.dv_part = w.dv_part;
 	x.split = split;
 	x.cu_q = a->cu_seqlens_q;
 	x.cu_k = a->cu_seqlens_k;
 	x.prefix_lens = a->prefix_lens;
 	x.scale_log2 = p->scale * BW_LOG2E;
 	constexpr bool BF = DT == FA_DTYPE_BF16;
-	cudaError_t e = bw_inst_of(p) == 80 ? bw_launch_main<80, BF>(x, st)
-					    : bw_launch_main<128, BF>(x, st);
+	const bool ov = a->params ? a->params[1] != 0 : true;
+	e = bw_inst_of(p) == 80
+				? (ov ? bw_launch_main<80, BF, true>(x, st) : bw_launch_main<80, BF, false>(x, st))
+				: (ov ? bw_launch_main<128, BF, true>(x, st)
+				      : bw_launch_main<128, BF, false>(x, st));
 	if (e != cudaSuccess)
 		return e;
-	const int64_t n = rows * p->head_dim;
-	if (n > 0)
-		fa_bwd::dq_kernel<DT><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(*p, acc, 1, a->dq);
-	if (split) {
-		const int64_t kr = (int64_t)p->total_k * p->kv_heads;
-		if (kr * p->head_dim > 0)
-			fa_bwd::kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim + 255) / 256), 256, 0, st>>>(
-				*p, dk_part, p->head_dim, FA_TENSOR_DK, p->scale, a->dk);
-		if (kr * p->head_dim_v > 0)
-			fa_bwd::kv_sum_kernel<DT><<<(unsigned)((kr * p->head_dim_v + 255) / 256), 256, 0,
-						    st>>>(*p, dv_part, p->head_dim_v, FA_TENSOR_DV, 1.f, a->dv);
-	}
-	return cudaGetLastError();
+	return fa_bwd::launch_post<DT>(p, a, w.acc, 1, split, w.dk_part, w.dv_part, st);
 }
 
 int bw_launch(const struct fa_launch_args *a)
@@ -682,12 +653,17 @@ int bw_launch(const struct fa_launch_args *a)
 
 const int32_t bw_head_dims[] = {72, 80, 128};
 const int32_t bw_split_allowed[] = {0, 1, 2};
+const int32_t bw_overlap_allowed[] = {0, 1};
 const struct fa_kernel_param bw_params[] = {
 	{"split", 2, bw_split_allowed, 3, 0, 2,
 	 "GQA group: 0 = one CTA per kv head walks every query head of its group | 1 = one CTA "
 	 "per query head (group x the CTAs), dK/dV as fp32 partials summed in head order by a "
 	 "last kernel (workspace group x dK and dV in fp32) | 2 = auto: 1 under a mask where a "
 	 "CTA per kv head would leave SMs idle (uneven blocks in one wave), else 0"},
+	{"overlap", 1, bw_overlap_allowed, 2, 0, 1,
+	 "1 = a warpgroup's products overlap its arithmetic: dP^T in flight under P^T's "
+	 "exponentials, dV += P^T dO under dS^T's arithmetic and store | 0 = each product waited "
+	 "for before the next step (the former order)"},
 };
 
 /* Positional, in the order of struct fa_kernel (see backend_cuda.cu). */
@@ -697,7 +673,7 @@ const struct fa_kernel bw_kernels[] = {
 	 "and dP^T from shared memory, dV and dK with P^T and dS^T from registers, dQ by fp32 "
 	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head sizes 72, 80 "
 	 "and 128, every mask, varlen; tunable split (a CTA per GQA query head)",
-	 BW_FP16_BF16, 72, 128, bw_head_dims, 3, 0, bw_params, 1, bw_supports, bw_workspace_bytes,
+	 BW_FP16_BF16, 72, 128, bw_head_dims, 3, 0, bw_params, 2, bw_supports, bw_workspace_bytes,
 	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
 };
 

@@ -114,6 +114,12 @@ __device__ __forceinline__ void wg_wait0(void)
 	asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 }
 
+/* All but the last committed group of products done. */
+__device__ __forceinline__ void wg_wait1(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+}
+
 /* Keeps the compiler from moving accesses of accumulator registers across
  * the asynchronous products (CUTLASS's warpgroup_fence_operand). */
 template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])

@@ -132,9 +132,9 @@ FA_TEST(dyn, order_is_every_item_once_last_tiles_first)
 
 /* One launch of `ctas` CTAs over n items under the counter protocol, the
  * CTAs' takes interleaved at random (the atomics are ordered; which CTA
- * takes next is not): CTA c runs item c, then fa_dyn_after() of each value
- * it takes until it stops; the CTA told to reset puts the counter back at
- * a random later point. Checks every item runs once, no take comes after
+ * takes next is not): CTA c runs item c (none past the items: it stops at
+ * once), then fa_dyn_after() of each value it takes until it stops; the
+ * CTA told to reset puts the counter back at a random later point. Checks every item runs once, no take comes after
  * the one that resets, and the counter is 0 at the end. Returns failures. */
 static int launch_sim(unsigned *counter, int ctas, int n, uint64_t seed, uint64_t *draw)
 {
@@ -145,8 +145,14 @@ static int launch_sim(unsigned *counter, int ctas, int n, uint64_t seed, uint64_
 		free(stopped);
 		return 1;
 	}
-	for (int c = 0; c < ctas; c++)
-		ran[c]++;
+	for (int c = 0; c < ctas; c++) {
+		if (c < n) {
+			ran[c]++;
+		} else {
+			stopped[c] = 1;
+			active--;
+		}
+	}
 	while (active > 0 || pending_reset) {
 		const uint64_t r = fa_rng_bits(seed, 0, (*draw)++);
 		if (pending_reset && (active == 0 || r % 4 == 0)) {
@@ -186,9 +192,11 @@ FA_TEST(dyn, counter_protocol_runs_each_item_once_and_resets)
 {
 	/* {ctas, items}: as many CTAs as items (only stopping values taken),
 	 * one CTA, 132 CTAs over a causal prefill's items, a few over a few;
+	 * more CTAs than items (the launcher caps them; the protocol holds);
 	 * one after the other on the same counter, as launches on a stream */
 	static const int launches[][2] = {{1, 1},   {5, 5},     {1, 40},  {3, 40},  {132, 132},
-					  {132, 2048}, {132, 133}, {7, 100}, {2, 3},   {16, 16}};
+					  {132, 2048}, {132, 133}, {7, 100}, {2, 3},   {16, 16},
+					  {132, 50},   {4, 1}};
 	const uint64_t seed = fa_test_seed();
 	uint64_t draw = 0;
 	unsigned counter = 0;
@@ -206,4 +214,6 @@ FA_TEST(dyn, counter_protocol_runs_each_item_once_and_resets)
 	FA_CHECK(fa_dyn_after(9, 3, 10, &reset) == -1 && reset == 1);
 	FA_CHECK(fa_dyn_after(0, 10, 10, &reset) == -1 && reset == 0);
 	FA_CHECK(fa_dyn_after(9, 10, 10, &reset) == -1 && reset == 1);
+	FA_CHECK(fa_dyn_after(0, 12, 10, &reset) == -1 && reset == 0);
+	FA_CHECK(fa_dyn_after(9, 12, 10, &reset) == -1 && reset == 1);
 }

@@ -25,10 +25,12 @@
  * The value items - 1 is thus the launch's last take: the CTA that gets it
  * puts the counter back to 0 (no take can follow it in this launch, and
  * the next launch on the stream starts after this one has ended). This
- * holds for any C from 1 to items (C = items: only the stopping values are
- * taken), with split-KV (a key range is an item like any other) and with
- * varlen, where an item past a shorter sequence's rows is taken and
- * skipped like any other. A launch that does not run to its end (a fault
+ * holds for any C from 1 to items (C = items: only the stopping values
+ * are taken; C > items, which the launcher never asks for: the CTAs past
+ * the items run nothing and take nothing, the others one stopping value
+ * each, items in all), with split-KV (a key range is an item like any
+ * other) and with varlen, where an item past a shorter sequence's rows is
+ * taken and skipped like any other. A launch that does not run to its end (a fault
  * or a kill) leaves the counter where it was: the context is lost with it.
  */
 #ifndef FA_DYN_H
@@ -110,7 +112,7 @@ FA_HD void fa_dyn_item(int item, int n_mtiles, int splits, int sect, int n_bh, i
 FA_HD int fa_dyn_after(unsigned got, int ctas, int n_items, int *reset)
 {
 	*reset = got == (unsigned)n_items - 1u;
-	return got < (unsigned)(n_items - ctas) ? ctas + (int)got : -1;
+	return ctas < n_items && got < (unsigned)(n_items - ctas) ? ctas + (int)got : -1;
 }
 
 #endif /* FA_DYN_H */

@@ -869,9 +869,10 @@ static const struct spec wgmma_cases[] = {
 
 /* cuda_flash_wgmma, every schedule (overlap 0 and 1, pingpong) and every
  * tile (kv_tile 80 and 64 at head size 256, kv_tile128 176 and 128 at 128,
- * pad128 0 and 1 at 72 and 80, consumers 2 and 3 at 64) and grid (one CTA per work item, and 3 CTAs
- * walking them all: several items a CTA, the ring and the ping-pong going
- * on from one to the next),
+ * pad128 0 and 1 at 72 and 80, consumers 2 and 3 at 64) and grid (one CTA
+ * per work item, 3 CTAs walking them all: several items a CTA, the ring
+ * and the ping-pong going on from one to the next; the dynamic schedule
+ * auto, off and on, over one CTA per SM and over 3),
  * matches the reference on an sm_90 device, refuses other
  * devices naming the architecture, and refuses what it does not do with its
  * own reasons on any device. */
@@ -880,7 +881,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *k;
 	struct tcase t;
-	char why[256], what[128];
+	char why[256], what[192];
 	uint64_t seed;
 	if (!s)
 		return;
@@ -888,14 +889,15 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) and pingpong=1 are the
 	 * defaults: faster on the shapes measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 8 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == 9 && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
 		   strcmp(k->params[3].name, "pad128") == 0 &&
 		   strcmp(k->params[4].name, "consumers") == 0 &&
 		   strcmp(k->params[5].name, "persistent") == 0 &&
 		   strcmp(k->params[6].name, "kv_tile128") == 0 &&
-		   strcmp(k->params[7].name, "split") == 0);
+		   strcmp(k->params[7].name, "split") == 0 &&
+		   strcmp(k->params[8].name, "dynamic") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
@@ -904,6 +906,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_CHECK(k->params[5].default_value == 0);  /* slower on 3 shapes of 6 */
 	FA_CHECK(k->params[6].default_value == 176); /* +3-4% at hd128 on the H100 */
 	FA_CHECK(k->params[7].default_value == 0);   /* split-KV auto: short grids only */
+	FA_CHECK(k->params[8].default_value == 0);   /* dynamic auto: masked items only */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -956,21 +959,23 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* the three schedules: overlap 0, overlap 1, overlap 1 with
 		 * pingpong; each once with the default tile and grid, once with
-		 * the other tile (where the head size has one) and 3 CTAs */
+		 * the other tile (where the head size has one) and 3 CTAs; the
+		 * dynamic schedule auto (0), off (1) and on (2) under each */
 		for (int32_t sch = 0; sch < 6; sch++) {
 			const int32_t other = sch >= 3;
 			/* head size 128: both key tiles, masked or not, under
 			 * every schedule but one each */
 			static const int32_t kt128[6] = {176, 128, 176, 128, 176, 128};
 			/* split: 1 (none) with the default tile, auto (0) with the other */
+			static const int32_t dyn[6] = {0, 1, 2, 1, 2, 0};
 			const int32_t tun[MMA_NPARAMS] = {
 				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
-				other ? 3 : 0, kt128[sch], !other};
+				other ? 3 : 0, kt128[sch], !other, dyn[sch]};
 			snprintf(what, sizeof what,
 				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
-				 "persistent=%d kv_tile128=%d split=%d",
+				 "persistent=%d kv_tile128=%d split=%d dynamic=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
-				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7]);
+				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7], (int)tun[8]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}
@@ -995,7 +1000,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_wgmma");
-	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 8);
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 9);
 	build(&wgmma_cases[0], &t);
 	if (!k->supports(&t.p, why, sizeof why)) {
 		printf("  skip: %s\n", why);
@@ -1004,9 +1009,9 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	{
 		/* auto: decode over 777 keys (16 items) splits, a prefill
 		 * (lq 256, lk 384) does not; forced: the workspace grows with N */
-		const int32_t tun_auto[8] = {1, 1, 80, 0, 3, 0, 176, 0};
-		const int32_t tun_3[8] = {1, 1, 80, 0, 3, 0, 176, 3};
-		const int32_t tun_1[8] = {1, 1, 80, 0, 3, 0, 176, 1};
+		const int32_t tun_auto[9] = {1, 1, 80, 0, 3, 0, 176, 0, 0};
+		const int32_t tun_3[9] = {1, 1, 80, 0, 3, 0, 176, 3, 0};
+		const int32_t tun_1[9] = {1, 1, 80, 0, 3, 0, 176, 1, 0};
 		struct tcase t2;
 		build(&wgmma_cases[2], &t2);
 		FA_CHECK(k->workspace_bytes(&t2.p, tun_auto) > 0);
@@ -1017,7 +1022,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	}
 	{
 		/* forced split without a workspace: refused, nothing runs */
-		const int32_t tun_3[8] = {1, 1, 80, 0, 3, 0, 176, 3};
+		const int32_t tun_3[9] = {1, 1, 80, 0, 3, 0, 176, 3, 0};
 		struct bufs d;
 		struct fa_launch_args a;
 		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
@@ -1041,15 +1046,137 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	}
 }
 
+/* Runs k on case t's buffers d under tunables tun (the workspace they ask
+ * for allocated), O poisoned first, and downloads O into out. Returns 0 or
+ * the backend's code. */
+static int run_into(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
+		    const struct bufs *d, const int32_t *tun, void *out)
+{
+	struct fa_launch_args a;
+	void *ws = NULL;
+	const size_t ob = tensor_bytes(&t->p, FA_TENSOR_O);
+	const size_t wsb = k->workspace_bytes ? k->workspace_bytes(&t->p, tun) : 0;
+	int code = wsb ? BE.alloc(CTX, wsb, &ws) : 0;
+	launch_args(s, t, d, &a);
+	a.params = tun;
+	a.workspace = ws;
+	a.workspace_bytes = wsb;
+	if (code == 0 && (code = BE.memset(CTX, d->o, FA_POISON_BYTE, ob)) == 0 &&
+	    (code = k->launch(&a)) == 0 && (code = BE.synchronize(CTX)) == 0)
+		code = BE.download(CTX, out, d->o, ob);
+	if (ws)
+		BE.free(CTX, ws);
+	return code;
+}
+
+/* Larger grids than wgmma_cases: 1024 causal items (GQA 32/8) over one CTA
+ * per SM; varlen causal with a one-row sequence (the items past its rows
+ * empty) and a sequence longer than its keys; a sliding window at head size
+ * 256 (72/80 and 192/128 run in wgmma_cases). */
+static const struct spec dyn_cases[] = {
+	{2, 32, 8, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {2048}, {2048}, 0,
+	 {0}},
+	{3, 8, 2, 64, 64, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 1, 0, 0, {1, 2000, 700},
+	 {1, 2000, 500}, 0, {0}},
+	{1, 16, 16, 256, 256, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BHSD, 0, 300, 0,
+	 {1500}, {1500}, 0, {0}},
+};
+
+/* cuda_flash_wgmma's dynamic schedule (tunable dynamic 2; 0 auto) gives
+ * the bytes of one CTA per work item (dynamic 1, persistent 0, the same
+ * split) on every case of wgmma_cases and dyn_cases: an item computes the
+ * same whichever CTA runs it, so a dropped, doubled or misplaced item shows
+ * as a byte that differs (or stays poisoned). Over one CTA per SM, 3 and 2
+ * CTAs (most items from the counter), more CTAs asked than there are items
+ * (only the stopping values taken), and under split-KV (3 ranges: the
+ * ranges are items). Every form runs twice in a row and the forms follow
+ * one another with other item counts: a counter not put back to 0 by a
+ * launch makes the next one skip items. The baseline has every element
+ * written (no poison left). */
+FA_TEST(cuda, flash_wgmma_dynamic_schedule)
+{
+	/* {split, persistent, dynamic} */
+	static const int32_t forms[][3] = {{1, 0, 2}, {1, 3, 2}, {1, 2, 2}, {1, 65535, 2},
+					   {1, 0, 0}, {1, 3, 0}, {3, 3, 2},  {3, 0, 2}};
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct tcase t;
+	char why[256], text[256];
+	uint64_t seed;
+	const size_t n_wg = sizeof wgmma_cases / sizeof wgmma_cases[0];
+	const size_t n_dyn = sizeof dyn_cases / sizeof dyn_cases[0];
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_wgmma");
+	FA_REQUIRE(k != NULL && k->n_params == MMA_NPARAMS);
+	build(&wgmma_cases[0], &t);
+	if (!k->supports(&t.p, why, sizeof why)) {
+		printf("  skip: %s\n", why);
+		return;
+	}
+	seed = fa_test_seed();
+	for (size_t i = 0; i < n_wg + n_dyn; i++) {
+		struct bufs d;
+		build(i < n_wg ? &wgmma_cases[i] : &dyn_cases[i - n_wg], &t);
+		FA_CHECKF(k->supports(&t.p, why, sizeof why), "case %zu: %s", i, why);
+		const size_t ob = tensor_bytes(&t.p, FA_TENSOR_O);
+		const size_t elems = ob / 2;
+		uint16_t *base = malloc(ob + 2), *got = malloc(ob + 2);
+		FA_REQUIRE(base && got && bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d) == 0);
+		for (int32_t split = 1; split <= 3; split += 2) {
+			const int32_t off[MMA_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, split, 1};
+			int code = run_into(s, k, &t, &d, off, base);
+			FA_CHECKF(code == 0, "case %zu split=%d dynamic=1: %s", i, (int)split,
+				  BE.error_string(CTX, code));
+			if (code != 0)
+				break;
+			size_t poisoned = 0;
+			for (size_t e = 0; e < elems; e++)
+				poisoned += base[e] == 0xffff;
+			FA_CHECKF(poisoned == 0, "case %zu split=%d dynamic=1: %zu elements unwritten (%s)",
+				  i, (int)split, poisoned, case_text(&t, text, sizeof text));
+			for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+				if (forms[f][0] != split)
+					continue;
+				const int32_t tun[MMA_NPARAMS] = {1, 1, 80, 0, 3, forms[f][1], 176, split,
+								  forms[f][2]};
+				for (int rep = 0; rep < 2; rep++) {
+					code = run_into(s, k, &t, &d, tun, got);
+					FA_CHECKF(code == 0, "case %zu split=%d persistent=%d dynamic=%d: %s",
+						  i, (int)split, (int)tun[5], (int)tun[8],
+						  BE.error_string(CTX, code));
+					if (code != 0)
+						break;
+					size_t diff = 0, first = 0;
+					for (size_t e = 0; e < elems; e++)
+						if (got[e] != base[e] && diff++ == 0)
+							first = e;
+					FA_CHECKF(diff == 0,
+						  "case %zu split=%d persistent=%d dynamic=%d launch %d: %zu "
+						  "of %zu elements differ from one CTA per item, the first "
+						  "%zu (%04x, not %04x) (%s)",
+						  i, (int)split, (int)tun[5], (int)tun[8], rep + 1, diff,
+						  elems, first, got[first], base[first],
+						  case_text(&t, text, sizeof text));
+				}
+			}
+		}
+		bufs_free(s, &d);
+		free(base);
+		free(got);
+	}
+}
+
 /* cuda_flash_wgmma writes the LSE (a backward's forward): each row's
  * natural-log log-sum-exp as cuda_flash_simt writes it (fp32 arithmetic
  * both: within 1e-4 relative, +inf on the same rows), from its epilogue
- * (split 1) and from the split-KV merge (split 3 and 64), on every case;
- * and cuda_flash_bwd_simt's gradients from its O and LSE match the
- * reference. */
+ * (split 1, one CTA per item and the dynamic schedule) and from the
+ * split-KV merge (split 3 and 64, the second dynamic), on every case; and
+ * cuda_flash_bwd_simt's gradients from its O and LSE match the reference. */
 FA_TEST(cuda, flash_wgmma_writes_lse)
 {
-	static const int32_t splits[] = {1, 3, 64};
+	/* {split, dynamic} */
+	static const int32_t splits[][2] = {{1, 1}, {1, 2}, {3, 1}, {64, 2}};
 	struct fa_backend_slot *s = cuda();
 	const struct fa_kernel *k, *simt;
 	struct tcase t;
@@ -1092,7 +1219,8 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 				code = BE.download(CTX, lse_host[0], lse_dev[0], lb);
 			FA_CHECKF(code == 0, "case %zu: simt: %s", i, BE.error_string(CTX, code));
 			for (size_t sp = 0; sp < sizeof splits / sizeof splits[0] && code == 0; sp++) {
-				const int32_t tun[8] = {1, 1, 80, 0, 3, 0, 176, splits[sp]};
+				const int32_t tun[9] = {1, 1, 80, 0, 3, 0, 176, splits[sp][0],
+							splits[sp][1]};
 				void *ws = NULL;
 				const size_t wsb = k->workspace_bytes(&t.p, tun);
 				if (wsb)
@@ -1106,7 +1234,8 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 				if ((code = BE.memset(CTX, lse_dev[1], FA_POISON_BYTE, lb)) == 0 &&
 				    (code = k->launch(&a)) == 0 && (code = BE.synchronize(CTX)) == 0)
 					code = BE.download(CTX, lse_host[1], lse_dev[1], lb);
-				FA_CHECKF(code == 0, "case %zu split=%d: %s", i, (int)splits[sp],
+				FA_CHECKF(code == 0, "case %zu split=%d dynamic=%d: %s", i,
+					  (int)splits[sp][0], (int)splits[sp][1],
 					  BE.error_string(CTX, code));
 				for (size_t r = 0; r < rows && code == 0; r++) {
 					const float want = lse_host[0][r], got = lse_host[1][r];
@@ -1114,8 +1243,11 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 								   : fabsf(got - want) <=
 									     1e-4f * fmaxf(1.f, fabsf(want));
 					if (!ok) {
-						FA_CHECKF(0, "case %zu split=%d row %zu: lse %.9g, simt %.9g",
-							  i, (int)splits[sp], r, (double)got, (double)want);
+						FA_CHECKF(0,
+							  "case %zu split=%d dynamic=%d row %zu: lse %.9g, "
+							  "simt %.9g",
+							  i, (int)splits[sp][0], (int)splits[sp][1], r,
+							  (double)got, (double)want);
 						break;
 					}
 				}

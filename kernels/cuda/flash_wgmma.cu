@@ -38,10 +38,37 @@
  * it not stored. Varlen packs tokens on one axis (the next sequence's keys
  * are read and masked). GQA maps query head h to key head h / (heads /
  * kv_heads). CTAs run the last query tiles (the heaviest when causal) first.
- * Tunable `persistent`: one CTA per SM (or N) walks every grid-th work item
- * instead, the K/V ring, Q's barriers and the ping-pong going on from one
- * item to the next, so the next item's first loads run under the end of
- * this one.
+ * The grid is 1-d over the work items (query tiles x heads x batch x
+ * split-KV ranges). Tunable `persistent`: one CTA per SM (or N) walks every
+ * grid-th work item instead, the K/V ring, Q's barriers and the ping-pong
+ * going on from one item to the next, so the next item's first loads run
+ * under the end of this one.
+ *
+ * Tunable `dynamic` (kernels/common/fa_dyn.h): the dynamic persistent
+ * schedule. A persistent grid (one CTA per SM, or `persistent`'s N) whose
+ * CTA c runs item c first; then its producer thread, once it has issued
+ * the last loads of its item, takes the next from a counter in device
+ * memory (fa_wg_next: item gridDim.x + the value taken) and hands it to
+ * the consumers through two slots in shared memory with full and empty
+ * mbarriers, -1 for the end. The order: sections of (sequence, head) pairs
+ * whose K and V fit in half the L2, the last (heaviest when causal) query
+ * tiles of a section first, the key ranges of a tile next to each other.
+ * So causal's uneven items balance across the SMs as under a grid of one
+ * CTA per item, while the ring runs on from item to item. The counter is
+ * 0 when a launch starts and the CTA that takes the launch's last value
+ * puts it back (fa_dyn.h says why that is every launch's last take: with
+ * more CTAs than items, split-KV and varlen's empty items too). 0 = auto
+ * (the default): on only under a mask whose items differ (causal, prefix-LM,
+ * sliding window) with more than one query tile, and without split-KV
+ * (a split grid is a short one, and stays as it was); never without a
+ * mask (an earlier trial of the schedule, branch s5-dyn, measured ViT
+ * head size 72 at 1k tokens 8% slower under it on an H100, causal
+ * prefill 1-5% faster). 1 = off: `persistent` as it is. 2 = on, whatever
+ * the shape.
+ * The producer keeps its 24 registers (setmaxnreg: 128 x 24 + 256 x 240
+ * = 64512, the 168 a thread the CTA is launched with; more and
+ * setmaxnreg.inc waits for ever) and spills none: the item is recomputed
+ * where used, the slots' and the counter's addresses are immediates.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an
  * H100, docs/BENCHMARKS.md): 1 is FlashAttention-3's
@@ -53,7 +80,8 @@
  * (query tiles x heads x batch) leaves SMs idle - a short prompt over a long
  * context, decode - each item's visible key tiles (the mask's range, as
  * above) are cut into `split` consecutive ranges of equal tile counts, one
- * CTA each (grid.z = batch x split, or split x the items with persistent).
+ * CTA each (split x the items of the grid; the ranges of a tile next to
+ * each other).
  * A CTA writes its rows' O / l in fp32 and the log2-sum-exp2 m + log2(l)
  * of its range to the workspace (-inf, weight 0, for a range with no key
  * visible: its O is zeros, never NaN), and cuda_flash_mma's
@@ -94,8 +122,20 @@
 #include "cuda_kernels.h"
 #include "flash_mma.cuh" /* fa_mma::combine_kernel: the split-KV merge */
 #include "flash_wgmma.h"
+#include "../common/fa_dyn.h"
 #include "problem_check.h"
 #include "wgmma_common.cuh"
+
+/* The dynamic schedule's counter (kernels/common/fa_dyn.h: CTA c runs item
+ * c, then item gridDim.x + each value it takes; the launch's last take
+ * puts it back to 0, so it is 0 between launches). One per loaded plugin
+ * and device, as flash_decode.cu's arrival counters: two dynamic launches
+ * in flight at once on different streams of one device would share it
+ * (the harness launches one kernel after the other on one stream, a graph
+ * capture included). */
+extern "C" {
+__device__ unsigned int fa_wg_next; /* C linkage: next_take() names it in PTX */
+}
 
 namespace {
 
@@ -157,10 +197,15 @@ template <int DK, int DV, int BN_, int NC = 2> struct layout {
 	static constexpr int Q = 0;
 	static constexpr int K = Q + Q_TILE;
 	static constexpr int V = K + STAGES * K_TILE;
-	static constexpr int BAR = V + STAGES * V_TILE; /* 8 mbarriers of 8 bytes */
-	/* + the barriers, + 1024 to align the base: the swizzle pattern is
-	 * taken from address bits 7-9, so every slab starts on 1024 bytes */
-	static constexpr int BYTES = BAR + 64 + 1024;
+	/* 8 mbarriers of 8 bytes (Q, the ring's, Q read), then the dynamic
+	 * schedule's: its 2 item slots' full and empty barriers and the 2
+	 * slots (4 bytes each, 8 apart: see item_put) */
+	static constexpr int BAR = V + STAGES * V_TILE;
+	static constexpr int ITEM_BAR = BAR + 64, ITEM_SLOT = ITEM_BAR + 32;
+	/* + the barriers and slots, + 1024 to align the base: the swizzle
+	 * pattern is taken from address bits 7-9, so every slab starts on 1024
+	 * bytes */
+	static constexpr int BYTES = ITEM_SLOT + 16 + 1024;
 	static_assert(KV_SLAB % 1024 == 0, "every slab on 1024 bytes");
 };
 
@@ -172,7 +217,11 @@ struct wg_args {
 	int32_t q_len, kv_len, group, mask, window, prefix_len, varlen, n_mtiles;
 	int32_t head_dim_v; /* columns of O stored (<= the instance's DV) */
 	int32_t pingpong;   /* tunable pingpong (with overlap only) */
-	int32_t persistent; /* tunable persistent: gridDim.x CTAs walk the work items */
+	/* the grid (1-d): gridDim.x CTAs walk the n_items work items, one
+	 * each (gridDim.x = n_items) or a persistent grid's */
+	int32_t n_items;    /* n_mtiles x heads x batch x splits */
+	int32_t dynamic;    /* 1: the dynamic schedule, items from fa_wg_next (fa_dyn.h) */
+	int32_t sect, n_bh; /* dynamic: (sequence, head) pairs per section, and in all */
 	int32_t heads, batch;
 	float scale_log2; /* scale * log2(e): scores go straight to exp2 */
 	/* split-KV (tunable split): splits > 1 key ranges per work item, each
@@ -558,9 +607,12 @@ __device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h
 		/* split-KV: range sp of splits over the visible tiles, tiles
 		 * [n sp / splits, n (sp + 1) / splits): none empty when n >=
 		 * splits; an empty one still stores its rows (weight 0) */
+		/* (32-bit unsigned: n < 2^25 + 2 tiles of 64 keys or more,
+		 * times at most FA_SPLIT_MAX ranges, fits; a 64-bit division
+		 * here spilled the producer's registers) */
 		const int n = T.n_tiles;
-		const int a = (int)((int64_t)n * sp / P.splits);
-		const int e = (int)((int64_t)n * (sp + 1) / P.splits);
+		const int a = (int)((unsigned)n * (unsigned)sp / (unsigned)P.splits);
+		const int e = (int)((unsigned)n * (unsigned)(sp + 1) / (unsigned)P.splits);
 		T.t0 += a;
 		T.n_tiles = e - a;
 	}
@@ -612,6 +664,68 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 	}
 }
 
+/* The dynamic schedule's hand-off of the CTA's item j from the producer
+ * thread to the consumers: slot j % 2 (ITEM_SLOT + 8 (j % 2)), its full
+ * barrier (ITEM_BAR + 8 (j % 2): the producer arrives once it wrote the
+ * slot, which releases the write; the consumers' wait acquires it) and
+ * its empty barrier (16 bytes further: every consumer thread arrives once
+ * it read the slot). The addresses are immediate offsets from one
+ * register, s_base + 8 (j % 2): the producer has 24 registers, and the
+ * addresses ptxas would keep live across the item's copies spilled. */
+template <int OFF> __device__ __forceinline__ void slot_wait(uint32_t b, uint32_t parity)
+{
+	uint32_t done;
+	do {
+		asm volatile("{\n\t.reg .pred p;\n\t"
+			     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1+%3], %2;\n\t"
+			     "selp.u32 %0, 1, 0, p;\n\t}"
+			     : "=r"(done)
+			     : "r"(b), "r"(parity), "n"(OFF)
+			     : "memory");
+	} while (!done);
+}
+
+template <int OFF> __device__ __forceinline__ void slot_arrive(uint32_t b)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0+%1];" ::"r"(b), "n"(OFF) : "memory");
+}
+
+/* The producer: item j (-1: the end) into its slot, once the consumers
+ * have read item j - 2 from it. */
+template <class L> __device__ __forceinline__ void item_put(uint32_t s_base, int j, int item)
+{
+	const uint32_t b = s_base + 8 * (j & 1);
+	slot_wait<L::ITEM_BAR + 16>(b, ((uint32_t)(j >> 1) & 1) ^ 1);
+	asm volatile("st.shared.b32 [%0+%1], %2;" ::"r"(b), "n"(L::ITEM_SLOT), "r"(item) : "memory");
+	slot_arrive<L::ITEM_BAR>(b);
+}
+
+/* A consumer thread: item j from its slot. */
+template <class L> __device__ __forceinline__ int item_get(uint32_t s_base, int j)
+{
+	const uint32_t b = s_base + 8 * (j & 1);
+	int item;
+	slot_wait<L::ITEM_BAR>(b, (uint32_t)(j >> 1) & 1);
+	__syncwarp(); /* converged again for the .aligned wgmma that follow */
+	asm volatile("ld.shared.b32 %0, [%1+%2];" : "=r"(item) : "r"(b), "n"(L::ITEM_SLOT) : "memory");
+	slot_arrive<L::ITEM_BAR + 16>(b); /* read: the producer may write the slot again */
+	return item;
+}
+
+/* The dynamic schedule's next value from the counter (atomicAdd), its
+ * address an immediate (the symbol), for the same reason. */
+__device__ __forceinline__ unsigned next_take(void)
+{
+	unsigned v;
+	asm volatile("atom.global.add.u32 %0, [fa_wg_next], 1;" : "=r"(v) : : "memory");
+	return v;
+}
+
+__device__ __forceinline__ void next_reset(void)
+{
+	asm volatile("st.relaxed.gpu.global.u32 [fa_wg_next], 0;" ::: "memory");
+}
+
 #endif /* FA_WGMMA_DEVICE */
 
 template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
@@ -640,60 +754,98 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 			mbar_init(bar_v + 8 * s, 1);
 			mbar_init(bar_e + 8 * s, NC * WG_THREADS); /* every consumer thread */
 		}
+		for (int s = 0; s < 2; s++) { /* the dynamic schedule's item slots */
+			mbar_init(s_base + L::ITEM_BAR + 8 * s, 1);                   /* full */
+			mbar_init(s_base + L::ITEM_BAR + 16 + 8 * s, NC * WG_THREADS); /* empty */
+		}
 		/* the inits visible to the copy engine (the async proxy) */
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 	}
 	__syncthreads();
 
-	/* the CTA's work items: one (blockIdx) or, with persistent, every
-	 * gridDim.x-th of the whole list, in the order the one-item grid
-	 * starts its CTAs: the query tiles of a head together (the CTAs that
-	 * run at once share its K and V in the L2), the last (the heaviest
-	 * when causal) first. Producer and consumers walk the same list; the
-	 * K/V ring's count (it_base) and Q's phase (qn) go on from one item to
-	 * the next. */
-	const int n_items = P.persistent ? P.n_mtiles * P.heads * P.batch * P.splits : 1;
-	const int first = P.persistent ? (int)blockIdx.x : 0, step = P.persistent ? (int)gridDim.x : 1;
-	/* split-KV: the key range of an item, item % splits (persistent) or
-	 * blockIdx.z % splits (blockIdx.z = b * splits + range) */
-	auto split_of = [&](int item) {
-		return P.persistent ? item % P.splits : (int)blockIdx.z % P.splits;
-	};
-	auto item_of = [&](int item) {
-		const int it = P.persistent ? item / P.splits : item;
-		const int bh = it / P.n_mtiles; /* head h of sequence b: b * heads + h */
-		return P.persistent
-			? tile_of<BLOCK_M, BN>(P, it % P.n_mtiles, bh % P.heads, bh / P.heads,
-					       split_of(item))
-			: tile_of<BLOCK_M, BN>(P, (int)blockIdx.x, (int)blockIdx.y,
-					       (int)blockIdx.z / P.splits, split_of(item));
+	/* the CTA's work items, of P.n_items (query tiles x heads x batch x
+	 * splits). Static (P.dynamic 0): items blockIdx.x + j gridDim.x, j =
+	 * 0, 1, ..: one item a CTA (gridDim.x = P.n_items) or, persistent,
+	 * every gridDim.x-th, in the order a grid of one CTA per item starts
+	 * them: the query tiles of a head together, the last (the heaviest
+	 * when causal) first (the CTAs that run at once share its K and V in
+	 * the L2), the key ranges of a tile next to each other. Dynamic: item
+	 * blockIdx.x, then the producer thread takes each next one from
+	 * fa_wg_next (fa_dyn_after) and hands it to the consumers through the
+	 * two item slots (item_put, item_get), -1 for the end; the order is
+	 * fa_dyn_item's. The K/V ring's count (it_base) and Q's phase (qn) go
+	 * on from one item to the next. Item j is computed where it is used:
+	 * no register of the producer's 24 holds it across the copies. */
+	auto static_item = [&](int j) { return (int)(blockIdx.x + (unsigned)j * gridDim.x); };
+	/* an item's tile and (split-KV) key range sp */
+	auto item_of = [&](int item, int &sp) {
+		int mt, bh; /* bh: head h of sequence b, b * heads + h */
+		if (P.dynamic) {
+			fa_dyn_item(item, P.n_mtiles, P.splits, P.sect, P.n_bh, &mt, &bh, &sp);
+		} else {
+			/* (no division without a split: the producer's registers) */
+			const int it = P.splits > 1 ? item / P.splits : item;
+			sp = item - it * P.splits;
+			bh = it / P.n_mtiles;
+			mt = it - bh * P.n_mtiles;
+		}
+		return tile_of<BLOCK_M, BN>(P, mt, bh % P.heads, bh / P.heads, sp);
 	};
 	const int wg = threadIdx.x / WG_THREADS;
+	const bool dyn = P.dynamic != 0;
 	int it_base = 0, qn = 0;
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-		if (threadIdx.x == 0)
-			for (int item = first; item < n_items; item += step) {
-				const tile_info T = item_of(item);
-				if (T.n_tiles == 0)
-					continue; /* no rows (varlen), or no key to load */
+		/* the copies of one item (none: no rows, varlen, or no key) */
+		auto run = [&](int item) {
+			int sp;
+			const tile_info T = item_of(item, sp);
+			if (T.n_tiles > 0) {
 				produce<DK, DV, BN, NC>(P, T, it_base, qn, &tq, &tk, &tv, s_q, s_k, s_v,
 							 bar_q, bar_qe, bar_k, bar_v, bar_e);
 				it_base += T.n_tiles;
 				qn++;
 			}
+		};
+		/* one loop for both schedules, whose state across the copies is
+		 * only j (the CTA's item count), it_base and qn: item j is
+		 * static_item(j), or item c and then the counter's
+		 * (dynamic), so the producer's 24 registers hold it */
+		if (threadIdx.x == 0)
+			for (int j = 0;; j++) {
+				int item = static_item(j);
+				if (dyn) {
+					if (j > 0) {
+						int reset;
+						item = fa_dyn_after(next_take(), (int)gridDim.x,
+								    P.n_items, &reset);
+						if (reset) /* the launch's last take */
+							next_reset();
+					}
+					item_put<L>(s_base, j, item);
+				}
+				if (item < 0 || item >= P.n_items)
+					break;
+				run(item);
+			}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
-		for (int item = first; item < n_items; item += step) {
-			const tile_info T = item_of(item);
+		for (int j = 0;; j++) {
+			int item = static_item(j);
+			if (dyn) /* the producer's item j */
+				item = item_get<L>(s_base, j);
+			if (item < 0 || item >= P.n_items)
+				break;
+			int sp;
+			const tile_info T = item_of(item, sp);
 			if (!T.rows)
 				continue; /* varlen: a shorter sequence */
 			consumer<DK, DV, BN, NC, BF16, OVERLAP>(P, wg - 1, T.m0, T.lq, T.lk, T.q_tok, T.b,
 								T.h, T.prefix, T.t0, T.n_tiles,
 								T.lo_last, T.hi_first, s_q, s_k, s_v,
 								bar_q, bar_k, bar_v, bar_e, it_base, qn,
-								bar_qe, split_of(item));
+								bar_qe, sp);
 			if (T.n_tiles > 0) {
 				it_base += T.n_tiles;
 				qn++;
@@ -843,7 +995,8 @@ enum {
 	PARAM_CONSUMERS,
 	PARAM_PERSISTENT,
 	PARAM_KV_TILE128,
-	PARAM_SPLIT
+	PARAM_SPLIT,
+	PARAM_DYNAMIC
 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
@@ -851,6 +1004,7 @@ const int32_t kv_tile_allowed[] = {64, 80};
 const int32_t pad128_allowed[] = {0, 1};
 const int32_t consumers_allowed[] = {2, 3};
 const int32_t kv_tile128_allowed[] = {128, 176};
+const int32_t dynamic_allowed[] = {FA_DYN_AUTO, FA_DYN_OFF, FA_DYN_ON};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
 	 "1 = intra-warpgroup overlap: S of the next key tile and P V of this one in flight "
@@ -872,9 +1026,10 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "2 (128 rows, 240 registers); every other head size takes 2"},
 	{"persistent", 0, NULL, 0, 0, 65535,
 	 "1 = a persistent grid, one CTA per SM, each walking every grid-th work item (query "
-	 "tile, head, sequence; the last query tiles of every head first), the next item's "
-	 "loads under the end of this one; N > 1 = N CTAs (tests, sweeps); at most one CTA "
-	 "per work item; 0 = one CTA per work item"},
+	 "tile, head, sequence, key range; the last query tiles of every head first) or, under "
+	 "the dynamic schedule, taking its items from a counter; the next item's loads under "
+	 "the end of this one; N > 1 = N CTAs (tests, sweeps); at most one CTA per work item; "
+	 "0 = one CTA per work item (the dynamic schedule takes one per SM)"},
 	{"kv_tile128", 176, kv_tile128_allowed, 2, 128, 176,
 	 "head size 128 only: keys per K/V tile, 176 (FlashAttention-3's non-causal tile: S 64 x "
 	 "176 a consumer, the fixed costs of a tile over 1.4x the keys; the default: +3-4% on the "
@@ -884,6 +1039,13 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "cuda_flash_mma's combine kernel; 0 = auto (fa_split_count, one CTA per SM: splits only "
 	 "when the items fill under 80% of the SMs and the fp32 partials stay under a quarter of "
 	 "the K/V bytes), 1 = off, N = N ranges (capped at the key tiles)"},
+	{"dynamic", FA_DYN_AUTO, dynamic_allowed, 3, FA_DYN_AUTO, FA_DYN_ON,
+	 "the dynamic schedule: a persistent grid (one CTA per SM, or tunable persistent's N) "
+	 "whose CTAs run item c first, then take the next from a counter in device memory, in "
+	 "sections of heads whose K and V fit in half the L2, the last query tiles first, so "
+	 "uneven items balance while the K/V ring runs on; 0 = auto (the default): on only "
+	 "under a mask (causal, prefix-LM, sliding window) with more than one query tile and "
+	 "no split-KV, never without a mask; 1 = off (tunable persistent as it is); 2 = on"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -994,7 +1156,6 @@ int launch_inst(const struct fa_launch_args *a)
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
 	g.pingpong = param_of(a, PARAM_PINGPONG);
-	g.persistent = param_of(a, PARAM_PERSISTENT);
 	g.heads = p->heads;
 	g.batch = p->batch;
 	/* the split count as wgmma_workspace_bytes() takes it (shape_of()
@@ -1019,20 +1180,32 @@ int launch_inst(const struct fa_launch_args *a)
 					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 	if (ce != cudaSuccess)
 		return (int)ce;
-	dim3 grid((unsigned)g.n_mtiles, (unsigned)p->heads, (unsigned)(p->batch * g.splits));
-	if (g.persistent) {
-		int64_t ctas = g.persistent;
-		if (ctas == 1) { /* one per SM */
-			int sms;
-			if ((e = fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &sms)))
-				return e;
-			ctas = sms;
+	/* the grid: one CTA per work item, or persistent (tunable persistent,
+	 * or the dynamic schedule: fa_dyn_wanted() under tunable dynamic) */
+	g.n_bh = p->heads * p->batch;
+	g.n_items = g.n_mtiles * g.n_bh * g.splits; /* far below 2^31: an item is 64 rows or
+						     * more of Q, O or the fp32 partials */
+	const int32_t persistent = param_of(a, PARAM_PERSISTENT);
+	g.dynamic = fa_dyn_wanted(param_of(a, PARAM_DYNAMIC), p->mask, g.n_mtiles, g.splits);
+	g.sect = g.n_bh;
+	unsigned ctas = (unsigned)g.n_items;
+	if (persistent || g.dynamic) {
+		int sms = 0;
+		if (persistent <= 1 && (e = fa_cuda_device_attr(cudaDevAttrMultiProcessorCount, &sms)))
+			return e;
+		ctas = (unsigned)fa_dyn_ctas(g.dynamic, persistent, sms, g.n_items);
+		if (g.dynamic) {
+			/* sections of (sequence, head) pairs whose K and V fit in
+			 * half the L2 (unknown: one section) */
+			int l2;
+			(void)fa_cuda_device_attr(cudaDevAttrL2CacheSize, &l2); /* 0 when unknown */
+			const double kv_bytes =
+				(double)p->kv_len * (p->head_dim + p->head_dim_v) * 2 / g.group;
+			g.sect = fa_dyn_sect(l2, kv_bytes, g.n_bh);
 		}
-		const int64_t items = (int64_t)g.n_mtiles * p->heads * p->batch * g.splits;
-		grid = dim3((unsigned)(items < ctas ? items : ctas), 1, 1);
 	}
 	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
-		<<<grid, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+		<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
 	if (g.splits <= 1)
 		return (int)cudaGetLastError();
 	if ((ce = cudaGetLastError()) != cudaSuccess)

@@ -966,8 +966,10 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 			/* head size 128: both key tiles, masked or not, under
 			 * every schedule but one each */
 			static const int32_t kt128[6] = {176, 128, 176, 128, 176, 128};
-			/* split: 1 (none) with the default tile, auto (0) with the other */
+			/* dynamic: auto, off, on with one CTA per item asked for;
+			 * off, on, auto with 3 CTAs */
 			static const int32_t dyn[6] = {0, 1, 2, 1, 2, 0};
+			/* split: 1 (none) with the default tile, auto (0) with the other */
 			const int32_t tun[MMA_NPARAMS] = {
 				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
 				other ? 3 : 0, kt128[sch], !other, dyn[sch]};

@@ -299,13 +299,22 @@ static int check_bwd(const struct fa_kernel *bk, struct bcase *t, const int32_t 
 		FA_CHECK(0);
 		return 1;
 	}
+	struct fa_check_cfg cfg_fa;
 	fa_check_defaults(&cfg);
-	/* the tolerance rule, as the forward's kernel tests: over the few
-	 * elements of these small random problems the max of two rounding
-	 * error fields is noisy, and the fa rule's ratio of the kernel's to the
-	 * input-precision pass's reached 3.8 for a correct kernel; the fa rule
-	 * is checked on conformance.yaml's realistic shapes (tools/mutate runs
-	 * them, and make test's mutants are killed there) */
+	cfg_fa = cfg;
+	cfg_fa.rule = FA_RULE_FA;
+	/* a gradient fails when it fails both rules. Over these small random
+	 * problems neither alone bounds a correct kernel: in 16 bits dS = P
+	 * (dP - D) cancels, so a gradient small against its terms carries the
+	 * inputs' rounding far above the tolerance rule's fixed rel_l2 (the
+	 * input-precision pass itself reached rel_l2 0.016 in fp16 and 0.097 in
+	 * bf16 on dQ; cpu_dense_bwd and cpu_flash_bwd, which agree to the bit
+	 * on such cases, failed that rule in 1 of 40 runs), while the fa rule's
+	 * max over a few hundred elements of two rounding-error fields is noisy
+	 * (max_abs up to 4.2x the input-precision pass's: 5 of 150 runs failed
+	 * it, on other cases). The fa rule alone is checked on
+	 * conformance.yaml's realistic shapes (tools/mutate runs them, and make
+	 * test's mutants are killed there) */
 	fa_err_clear(&err);
 	rc = run_pair(bk, t, params, 2, g.o, g.lse, g.dq, g.dk, g.dv);
 	if (rc != 0) {
@@ -323,16 +332,21 @@ static int check_bwd(const struct fa_kernel *bk, struct bcase *t, const int32_t 
 		for (int i = 0; i < 3; i++) {
 			struct fa_err_stats st;
 			char rule[32], reason[512];
+			char reason_fa[512];
 			int v = fa_check_compare_tensor(p, t->cuq, t->cuk, tensors[i], bufs[i],
 							i ? kr : qr, i ? nk : nq, want[i], same[i], &cfg,
 							&st, rule, sizeof rule, reason, sizeof reason);
-			if (v != FA_VERDICT_PASS) {
+			if (v != FA_VERDICT_PASS &&
+			    fa_check_compare_tensor(p, t->cuq, t->cuk, tensors[i], bufs[i],
+						    i ? kr : qr, i ? nk : nq, want[i], same[i],
+						    &cfg_fa, &st, rule, sizeof rule, reason_fa,
+						    sizeof reason_fa) != FA_VERDICT_PASS) {
 				FA_CHECKF(0,
 					  "%s %s: d%c mask %d layout %d varlen %d dtype %d heads "
-					  "%d/%d dims %d/%d lens %d/%d: %s",
+					  "%d/%d dims %d/%d lens %d/%d: %s; fa rule: %s",
 					  bk->name, what, "QKV"[i], p->mask, p->layout, p->varlen,
 					  p->dtype, p->heads, p->kv_heads, p->head_dim,
-					  p->head_dim_v, p->q_len, p->kv_len, reason);
+					  p->head_dim_v, p->q_len, p->kv_len, reason, reason_fa);
 				bad++;
 			}
 		}

@@ -32,6 +32,9 @@
  * each of 4 warps two tiles deep in its pipeline; shorter ranges spend more
  * on the pipeline's start and on the partials than they gain. */
 #define FA_DECODE_MIN_TILES 8
+/* Most key ranges merged inside one thread-block cluster (flash_decode.cu):
+ * the largest cluster an H100 takes (16, beyond the portable 8). */
+#define FA_DECODE_CLUSTER_MAX 16
 #define FA_DECODE_GRID_Z 65535 /* grid.z = batch x splits */
 
 /* 1 when the decode path can run p: every sequence's group x q_len rows

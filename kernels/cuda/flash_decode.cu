@@ -18,7 +18,12 @@
  * log2-sum-exp2 of its range to the workspace, which flash_mma.cuh's
  * combine_kernel merges (the split-KV merge of cuda_flash_mma), or, for
  * up to FA_DECODE_FUSE_ROWS rows per KV head, the last CTA of the KV head
- * to finish (an arrival counter: no second launch).
+ * to finish (an arrival counter: no second launch), or, on sm_90+ with up
+ * to FA_DECODE_CLUSTER_MAX ranges, the CTAs of a thread-block cluster
+ * (one per range of a KV head) through distributed shared memory: each
+ * keeps its partial rows in its own shared memory, and after a cluster
+ * barrier each merges a slice of the outputs from all of them (no
+ * workspace, no fence, no counter).
  *
  * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
  * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
@@ -50,11 +55,14 @@ struct dcfg {
 	static constexpr int RING = NW * ST * STAGE;
 	static constexpr int DS = D + 8; /* merge row stride, floats */
 	static constexpr int MERGE = NW * FA_DECODE_ROWS * (DS + 2) * 4;
+	/* the cluster merge's partials (16 rows of O / l, then their
+	 * log2-sum-exp2), after the warps' merge area */
+	static constexpr int PART = FA_DECODE_ROWS * (D + 1) * 4;
 	/* Q in registers up to 128 columns; wider (256: 64 more registers
 	 * next to O's 128) it stays in shared memory after the rings, read
 	 * with ldmatrix every tile (in registers it spilled on sm_90a) */
 	static constexpr bool QREG = D <= 128;
-	static constexpr int Q_OFF = RING > MERGE ? RING : MERGE;
+	static constexpr int Q_OFF = RING > MERGE + PART ? RING : MERGE + PART;
 	static constexpr int SMEM_BYTES = Q_OFF + (QREG ? 0 : KT::BYTES);
 	static_assert(ST >= 2, "at least double buffering");
 	static_assert(D % 64 == 0, "whole 64-column panels: the copy below has no narrow panel");
@@ -104,6 +112,108 @@ static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, cons
 	});
 }
 
+/* How a launch of decode_kernel leaves its key ranges: unsplit or to the
+ * workspace (combine_kernel merges), merged by the last CTA of each KV
+ * head, or merged inside a thread-block cluster. */
+enum { DEC_WS = 0, DEC_LAST = 1, DEC_CLUSTER = 2 };
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* sm_90 cluster primitives: the barrier of every thread of the cluster
+ * (release of this CTA's shared-memory writes, acquire of the others'), the
+ * CTA's rank, and loads from a peer's shared memory at the address that
+ * mapa gives for rank `r`. */
+static __device__ __forceinline__ void dec_cluster_sync()
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+		     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ uint32_t dec_cluster_rank()
+{
+	uint32_t r;
+	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+	return r;
+}
+static __device__ __forceinline__ uint32_t dec_cluster_map(uint32_t a, uint32_t r)
+{
+	uint32_t m;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(r));
+	return m;
+}
+static __device__ __forceinline__ float dec_ld_cluster(uint32_t a)
+{
+	float v;
+	asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+	return v;
+}
+static __device__ __forceinline__ float2 dec_ld_cluster2(uint32_t a)
+{
+	float2 v;
+	asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
+		     : "=f"(v.x), "=f"(v.y)
+		     : "r"(a)
+		     : "memory");
+	return v;
+}
+#endif
+
+/* The cluster merge: prm.splits CTAs, one per key range of (sequence b,
+ * KV head), form the cluster; each has its partial rows (O / l, fp32, row
+ * stride D) at a_part and their log2-sum-exp2 at a_lse in its own shared
+ * memory. After the barrier the CTA of rank k merges the k-th slice of the
+ * rows x D / 2 column pairs, reading every range's partial of its pair
+ * from the peers (weights as merge_splits); the second barrier keeps every
+ * CTA's shared memory alive until the last peer has read it. */
+template <int D, int NT, class T>
+static __device__ __forceinline__ void merge_cluster(const params &prm, int b, int h0, int lq,
+						     int rows, int tid, uint32_t a_part,
+						     uint32_t a_lse)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	const struct fa_problem &p = prm.p;
+	const int S = prm.splits; /* the cluster's size, <= FA_DECODE_CLUSTER_MAX */
+	dec_cluster_sync();
+	const int items = rows * (D / 2), per = (items + S - 1) / S;
+	const int i0 = (int)dec_cluster_rank() * per;
+	const int i1 = i0 + per < items ? i0 + per : items;
+	for (int idx = i0 + tid; idx < i1; idx += NT) {
+		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
+		float lse[FA_DECODE_CLUSTER_MAX];
+		float2 v[FA_DECODE_CLUSTER_MAX];
+#pragma unroll
+		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
+			if (k < S) { /* every load issued before any is used */
+				lse[k] = dec_ld_cluster(dec_cluster_map(a_lse + 4u * r, k));
+				v[k] = dec_ld_cluster2(
+					dec_cluster_map(a_part + 4u * (uint32_t)(r * D + c), k));
+			}
+		float mx = -INFINITY;
+#pragma unroll
+		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
+			if (k < S)
+				mx = fmaxf(mx, lse[k]);
+		const float mu = fa_online_m_use(mx); /* every range empty: weights 0 */
+		float sum = 0.f, ox = 0.f, oy = 0.f;
+#pragma unroll
+		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
+			if (k < S) {
+				const float wt = fa_mma::fa_mma_exp2(lse[k] - mu);
+				sum += wt;
+				ox = fmaf(wt, v[k].x, ox);
+				oy = fmaf(wt, v[k].y, oy);
+			}
+		const float inv = sum > 0.f ? 1.f / sum : 0.f;
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
+			fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+	}
+	dec_cluster_sync();
+#else
+	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)a_part, (void)a_lse;
+	__trap(); /* the launcher takes clusters on sm_90+ only */
+#endif
+}
+
 /* Merge by the last CTA (launcher's `fuse`): one arrival counter per
  * (sequence, KV head), zero between launches (the last CTA puts it back),
  * so the merge needs no second launch. Units past the array use
@@ -112,6 +222,7 @@ static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, cons
  * streams of one device would share them (the harness launches on one
  * stream, one kernel after the other). */
 #define FA_DEC_COUNTERS (1 << 16)
+#define FA_DEC_DEVICES 64 /* devices whose cluster capacity is kept */
 __device__ unsigned int fa_dec_count[FA_DEC_COUNTERS];
 
 /* The last CTA of a split (sequence b, KV head): every split's partial
@@ -172,7 +283,7 @@ static __device__ __forceinline__ void merge_splits(const params &prm, int b, in
 	}
 }
 
-template <class CFG, class T, bool FUSE>
+template <class CFG, class T, int MODE>
 __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params prm)
 {
 	extern __shared__ __align__(128) unsigned char fa_dec_smem[];
@@ -403,6 +514,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	fa_mma::fa_mma_syncthreads();
 
 	const int sp = w.sp;
+	float *const s_part = reinterpret_cast<float *>(fa_dec_smem + CFG::MERGE); /* cluster */
 	const int64_t tok0 = fa_seq_q_start(&p, prm.cu_q, b);
 	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
 		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
@@ -427,6 +539,10 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		if (prm.splits == 1) {
 			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
 				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+		} else if constexpr (MODE == DEC_CLUSTER) {
+			*reinterpret_cast<float2 *>(s_part + r * D + c) = make_float2(ox * inv, oy * inv);
+			if (c == 0)
+				s_part[FA_DECODE_ROWS * D + r] = fa_online_lse(mx, l);
 		} else {
 			const int64_t wr = (int64_t)sp * prm.ws_rows + (tok0 + i) * p.heads + h;
 			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) =
@@ -435,7 +551,14 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 				prm.ws_lse[wr] = fa_online_lse(mx, l);
 		}
 	}
-	if constexpr (FUSE) {
+	if constexpr (MODE == DEC_CLUSTER) {
+		if (prm.splits > 1) {
+			const uint32_t a_part = fa_mma::fa_mma_smem_addr(s_part);
+			merge_cluster<D, NT, T>(prm, b, h0, lq, rows, tid, a_part,
+						a_part + 4u * FA_DECODE_ROWS * D);
+		}
+	}
+	if constexpr (MODE == DEC_LAST) {
 		/* the last CTA of this (sequence, KV head) to arrive merges (the
 		 * threadFenceReduction pattern: partials visible device-wide
 		 * before the count, read after it) */
@@ -479,14 +602,62 @@ static size_t workspace_of(const struct fa_problem *p, int requested)
 		     : 0;
 }
 
+/* How many clusters of `size` CTAs of kernel fn (CFG's block and shared
+ * memory) the current device holds at once: 0 where it has no clusters
+ * (before sm_90) or the size does not fit. Asked of the driver once per
+ * (device, size) and kept: the query must not sit between the events that
+ * time a launch. */
+template <class CFG, class K>
+static int clusters_resident(K *fn, int size)
+{
+	static int known[FA_DEC_DEVICES][FA_DECODE_CLUSTER_MAX + 1]; /* count + 1; 0 = not asked */
+	int dev = 0, major = 0;
+	if (size < 2 || size > FA_DECODE_CLUSTER_MAX || cudaGetDevice(&dev) != cudaSuccess ||
+	    dev < 0 || dev >= FA_DEC_DEVICES) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	if (known[dev][size])
+		return known[dev][size] - 1;
+	int n = 0;
+	if (fa_cuda_device_attr(cudaDevAttrComputeCapabilityMajor, &major) == 0 && major >= 9) {
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute at[1];
+		cfg.gridDim = dim3(1, 1, (unsigned)size);
+		cfg.blockDim = dim3(CFG::NT);
+		cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
+		at[0].id = cudaLaunchAttributeClusterDimension;
+		at[0].val.clusterDim.x = 1;
+		at[0].val.clusterDim.y = 1;
+		at[0].val.clusterDim.z = (unsigned)size;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+		if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
+			(void)cudaGetLastError();
+			n = 0;
+		}
+	}
+	known[dev][size] = n + 1;
+	return n;
+}
+
 template <class CFG, class T>
 static int launch_typed(const struct fa_launch_args *a, int requested, int merge)
 {
 	static const cudaError_t attr_err = [] {
-		cudaError_t e = fa_mma::configure_fn(decode_kernel<CFG, T, false>, CFG::SMEM_BYTES);
-		return e == cudaSuccess ? fa_mma::configure_fn(decode_kernel<CFG, T, true>,
-							       CFG::SMEM_BYTES)
-					: e;
+		cudaError_t e = fa_mma::configure_fn(decode_kernel<CFG, T, DEC_WS>, CFG::SMEM_BYTES);
+		if (e == cudaSuccess)
+			e = fa_mma::configure_fn(decode_kernel<CFG, T, DEC_LAST>, CFG::SMEM_BYTES);
+		if (e == cudaSuccess)
+			e = fa_mma::configure_fn(decode_kernel<CFG, T, DEC_CLUSTER>, CFG::SMEM_BYTES);
+		if (e == cudaSuccess) { /* clusters of 16 (more than the portable 8), where there are */
+			int major = 0;
+			if (fa_cuda_device_attr(cudaDevAttrComputeCapabilityMajor, &major) == 0 &&
+			    major >= 9)
+				e = cudaFuncSetAttribute(decode_kernel<CFG, T, DEC_CLUSTER>,
+							 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+		}
+		return e;
 	}(); /* once */
 	if (attr_err != cudaSuccess)
 		return (int)attr_err;
@@ -517,14 +688,37 @@ static int launch_typed(const struct fa_launch_args *a, int requested, int merge
 	}
 	cudaStream_t st = fa_cuda_stream_of(a);
 	const dim3 grid(1, (unsigned)p->kv_heads, (unsigned)(p->batch * prm.splits));
-	const int fuse = prm.splits > 1 && (int64_t)p->batch * p->kv_heads <= FA_DEC_COUNTERS &&
-			 (merge == FA_DECODE_MERGE_CTA ||
+	const int64_t units = (int64_t)p->batch * p->kv_heads;
+	if (prm.splits > 1 && (merge == FA_DECODE_MERGE_CLUSTER || merge == FA_DECODE_MERGE_AUTO)) {
+		/* a cluster per KV head where the device has clusters of the
+		 * split's size; auto: only when they are all resident at once */
+		const int n = clusters_resident<CFG>(decode_kernel<CFG, T, DEC_CLUSTER>, prm.splits);
+		if (n > 0 && (merge == FA_DECODE_MERGE_CLUSTER || n >= units)) {
+			cudaLaunchConfig_t cfg = {};
+			cudaLaunchAttribute at[1];
+			cfg.gridDim = grid;
+			cfg.blockDim = dim3(CFG::NT);
+			cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
+			cfg.stream = st;
+			at[0].id = cudaLaunchAttributeClusterDimension;
+			at[0].val.clusterDim.x = 1;
+			at[0].val.clusterDim.y = 1;
+			at[0].val.clusterDim.z = (unsigned)prm.splits;
+			cfg.attrs = at;
+			cfg.numAttrs = 1;
+			const cudaError_t e =
+				cudaLaunchKernelEx(&cfg, decode_kernel<CFG, T, DEC_CLUSTER>, prm);
+			return e != cudaSuccess ? (int)e : (int)cudaGetLastError();
+		}
+	}
+	const int fuse = prm.splits > 1 && units <= FA_DEC_COUNTERS &&
+			 (merge == FA_DECODE_MERGE_CTA || merge == FA_DECODE_MERGE_CLUSTER ||
 			  (merge == FA_DECODE_MERGE_AUTO && prm.group * p->q_len <= FA_DECODE_FUSE_ROWS));
 	if (fuse) {
-		decode_kernel<CFG, T, true><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+		decode_kernel<CFG, T, DEC_LAST><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
 		return (int)cudaGetLastError();
 	}
-	decode_kernel<CFG, T, false><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
+	decode_kernel<CFG, T, DEC_WS><<<grid, CFG::NT, CFG::SMEM_BYTES, st>>>(prm);
 	if (prm.splits > 1) {
 		const cudaError_t e = cudaGetLastError();
 		if (e != cudaSuccess)

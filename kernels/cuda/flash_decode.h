@@ -26,10 +26,19 @@ int fa_cuda_decode_smem_bytes(int d, int ring);
  * partials of every split, or 0 when the launch does not split. */
 size_t fa_cuda_decode_workspace(const struct fa_problem *p, int splits, int ring);
 
-/* How split key ranges are merged: by the rule (the last CTA of each
- * sequence and KV head when it has at most FA_DECODE_FUSE_ROWS rows, else a
- * second kernel), always by the last CTA, always by a second kernel. */
-enum { FA_DECODE_MERGE_AUTO = 0, FA_DECODE_MERGE_CTA = 1, FA_DECODE_MERGE_KERNEL = 2 };
+/* How split key ranges are merged: by the rule (the CTAs of a cluster per
+ * sequence and KV head where the device has clusters of the split's size
+ * and holds them all at once; else the last CTA of each sequence and KV
+ * head when it has at most FA_DECODE_FUSE_ROWS rows, else a second
+ * kernel), always by the last CTA, always by a second kernel, by a cluster
+ * wherever the device has clusters of that size (sm_90+, at most
+ * FA_DECODE_CLUSTER_MAX ranges; else by the last CTA). */
+enum {
+	FA_DECODE_MERGE_AUTO = 0,
+	FA_DECODE_MERGE_CTA = 1,
+	FA_DECODE_MERGE_KERNEL = 2,
+	FA_DECODE_MERGE_CLUSTER = 3
+};
 
 /* Runs a->p (fa_decode_fits true) with `splits` requested (0 = auto) and
  * the ranges merged as `merge` (FA_DECODE_MERGE_*) says, with ring shape

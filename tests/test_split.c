@@ -281,6 +281,40 @@ FA_TEST(split, decode_fills_the_slots_once)
 	FA_CHECK(fa_decode_splits(8 * 4096, 4096, SLOTS_H100, 4096, 64) == 65535 / 4096);
 }
 
+/* The clusters an H100 holds at once of the 192 KB, 256-thread decode CTA
+ * (cudaOccupancyMaxActiveClusters there, 2026-11-27), by cluster size. */
+static const int RESIDENT_H100[FA_DECODE_CLUSTER_MAX + 1] = {0, 132, 66, 39, 30, 22, 17, 15,
+							     15, 9, 7,  7,  7,  7,  7,  7, 7};
+
+FA_TEST(split, decode_cluster_size)
+{
+	static const int none[FA_DECODE_CLUSTER_MAX + 1] = {0};
+	/* batch 1, 8 KV heads: 16 ranges would need 8 clusters of 16 (7
+	 * resident); 8 of 9 are */
+	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 0, 1) == 9);
+	/* the count asked for is not shrunk: 16 ranges then merge without a cluster */
+	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 0, 0) == 0);
+	FA_CHECK(fa_decode_cluster_splits(8, 8, RESIDENT_H100, 0, 0) == 8);
+	/* 2 KV heads: 16 ranges in clusters of 16 */
+	FA_CHECK(fa_decode_cluster_splits(16, 2, RESIDENT_H100, 0, 1) == 16);
+	/* batch 8: 64 units of 2 ranges (66 resident), 128 units do not fit */
+	FA_CHECK(fa_decode_cluster_splits(2, 64, RESIDENT_H100, 0, 1) == 2);
+	FA_CHECK(fa_decode_cluster_splits(2, 128, RESIDENT_H100, 0, 1) == 0);
+	/* not below half: 10 ranges of 16 units take clusters of 6 (17
+	 * resident); of 23 units, clusters of 5 (22) would not do */
+	FA_CHECK(fa_decode_cluster_splits(10, 16, RESIDENT_H100, 0, 1) == 6);
+	FA_CHECK(fa_decode_cluster_splits(10, 23, RESIDENT_H100, 0, 1) == 0);
+	/* no split, no device clusters (sm_80) */
+	FA_CHECK(fa_decode_cluster_splits(1, 8, RESIDENT_H100, 0, 1) == 0);
+	FA_CHECK(fa_decode_cluster_splits(16, 8, none, 0, 1) == 0);
+	FA_CHECK(fa_decode_cluster_splits(3, 1, none, 1, 1) == 0);
+	/* forced: the count as it is, in any number of waves, up to 16 */
+	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 1, 1) == 16);
+	FA_CHECK(fa_decode_cluster_splits(3, 1000, RESIDENT_H100, 1, 0) == 3);
+	FA_CHECK(fa_decode_cluster_splits(17, 1, RESIDENT_H100, 1, 0) == 0);
+	FA_CHECK(fa_decode_cluster_splits(64, 1, RESIDENT_H100, 1, 1) == 0);
+}
+
 FA_TEST(split, decode_fits_few_rows_per_kv_head)
 {
 	struct fa_problem p = decode(1, 1, 8192);

@@ -104,4 +104,34 @@ static inline int fa_decode_splits(int64_t units, int key_tiles, int64_t slots, 
 	return s < 1 ? 1 : s;
 }
 
+/* The split count to merge inside thread-block clusters of that many CTAs
+ * (one cluster per unit: sequence x KV head), or 0 for no cluster, given
+ * resident[c] (c = 2..FA_DECODE_CLUSTER_MAX): how many clusters of c CTAs
+ * the device holds at once (0 where it has none: before sm_90, or a size
+ * that does not fit). `splits` is the split count of fa_decode_splits.
+ *   - forced (tunable decode=4): `splits` itself wherever the device has
+ *     such clusters at all;
+ *   - else the largest c from `splits` down to, when may_shrink (the split
+ *     count was the automatic one), half of it whose clusters of every unit
+ *     are resident at once (one wave). On an H100 with the 192 KB decode
+ *     CTA the device holds 7 clusters of 10-16 CTAs, 9 of 9 and 15 of 8:
+ *     batch 1 of 8 KV heads takes 9 ranges in clusters, not 16 (16k keys,
+ *     8 ranges in clusters: 2305 GB/s against 2174 with 16 ranges merged
+ *     by the last CTA; clusters of 16, in two waves: 1788).
+ */
+static inline int fa_decode_cluster_splits(int splits, int64_t units, const int *resident,
+					   int forced, int may_shrink)
+{
+	if (splits < 2 || units < 1)
+		return 0;
+	if (forced)
+		return splits <= FA_DECODE_CLUSTER_MAX && resident[splits] > 0 ? splits : 0;
+	const int lo = may_shrink ? (splits + 1) / 2 : splits;
+	for (int c = splits < FA_DECODE_CLUSTER_MAX ? splits : FA_DECODE_CLUSTER_MAX;
+	     c >= lo && c >= 2; --c)
+		if (resident[c] >= units)
+			return c;
+	return 0;
+}
+
 #endif /* FA_DECODE_H */

@@ -88,6 +88,9 @@ using cfg256 = dcfg<256, 2, 4, 1>;
  * independent loads and more math in flight per SM than four deeper ones. */
 using cfg128s6 = dcfg<128, 4, 6, 1>;
 using cfg128w8 = dcfg<128, 8, 3, 1>;
+/* 3 = 7 warps x 4 stages: 224 KB of rings, 3 tiles in flight per warp
+ * (21 per SM against ring 2's 16) */
+using cfg128w7 = dcfg<128, 7, 4, 1>;
 
 /* The cp.async copies of one 16-row tile (K or V: row r at base + r *
  * stride), rows >= nrows (>= 1) zero-filled from a clamped, valid address,
@@ -691,12 +694,18 @@ static int launch_typed(const struct fa_launch_args *a, int requested, int merge
 	const int64_t units = (int64_t)p->batch * p->kv_heads;
 	if (prm.splits > 1 && (merge == FA_DECODE_MERGE_CLUSTER || merge == FA_DECODE_MERGE_AUTO)) {
 		/* a cluster per KV head where the device has clusters of the
-		 * split's size; auto: only when they are all resident at once */
-		const int n = clusters_resident<CFG>(decode_kernel<CFG, T, DEC_CLUSTER>, prm.splits);
-		if (n > 0 && (merge == FA_DECODE_MERGE_CLUSTER || n >= units)) {
+		 * split's size (fa_decode_cluster_splits: auto only when they are
+		 * all resident at once, maybe with fewer ranges) */
+		int resident[FA_DECODE_CLUSTER_MAX + 1] = {0};
+		for (int c = 2; c <= FA_DECODE_CLUSTER_MAX && c <= prm.splits; ++c)
+			resident[c] = clusters_resident<CFG>(decode_kernel<CFG, T, DEC_CLUSTER>, c);
+		const int cs = fa_decode_cluster_splits(prm.splits, units, resident,
+							merge == FA_DECODE_MERGE_CLUSTER, requested <= 0);
+		if (cs > 0) {
+			prm.splits = cs; /* <= the workspace's count: the cluster needs none */
 			cudaLaunchConfig_t cfg = {};
 			cudaLaunchAttribute at[1];
-			cfg.gridDim = grid;
+			cfg.gridDim = dim3(1, (unsigned)p->kv_heads, (unsigned)(p->batch * cs));
 			cfg.blockDim = dim3(CFG::NT);
 			cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
 			cfg.stream = st;
@@ -743,6 +752,7 @@ extern "C" int fa_cuda_decode_smem_bytes(int d, int ring)
 	return d == 64 ? fa_dec::cfg64::SMEM_BYTES
 	       : d == 128 ? (ring == 1   ? fa_dec::cfg128s6::SMEM_BYTES
 			     : ring == 2 ? fa_dec::cfg128w8::SMEM_BYTES
+			     : ring == 3 ? fa_dec::cfg128w7::SMEM_BYTES
 					 : fa_dec::cfg128::SMEM_BYTES)
 	       : d == 256 ? fa_dec::cfg256::SMEM_BYTES
 			  : 0;
@@ -755,6 +765,7 @@ extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int split
 	case 128:
 		return ring == 1   ? fa_dec::workspace_of<fa_dec::cfg128s6>(p, splits)
 		       : ring == 2 ? fa_dec::workspace_of<fa_dec::cfg128w8>(p, splits)
+		       : ring == 3 ? fa_dec::workspace_of<fa_dec::cfg128w7>(p, splits)
 				   : fa_dec::workspace_of<fa_dec::cfg128>(p, splits);
 	case 256: return fa_dec::workspace_of<fa_dec::cfg256>(p, splits);
 	default: return 0;
@@ -773,6 +784,7 @@ extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits,
 	case 128:
 		return ring == 1   ? fa_dec::launch_cfg<fa_dec::cfg128s6>(a, splits, merge)
 		       : ring == 2 ? fa_dec::launch_cfg<fa_dec::cfg128w8>(a, splits, merge)
+		       : ring == 3 ? fa_dec::launch_cfg<fa_dec::cfg128w7>(a, splits, merge)
 				   : fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
 	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
 	}

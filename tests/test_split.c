@@ -290,13 +290,15 @@ FA_TEST(split, decode_cluster_size)
 {
 	static const int none[FA_DECODE_CLUSTER_MAX + 1] = {0};
 	/* batch 1, 8 KV heads: 16 ranges would need 8 clusters of 16 (7
-	 * resident); 8 of 9 are */
-	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 0, 1) == 9);
+	 * resident); auto takes at most the portable 8 (9 of 9 would fit) */
+	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 0, 1) == 8);
 	/* the count asked for is not shrunk: 16 ranges then merge without a cluster */
 	FA_CHECK(fa_decode_cluster_splits(16, 8, RESIDENT_H100, 0, 0) == 0);
 	FA_CHECK(fa_decode_cluster_splits(8, 8, RESIDENT_H100, 0, 0) == 8);
-	/* 2 KV heads: 16 ranges in clusters of 16 */
-	FA_CHECK(fa_decode_cluster_splits(16, 2, RESIDENT_H100, 0, 1) == 16);
+	/* 2 KV heads: 16 ranges would fit in clusters of 16, auto takes 8;
+	 * a count of 12 asked for is not shrunk, and is over the 8 */
+	FA_CHECK(fa_decode_cluster_splits(16, 2, RESIDENT_H100, 0, 1) == 8);
+	FA_CHECK(fa_decode_cluster_splits(12, 2, RESIDENT_H100, 0, 0) == 0);
 	/* batch 8: 64 units of 2 ranges (66 resident), 128 units do not fit */
 	FA_CHECK(fa_decode_cluster_splits(2, 64, RESIDENT_H100, 0, 1) == 2);
 	FA_CHECK(fa_decode_cluster_splits(2, 128, RESIDENT_H100, 0, 1) == 0);

@@ -35,6 +35,10 @@
 /* Most key ranges merged inside one thread-block cluster (flash_decode.cu):
  * the largest cluster an H100 takes (16, beyond the portable 8). */
 #define FA_DECODE_CLUSTER_MAX 16
+/* Largest cluster the automatic merge takes: the portable 8. On an H100,
+ * batch 1 at 16k keys, clusters of 9 (9 resident, for 8 KV heads) gave
+ * 2003 GB/s against 2276 with 8. */
+#define FA_DECODE_CLUSTER_AUTO_MAX 8
 #define FA_DECODE_GRID_Z 65535 /* grid.z = batch x splits */
 
 /* 1 when the decode path can run p: every sequence's group x q_len rows
@@ -111,13 +115,14 @@ static inline int fa_decode_splits(int64_t units, int key_tiles, int64_t slots, 
  * that does not fit). `splits` is the split count of fa_decode_splits.
  *   - forced (tunable decode=4): `splits` itself wherever the device has
  *     such clusters at all;
- *   - else the largest c from `splits` down to, when may_shrink (the split
- *     count was the automatic one), half of it whose clusters of every unit
- *     are resident at once (one wave). On an H100 with the 192 KB decode
- *     CTA the device holds 7 clusters of 10-16 CTAs, 9 of 9 and 15 of 8:
- *     batch 1 of 8 KV heads takes 9 ranges in clusters, not 16 (16k keys,
- *     8 ranges in clusters: 2305 GB/s against 2174 with 16 ranges merged
- *     by the last CTA; clusters of 16, in two waves: 1788).
+ *   - else the largest c up to FA_DECODE_CLUSTER_AUTO_MAX, from `splits`
+ *     down to, when may_shrink (the split count was the automatic one),
+ *     half of it, whose clusters of every unit are resident at once (one
+ *     wave). On an H100 with the 192 KB decode CTA the device holds 7
+ *     clusters of 10-16 CTAs, 9 of 9 and 15 of 8: batch 1 of 8 KV heads
+ *     takes 8 ranges in clusters, not 16 (16k keys: 2276-2305 GB/s against
+ *     2174-2210 with 16 ranges merged by the last CTA; clusters of 16, in
+ *     two waves: 1788).
  */
 static inline int fa_decode_cluster_splits(int splits, int64_t units, const int *resident,
 					   int forced, int may_shrink)
@@ -127,7 +132,7 @@ static inline int fa_decode_cluster_splits(int splits, int64_t units, const int 
 	if (forced)
 		return splits <= FA_DECODE_CLUSTER_MAX && resident[splits] > 0 ? splits : 0;
 	const int lo = may_shrink ? (splits + 1) / 2 : splits;
-	for (int c = splits < FA_DECODE_CLUSTER_MAX ? splits : FA_DECODE_CLUSTER_MAX;
+	for (int c = splits < FA_DECODE_CLUSTER_AUTO_MAX ? splits : FA_DECODE_CLUSTER_AUTO_MAX;
 	     c >= lo && c >= 2; --c)
 		if (resident[c] >= units)
 			return c;

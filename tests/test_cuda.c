@@ -741,11 +741,10 @@ static const struct mma_case mma_cases[] = {
 };
 
 /* cuda_flash_mma's tunables, in its table's order: splits, order, hd72,
- * sched, sk_ctas, sk_round, sk_ratio, decode, decode_ring, decode_prefetch.
- * The arrays below leave decode 0 (the tensor-core path) unless they test
- * the decode path, and decode_ring and decode_prefetch 0 unless they test
- * the ring shapes. */
-#define MMA_NPARAMS 10
+ * sched, sk_ctas, sk_round, sk_ratio, decode, decode_ring. The arrays below
+ * leave decode 0 (the tensor-core path) unless they test the decode path,
+ * and decode_ring 0 unless they test the ring shapes. */
+#define MMA_NPARAMS 9
 
 /* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
@@ -1566,20 +1565,16 @@ FA_TEST(cuda, flash_decode_matches_reference)
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* decode 1: ranges merged by the rule; 2: by the last CTA; 3: by
 		 * combine_kernel; 4: by a thread-block cluster (sm_90+, up to 16
-		 * ranges, the odd 3 among them; else as 2); at head size 128 each
-		 * with the four ring shapes (decode_ring: four kernels; one shape
-		 * at other sizes); every other (splits, ring) with 3 tiles
-		 * prefetched into L2 per warp */
+		 * ranges: the rule's 16 and the odd 3; else as 2); at head size
+		 * 128 each with the four ring shapes (decode_ring: four
+		 * kernels; one shape at other sizes) */
 		const size_t rings = t.p.head_dim == 128 ? 4 : 1;
 		for (size_t j = 0; j < 4 * rings * sizeof splits / sizeof splits[0]; j++) {
 			const int32_t tun[MMA_NPARAMS] = {splits[j / (4 * rings)], 1, 0, 0, 0, 5, 0,
 							  1 + (int32_t)(j % 4),
-							  (int32_t)(j / 4 % rings),
-							  (int32_t)(j / 4 % 2 * 3)};
-			snprintf(what, sizeof what,
-				 "%s decode=%d decode_ring=%d prefetch=%d case %zu (%d/%d)", k->name,
-				 (int)tun[7], (int)tun[8], (int)tun[9], i, t.p.head_dim,
-				 t.p.head_dim_v);
+							  (int32_t)(j / 4 % rings)};
+			snprintf(what, sizeof what, "%s decode=%d decode_ring=%d case %zu (%d/%d)",
+				 k->name, (int)tun[7], (int)tun[8], i, t.p.head_dim, t.p.head_dim_v);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}

@@ -324,28 +324,12 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		warp_load<KT>(a, lane, kbase + n0 * kss, kss, lk - n0);
 		warp_load<KT>(a + KT::BYTES, lane, vbase + n0 * vss, vss, lk - n0);
 	};
-	/* key tile j of the warp into L2 (tunable decode_prefetch: the ring's
-	 * shared memory bounds the copies in flight; prefetches add more reads
-	 * in flight without it): lane l takes K row l (l < 16) or V row l - 16,
-	 * rows past the sequence clamped to its last key */
-	const int pf = prm.prefetch;
-	auto prefetch = [&](int j) {
-		const int n0 = tile_key0(j), r = lane & 15;
-		const int row = n0 + (r < lk - n0 ? r : lk - n0 - 1);
-		const char *src = reinterpret_cast<const char *>(
-			lane < 16 ? kbase + (int64_t)row * kss : vbase + (int64_t)row * vss);
-#pragma unroll
-		for (int c = 0; c < D * 2; c += 128)
-			asm volatile("prefetch.global.L2 [%0];" ::"l"(src + c));
-	};
 #pragma unroll
 	for (int s = 0; s < ST - 1; ++s) { /* empty groups keep the counting uniform */
 		if (s < nt)
 			load(s);
 		fa_mma::fa_mma_cp_async_commit();
 	}
-	for (int j = ST - 1; j < ST - 1 + pf && j < nt; ++j)
-		prefetch(j);
 
 	/* Q as the A operand, straight from global memory (16 rows, once):
 	 * a0 = Q[g][16ks + 2t4..], a1 = Q[g + 8][..], a2 = Q[g][16ks + 8 + 2t4..],
@@ -416,8 +400,6 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		if (j + ST - 1 < nt)
 			load(j + ST - 1);
 		fa_mma::fa_mma_cp_async_commit();
-		if (pf > 0 && j + ST - 1 + pf < nt)
-			prefetch(j + ST - 1 + pf);
 		const uint32_t a_k = a_ring + (uint32_t)((j % ST) * CFG::STAGE);
 		const uint32_t a_v = a_k + KT::BYTES;
 		const int n0 = tile_key0(j);
@@ -663,7 +645,7 @@ static int clusters_resident(K *fn, int size)
 }
 
 template <class CFG, class T>
-static int launch_typed(const struct fa_launch_args *a, int requested, int merge, int prefetch)
+static int launch_typed(const struct fa_launch_args *a, int requested, int merge)
 {
 	static const cudaError_t attr_err = [] {
 		cudaError_t e = fa_mma::configure_fn(decode_kernel<CFG, T, DEC_WS>, CFG::SMEM_BYTES);
@@ -697,7 +679,6 @@ static int launch_typed(const struct fa_launch_args *a, int requested, int merge
 	prm.prefix_lens = a->prefix_lens;
 	prm.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	prm.group = p->heads / p->kv_heads;
-	prm.prefetch = prefetch > 0 ? prefetch : 0;
 	prm.packed = 1;
 	prm.m_tiles = 1;
 	prm.splits = splits_of<CFG>(p, requested);
@@ -757,11 +738,11 @@ static int launch_typed(const struct fa_launch_args *a, int requested, int merge
 }
 
 template <class CFG>
-static int launch_cfg(const struct fa_launch_args *a, int requested, int merge, int prefetch)
+static int launch_cfg(const struct fa_launch_args *a, int requested, int merge)
 {
 	if (a->p->dtype == FA_DTYPE_BF16)
-		return launch_typed<CFG, fa_mma::bf16_t>(a, requested, merge, prefetch);
-	return launch_typed<CFG, fa_mma::fp16_t>(a, requested, merge, prefetch);
+		return launch_typed<CFG, fa_mma::bf16_t>(a, requested, merge);
+	return launch_typed<CFG, fa_mma::fp16_t>(a, requested, merge);
 }
 
 } /* namespace fa_dec */
@@ -792,19 +773,19 @@ extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int split
 }
 
 extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge,
-				     int ring, int prefetch)
+				     int ring)
 {
 	if (!fa_decode_fits(a->p, NULL))
 		return (int)cudaErrorInvalidValue;
 	if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) % 16 != 0)
 		return (int)cudaErrorMisalignedAddress; /* 16-byte copies from a base that is not */
 	switch (a->p->head_dim) {
-	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits, merge, prefetch);
+	case 64: return fa_dec::launch_cfg<fa_dec::cfg64>(a, splits, merge);
 	case 128:
-		return ring == 1   ? fa_dec::launch_cfg<fa_dec::cfg128s6>(a, splits, merge, prefetch)
-		       : ring == 2 ? fa_dec::launch_cfg<fa_dec::cfg128w8>(a, splits, merge, prefetch)
-		       : ring == 3 ? fa_dec::launch_cfg<fa_dec::cfg128w7>(a, splits, merge, prefetch)
-				   : fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge, prefetch);
-	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge, prefetch);
+		return ring == 1   ? fa_dec::launch_cfg<fa_dec::cfg128s6>(a, splits, merge)
+		       : ring == 2 ? fa_dec::launch_cfg<fa_dec::cfg128w8>(a, splits, merge)
+		       : ring == 3 ? fa_dec::launch_cfg<fa_dec::cfg128w7>(a, splits, merge)
+				   : fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
+	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
 	}
 }

@@ -42,13 +42,11 @@ enum {
 
 /* Runs a->p (fa_decode_fits true) with `splits` requested (0 = auto) and
  * the ranges merged as `merge` (FA_DECODE_MERGE_*) says, with ring shape
- * `ring`, each warp prefetching `prefetch` key tiles into L2 past its
- * ring. Returns 0 or a cudaError_t: cudaErrorMisalignedAddress for a base
+ * `ring`. Returns 0 or a cudaError_t: cudaErrorMisalignedAddress for a base
  * that is not 16-byte aligned, cudaErrorInvalidValue for a split launch
  * without the workspace of fa_cuda_decode_workspace(), or the error of the
  * launch. */
-int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge, int ring,
-			  int prefetch);
+int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits, int merge, int ring);
 
 #ifdef __cplusplus
 }

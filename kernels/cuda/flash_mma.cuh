@@ -447,7 +447,6 @@ struct params {
 	int32_t sk_on;
 	int32_t sk_gy; /* grid.y of the tile grid: tile t = x + m_tiles (y + sk_gy z) */
 	struct fa_sk_plan sk;
-	int32_t prefetch; /* decode path: key tiles a warp prefetches into L2 past its ring */
 };
 
 /* LOAD_ANY with gather: chunk c of a row whose start has any alignment,

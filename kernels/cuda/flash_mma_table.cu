@@ -34,14 +34,7 @@
 
 /* Tunables, in the order fa_mma::PARAM_* (flash_mma.cuh) reads them; hd72
  * is read here. */
-enum {
-	PARAM_SPLITS = 0,
-	PARAM_HD72 = 2,
-	PARAM_SCHED = 3,
-	PARAM_DECODE = 7,
-	PARAM_DECODE_RING = 8,
-	PARAM_DECODE_PREFETCH = 9
-};
+enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7, PARAM_DECODE_RING = 8 };
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
@@ -84,9 +77,6 @@ static const struct fa_kernel_param mma_params[] = {
 	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM; 3 = 7 warps x 4 stages, 1 "
 	 "CTA per SM (1 and 2 take 192 KB of shared memory, 3 224 KB: 0 where the device has "
 	 "less; other sizes: their one shape)"},
-	{"decode_prefetch", 0, NULL, 0, 0, 64,
-	 "decode path: key tiles (16 keys) each warp prefetches into L2 beyond the tiles its "
-	 "shared-memory ring has in flight; 0 = none"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 
@@ -209,9 +199,7 @@ static int mma_launch(const struct fa_launch_args *a)
 					     : d == 3 ? FA_DECODE_MERGE_KERNEL
 					     : d == 4 ? FA_DECODE_MERGE_CLUSTER
 						      : FA_DECODE_MERGE_AUTO,
-					     decode_ring(a->p, a->params),
-					     a->params ? a->params[PARAM_DECODE_PREFETCH]
-						       : mma_params[PARAM_DECODE_PREFETCH].default_value);
+					     decode_ring(a->p, a->params));
 	}
 	const struct instance *in = pick(a->p, a->params);
 	if (!in)

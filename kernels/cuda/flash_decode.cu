@@ -21,9 +21,10 @@
  * to finish (an arrival counter: no second launch), or, on sm_90+ with up
  * to FA_DECODE_CLUSTER_MAX ranges, the CTAs of a thread-block cluster
  * (one per range of a KV head) through distributed shared memory: each
- * keeps its partial rows in its own shared memory, and after a cluster
- * barrier each merges a slice of the outputs from all of them (no
- * workspace, no fence, no counter).
+ * stores its partial of every output into the shared memory of the CTA
+ * that merges that slice of the outputs, and after one cluster barrier
+ * each merges its slice from its own shared memory (no workspace, no
+ * fence, no counter, no remote load).
  *
  * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
  * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
@@ -55,14 +56,18 @@ struct dcfg {
 	static constexpr int RING = NW * ST * STAGE;
 	static constexpr int DS = D + 8; /* merge row stride, floats */
 	static constexpr int MERGE = NW * FA_DECODE_ROWS * (DS + 2) * 4;
-	/* the cluster merge's partials (16 rows of O / l, then their
-	 * log2-sum-exp2), after the warps' merge area */
-	static constexpr int PART = FA_DECODE_ROWS * (D + 1) * 4;
+	/* the cluster merge's inbox, past the ring and the merge area (peers
+	 * write it while this CTA may still stream its tiles): every range's
+	 * share of this CTA's slice of the rows x D / 2 column pairs (float2),
+	 * then every range's log2-sum-exp2 of the 16 rows */
+	static constexpr int IN_PAIRS = FA_DECODE_ROWS * (D / 2) + FA_DECODE_CLUSTER_MAX;
+	static constexpr int IN_BYTES = IN_PAIRS * 8 + FA_DECODE_CLUSTER_MAX * FA_DECODE_ROWS * 4;
 	/* Q in registers up to 128 columns; wider (256: 64 more registers
 	 * next to O's 128) it stays in shared memory after the rings, read
 	 * with ldmatrix every tile (in registers it spilled on sm_90a) */
 	static constexpr bool QREG = D <= 128;
-	static constexpr int Q_OFF = RING > MERGE + PART ? RING : MERGE + PART;
+	static constexpr int IN_OFF = RING > MERGE ? RING : MERGE;
+	static constexpr int Q_OFF = IN_OFF + IN_BYTES;
 	static constexpr int SMEM_BYTES = Q_OFF + (QREG ? 0 : KT::BYTES);
 	static_assert(ST >= 2, "at least double buffering");
 	static_assert(D % 64 == 0, "whole 64-column panels: the copy below has no narrow panel");
@@ -88,9 +93,6 @@ using cfg256 = dcfg<256, 2, 4, 1>;
  * independent loads and more math in flight per SM than four deeper ones. */
 using cfg128s6 = dcfg<128, 4, 6, 1>;
 using cfg128w8 = dcfg<128, 8, 3, 1>;
-/* 3 = 7 warps x 4 stages: 224 KB of rings, 3 tiles in flight per warp
- * (21 per SM against ring 2's 16) */
-using cfg128w7 = dcfg<128, 7, 4, 1>;
 
 /* The cp.async copies of one 16-row tile (K or V: row r at base + r *
  * stride), rows >= nrows (>= 1) zero-filled from a clamped, valid address,
@@ -122,9 +124,9 @@ enum { DEC_WS = 0, DEC_LAST = 1, DEC_CLUSTER = 2 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* sm_90 cluster primitives: the barrier of every thread of the cluster
- * (release of this CTA's shared-memory writes, acquire of the others'), the
- * CTA's rank, and loads from a peer's shared memory at the address that
- * mapa gives for rank `r`. */
+ * (release of this CTA's writes to shared memory, its own and its peers',
+ * acquire of the others'), the CTA's rank, and stores into a peer's shared
+ * memory at the address that mapa gives for rank `r`. */
 static __device__ __forceinline__ void dec_cluster_sync()
 {
 	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
@@ -142,78 +144,81 @@ static __device__ __forceinline__ uint32_t dec_cluster_map(uint32_t a, uint32_t 
 	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(r));
 	return m;
 }
-static __device__ __forceinline__ float dec_ld_cluster(uint32_t a)
+static __device__ __forceinline__ void dec_st_cluster(uint32_t a, float v)
 {
-	float v;
-	asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-	return v;
+	asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
 }
-static __device__ __forceinline__ float2 dec_ld_cluster2(uint32_t a)
+static __device__ __forceinline__ void dec_st_cluster2(uint32_t a, float x, float y)
 {
-	float2 v;
-	asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
-		     : "=f"(v.x), "=f"(v.y)
-		     : "r"(a)
+	asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(a), "f"(x), "f"(y)
 		     : "memory");
-	return v;
 }
 #endif
 
-/* The cluster merge: prm.splits CTAs, one per key range of (sequence b,
- * KV head), form the cluster; each has its partial rows (O / l, fp32, row
- * stride D) at a_part and their log2-sum-exp2 at a_lse in its own shared
- * memory. After the barrier the CTA of rank k merges the k-th slice of the
- * rows x D / 2 column pairs, reading every range's partial of its pair
- * from the peers (weights as merge_splits); the second barrier keeps every
- * CTA's shared memory alive until the last peer has read it. */
+/* The cluster merge (pushed): each CTA has already stored its partial of
+ * every column pair into the inbox (at IN_OFF) of the CTA whose slice holds
+ * the pair, and its rows' log2-sum-exp2 into every peer's (push_partial);
+ * after one barrier each CTA merges its slice from its own shared memory
+ * alone: no remote load and no second barrier on the tail. */
 template <int D, int NT, class T>
-static __device__ __forceinline__ void merge_cluster(const params &prm, int b, int h0, int lq,
-						     int rows, int tid, uint32_t a_part,
-						     uint32_t a_lse)
+static __device__ __forceinline__ void merge_pushed(const params &prm, int b, int h0, int lq,
+						    int rows, int tid, const float2 *in,
+						    const float *in_lse)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	const struct fa_problem &p = prm.p;
-	const int S = prm.splits; /* the cluster's size, <= FA_DECODE_CLUSTER_MAX */
-	dec_cluster_sync();
+	const int S = prm.splits;
+	dec_cluster_sync(); /* every peer's stores into this inbox landed */
 	const int items = rows * (D / 2), per = (items + S - 1) / S;
 	const int i0 = (int)dec_cluster_rank() * per;
 	const int i1 = i0 + per < items ? i0 + per : items;
 	for (int idx = i0 + tid; idx < i1; idx += NT) {
-		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
-		float lse[FA_DECODE_CLUSTER_MAX];
-		float2 v[FA_DECODE_CLUSTER_MAX];
-#pragma unroll
-		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
-			if (k < S) { /* every load issued before any is used */
-				lse[k] = dec_ld_cluster(dec_cluster_map(a_lse + 4u * r, k));
-				v[k] = dec_ld_cluster2(
-					dec_cluster_map(a_part + 4u * (uint32_t)(r * D + c), k));
-			}
+		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2)), slot = idx - i0;
 		float mx = -INFINITY;
-#pragma unroll
-		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
-			if (k < S)
-				mx = fmaxf(mx, lse[k]);
+		for (int k = 0; k < S; ++k)
+			mx = fmaxf(mx, in_lse[k * FA_DECODE_ROWS + r]);
 		const float mu = fa_online_m_use(mx); /* every range empty: weights 0 */
 		float sum = 0.f, ox = 0.f, oy = 0.f;
-#pragma unroll
-		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
-			if (k < S) {
-				const float wt = fa_mma::fa_mma_exp2(lse[k] - mu);
-				sum += wt;
-				ox = fmaf(wt, v[k].x, ox);
-				oy = fmaf(wt, v[k].y, oy);
-			}
+		for (int k = 0; k < S; ++k) {
+			const float wt = fa_mma::fa_mma_exp2(in_lse[k * FA_DECODE_ROWS + r] - mu);
+			const float2 v = in[k * per + slot];
+			sum += wt;
+			ox = fmaf(wt, v.x, ox);
+			oy = fmaf(wt, v.y, oy);
+		}
 		const float inv = sum > 0.f ? 1.f / sum : 0.f;
 		int h, i;
 		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
 		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
 			fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
 	}
-	dec_cluster_sync();
 #else
-	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)a_part, (void)a_lse;
+	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)in, (void)in_lse;
 	__trap(); /* the launcher takes clusters on sm_90+ only */
+#endif
+}
+
+/* This CTA's (rank `me`) partial of column pair idx of `items` (row r,
+ * column c), and, from the thread of column 0, the row's log2-sum-exp2:
+ * into the inbox of the CTA whose slice holds the pair, the lse into every
+ * peer's. a_in: this CTA's inbox (the same offset in every peer). */
+template <int D>
+static __device__ __forceinline__ void push_partial(int S, int me, int items, int idx, int r,
+						    int c, float x, float y, float lse,
+						    uint32_t a_in, uint32_t a_in_lse)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	const int per = (items + S - 1) / S, k = idx / per, slot = idx - k * per;
+	dec_st_cluster2(dec_cluster_map(a_in + 8u * (uint32_t)(me * per + slot), (uint32_t)k), x,
+			y);
+	if (c == 0)
+		for (int kk = 0; kk < S; ++kk)
+			dec_st_cluster(dec_cluster_map(a_in_lse + 4u * (uint32_t)(me * FA_DECODE_ROWS + r),
+						       (uint32_t)kk),
+				       lse);
+#else
+	(void)S, (void)me, (void)items, (void)idx, (void)r, (void)c, (void)x, (void)y, (void)lse;
+	(void)a_in, (void)a_in_lse;
 #endif
 }
 
@@ -517,7 +522,8 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	fa_mma::fa_mma_syncthreads();
 
 	const int sp = w.sp;
-	float *const s_part = reinterpret_cast<float *>(fa_dec_smem + CFG::MERGE); /* cluster */
+	const uint32_t a_in = fa_mma::fa_mma_smem_addr(fa_dec_smem) + (uint32_t)CFG::IN_OFF;
+	const uint32_t a_in_lse = a_in + 8u * CFG::IN_PAIRS;
 	const int64_t tok0 = fa_seq_q_start(&p, prm.cu_q, b);
 	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
 		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
@@ -543,9 +549,8 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
 				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
 		} else if constexpr (MODE == DEC_CLUSTER) {
-			*reinterpret_cast<float2 *>(s_part + r * D + c) = make_float2(ox * inv, oy * inv);
-			if (c == 0)
-				s_part[FA_DECODE_ROWS * D + r] = fa_online_lse(mx, l);
+			push_partial<D>(prm.splits, sp, rows * (D / 2), idx, r, c, ox * inv, oy * inv,
+					c == 0 ? fa_online_lse(mx, l) : 0.f, a_in, a_in_lse);
 		} else {
 			const int64_t wr = (int64_t)sp * prm.ws_rows + (tok0 + i) * p.heads + h;
 			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) =
@@ -555,11 +560,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		}
 	}
 	if constexpr (MODE == DEC_CLUSTER) {
-		if (prm.splits > 1) {
-			const uint32_t a_part = fa_mma::fa_mma_smem_addr(s_part);
-			merge_cluster<D, NT, T>(prm, b, h0, lq, rows, tid, a_part,
-						a_part + 4u * FA_DECODE_ROWS * D);
-		}
+		if (prm.splits > 1)
+			merge_pushed<D, NT, T>(
+				prm, b, h0, lq, rows, tid,
+				reinterpret_cast<const float2 *>(fa_dec_smem + CFG::IN_OFF),
+				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS));
 	}
 	if constexpr (MODE == DEC_LAST) {
 		/* the last CTA of this (sequence, KV head) to arrive merges (the
@@ -752,7 +757,6 @@ extern "C" int fa_cuda_decode_smem_bytes(int d, int ring)
 	return d == 64 ? fa_dec::cfg64::SMEM_BYTES
 	       : d == 128 ? (ring == 1   ? fa_dec::cfg128s6::SMEM_BYTES
 			     : ring == 2 ? fa_dec::cfg128w8::SMEM_BYTES
-			     : ring == 3 ? fa_dec::cfg128w7::SMEM_BYTES
 					 : fa_dec::cfg128::SMEM_BYTES)
 	       : d == 256 ? fa_dec::cfg256::SMEM_BYTES
 			  : 0;
@@ -765,7 +769,6 @@ extern "C" size_t fa_cuda_decode_workspace(const struct fa_problem *p, int split
 	case 128:
 		return ring == 1   ? fa_dec::workspace_of<fa_dec::cfg128s6>(p, splits)
 		       : ring == 2 ? fa_dec::workspace_of<fa_dec::cfg128w8>(p, splits)
-		       : ring == 3 ? fa_dec::workspace_of<fa_dec::cfg128w7>(p, splits)
 				   : fa_dec::workspace_of<fa_dec::cfg128>(p, splits);
 	case 256: return fa_dec::workspace_of<fa_dec::cfg256>(p, splits);
 	default: return 0;
@@ -784,7 +787,6 @@ extern "C" int fa_cuda_decode_launch(const struct fa_launch_args *a, int splits,
 	case 128:
 		return ring == 1   ? fa_dec::launch_cfg<fa_dec::cfg128s6>(a, splits, merge)
 		       : ring == 2 ? fa_dec::launch_cfg<fa_dec::cfg128w8>(a, splits, merge)
-		       : ring == 3 ? fa_dec::launch_cfg<fa_dec::cfg128w7>(a, splits, merge)
 				   : fa_dec::launch_cfg<fa_dec::cfg128>(a, splits, merge);
 	default: return fa_dec::launch_cfg<fa_dec::cfg256>(a, splits, merge);
 	}

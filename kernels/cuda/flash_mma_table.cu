@@ -39,7 +39,7 @@ static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
 static const int32_t decode_allowed[] = {0, 1, 2, 3, 4};
-static const int32_t decode_ring_allowed[] = {0, 1, 2, 3};
+static const int32_t decode_ring_allowed[] = {0, 1, 2};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
 	 "split-KV: key ranges per (query tile, head), merged by a second kernel; 0 = auto "
@@ -72,11 +72,10 @@ static const struct fa_kernel_param mma_params[] = {
 	 "to 4 rows per KV head, else by a second kernel; 2 = always by the last CTA; 3 = always "
 	 "by a second kernel; 4 = by a cluster wherever the device has one of that size (else "
 	 "as 2); 0 = never (the tensor-core path)"},
-	{"decode_ring", 2, decode_ring_allowed, 4, 0, 3,
+	{"decode_ring", 2, decode_ring_allowed, 3, 0, 2,
 	 "decode path, head size 128: 0 = 4 warps x 3 stages, 2 CTAs per SM; 1 = 4 warps x 6 "
-	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM; 3 = 7 warps x 4 stages, 1 "
-	 "CTA per SM (1 and 2 take 192 KB of shared memory, 3 224 KB: 0 where the device has "
-	 "less; other sizes: their one shape)"},
+	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM (1 and 2 take 192 KB of "
+	 "shared memory: 0 where the device has less; other sizes: their one shape)"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
 

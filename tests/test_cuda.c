@@ -1565,9 +1565,10 @@ FA_TEST(cuda, flash_decode_matches_reference)
 		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
 		/* decode 1: ranges merged by the rule; 2: by the last CTA; 3: by
 		 * combine_kernel; 4: by a thread-block cluster (sm_90+, up to 16
-		 * ranges: the rule's 16 and the odd 3; else as 2); at head size
-		 * 128 each with the three ring shapes (decode_ring: three
-		 * kernels; one shape at other sizes) */
+		 * ranges: the rule's count and the odd 3; 64 ranges, and devices
+		 * without clusters, as 2); at head size 128 each with the three
+		 * ring shapes (decode_ring: three kernels; one shape at other
+		 * sizes) */
 		const size_t rings = t.p.head_dim == 128 ? 3 : 1;
 		for (size_t j = 0; j < 4 * rings * sizeof splits / sizeof splits[0]; j++) {
 			const int32_t tun[MMA_NPARAMS] = {splits[j / (4 * rings)], 1, 0, 0, 0, 5, 0,

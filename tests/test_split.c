@@ -281,8 +281,10 @@ FA_TEST(split, decode_fills_the_slots_once)
 	FA_CHECK(fa_decode_splits(8 * 4096, 4096, SLOTS_H100, 4096, 64) == 65535 / 4096);
 }
 
-/* The clusters an H100 holds at once of the 192 KB, 256-thread decode CTA
- * (cudaOccupancyMaxActiveClusters there, 2026-11-27), by cluster size. */
+/* The clusters an H100 holds at once of a 193 KB, 256-thread CTA, one per
+ * SM like the 201 KB decode CTA (cudaOccupancyMaxActiveClusters there,
+ * 2026-11-27; ncu reported the same 15 clusters of 8 for the decode CTA
+ * itself), by cluster size. */
 static const int RESIDENT_H100[FA_DECODE_CLUSTER_MAX + 1] = {0, 132, 66, 39, 30, 22, 17, 15,
 							     15, 9, 7,  7,  7,  7,  7,  7, 7};
 

@@ -745,6 +745,9 @@ static const struct mma_case mma_cases[] = {
  * leave decode 0 (the tensor-core path) unless they test the decode path,
  * and decode_ring 0 unless they test the ring shapes. */
 #define MMA_NPARAMS 9
+/* cuda_flash_wgmma's: overlap, pingpong, kv_tile, pad128, consumers,
+ * persistent, kv_tile128, split, dynamic, fold72 */
+#define WG_NPARAMS 10
 
 /* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
  * the harness does, and checks the output under the fa rule (suites'
@@ -889,7 +892,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_REQUIRE(k != NULL && k->supports != NULL);
 	/* overlap=1 (FA3's intra-warpgroup overlap) and pingpong=1 are the
 	 * defaults: faster on the shapes measured (docs/BENCHMARKS.md, issue 15) */
-	FA_REQUIRE(k->n_params == 9 && strcmp(k->params[0].name, "overlap") == 0 &&
+	FA_REQUIRE(k->n_params == WG_NPARAMS && strcmp(k->params[0].name, "overlap") == 0 &&
 		   strcmp(k->params[1].name, "pingpong") == 0 &&
 		   strcmp(k->params[2].name, "kv_tile") == 0 &&
 		   strcmp(k->params[3].name, "pad128") == 0 &&
@@ -897,7 +900,8 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		   strcmp(k->params[5].name, "persistent") == 0 &&
 		   strcmp(k->params[6].name, "kv_tile128") == 0 &&
 		   strcmp(k->params[7].name, "split") == 0 &&
-		   strcmp(k->params[8].name, "dynamic") == 0);
+		   strcmp(k->params[8].name, "dynamic") == 0 &&
+		   strcmp(k->params[9].name, "fold72") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
@@ -907,6 +911,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_CHECK(k->params[6].default_value == 176); /* +3-4% at hd128 on the H100 */
 	FA_CHECK(k->params[7].default_value == 0);   /* split-KV auto: short grids only */
 	FA_CHECK(k->params[8].default_value == 0);   /* dynamic auto: masked items only */
+	FA_CHECK(k->params[9].default_value == 1);   /* +12-15% at ViT 72 on the H100 */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -969,15 +974,18 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 			/* dynamic: auto, off, on with one CTA per item asked for;
 			 * off, on, auto with 3 CTAs */
 			static const int32_t dyn[6] = {0, 1, 2, 1, 2, 0};
+			/* 72: fold72 on and off under the three schedules */
+			static const int32_t fold[6] = {1, 1, 1, 0, 0, 0};
 			/* split: 1 (none) with the default tile, auto (0) with the other */
-			const int32_t tun[MMA_NPARAMS] = {
-				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, other, other ? 2 : 3,
-				other ? 3 : 0, kt128[sch], !other, dyn[sch]};
+			const int32_t tun[WG_NPARAMS] = {
+				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, sch == 5, other ? 2 : 3,
+				other ? 3 : 0, kt128[sch], !other, dyn[sch], fold[sch]};
 			snprintf(what, sizeof what,
 				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
-				 "persistent=%d kv_tile128=%d split=%d dynamic=%d",
+				 "persistent=%d kv_tile128=%d split=%d dynamic=%d fold72=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
-				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7], (int)tun[8]);
+				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7], (int)tun[8],
+				 (int)tun[9]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}
@@ -1002,7 +1010,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_wgmma");
-	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == 9);
+	FA_REQUIRE(k != NULL && k->workspace_bytes != NULL && k->n_params == WG_NPARAMS);
 	build(&wgmma_cases[0], &t);
 	if (!k->supports(&t.p, why, sizeof why)) {
 		printf("  skip: %s\n", why);
@@ -1011,9 +1019,9 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	{
 		/* auto: decode over 777 keys (16 items) splits, a prefill
 		 * (lq 256, lk 384) does not; forced: the workspace grows with N */
-		const int32_t tun_auto[9] = {1, 1, 80, 0, 3, 0, 176, 0, 0};
-		const int32_t tun_3[9] = {1, 1, 80, 0, 3, 0, 176, 3, 0};
-		const int32_t tun_1[9] = {1, 1, 80, 0, 3, 0, 176, 1, 0};
+		const int32_t tun_auto[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 0, 0, 1};
+		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1};
+		const int32_t tun_1[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 1, 0, 1};
 		struct tcase t2;
 		build(&wgmma_cases[2], &t2);
 		FA_CHECK(k->workspace_bytes(&t2.p, tun_auto) > 0);
@@ -1024,7 +1032,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	}
 	{
 		/* forced split without a workspace: refused, nothing runs */
-		const int32_t tun_3[9] = {1, 1, 80, 0, 3, 0, 176, 3, 0};
+		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1};
 		struct bufs d;
 		struct fa_launch_args a;
 		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
@@ -1039,8 +1047,9 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 		build(&wgmma_cases[i], &t);
 		for (size_t j = 0; j < sizeof forms / sizeof forms[0]; j++) {
 			const int32_t o = forms[j][2];
-			const int32_t tun[MMA_NPARAMS] = {1, 1, o ? 64 : 80, o, o ? 2 : 3,
-							  forms[j][1], o ? 128 : 176, forms[j][0]};
+			const int32_t tun[WG_NPARAMS] = {1, 1, o ? 64 : 80, o, o ? 2 : 3,
+							 forms[j][1], o ? 128 : 176, forms[j][0], 0,
+							 !o};
 			snprintf(what, sizeof what, "%s case %zu split=%d persistent=%d other tile=%d",
 				 k->name, i, (int)forms[j][0], (int)forms[j][1], (int)o);
 			check_mma(s, k, &t, tun, seed + i, what);
@@ -1110,7 +1119,7 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 	if (!s)
 		return;
 	k = find_kernel(s, "cuda_flash_wgmma");
-	FA_REQUIRE(k != NULL && k->n_params == MMA_NPARAMS);
+	FA_REQUIRE(k != NULL && k->n_params == WG_NPARAMS);
 	build(&wgmma_cases[0], &t);
 	if (!k->supports(&t.p, why, sizeof why)) {
 		printf("  skip: %s\n", why);
@@ -1126,7 +1135,7 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 		uint16_t *base = malloc(ob + 2), *got = malloc(ob + 2);
 		FA_REQUIRE(base && got && bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d) == 0);
 		for (int32_t split = 1; split <= 3; split += 2) {
-			const int32_t off[MMA_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, split, 1};
+			const int32_t off[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, split, 1, 1};
 			int code = run_into(s, k, &t, &d, off, base);
 			FA_CHECKF(code == 0, "case %zu split=%d dynamic=1: %s", i, (int)split,
 				  BE.error_string(CTX, code));
@@ -1140,8 +1149,8 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 			for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
 				if (forms[f][0] != split)
 					continue;
-				const int32_t tun[MMA_NPARAMS] = {1, 1, 80, 0, 3, forms[f][1], 176, split,
-								  forms[f][2]};
+				const int32_t tun[WG_NPARAMS] = {
+					1, 1, 80, 0, 3, forms[f][1], 176, split, forms[f][2], 1};
 				for (int rep = 0; rep < 2; rep++) {
 					code = run_into(s, k, &t, &d, tun, got);
 					FA_CHECKF(code == 0, "case %zu split=%d persistent=%d dynamic=%d: %s",
@@ -1221,8 +1230,8 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 				code = BE.download(CTX, lse_host[0], lse_dev[0], lb);
 			FA_CHECKF(code == 0, "case %zu: simt: %s", i, BE.error_string(CTX, code));
 			for (size_t sp = 0; sp < sizeof splits / sizeof splits[0] && code == 0; sp++) {
-				const int32_t tun[9] = {1, 1, 80, 0, 3, 0, 176, splits[sp][0],
-							splits[sp][1]};
+				const int32_t tun[WG_NPARAMS] = {
+					1, 1, 80, 0, 3, 0, 176, splits[sp][0], splits[sp][1], 1};
 				void *ws = NULL;
 				const size_t wsb = k->workspace_bytes(&t.p, tun);
 				if (wsb)

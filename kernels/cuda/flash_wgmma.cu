@@ -152,11 +152,19 @@ template <int NC> constexpr int block_m(void)
 constexpr int STAGES = 2;                    /* K/V ring depth */
 /* registers per thread after setmaxnreg: the producer keeps few, the
  * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536; with 3
- * consumers 128 * 24 + 384 * 160 = 64512) */
-constexpr int PRODUCER_REGS = 24;
-template <int NC> constexpr int consumer_regs(void)
+ * consumers 128 * 24 + 384 * 160 = 64512). The family of head sizes 72
+ * and 80 (DK 80) gives its producer 32, for the two more tensor maps of
+ * fold72 (whose pointers spilled 4 bytes at 24), and its two consumers
+ * 232 (O is 40 registers a thread there: no spill either way); with
+ * three consumers 128 * 32 + 384 * 160 = 65536, what 512 threads of 128
+ * registers are launched with. */
+template <int DK> constexpr int producer_regs(void)
 {
-	return NC == 2 ? 240 : 160;
+	return DK == 80 ? 32 : 24;
+}
+template <int DK, int NC> constexpr int consumer_regs(void)
+{
+	return NC == 2 ? (DK == 80 ? 232 : 240) : 160;
 }
 
 /* An instance is <DK, DV, BN, NC>: DK the columns of Q and K that S = Q K^T
@@ -231,6 +239,11 @@ struct wg_args {
 	float *ws_o, *ws_lse;
 	int64_t ws_rows;
 	float *lse; /* without split-KV: each row's LSE (fa_launch_args.lse), or NULL */
+	/* tunable fold72: 72 where it applies (head size 72, each token's K
+	 * and V heads packed in a row of 32-byte multiples), else 0; an odd
+	 * KV head's columns then sit in shared memory, in S's k order and in
+	 * O, as 8-71 and 0-7 (produce(), and the epilogue puts them back) */
+	int32_t fold;
 };
 
 #if FA_WGMMA_DEVICE
@@ -262,12 +275,11 @@ struct rows_state {
 };
 
 /* S = Q K^T for one K stage (dk already at the stage). */
-/* (Q's slabs are 128 rows apart: 3 consumers, 192 rows, only where Q is
- * one slab, DK <= 64; consumer() asserts it) */
-template <int DK, int DV, bool BF16, int NS>
+/* (Q's slabs are block_m<NC>() rows apart) */
+template <int DK, int DV, int NC, bool BF16, int NS>
 __device__ __forceinline__ void issue_s(float (&s)[NS], uint64_t dq, uint64_t dk)
 {
-	constexpr int Q_SLAB_BYTES = layout<DK, DV, 2 * NS>::Q_SLAB_BYTES;
+	constexpr int Q_SLAB_BYTES = layout<DK, DV, 2 * NS, NC>::Q_SLAB_BYTES;
 	constexpr int BN = 2 * NS; /* the key tile: S holds BN / 2 a thread */
 #pragma unroll
 	for (int kk = 0; kk < DK / 16; kk++) {
@@ -376,7 +388,6 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 {
 	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
-	static_assert(NC == 2 || DK <= SLAB_COLS, "issue_s: Q slabs 128 rows apart");
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -422,7 +433,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			mbar_wait_warp(bar_k + 8 * st, phase(it));
 			fence_regs(s);
 			wg_fence();
-			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
+			issue_s<DK, DV, NC, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
 			wg_wait0();
 			fence_regs(s);
@@ -461,7 +472,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			named_sync(bar_mine);
 		fence_regs(s);
 		wg_fence();
-		issue_s<DK, DV, BF16>(s, dq, dk + k_off(0));
+		issue_s<DK, DV, NC, BF16>(s, dq, dk + k_off(0));
 		wg_commit();
 		if (pp)
 			named_arrive(bar_other);
@@ -484,7 +495,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			fence_regs(s);
 			fence_regs(o);
 			wg_fence();
-			issue_s<DK, DV, BF16>(s, dq, dk + k_off(it));
+			issue_s<DK, DV, NC, BF16>(s, dq, dk + k_off(it));
 			wg_commit();
 			issue_pv<DV, BF16>(o, pa, dv + stage_off(it - 1));
 			wg_commit();
@@ -521,7 +532,11 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		mbar_arrive(bar_e + 8 * ring(last));
 	}
 
-	/* normalise and store: 4-byte pairs, rows past the sequence skipped */
+	/* normalise and store: 4-byte pairs, rows past the sequence skipped.
+	 * Column of O pair j (8 j + 2 t): under fold72 an odd KV head's 0-63
+	 * are columns 8-71 and 64-71 are 0-7 (72-79 zeros, not stored) */
+	const int fs = DK == 80 && DV == 80 && P.fold && ((h / P.group) & 1) ? 8 : 0;
+	auto col_of = [&](int j) { return 8 * j + 2 * t + (j < 8 ? fs : j == 8 ? -8 * fs : 0); };
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
 		float tot = rs.sum[r];
@@ -539,7 +554,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			float *ws = P.ws_o + ((int64_t)sp * P.ws_rows + wr) * DV + 2 * t;
 #pragma unroll
 			for (int j = 0; j < DV / 8; j++)
-				*reinterpret_cast<float2 *>(ws + 8 * j) =
+				*reinterpret_cast<float2 *>(ws + col_of(j) - 2 * t) =
 					make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
 			if (t == 0)
 				P.ws_lse[(int64_t)sp * P.ws_rows + wr] = fa_online_lse(rs.mx[r], tot);
@@ -553,9 +568,9 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		uint32_t *dst = (uint32_t *)((uint16_t *)P.o + base);
 #pragma unroll
 		for (int j = 0; j < DV / 8; j++)
-			if (8 * j < P.head_dim_v) /* 72 and 80 in a DV of 128: multiples of 8 */
-				dst[(8 * j + 2 * t) / 2] = pack2<BF16>(o[4 * j + 2 * r] * inv,
-								       o[4 * j + 2 * r + 1] * inv);
+			if (col_of(j) < P.head_dim_v) /* 72 and 80 in a DV of 128: multiples of 8 */
+				dst[col_of(j) / 2] = pack2<BF16>(o[4 * j + 2 * r] * inv,
+								 o[4 * j + 2 * r + 1] * inv);
 	}
 }
 
@@ -627,7 +642,9 @@ __device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h
 template <int DK, int DV, int BN, int NC>
 __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, int it_base, int qn,
 					const CUtensorMap *tq, const CUtensorMap *tk,
-					const CUtensorMap *tv, uint32_t s_q, uint32_t s_k, uint32_t s_v,
+					const CUtensorMap *tv, const CUtensorMap *tk0,
+					const CUtensorMap *tv0, const CUtensorMap *tk8,
+					const CUtensorMap *tv8, uint32_t s_q, uint32_t s_k, uint32_t s_v,
 					uint32_t bar_q, uint32_t bar_qe, uint32_t bar_k, uint32_t bar_v,
 					uint32_t bar_e)
 {
@@ -643,23 +660,52 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 		const int k0 = (T.t0 + it) * BN;
 		mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
 		mbar_expect_tx(bar_k + 8 * st, K_TX);
+		if constexpr (DK == 80 && DV == 80) {
+			/* head sizes 72 and 80: fold72 (P.fold 72) reads head hk's
+			 * 144-byte rows in two pieces that start on 32 bytes: an
+			 * even head's columns 0-63 (slab 0, through the map over
+			 * the row of every head, tk0) and 64-71 (slab 1); an odd
+			 * head's 8-71 (slab 0) and 0-7 (slab 1, through the map of
+			 * 8 columns, tk8: zeros past them). Without it (P.fold 0,
+			 * tk0 the per-head map) columns 0-63 and 64-79. */
+			const bool odd = P.fold && (hk & 1);
+			tma_load(s_k + st * L::K_TILE, tk0, bar_k + 8 * st,
+				 hk * P.fold + (odd ? 8 : 0), T.k_tok + k0, P.fold ? 0 : hk, T.seq);
+			tma_load(s_k + st * L::K_TILE + L::KV_SLAB, odd ? tk8 : tk, bar_k + 8 * st,
+				 odd ? 0 : SLAB_COLS, T.k_tok + k0, hk, T.seq);
+			mbar_expect_tx(bar_v + 8 * st, V_TX);
+			tma_load(s_v + st * L::V_TILE, tv0, bar_v + 8 * st,
+				 hk * P.fold + (odd ? 8 : 0), T.k_tok + k0, P.fold ? 0 : hk, T.seq);
+			tma_load(s_v + st * L::V_TILE + L::KV_SLAB, odd ? tv8 : tv, bar_v + 8 * st,
+				 odd ? 0 : SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		} else {
 #pragma unroll
-		for (int c = 0; c < L::QK_SLABS; c++)
-			tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, tk, bar_k + 8 * st,
-				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
-		mbar_expect_tx(bar_v + 8 * st, V_TX);
+			for (int c = 0; c < L::QK_SLABS; c++)
+				tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, tk, bar_k + 8 * st,
+					 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+			mbar_expect_tx(bar_v + 8 * st, V_TX);
 #pragma unroll
-		for (int c = 0; c < L::V_SLABS; c++)
-			tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, tv, bar_v + 8 * st,
-				 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+			for (int c = 0; c < L::V_SLABS; c++)
+				tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, tv, bar_v + 8 * st,
+					 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+		}
 		if (it == 0) {
 			if (qn > 0)
 				mbar_wait(bar_qe, (uint32_t)(qn - 1) & 1);
 			mbar_expect_tx(bar_q, Q_TX);
-#pragma unroll
-			for (int c = 0; c < L::QK_SLABS; c++)
-				tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
+			if constexpr (DK == 80 && DV == 80) {
+				/* Q in K's column order (an odd head under fold72:
+				 * 8-71, then 0-63, whose 8-15 meet K's zeros) */
+				const bool odd = P.fold && (hk & 1);
+				tma_load(s_q, tq, bar_q, odd ? 8 : 0, T.q_tok + T.m0, T.h, T.seq);
+				tma_load(s_q + L::Q_SLAB_BYTES, tq, bar_q, odd ? 0 : SLAB_COLS,
 					 T.q_tok + T.m0, T.h, T.seq);
+			} else {
+#pragma unroll
+				for (int c = 0; c < L::QK_SLABS; c++)
+					tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
+						 T.q_tok + T.m0, T.h, T.seq);
+			}
 		}
 	}
 }
@@ -731,7 +777,9 @@ __device__ __forceinline__ void next_reset(void)
 template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
 __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-		  const __grid_constant__ CUtensorMap tv, const wg_args P)
+		  const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap tk0,
+		  const __grid_constant__ CUtensorMap tv0, const __grid_constant__ CUtensorMap tk8,
+		  const __grid_constant__ CUtensorMap tv8, const wg_args P)
 {
 #if FA_WGMMA_DEVICE
 	using L = layout<DK, DV, BN, NC>;
@@ -796,13 +844,15 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	const bool dyn = P.dynamic != 0;
 	int it_base = 0, qn = 0;
 	if (wg == 0) {
-		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_regs<DK>()));
 		/* the copies of one item (none: no rows, varlen, or no key) */
 		auto run = [&](int item) {
 			int sp;
 			const tile_info T = item_of(item, sp);
 			if (T.n_tiles > 0) {
-				produce<DK, DV, BN, NC>(P, T, it_base, qn, &tq, &tk, &tv, s_q, s_k, s_v,
+				produce<DK, DV, BN, NC>(P, T, it_base, qn, &tq, &tk, &tv, &tk0, &tv0,
+							 &tk8, &tv8,
+							 s_q, s_k, s_v,
 							 bar_q, bar_qe, bar_k, bar_v, bar_e);
 				it_base += T.n_tiles;
 				qn++;
@@ -830,7 +880,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 				run(item);
 			}
 	} else {
-		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<DK, NC>()));
 		for (int j = 0;; j++) {
 			int item = static_item(j);
 			if (dyn) /* the producer's item j */
@@ -996,7 +1046,8 @@ enum {
 	PARAM_PERSISTENT,
 	PARAM_KV_TILE128,
 	PARAM_SPLIT,
-	PARAM_DYNAMIC
+	PARAM_DYNAMIC,
+	PARAM_FOLD72
 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
@@ -1004,6 +1055,7 @@ const int32_t kv_tile_allowed[] = {64, 80};
 const int32_t pad128_allowed[] = {0, 1};
 const int32_t consumers_allowed[] = {2, 3};
 const int32_t kv_tile128_allowed[] = {128, 176};
+const int32_t fold72_allowed[] = {0, 1};
 const int32_t dynamic_allowed[] = {FA_DYN_AUTO, FA_DYN_OFF, FA_DYN_ON};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
@@ -1046,6 +1098,10 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "uneven items balance while the K/V ring runs on; 0 = auto (the default): on only "
 	 "under a mask (causal, prefix-LM, sliding window) with more than one query tile and "
 	 "no split-KV, never without a mask; 1 = off (tunable persistent as it is); 2 = on"},
+	{"fold72", 1, fold72_allowed, 2, 0, 1,
+	 "head size 72 with each token's K and V heads packed in one row (bshd, varlen): 1 = "
+	 "their first 64 columns through a tensor map over the whole row (strides multiples of "
+	 "32 bytes), 0 = through the per-head map (a head stride of 144 bytes)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -1121,7 +1177,7 @@ int launch_inst(const struct fa_launch_args *a)
 {
 	const struct fa_problem *p = a->p;
 	const int bf16 = BF16;
-	CUtensorMap tq, tk, tv;
+	CUtensorMap tq, tk, tv, tk0, tv0, tk8, tv8;
 	/* varlen: one packed token axis and one "sequence"; its stride unused */
 	const int seqs = p->varlen ? 1 : p->batch;
 	const int64_t q_tokens = p->varlen ? p->total_q : p->q_len;
@@ -1138,6 +1194,32 @@ int launch_inst(const struct fa_launch_args *a)
 			  p->v_stride_h, p->varlen ? p->v_stride_s : p->v_stride_b)))
 		return e;
 	wg_args g = {};
+	/* head size 72 with K's and V's heads packed in each token's row
+	 * (bshd, varlen) on 32-byte rows: tunable fold72 (see produce()) */
+	g.fold = DK == 80 && DV == 80 && p->head_dim == 72 && p->head_dim_v == 72 &&
+				 p->k_stride_h == 72 && p->v_stride_h == 72 &&
+				 p->k_stride_s % 16 == 0 && p->v_stride_s % 16 == 0 &&
+				 (p->varlen || (p->k_stride_b % 16 == 0 && p->v_stride_b % 16 == 0)) &&
+				 ((uintptr_t)a->k | (uintptr_t)a->v) % 32 == 0 &&
+				 param_of(a, PARAM_FOLD72)
+			 ? 72
+			 : 0;
+	if (!g.fold) {
+		tk0 = tk8 = tk;
+		tv0 = tv8 = tv;
+	} else if ((e = make_map(&tk0, a->k, bf16, 72 * p->kv_heads, L::BN, k_tokens, 1, seqs,
+				 p->k_stride_s, p->k_stride_s,
+				 p->varlen ? p->k_stride_s : p->k_stride_b)) ||
+		   (e = make_map(&tv0, a->v, bf16, 72 * p->kv_heads, L::BN, k_tokens, 1, seqs,
+				 p->v_stride_s, p->v_stride_s,
+				 p->varlen ? p->v_stride_s : p->v_stride_b)) ||
+		   (e = make_map(&tk8, a->k, bf16, 8, L::BN, k_tokens, p->kv_heads, seqs,
+				 p->k_stride_s, p->k_stride_h,
+				 p->varlen ? p->k_stride_s : p->k_stride_b)) ||
+		   (e = make_map(&tv8, a->v, bf16, 8, L::BN, k_tokens, p->kv_heads, seqs,
+				 p->v_stride_s, p->v_stride_h,
+				 p->varlen ? p->v_stride_s : p->v_stride_b)))
+		return e;
 	g.o = a->o;
 	g.o_sb = p->o_stride_b;
 	g.o_ss = p->o_stride_s;
@@ -1205,7 +1287,8 @@ int launch_inst(const struct fa_launch_args *a)
 		}
 	}
 	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
-		<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, g);
+		<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, tk0, tv0, tk8, tv8,
+									 g);
 	if (g.splits <= 1)
 		return (int)cudaGetLastError();
 	if ((ce = cudaGetLastError()) != cudaSuccess)
@@ -1254,8 +1337,9 @@ int wgmma_launch(const struct fa_launch_args *a)
 		return param_of(a, PARAM_CONSUMERS) == 3 ? launch_dt<64, 64, 128, 3>(bf16, ov, a)
 							 : launch_dt<64, 64>(bf16, ov, a);
 	case INST_80:
-		return param_of(a, PARAM_PAD128) ? launch_dt<80, 128>(bf16, ov, a)
-						 : launch_dt<80, 80>(bf16, ov, a);
+		if (param_of(a, PARAM_PAD128))
+			return launch_dt<80, 128>(bf16, ov, a);
+		return launch_dt<80, 80>(bf16, ov, a);
 	case INST_128: {
 		return param_of(a, PARAM_KV_TILE128) == 128 ? launch_dt<128, 128>(bf16, ov, a)
 							     : launch_dt<128, 128, 176>(bf16, ov, a);

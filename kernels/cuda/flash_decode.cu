@@ -610,6 +610,28 @@ static size_t workspace_of(const struct fa_problem *p, int requested)
 		     : 0;
 }
 
+/* The launch of decode_kernel<CFG, ., DEC_CLUSTER> as clusters of `size`
+ * CTAs along z, one per KV head of a sequence: grid (1, kv_heads, batch x
+ * size), CFG's block and shared memory; *at (which cfg points to) holds
+ * the cluster's dimension. The occupancy query and the launch both take it. */
+template <class CFG>
+static cudaLaunchConfig_t cluster_config(int kv_heads, int batch, int size, cudaStream_t st,
+					 cudaLaunchAttribute *at)
+{
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = dim3(1, (unsigned)kv_heads, (unsigned)(batch * size));
+	cfg.blockDim = dim3(CFG::NT);
+	cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
+	cfg.stream = st;
+	at->id = cudaLaunchAttributeClusterDimension;
+	at->val.clusterDim.x = 1;
+	at->val.clusterDim.y = 1;
+	at->val.clusterDim.z = (unsigned)size;
+	cfg.attrs = at;
+	cfg.numAttrs = 1;
+	return cfg;
+}
+
 /* How many clusters of `size` CTAs of kernel fn (CFG's block and shared
  * memory) the current device holds at once: 0 where it has no clusters
  * (before sm_90) or the size does not fit. Asked of the driver once per
@@ -629,17 +651,8 @@ static int clusters_resident(K *fn, int size)
 		return known[dev][size] - 1;
 	int n = 0;
 	if (fa_cuda_device_attr(cudaDevAttrComputeCapabilityMajor, &major) == 0 && major >= 9) {
-		cudaLaunchConfig_t cfg = {};
-		cudaLaunchAttribute at[1];
-		cfg.gridDim = dim3(1, 1, (unsigned)size);
-		cfg.blockDim = dim3(CFG::NT);
-		cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
-		at[0].id = cudaLaunchAttributeClusterDimension;
-		at[0].val.clusterDim.x = 1;
-		at[0].val.clusterDim.y = 1;
-		at[0].val.clusterDim.z = (unsigned)size;
-		cfg.attrs = at;
-		cfg.numAttrs = 1;
+		cudaLaunchAttribute at;
+		const cudaLaunchConfig_t cfg = cluster_config<CFG>(1, 1, size, 0, &at);
 		if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
 			(void)cudaGetLastError();
 			n = 0;
@@ -708,18 +721,9 @@ static int launch_typed(const struct fa_launch_args *a, int requested, int merge
 							merge == FA_DECODE_MERGE_CLUSTER, requested <= 0);
 		if (cs > 0) {
 			prm.splits = cs; /* <= the workspace's count: the cluster needs none */
-			cudaLaunchConfig_t cfg = {};
-			cudaLaunchAttribute at[1];
-			cfg.gridDim = dim3(1, (unsigned)p->kv_heads, (unsigned)(p->batch * cs));
-			cfg.blockDim = dim3(CFG::NT);
-			cfg.dynamicSmemBytes = CFG::SMEM_BYTES;
-			cfg.stream = st;
-			at[0].id = cudaLaunchAttributeClusterDimension;
-			at[0].val.clusterDim.x = 1;
-			at[0].val.clusterDim.y = 1;
-			at[0].val.clusterDim.z = (unsigned)prm.splits;
-			cfg.attrs = at;
-			cfg.numAttrs = 1;
+			cudaLaunchAttribute at;
+			const cudaLaunchConfig_t cfg =
+				cluster_config<CFG>(p->kv_heads, p->batch, cs, st, &at);
 			const cudaError_t e =
 				cudaLaunchKernelEx(&cfg, decode_kernel<CFG, T, DEC_CLUSTER>, prm);
 			return e != cudaSuccess ? (int)e : (int)cudaGetLastError();

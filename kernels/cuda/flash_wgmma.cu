@@ -67,7 +67,8 @@
  * the shape.
  * The producer keeps its 24 registers (setmaxnreg: 128 x 24 + 256 x 240
  * = 64512, the 168 a thread the CTA is launched with; more and
- * setmaxnreg.inc waits for ever) and spills none: the item is recomputed
+ * setmaxnreg.inc waits for ever; 32 beside consumers of 232 at head sizes
+ * 72 and 80, producer_regs()) and spills none: the item is recomputed
  * where used, the slots' and the counter's addresses are immediates.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an

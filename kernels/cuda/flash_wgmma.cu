@@ -68,7 +68,7 @@
  * The producer keeps its 24 registers (setmaxnreg: 128 x 24 + 256 x 240
  * = 64512, the 168 a thread the CTA is launched with; more and
  * setmaxnreg.inc waits for ever; 32 beside consumers of 232 at head sizes
- * 72 and 80, producer_regs()) and spills none: the item is recomputed
+ * 72/80, 192/128 and 256, producer_regs()) and spills none: the item is recomputed
  * where used, the slots' and the counter's addresses are immediates.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an
@@ -76,6 +76,14 @@
  * intra-warpgroup overlap, S of key tile it and P V of tile it - 1 in
  * flight together and the softmax of tile it under P V (one more set of
  * live registers: S, P and O together); 0 waits for each product.
+ *
+ * Tunable `k_release` (1 by default): the ring's stages have a "K read"
+ * barrier beside the "V read" one, so a consumer frees a stage's K as
+ * soon as S of its tile is done and the producer loads the K two tiles on
+ * under this tile's softmax and P V (FlashAttention-3's separate K and V
+ * pipelines). 0 frees K with V once P V is done, the former ring, where
+ * the next K was asked for just before S needed it: on the H100 +8-33%
+ * on every shape of peers.yaml (docs/BENCHMARKS.md).
  *
  * Split-KV (tunable `split`, 0 = auto): where the grid of work items
  * (query tiles x heads x batch) leaves SMs idle - a short prompt over a long
@@ -166,21 +174,25 @@ template <int NC> constexpr int block_m(void)
 	return 64 * NC;
 }
 constexpr int STAGES = 2;                    /* K/V ring depth */
+/* The ring's "K read" barriers, [stage] at + 8 * stage, past the "V read"
+ * (bar_e) ones and the Q-read barrier: bar_e + EK_OFF. */
+constexpr int EK_OFF = 8 * STAGES + 8;
 /* registers per thread after setmaxnreg: the producer keeps few, the
  * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536; with 3
- * consumers 128 * 24 + 384 * 160 = 64512). The family of head sizes 72
- * and 80 (DK 80) gives its producer 32, for the two more tensor maps of
- * fold72 (whose pointers spilled 4 bytes at 24), and its two consumers
- * 232 (O is 40 registers a thread there: no spill either way); with
- * three consumers 128 * 32 + 384 * 160 = 65536, what 512 threads of 128
- * registers are launched with. */
+ * consumers 128 * 24 + 384 * 160 = 64512). The families of head sizes
+ * 72/80, 192/128 and 256 give their producer 32 and their two consumers
+ * 232 (the producer spilled 4-8 bytes at 24: 72/80 for the two more
+ * tensor maps of fold72, 192 and 256 for the separate K and V waits of
+ * k_release; their consumers spill nothing at 232); with three consumers
+ * 128 * 32 + 384 * 160 = 65536, what 512 threads of 128 registers are
+ * launched with. */
 template <int DK> constexpr int producer_regs(void)
 {
-	return DK == 80 ? 32 : 24;
+	return DK == 64 || DK == 128 ? 24 : 32;
 }
 template <int DK, int NC> constexpr int consumer_regs(void)
 {
-	return NC == 2 ? (DK == 80 ? 232 : 240) : 160;
+	return NC == 2 ? (producer_regs<DK>() == 24 ? 240 : 232) : 160;
 }
 
 /* An instance is <DK, DV, BN, NC>: DK the columns of Q and K that S = Q K^T
@@ -223,11 +235,12 @@ template <int DK, int DV, int BN_, int NC = 2> struct layout {
 	static constexpr int Q = 0;
 	static constexpr int K = Q + Q_TILE;
 	static constexpr int V = K + STAGES * K_TILE;
-	/* 8 mbarriers of 8 bytes (Q, the ring's, Q read), then the dynamic
-	 * schedule's: its 2 item slots' full and empty barriers and the 2
-	 * slots (4 bytes each, 8 apart: see item_put) */
+	/* 10 mbarriers of 8 bytes (Q, the ring's: K full, V full, V empty;
+	 * Q read, the ring's K empty), then the dynamic schedule's: its 2 item
+	 * slots' full and empty barriers and the 2 slots (4 bytes each, 8
+	 * apart: see item_put) */
 	static constexpr int BAR = V + STAGES * V_TILE;
-	static constexpr int ITEM_BAR = BAR + 64, ITEM_SLOT = ITEM_BAR + 32;
+	static constexpr int ITEM_BAR = BAR + 80, ITEM_SLOT = ITEM_BAR + 32;
 	/* + the barriers and slots, + 1024 to align the base: the swizzle
 	 * pattern is taken from address bits 7-9, so every slab starts on 1024
 	 * bytes */
@@ -262,6 +275,7 @@ struct wg_args {
 	 * KV head's columns then sit in shared memory, in S's k order and in
 	 * O, as 8-71 and 0-7 (produce(), and the epilogue puts them back) */
 	int32_t fold;
+	int32_t k_release; /* tunable k_release */
 };
 
 #if FA_WGMMA_DEVICE
@@ -455,6 +469,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_commit();
 			wg_wait0();
 			fence_regs(s);
+			mbar_arrive(bar_e + EK_OFF + 8 * st); /* K read */
 			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			pack_p<BN, BF16>(s, pa);
 			rescale<DV>(o, alpha);
@@ -465,7 +480,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_commit();
 			wg_wait0();
 			fence_regs(o);
-			mbar_arrive(bar_e + 8 * st); /* this thread is done with the stage */
+			mbar_arrive(bar_e + 8 * st); /* V read: this thread is done with the stage */
 		}
 		if (n_tiles > 0)
 			mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
@@ -496,6 +511,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			named_arrive(bar_other);
 		wg_wait0();
 		fence_regs(s);
+		if (P.k_release)
+			mbar_arrive(bar_e + EK_OFF + 8 * ring(0)); /* K of tile 0 read */
 		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
 			     alpha);
 		for (int it = 1; it < n_tiles; it++) {
@@ -521,9 +538,13 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 				named_arrive(bar_other);
 			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* S done */
 			fence_regs(s);
+			if (P.k_release)
+				mbar_arrive(bar_e + EK_OFF + 8 * st); /* K of tile it read */
 			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			wg_wait0(); /* P V of tile it - 1 done */
 			fence_regs(o);
+			if (!P.k_release)
+				mbar_arrive(bar_e + EK_OFF + 8 * prev);
 			mbar_arrive(bar_e + 8 * prev);
 		}
 		/* the last tile's P V */
@@ -547,6 +568,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		mbar_arrive(bar_qe); /* every S done: Q may be overwritten */
 		wg_wait0();
 		fence_regs(o);
+		if (!P.k_release)
+			mbar_arrive(bar_e + EK_OFF + 8 * ring(last));
 		mbar_arrive(bar_e + 8 * ring(last));
 	}
 
@@ -676,7 +699,10 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 		const int st = (it_base + it) % STAGES;
 		const uint32_t ph = (uint32_t)((it_base + it) / STAGES) & 1;
 		const int k0 = (T.t0 + it) * BN;
-		mbar_wait(bar_e + 8 * st, ph ^ 1); /* the consumers freed the stage */
+		/* K of the stage read (tunable k_release 1: once S of its tile
+		 * is done, so K two tiles on loads under this tile's softmax and
+		 * P V), then V (once that tile's P V is done) */
+		mbar_wait(bar_e + EK_OFF + 8 * st, ph ^ 1);
 		mbar_expect_tx(bar_k + 8 * st, K_TX);
 		if constexpr (DK == 80 && DV == 80) {
 			/* head sizes 72 and 80: fold72 (P.fold 72) reads head hk's
@@ -691,6 +717,7 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 				 hk * P.fold + (odd ? 8 : 0), T.k_tok + k0, P.fold ? 0 : hk, T.seq);
 			tma_load(s_k + st * L::K_TILE + L::KV_SLAB, odd ? tk8 : tk, bar_k + 8 * st,
 				 odd ? 0 : SLAB_COLS, T.k_tok + k0, hk, T.seq);
+			mbar_wait(bar_e + 8 * st, ph ^ 1);
 			mbar_expect_tx(bar_v + 8 * st, V_TX);
 			tma_load(s_v + st * L::V_TILE, tv0, bar_v + 8 * st,
 				 hk * P.fold + (odd ? 8 : 0), T.k_tok + k0, P.fold ? 0 : hk, T.seq);
@@ -701,6 +728,7 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 			for (int c = 0; c < L::QK_SLABS; c++)
 				tma_load(s_k + st * L::K_TILE + c * L::KV_SLAB, tk, bar_k + 8 * st,
 					 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
+			mbar_wait(bar_e + 8 * st, ph ^ 1);
 			mbar_expect_tx(bar_v + 8 * st, V_TX);
 #pragma unroll
 			for (int c = 0; c < L::V_SLABS; c++)
@@ -819,6 +847,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 			mbar_init(bar_k + 8 * s, 1);
 			mbar_init(bar_v + 8 * s, 1);
 			mbar_init(bar_e + 8 * s, NC * WG_THREADS); /* every consumer thread */
+			mbar_init(bar_e + EK_OFF + 8 * s, NC * WG_THREADS);
 		}
 		for (int s = 0; s < 2; s++) { /* the dynamic schedule's item slots */
 			mbar_init(s_base + L::ITEM_BAR + 8 * s, 1);                   /* full */
@@ -1068,7 +1097,8 @@ enum {
 	PARAM_SPLIT,
 	PARAM_DYNAMIC,
 	PARAM_FOLD72,
-	PARAM_KV_TILE80
+	PARAM_KV_TILE80,
+	PARAM_K_RELEASE
 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
@@ -1078,6 +1108,7 @@ const int32_t consumers_allowed[] = {2, 3};
 const int32_t kv_tile128_allowed[] = {128, 176};
 const int32_t fold72_allowed[] = {0, 1};
 const int32_t kv_tile80_allowed[] = {128, 176};
+const int32_t k_release_allowed[] = {0, 1};
 const int32_t dynamic_allowed[] = {FA_DYN_AUTO, FA_DYN_OFF, FA_DYN_ON};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
@@ -1129,6 +1160,10 @@ const struct fa_kernel_param wgmma_params[] = {
 	{"kv_tile80", 176, kv_tile80_allowed, 2, 128, 176,
 	 "head sizes 72 and 80 (pad128=0) only: keys per K/V tile, 176 (the default: on the "
 	 "H100 +3-9% at ViT 4k and 8k tokens, -1-2% at 1k) or 128 (the former tile)"},
+	{"k_release", 1, k_release_allowed, 2, 0, 1,
+	 "with overlap=1: 1 = a consumer frees a K/V stage's K as soon as S of its tile is done, "
+	 "so the K two tiles on loads under that tile's softmax and P V; 0 = K and V together "
+	 "once P V is done (the former ring: the next K loads just before it is needed)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -1266,6 +1301,7 @@ int launch_inst(const struct fa_launch_args *a)
 	g.scale_log2 = p->scale * 1.4426950408889634f; /* log2(e) */
 	g.head_dim_v = p->head_dim_v;
 	g.pingpong = param_of(a, PARAM_PINGPONG);
+	g.k_release = param_of(a, PARAM_K_RELEASE);
 	g.heads = p->heads;
 	g.batch = p->batch;
 	/* the split count as wgmma_workspace_bytes() takes it (shape_of()

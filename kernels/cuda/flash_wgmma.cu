@@ -81,9 +81,11 @@
  * barrier beside the "V read" one, so a consumer frees a stage's K as
  * soon as S of its tile is done and the producer loads the K two tiles on
  * under this tile's softmax and P V (FlashAttention-3's separate K and V
- * pipelines). 0 frees K with V once P V is done, the former ring, where
- * the next K was asked for just before S needed it: on the H100 +8-33%
- * on every shape of peers.yaml (docs/BENCHMARKS.md).
+ * pipelines). 0 frees K with V once P V is done, as the ring did before,
+ * where the next K was asked for just before S needed it. On the H100,
+ * against cuDNN in the same call, peers.yaml went from 0.70-1.01x to
+ * 0.90-1.09x (hd256 0.70 -> 0.91, hd128 0.90 -> 0.95-0.97;
+ * docs/BENCHMARKS.md).
  *
  * Split-KV (tunable `split`, 0 = auto): where the grid of work items
  * (query tiles x heads x batch) leaves SMs idle - a short prompt over a long
@@ -1162,8 +1164,9 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "H100 +3-9% at ViT 4k and 8k tokens, -1-2% at 1k) or 128 (the former tile)"},
 	{"k_release", 1, k_release_allowed, 2, 0, 1,
 	 "with overlap=1: 1 = a consumer frees a K/V stage's K as soon as S of its tile is done, "
-	 "so the K two tiles on loads under that tile's softmax and P V; 0 = K and V together "
-	 "once P V is done (the former ring: the next K loads just before it is needed)"},
+	 "so the K two tiles on loads under that tile's softmax and P V (the default: on the H100 "
+	 "hd256 0.70x -> 0.91x cuDNN, hd128 0.90x -> 0.95-0.97x); 0 = K and V together once P V "
+	 "is done (as before: the next K loads just before S needs it)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 

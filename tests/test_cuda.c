@@ -749,11 +749,12 @@ static const struct mma_case mma_cases[] = {
  * persistent, kv_tile128, split, dynamic, fold72, kv_tile80, k_release */
 #define WG_NPARAMS 12
 
-/* Runs k on t with tunables tun (MMA_NPARAMS of them), its workspace allocated as
- * the harness does, and checks the output under the fa rule (suites'
- * default) against the fp64 reference. */
+/* Runs k on t with tunables tun (all of k's, in its table's order:
+ * MMA_NPARAMS for cuda_flash_mma, WG_NPARAMS for cuda_flash_wgmma), its
+ * workspace allocated as the harness does, and checks the output under the
+ * fa rule (suites' default) against the fp64 reference. */
 static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
-		      const int32_t tun[MMA_NPARAMS], uint64_t seed, const char *what)
+		      const int32_t *tun, uint64_t seed, const char *what)
 {
 	struct bufs d;
 	struct fa_ref ref;

@@ -663,7 +663,7 @@ FA_TEST(suite, shipped_suites)
 		{"suites/smoke.yaml", 40, 80},	   {"suites/vit.yaml", 20, 200},
 		{"suites/llm-prefill.yaml", 20, 200}, {"suites/decode.yaml", 20, 200},
 		{"suites/prefixlm.yaml", 10, 200}, {"suites/training.yaml", 20, 200},
-		{"suites/splitkv.yaml", 8, 40},
+		{"suites/splitkv.yaml", 8, 40},	   {"suites/vit-tiles.yaml", 28, 28},
 	};
 	char cwd[PATH_MAX];
 	struct fa_suite s;

@@ -110,8 +110,8 @@
  * Tunables kv_tile (256: 64 or 80 keys), pad128 (72/80: P V 128 columns,
  * the former layout) and consumers (64: 2 or 3) keep the former tiles
  * beside the new ones for same-call comparisons (docs/BENCHMARKS.md);
- * kv_tile128 (128: 176 keys, or the former 128), kv_tile80 (72/80: 176
- * keys, or the former 128).
+ * kv_tile128 (128: 176 keys, or the former 128), kv_tile80 (72/80: 128
+ * keys, or 176).
  *
  * Tunable fold72 (1 by default, head size 72): where each token's K and V
  * heads are packed in one row (bshd, varlen) whose length is a multiple
@@ -213,9 +213,11 @@ template <int DK, int NC> constexpr int consumer_regs(void)
  * too: Q 32 KiB and two stages of K and V of 44 KiB each, 208 KiB; S 88
  * registers a thread beside O's 64 and P's 44, within the consumers' 240;
  * the fixed costs of a tile - barriers, the row max and sum, the rescale
- * of O - over 1.4x the keys), 176 at head sizes 72 and 80 too (tunable
- * kv_tile80: Q 32 KiB, two stages of K and V of 44 KiB, 208 KiB; S 88
- * beside O's 40 and P's 44 within 232), and 80 for DV = 256 (FlashAttention-3's
+ * of O - over 1.4x the keys), 128 at head sizes 72 and 80 (tunable
+ * kv_tile80 keeps 176: Q 32 KiB, two stages of K and V of 44 KiB,
+ * 208 KiB; S 88 beside O's 40 and P's 44 within 232; since k_release it
+ * is no faster at 4k and 8k tokens and its longer first and last tiles
+ * cost 5-22% up to 1k), and 80 for DV = 256 (FlashAttention-3's
  * tile), where shared memory holds Q (64 KiB) and two stages of K and V
  * (40 KiB each) only with tiles of at most 80 keys, and a consumer's
  * registers hold O (64 x 256 fp32: 128 a thread) beside S and P only when S
@@ -1159,9 +1161,11 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "columns 8-71 then 0-7 (the copy engine fetches a row that starts 16 bytes off in more, "
 	 "smaller pieces; the default: +12-15% at ViT 72 on the H100), 0 = every head's rows "
 	 "from where they start"},
-	{"kv_tile80", 176, kv_tile80_allowed, 2, 128, 176,
-	 "head sizes 72 and 80 (pad128=0) only: keys per K/V tile, 176 (the default: on the "
-	 "H100 +3-9% at ViT 4k and 8k tokens, -1-2% at 1k) or 128 (the former tile)"},
+	{"kv_tile80", 128, kv_tile80_allowed, 2, 128, 176,
+	 "head sizes 72 and 80 (pad128=0) only: keys per K/V tile, 128 (the default: `fabench "
+	 "tune` on the H100 over ViT 256-8k tokens, batch 1 and 4, fitted 128 everywhere, 0.2% "
+	 "from each case's best; 176 is 5-22% slower up to 1k tokens and within 2.5% past it) or "
+	 "176"},
 	{"k_release", 1, k_release_allowed, 2, 0, 1,
 	 "with overlap=1: 1 = a consumer frees a K/V stage's K as soon as S of its tile is done, "
 	 "so the K two tiles on loads under that tile's softmax and P V (the default: on the H100 "

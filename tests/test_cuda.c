@@ -746,8 +746,9 @@ static const struct mma_case mma_cases[] = {
  * and decode_ring 0 unless they test the ring shapes. */
 #define MMA_NPARAMS 9
 /* cuda_flash_wgmma's: overlap, pingpong, kv_tile, pad128, consumers,
- * persistent, kv_tile128, split, dynamic, fold72, kv_tile80, k_release */
-#define WG_NPARAMS 12
+ * persistent, kv_tile128, split, dynamic, fold72, kv_tile80, k_release,
+ * q_first */
+#define WG_NPARAMS 13
 
 /* Runs k on t with tunables tun (all of k's, in its table's order:
  * MMA_NPARAMS for cuda_flash_mma, WG_NPARAMS for cuda_flash_wgmma), its
@@ -904,7 +905,8 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 		   strcmp(k->params[8].name, "dynamic") == 0 &&
 		   strcmp(k->params[9].name, "fold72") == 0 &&
 		   strcmp(k->params[10].name, "kv_tile80") == 0 &&
-		   strcmp(k->params[11].name, "k_release") == 0);
+		   strcmp(k->params[11].name, "k_release") == 0 &&
+		   strcmp(k->params[12].name, "q_first") == 0);
 	FA_CHECK(k->params[0].default_value == 1);
 	FA_CHECK(k->params[1].default_value == 1); /* faster or within 1%, every shape */
 	FA_CHECK(k->params[2].default_value == 80); /* FlashAttention-3's hd256 tile */
@@ -917,6 +919,7 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 	FA_CHECK(k->params[9].default_value == 1);   /* +12-15% at ViT 72 on the H100 */
 	FA_CHECK(k->params[10].default_value == 128); /* fitted by fabench tune, H100 */
 	FA_CHECK(k->params[11].default_value == 1);
+	FA_CHECK(k->params[12].default_value == 1); /* 3-9% at ViT 512-1k on the H100 */
 	/* refusals that come before the device check */
 	build(&wgmma_cases[0], &t);
 	t.p.head_dim = t.p.head_dim_v = 96;
@@ -988,14 +991,15 @@ FA_TEST(cuda, flash_wgmma_matches_reference)
 			/* split: 1 (none) with the default tile, auto (0) with the other */
 			const int32_t tun[WG_NPARAMS] = {
 				sch % 3 > 0, sch % 3 == 2, other ? 64 : 80, sch == 5, other ? 2 : 3,
-				other ? 3 : 0, kt128[sch], !other, dyn[sch], fold[sch], kt80[sch], krel[sch]};
+				other ? 3 : 0, kt128[sch], !other, dyn[sch], fold[sch], kt80[sch], krel[sch],
+				sch % 2};
 			snprintf(what, sizeof what,
 				 "%s case %zu overlap=%d pingpong=%d kv_tile=%d pad128=%d consumers=%d "
 				 "persistent=%d kv_tile128=%d split=%d dynamic=%d fold72=%d kv_tile80=%d "
-				 "k_release=%d",
+				 "k_release=%d q_first=%d",
 				 k->name, i, (int)tun[0], (int)tun[1], (int)tun[2], (int)tun[3],
 				 (int)tun[4], (int)tun[5], (int)tun[6], (int)tun[7], (int)tun[8],
-				 (int)tun[9], (int)tun[10], (int)tun[11]);
+				 (int)tun[9], (int)tun[10], (int)tun[11], (int)tun[12]);
 			check_mma(s, k, &t, tun, seed + i, what);
 		}
 	}
@@ -1029,9 +1033,9 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	{
 		/* auto: decode over 777 keys (16 items) splits, a prefill
 		 * (lq 256, lk 384) does not; forced: the workspace grows with N */
-		const int32_t tun_auto[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 0, 0, 1, 176, 1};
-		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1, 128, 1};
-		const int32_t tun_1[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 1, 0, 1, 128, 1};
+		const int32_t tun_auto[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 0, 0, 1, 176, 1, 1};
+		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1, 128, 1, 1};
+		const int32_t tun_1[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 1, 0, 1, 128, 1, 1};
 		struct tcase t2;
 		build(&wgmma_cases[2], &t2);
 		FA_CHECK(k->workspace_bytes(&t2.p, tun_auto) > 0);
@@ -1042,7 +1046,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 	}
 	{
 		/* forced split without a workspace: refused, nothing runs */
-		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1, 128, 1};
+		const int32_t tun_3[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, 3, 0, 1, 128, 1, 1};
 		struct bufs d;
 		struct fa_launch_args a;
 		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, 1, &d) == 0);
@@ -1059,7 +1063,7 @@ FA_TEST(cuda, flash_wgmma_split_kv)
 			const int32_t o = forms[j][2];
 			const int32_t tun[WG_NPARAMS] = {1, 1, o ? 64 : 80, o, o ? 2 : 3,
 							 forms[j][1], o ? 128 : 176, forms[j][0], 0,
-							 !o, o ? 176 : 128, !o};
+							 !o, o ? 176 : 128, !o, !o};
 			snprintf(what, sizeof what, "%s case %zu split=%d persistent=%d other tile=%d",
 				 k->name, i, (int)forms[j][0], (int)forms[j][1], (int)o);
 			check_mma(s, k, &t, tun, seed + i, what);
@@ -1145,7 +1149,7 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 		uint16_t *base = malloc(ob + 2), *got = malloc(ob + 2);
 		FA_REQUIRE(base && got && bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d) == 0);
 		for (int32_t split = 1; split <= 3; split += 2) {
-			const int32_t off[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, split, 1, 1, 128, 1};
+			const int32_t off[WG_NPARAMS] = {1, 1, 80, 0, 3, 0, 176, split, 1, 1, 128, 1, 1};
 			int code = run_into(s, k, &t, &d, off, base);
 			FA_CHECKF(code == 0, "case %zu split=%d dynamic=1: %s", i, (int)split,
 				  BE.error_string(CTX, code));
@@ -1160,7 +1164,7 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 				if (forms[f][0] != split)
 					continue;
 				const int32_t tun[WG_NPARAMS] = {
-					1, 1, 80, 0, 3, forms[f][1], 176, split, forms[f][2], 1, 128, 1};
+					1, 1, 80, 0, 3, forms[f][1], 176, split, forms[f][2], 1, 128, 1, 1};
 				for (int rep = 0; rep < 2; rep++) {
 					code = run_into(s, k, &t, &d, tun, got);
 					FA_CHECKF(code == 0, "case %zu split=%d persistent=%d dynamic=%d: %s",
@@ -1241,7 +1245,7 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 			FA_CHECKF(code == 0, "case %zu: simt: %s", i, BE.error_string(CTX, code));
 			for (size_t sp = 0; sp < sizeof splits / sizeof splits[0] && code == 0; sp++) {
 				const int32_t tun[WG_NPARAMS] = {
-					1, 1, 80, 0, 3, 0, 176, splits[sp][0], splits[sp][1], 1, 128, 1};
+					1, 1, 80, 0, 3, 0, 176, splits[sp][0], splits[sp][1], 1, 128, 1, 1};
 				void *ws = NULL;
 				const size_t wsb = k->workspace_bytes(&t.p, tun);
 				if (wsb)

@@ -5,8 +5,8 @@
  *
  * One CTA of 384 threads computes 128 query rows of one head of one
  * sequence (a work item): warpgroup 0 is the producer (one thread issues
- * every TMA copy; its registers go down to 24 per thread), warpgroups 1 and
- * 2 are the consumers, 64 query rows each (up to 240 registers per thread;
+ * every TMA copy; its registers go down to 40 per thread), warpgroups 1 and
+ * 2 are the consumers, 64 query rows each (232 registers per thread;
  * head size 64 takes 3 consumers by default, 192 rows, 160 registers:
  * tunable consumers). The Q tile is loaded once per item; K and V tiles of 128 keys
  * (80 for head size 256, see layout) go through a 2-stage ring
@@ -65,10 +65,8 @@
  * head size 72 at 1k tokens 8% slower under it on an H100, causal
  * prefill 1-5% faster). 1 = off: `persistent` as it is. 2 = on, whatever
  * the shape.
- * The producer keeps its 24 registers (setmaxnreg: 128 x 24 + 256 x 240
- * = 64512, the 168 a thread the CTA is launched with; more and
- * setmaxnreg.inc waits for ever; 32 beside consumers of 232 at head sizes
- * 72/80, 192/128 and 256, producer_regs()) and spills none: the item is recomputed
+ * The producer keeps few registers (producer_regs(): 40, or 24 under
+ * the 240-register build flag) and spills none: the item is recomputed
  * where used, the slots' and the counter's addresses are immediates.
  *
  * Tunable `overlap` (1 by default: faster on every shape measured on an
@@ -179,23 +177,32 @@ constexpr int STAGES = 2;                    /* K/V ring depth */
 /* The ring's "K read" barriers, [stage] at + 8 * stage, past the "V read"
  * (bar_e) ones and the Q-read barrier: bar_e + EK_OFF. */
 constexpr int EK_OFF = 8 * STAGES + 8;
-/* registers per thread after setmaxnreg: the producer keeps few, the
- * consumers take the rest (128 * 24 + 256 * 240 = 64512 <= 65536; with 3
- * consumers 128 * 24 + 384 * 160 = 64512). The families of head sizes
- * 72/80, 192/128 and 256 give their producer 32 and their two consumers
- * 232 (the producer spilled 4-8 bytes at 24: 72/80 for the two more
- * tensor maps of fold72, 192 and 256 for the separate K and V waits of
- * k_release; their consumers spill nothing at 232); with three consumers
- * 128 * 32 + 384 * 160 = 65536, what 512 threads of 128 registers are
- * launched with. */
-template <int DK> constexpr int producer_regs(void)
+/* Registers per thread after setmaxnreg. The CTA is launched with 168 a
+ * thread (384 threads: 64512) or 128 (512 threads, three consumers:
+ * 65536); setmaxnreg.inc waits for ever past that pool, so the producer
+ * keeps what the consumers leave. Two consumers take
+ * FA_WG_CONSUMER_REGS_WIDE, the producer the rest: 232 and 40 (128 x 40 +
+ * 256 x 232 = 64512), or with the build flag at 240 (for same-call
+ * comparisons) 240 and 24. Three consumers take 160, the producer 32
+ * (128 x 32 + 384 x 160 = 65536). 232 was 2-3% faster than 240 at hd128
+ * on all four peers.yaml rows, paired in one `fabench run --ab` of the two
+ * builds on the H100 (docs/BENCHMARKS.md, 2026-11-27 mid-morning); the
+ * producer's 40 hold tunable q_first's early Q load at 72/80 (8 bytes of
+ * spill at 32) and the separate K and V waits of k_release. */
+#ifndef FA_WG_CONSUMER_REGS_WIDE
+#define FA_WG_CONSUMER_REGS_WIDE 232
+#endif
+template <int NC> constexpr int consumer_regs(void)
 {
-	return DK == 64 || DK == 128 ? 24 : 32;
+	return NC == 2 ? FA_WG_CONSUMER_REGS_WIDE : 160;
 }
-template <int DK, int NC> constexpr int consumer_regs(void)
+template <int NC> constexpr int producer_regs(void)
 {
-	return NC == 2 ? (producer_regs<DK>() == 24 ? 240 : 232) : 160;
+	return NC == 2 ? (64512 - 256 * consumer_regs<2>()) / 128 : 32;
 }
+static_assert(producer_regs<2>() >= 24 && producer_regs<2>() % 8 == 0 &&
+		      consumer_regs<2>() <= 240 && consumer_regs<2>() % 8 == 0,
+	      "setmaxnreg: multiples of 8 from 24 to 256, within the launch's 64512");
 
 /* An instance is <DK, DV, BN, NC>: DK the columns of Q and K that S = Q K^T
  * sums over (a multiple of 16), DV the columns of V and O that P V computes
@@ -211,7 +218,7 @@ template <int DK, int NC> constexpr int consumer_regs(void)
 /* Keys per K/V tile (BN): 128, but 176 at head size 128 (tunable
  * kv_tile128; FlashAttention-3's non-causal hd128 tile, here faster causal
  * too: Q 32 KiB and two stages of K and V of 44 KiB each, 208 KiB; S 88
- * registers a thread beside O's 64 and P's 44, within the consumers' 240;
+ * registers a thread beside O's 64 and P's 44, within the consumers' 232;
  * the fixed costs of a tile - barriers, the row max and sum, the rescale
  * of O - over 1.4x the keys), 128 at head sizes 72 and 80 (tunable
  * kv_tile80 keeps 176: Q 32 KiB, two stages of K and V of 44 KiB,
@@ -280,6 +287,7 @@ struct wg_args {
 	 * O, as 8-71 and 0-7 (produce(), and the epilogue puts them back) */
 	int32_t fold;
 	int32_t k_release; /* tunable k_release */
+	int32_t q_first;   /* tunable q_first */
 };
 
 #if FA_WGMMA_DEVICE
@@ -699,6 +707,31 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 	/* (the columns the copy engine fills with zeros count too) */
 	constexpr uint32_t Q_TX = (uint32_t)L::Q_TILE, K_TX = (uint32_t)L::K_TILE,
 			   V_TX = (uint32_t)L::V_TILE;
+	/* Q of the item, once Q of the last one is read (qn > 0) */
+	auto load_q = [&]() {
+		if (qn > 0)
+			mbar_wait(bar_qe, (uint32_t)(qn - 1) & 1);
+		mbar_expect_tx(bar_q, Q_TX);
+		if constexpr (DK == 80 && DV == 80) {
+			/* Q in K's column order (an odd head under fold72:
+			 * 8-71, then 0-63, whose 8-15 meet K's zeros) */
+			const bool odd = P.fold && (hk & 1);
+			tma_load(s_q, tq, bar_q, odd ? 8 : 0, T.q_tok + T.m0, T.h, T.seq);
+			tma_load(s_q + L::Q_SLAB_BYTES, tq, bar_q, odd ? 0 : SLAB_COLS,
+				 T.q_tok + T.m0, T.h, T.seq);
+		} else {
+#pragma unroll
+			for (int c = 0; c < L::QK_SLABS; c++)
+				tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
+					 T.q_tok + T.m0, T.h, T.seq);
+		}
+	};
+	/* tunable q_first: the CTA's first item loads Q ahead of its first K
+	 * and V (S of the first tile needs Q and K, P V needs V later); a
+	 * later item's Q waits for the last item's S, so its K and V go
+	 * first, under the end of that item */
+	if (qn == 0 && P.q_first)
+		load_q();
 	for (int it = 0; it < T.n_tiles; it++) {
 		const int st = (it_base + it) % STAGES;
 		const uint32_t ph = (uint32_t)((it_base + it) / STAGES) & 1;
@@ -739,24 +772,8 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
 				tma_load(s_v + st * L::V_TILE + c * L::KV_SLAB, tv, bar_v + 8 * st,
 					 c * SLAB_COLS, T.k_tok + k0, hk, T.seq);
 		}
-		if (it == 0) {
-			if (qn > 0)
-				mbar_wait(bar_qe, (uint32_t)(qn - 1) & 1);
-			mbar_expect_tx(bar_q, Q_TX);
-			if constexpr (DK == 80 && DV == 80) {
-				/* Q in K's column order (an odd head under fold72:
-				 * 8-71, then 0-63, whose 8-15 meet K's zeros) */
-				const bool odd = P.fold && (hk & 1);
-				tma_load(s_q, tq, bar_q, odd ? 8 : 0, T.q_tok + T.m0, T.h, T.seq);
-				tma_load(s_q + L::Q_SLAB_BYTES, tq, bar_q, odd ? 0 : SLAB_COLS,
-					 T.q_tok + T.m0, T.h, T.seq);
-			} else {
-#pragma unroll
-				for (int c = 0; c < L::QK_SLABS; c++)
-					tma_load(s_q + c * L::Q_SLAB_BYTES, tq, bar_q, c * SLAB_COLS,
-						 T.q_tok + T.m0, T.h, T.seq);
-			}
-		}
+		if (it == 0 && !(qn == 0 && P.q_first))
+			load_q();
 	}
 }
 
@@ -766,7 +783,7 @@ __device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, in
  * slot, which releases the write; the consumers' wait acquires it) and
  * its empty barrier (16 bytes further: every consumer thread arrives once
  * it read the slot). The addresses are immediate offsets from one
- * register, s_base + 8 (j % 2): the producer has 24 registers, and the
+ * register, s_base + 8 (j % 2): the producer has few registers, and the
  * addresses ptxas would keep live across the item's copies spilled. */
 template <int OFF> __device__ __forceinline__ void slot_wait(uint32_t b, uint32_t parity)
 {
@@ -875,7 +892,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	 * two item slots (item_put, item_get), -1 for the end; the order is
 	 * fa_dyn_item's. The K/V ring's count (it_base) and Q's phase (qn) go
 	 * on from one item to the next. Item j is computed where it is used:
-	 * no register of the producer's 24 holds it across the copies. */
+	 * no register of the producer's few holds it across the copies. */
 	auto static_item = [&](int j) { return (int)(blockIdx.x + (unsigned)j * gridDim.x); };
 	/* an item's tile and (split-KV) key range sp */
 	auto item_of = [&](int item, int &sp) {
@@ -895,7 +912,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	const bool dyn = P.dynamic != 0;
 	int it_base = 0, qn = 0;
 	if (wg == 0) {
-		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_regs<DK>()));
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_regs<NC>()));
 		/* the copies of one item (none: no rows, varlen, or no key) */
 		auto run = [&](int item) {
 			int sp;
@@ -912,7 +929,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 		/* one loop for both schedules, whose state across the copies is
 		 * only j (the CTA's item count), it_base and qn: item j is
 		 * static_item(j), or item c and then the counter's
-		 * (dynamic), so the producer's 24 registers hold it */
+		 * (dynamic), so the producer's few registers hold it */
 		if (threadIdx.x == 0)
 			for (int j = 0;; j++) {
 				int item = static_item(j);
@@ -931,7 +948,7 @@ __global__ void __launch_bounds__(threads_of<NC>(), 1)
 				run(item);
 			}
 	} else {
-		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<DK, NC>()));
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<NC>()));
 		for (int j = 0;; j++) {
 			int item = static_item(j);
 			if (dyn) /* the producer's item j */
@@ -1102,7 +1119,8 @@ enum {
 	PARAM_DYNAMIC,
 	PARAM_FOLD72,
 	PARAM_KV_TILE80,
-	PARAM_K_RELEASE
+	PARAM_K_RELEASE,
+	PARAM_Q_FIRST
 };
 const int32_t overlap_allowed[] = {0, 1};
 const int32_t pingpong_allowed[] = {0, 1};
@@ -1113,6 +1131,7 @@ const int32_t kv_tile128_allowed[] = {128, 176};
 const int32_t fold72_allowed[] = {0, 1};
 const int32_t kv_tile80_allowed[] = {128, 176};
 const int32_t k_release_allowed[] = {0, 1};
+const int32_t q_first_allowed[] = {0, 1};
 const int32_t dynamic_allowed[] = {FA_DYN_AUTO, FA_DYN_OFF, FA_DYN_ON};
 const struct fa_kernel_param wgmma_params[] = {
 	{"overlap", 1, overlap_allowed, 2, 0, 1,
@@ -1132,7 +1151,7 @@ const struct fa_kernel_param wgmma_params[] = {
 	{"consumers", 3, consumers_allowed, 2, 2, 3,
 	 "head size 64 only: consumer warpgroups of 64 query rows per CTA, 3 (192 rows, 160 "
 	 "registers a thread, FlashAttention-3's hd64 tile; the default: 1.22x on the H100) or "
-	 "2 (128 rows, 240 registers); every other head size takes 2"},
+	 "2 (128 rows, 232 registers); every other head size takes 2"},
 	{"persistent", 0, NULL, 0, 0, 65535,
 	 "1 = a persistent grid, one CTA per SM, each walking every grid-th work item (query "
 	 "tile, head, sequence, key range; the last query tiles of every head first) or, under "
@@ -1171,6 +1190,11 @@ const struct fa_kernel_param wgmma_params[] = {
 	 "so the K two tiles on loads under that tile's softmax and P V (the default: on the H100 "
 	 "hd256 0.70x -> 0.91x cuDNN, hd128 0.90x -> 0.95-0.97x); 0 = K and V together once P V "
 	 "is done (as before: the next K loads just before S needs it)"},
+	{"q_first", 1, q_first_allowed, 2, 0, 1,
+	 "1 = a CTA's first work item loads Q ahead of its first K and V tiles, so S of the "
+	 "first tile waits for Q and K only (the default: `fabench tune` on the H100, faster or "
+	 "tied on every peers.yaml and ViT 256-4k case, 3-9% at ViT 512-1k); 0 = Q after them "
+	 "(as a later item's Q, which waits for the last item's S)"},
 };
 #define N_WGMMA_PARAMS ((int32_t)(sizeof wgmma_params / sizeof wgmma_params[0]))
 
@@ -1309,6 +1333,7 @@ int launch_inst(const struct fa_launch_args *a)
 	g.head_dim_v = p->head_dim_v;
 	g.pingpong = param_of(a, PARAM_PINGPONG);
 	g.k_release = param_of(a, PARAM_K_RELEASE);
+	g.q_first = param_of(a, PARAM_Q_FIRST);
 	g.heads = p->heads;
 	g.batch = p->batch;
 	/* the split count as wgmma_workspace_bytes() takes it (shape_of()

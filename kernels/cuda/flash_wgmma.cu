@@ -1183,7 +1183,7 @@ const struct fa_kernel_param wgmma_params[] = {
 	{"kv_tile80", 128, kv_tile80_allowed, 2, 128, 176,
 	 "head sizes 72 and 80 (pad128=0) only: keys per K/V tile, 128 (the default: `fabench "
 	 "tune` on the H100 over ViT 256-8k tokens, batch 1 and 4, fitted 128 everywhere, 0.2% "
-	 "from each case's best; 176 is 5-22% slower up to 1k tokens and within 2.5% past it) or "
+	 "from each case's best; 176 is 5-22% slower up to 1k tokens and 0-3.5% past it) or "
 	 "176"},
 	{"k_release", 1, k_release_allowed, 2, 0, 1,
 	 "with overlap=1: 1 = a consumer frees a K/V stage's K as soon as S of its tile is done, "

@@ -1,5 +1,6 @@
 /* flash_wgmma.h - the C interface of the Hopper flash-attention kernels:
- * the forward (cuda_flash_wgmma, kernels/cuda/flash_wgmma.cu) and the
+ * the forward (cuda_flash_wgmma, kernels/cuda/flash_wgmma.cu and its
+ * kernel, flash_wgmma_kernel.cuh) and the
  * backward (cuda_flash_bwd_wgmma, kernels/cuda/flash_bwd_wgmma.cu): their
  * kernel tables, which the CUDA plugin lists after its own kernels and the
  * tensor-core family's.

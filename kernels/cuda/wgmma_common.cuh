@@ -1,5 +1,5 @@
 /* wgmma_common.cuh - the Hopper (sm_90a) primitives that the wgmma kernels
- * share (cuda_flash_wgmma in flash_wgmma.cu, cuda_flash_bwd_wgmma in
+ * share (cuda_flash_wgmma in flash_wgmma_kernel.cuh, cuda_flash_bwd_wgmma in
  * flash_bwd_wgmma.cu): the 128-byte-swizzled slab geometry, mbarriers, TMA
  * box loads, shared-memory matrix descriptors, the warpgroup fence, commit
  * and wait, wgmma m64nNk16 with both operands from shared memory (ss) or A

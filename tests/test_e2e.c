@@ -920,6 +920,68 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 3);
 }
 
+/* --max-failures N stops after the N-th case with a failure: those cases
+ * are stored, the run stays incomplete, and --resume (without the limit)
+ * finishes it; with --ab-params a case counts once, whichever side failed. */
+FA_TEST(e2e, max_failures_stops_and_resume_finishes)
+{
+	char db[1024], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "maxfail.db");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct,test_wrong", "--db", db, "--quiet", "--max-failures",
+			       "2", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	FA_CHECKF(strstr(r.err, "stopping after 2 failed cases (--max-failures 2); the 2 finished "
+				"cases are stored (run 1, incomplete)") &&
+			  strstr(r.err, "finish it with: fabench run --resume 1 --db "),
+		  "%s", r.err);
+	FA_CHECKF(strstr(r.out, "2 cases in ") && strstr(r.out, ": 2 pass, 2 fail"), "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+	/* --resume without the limit runs the other two cases and completes it */
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 1 && !strstr(r.err, "stopping after"), "status %d\n%s", r.status,
+		  r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	/* a passing kernel never stops */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct", "--db", db, "--quiet", "--max-failures", "1", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "4 cases in "), "status %d\n%s", r.status, r.out);
+	fa_proc_free(&r);
+	/* --ab-params: both sides fail case 1; it counts once, so the limit of
+	 * 2 stops after the second case */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_wrong", "--ab-params", "--db", db, "--quiet", "--max-failures",
+			       "2", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "stopping after 2 failed cases (--max-failures "
+						 "2); the 2 finished cases are stored (runs 3 "
+						 "and 4, incomplete)"),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id IN (3, 4)") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 2);
+	/* bad values: exit 2, nothing written */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--db", db,
+			       "--max-failures", "0", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--max-failures '0' must be 1 to 1000000"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 4);
+}
+
 /* Starts many.yaml's first 10 cases, waits until `cases` are committed,
  * sends sig; then --resume finishes the same run: every case once, in suite
  * order, the run complete. */

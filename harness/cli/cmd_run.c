@@ -32,7 +32,7 @@ static const char usage_text[] =
 	"                  [--threads N] [--param KERNEL.NAME=V[,V...]]... [--isolate]\n"
 	"                  [--ab PLUGIN_A:PLUGIN_B | --ab-params] [--repeat N] [--dump DIR]\n"
 	"                  [--report FILE] [--quiet] [--case KEY]... [--shard K/N]\n"
-	"                  [--devices LIST|all] [--junit FILE]\n"
+	"                  [--devices LIST|all] [--junit FILE] [--max-failures N]\n"
 	"       fabench run [SUITE.yaml] --rerun-failed RUN | --resume RUN [--db PATH]";
 
 static void help(void)
@@ -113,6 +113,11 @@ static void help(void)
 	       "                     a label or latest) that failed, errored or timed out,\n"
 	       "                     with its suite file, seed and options, and only the\n"
 	       "                     kernels that failed (unless --kernels)\n"
+	       "  --max-failures N   stop once N cases have failed, errored or timed out\n"
+	       "                     (1: at the first): the cases finished are stored, the\n"
+	       "                     run stays incomplete and --resume finishes it (with\n"
+	       "                     --resume and --rerun-failed: this command's limit, not\n"
+	       "                     the stored run's)\n"
 	       "  --resume RUN       finish an incomplete run: run the cases it has not\n"
 	       "                     stored, with its suite file, seed and options, append\n"
 	       "                     them to it and mark it complete\n\n"
@@ -144,6 +149,7 @@ struct run_cli {
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
 	int worker_serve; /* a staying worker: cases come as commands on worker_fd */
 	int repeat; /* run the whole suite this many times (--repeat) */
+	int max_failures; /* --max-failures: stop after this many (0: never) */
 	char *case_args[64]; /* --case, as given */
 	int n_case_args;
 	const char *rerun, *resume; /* --rerun-failed RUN, --resume RUN */
@@ -177,6 +183,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"junit", required_argument, 0, 'J'},
 		{"worker-from", required_argument, 0, 'K'},
 		{"worker-serve", no_argument, 0, 'W'},
+		{"max-failures", required_argument, 0, 'M'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	int c;
 	char *end;
@@ -259,6 +266,15 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 				return fa_cmd_usage_error("run", usage_text,
 							  "--repeat '%s' must be 1 to 1000", optarg);
 			break;
+		case 'M':
+			errno = 0;
+			o->max_failures = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || o->max_failures < 1 ||
+			    o->max_failures > 1000000)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--max-failures '%s' must be 1 to 1000000",
+							  optarg);
+			break;
 		case 'E':
 			if (o->n_case_args >= 64)
 				return fa_cmd_usage_error("run", usage_text, "too many --case options");
@@ -332,7 +348,31 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 
 struct tally {
 	int count[5];
+	int failed_cases; /* cases with a kernel failed, errored or timed out */
 };
+
+/* Tallies one case's results; returns 1 when --max-failures (max, 0 for
+ * none) is reached with this case. */
+static int tally_case(struct tally *t, const struct fa_result *res, int n, int max)
+{
+	int failed = 0;
+	for (int i = 0; i < n; i++) {
+		t->count[res[i].status]++;
+		failed |= res[i].status == FA_STATUS_FAIL || res[i].status == FA_STATUS_ERROR ||
+			  res[i].status == FA_STATUS_TIMEOUT;
+	}
+	t->failed_cases += failed;
+	return failed && max > 0 && t->failed_cases == max;
+}
+
+/* What a run stopped by --max-failures prints. */
+static void max_failures_note(const struct run_cli *o, int n_done, const char *runs)
+{
+	fprintf(stderr,
+		"fabench run: stopping after %d failed case%s (--max-failures %d); the %d "
+		"finished cases are stored (%s, incomplete)\n",
+		o->max_failures, o->max_failures == 1 ? "" : "s", o->max_failures, n_done, runs);
+}
 
 /* "312 TFLOP/s", "41.2 GFLOP/s", "850 MFLOP/s": three significant digits. */
 static void format_rate(double tflops, char *buf, size_t size)
@@ -574,6 +614,7 @@ static int load_stored(struct run_cli *o, struct stored *sp)
 	o->db = given.db;
 	o->quiet = given.quiet;
 	o->report = given.report;
+	o->max_failures = given.max_failures; /* this command's, not the stored run's */
 	o->rerun = given.rerun;
 	o->resume = given.resume;
 	if (given.suite)
@@ -927,7 +968,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	struct fa_err err;
 	struct fa_runner_cfg rcfg;
 	struct tally tal;
-	int status = FA_EXIT_OK, n_done = 0, share, cross = 0;
+	int status = FA_EXIT_OK, n_done = 0, share, cross = 0, max_stop = 0;
 	char *cmdline = NULL, *colon, share_why[512];
 	const char *share_env = getenv("FABENCH_AB_SHARE");
 	double t0 = fa_now_s();
@@ -1073,8 +1114,10 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	       (long long)run_id[1], label[1], o->db);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	for (int ci = 0; ci < suite->n_cases && !g_cancel && status == FA_EXIT_OK; ci++) {
+	for (int ci = 0; ci < suite->n_cases && !g_cancel && !max_stop && status == FA_EXIT_OK;
+	     ci++) {
 		const struct fa_case *c = &suite->cases[ci];
+		int case_failed = 0;
 		struct fa_result *res[2] = {NULL, NULL};
 		struct fa_samples *smp[2] = {NULL, NULL};
 		enum fa_rc frc[2] = {FA_OK, FA_OK};
@@ -1124,8 +1167,15 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 							 &err) != FA_OK) {
 					status = fa_cmd_fail("run", &err);
 				} else {
-					for (int i = 0; i < n[side]; i++)
-						tal.count[res[side][i].status]++;
+					/* a case counts once toward --max-failures, whichever
+					 * side failed */
+					int before = tal.failed_cases;
+					tally_case(&tal, res[side], n[side], 0);
+					if (tal.failed_cases > before) {
+						if (case_failed)
+							tal.failed_cases = before;
+						case_failed = 1;
+					}
 					fa_plan_tally_case(&plan[side], ci, res[side], n[side]);
 					if (!o->quiet) {
 						printf("%c ", 'A' + side);
@@ -1150,12 +1200,20 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		}
 		if (status == FA_EXIT_OK && !g_cancel)
 			n_done++;
+		if (status == FA_EXIT_OK && !g_cancel && case_failed && o->max_failures > 0 &&
+		    tal.failed_cases >= o->max_failures) {
+			char what[96];
+			snprintf(what, sizeof what, "runs %lld and %lld", (long long)run_id[0],
+				 (long long)run_id[1]);
+			max_failures_note(o, n_done, what);
+			max_stop = 1;
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		struct fa_err e2;
 		fa_err_clear(&e2);
-		fa_store_run_end(store, run_id[i], g_cancel || status != FA_EXIT_OK ? "incomplete"
-										       : "complete",
+		fa_store_run_end(store, run_id[i],
+				 g_cancel || max_stop || status != FA_EXIT_OK ? "incomplete" : "complete",
 				 &e2);
 	}
 	if (g_cancel)
@@ -1284,8 +1342,8 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 		} else {
 			int step_no = ++*rs->step_no;
 			(*rs->n_done)++;
+			int reached = tally_case(rs->tal, res, n, o->max_failures);
 			for (int i = 0; i < n; i++) {
-				rs->tal->count[res[i].status]++;
 				failures_add(rs->fails, rs->n_fail, c, plan->kernels[ci][i].k->name,
 					     &res[i]);
 				if (rs->junit)
@@ -1304,6 +1362,14 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 						n, done, eta);
 				if (fleet)
 					printf("      on device %d\n", device);
+			}
+			if (reached && !*rs->stopped) {
+				char what[64];
+				snprintf(what, sizeof what, "run %lld", (long long)rs->run_id);
+				max_failures_note(o, *rs->n_done, what);
+				fprintf(stderr, "fabench run: finish it with: fabench run --resume %lld --db %s\n",
+					(long long)rs->run_id, o->db);
+				*rs->stopped = stop = 1;
 			}
 		}
 	}

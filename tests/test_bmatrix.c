@@ -362,6 +362,34 @@ FA_TEST(bmatrix, missing_compilers_skip)
 		 0);
 }
 
+/* The default targets are the plugin's: sm_80 and sm_90a, not sm_90 (every
+ * compute capability 9.0 device runs sm_90a code), which --targets still
+ * compiles. Without compilers every job is stored skipped, with its arch. */
+FA_TEST(bmatrix, default_targets_leave_sm90_out)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	db_path(db, sizeof db, "targets.db");
+	char *argv[] = {"build-matrix", "--source", "tests/bmatrix/mma.cu", "--source",
+			"tests/bmatrix/mfma.hip", "--nvcc", "/nonexistent/nvcc", "--clang",
+			"no-such-clang++", "--db", db, "--quiet", NULL};
+	fa_proc_run(argv, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	char *archs = fa_test_db_text(db, "SELECT group_concat(arch, ' ') FROM (SELECT arch FROM "
+					  "build_results WHERE family = 'cuda' ORDER BY arch)");
+	FA_CHECKF(archs && strcmp(archs, "sm_80 sm_90a") == 0, "cuda targets '%s'", archs);
+	free(archs);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE family = 'hip'") == 5);
+	char *argv2[] = {"build-matrix", "--source", "tests/bmatrix/mma.cu", "--targets",
+			 "sm_90,sm_90a", "--nvcc", "/nonexistent/nvcc", "--db", db, "--quiet", NULL};
+	fa_proc_run(argv2, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE arch = 'sm_90' AND "
+			   "build_id = (SELECT max(id) FROM build_runs)") == 1);
+}
+
 /* ---- The gate ---------------------------------------------------------------- */
 
 /* A job of a fixture: source x arch with its status and kernels. */

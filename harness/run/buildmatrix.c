@@ -20,14 +20,17 @@
 /* ---- The list ---------------------------------------------------------------- */
 
 const struct fa_bm_target fa_bm_targets[] = {
-	{"gfx90a", FA_BM_HIP},  /* MI200 (CDNA2): MFMA, wave64 */
-	{"gfx942", FA_BM_HIP},  /* MI300 (CDNA3): MFMA, wave64 */
-	{"gfx1100", FA_BM_HIP}, /* RDNA3: WMMA, wave32 */
-	{"gfx1151", FA_BM_HIP}, /* RDNA3.5 (Strix Halo): WMMA */
-	{"gfx1201", FA_BM_HIP}, /* RDNA4: WMMA, gfx12 layouts */
-	{"sm_80", FA_BM_CUDA},  /* A100: mma.sync (HMMA) */
-	{"sm_90", FA_BM_CUDA},  /* H100 without the arch-specific features */
-	{"sm_90a", FA_BM_CUDA}, /* H100/H200: wgmma (HGMMA), setmaxnreg */
+	{"gfx90a", FA_BM_HIP, 0},  /* MI200 (CDNA2): MFMA, wave64 */
+	{"gfx942", FA_BM_HIP, 0},  /* MI300 (CDNA3): MFMA, wave64 */
+	{"gfx1100", FA_BM_HIP, 0}, /* RDNA3: WMMA, wave32 */
+	{"gfx1151", FA_BM_HIP, 0}, /* RDNA3.5 (Strix Halo): WMMA */
+	{"gfx1201", FA_BM_HIP, 0}, /* RDNA4: WMMA, gfx12 layouts */
+	{"sm_80", FA_BM_CUDA, 0},  /* A100: mma.sync (HMMA) */
+	/* H100 without the arch-specific features: every compute capability
+	 * 9.0 device runs sm_90a code, so the plugin ships sm_80 and sm_90a
+	 * (Makefile NVCC_GENCODE) and the default matrix leaves sm_90 out */
+	{"sm_90", FA_BM_CUDA, 1},
+	{"sm_90a", FA_BM_CUDA, 0}, /* H100/H200: wgmma (HGMMA), setmaxnreg */
 };
 const int fa_bm_n_targets = (int)(sizeof fa_bm_targets / sizeof fa_bm_targets[0]);
 
@@ -164,7 +167,7 @@ static enum fa_rc add_job(struct fa_bm_plan *p, int *cap, const char *source,
 static int target_selected(const struct fa_bm_opts *o, const struct fa_bm_target *t)
 {
 	if (!o->targets)
-		return 1;
+		return !t->optional;
 	for (int i = 0; i < o->n_targets; i++)
 		if (strcmp(o->targets[i], t->arch) == 0)
 			return 1;

@@ -26,6 +26,7 @@ const char *fa_bm_family_name(enum fa_bm_family f);
 struct fa_bm_target {
 	const char *arch; /* "gfx942", "sm_90a" */
 	enum fa_bm_family family;
+	int optional; /* compiled only when --targets names it */
 };
 
 /* Every target, in the order of the grid's columns. */

@@ -69,8 +69,10 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc
 CUDA_SRC := $(wildcard kernels/cuda/*.cu kernels/cuda/instances/*.cu)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o)
 CUDA_PLUGIN := $(BUILD)/libfabench-cuda.so
-NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-	-gencode arch=compute_90a,code=sm_90a
+# sm_80 (A100; Ada and other 8.x cards run it) and sm_90a (every compute
+# capability 9.0 device: H100, H200, GH200): a plain sm_90 copy would never
+# be the one an H100 runs
+NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a
 NVCC_FLAGS := -std=c++17 -O3 -lineinfo $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
 	-Xptxas -warn-spills --expt-relaxed-constexpr -MMD -MP $(NVCC_EXTRA)
 # The plugin is not built with sanitizers (nvcc's device code cannot be),
@@ -139,8 +141,8 @@ $(BUILD)/cuda/%.o: %.cu
 
 # cuda_flash_wgmma and cuda_flash_bwd_wgmma (wgmma, setmaxnreg) are sm_90a
 # code only: their objects get that one target whatever NVCC_GENCODE lists,
-# so an H100 can only pick them
-WGMMA_GENCODE := -gencode arch=compute_90a,code=sm_90a
+# so an H100 can only pick them (CI, which has no GPU, sets PTX alone)
+WGMMA_GENCODE ?= -gencode arch=compute_90a,code=sm_90a
 $(BUILD)/cuda/kernels/cuda/flash_wgmma.o $(BUILD)/cuda/kernels/cuda/flash_bwd_wgmma.o: NVCC_FLAGS := $(subst $(NVCC_GENCODE),$(WGMMA_GENCODE),$(NVCC_FLAGS))
 
 $(CUDA_PLUGIN): $(CUDA_OBJ)

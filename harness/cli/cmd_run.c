@@ -351,9 +351,9 @@ struct tally {
 	int failed_cases; /* cases with a kernel failed, errored or timed out */
 };
 
-/* Tallies one case's results; returns 1 when --max-failures (max, 0 for
- * none) is reached with this case. */
-static int tally_case(struct tally *t, const struct fa_result *res, int n, int max)
+/* Counts one case's results by status; 1 when one of them failed, errored
+ * or timed out (the caller counts the case in failed_cases). */
+static int tally_results(struct tally *t, const struct fa_result *res, int n)
 {
 	int failed = 0;
 	for (int i = 0; i < n; i++) {
@@ -361,8 +361,7 @@ static int tally_case(struct tally *t, const struct fa_result *res, int n, int m
 		failed |= res[i].status == FA_STATUS_FAIL || res[i].status == FA_STATUS_ERROR ||
 			  res[i].status == FA_STATUS_TIMEOUT;
 	}
-	t->failed_cases += failed;
-	return failed && max > 0 && t->failed_cases == max;
+	return failed;
 }
 
 /* What a run stopped by --max-failures prints. */
@@ -1169,13 +1168,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 				} else {
 					/* a case counts once toward --max-failures, whichever
 					 * side failed */
-					int before = tal.failed_cases;
-					tally_case(&tal, res[side], n[side], 0);
-					if (tal.failed_cases > before) {
-						if (case_failed)
-							tal.failed_cases = before;
-						case_failed = 1;
-					}
+					case_failed |= tally_results(&tal, res[side], n[side]);
 					fa_plan_tally_case(&plan[side], ci, res[side], n[side]);
 					if (!o->quiet) {
 						printf("%c ", 'A' + side);
@@ -1200,6 +1193,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		}
 		if (status == FA_EXIT_OK && !g_cancel)
 			n_done++;
+		tal.failed_cases += case_failed;
 		if (status == FA_EXIT_OK && !g_cancel && case_failed && o->max_failures > 0 &&
 		    tal.failed_cases >= o->max_failures) {
 			char what[96];
@@ -1342,7 +1336,8 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 		} else {
 			int step_no = ++*rs->step_no;
 			(*rs->n_done)++;
-			int reached = tally_case(rs->tal, res, n, o->max_failures);
+			int reached = tally_results(rs->tal, res, n) &&
+				      ++rs->tal->failed_cases == o->max_failures;
 			for (int i = 0; i < n; i++) {
 				failures_add(rs->fails, rs->n_fail, c, plan->kernels[ci][i].k->name,
 					     &res[i]);

@@ -754,17 +754,44 @@ static const struct mma_case mma_cases[] = {
  * MMA_NPARAMS for cuda_flash_mma, WG_NPARAMS for cuda_flash_wgmma), its
  * workspace allocated as the harness does, and checks the output under the
  * fa rule (suites' default) against the fp64 reference. */
-static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
-		      const int32_t *tun, uint64_t seed, const char *what)
+/* The output in d.o (downloaded into d.ho) against the dense reference, by
+ * the suites' default rule: no element unwritten, NaN or Inf. */
+static void verify_output(struct fa_backend_slot *s, const struct tcase *t, struct bufs *d,
+			  const char *what)
 {
-	struct bufs d;
 	struct fa_ref ref;
-	struct fa_launch_args a;
 	struct fa_check_cfg cfg;
 	struct fa_err_stats st;
 	struct fa_err err;
 	int64_t n = (int64_t)t->p.total_q * t->p.heads, *rows;
 	char rule[32], reason[256], text[256];
+	int code = BE.download(CTX, d->ho, d->o, tensor_bytes(&t->p, FA_TENSOR_O));
+	FA_CHECKF(code == 0, "%s: %s", what, BE.error_string(CTX, code));
+	rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+	FA_REQUIRE(rows != NULL);
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = i;
+	fa_err_clear(&err);
+	if (code == 0 && fa_ref_compute(&t->p, t->cuq, t->cuk, t->pl, d->hq, d->hk, d->hv, rows, n,
+					0, 0, NULL, &ref, &err) == FA_OK) {
+		fa_check_defaults(&cfg); /* the suites' default rule and limits */
+		FA_CHECKF(fa_check_compare(&t->p, t->cuq, d->ho, &ref, &cfg, &st, rule, sizeof rule,
+					   reason, sizeof reason) == FA_VERDICT_PASS,
+			  "%s: %s (%s)", what, reason, case_text(t, text, sizeof text));
+		FA_CHECKF(st.unwritten == 0 && st.nan_count == 0 && st.inf_count == 0,
+			  "%s: %lld unwritten, %lld NaN", what, (long long)st.unwritten,
+			  (long long)st.nan_count);
+		fa_ref_free(&ref);
+	}
+	free(rows);
+}
+
+static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, const struct tcase *t,
+		      const int32_t *tun, uint64_t seed, const char *what)
+{
+	struct bufs d;
+	struct fa_launch_args a;
+	char full[256];
 	size_t ob = tensor_bytes(&t->p, FA_TENSOR_O);
 	int code = bufs_init(s, t, FA_DIST_NORMAL, seed, &d);
 	FA_CHECKF(code == 0, "%s: setting up: %d", what, code);
@@ -774,28 +801,12 @@ static void check_mma(struct fa_backend_slot *s, const struct fa_kernel *k, cons
 	launch_args(s, t, &d, &a);
 	a.params = tun;
 	if (code == 0 && ((code = BE.memset(CTX, d.o, FA_POISON_BYTE, ob)) != 0 ||
-			  (code = k->launch(&a)) != 0 || (code = BE.synchronize(CTX)) != 0 ||
-			  (code = BE.download(CTX, d.ho, d.o, ob)) != 0))
+			  (code = k->launch(&a)) != 0 || (code = BE.synchronize(CTX)) != 0))
 		FA_CHECKF(0, "%s: %s", what, BE.error_string(CTX, code));
-	rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-	FA_REQUIRE(rows != NULL);
-	for (int64_t i = 0; i < n; i++)
-		rows[i] = i;
-	fa_err_clear(&err);
-	if (code == 0 && fa_ref_compute(&t->p, t->cuq, t->cuk, t->pl, d.hq, d.hk, d.hv, rows, n, 0,
-					0, NULL, &ref, &err) == FA_OK) {
-		fa_check_defaults(&cfg); /* the suites' default rule and limits */
-		FA_CHECKF(fa_check_compare(&t->p, t->cuq, d.ho, &ref, &cfg, &st, rule, sizeof rule,
-					   reason, sizeof reason) == FA_VERDICT_PASS,
-			  "%s splits=%d order=%d sched=%d sk_ctas=%d sk_round=%d: %s (%s)", what,
-			  tun[0], tun[1], tun[3], tun[4], tun[5], reason,
-			  case_text(t, text, sizeof text));
-		FA_CHECKF(st.unwritten == 0 && st.nan_count == 0 && st.inf_count == 0,
-			  "%s splits=%d: %lld unwritten, %lld NaN", what, tun[0],
-			  (long long)st.unwritten, (long long)st.nan_count);
-		fa_ref_free(&ref);
-	}
-	free(rows);
+	snprintf(full, sizeof full, "%s splits=%d order=%d sched=%d sk_ctas=%d sk_round=%d", what,
+		 tun[0], tun[1], tun[3], tun[4], tun[5]);
+	if (code == 0)
+		verify_output(s, t, &d, full);
 	bufs_free(s, &d);
 }
 
@@ -1943,6 +1954,56 @@ FA_TEST(cuda, graph_replays_launches)
 		BE.graph_destroy(CTX, graph);
 	}
 	bufs_free(s, &d);
+}
+
+/* graph_create_sets, the cold graphs' capture: launch i runs on set i %
+ * n_sets. Two sets with different inputs, three launches of
+ * cuda_flash_mma's decode path (its cluster merge captured), one
+ * workspace: each set's output is its own inputs' attention. */
+FA_TEST(cuda, graph_sets_cycle_buffers)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	struct tcase t;
+	struct bufs d[2];
+	struct fa_launch_args a[2];
+	int32_t prm[FA_KERNEL_MAX_PARAMS];
+	void *ws = NULL, *graph = NULL;
+	size_t ob, wsb;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL && BE.graph_create_sets != NULL);
+	build(&decode_cases[0], &t);
+	for (int i = 0; i < k->n_params; i++)
+		prm[i] = k->params[i].default_value;
+	wsb = k->workspace_bytes ? k->workspace_bytes(&t.p, prm) : 0;
+	if (wsb)
+		FA_REQUIRE(BE.alloc(CTX, wsb, &ws) == 0);
+	ob = tensor_bytes(&t.p, FA_TENSOR_O);
+	for (int i = 0; i < 2; i++) {
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, fa_test_seed() + (uint64_t)i, &d[i]) == 0);
+		launch_args(s, &t, &d[i], &a[i]);
+		a[i].params = prm;
+		a[i].workspace = ws;
+		a[i].workspace_bytes = wsb;
+	}
+	FA_CHECK(BE.graph_create_sets(CTX, k, a, 2, 3, &graph) == 0 && graph);
+	/* capturing runs nothing: the poison must still be there afterwards */
+	for (int i = 0; i < 2; i++)
+		FA_CHECK(BE.memset(CTX, d[i].o, FA_POISON_BYTE, ob) == 0);
+	FA_CHECK(BE.synchronize(CTX) == 0);
+	if (graph) {
+		FA_CHECK(BE.graph_launch(CTX, graph) == 0);
+		FA_CHECK(BE.synchronize(CTX) == 0);
+		verify_output(s, &t, &d[0], "set 0 of a graph of cuda_flash_mma (decode)");
+		verify_output(s, &t, &d[1], "set 1 of a graph of cuda_flash_mma (decode)");
+		BE.graph_destroy(CTX, graph);
+	}
+	if (ws)
+		BE.free(CTX, ws);
+	for (int i = 0; i < 2; i++)
+		bufs_free(s, &d[i]);
 }
 
 FA_TEST(cuda, calibrate_measures)

@@ -982,6 +982,110 @@ FA_TEST(e2e, max_failures_stops_and_resume_finishes)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 4);
 }
 
+/* The launches test_record wrote to path: the buffers of each ("q k v o")
+ * and the hash of the inputs they held. Returns how many. */
+static int read_graph_record(const char *path, char bufs[][136], unsigned *hash, int max)
+{
+	char *text = fa_test_read_file(path, NULL), *line, *save = NULL;
+	int n = 0;
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char cp[32], q[32], k[32], v[32], o[32], rest[4][32];
+		long ws_bytes;
+		if (sscanf(line, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %ld %x", cp, q, k, v, o,
+			   rest[0], rest[1], rest[2], rest[3], &ws_bytes, &hash[n]) != 11)
+			continue;
+		snprintf(bufs[n], sizeof bufs[n], "%s %s %s %s", q, k, v, o);
+		n++;
+	}
+	free(text);
+	return n;
+}
+
+/* run --graph N on a backend with device memory and a known L2 (the test
+ * plugin under FABENCH_TEST_DEVICE_MEMORY=1 and FABENCH_TEST_L2_BYTES):
+ * with a cold cache each sample is one graph of N launches that cycle over
+ * the case's buffers and copies of them, as many sets as put 3x the L2
+ * between two reads of one set, each copy holding the same inputs; hot, the
+ * launches repeat one set; with the cache's size unknown, or --graph 0,
+ * single launches. The timing stored says which. */
+FA_TEST(e2e, graph_cold_cycles_copies)
+{
+	char db[1024], rec[1024], suite[1024], plug[1100], env_rec[1100];
+	static char bufs[4000][136];
+	static unsigned hash[4000];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "graph.db");
+	path_in(rec, sizeof rec, fa_test_tmpdir(), "graph.rec");
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "graph.yaml");
+	/* Q, K, V and O of 2 x 64 x 32 fp32 values: 16 KiB each, a set 64 KiB;
+	 * against a 64 KiB L2, ceil(3 x 64 / 64) = 3 sets */
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f != NULL);
+	fputs("suite: graph\nseed: 7\n"
+	      "measure: {warmup: 1, min_samples: 3, max_samples: 3, min_time_ms: 0, "
+	      "graph_launches: 2}\n"
+	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, seq_len: 64}\n",
+	      f);
+	FA_REQUIRE(fclose(f) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	snprintf(env_rec, sizeof env_rec, "FABENCH_TEST_RECORD=%s", rec);
+	for (int pass = 0; pass < 4; pass++) {
+		/* 0: cold, --graph 5 over the suite's 2; 1: hot; 2: the L2's size
+		 * unknown; 3: --graph 0 */
+		char *env[] = {plug, "FABENCH_TEST_KERNELS=1", "FABENCH_TEST_DEVICE_MEMORY=1", env_rec,
+			       pass == 2 ? NULL : "FABENCH_TEST_L2_BYTES=65536", NULL};
+		const char *want = pass == 0 ? "graph-cold" : pass == 1 ? "graph" : "cold-clean";
+		unlink(db);
+		unlink(rec);
+		fa_proc_run((char *[]){"run", suite, "--backend", "test", "--kernels", "test_record",
+				       "--db", db, "--quiet", "--graph", pass == 3 ? "0" : "5", "--cache",
+				       pass == 1 ? "hot" : "cold-clean", NULL},
+			    env, 120, &r);
+		FA_CHECKF(r.status == 0, "pass %d: status %d\n%s", pass, r.status, r.err);
+		fa_proc_free(&r);
+		char *timing = fa_test_db_text(db, "SELECT timing FROM results WHERE status = 'pass'");
+		FA_CHECKF(timing && strcmp(timing, want) == 0, "pass %d: timing '%s', wanted '%s'",
+			  pass, timing ? timing : "(none)", want);
+		free(timing);
+		int n = read_graph_record(rec, bufs, hash, 4000), sets = 0; /* launches on copies */
+		/* the check's launch, then the warm-up's and 3 samples' */
+		int per = pass < 2 ? 5 : 1;
+		FA_CHECKF(n == 1 + 4 * per, "pass %d: %d launches", pass, n);
+		for (int i = 1; i < n; i++) {
+			/* the i-th launch of a graph runs set i % sets; set 0 is the
+			 * checked buffers */
+			int j = (i - 1) % per, set = pass == 0 ? j % 3 : 0;
+			FA_CHECKF(strcmp(bufs[i], bufs[1 + set]) == 0, "pass %d: launch %d on '%s', "
+				  "wanted set %d's '%s'", pass, i, bufs[i], set, bufs[1 + set]);
+			FA_CHECKF(hash[i] == hash[0], "pass %d: launch %d read other inputs", pass, i);
+			sets += i <= per && strcmp(bufs[i], bufs[0]) != 0;
+		}
+		FA_CHECKF(strcmp(bufs[1], bufs[0]) == 0, "pass %d: set 0 is not the checked one", pass);
+		/* the first graph: sets 0 1 2 0 1, so three launches on copies */
+		FA_CHECKF(sets == (pass == 0 ? 3 : 0), "pass %d: %d launches of a graph on copies", pass,
+			  sets);
+		if (pass == 0) /* no buffer of one set in another */
+			for (int a = 1; a <= 3; a++)
+				for (int b = a + 1; b <= 3; b++) {
+					char x[136], y[136], *sx, *sy;
+					snprintf(x, sizeof x, "%s", bufs[a]);
+					for (char *u = strtok_r(x, " ", &sx); u; u = strtok_r(NULL, " ", &sx)) {
+						snprintf(y, sizeof y, "%s", bufs[b]);
+						for (char *w = strtok_r(y, " ", &sy); w; w = strtok_r(NULL, " ", &sy))
+							FA_CHECKF(strcmp(u, w) != 0, "sets %d and %d share %s", a, b, u);
+					}
+				}
+	}
+	fa_proc_run((char *[]){"run", suite, "--backend", "test", "--db", db, "--graph", "-1",
+			       NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--graph '-1' must be 0 to 1000"), "status %d: %s",
+		  r.status, r.err);
+	fa_proc_free(&r);
+}
+
 /* Starts many.yaml's first 10 cases, waits until `cases` are committed,
  * sends sig; then --resume finishes the same run: every case once, in suite
  * order, the run complete. */

@@ -317,13 +317,13 @@ static void check_refusal(const char *variant, const char *want_fmt)
 
 FA_TEST(plugins, refusals_name_the_reason)
 {
-	check_refusal("future", "not loaded: plugin %s has backend API version 4; this fabench "
-				"knows versions 1 to 3\n");
+	check_refusal("future", "not loaded: plugin %s has backend API version 5; this fabench "
+				"knows versions 1 to 4\n");
 	check_refusal("nolaunch", "not loaded: plugin %s: backend 'bad' has no 'launch' in kernel "
 				  "'bad_k'\n");
 	check_refusal("noalloc", "not loaded: plugin %s: backend 'bad' has no 'alloc'\n");
-	check_refusal("kfuture", "plugin %s: not loaded: cpu: kernel plugin API version 4; this "
-				 "fabench knows versions 2 to 3");
+	check_refusal("kfuture", "plugin %s: not loaded: cpu: kernel plugin API version 5; this "
+				 "fabench knows versions 2 to 4");
 	check_refusal("knofwd", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'fwd_kernel'");
 	check_refusal("knolaunch", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'launch'");
 	check_refusal("kclash", "plugin %s: not loaded: cpu: kernel 'cpu_flash' is already "

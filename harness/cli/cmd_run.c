@@ -33,6 +33,7 @@ static const char usage_text[] =
 	"                  [--ab PLUGIN_A:PLUGIN_B | --ab-params] [--repeat N] [--dump DIR]\n"
 	"                  [--report FILE] [--quiet] [--case KEY]... [--shard K/N]\n"
 	"                  [--devices LIST|all] [--junit FILE] [--max-failures N]\n"
+	"                  [--graph N]\n"
 	"       fabench run [SUITE.yaml] --rerun-failed RUN | --resume RUN [--db PATH]";
 
 static void help(void)
@@ -61,6 +62,13 @@ static void help(void)
 	       "                     flush leaves dirty lines: fabench's flush before\n"
 	       "                     cold-clean) or hot (no flush); stored as each result's\n"
 	       "                     timing\n"
+	       "  --graph N          time N launches captured in one CUDA graph, the time\n"
+	       "                     divided by N (overrides the suite's graph_launches; 0:\n"
+	       "                     no graph): no launch latency per sample, as in a\n"
+	       "                     model's step. With a cold cache the launches cycle\n"
+	       "                     over copies of the case's Q, K, V and O, enough that\n"
+	       "                     none finds its inputs in the L2 (timing graph-cold);\n"
+	       "                     hot, they repeat one set (timing graph)\n"
 	       "  --threads N        CPU threads for kernels and the reference\n"
 	       "  --param K.N=V,...  set tunable N of kernel K (a name or glob); several\n"
 	       "                     values sweep it: the kernel runs once per combination\n"
@@ -140,6 +148,8 @@ static void on_signal(int sig)
 struct run_cli {
 	const char *suite, *backend, *kernels, *where, *db, *label, *dump, *report;
 	const char *seed_text, *budget_text, *timeout_text, *cache_text, *threads_text, *ab;
+	const char *graph_text;
+	int graph; /* --graph: > 0 launches per graph, -1 none, 0 the suite's */
 	char *params[64];
 	int n_params;
 	uint64_t seed;
@@ -184,6 +194,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		{"worker-from", required_argument, 0, 'K'},
 		{"worker-serve", no_argument, 0, 'W'},
 		{"max-failures", required_argument, 0, 'M'},
+		{"graph", required_argument, 0, 'G'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	int c;
 	char *end;
@@ -274,6 +285,16 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 				return fa_cmd_usage_error("run", usage_text,
 							  "--max-failures '%s' must be 1 to 1000000",
 							  optarg);
+			break;
+		case 'G':
+			errno = 0;
+			o->graph_text = optarg;
+			o->graph = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || o->graph < 0 || o->graph > 1000)
+				return fa_cmd_usage_error("run", usage_text,
+							  "--graph '%s' must be 0 to 1000", optarg);
+			if (o->graph == 0)
+				o->graph = -1;
 			break;
 		case 'E':
 			if (o->n_case_args >= 64)
@@ -887,6 +908,7 @@ static const char **worker_argv(const struct run_cli *o, const char *backend)
 	ADD("--threads", o->threads_text);
 	ADD("--timeout", o->timeout_text);
 	ADD("--cache", o->cache_text);
+	ADD("--graph", o->graph_text);
 	ADD("--mem-budget", o->budget_text);
 	ADD("--dump", o->dump);
 	for (int i = 0; i < o->n_params && n < 36; i++) {
@@ -1047,6 +1069,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	rcfg.mem_budget_bytes = o->budget;
 	rcfg.timeout_s = o->timeout;
 	rcfg.cache = o->cache;
+	rcfg.graph_launches = o->graph;
 	rcfg.nthreads = o->threads > 0 ? o->threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
 	rcfg.interleave = 1;
@@ -1620,6 +1643,7 @@ int fa_cmd_run(int argc, char **argv)
 	rcfg.mem_budget_bytes = o.budget;
 	rcfg.timeout_s = o.timeout;
 	rcfg.cache = o.cache;
+	rcfg.graph_launches = o.graph;
 	rcfg.nthreads = o.threads > 0 ? o.threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
 	rcfg.dump_dir = o.dump;

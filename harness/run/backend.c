@@ -80,7 +80,9 @@ union fa_backend_any {
 /* Bytes of struct fa_backend_i a plugin of version v has. */
 static size_t iface_bytes(int v)
 {
-	return v == 1 ? FA_BACKEND_I_V1_BYTES : sizeof(struct fa_backend_i);
+	return v == 1	? FA_BACKEND_I_V1_BYTES
+	       : v <= 3 ? offsetof(struct fa_backend_i, graph_create_sets)
+			: sizeof(struct fa_backend_i);
 }
 
 /* Copies what init wrote into be. Returns 0, or -1 with why set (the
@@ -280,6 +282,8 @@ static const char *missing_method(const struct fa_backend_i *i)
 	    !(i->graph_create && i->graph_launch && i->graph_destroy))
 		return !i->graph_create ? "graph_create" : !i->graph_launch ? "graph_launch"
 									: "graph_destroy";
+	if (i->graph_create_sets && !i->graph_create) /* replayed and freed by the same two */
+		return "graph_create";
 	return NULL;
 }
 

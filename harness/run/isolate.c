@@ -28,7 +28,8 @@
 
 /* The timing strings a worker may report, sent by index (0: none); every
  * value runner.c stores must be here, or an isolated result loses it. */
-static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph", "cold-clean"};
+static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph", "cold-clean",
+					     "graph-cold"};
 #define N_TIMING_NAMES ((int)(sizeof timing_names / sizeof timing_names[0]))
 
 struct rec_hdr {

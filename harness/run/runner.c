@@ -681,6 +681,10 @@ struct fa_runner_case {
 	int prepared;
 	int inputs_ready; /* b holds filled inputs (a borrower may use them) */
 	int b_borrowed;   /* b is the lender's: not freed here */
+	/* cold graphs: n_rot copies of b's Q, K, V and O (4 pointers each),
+	 * made for the first kernel that wants them, kept for the others */
+	void **rot;
+	int n_rot;
 };
 
 static void kstate_release(struct fa_runner *r, struct kstate *k)
@@ -777,6 +781,106 @@ static int check_grads(const struct fa_case *c, const struct case_bufs *b,
 	return v;
 }
 
+/* ---- cold graphs ---- */
+
+/* A graph of launches timed with a cold cache (measure: graph_launches, and
+ * the cache not hot) cycles over sets of the case's buffers: b's and
+ * copies of it, as the layers of one decode step each read their own K and
+ * V. Enough sets that FA_ROT_L2_TIMES times the last-level cache is read
+ * between two reads of one set, so that after the flush before each replay
+ * no launch finds its inputs in the cache; at most one set per launch. */
+#define FA_ROT_L2_TIMES 3
+
+/* The sets a cold graph of n launches of case p cycles over; 0 when the
+ * device does not say how large its cache is (then no cold graph). */
+static int rot_sets(const struct fa_runner *r, const struct fa_problem *p, int n)
+{
+	double l2 = (double)r->slot->info.l2_bytes, set = 0;
+	for (int t = FA_TENSOR_Q; t <= FA_TENSOR_O; t++)
+		set += (double)fa_tensor_elems(p, t) * fa_dtype_size(p->dtype);
+	if (l2 <= 0 || n < 1)
+		return 0;
+	double want = ceil(FA_ROT_L2_TIMES * l2 / (set > 0 ? set : 1));
+	return want >= n ? n : want < 1 ? 1 : (int)want;
+}
+
+/* Makes sure the case has at least n_sets - 1 copies of b, filled with the
+ * same inputs as b (the output zeroed). */
+static enum fa_rc rot_copies(struct fa_runner *r, struct fa_runner_case *cs, int n_sets,
+			     struct fa_err *err)
+{
+	struct fa_backend_slot *s = r->slot;
+	void *ctx = s->be.context;
+	const struct fa_case *c = cs->c;
+	const struct fa_problem *p = &c->p;
+	const void *host[3] = {cs->b.hq, cs->b.hk, cs->b.hv};
+	static const char *const names[4] = {"a copy of Q", "a copy of K", "a copy of V",
+					     "a copy of O"};
+	int code;
+	if (cs->n_rot >= n_sets - 1)
+		return FA_OK;
+	void **nr = realloc(cs->rot, sizeof *nr * 4 * (size_t)(n_sets - 1));
+	if (!nr)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of host memory");
+	cs->rot = nr;
+	for (int i = cs->n_rot; i < n_sets - 1; i++) {
+		void **set = nr + 4 * i;
+		enum fa_rc rc = FA_OK;
+		memset(set, 0, 4 * sizeof *set);
+		for (int t = 0; t < 4 && rc == FA_OK; t++) {
+			size_t bytes = (size_t)fa_tensor_elems(p, t) * (size_t)fa_dtype_size(p->dtype);
+			if ((rc = dev_alloc(s, bytes, &set[t], names[t], err)) != FA_OK)
+				break;
+			code = t == FA_TENSOR_O	       ? s->be.iface.memset(ctx, set[t], 0, bytes)
+			       : s->be.iface.fill_random ? s->be.iface.fill_random(ctx, set[t], p, t,
+										 c->dist, c->seed)
+							 : s->be.iface.upload(ctx, set[t], host[t], bytes);
+			if (code != 0)
+				rc = be_fail(s, code, "filling a copy of the inputs", err);
+		}
+		if (rc != FA_OK) {
+			for (int t = 0; t < 4; t++)
+				dev_free(s, set[t]);
+			return rc;
+		}
+		cs->n_rot = i + 1;
+	}
+	if ((code = s->be.iface.synchronize(ctx)) != 0)
+		return be_fail(s, code, "filling a copy of the inputs", err);
+	return FA_OK;
+}
+
+/* Captures k's cold graph of n launches; on success sets k->sc.graph and
+ * the result's timing "graph-cold". When the copies do not fit or the
+ * capture fails, k is timed in single launches as without a graph. */
+static void cold_graph(struct fa_runner *r, struct fa_runner_case *cs, struct kstate *k, int n)
+{
+	struct fa_backend_slot *s = r->slot;
+	int sets = rot_sets(r, &cs->c->p, n);
+	struct fa_launch_args *a;
+	struct fa_err e;
+	fa_err_clear(&e);
+	if (sets < 1 || rot_copies(r, cs, sets, &e) != FA_OK || !(a = malloc(sizeof *a * (size_t)sets)))
+		return;
+	for (int i = 0; i < sets; i++) {
+		a[i] = k->a;
+		if (i > 0) {
+			void **set = cs->rot + 4 * (i - 1);
+			a[i].q = set[FA_TENSOR_Q];
+			a[i].k = set[FA_TENSOR_K];
+			a[i].v = set[FA_TENSOR_V];
+			a[i].o = set[FA_TENSOR_O];
+		}
+	}
+	if (s->be.iface.graph_create_sets(s->be.context, k->ck->k, a, sets, n, &k->sc.graph) == 0) {
+		k->sc.graph_n = n;
+		k->res->timing = "graph-cold";
+	} else {
+		k->sc.graph = NULL;
+	}
+	free(a);
+}
+
 /* The checked launch of kernel k on a poisoned output, then its sampler set
  * up. Returns FA_OK (status in k->res; k->sampling set when it is to be
  * timed), FA_ERR_STICKY or FA_ERR_CANCELLED. */
@@ -870,6 +974,8 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 	/* the sampler */
 	if (r->cfg.cache >= 0)
 		mc.cache = r->cfg.cache;
+	if (r->cfg.graph_launches != 0)
+		mc.graph_launches = r->cfg.graph_launches > 0 ? r->cfg.graph_launches : 0;
 	memset(&k->sc, 0, sizeof k->sc);
 	k->sc.r = r;
 	k->sc.ck = ck;
@@ -898,6 +1004,9 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		} else {
 			k->sc.graph = NULL; /* fall back to single launches */
 		}
+	} else if (mc.graph_launches > 0 && s->be.iface.graph_create_sets && k->sc.cold &&
+		   !k->fk && fa_kernel_pass(ck->k) == FA_PASS_FWD) {
+		cold_graph(r, rc_, k, mc.graph_launches);
 	}
 	fa_measure_start(&k->ms, &mc, k->samples);
 	k->deadline = 0; /* set by its first sample: the other kernels' checks come first */
@@ -1257,6 +1366,9 @@ void fa_runner_finish(struct fa_runner *r)
 			dev_free(r->slot, cs->ks[i].ws);
 	if (!cs->b_borrowed)
 		bufs_free(r->slot, &cs->b);
+	for (int i = 0; i < 4 * cs->n_rot; i++)
+		dev_free(r->slot, cs->rot[i]);
+	free(cs->rot);
 	fa_ref_free(&cs->ref);
 	fa_ref_grad_free(&cs->gref);
 	free(cs->ks);

@@ -47,6 +47,8 @@ struct fa_runner_cfg {
 	double mem_budget_bytes; /* 0: half of the device's free memory */
 	double timeout_s;        /* > 0 overrides the suite's timeout_s */
 	int32_t cache;           /* >= 0 overrides the suite's cache mode */
+	int32_t graph_launches;  /* > 0 overrides the suite's graph_launches, -1
+				  * times no graph, 0 keeps the suite's */
 	int32_t nthreads;        /* CPU threads for kernels and the reference */
 	volatile int *cancel;    /* set by a signal handler: stop as soon as possible */
 	const char *dump_dir;    /* write .npy files of every case run here (NULL: no) */

@@ -85,7 +85,8 @@ static const char *const hfields[HF_COUNT] = {
 	"suite_hash", "label",      "command_line", "seed",
 };
 
-static const char *const timing_names[] = {"cpu", "cold", "cold-clean", "hot", "graph"};
+static const char *const timing_names[] = {"cpu", "cold", "cold-clean", "hot", "graph",
+						     "graph-cold"};
 
 
 /* The statistics and counts a gradient may have (dq_max_abs ...
@@ -848,7 +849,7 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
 			ok |= strcmp(r->timing, timing_names[i]) == 0;
 		if (!ok)
 			return fa_err_at(cx->err, &rv[RF_TIMING]->loc,
-					 "unknown timing '%s' (expected cpu, cold, cold-clean, hot or graph)",
+					 "unknown timing '%s' (expected cpu, cold, cold-clean, hot, graph or graph-cold)",
 					 r->timing);
 	}
 	if (rv[RF_RULE]) {

@@ -48,12 +48,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* 3: the backward pass (fa_kernel.pass, writes_lse, fwd_kernel; the LSE and
- * gradient buffers in fa_launch_args; tensors dO, dQ, dK, dV). 2: struct
+/* 4: graph_create_sets (a graph whose launches cycle over copies of a
+ * case's buffers: cold graphs). 3: the backward pass (fa_kernel.pass,
+ * writes_lse, fwd_kernel; the LSE and gradient buffers in fa_launch_args;
+ * tensors dO, dQ, dK, dV). 2: struct
  * fa_backend holds its methods behind a pointer, kernel plugins,
  * struct_size in fa_kernel, fa_problem and fa_launch_args, the stream
  * method. 1: the first release (tests/abi/plugin_v1.h). */
-#define FA_BACKEND_API_VERSION 3
+#define FA_BACKEND_API_VERSION 4
 /* The oldest plugin version this header's harness still loads. */
 #define FA_BACKEND_API_VERSION_MIN 1
 
@@ -665,6 +667,16 @@ struct fa_backend_i {
 	 * cudaStream_t); the harness passes it to every launch in
 	 * fa_launch_args.stream. NULL: none (the CPU). */
 	void *(*stream)(void *ctx);
+	/* ---- version 4 ---- */
+	/* (optional) Capture n_launches launches of k into one replayable graph
+	 * (replayed and freed by graph_launch and graph_destroy), launch i with
+	 * a[i % n_sets]: the sets differ in their buffers (copies of one case's
+	 * inputs and outputs, made by the harness), so that with a cold cache
+	 * every launch of the graph reads memory the cache does not hold, as
+	 * the layers of one decode step do. NULL: graphs are timed hot only. */
+	int (*graph_create_sets)(void *ctx, const struct fa_kernel *k,
+				 const struct fa_launch_args *a, int n_sets, int n_launches,
+				 void **graph);
 };
 
 /* What fa_backend_plugin_init fills. Version and size first, data next, the

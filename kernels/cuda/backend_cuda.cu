@@ -293,25 +293,27 @@ int cu_telemetry(void *ctx, struct fa_telemetry *out)
 
 /* ---- graphs (CUDA only): n launches captured from the stream ---- */
 
-int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
-		    int n_launches, void **graph)
+/* Launch i with a[i % n_sets] (version 4; graph_create is n_sets 1). */
+int cu_graph_create_sets(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
+			 int n_sets, int n_launches, void **graph)
 {
 	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);
-	struct fa_launch_args ca = *a;
 	cudaGraph_t g = NULL;
 	cudaGraphExec_t ge = NULL;
 	int code, end;
 	*graph = NULL;
-	if (!k || !k->launch || n_launches < 1)
+	if (!k || !k->launch || n_launches < 1 || n_sets < 1)
 		return (int)cudaErrorInvalidValue;
 	if ((code = fa_gpu_bind(c)) != 0)
 		return code;
-	ca.stream = (void *)c->stream; /* the launcher must queue where we capture */
-	ca.backend_ctx = ctx;
 	if ((code = (int)cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal)) != 0)
 		return code;
-	for (int i = 0; i < n_launches && code == 0; i++)
+	for (int i = 0; i < n_launches && code == 0; i++) {
+		struct fa_launch_args ca = a[i % n_sets];
+		ca.stream = (void *)c->stream; /* the launcher must queue where we capture */
+		ca.backend_ctx = ctx;
 		code = k->launch(&ca);
+	}
 	end = (int)cudaStreamEndCapture(c->stream, &g); /* always: the stream leaves capture mode */
 	if (code == 0)
 		code = end;
@@ -325,6 +327,12 @@ int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch
 	}
 	*graph = (void *)ge;
 	return 0;
+}
+
+int cu_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
+		    int n_launches, void **graph)
+{
+	return cu_graph_create_sets(ctx, k, a, 1, n_launches, graph);
 }
 
 int cu_graph_launch(void *ctx, void *graph)
@@ -380,6 +388,8 @@ const struct fa_backend_i cu_iface = {
 	cu_calibrate,
 	/* version 2 */
 	fa_gpu_stream,
+	/* version 4 */
+	cu_graph_create_sets,
 };
 
 /* ---- start-up ---- */

@@ -211,18 +211,36 @@ static int k_delay(const struct fa_launch_args *a)
  * (`run --ab` of the plugin and a copy of it) has its own. */
 static char this_copy;
 
-/* Right (idle=1: leaves the output as it found it), and each launch appends one line to the file $FABENCH_TEST_RECORD
- * names: this copy, then the buffers it was given ("copy q k v o cu_q cu_k
- * prefix ws ws_bytes"), so that a test sees which buffers each side of --ab ran on. */
+/* FNV-1a of the bytes of Q, K and V: the same inputs give the same hash,
+ * whichever buffers hold them. */
+static uint32_t inputs_hash(const struct fa_launch_args *a)
+{
+	const void *buf[3] = {a->q, a->k, a->v};
+	uint32_t h = 2166136261u;
+	for (int t = 0; t < 3; t++) {
+		const unsigned char *b = buf[t];
+		size_t n = (size_t)fa_tensor_elems(a->p, t) * (size_t)fa_dtype_size(a->p->dtype);
+		for (size_t i = 0; i < n; i++)
+			h = (h ^ b[i]) * 16777619u;
+	}
+	return h;
+}
+
+/* Right (idle=1: leaves the output as it found it), and each launch
+ * appends one line to the file $FABENCH_TEST_RECORD names: this copy, then
+ * the buffers it was given and a hash of the inputs they hold ("copy q k v
+ * o cu_q cu_k prefix ws ws_bytes hash"), so that a test sees which buffers
+ * each side of --ab, or each launch of a graph, ran on. */
 static int k_record(const struct fa_launch_args *a)
 {
 	const char *path = getenv("FABENCH_TEST_RECORD");
 	int rc = a->params[1] ? 0 : attention(a, 0);
 	FILE *f = path && *path ? fopen(path, "a") : NULL;
 	if (f) {
-		fprintf(f, "%p %p %p %p %p %p %p %p %p %zu\n", (void *)&this_copy, a->q, a->k, a->v,
-			a->o, (const void *)a->cu_seqlens_q, (const void *)a->cu_seqlens_k,
-			(const void *)a->prefix_lens, a->workspace, a->workspace_bytes);
+		fprintf(f, "%p %p %p %p %p %p %p %p %p %zu %08x\n", (void *)&this_copy, a->q, a->k,
+			a->v, a->o, (const void *)a->cu_seqlens_q, (const void *)a->cu_seqlens_k,
+			(const void *)a->prefix_lens, a->workspace, a->workspace_bytes,
+			(unsigned)inputs_hash(a));
 		fclose(f);
 	}
 	return rc;
@@ -314,6 +332,10 @@ static int t_info(void *ctx, struct fa_device_info *out)
 	out->mem_total_bytes = out->mem_free_bytes = (int64_t)4 << 30;
 	out->sm_count = 1;
 	out->host_memory = host;
+	/* FABENCH_TEST_L2_BYTES=N: a last-level cache of N bytes (cold graphs
+	 * size their copies by it); unset: unknown */
+	const char *l2 = getenv("FABENCH_TEST_L2_BYTES");
+	out->l2_bytes = l2 ? atoll(l2) : 0;
 	return 0;
 }
 
@@ -414,6 +436,57 @@ static int t_flush(void *ctx)
 	return 0;
 }
 
+/* Graphs: the launches are kept and run one after another on replay. */
+struct tgraph {
+	const struct fa_kernel *k;
+	struct fa_launch_args *a;
+	int n_sets, n_launches;
+};
+
+static int t_graph_create_sets(void *ctx, const struct fa_kernel *k,
+			       const struct fa_launch_args *a, int n_sets, int n_launches,
+			       void **graph)
+{
+	struct tgraph *g = calloc(1, sizeof *g);
+	(void)ctx;
+	*graph = NULL;
+	if (!g || !(g->a = malloc(sizeof *a * (size_t)n_sets))) {
+		free(g);
+		return ERR_NOMEM;
+	}
+	memcpy(g->a, a, sizeof *a * (size_t)n_sets);
+	g->k = k;
+	g->n_sets = n_sets;
+	g->n_launches = n_launches;
+	*graph = g;
+	return 0;
+}
+
+static int t_graph_create(void *ctx, const struct fa_kernel *k, const struct fa_launch_args *a,
+			  int n_launches, void **graph)
+{
+	return t_graph_create_sets(ctx, k, a, 1, n_launches, graph);
+}
+
+static int t_graph_launch(void *ctx, void *graph)
+{
+	struct tgraph *g = graph;
+	int rc = 0;
+	(void)ctx;
+	for (int i = 0; i < g->n_launches && rc == 0; i++)
+		rc = g->k->launch(&g->a[i % g->n_sets]);
+	return rc;
+}
+
+static void t_graph_destroy(void *ctx, void *graph)
+{
+	struct tgraph *g = graph;
+	(void)ctx;
+	if (g)
+		free(g->a);
+	free(g);
+}
+
 static void t_shutdown(void *ctx)
 {
 	(void)ctx;
@@ -436,6 +509,10 @@ static const struct fa_backend_i t_iface = {
 	.error_string = t_strerror,
 	.shutdown = t_shutdown,
 	.flush_cache = t_flush,
+	.graph_create = t_graph_create,
+	.graph_launch = t_graph_launch,
+	.graph_destroy = t_graph_destroy,
+	.graph_create_sets = t_graph_create_sets,
 };
 
 int fa_backend_plugin_init(int harness_api_version, struct fa_backend *out, char *why,

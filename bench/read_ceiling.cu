@@ -9,8 +9,12 @@
  *   clean  the same memset, then the buffer read back (the L2 ends clean)
  *   hot    no flush (the data may sit in the L2 when it fits)
  *
- * and an empty kernel the same way (the floor of one timed launch). A
- * standalone program, not part of the build: on a CUDA machine
+ * and an empty kernel the same way (the floor of one timed launch); then
+ * `graph`: `fabench run --graph 32`'s timing with the clean flush (one
+ * flush, then a CUDA graph of 32 launches that cycle over as many copies
+ * of the bytes as put 3x the L2 between two reads of one copy, the time
+ * divided by 32: harness/run/runner.c cold_graph). A standalone program,
+ * not part of the build: on a CUDA machine
  *
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
  *        -o /tmp/read_ceiling bench/read_ceiling.cu && /tmp/read_ceiling
@@ -148,6 +152,41 @@ static double median_us(int mode, cudaStream_t st, L launch, int samples)
 	return 1000.0 * t[t.size() / 2];
 }
 
+/* The clean flush, then a graph of n launches (launch(i, st) queues the
+ * i-th), timed as one sample; the median per launch over the samples. */
+template <class L>
+static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+	for (int i = 0; i < n; i++)
+		launch(i, st);
+	CK(cudaStreamEndCapture(st, &g));
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	CK(cudaGraphDestroy(g));
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	std::vector<float> t;
+	for (int s = 0; s < samples + 3; s++) {
+		flush(F_CLEAN, st);
+		CK(cudaEventRecord(e0, st));
+		CK(cudaGraphLaunch(ge, st));
+		CK(cudaEventRecord(e1, st));
+		CK(cudaEventSynchronize(e1));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if (s >= 3)
+			t.push_back(ms / n);
+	}
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	CK(cudaGraphExecDestroy(ge));
+	std::sort(t.begin(), t.end());
+	return 1000.0 * t[t.size() / 2];
+}
+
 int main(int argc, char **argv)
 {
 	const int samples = argc > 1 ? atoi(argv[1]) : 100;
@@ -202,6 +241,22 @@ int main(int argc, char **argv)
 				       sz.batch, sz.keys, bytes / 1e6, what, flush_names[mode], us,
 				       bytes / us / 1e3);
 			}
+		}
+	}
+	/* graphs of 32 launches over copies (offsets into buf) */
+	printf("empty kernel  graph of 32  %7.2f us\n",
+	       median_graph_us(st, [&](int, cudaStream_t s) { empty_kernel<<<1, 32, 0, s>>>(sink); },
+			       32, samples));
+	for (const auto &sz : sizes) {
+		const size_t bytes = (size_t)2 * sz.batch * 8 * sz.keys * 128 * 2, n = bytes / 16;
+		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
+		const int sets = (int)std::min(std::min(want, max_bytes / bytes), (size_t)32);
+		for (int k : {1, 2}) {
+			double us = median_graph_us(st, [&](int i, cudaStream_t s) {
+				read_grid<4><<<sms * k, 512, 0, s>>>(b4 + (size_t)(i % sets) * n, n, sink);
+			}, 32, samples);
+			printf("batch %d keys %5d  %6.1f MB  grid %dx512 graph of 32 over %d copies  %7.2f us  %6.0f GB/s\n",
+			       sz.batch, sz.keys, bytes / 1e6, sms * k, sets, us, bytes / us / 1e3);
 		}
 	}
 	CK(cudaFree(buf));

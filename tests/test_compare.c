@@ -657,8 +657,9 @@ FA_TEST(compare, noise_and_stop_shown)
 		 strstr(md, " ~: that side's sampling stopped at its time or sample limit"));
 	free(md);
 	char *csv = compare_text(&cmp, FA_FMT_CSV, NULL);
-	FA_CHECK(csv && strstr(csv, ",base_rsd,head_rsd,base_stop,head_stop,lost\n") &&
-		 strstr(csv, ",converged,max_time,0\n"));
+	FA_CHECK(csv && strstr(csv, ",base_rsd,head_rsd,base_stop,head_stop,lost,base_timing,"
+				    "head_timing\n") &&
+		 strstr(csv, ",converged,max_time,0,cpu,cpu\n"));
 	free(csv);
 	fa_compare_free(&cmp);
 	/* without a stop that hit a limit there is no marker and no footnote */
@@ -667,6 +668,53 @@ FA_TEST(compare, noise_and_stop_shown)
 	md = compare_text(&cmp, FA_FMT_MD, NULL);
 	FA_CHECK(md && !strstr(md, "~"));
 	free(md);
+	fa_compare_free(&cmp);
+	fa_store_close(s);
+}
+
+/* Rows timed one way in BASE and another in HEAD (a graph against single
+ * launches, hot against cold) are counted in the header and marked in the
+ * table, and CSV and JSON carry each side's timing. */
+FA_TEST(compare, timing_mismatch_marked)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_compare cmp;
+	struct fa_err err;
+	char line[1024];
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_compare_build(s, "1", "2", NULL, &cmp, &err) == FA_OK);
+	FA_CHECK(cmp.n_timing_differs == 0);
+	char *md = compare_text(&cmp, FA_FMT_MD, NULL);
+	FA_CHECK(md && !strstr(md, "- timing:") && !strstr(md, "(timing)"));
+	free(md);
+	fa_compare_free(&cmp);
+	/* HEAD's cpu_flash on case 0 timed as a cold graph */
+	FA_REQUIRE(exec_sql(s, "UPDATE results SET timing = 'graph-cold' WHERE run_id = 2 AND "
+			       "kernel = 'cpu_flash' AND case_id IN (SELECT id FROM cases WHERE "
+			       "run_id = 2 AND idx = 0)"));
+	FA_REQUIRE(fa_compare_build(s, "1", "2", NULL, &cmp, &err) == FA_OK);
+	FA_CHECK(cmp.n_timing_differs == 1);
+	const struct fa_cmp_row *r = row_of(&cmp, 0, "cpu_flash"), *o = row_of(&cmp, 0, "cpu_dense");
+	FA_REQUIRE(r && o);
+	FA_CHECK(r->timing_differs && strcmp(r->base_timing, "cpu") == 0 &&
+		 strcmp(r->head_timing, "graph-cold") == 0);
+	FA_CHECK(!o->timing_differs && strcmp(o->head_timing, "cpu") == 0);
+	md = compare_text(&cmp, FA_FMT_MD, NULL);
+	FA_REQUIRE(md);
+	FA_CHECKF(strstr(md, "- timing: 1 timed row was measured differently on the two sides "
+			     "(base cpu, head graph-cold; marked `timing`)"),
+		  "%s", md);
+	FA_CHECKF(md_row(md, 0, "cpu_flash", line, sizeof line) && strstr(line, " (timing) |"), "%s",
+		  line);
+	FA_CHECK(md_row(md, 0, "cpu_dense", line, sizeof line) && !strstr(line, "(timing)"));
+	free(md);
+	char *csv = compare_text(&cmp, FA_FMT_CSV, NULL);
+	FA_CHECK(csv && strstr(csv, ",cpu,graph-cold\n"));
+	free(csv);
+	char *json = compare_text(&cmp, FA_FMT_JSON, NULL);
+	FA_CHECK(json && strstr(json, "\"head_timing\": \"graph-cold\", \"timing_differs\": true"));
+	free(json);
 	fa_compare_free(&cmp);
 	fa_store_close(s);
 }

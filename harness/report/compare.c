@@ -400,6 +400,16 @@ static double median_of(const double *x, int n)
 	return m;
 }
 
+/* How a side's results were timed: its first passing result's timing, ""
+ * when none says. */
+static const char *side_timing(const struct entry *e, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (e[i].r->status == FA_STATUS_PASS && e[i].r->timing[0])
+			return e[i].r->timing;
+	return "";
+}
+
 /* The row of group e[0..n) (one key, kernel, params; base entries first). */
 static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 			   struct fa_cmp_row *row, struct fa_err *err)
@@ -447,6 +457,8 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->head_ms = median_of(hx, n_hs);
 	row->base_rsd = side_noise(e, nb, bx, n_bs, &row->base_stop);
 	row->head_rsd = side_noise(e + nb, n - nb, hx, n_hs, &row->head_stop);
+	row->base_timing = side_timing(e, nb);
+	row->head_timing = side_timing(e + nb, n - nb);
 	row->speedup = NAN;
 	row->verdict = -1;
 	row->perf.lo = row->perf.hi = row->perf.ratio = row->perf.p = row->perf.effect = NAN;
@@ -564,7 +576,7 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 	enum fa_rc rc = FA_OK;
 
 	for (int i = 0; i < cmp->n_rows; i++) {
-		const struct fa_cmp_row *row = &cmp->rows[i];
+		struct fa_cmp_row *row = &cmp->rows[i];
 		cmp->changes[row->change]++;
 		cmp->n_unchecked += row->base_status == FA_STATUS_UNCHECKED ||
 				    row->head_status == FA_STATUS_UNCHECKED;
@@ -577,6 +589,14 @@ static enum fa_rc summarise(struct fa_compare *cmp, struct fa_err *err)
 		}
 		if (row->change != FA_CMP_TIMED)
 			continue;
+		if (row->base_timing[0] && row->head_timing[0] &&
+		    strcmp(row->base_timing, row->head_timing) != 0) {
+			row->timing_differs = 1;
+			if (cmp->n_timing_differs++ == 0) {
+				cmp->differs_base = row->base_timing;
+				cmp->differs_head = row->head_timing;
+			}
+		}
 		cmp->verdicts[row->verdict]++;
 		cmp->n_regressions += row->verdict == FA_PERF_SLOWER;
 		if (row->speedup > 0 && isfinite(row->speedup)) {
@@ -858,6 +878,13 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 		cmp->verdicts[FA_PERF_SAME], cmp->verdicts[FA_PERF_NOISY],
 		cmp->paired ? "sign test" : "Mann-Whitney", p->alpha,
 		(p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100, p->min_effect * 100);
+	if (cmp->n_timing_differs)
+		fprintf(f,
+			"- timing: %d timed row%s measured differently on the two sides (base %s, "
+			"head %s; marked `timing`): **their speedups compare two ways of timing, "
+			"not only two builds** (`fabench run --graph`, `--cache`)\n",
+			cmp->n_timing_differs, cmp->n_timing_differs == 1 ? " was" : "s were",
+			cmp->differs_base, cmp->differs_head);
 	if (cmp->opts.ignore_params)
 		fputs("- matched by case key and kernel, kernel params ignored\n", f);
 	if (cmp->paired)
@@ -1132,8 +1159,8 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		speedup_text(row->speedup, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
-		snprintf(buf, sizeof buf, "%s%s", verdict_word(row->verdict),
-			 row->perf.low_samples ? "*" : "");
+		snprintf(buf, sizeof buf, "%s%s%s", verdict_word(row->verdict),
+			 row->perf.low_samples ? "*" : "", row->timing_differs ? " (timing)" : "");
 		*any_low |= row->perf.low_samples;
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -1230,7 +1257,7 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fprintf(f, ",%s", fa_reader_param_names[j]);
 	fputs(",kernel,params,base_params,change,base_status,head_status,n_base,n_head,base_ms,"
 	      "head_ms,speedup,ratio,ratio_lo,ratio_hi,p,effect,verdict,low_samples,base_reason,"
-	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost\n",
+	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost,base_timing,head_timing\n",
 	      f);
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *r = &cmp->rows[i];
@@ -1281,7 +1308,11 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fa_table_csv_text(f, r->base_stop);
 		fputc(',', f);
 		fa_table_csv_text(f, r->head_stop);
-		fprintf(f, ",%d\n", r->lost);
+		fprintf(f, ",%d,", r->lost);
+		fa_table_csv_text(f, r->base_timing);
+		fputc(',', f);
+		fa_table_csv_text(f, r->head_timing);
+		fputc('\n', f);
 	}
 }
 
@@ -1395,6 +1426,11 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		fputs(", \"head_stop\": ", f);
 		fa_json_string(f, r->head_stop);
 		fprintf(f, ", \"lost\": %s", r->lost ? "true" : "false");
+		fputs(",\n     \"base_timing\": ", f);
+		fa_json_string(f, r->base_timing);
+		fputs(", \"head_timing\": ", f);
+		fa_json_string(f, r->head_timing);
+		fprintf(f, ", \"timing_differs\": %s", r->timing_differs ? "true" : "false");
 		if (r->change == FA_CMP_TIMED) {
 			fputs(",\n     \"verdict\": ", f);
 			fa_json_string(f, fa_stats_verdict_name(r->verdict));

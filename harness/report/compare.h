@@ -146,6 +146,13 @@ struct fa_cmp_row {
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
 	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
+	const char *base_timing, *head_timing; /* how a side's passing results were timed
+	                            (the first one's timing: "cold-clean", "graph-cold",
+	                            ...), "" unknown */
+	int32_t timing_differs;  /* 1: TIMED and both timings known and different: the
+	                            speedup compares two ways of timing (a graph against
+	                            single launches, hot against cold) as much as two
+	                            builds */
 };
 
 /* Geometric-mean speedup of the TIMED rows of one kernel or one suite, and
@@ -195,6 +202,8 @@ struct fa_compare {
 	                                         which --fail-on-regression also fails on,
 	                                         as it does when no row is TIMED */
 	int32_t lost_removed, lost_untimed;   /* n_lost split: REMOVED, UNTIMED rows */
+	int32_t n_timing_differs;             /* rows with timing_differs = 1 */
+	const char *differs_base, *differs_head; /* the first such row's timings */
 	int32_t separate;                     /* 1: BASE and HEAD are separate runs (not
 	                                         paired, no run on both sides) */
 	double median_rsd;                    /* median over the TIMED rows of the larger

@@ -313,7 +313,7 @@ enum fa_rc fa_reader_cases(struct fa_store *s, int64_t run_id, struct fa_arena *
 /* The columns of the result query, in order. */
 enum {
 	RQ_ID, RQ_RUN, RQ_IDX, RQ_KEY, RQ_KERNEL, RQ_PARAMS, RQ_STATUS, RQ_REASON, RQ_MEDIAN,
-	RQ_STDEV, RQ_NSAMPLES, RQ_CHECKED, RQ_STOP, RQ_TFLOPS, RQ_GBPS, RQ_TAGS,
+	RQ_STDEV, RQ_NSAMPLES, RQ_CHECKED, RQ_STOP, RQ_TFLOPS, RQ_GBPS, RQ_TAGS, RQ_TIMING,
 	RQ_CASE /* CASE_SQL's columns */
 };
 
@@ -321,7 +321,7 @@ static const char result_sql[] =
 	"SELECT r.id, r.run_id, c.idx, c.key, r.kernel, r.params, r.status, r.reason, "
 	"r.median_ms, r.stdev_ms, r.n_samples, r.checked, r.stop_reason, r.tflops, r.gbps, "
 	"(SELECT group_concat(name, ', ') FROM (SELECT name FROM case_tags t "
-	"WHERE t.case_id = c.id ORDER BY seq)), "
+	"WHERE t.case_id = c.id ORDER BY seq)), r.timing, "
 	CASE_SQL " FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = ? "
 	"ORDER BY c.idx, r.kernel, r.params, r.id";
 
@@ -363,6 +363,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_arena 
 	r->reason = fa_arena_strdup(a, col_text(st, RQ_REASON));
 	r->stop = fa_arena_strdup(a, col_text(st, RQ_STOP));
 	r->tags = fa_arena_strdup(a, col_text(st, RQ_TAGS));
+	r->timing = fa_arena_strdup(a, col_text(st, RQ_TIMING));
 	/* a pass nobody checked (an import) reads as unchecked */
 	r->status = fa_status_effective(fa_status_parse(col_text(st, RQ_STATUS)),
 					sqlite3_column_int(st, RQ_CHECKED));
@@ -374,7 +375,8 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_arena 
 	for (int j = 0; j < FA_READER_N_PARAMS; j++)
 		if (!(r->values[j] = param_value(st, j, a)))
 			return FA_ERR_NOMEM;
-	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop || !r->tags)
+	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop || !r->tags ||
+	    !r->timing)
 		return FA_ERR_NOMEM;
 	case_of(st, RQ_CASE, &r->p, &r->dist, &r->scale_set);
 	return FA_OK;

@@ -92,6 +92,8 @@ struct fa_reader_result {
 	const char *suite, *key, *kernel, *params, *reason;
 	const char *stop;      /* stop_reason as stored ("converged", "max_time", ...), "" NULL */
 	const char *tags;      /* the case's labels joined by ", " (case_tags), "" none */
+	const char *timing;    /* how it was timed as stored ("cold-clean", "graph-cold",
+	                          ...), "" NULL */
 	int32_t case_idx;
 	int32_t status;        /* enum fa_status, as fa_status_effective gives it: a pass
 	                          nobody checked reads FA_STATUS_UNCHECKED; -1 unknown */

@@ -221,6 +221,8 @@ const struct fa_backend_i hp_iface = {
 	NULL, /* calibrate */
 	/* version 2 */
 	fa_gpu_stream,
+	/* version 4 */
+	NULL, /* graph_create_sets */
 };
 
 /* ---- start-up ---- */

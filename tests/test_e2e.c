@@ -1044,6 +1044,11 @@ FA_TEST(e2e, graph_cold_cycles_copies)
 				       pass == 1 ? "hot" : "cold-clean", NULL},
 			    env, 120, &r);
 		FA_CHECKF(r.status == 0, "pass %d: status %d\n%s", pass, r.status, r.err);
+		/* the header says when the backend cannot time the graph asked for */
+		FA_CHECKF((strstr(r.out, "  --graph 5: backend test does not say how large its L2 "
+					 "is, which sizes the copies: cold cases are timed in single "
+					 "launches\n") != NULL) == (pass == 2),
+			  "pass %d: %s", pass, r.out);
 		fa_proc_free(&r);
 		char *timing = fa_test_db_text(db, "SELECT timing FROM results WHERE status = 'pass'");
 		FA_CHECKF(timing && strcmp(timing, want) == 0, "pass %d: timing '%s', wanted '%s'",
@@ -1078,6 +1083,18 @@ FA_TEST(e2e, graph_cold_cycles_copies)
 					}
 				}
 	}
+	/* the CPU has no graphs: said, and timed as always */
+	unlink(db);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--db", db,
+			       "--graph", "5", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "  --graph 5: backend cpu has no graphs: every "
+						 "case is timed in single launches\n"),
+		  "status %d: %s%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	char *timing = fa_test_db_text(db, "SELECT timing FROM results WHERE status = 'pass'");
+	FA_CHECKF(timing && strcmp(timing, "cpu") == 0, "cpu timing '%s'", timing ? timing : "");
+	free(timing);
 	fa_proc_run((char *[]){"run", suite, "--backend", "test", "--db", db, "--graph", "-1",
 			       NULL},
 		    NULL, 120, &r);

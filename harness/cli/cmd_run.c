@@ -68,7 +68,9 @@ static void help(void)
 	       "                     model's step. With a cold cache the launches cycle\n"
 	       "                     over copies of the case's Q, K, V and O, enough that\n"
 	       "                     none finds its inputs in the L2 (timing graph-cold);\n"
-	       "                     hot, they repeat one set (timing graph)\n"
+	       "                     hot, they repeat one set (timing graph). A backend\n"
+	       "                     without graphs (the CPU, HIP) times single launches,\n"
+	       "                     and the header says so\n"
 	       "  --threads N        CPU threads for kernels and the reference\n"
 	       "  --param K.N=V,...  set tunable N of kernel K (a name or glob); several\n"
 	       "                     values sweep it: the kernel runs once per combination\n"
@@ -169,6 +171,26 @@ struct run_cli {
 	char **keys;
 	int n_keys;
 };
+
+/* Says, under the run's header, when --graph will time no graph on slot's
+ * backend (a case whose copies do not fit falls back alone: its stored
+ * timing says so). */
+static void graph_note(const struct run_cli *o, const struct fa_backend_slot *s)
+{
+	const char *why = NULL;
+	if (o->graph <= 0)
+		return;
+	if (s->info.host_memory || !s->be.iface.graph_create)
+		why = "has no graphs: every case is timed in single launches";
+	else if (o->cache != FA_CACHE_HOT && !s->be.iface.graph_create_sets)
+		why = "has no graphs over copies of the buffers (backend API 4's "
+		      "graph_create_sets): cold cases are timed in single launches";
+	else if (o->cache != FA_CACHE_HOT && s->info.l2_bytes <= 0)
+		why = "does not say how large its L2 is, which sizes the copies: cold cases "
+		      "are timed in single launches";
+	if (why)
+		printf("  --graph %d: backend %s %s\n", o->graph, s->name, why);
+}
 
 static int parse_args(int argc, char **argv, struct run_cli *o)
 {
@@ -1103,6 +1125,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 			snprintf(share_why + strlen(share_why), sizeof share_why - strlen(share_why),
 				 "; nor swap them: %s", cross_why);
 	}
+	graph_note(o, slot[0]);
 	if (share)
 		printf("  both sides run on the same buffers\n");
 	else if (cross)
@@ -1613,10 +1636,12 @@ int fa_cmd_run(int argc, char **argv)
 		exit_status = fa_cmd_fail("run", &err);
 		goto out;
 	}
-	if (o.worker_fd <= 0)
+	if (o.worker_fd <= 0) {
 		printf("fabench %s: suite %s (%s), %d cases, backend %s (%s), seed %llu\n",
 		       FA_VERSION, suite.name, suite.path, suite.n_cases, plan.slot->name,
 		       plan.slot->info.name, (unsigned long long)suite.seed);
+		graph_note(&o, plan.slot);
+	}
 	if (plan.n_pairs == 0) {
 		fprintf(stderr,
 			"fabench run: nothing to run: no kernel of backend %s matches the suite's "

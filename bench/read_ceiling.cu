@@ -153,7 +153,7 @@ static double median_us(int mode, cudaStream_t st, L launch, int samples)
 }
 
 /* The clean flush, then a graph of n launches (launch(i, st) queues the
- * i-th), timed as one sample; the median per launch over the samples. */
+ * i-th), timed as one sample; the median of the samples per launch. */
 template <class L>
 static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
 {
@@ -165,26 +165,9 @@ static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
 	CK(cudaStreamEndCapture(st, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	CK(cudaGraphDestroy(g));
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	std::vector<float> t;
-	for (int s = 0; s < samples + 3; s++) {
-		flush(F_CLEAN, st);
-		CK(cudaEventRecord(e0, st));
-		CK(cudaGraphLaunch(ge, st));
-		CK(cudaEventRecord(e1, st));
-		CK(cudaEventSynchronize(e1));
-		float ms;
-		CK(cudaEventElapsedTime(&ms, e0, e1));
-		if (s >= 3)
-			t.push_back(ms / n);
-	}
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
+	const double us = median_us(F_CLEAN, st, [&] { CK(cudaGraphLaunch(ge, st)); }, samples);
 	CK(cudaGraphExecDestroy(ge));
-	std::sort(t.begin(), t.end());
-	return 1000.0 * t[t.size() / 2];
+	return us / n;
 }
 
 int main(int argc, char **argv)

@@ -1105,6 +1105,38 @@ static void field(FILE *out, const struct markup *m, const char *name)
 	}
 }
 
+
+/* How the results were timed (results.timing): each way and its count,
+ * "cold-clean (12), graph-cold (12)"; nothing when none says. */
+static void write_timings(FILE *out, const struct report *r, const struct markup *m)
+{
+	const char *names[8];
+	int counts[8] = {0}, n = 0;
+	for (int i = 0; i < r->res.nrows; i++) {
+		const char *t = fa_rows_text(&r->res, i, "timing");
+		int j = 0;
+		if (!t || !*t)
+			continue;
+		while (j < n && strcmp(names[j], t) != 0)
+			j++;
+		if (j == n) {
+			if (n == 8)
+				continue;
+			names[n++] = t;
+		}
+		counts[j]++;
+	}
+	if (n == 0)
+		return;
+	field(out, m, "timing");
+	for (int j = 0; j < n; j++) {
+		if (j)
+			fputs(", ", out);
+		m->word(out, names[j]);
+		fprintf(out, " (%d)", counts[j]);
+	}
+	fputs(m->dd_end, out);
+}
 static void write_header(FILE *out, const struct report *r, const struct markup *m)
 {
 	const struct fa_rows *run = &r->run;
@@ -1216,6 +1248,7 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 		}
 	fputs(first ? "" : ")", out);
 	fputs(m->dd_end, out);
+	write_timings(out, r, m);
 	fputs(m->header_end, out);
 }
 

@@ -878,13 +878,16 @@ static void md_header(FILE *f, const struct fa_compare *cmp)
 		cmp->verdicts[FA_PERF_SAME], cmp->verdicts[FA_PERF_NOISY],
 		cmp->paired ? "sign test" : "Mann-Whitney", p->alpha,
 		(p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100, p->min_effect * 100);
-	if (cmp->n_timing_differs)
-		fprintf(f,
-			"- timing: %d timed row%s measured differently on the two sides (base %s, "
-			"head %s; marked `timing`): **their speedups compare two ways of timing, "
-			"not only two builds** (`fabench run --graph`, `--cache`)\n",
-			cmp->n_timing_differs, cmp->n_timing_differs == 1 ? " was" : "s were",
-			cmp->differs_base, cmp->differs_head);
+	if (cmp->n_timing_differs) {
+		fprintf(f, "- timing: %d timed row%s measured differently on the two sides (base ",
+			cmp->n_timing_differs, cmp->n_timing_differs == 1 ? " was" : "s were");
+		fa_table_md_text(f, cmp->differs_base);
+		fputs(", head ", f);
+		fa_table_md_text(f, cmp->differs_head);
+		fputs("; marked `timing`): **their speedups compare two ways of timing, not only two "
+		      "builds** (`fabench run --graph`, `--cache`)\n",
+		      f);
+	}
 	if (cmp->opts.ignore_params)
 		fputs("- matched by case key and kernel, kernel params ignored\n", f);
 	if (cmp->paired)

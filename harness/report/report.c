@@ -1132,7 +1132,7 @@ static void write_timings(FILE *out, const struct report *r, const struct markup
 	for (int j = 0; j < n; j++) {
 		if (j)
 			fputs(", ", out);
-		m->word(out, names[j]);
+		m->text(out, names[j]);
 		fprintf(out, " (%d)", counts[j]);
 	}
 	fputs(m->dd_end, out);

@@ -458,6 +458,40 @@ FA_TEST(history, ab_sides_and_params_apart)
 	fa_proc_free(&r);
 }
 
+/* A step whose points on either side were timed differently (single
+ * launches, then a cold graph) is marked: the method may have made it. */
+FA_TEST(history, timing_change_marked)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc;
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(exec_sql(s, "UPDATE results SET timing = 'graph-cold' WHERE run_id = 2 AND "
+			       "kernel = 'cpu_flash' AND case_id IN (SELECT id FROM cases WHERE "
+			       "run_id = 2 AND idx = 0)"));
+	FA_REQUIRE(fa_history_build(s, NULL, &h, &err) == FA_OK);
+	const struct fa_hist_series *sr = series_of(&h, 0, "cpu_flash"),
+				     *other = series_of(&h, 1, "cpu_flash");
+	FA_REQUIRE(sr && sr->n_steps == 1 && other && other->n_steps == 1);
+	FA_CHECK(sr->steps[0].timing_changed && !other->steps[0].timing_changed);
+	FA_CHECK(strcmp(sr->points[0].timing, "cpu") == 0 &&
+		 strcmp(sr->points[1].timing, "graph-cold") == 0);
+	char *md = history_text(&h, FA_FMT_MD, &rc);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECKF(strstr(md, "ms (+15.0%) at ") && strstr(md, " (timing changed: cpu -> graph-cold)\n"),
+		  "%s", md);
+	FA_CHECK(strstr(md, " NEW (timing)") != NULL);
+	free(md);
+	char *json = history_text(&h, FA_FMT_JSON, &rc);
+	FA_CHECK(rc == FA_OK && json && strstr(json, "\"timing_changed\": true") &&
+		 strstr(json, "\"timing_changed\": false"));
+	free(json);
+	fa_history_free(&h);
+	fa_store_close(s);
+}
+
 FA_TEST(history, bad_options)
 {
 	struct fa_store *s = fa_fixture_open();

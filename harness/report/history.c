@@ -219,6 +219,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 		pt = &sr->points[np++];
 		pt->run = e[i].run;
 		pt->status = e[i].r->status;
+		pt->timing = e[i].r->timing;
 		point_of(e[i].r, pt);
 	}
 	sr->n_points = np;
@@ -264,6 +265,10 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 				     st->at == np - 1 && st->change > h->opts.min_effect &&
 				     latest_of_suite(h, sr->points[st->at].run);
 		sr->new_regression |= st->new_regression;
+		{
+			const char *a = sr->points[st->prev].timing, *b = sr->points[st->at].timing;
+			st->timing_changed = a[0] && b[0] && strcmp(a, b) != 0;
+		}
 	}
 	sr->n_steps = rc == FA_OK ? ncps : 0;
 	free(y);
@@ -540,7 +545,15 @@ static void md_regressions(FILE *f, const struct fa_history *h)
 			fa_table_fmt_sig3(st->after_ms, b, sizeof b);
 			pct_text(st->change, pct, sizeof pct);
 			step_where(h, sr, st, buf, sizeof buf);
-			fprintf(f, ": %s -> %s ms (%s) at %s\n", a, b, pct, buf);
+			fprintf(f, ": %s -> %s ms (%s) at %s", a, b, pct, buf);
+			if (st->timing_changed) {
+				fputs(" (timing changed: ", f);
+				fa_table_md_text(f, sr->points[st->prev].timing);
+				fputs(" -> ", f);
+				fa_table_md_text(f, sr->points[st->at].timing);
+				fputs(")", f);
+			}
+			fputc('\n', f);
 		}
 	}
 }
@@ -627,9 +640,10 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 			char pct[32], where[160];
 			pct_text(st->change, pct, sizeof pct);
 			step_where(h, sr, st, where, sizeof where);
-			len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s at %s%s",
+			len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s at %s%s%s",
 						k ? "; " : "", pct, where,
-						st->new_regression ? " NEW" : "");
+						st->new_regression ? " NEW" : "",
+						st->timing_changed ? " (timing)" : "");
 		}
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -664,7 +678,9 @@ static enum fa_rc write_md(FILE *f, const struct fa_history *h, struct fa_err *e
 		"weighted by its noise; steps of %s or less merged away), the change of the mean "
 		"level and the commits between the last run before and the first run after it; "
 		"NEW: a step to slower times of more than %s at the latest run, a new "
-		"regression.\n",
+		"regression; (timing): the results on either side of the step were timed "
+		"differently (single launches, then `run --graph`), so the step may be the "
+		"method's.\n",
 		pct, pct);
 	return FA_OK;
 }
@@ -825,7 +841,9 @@ static void write_json(FILE *f, const struct fa_history *h)
 			fa_table_json_real(f, st->after_ms);
 			fputs(", \"change\": ", f);
 			fa_table_json_real(f, st->change);
-			fprintf(f, ", \"new_regression\": %s}", st->new_regression ? "true" : "false");
+			fprintf(f, ", \"new_regression\": %s, \"timing_changed\": %s}",
+				st->new_regression ? "true" : "false",
+				st->timing_changed ? "true" : "false");
 		}
 		fputs("],\n     ", f);
 		fa_compare_json_case(f, sr->values);

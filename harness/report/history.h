@@ -75,6 +75,8 @@ struct fa_hist_point {
 	                           else the stored stdev, 5% of the median for a single
 	                           sample; at least FA_HISTORY_MIN_REL_SIGMA of the
 	                           median); NaN untimed */
+	const char *timing;     /* how it was timed ("cold-clean", "graph-cold", ...),
+	                           "" unknown */
 };
 
 /* A step between two segments of a series' timed points. */
@@ -87,6 +89,9 @@ struct fa_hist_step {
 	int32_t new_regression; /* 1: slower by more than min_effect and the segment
 	                           after it is the series' latest point alone, taken
 	                           in the latest selected run of its suite */
+	int32_t timing_changed; /* 1: the points on either side were timed differently
+	                           (single launches, then run --graph): the step may be
+	                           the method's, not the kernel's */
 };
 
 /* The history of one (case key, kernel, params, A/B side) over the selected

@@ -348,59 +348,76 @@ __device__ __forceinline__ void issue_pv(float (&o)[DV / 2], const uint32_t (&pa
 		wgmma_rs<DV, BF16>(o, pa[kk], dv + ((uint64_t)(kk * 2 * CORE_BYTES) >> 4));
 }
 
-/* Scales and masks the scores of the key tile at k0 and turns them into
- * probabilities against the updated running max; alpha gets the factor the
- * accumulator must be multiplied by before this tile's P V is added. Only
- * tiles crossing some row's range or the end of the keys pay for masking. */
-template <int BN>
+/* Independent chains of a row's max and of its sum in softmax_tile with
+ * two consumer warpgroups (the CTA's 384 threads at 232 registers); with
+ * three (head size 64, 160 registers) one chain was faster (build flag for
+ * same-call comparisons; docs/BENCHMARKS.md, 2026-11-27 evening). */
+#ifndef FA_WG_SOFTMAX_CHAINS
+#define FA_WG_SOFTMAX_CHAINS 4
+#endif
+
+/* Masks the scores of the key tile at k0 and turns them into probabilities
+ * against the updated running max; alpha gets the factor the accumulator
+ * must be multiplied by before this tile's P V is added. Only tiles crossing
+ * some row's range or the end of the keys pay for masking.
+ *
+ * The scale goes into the exponent's FFMA (p = 2^(s c - m), c = scale x
+ * log2 e) instead of a multiply per score: supports() takes only a positive
+ * scale, so the row max of the raw scores, times c, is the max of the scaled
+ * ones, and the running max mx stays in the scaled domain. The row max and
+ * the row sum run as CH (1, 2 or 4) independent chains, combined at the end:
+ * one chain of 16 dependent maxima and one of 32 dependent adds per row left
+ * the warp waiting on each result (Nsight Compute, ViT 80 at 1k tokens:
+ * "wait" the largest stall reason). Both together, paired builds on the
+ * H200: 1.02-1.03x at head sizes 72, 80 and 128, 1.06x at 64 (one chain),
+ * the same at 256 (docs/BENCHMARKS.md). */
+template <int BN, int CH>
 __device__ __forceinline__ void softmax_tile(float (&s)[BN / 2], rows_state &rs, int k0, int t,
 					     bool full, int prefix, float scale_log2,
 					     float (&alpha)[2])
 {
-	/* the unmasked and the masked loop apart: the first carries no branch
+	static_assert(CH == 1 || CH == 2 || CH == 4, "1, 2 or 4 chains");
+	/* the unmasked and the masked path apart: the first carries no branch
 	 * per element (left to the compiler, the consumer inside the
 	 * persistent loop got one loop with a branch per element, 17% slower
 	 * at hd128 on the H100) */
-	if (full) {
-#pragma unroll
-		for (int i = 0; i < BN / 2; i++)
-			s[i] *= scale_log2;
-	} else {
+	if (!full) {
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				const int r = e >> 1, col = k0 + 8 * j + 2 * t + (e & 1);
-				const float x = s[4 * j + e] * scale_log2;
-				s[4 * j + e] = col < prefix || (col >= rs.lo[r] && col < rs.hi[r])
-						       ? x
-						       : -INFINITY;
+				if (!(col < prefix || (col >= rs.lo[r] && col < rs.hi[r])))
+					s[4 * j + e] = -INFINITY;
 			}
 	}
 	/* rows g (e 0, 1) and g + 8 (e 2, 3); the four threads of a quad share a row */
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
-		float m = -INFINITY;
+		float mc[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
-			m = fmaxf(m, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+			mc[j % CH] = fmaxf(mc[j % CH], fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+		float m = CH == 1 ? mc[0] : fmaxf(fmaxf(mc[0], mc[1]), fmaxf(mc[2], mc[3]));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
 		m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-		const float m_new = fmaxf(rs.mx[r], m);
+		const float m_new = fmaxf(rs.mx[r], m * scale_log2);
 		/* a row with no key so far: exponents against 0, all give 0 */
 		const float m_use = m_new == -INFINITY ? 0.f : m_new;
 		alpha[r] = ex2(rs.mx[r] - m_use);
 		rs.mx[r] = m_new;
-		float part = 0.f;
+		float pc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 2; e++) {
-				const float p = ex2(s[4 * j + 2 * r + e] - m_use);
+				const float x = fmaf(s[4 * j + 2 * r + e], scale_log2, -m_use);
+				const float p = ex2(x);
 				s[4 * j + 2 * r + e] = p;
-				part += p;
+				pc[(2 * j + e) % CH] += p;
 			}
-		rs.sum[r] = rs.sum[r] * alpha[r] + part; /* per thread; quad sum at the end */
+		/* per thread; quad sum at the end */
+		rs.sum[r] = rs.sum[r] * alpha[r] + (CH == 1 ? pc[0] : (pc[0] + pc[1]) + (pc[2] + pc[3]));
 	}
 }
 
@@ -437,6 +454,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 {
 	using L = layout<DK, DV, BN_, NC>;
 	constexpr int BN = L::BN;
+	constexpr int CH = NC == 3 ? 1 : FA_WG_SOFTMAX_CHAINS; /* softmax_tile's chains */
 	const int tid = threadIdx.x % WG_THREADS;
 	const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 	rows_state rs;
@@ -487,7 +505,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			wg_wait0();
 			fence_regs(s);
 			mbar_arrive(bar_e + EK_OFF + 8 * st); /* K read */
-			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			softmax_tile<BN, CH>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			pack_p<BN, BF16>(s, pa);
 			rescale<DV>(o, alpha);
 			mbar_wait_warp(bar_v + 8 * st, phase(it));
@@ -530,8 +548,8 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 		fence_regs(s);
 		if (P.k_release)
 			mbar_arrive(bar_e + EK_OFF + 8 * ring(0)); /* K of tile 0 read */
-		softmax_tile<BN>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
-			     alpha);
+		softmax_tile<BN, CH>(s, rs, t0 * BN, t, is_full(t0 * BN), prefix, P.scale_log2,
+				     alpha);
 		for (int it = 1; it < n_tiles; it++) {
 			const int st = ring(it), prev = ring(it - 1);
 			const int k0 = (t0 + it) * BN;
@@ -557,7 +575,7 @@ __device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int l
 			fence_regs(s);
 			if (P.k_release)
 				mbar_arrive(bar_e + EK_OFF + 8 * st); /* K of tile it read */
-			softmax_tile<BN>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
+			softmax_tile<BN, CH>(s, rs, k0, t, is_full(k0), prefix, P.scale_log2, alpha);
 			wg_wait0(); /* P V of tile it - 1 done */
 			fence_regs(o);
 			if (!P.k_release)

@@ -309,6 +309,17 @@ size_t wgmma_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 	       sizeof(float);
 }
 
+/* Shapes with a plain instance (wg_args_plain; build flag FA_WG_PLAIN 0 for
+ * same-call comparisons): the ViT tile and head size 128's, with overlap. */
+#ifndef FA_WG_PLAIN
+#define FA_WG_PLAIN 1
+#endif
+template <int DK, int DV, int BN, bool OVERLAP> constexpr bool has_plain()
+{
+	return FA_WG_PLAIN && OVERLAP &&
+	       ((DK == 80 && DV == 80 && BN == 128) || (DK == 128 && DV == 128 && BN == 176));
+}
+
 template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
 int launch_inst(const struct fa_launch_args *a)
 {
@@ -397,10 +408,6 @@ int launch_inst(const struct fa_launch_args *a)
 		g.lse = lse;
 	}
 	const int smem = L::BYTES;
-	cudaError_t ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
-					      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-	if (ce != cudaSuccess)
-		return (int)ce;
 	/* the grid: one CTA per work item, or persistent (tunable persistent,
 	 * or the dynamic schedule: fa_dyn_wanted() under tunable dynamic) */
 	g.n_bh = p->heads * p->batch;
@@ -425,9 +432,33 @@ int launch_inst(const struct fa_launch_args *a)
 			g.sect = fa_dyn_sect(l2, kv_bytes, g.n_bh);
 		}
 	}
-	wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
-		<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(tq, tk, tv, tk0, tv0, tk8, tv8,
-									 g);
+	/* the plain instance (wg_args_plain) where the launch has no mask,
+	 * varlen, split-KV or dynamic schedule and the shape has one */
+	cudaError_t ce;
+	bool launched = false;
+	if constexpr (has_plain<DK, DV, BN, OVERLAP>()) {
+		if (g.mask == FA_MASK_NONE && !g.varlen && g.splits <= 1 && !g.dynamic) {
+			wg_args_plain gp;
+			static_cast<wg_args &>(gp) = g;
+			ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP, wg_args_plain>,
+						  cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+			if (ce != cudaSuccess)
+				return (int)ce;
+			wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP, wg_args_plain>
+				<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(
+					tq, tk, tv, tk0, tv0, tk8, tv8, gp);
+			launched = true;
+		}
+	}
+	if (!launched) {
+		ce = cudaFuncSetAttribute(wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>,
+					  cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+		if (ce != cudaSuccess)
+			return (int)ce;
+		wgmma_fwd<DK, DV, BN, NC, BF16, OVERLAP>
+			<<<ctas, threads_of<NC>(), smem, fa_cuda_stream_of(a)>>>(
+				tq, tk, tv, tk0, tv0, tk8, tv8, g);
+	}
 	if (g.splits <= 1)
 		return (int)cudaGetLastError();
 	if ((ce = cudaGetLastError()) != cudaSuccess)

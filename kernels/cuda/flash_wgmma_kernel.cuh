@@ -295,6 +295,18 @@ struct wg_args {
 	int32_t q_first;   /* tunable q_first */
 };
 
+/* The arguments of a launch without a mask, varlen, split-KV or the dynamic
+ * schedule (wgmma_launch's "plain" instances: ViT, and head size 128
+ * without a mask): the same fields, with those four as compile-time
+ * constants that shadow the base's, so every branch on them folds away
+ * (wgmma_fwd and the functions it calls read P through a template type).
+ * The code of a CTA's start and end shrinks; at ViT 80 with 1k tokens that
+ * is the part of the work where ours trailed cuDNN (docs/BENCHMARKS.md,
+ * 2026-11-27 evening). */
+struct wg_args_plain : wg_args {
+	static constexpr int32_t mask = FA_MASK_NONE, varlen = 0, splits = 1, dynamic = 0;
+};
+
 #if FA_WGMMA_DEVICE
 
 /* Named barriers of the ping-pong (ids 1 to NC; 0 is __syncthreads'):
@@ -445,8 +457,8 @@ template <int D> __device__ __forceinline__ void rescale(float (&o)[D / 2], cons
  * intra-warpgroup overlap of FlashAttention-3): the products of tile it
  * (S) and tile it - 1 (P V) are in flight together, and the softmax of tile
  * it runs while P V of tile it - 1 is still on the tensor cores. */
-template <int DK, int DV, int BN_, int NC, bool BF16, bool OVERLAP>
-__device__ __forceinline__ void consumer(const wg_args &P, int cw, int m0, int lq, int lk,
+template <int DK, int DV, int BN_, int NC, bool BF16, bool OVERLAP, class A>
+__device__ __forceinline__ void consumer(const A &P, int cw, int m0, int lq, int lk,
 					 int q_tok, int b, int h, int prefix, int t0, int n_tiles,
 					 int lo_last, int hi_first, uint32_t s_q, uint32_t s_k,
 					 uint32_t s_v, uint32_t bar_q, uint32_t bar_k, uint32_t bar_v,
@@ -661,8 +673,8 @@ struct tile_info {
 	int rows, b, h, m0, lq, lk, q_tok, k_tok, seq, prefix, lo_last, hi_first, t0, n_tiles;
 };
 
-template <int BLOCK_M, int BN>
-__device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h, int b, int sp)
+template <int BLOCK_M, int BN, class A>
+__device__ __forceinline__ tile_info tile_of(const A &P, int mt_rev, int h, int b, int sp)
 {
 	tile_info T;
 	T.b = b;
@@ -715,8 +727,8 @@ __device__ __forceinline__ tile_info tile_of(const wg_args &P, int mt_rev, int h
  * tile, so the ring refills while they finish), then K and V tile by tile
  * through the ring; it_base counts the ring's tiles of earlier items, qn
  * their Q loads. */
-template <int DK, int DV, int BN, int NC>
-__device__ __forceinline__ void produce(const wg_args &P, const tile_info &T, int it_base, int qn,
+template <int DK, int DV, int BN, int NC, class A>
+__device__ __forceinline__ void produce(const A &P, const tile_info &T, int it_base, int qn,
 					const CUtensorMap *tq, const CUtensorMap *tk,
 					const CUtensorMap *tv, const CUtensorMap *tk0,
 					const CUtensorMap *tv0, const CUtensorMap *tk8,
@@ -864,12 +876,12 @@ __device__ __forceinline__ void next_reset(void)
 
 #endif /* FA_WGMMA_DEVICE */
 
-template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP>
+template <int DK, int DV, int BN, int NC, bool BF16, bool OVERLAP, class A = wg_args>
 __global__ void __launch_bounds__(threads_of<NC>(), 1)
 	wgmma_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
 		  const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap tk0,
 		  const __grid_constant__ CUtensorMap tv0, const __grid_constant__ CUtensorMap tk8,
-		  const __grid_constant__ CUtensorMap tv8, const wg_args P)
+		  const __grid_constant__ CUtensorMap tv8, const A P)
 {
 #if FA_WGMMA_DEVICE
 	using L = layout<DK, DV, BN, NC>;

@@ -32,6 +32,8 @@ const char *fa_test_tmpdir(void);
 const char *fa_test_root(void);
 /* Reads a whole file; returns malloc'd text or NULL. */
 char *fa_test_read_file(const char *path, size_t *len);
+/* Writes text to path (created or truncated): 0, or -1 when it cannot. */
+int fa_test_write_file(const char *path, const char *text);
 /* How often needle occurs in hay, counting from the end of each find. */
 int fa_test_count(const char *hay, const char *needle);
 

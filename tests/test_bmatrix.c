@@ -625,15 +625,6 @@ FA_TEST(bmatrix, kill9_keeps_finished_jobs)
 	fa_proc_free(&r);
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
 FA_TEST(bmatrix, failed_compile_and_gate)
 {
 	char db[1024], unit[1024];
@@ -644,12 +635,12 @@ FA_TEST(bmatrix, failed_compile_and_gate)
 			"/nonexistent", "--source", "tests/bmatrix/mma.cu", "--source", unit,
 			"--targets", "sm_80,sm_90", "--db", db, "--label", NULL, NULL, NULL};
 	/* a good run, then the same unit broken, gated against it */
-	write_file(unit, "__global__ void k(void) {}\n");
+	(void)fa_test_write_file(unit, "__global__ void k(void) {}\n");
 	argv[14] = "good";
 	fa_proc_run(argv, NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
-	write_file(unit, "__global__ void k(void) { BROKEN; }\n");
+	(void)fa_test_write_file(unit, "__global__ void k(void) { BROKEN; }\n");
 	argv[14] = "broken";
 	argv[15] = "--fail-on=good";
 	fa_proc_run(argv, NULL, 60, &r);
@@ -668,7 +659,7 @@ FA_TEST(bmatrix, failed_compile_and_gate)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_runs WHERE status = 'complete'") ==
 		 2);
 	/* fixed again: the broken run as REF is no regression */
-	write_file(unit, "__global__ void k(void) {}\n");
+	(void)fa_test_write_file(unit, "__global__ void k(void) {}\n");
 	argv[14] = "fixed";
 	argv[15] = "--fail-on=broken";
 	fa_proc_run(argv, NULL, 60, &r);

@@ -114,13 +114,9 @@ FA_TEST(e2e, unknown_kernel_points_at_suite)
 	char suite[1024], text[1200];
 	const char *dir = fa_test_tmpdir();
 	struct fa_proc_result r;
-	FILE *f;
 	path_in(suite, sizeof suite, dir, "k.yaml");
-	f = fopen(suite, "w");
-	FA_REQUIRE(f != NULL);
-	fprintf(f, "suite: k\nkernels: [cpu_dense, cpu_flsh]\ndefaults: {heads: 1, head_dim: 8, "
-		   "seq_len: 4}\n");
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: k\nkernels: [cpu_dense, cpu_flsh]\n"
+						 "defaults: {heads: 1, head_dim: 8, seq_len: 4}\n") == 0);
 	fa_proc_run((char *[]){"list", suite, NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 0); /* list does not resolve kernels */
 	fa_proc_free(&r);
@@ -571,14 +567,13 @@ FA_TEST(e2e, ab_sides_share_buffers)
 	path_in(rec, sizeof rec, fa_test_tmpdir(), "abshare.rec");
 	/* one varlen prefix-LM case: cu_seqlens and prefix_lens are shared too */
 	path_in(suite, sizeof suite, fa_test_tmpdir(), "abshare.yaml");
-	FILE *f = fopen(suite, "w");
-	FA_REQUIRE(f != NULL);
-	fputs("suite: abshare\nseed: 5\n"
-	      "measure: {warmup: 1, min_samples: 3, min_time_ms: 2, max_time_ms: 10, timeout_s: 20}\n"
-	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, mask: prefix_lm, seqlens: [3, 17],\n"
-	      "           prefix_lens: [1, 5]}\n",
-	      f);
-	FA_REQUIRE(fclose(f) == 0);
+	FA_REQUIRE(fa_test_write_file(
+			   suite, "suite: abshare\nseed: 5\n"
+				  "measure: {warmup: 1, min_samples: 3, min_time_ms: 2, max_time_ms: 10, "
+				  "timeout_s: 20}\n"
+				  "defaults: {heads: 2, head_dim: 32, dtype: fp32, mask: prefix_lm, "
+				  "seqlens: [3, 17],\n"
+				  "           prefix_lens: [1, 5]}\n") == 0);
 	unlink(db);
 	unlink(rec);
 	snprintf(ab, sizeof ab, "%s:%s", a, b);
@@ -756,14 +751,11 @@ FA_TEST(e2e, timeout_before_first_sample_is_not_a_pass)
 	char db[1024], suite[1100], plug[1100], *env[3];
 	const char *p = getenv("FABENCH_TEST_PLUGIN_SLOW");
 	struct fa_proc_result r;
-	FILE *f;
 	path_in(db, sizeof db, fa_test_tmpdir(), "cut.db");
 	path_in(suite, sizeof suite, fa_test_tmpdir(), "cut.yaml");
-	f = fopen(suite, "w");
-	FA_REQUIRE(f);
-	fputs("suite: cut\nmeasure: {warmup: 1000000, timeout_s: 1}\n"
-	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, seq_len: 16}\n", f);
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: cut\nmeasure: {warmup: 1000000, timeout_s: 1}\n"
+						 "defaults: {heads: 2, head_dim: 32, dtype: fp32, "
+						 "seq_len: 16}\n") == 0);
 	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/slow/libfabench-test.so");
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
@@ -1021,14 +1013,11 @@ FA_TEST(e2e, graph_cold_cycles_copies)
 	path_in(suite, sizeof suite, fa_test_tmpdir(), "graph.yaml");
 	/* Q, K, V and O of 2 x 64 x 32 fp32 values: 16 KiB each, a set 64 KiB;
 	 * against a 64 KiB L2, ceil(3 x 64 / 64) = 3 sets */
-	FILE *f = fopen(suite, "w");
-	FA_REQUIRE(f != NULL);
-	fputs("suite: graph\nseed: 7\n"
-	      "measure: {warmup: 1, min_samples: 3, max_samples: 3, min_time_ms: 0, "
-	      "graph_launches: 2}\n"
-	      "defaults: {heads: 2, head_dim: 32, dtype: fp32, seq_len: 64}\n",
-	      f);
-	FA_REQUIRE(fclose(f) == 0);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: graph\nseed: 7\n"
+						 "measure: {warmup: 1, min_samples: 3, max_samples: 3, "
+						 "min_time_ms: 0, graph_launches: 2}\n"
+						 "defaults: {heads: 2, head_dim: 32, dtype: fp32, "
+						 "seq_len: 64}\n") == 0);
 	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
 	snprintf(env_rec, sizeof env_rec, "FABENCH_TEST_RECORD=%s", rec);
 	for (int pass = 0; pass < 4; pass++) {
@@ -1179,16 +1168,12 @@ FA_TEST(e2e, rerun_and_resume_refusals)
 {
 	char db[1024], suite[1100], text[4096];
 	struct fa_proc_result r;
-	FILE *f;
 	char *orig;
 	path_in(db, sizeof db, fa_test_tmpdir(), "refuse.db");
 	path_in(suite, sizeof suite, fa_test_tmpdir(), "tiny.yaml");
 	orig = fa_test_read_file("tests/suites/tiny.yaml", NULL);
 	FA_REQUIRE(orig);
-	f = fopen(suite, "w");
-	FA_REQUIRE(f);
-	fputs(orig, f);
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite, orig) == 0);
 	/* run 1: imported */
 	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, NULL}, NULL, 60,
 		    &r);
@@ -1206,10 +1191,7 @@ FA_TEST(e2e, rerun_and_resume_refusals)
 	FA_CHECKF(r.status == 0, "run: %s", r.err);
 	fa_proc_free(&r);
 	snprintf(text, sizeof text, "%s# changed\n", orig);
-	f = fopen(suite, "w");
-	FA_REQUIRE(f);
-	fputs(text, f);
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite, text) == 0);
 	{
 		sqlite3 *h = NULL;
 		FA_REQUIRE(sqlite3_open(db, &h) == SQLITE_OK);

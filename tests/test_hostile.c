@@ -47,13 +47,8 @@ static void tmp_path(char *buf, size_t size, const char *name)
 
 static void write_text(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
+	if (fa_test_write_file(path, text) != 0)
 		FA_CHECKF(0, "cannot write %s", path);
-		return;
-	}
-	fputs(text, f);
-	fclose(f);
 }
 
 /* A sparse file of `bytes` bytes (no disk used). */

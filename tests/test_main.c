@@ -107,6 +107,15 @@ const char *fa_test_root(void)
 	return root;
 }
 
+int fa_test_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	const int ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 char *fa_test_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

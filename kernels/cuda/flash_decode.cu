@@ -13,8 +13,10 @@
  * per warp, no barrier between warps), computes S = Q K^T and O += P V with
  * mma.sync m16n8k16 (Q in registers, K and V through ldmatrix, the same
  * swizzled tiles and primitives as flash_mma.cuh) and the online softmax
- * of fa_cta.h. At the end the warps' (m, l, O) are merged through shared
- * memory; the CTA writes the output, or, when the keys are split, O / l and
+ * of fa_cta.h. At the end the warps' (m, l, O) of the tile's real rows go
+ * to shared memory, each warp's weight in each row is computed once (a
+ * shuffle reduction per row), and the weighted sums are merged; the CTA
+ * writes the output, or, when the keys are split, O / l and
  * log2-sum-exp2 of its range to the workspace, which flash_mma.cuh's
  * combine_kernel merges (the split-KV merge of cuda_flash_mma), or, for
  * up to FA_DECODE_FUSE_ROWS rows per KV head, the last CTA of the KV head
@@ -22,9 +24,12 @@
  * to FA_DECODE_CLUSTER_MAX ranges, the CTAs of a thread-block cluster
  * (one per range of a KV head) through distributed shared memory: each
  * stores its partial of every output into the shared memory of the CTA
- * that merges that slice of the outputs, and after one cluster barrier
- * each merges its slice from its own shared memory (no workspace, no
- * fence, no counter, no remote load).
+ * that merges that slice of the outputs, and once they have landed each
+ * merges its slice from its own shared memory (no workspace, no fence, no
+ * counter, no remote load). Up to 8 ranges the stores are st.async that
+ * count their bytes on the receiver's inbox barrier (an mbarrier set up
+ * at the start, while the first tiles load), so each CTA waits for its
+ * own inbox only; larger clusters wait at one cluster barrier.
  *
  * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
  * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
@@ -55,7 +60,7 @@ struct dcfg {
 	static constexpr int STAGE = 2 * KT::BYTES;
 	static constexpr int RING = NW * ST * STAGE;
 	static constexpr int DS = D + 8; /* merge row stride, floats */
-	static constexpr int MERGE = NW * FA_DECODE_ROWS * (DS + 2) * 4;
+	static constexpr int MERGE = (NW * FA_DECODE_ROWS * (DS + 3) + FA_DECODE_ROWS) * 4;
 	/* the cluster merge's inbox, past the ring and the merge area (peers
 	 * write it while this CTA may still stream its tiles): every range's
 	 * share of this CTA's slice of the rows x D / 2 column pairs (float2),
@@ -122,6 +127,9 @@ static __device__ __forceinline__ void warp_load(uint32_t s_base, int lane, cons
  * head, or merged inside a thread-block cluster. */
 enum { DEC_WS = 0, DEC_LAST = 1, DEC_CLUSTER = 2 };
 
+#ifndef FA_DEC_ASYNC
+#define FA_DEC_ASYNC 1
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* sm_90 cluster primitives: the barrier of every thread of the cluster
  * (release of this CTA's writes to shared memory, its own and its peers',
@@ -153,39 +161,104 @@ static __device__ __forceinline__ void dec_st_cluster2(uint32_t a, float x, floa
 	asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(a), "f"(x), "f"(y)
 		     : "memory");
 }
+/* The inbox's transaction barrier: initialised by one thread to expect
+ * `bytes`, made visible to the peers (the release fence, then every
+ * thread's relaxed arrival at the cluster barrier; the peers wait on that
+ * barrier before their first store); stores into a peer's shared memory
+ * that count their bytes on the peer's barrier; the wait for them. */
+static __device__ __forceinline__ void dec_bar_init(uint32_t bar, uint32_t bytes)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+		     "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n\t"
+		     "fence.mbarrier_init.release.cluster;" ::"r"(bar),
+		     "r"(bytes)
+		     : "memory");
+}
+static __device__ __forceinline__ void dec_cluster_arrive_relaxed()
+{
+	asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void dec_cluster_wait()
+{
+	asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void dec_st_async(uint32_t a, float x, uint32_t bar)
+{
+	asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(a),
+		     "r"(__float_as_uint(x)), "r"(bar)
+		     : "memory");
+}
+static __device__ __forceinline__ void dec_st_async2(uint32_t a, float x, float y, uint32_t bar)
+{
+	asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32"
+		     " [%0], {%1, %2}, [%3];" ::"r"(a),
+		     "r"(__float_as_uint(x)), "r"(__float_as_uint(y)), "r"(bar)
+		     : "memory");
+}
+static __device__ __forceinline__ void dec_bar_inval(uint32_t bar)
+{
+	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void dec_bar_wait(uint32_t bar)
+{
+	asm volatile("{\n\t.reg .pred p;\n\tDEC_WAIT:\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t"
+		     "@!p bra DEC_WAIT;\n\t}" ::"r"(bar)
+		     : "memory");
+}
+/* 1 when a cluster of S ranges merges through the inbox barrier
+ * (st.async: each CTA waits for its own inbox only, 1-3% faster at batch
+ * 1 on an H100), 0 through barrier.cluster. Above the portable 8 CTAs
+ * (forced clusters of 9-16) compute-sanitizer's synccheck reports "missing
+ * wait" at the barrier's init, not understood: those keep the cluster
+ * barrier (docs/BENCHMARKS.md, 2026-11-27 night). FA_DEC_ASYNC=0 builds
+ * the barrier everywhere, for A/B runs. */
+static __device__ __forceinline__ bool dec_async(int S)
+{
+	return FA_DEC_ASYNC && S <= 8;
+}
 #endif
 
 /* The cluster merge (pushed): each CTA has already stored its partial of
  * every column pair into the inbox (at IN_OFF) of the CTA whose slice holds
- * the pair, and its rows' log2-sum-exp2 into every peer's (push_partial);
- * after one barrier each CTA merges its slice from its own shared memory
- * alone: no remote load and no second barrier on the tail. */
+ * the pair, and its rows' log2-sum-exp2 into every peer's (push_partial,
+ * push_lse); once they have landed (its inbox barrier, `bar`, or the
+ * cluster barrier: dec_async) each CTA merges its slice from its own
+ * shared memory alone: no remote load and no second barrier on the tail. */
 template <int D, int NT, class T>
 static __device__ __forceinline__ void merge_pushed(const params &prm, int b, int h0, int lq,
 						    int rows, int tid, const float2 *in,
-						    const float *in_lse)
+						    const float *in_lse, uint32_t bar)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	const struct fa_problem &p = prm.p;
 	const int S = prm.splits;
-	dec_cluster_sync(); /* every peer's stores into this inbox landed */
+	if (dec_async(S))
+		dec_bar_wait(bar); /* every peer's stores into this inbox landed */
+	else
+		dec_cluster_sync();
 	const int items = rows * (D / 2), per = (items + S - 1) / S;
 	const int i0 = (int)dec_cluster_rank() * per;
 	const int i1 = i0 + per < items ? i0 + per : items;
 	for (int idx = i0 + tid; idx < i1; idx += NT) {
 		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2)), slot = idx - i0;
-		float mx = -INFINITY;
-		for (int k = 0; k < S; ++k)
-			mx = fmaxf(mx, in_lse[k * FA_DECODE_ROWS + r]);
+		float lse[FA_DECODE_CLUSTER_MAX], mx = -INFINITY;
+#pragma unroll
+		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k) {
+			lse[k] = k < S ? in_lse[k * FA_DECODE_ROWS + r] : -INFINITY;
+			mx = fmaxf(mx, lse[k]);
+		}
 		const float mu = fa_online_m_use(mx); /* every range empty: weights 0 */
 		float sum = 0.f, ox = 0.f, oy = 0.f;
-		for (int k = 0; k < S; ++k) {
-			const float wt = fa_mma::fa_mma_exp2(in_lse[k * FA_DECODE_ROWS + r] - mu);
-			const float2 v = in[k * per + slot];
-			sum += wt;
-			ox = fmaf(wt, v.x, ox);
-			oy = fmaf(wt, v.y, oy);
-		}
+#pragma unroll
+		for (int k = 0; k < FA_DECODE_CLUSTER_MAX; ++k)
+			if (k < S) {
+				const float wt = fa_mma::fa_mma_exp2(lse[k] - mu);
+				const float2 v = in[k * per + slot];
+				sum += wt;
+				ox = fmaf(wt, v.x, ox);
+				oy = fmaf(wt, v.y, oy);
+			}
 		const float inv = sum > 0.f ? 1.f / sum : 0.f;
 		int h, i;
 		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
@@ -194,31 +267,43 @@ static __device__ __forceinline__ void merge_pushed(const params &prm, int b, in
 	}
 #else
 	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)in, (void)in_lse;
+	(void)bar;
 	__trap(); /* the launcher takes clusters on sm_90+ only */
 #endif
 }
 
-/* This CTA's (rank `me`) partial of column pair idx of `items` (row r,
- * column c), and, from the thread of column 0, the row's log2-sum-exp2:
- * into the inbox of the CTA whose slice holds the pair, the lse into every
- * peer's. a_in: this CTA's inbox (the same offset in every peer). */
-template <int D>
-static __device__ __forceinline__ void push_partial(int S, int me, int items, int idx, int r,
-						    int c, float x, float y, float lse,
-						    uint32_t a_in, uint32_t a_in_lse)
+/* This CTA's (rank `me`) partial (x, y) of column pair idx of `items`:
+ * into the inbox of the CTA whose slice holds the pair (a_in: this CTA's
+ * inbox, at the same offset in every peer). */
+static __device__ __forceinline__ void push_partial(int S, int me, int items, int idx, float x,
+						    float y, uint32_t a_in, uint32_t bar)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	const int per = (items + S - 1) / S, k = idx / per, slot = idx - k * per;
-	dec_st_cluster2(dec_cluster_map(a_in + 8u * (uint32_t)(me * per + slot), (uint32_t)k), x,
-			y);
-	if (c == 0)
-		for (int kk = 0; kk < S; ++kk)
-			dec_st_cluster(dec_cluster_map(a_in_lse + 4u * (uint32_t)(me * FA_DECODE_ROWS + r),
-						       (uint32_t)kk),
-				       lse);
+	const uint32_t a = dec_cluster_map(a_in + 8u * (uint32_t)(me * per + slot), (uint32_t)k);
+	if (dec_async(S))
+		dec_st_async2(a, x, y, dec_cluster_map(bar, (uint32_t)k));
+	else
+		dec_st_cluster2(a, x, y);
 #else
-	(void)S, (void)me, (void)items, (void)idx, (void)r, (void)c, (void)x, (void)y, (void)lse;
-	(void)a_in, (void)a_in_lse;
+	(void)S, (void)me, (void)items, (void)idx, (void)x, (void)y, (void)a_in, (void)bar;
+#endif
+}
+
+/* Row r's log2-sum-exp2 of this CTA's range (rank `me`) into peer k's
+ * inbox (a_in_lse: the lse part of this CTA's inbox). */
+static __device__ __forceinline__ void push_lse(int S, int r, int k, int me, float lse,
+						uint32_t a_in_lse, uint32_t bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	const uint32_t a =
+		dec_cluster_map(a_in_lse + 4u * (uint32_t)(me * FA_DECODE_ROWS + r), (uint32_t)k);
+	if (dec_async(S))
+		dec_st_async(a, lse, dec_cluster_map(bar, (uint32_t)k));
+	else
+		dec_st_cluster(a, lse);
+#else
+	(void)S, (void)r, (void)k, (void)me, (void)lse, (void)a_in_lse, (void)bar;
 #endif
 }
 
@@ -335,6 +420,24 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			load(s);
 		fa_mma::fa_mma_cp_async_commit();
 	}
+
+	/* the cluster merge's inbox barrier: this CTA's slice of the column
+	 * pairs from every range, and every range's lse of every row */
+	__shared__ __align__(8) uint64_t s_inbar;
+	const uint32_t a_inbar = fa_mma::fa_mma_smem_addr(&s_inbar);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	if constexpr (MODE == DEC_CLUSTER) {
+		if (prm.splits > 1 && dec_async(prm.splits)) {
+			if (tid == 0) {
+				const int S = prm.splits, items = rows * (D / 2), per = (items + S - 1) / S;
+				int mine = items - w.sp * per;
+				mine = mine < per ? (mine > 0 ? mine : 0) : per;
+				dec_bar_init(a_inbar, (uint32_t)(S * (mine * 8 + rows * 4)));
+			}
+			dec_cluster_arrive_relaxed();
+		}
+	}
+#endif
 
 	/* Q as the A operand, straight from global memory (16 rows, once):
 	 * a0 = Q[g][16ks + 2t4..], a1 = Q[g + 8][..], a2 = Q[g][16ks + 8 + 2t4..],
@@ -506,18 +609,50 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	float *const s_o = reinterpret_cast<float *>(fa_dec_smem); /* [NW][16][DS] */
 	float *const s_m = s_o + NW * FA_DECODE_ROWS * DS;          /* [NW][16] */
 	float *const s_l = s_m + NW * FA_DECODE_ROWS;               /* [NW][16] */
+	float *const s_wt = s_l + NW * FA_DECODE_ROWS;              /* [16][NW] */
+	float *const s_lse = s_wt + FA_DECODE_ROWS * NW;            /* [16] */
+	/* the tile's real rows only: with up to 8 (GQA decode) the second
+	 * half of the fragments (rows g + 8) holds none */
 #pragma unroll
 	for (int hf = 0; hf < 2; ++hf) {
-		const int r = warp * FA_DECODE_ROWS + g + 8 * hf;
+		if (hf == 1 && rows <= 8)
+			break;
+		const int R = g + 8 * hf, r = warp * FA_DECODE_ROWS + R;
 		const float l = fa_mma::quad_sum(l_run[hf]);
-		if (t4 == 0) {
-			s_m[r] = m_run[hf];
-			s_l[r] = l;
-		}
+		if (R < rows) {
+			if (t4 == 0) {
+				s_m[r] = m_run[hf];
+				s_l[r] = l;
+			}
 #pragma unroll
-		for (int jj = 0; jj < NO; ++jj)
-			*reinterpret_cast<float2 *>(s_o + r * DS + 8 * jj + 2 * t4) =
-				make_float2(o[jj][2 * hf], o[jj][2 * hf + 1]);
+			for (int jj = 0; jj < NO; ++jj)
+				*reinterpret_cast<float2 *>(s_o + r * DS + 8 * jj + 2 * t4) =
+					make_float2(o[jj][2 * hf], o[jj][2 * hf + 1]);
+		}
+	}
+	fa_mma::fa_mma_syncthreads();
+	/* each warp's weight in each row, once: thread r NW + v of the first
+	 * 16 NW takes warp v of row r, the NW lanes of a row reduce by
+	 * shuffles; weight exp2(m_v - mu) / l (0 for a row with no key) and
+	 * the row's log2-sum-exp2 for the merge of the key ranges */
+	if (tid < FA_DECODE_ROWS * NW) {
+		const int r = tid / NW, v = tid - r * NW, rr = v * FA_DECODE_ROWS + r;
+		const bool real = r < rows;
+		const float m = real ? s_m[rr] : -INFINITY;
+		float mx = m;
+#pragma unroll
+		for (int d = NW / 2; d > 0; d >>= 1)
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, d));
+		const float wt = fa_mma::fa_mma_exp2(m - fa_online_m_use(mx)); /* no key in any warp: 0 */
+		float l = real ? wt * s_l[rr] : 0.f;
+#pragma unroll
+		for (int d = NW / 2; d > 0; d >>= 1)
+			l += fa_mma::fa_mma_shfl_xor(l, d);
+		if (real) {
+			s_wt[tid] = wt * fa_online_inv_l(l); /* no allowed key: zeros */
+			if (v == 0)
+				s_lse[r] = fa_online_lse(mx, l);
+		}
 	}
 	fa_mma::fa_mma_syncthreads();
 
@@ -525,38 +660,41 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	const uint32_t a_in = fa_mma::fa_mma_smem_addr(fa_dec_smem) + (uint32_t)CFG::IN_OFF;
 	const uint32_t a_in_lse = a_in + 8u * CFG::IN_PAIRS;
 	const int64_t tok0 = fa_seq_q_start(&p, prm.cu_q, b);
-	for (int idx = tid; idx < rows * (D / 2); idx += NT) {
+	const int items = rows * (D / 2);
+	if constexpr (MODE == DEC_CLUSTER) { /* every row's lse into every peer's inbox */
+		if (prm.splits > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+			if (dec_async(prm.splits))
+				dec_cluster_wait(); /* every peer's inbox barrier is set up */
+#endif
+			for (int u = tid; u < rows * prm.splits; u += NT)
+				push_lse(prm.splits, u / prm.splits, u % prm.splits, sp, s_lse[u / prm.splits],
+					 a_in_lse, a_inbar);
+		}
+	}
+	for (int idx = tid; idx < items; idx += NT) {
 		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2));
-		float mx = -INFINITY;
-#pragma unroll
-		for (int v = 0; v < NW; ++v)
-			mx = fmaxf(mx, s_m[v * FA_DECODE_ROWS + r]);
-		const float mu = fa_online_m_use(mx); /* no key in any warp: weights 0 */
-		float l = 0.f, ox = 0.f, oy = 0.f;
+		float ox = 0.f, oy = 0.f;
 #pragma unroll
 		for (int v = 0; v < NW; ++v) {
-			const int rr = v * FA_DECODE_ROWS + r;
-			const float wt = fa_mma::fa_mma_exp2(s_m[rr] - mu);
-			const float2 ov = *reinterpret_cast<const float2 *>(s_o + rr * DS + c);
-			l = fmaf(wt, s_l[rr], l);
+			const float wt = s_wt[r * NW + v];
+			const float2 ov =
+				*reinterpret_cast<const float2 *>(s_o + (v * FA_DECODE_ROWS + r) * DS + c);
 			ox = fmaf(wt, ov.x, ox);
 			oy = fmaf(wt, ov.y, oy);
 		}
-		const float inv = fa_online_inv_l(l); /* no allowed key: zeros */
 		int h, i;
 		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
 		if (prm.splits == 1) {
 			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
-				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+				fa_mma::fa_mma_pack2<T>(ox, oy);
 		} else if constexpr (MODE == DEC_CLUSTER) {
-			push_partial<D>(prm.splits, sp, rows * (D / 2), idx, r, c, ox * inv, oy * inv,
-					c == 0 ? fa_online_lse(mx, l) : 0.f, a_in, a_in_lse);
+			push_partial(prm.splits, sp, items, idx, ox, oy, a_in, a_inbar);
 		} else {
 			const int64_t wr = (int64_t)sp * prm.ws_rows + (tok0 + i) * p.heads + h;
-			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) =
-				make_float2(ox * inv, oy * inv);
+			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) = make_float2(ox, oy);
 			if (c == 0) /* no key in the range: -inf, weight 0 in the merge */
-				prm.ws_lse[wr] = fa_online_lse(mx, l);
+				prm.ws_lse[wr] = s_lse[r];
 		}
 	}
 	if constexpr (MODE == DEC_CLUSTER) {
@@ -564,7 +702,15 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			merge_pushed<D, NT, T>(
 				prm, b, h0, lq, rows, tid,
 				reinterpret_cast<const float2 *>(fa_dec_smem + CFG::IN_OFF),
-				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS));
+				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS),
+				a_inbar);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		if (prm.splits > 1 && dec_async(prm.splits)) { /* every thread past its wait */
+			fa_mma::fa_mma_syncthreads();
+			if (tid == 0)
+				dec_bar_inval(a_inbar);
+		}
+#endif
 	}
 	if constexpr (MODE == DEC_LAST) {
 		/* the last CTA of this (sequence, KV head) to arrive merges (the

@@ -1,0 +1,330 @@
+/* decode_read.cu - the loads of batch-1 decode alone, the way the decode
+ * path of cuda_flash_mma issues them (kernels/cuda/flash_decode.cu): K and
+ * V of 8 KV heads x D 128, BSHD (a head's key rows are 256 bytes, 2 KB
+ * apart), one CTA per (key range, KV head), NW warps each streaming its
+ * own ring of 16-key tiles (8 KB of K + V). Two ways to copy a tile:
+ *
+ *   cpasync  16-byte cp.async into the swizzled tile (the kernel's copies)
+ *   bulk     one cp.async.bulk (the TMA engine) per 256-byte row onto the
+ *            stage's mbarrier, rows padded to 272 bytes
+ *
+ * No math and no merge: each lane reads 64 bytes of each tile. Timed as
+ * `fabench run` times a cold case (a clean flush, then one launch between
+ * two events; the median) and as `--graph 32` (one flush, a CUDA graph of
+ * 32 launches over copies of the bytes, 3x the L2 apart). A standalone
+ * program, not part of the build: on a CUDA machine
+ *
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+ *        -o /tmp/decode_read bench/decode_read.cu && /tmp/decode_read [samples]
+ *
+ * prints one line per (keys, shape): single and graph us and GB/s, beside
+ * a grid-stride read of the same bytes. docs/BENCHMARKS.md (2026-11-27,
+ * night) has the H100's figures.
+ */
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <vector>
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                         \
+				cudaGetErrorString(e_));                                           \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+constexpr int H = 8, D = 128, ROWB = 256, HSTR = H * D; /* HSTR: elements per key row of all heads */
+
+__device__ __forceinline__ uint32_t saddr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+template <int NW, int ST>
+__global__ void __launch_bounds__(NW * 32, 1)
+    rd_cpasync(const uint16_t *k, const uint16_t *v, int keys, int R, unsigned *sink)
+{
+	extern __shared__ __align__(1024) unsigned char sm[];
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, hd = blockIdx.y,
+		  r = blockIdx.x % R;
+	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
+	const int nt = (per - warp + NW - 1) / NW;
+	const uint32_t ring = saddr(sm) + warp * ST * 8192;
+	auto load = [&](int j) {
+		const int n0 = (t0 + warp + j * NW) * 16;
+		const uint32_t a = ring + (j % ST) * 8192;
+		for (int kv = 0; kv < 2; kv++) {
+			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
+			for (int ps = 0; ps < 4; ps++) {
+				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
+				for (int pn = 0; pn < 2; pn++) {
+					const uint16_t *src =
+					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
+					const uint32_t dst = a + kv * 4096 + pn * 2048 +
+							     (row * 8 + (c8 ^ (row & 7))) * 16;
+					asm volatile(
+					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+					    "l"(src));
+				}
+			}
+		}
+	};
+	for (int s = 0; s < ST - 1; s++) {
+		if (s < nt)
+			load(s);
+		asm volatile("cp.async.commit_group;");
+	}
+	unsigned acc = 0;
+	for (int j = 0; j < nt; j++) {
+		asm volatile("cp.async.wait_group %0;" ::"n"(ST - 2));
+		__syncwarp();
+		if (j + ST - 1 < nt)
+			load(j + ST - 1);
+		asm volatile("cp.async.commit_group;");
+		const uint4 *t =
+		    reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192);
+		for (int u = 0; u < 4; u++) {
+			uint4 x = t[lane + 32 * u * 4];
+			acc ^= x.x ^ x.w;
+		}
+	}
+	if (acc == 0x9e3779b9u)
+		*sink = acc;
+}
+
+template <int NW, int ST>
+__global__ void __launch_bounds__(NW * 32, 1)
+    rd_bulk(const uint16_t *k, const uint16_t *v, int keys, int R, unsigned *sink)
+{
+	extern __shared__ __align__(1024) unsigned char sm[];
+	constexpr int STAGE = 2 * 16 * (ROWB + 16); /* padded rows: 8704 B */
+	__shared__ __align__(8) uint64_t bar[NW][ST];
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, hd = blockIdx.y,
+		  r = blockIdx.x % R;
+	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
+	const int nt = (per - warp + NW - 1) / NW;
+	const uint32_t ring = saddr(sm) + warp * ST * STAGE;
+	if (lane < ST)
+		asm volatile(
+		    "mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(saddr(&bar[warp][lane])));
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	__syncwarp();
+	auto load = [&](int j) {
+		const int n0 = (t0 + warp + j * NW) * 16;
+		const int s = j % ST;
+		const uint32_t b = saddr(&bar[warp][s]);
+		if (lane == 0)
+			asm volatile(
+			    "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
+			    "r"(32 * ROWB)
+			    : "memory");
+		__syncwarp();
+		const int kv = lane >> 4, row = lane & 15;
+		const uint16_t *src = (kv ? v : k) + (size_t)(n0 + row) * HSTR + hd * D;
+		const uint32_t dst = ring + s * STAGE + kv * 16 * (ROWB + 16) + row * (ROWB + 16);
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+			     "[%0], [%1], %2, [%3];" ::"r"(dst),
+			     "l"(src), "r"(ROWB), "r"(b)
+			     : "memory");
+	};
+	for (int s = 0; s < ST && s < nt; s++)
+		load(s);
+	unsigned acc = 0;
+	for (int j = 0; j < nt; j++) {
+		const int s = j % ST;
+		const uint32_t b = saddr(&bar[warp][s]), par = (j / ST) & 1;
+		asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, "
+			     "[%0], %1;\n @!p bra W;\n}" ::"r"(b),
+			     "r"(par)
+			     : "memory");
+		const uint4 *t =
+		    reinterpret_cast<const uint4 *>(sm + warp * ST * STAGE + s * STAGE);
+		for (int u = 0; u < 4; u++) {
+			uint4 x = t[lane + 32 * u * 4];
+			acc ^= x.x ^ x.w;
+		}
+		__syncwarp();
+		if (j + ST < nt)
+			load(j + ST);
+	}
+	if (acc == 0x9e3779b9u)
+		*sink = acc;
+}
+
+__global__ void flush_read(const uint4 *buf, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		const uint4 x = buf[i];
+		acc ^= x.x ^ x.y ^ x.z ^ x.w;
+	}
+	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
+		*sink = acc;
+}
+template <int U> __global__ void read_grid(const uint4 *__restrict__ buf, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	for (; i + (U - 1) * stride < n; i += U * stride) {
+		uint4 x[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			x[u] = __ldcs(buf + i + u * stride);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			acc ^= x[u].x ^ x[u].y ^ x[u].z ^ x[u].w;
+	}
+	for (; i < n; i += stride) {
+		const uint4 x = __ldcs(buf + i);
+		acc ^= x.x ^ x.y ^ x.z ^ x.w;
+	}
+	if (acc == 0x9e3779b9u)
+		*sink = acc;
+}
+
+static void *g_fl;
+static size_t g_flb;
+static unsigned *g_sink;
+static unsigned g_cnt;
+static void flush(cudaStream_t st)
+{
+	CK(cudaMemsetAsync(g_fl, (int)(g_cnt++ & 0xff), g_flb, st));
+	flush_read<<<1024, 512, 0, st>>>((const uint4 *)g_fl, g_flb / 16, g_sink);
+}
+template <class L> static double med(cudaStream_t st, L launch, int samples)
+{
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	std::vector<float> t;
+	for (int s = 0; s < samples + 3; s++) {
+		flush(st);
+		CK(cudaEventRecord(e0, st));
+		launch();
+		CK(cudaGetLastError());
+		CK(cudaEventRecord(e1, st));
+		CK(cudaEventSynchronize(e1));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if (s >= 3)
+			t.push_back(ms);
+	}
+	std::sort(t.begin(), t.end());
+	return 1000.0 * t[t.size() / 2];
+}
+template <class L> static double med_graph(cudaStream_t st, L launch, int n, int samples)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+	for (int i = 0; i < n; i++)
+		launch(i, st);
+	CK(cudaStreamEndCapture(st, &g));
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	CK(cudaGraphDestroy(g));
+	const double us = med(
+	    st, [&] { CK(cudaGraphLaunch(ge, st)); }, samples);
+	CK(cudaGraphExecDestroy(ge));
+	return us / n;
+}
+
+template <class KF> static void setup(KF kf, int smem)
+{
+	CK(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+}
+
+int main(int argc, char **argv)
+{
+	const int samples = argc > 1 ? atoi(argv[1]) : 50;
+	int sms = 0, l2 = 0;
+	cudaDeviceProp prop;
+	CK(cudaGetDeviceProperties(&prop, 0));
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+	g_flb = std::max((size_t)4 * l2, (size_t)64 << 20);
+	CK(cudaMalloc(&g_fl, g_flb));
+	CK(cudaMalloc(&g_sink, 64));
+	cudaStream_t st;
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	printf("# %s, %d SMs, L2 %d MB, %d samples, clean flush, median\n", prop.name, sms,
+	       l2 >> 20, samples);
+	const size_t maxb = (size_t)1 << 30;
+	void *buf;
+	CK(cudaMalloc(&buf, maxb));
+	CK(cudaMemset(buf, 0x3c, maxb));
+	setup(rd_cpasync<8, 3>, 8 * 3 * 8192);
+	setup(rd_bulk<8, 3>, 8 * 3 * 8704);
+	setup(rd_bulk<8, 2>, 8 * 2 * 8704);
+	setup(rd_bulk<4, 5>, 4 * 5 * 8704);
+	setup(rd_bulk<4, 2>, 4 * 2 * 8704);
+	setup(rd_bulk<8, 1>, 8 * 1 * 8704);
+	for (int keys : {8192, 16384, 32768}) {
+		const size_t half = (size_t)keys * HSTR * 2, bytes = 2 * half;
+		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
+		const int sets = (int)std::min(std::min(want, maxb / bytes), (size_t)32);
+		auto kp = [&](int i) {
+			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes);
+		};
+		auto vp = [&](int i) {
+			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes + half);
+		};
+		auto report = [&](const char *what, double us1, double usg) {
+			printf("keys %5d %5.1f MB  %-26s single %7.2f us %6.0f GB/s   graph %7.2f "
+			       "us %6.0f GB/s\n",
+			       keys, bytes / 1e6, what, us1, bytes / us1 / 1e3, usg,
+			       bytes / usg / 1e3);
+		};
+		{
+			const size_t n = bytes / 16;
+			double a = med(
+			    st,
+			    [&] {
+				    read_grid<4>
+					<<<sms, 512, 0, st>>>((const uint4 *)kp(0), n, g_sink);
+			    },
+			    samples);
+			double b = med_graph(
+			    st,
+			    [&](int i, cudaStream_t s) {
+				    read_grid<4>
+					<<<sms, 512, 0, s>>>((const uint4 *)kp(i), n, g_sink);
+			    },
+			    32, samples);
+			report("grid SMSx512", a, b);
+		}
+		for (int R : {8, 16}) {
+			char w[64];
+#define RUN(NAME, KER, NWW, SMEM)                                                                  \
+	do {                                                                                       \
+		snprintf(w, sizeof w, "%s R%d", NAME, R);                                          \
+		double a = med(                                                                    \
+		    st,                                                                            \
+		    [&] {                                                                          \
+			    KER<<<dim3(R, H), NWW * 32, SMEM, st>>>(kp(0), vp(0), keys, R,         \
+								    g_sink);                       \
+		    },                                                                             \
+		    samples);                                                                      \
+		double b = med_graph(                                                              \
+		    st,                                                                            \
+		    [&](int i, cudaStream_t s) {                                                   \
+			    KER<<<dim3(R, H), NWW * 32, SMEM, s>>>(kp(i), vp(i), keys, R, g_sink); \
+		    },                                                                             \
+		    32, samples);                                                                  \
+		report(w, a, b);                                                                   \
+	} while (0)
+			RUN("cpasync 8w x3", (rd_cpasync<8, 3>), 8, 8 * 3 * 8192);
+			RUN("bulk 8w x3", (rd_bulk<8, 3>), 8, 8 * 3 * 8704);
+			RUN("bulk 8w x2", (rd_bulk<8, 2>), 8, 8 * 2 * 8704);
+			RUN("bulk 8w x1", (rd_bulk<8, 1>), 8, 8 * 1 * 8704);
+			RUN("bulk 4w x5", (rd_bulk<4, 5>), 4, 4 * 5 * 8704);
+			RUN("bulk 4w x2", (rd_bulk<4, 2>), 4, 4 * 2 * 8704);
+		}
+	}
+	return 0;
+}

@@ -27,17 +27,10 @@
 #include <stdlib.h>
 #include <vector>
 
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                         \
-				cudaGetErrorString(e_));                                           \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "timing.cuh"
 
-constexpr int H = 8, D = 128, ROWB = 256, HSTR = H * D; /* HSTR: elements per key row of all heads */
+/* KV heads, head size, bytes of a head's key row, elements of a key row of all heads */
+constexpr int H = 8, D = 128, ROWB = 256, HSTR = H * D;
 
 __device__ __forceinline__ uint32_t saddr(const void *p)
 {
@@ -155,89 +148,20 @@ __global__ void __launch_bounds__(NW * 32, 1)
 		*sink = acc;
 }
 
-__global__ void flush_read(const uint4 *buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		const uint4 x = buf[i];
-		acc ^= x.x ^ x.y ^ x.z ^ x.w;
-	}
-	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
-		*sink = acc;
-}
-template <int U> __global__ void read_grid(const uint4 *__restrict__ buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	const size_t stride = (size_t)gridDim.x * blockDim.x;
-	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-	for (; i + (U - 1) * stride < n; i += U * stride) {
-		uint4 x[U];
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			x[u] = __ldcs(buf + i + u * stride);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			acc ^= x[u].x ^ x[u].y ^ x[u].z ^ x[u].w;
-	}
-	for (; i < n; i += stride) {
-		const uint4 x = __ldcs(buf + i);
-		acc ^= x.x ^ x.y ^ x.z ^ x.w;
-	}
-	if (acc == 0x9e3779b9u)
-		*sink = acc;
-}
-
-static void *g_fl;
-static size_t g_flb;
-static unsigned *g_sink;
-static unsigned g_cnt;
-static void flush(cudaStream_t st)
-{
-	CK(cudaMemsetAsync(g_fl, (int)(g_cnt++ & 0xff), g_flb, st));
-	flush_read<<<1024, 512, 0, st>>>((const uint4 *)g_fl, g_flb / 16, g_sink);
-}
-template <class L> static double med(cudaStream_t st, L launch, int samples)
-{
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	std::vector<float> t;
-	for (int s = 0; s < samples + 3; s++) {
-		flush(st);
-		CK(cudaEventRecord(e0, st));
-		launch();
-		CK(cudaGetLastError());
-		CK(cudaEventRecord(e1, st));
-		CK(cudaEventSynchronize(e1));
-		float ms;
-		CK(cudaEventElapsedTime(&ms, e0, e1));
-		if (s >= 3)
-			t.push_back(ms);
-	}
-	std::sort(t.begin(), t.end());
-	return 1000.0 * t[t.size() / 2];
-}
-template <class L> static double med_graph(cudaStream_t st, L launch, int n, int samples)
-{
-	cudaGraph_t g;
-	cudaGraphExec_t ge;
-	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-	for (int i = 0; i < n; i++)
-		launch(i, st);
-	CK(cudaStreamEndCapture(st, &g));
-	CK(cudaGraphInstantiate(&ge, g, 0));
-	CK(cudaGraphDestroy(g));
-	const double us = med(
-	    st, [&] { CK(cudaGraphLaunch(ge, st)); }, samples);
-	CK(cudaGraphExecDestroy(ge));
-	return us / n;
-}
-
-template <class KF> static void setup(KF kf, int smem)
-{
-	CK(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-}
+/* the read kernels' shared signature, and the shapes timed */
+typedef void (*read_fn)(const uint16_t *, const uint16_t *, int, int, unsigned *);
+static const struct {
+	const char *name;
+	read_fn fn;
+	int warps, smem;
+} shapes[] = {
+    {"cpasync 8w x3", rd_cpasync<8, 3>, 8, 8 * 3 * 8192},
+    {"bulk 8w x3", rd_bulk<8, 3>, 8, 8 * 3 * 8704},
+    {"bulk 8w x2", rd_bulk<8, 2>, 8, 8 * 2 * 8704},
+    {"bulk 8w x1", rd_bulk<8, 1>, 8, 8 * 1 * 8704},
+    {"bulk 4w x5", rd_bulk<4, 5>, 4, 4 * 5 * 8704},
+    {"bulk 4w x2", rd_bulk<4, 2>, 4, 4 * 2 * 8704},
+};
 
 int main(int argc, char **argv)
 {
@@ -247,8 +171,9 @@ int main(int argc, char **argv)
 	CK(cudaGetDeviceProperties(&prop, 0));
 	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-	g_flb = std::max((size_t)4 * l2, (size_t)64 << 20);
-	CK(cudaMalloc(&g_fl, g_flb));
+	g_flush_bytes = std::max((size_t)4 * l2, (size_t)64 << 20);
+	CK(cudaMalloc(&g_flush, g_flush_bytes));
+	unsigned *g_sink; /* the read kernels' never-taken store */
 	CK(cudaMalloc(&g_sink, 64));
 	cudaStream_t st;
 	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -258,12 +183,8 @@ int main(int argc, char **argv)
 	void *buf;
 	CK(cudaMalloc(&buf, maxb));
 	CK(cudaMemset(buf, 0x3c, maxb));
-	setup(rd_cpasync<8, 3>, 8 * 3 * 8192);
-	setup(rd_bulk<8, 3>, 8 * 3 * 8704);
-	setup(rd_bulk<8, 2>, 8 * 2 * 8704);
-	setup(rd_bulk<4, 5>, 4 * 5 * 8704);
-	setup(rd_bulk<4, 2>, 4 * 2 * 8704);
-	setup(rd_bulk<8, 1>, 8 * 1 * 8704);
+	for (const auto &sh : shapes)
+		CK(cudaFuncSetAttribute(sh.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, sh.smem));
 	for (int keys : {8192, 16384, 32768}) {
 		const size_t half = (size_t)keys * HSTR * 2, bytes = 2 * half;
 		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
@@ -282,49 +203,27 @@ int main(int argc, char **argv)
 		};
 		{
 			const size_t n = bytes / 16;
-			double a = med(
-			    st,
-			    [&] {
-				    read_grid<4>
-					<<<sms, 512, 0, st>>>((const uint4 *)kp(0), n, g_sink);
-			    },
-			    samples);
-			double b = med_graph(
-			    st,
-			    [&](int i, cudaStream_t s) {
-				    read_grid<4>
-					<<<sms, 512, 0, s>>>((const uint4 *)kp(i), n, g_sink);
-			    },
-			    32, samples);
+			const double a = median_us(F_CLEAN, st, [&] {
+				read_grid<4><<<sms, 512, 0, st>>>((const uint4 *)kp(0), n, g_sink);
+			}, samples);
+			const double b = median_graph_us(st, [&](int i, cudaStream_t s) {
+				read_grid<4><<<sms, 512, 0, s>>>((const uint4 *)kp(i), n, g_sink);
+			}, 32, samples);
 			report("grid SMSx512", a, b);
 		}
-		for (int R : {8, 16}) {
-			char w[64];
-#define RUN(NAME, KER, NWW, SMEM)                                                                  \
-	do {                                                                                       \
-		snprintf(w, sizeof w, "%s R%d", NAME, R);                                          \
-		double a = med(                                                                    \
-		    st,                                                                            \
-		    [&] {                                                                          \
-			    KER<<<dim3(R, H), NWW * 32, SMEM, st>>>(kp(0), vp(0), keys, R,         \
-								    g_sink);                       \
-		    },                                                                             \
-		    samples);                                                                      \
-		double b = med_graph(                                                              \
-		    st,                                                                            \
-		    [&](int i, cudaStream_t s) {                                                   \
-			    KER<<<dim3(R, H), NWW * 32, SMEM, s>>>(kp(i), vp(i), keys, R, g_sink); \
-		    },                                                                             \
-		    32, samples);                                                                  \
-		report(w, a, b);                                                                   \
-	} while (0)
-			RUN("cpasync 8w x3", (rd_cpasync<8, 3>), 8, 8 * 3 * 8192);
-			RUN("bulk 8w x3", (rd_bulk<8, 3>), 8, 8 * 3 * 8704);
-			RUN("bulk 8w x2", (rd_bulk<8, 2>), 8, 8 * 2 * 8704);
-			RUN("bulk 8w x1", (rd_bulk<8, 1>), 8, 8 * 1 * 8704);
-			RUN("bulk 4w x5", (rd_bulk<4, 5>), 4, 4 * 5 * 8704);
-			RUN("bulk 4w x2", (rd_bulk<4, 2>), 4, 4 * 2 * 8704);
-		}
+		for (int R : {8, 16})
+			for (const auto &sh : shapes) {
+				char w[64];
+				snprintf(w, sizeof w, "%s R%d", sh.name, R);
+				const dim3 grid(R, H);
+				const double a = median_us(F_CLEAN, st, [&] {
+					sh.fn<<<grid, sh.warps * 32, sh.smem, st>>>(kp(0), vp(0), keys, R, g_sink);
+				}, samples);
+				const double b = median_graph_us(st, [&](int i, cudaStream_t s) {
+					sh.fn<<<grid, sh.warps * 32, sh.smem, s>>>(kp(i), vp(i), keys, R, g_sink);
+				}, 32, samples);
+				report(w, a, b);
+			}
 	}
 	return 0;
 }

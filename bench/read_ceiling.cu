@@ -32,39 +32,7 @@
 #include <string.h>
 #include <vector>
 
-#define CK(x)                                                                      \
-	do {                                                                       \
-		cudaError_t e_ = (x);                                              \
-		if (e_ != cudaSuccess) {                                           \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,         \
-				cudaGetErrorString(e_));                           \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
-
-/* the loads stay: a store that never happens depends on them */
-template <int U>
-__global__ void read_grid(const uint4 *__restrict__ buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	const size_t stride = (size_t)gridDim.x * blockDim.x;
-	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-	for (; i + (U - 1) * stride < n; i += U * stride) {
-		uint4 v[U];
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			v[u] = __ldcs(buf + i + u * stride);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-	}
-	for (; i < n; i += stride) {
-		const uint4 v = __ldcs(buf + i);
-		acc ^= v.x ^ v.y ^ v.z ^ v.w;
-	}
-	if (acc == 0x9e3779b9u)
-		*sink = acc;
-}
+#include "timing.cuh"
 
 /* CTA b reads chunk b of gridDim.x contiguous chunks */
 template <int U>
@@ -91,83 +59,10 @@ __global__ void read_ranges(const uint4 *__restrict__ buf, size_t n, unsigned *s
 		*sink = acc;
 }
 
-/* the harness's clean flush (fa_backend_gpu.h) */
-__global__ void flush_read(const uint4 *buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		const uint4 v = buf[i];
-		acc ^= v.x ^ v.y ^ v.z ^ v.w;
-	}
-	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
-		*sink = acc;
-}
-
 __global__ void empty_kernel(unsigned *sink)
 {
 	if (sink == NULL)
 		*sink = 1;
-}
-
-enum { F_WRITE, F_CLEAN, F_HOT };
-static const char *const flush_names[] = {"write", "clean", "hot"};
-
-static void *g_flush;
-static size_t g_flush_bytes;
-static unsigned g_count;
-
-static void flush(int mode, cudaStream_t st)
-{
-	if (mode == F_HOT)
-		return;
-	CK(cudaMemsetAsync(g_flush, (int)(g_count++ & 0xffu), g_flush_bytes, st));
-	if (mode == F_CLEAN)
-		flush_read<<<1024, 512, 0, st>>>(static_cast<const uint4 *>(g_flush),
-						 g_flush_bytes / 16, static_cast<unsigned *>(g_flush));
-}
-
-template <class L>
-static double median_us(int mode, cudaStream_t st, L launch, int samples)
-{
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	std::vector<float> t;
-	for (int s = 0; s < samples + 3; s++) {
-		flush(mode, st);
-		CK(cudaEventRecord(e0, st));
-		launch();
-		CK(cudaGetLastError());
-		CK(cudaEventRecord(e1, st));
-		CK(cudaEventSynchronize(e1));
-		float ms;
-		CK(cudaEventElapsedTime(&ms, e0, e1));
-		if (s >= 3) /* warm-up */
-			t.push_back(ms);
-	}
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
-	std::sort(t.begin(), t.end());
-	return 1000.0 * t[t.size() / 2];
-}
-
-/* The clean flush, then a graph of n launches (launch(i, st) queues the
- * i-th), timed as one sample; the median of the samples per launch. */
-template <class L>
-static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
-{
-	cudaGraph_t g;
-	cudaGraphExec_t ge;
-	CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-	for (int i = 0; i < n; i++)
-		launch(i, st);
-	CK(cudaStreamEndCapture(st, &g));
-	CK(cudaGraphInstantiate(&ge, g, 0));
-	CK(cudaGraphDestroy(g));
-	const double us = median_us(F_CLEAN, st, [&] { CK(cudaGraphLaunch(ge, st)); }, samples);
-	CK(cudaGraphExecDestroy(ge));
-	return us / n;
 }
 
 int main(int argc, char **argv)

@@ -543,6 +543,25 @@ FA_TEST(tune, sweep_first)
 		       "--param", "block_q=8", NULL};
 	FA_CHECK(run_tune(bad, &r) == 2);
 	fa_proc_free(&r);
+	/* a typo in --by or --rule fails (2, the option and column named)
+	 * before the sweep: no run is stored and nothing runs */
+	char db2[1024];
+	snprintf(db2, sizeof db2, "%s/sweep-typo.db", fa_test_tmpdir());
+	unlink(db2);
+	char *typo_by[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel", "cpu_flash",
+			   "--param", "block_q=8,64", "--by", "q_len, seq_len", NULL};
+	FA_CHECK(run_tune(typo_by, &r) == 2);
+	FA_CHECK(strstr(r.err, "--by:1:8: unknown name 'seq_len'"));
+	FA_CHECK(!strstr(r.err, "cases"));
+	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
+	char *typo_rule[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+			     "cpu_flash", "--param", "block_q=8,64", "--rule", "q_len >= 32 ? 8",
+			     NULL};
+	FA_CHECK(run_tune(typo_rule, &r) == 2);
+	FA_CHECK(strstr(r.err, "--rule 'q_len >= 32 ? 8': expected ':' of the '?'"));
+	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
 }
 
 /* The heatmap of the sweep rings the marked rule's choice per case; the

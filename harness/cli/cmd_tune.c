@@ -345,6 +345,9 @@ int fa_cmd_tune(int argc, char **argv)
 	if (!o.has_auto && o.kernel && o.param &&
 	    registered_default(o.kernel, o.param, &o.auto_value) == 0)
 		o.has_auto = 1;
+	fa_err_clear(&err);
+	if (fa_tune_check_opts(&o, &err) != FA_OK) /* before a sweep that may take minutes */
+		return fa_cmd_fail("tune", &err);
 	if (suite) {
 		sweep_status = run_sweep(suite, db, o.kernel, o.param, values, o.has_auto,
 					 o.auto_value, backend, label, o.where);

@@ -521,28 +521,100 @@ static enum fa_rc rule_score(struct fa_tune *t, struct fa_tune_rule *r, struct f
 	return FA_OK;
 }
 
+/* A --rule (or the like: `option`) parsed, its errors prefixed with the
+ * option and the text: "--rule 'TEXT': unknown name ...". */
+static enum fa_rc parse_rule_expr(const char *text, const char *option, struct fa_expr **e,
+				  struct fa_err *err)
+{
+	enum fa_rc rc = fa_expr_parse_number(text, NULL, e, err);
+	if (rc != FA_OK && err) {
+		char msg[FA_ERR_MSG_MAX];
+		memcpy(msg, err->msg, sizeof msg);
+		fa_err_clear(err);
+		fa_err_set(err, rc, "%s '%.200s': %.1800s", option, text, msg);
+	}
+	return rc;
+}
+
 static enum fa_rc add_rule_expr(struct fa_tune *t, const char *name, const char *text,
 				const char *option, struct fa_err *err)
 {
 	struct fa_expr *e = NULL;
 	struct fa_tune_rule *r = &t->rules[t->n_rules];
-	enum fa_rc rc = fa_expr_parse_number(text, NULL, &e, err);
-	if (rc != FA_OK) {
-		/* "unknown name 'x' at column 3" -> "--rule 'TEXT': unknown name ..." */
-		if (err) {
-			char msg[FA_ERR_MSG_MAX];
-			memcpy(msg, err->msg, sizeof msg);
-			fa_err_clear(err);
-			fa_err_set(err, rc, "%s '%.200s': %.1800s", option, text, msg);
-		}
+	enum fa_rc rc = parse_rule_expr(text, option, &e, err);
+	if (rc != FA_OK)
 		return rc;
-	}
 	t->n_rules++;
 	rc = rule_alloc(t, r, name, text, err);
 	for (int i = 0; rc == FA_OK && i < t->n_cases; i++)
 		r->choice_value[i] = fa_expr_number(e, &t->cases[i].c);
 	fa_expr_free(e);
 	return rc == FA_OK ? rule_score(t, r, err) : rc;
+}
+
+/* --by's comma-separated expressions, parsed into ex[0..*n) (at most
+ * FA_TUNE_MAX_BY) with their trimmed texts into names[] when names is not
+ * NULL (strdup'ed; the caller frees them, and the expressions, either way). */
+static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, int *n,
+			   struct fa_err *err)
+{
+	enum fa_rc rc = FA_OK;
+	char *copy = strdup(by), *save = NULL;
+	*n = 0;
+	if (!copy)
+		return nomem(err);
+	int col = 1;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		/* the column of tok in --by's text, for messages */
+		col = (int)(tok - copy) + 1;
+		while (*tok == ' ') {
+			tok++;
+			col++;
+		}
+		char *end = tok + strlen(tok);
+		while (end > tok && end[-1] == ' ')
+			*--end = '\0';
+		if (*n == FA_TUNE_MAX_BY) {
+			rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s': more than %d expressions at column %d",
+					by, FA_TUNE_MAX_BY, col);
+			break;
+		}
+		struct fa_loc loc = {"--by", 1, col};
+		rc = fa_expr_parse_number(tok, &loc, &ex[*n], err);
+		if (rc != FA_OK) {
+			fa_err_set_text(err, by);
+			break;
+		}
+		if (names && !(names[*n] = strdup(tok))) {
+			fa_expr_free(ex[*n]);
+			ex[*n] = NULL;
+			rc = nomem(err);
+			break;
+		}
+		++*n;
+	}
+	if (rc == FA_OK && *n == 0)
+		rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s' names no case parameter", by);
+	free(copy);
+	return rc;
+}
+
+enum fa_rc fa_tune_check_opts(const struct fa_tune_opts *o, struct fa_err *err)
+{
+	enum fa_rc rc = FA_OK;
+	for (int i = 0; rc == FA_OK && i < o->n_rules; i++) {
+		struct fa_expr *e = NULL;
+		rc = parse_rule_expr(o->rules[i], "--rule", &e, err);
+		fa_expr_free(e);
+	}
+	if (rc == FA_OK && o->by) {
+		struct fa_expr *ex[FA_TUNE_MAX_BY] = {0};
+		int n = 0;
+		rc = parse_by(o->by, ex, NULL, &n, err);
+		for (int f = 0; f < FA_TUNE_MAX_BY; f++)
+			fa_expr_free(ex[f]);
+	}
+	return rc;
 }
 
 /* ---- the fit ----------------------------------------------------------------------------- */
@@ -761,49 +833,16 @@ static void collect_leaves(struct fa_tune *t, const struct node *n, double *lo, 
 static enum fa_rc fit_rule(struct fa_tune *t, const char *by, struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	char *copy = strdup(by), *save = NULL;
 	struct fa_expr *ex[FA_TUNE_MAX_BY] = {0};
 	struct fit ft = {.t = t, .gain = log1p(t->min_effect)};
 	int *set = NULL, n = 0;
 	struct node *root = NULL;
-	if (!copy)
-		return nomem(err);
 	t->by = calloc(FA_TUNE_MAX_BY, sizeof *t->by);
-	if (!t->by) {
-		free(copy);
+	if (!t->by)
 		return nomem(err);
-	}
-	int col = 1;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		/* the column of tok in --by's text, for messages */
-		col = (int)(tok - copy) + 1;
-		while (*tok == ' ') {
-			tok++;
-			col++;
-		}
-		char *end = tok + strlen(tok);
-		while (end > tok && end[-1] == ' ')
-			*--end = '\0';
-		if (t->n_by == FA_TUNE_MAX_BY) {
-			rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s': more than %d expressions at column %d",
-					by, FA_TUNE_MAX_BY, col);
-			goto out;
-		}
-		struct fa_loc loc = {"--by", 1, col};
-		rc = fa_expr_parse_number(tok, &loc, &ex[t->n_by], err);
-		if (rc != FA_OK) {
-			fa_err_set_text(err, by);
-			goto out;
-		}
-		if (!(t->by[t->n_by++] = strdup(tok))) {
-			rc = nomem(err);
-			goto out;
-		}
-	}
-	if (t->n_by == 0) {
-		rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s' names no case parameter", by);
+	rc = parse_by(by, ex, t->by, &t->n_by, err);
+	if (rc != FA_OK)
 		goto out;
-	}
 	for (int i = 0; i < t->n_cases; i++) {
 		t->cases[i].x = calloc((size_t)t->n_by, sizeof *t->cases[i].x);
 		if (!t->cases[i].x) {
@@ -883,7 +922,6 @@ out:
 	free(set);
 	for (int f = 0; f < FA_TUNE_MAX_BY; f++)
 		fa_expr_free(ex[f]);
-	free(copy);
 	return rc;
 }
 

@@ -115,6 +115,11 @@ struct fa_tune {
 	double loss, alpha, min_effect;
 };
 
+/* Parses o's --rule and --by expressions only (no run needed), so a
+ * typo fails before a sweep rather than after it: FA_OK or FA_ERR_INPUT
+ * (the message names the option and column, as fa_tune_build's would). */
+enum fa_rc fa_tune_check_opts(const struct fa_tune_opts *o, struct fa_err *err);
+
 /* Reads the run, finds the kernel and param, computes everything above.
  * Returns FA_OK; FA_ERR_NOT_FOUND (no such run, kernel in the run or
  * param); FA_ERR_INPUT (no kernel with several params, several params

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <vector>
 
+#include "../kernels/common/fa_gpu_flush.cuh" /* the harness's clean flush */
+
 #define CK(x)                                                                      \
 	do {                                                                       \
 		cudaError_t e_ = (x);                                              \
@@ -47,18 +49,6 @@ __global__ void read_grid(const uint4 *__restrict__ buf, size_t n, unsigned *sin
 		*sink = acc;
 }
 
-/* the harness's clean flush (fa_backend_gpu.h) */
-__global__ void flush_read(const uint4 *buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		const uint4 v = buf[i];
-		acc ^= v.x ^ v.y ^ v.z ^ v.w;
-	}
-	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
-		*sink = acc;
-}
 
 enum { F_WRITE, F_CLEAN, F_HOT };
 static const char *const flush_names[] = {"write", "clean", "hot"};
@@ -73,7 +63,7 @@ static void flush(int mode, cudaStream_t st)
 		return;
 	CK(cudaMemsetAsync(g_flush, (int)(g_count++ & 0xffu), g_flush_bytes, st));
 	if (mode == F_CLEAN)
-		flush_read<<<1024, 512, 0, st>>>(static_cast<const uint4 *>(g_flush),
+		fa_gpu_flush_read_kernel<<<1024, 512, 0, st>>>(static_cast<const uint4 *>(g_flush),
 						 g_flush_bytes / 16, static_cast<unsigned *>(g_flush));
 }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../cuda/cuda_kernels.h"
+#include "fa_gpu_flush.cuh"
 
 /* the two runtime type names only this file uses (kept here rather than in
  * fa_gpu.h, which every kernel source includes) */
@@ -232,20 +233,8 @@ int fa_gpu_fill_random(void *ctx, void *dst, const struct fa_problem *p, int ten
  * ends full of clean lines. The memset alone leaves up to an L2 of dirty
  * lines, written back while the next timed kernel runs: on an H100 a bare
  * read of 33.5 MB takes 14.7 us after the clean flush and 17.3 us after the
- * write (bench/read_ceiling.cu, docs/BENCHMARKS.md). A sink store that
- * never happens keeps the loads. */
-static __global__ void fa_gpu_flush_read_kernel(const uint4 *buf, size_t n, unsigned *sink)
-{
-	unsigned acc = 0;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		const uint4 v = buf[i];
-		acc ^= v.x ^ v.y ^ v.z ^ v.w;
-	}
-	if (acc == 0x9e3779b9u && threadIdx.x == 1023)
-		*sink = acc;
-}
-
+ * write (bench/read_ceiling.cu, docs/BENCHMARKS.md). The read pass is
+ * fa_gpu_flush_read_kernel (fa_gpu_flush.cuh). */
 int fa_gpu_flush_cache(void *ctx, int64_t l2_factor, int64_t min_bytes)
 {
 	struct fa_cuda_ctx *c = fa_gpu_ctx(ctx);

@@ -132,20 +132,26 @@ void fa_proc_free(struct fa_proc_result *r)
 	r->out = r->err = NULL;
 }
 
-pid_t fa_proc_start(char *const argv[], char *const env[])
+pid_t fa_proc_start_log(char *const argv[], char *const env[], const char *log)
 {
 	pid_t pid;
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		int dn = open("/dev/null", O_RDWR);
+		int lf = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
 		if (dn >= 0) {
 			dup2(dn, 1);
-			dup2(dn, 2);
+			dup2(lf >= 0 ? lf : dn, 2);
 		}
 		child_exec(argv, env);
 	}
 	return pid;
+}
+
+pid_t fa_proc_start(char *const argv[], char *const env[])
+{
+	return fa_proc_start_log(argv, env, NULL);
 }
 
 int fa_proc_wait(pid_t pid)

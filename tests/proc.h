@@ -23,6 +23,10 @@ void fa_proc_free(struct fa_proc_result *r);
 /* Starts fabench in the background with output discarded; returns its pid. */
 pid_t fa_proc_start(char *const argv[], char *const env[]);
 
+/* The same with its standard error written to the file log (created or
+ * truncated): what a test waits on, and shows when it fails. */
+pid_t fa_proc_start_log(char *const argv[], char *const env[], const char *log);
+
 /* Waits for pid; returns its exit status or 128 + signal. */
 int fa_proc_wait(pid_t pid);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "fixture.h"
@@ -579,33 +580,48 @@ static void sleep_ms(int ms)
 
 FA_TEST(bmatrix, kill9_keeps_finished_jobs)
 {
-	char db[1024], slow[1024];
+	char db[1024], slow[1024], log[1024];
+	char *text = NULL;
 	FILE *f;
 	pid_t pid;
-	int st;
+	int st = -1;
 	db_path(db, sizeof db, "kill.db");
 	snprintf(slow, sizeof slow, "%s/slow.cu", fa_test_tmpdir());
+	snprintf(log, sizeof log, "%s/build-matrix.log", fa_test_tmpdir());
 	f = fopen(slow, "w");
 	FA_REQUIRE(f);
 	fputs("__global__ void k(void) {}\n", f);
 	fclose(f);
-	/* one job at a time: mma.cu finishes at once, slow.cu takes 10 s */
-	pid = fa_proc_start((char *[]){"build-matrix", "--nvcc", "tests/bmatrix/fake-nvcc",
-				       "--cuobjdump", "/nonexistent", "--source",
-				       "tests/bmatrix/mma.cu", "--source", slow, "--targets",
-				       "sm_90a", "--jobs", "1", "--db", db, "--quiet", NULL},
-			    NULL);
-	for (int i = 0; i < 400; i++) {
+	/* one job at a time: mma.cu finishes at once, slow.cu takes 10 s. The
+	 * kill comes once the progress line of mma.cu is out (printed after its
+	 * rows are committed), so nothing but the run touches the database
+	 * while it lives. */
+	pid = fa_proc_start_log((char *[]){"build-matrix", "--nvcc", "tests/bmatrix/fake-nvcc",
+					   "--cuobjdump", "/nonexistent", "--source",
+					   "tests/bmatrix/mma.cu", "--source", slow, "--targets",
+					   "sm_90a", "--jobs", "1", "--db", db, NULL},
+				NULL, log);
+	for (int i = 0; i < 600; i++) {
 		sleep_ms(50);
-		/* (the tables first: the process may not have made them yet) */
-		if (fa_test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name = "
-				       "'build_results'") == 1 &&
-		    fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE symbol IS NULL") >= 1)
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break; /* it ended by itself: the checks below say how */
+		st = -1;
+		free(text);
+		text = fa_test_read_file(log, NULL);
+		if (text && strstr(text, "] ok      sm_90a   tests/bmatrix/mma.cu:"))
 			break;
 	}
-	kill(pid, SIGKILL);
-	st = fa_proc_wait(pid);
-	FA_CHECKF(st == 128 + SIGKILL, "status %d", st);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		st = fa_proc_wait(pid);
+	} else {
+		st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+	free(text);
+	text = fa_test_read_file(log, NULL);
+	FA_CHECKF(st == 128 + SIGKILL, "status %d; its standard error:\n%s", st,
+		  text ? text : "(none)");
+	free(text);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_runs WHERE status = 'incomplete'") ==
 		 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM build_results WHERE symbol IS NULL AND "

@@ -2,6 +2,7 @@
  * (and module/name tests) named on the command line. Prints one line per
  * failure and ends with "N passed, N failed". */
 #include <errno.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static int current_failures;
 static const struct test *current;
 static uint64_t seed_printed_for = (uint64_t)-1;
 static char tmpdir[1024];
+static const struct test *tmpdir_for; /* the test whose folder was emptied */
 static char root[1024];
 
 void fa_test_register(const char *module, const char *name, fa_test_fn fn)
@@ -86,11 +88,43 @@ static void mkdir_p(const char *path)
 	mkdir(buf, 0777);
 }
 
+/* nftw callbacks of empty_dir: folders writable first (a test may leave
+ * one read-only), then everything removed, deepest first */
+static int make_writable(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag == FTW_D || flag == FTW_DNR)
+		chmod(path, (sb->st_mode & 07777) | S_IRWXU);
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	if (ftw->level > 0)
+		remove(path);
+	return 0;
+}
+
+static void empty_dir(const char *path)
+{
+	nftw(path, make_writable, 16, FTW_PHYS);
+	nftw(path, remove_entry, 16, FTW_PHYS | FTW_DEPTH);
+}
+
+/* The test's own folder, emptied on the test's first call: what an earlier
+ * run left there (a database's -wal and -shm beside a file the test
+ * removes, say) never meets this one. */
 const char *fa_test_tmpdir(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "%s/build/test-tmp/%s-%s", fa_test_root(), current->module,
 		 current->name);
 	mkdir_p(tmpdir);
+	if (tmpdir_for != current) {
+		empty_dir(tmpdir);
+		tmpdir_for = current;
+	}
 	return tmpdir;
 }
 

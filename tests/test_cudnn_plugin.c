@@ -97,12 +97,14 @@ FA_TEST(cudnn_plugin, declines_other_backends_and_fails_cleanly_without_a_device
 	why[0] = '\0';
 	rc = init(FA_BACKEND_API_VERSION, "cuda", &rec, why, sizeof why);
 	if (rc == FA_KERNEL_PLUGIN_ADDED) {
-		/* a GPU and cuDNN here: the one kernel, then shut down */
+		/* a GPU and cuDNN here: the forward and backward kernels, then
+		 * shut down */
 		FA_CHECKF(maybe_gpu(), "cuda: added without /dev/nvidia0");
 		FA_REQUIRE(rec.kernel_count && rec.kernel_get && rec.shutdown);
-		FA_CHECK(rec.kernel_count(rec.context) == 1);
+		FA_CHECK(rec.kernel_count(rec.context) == 2);
 		FA_CHECK(strcmp(rec.kernel_get(rec.context, 0)->name, "cudnn_sdpa") == 0);
-		FA_CHECK(rec.kernel_get(rec.context, 1) == NULL);
+		FA_CHECK(strcmp(rec.kernel_get(rec.context, 1)->name, "cudnn_sdpa_bwd") == 0);
+		FA_CHECK(rec.kernel_get(rec.context, 2) == NULL);
 		rec.shutdown(rec.context);
 	} else {
 		FA_CHECKF(rc != FA_KERNEL_PLUGIN_DECLINED, "cuda: declined (%s)", why);
@@ -130,7 +132,7 @@ FA_TEST(cudnn_plugin, fabench_devices_says_why_it_joined_no_backend)
 	FA_CHECKF(r.status == 0, "fabench devices: status %d: %s", r.status, r.err);
 	if (strstr(r.out, "plugin cudnn (")) {
 		/* a GPU machine where it joined the cuda backend */
-		FA_CHECKF(strstr(r.out, "1 kernel for cuda") != NULL, "%s", r.out);
+		FA_CHECKF(strstr(r.out, "      2 kernels for cuda\n") != NULL, "%s", r.out);
 	} else {
 		snprintf(want, sizeof want, "plugin %s: not loaded: cpu: kernels for cuda only",
 			 bin_dir);

@@ -477,13 +477,15 @@ FA_TEST(e2e, param_sweeps_and_rejects)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(DISTINCT params) FROM results") == 4);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE params = "
 			   "'block_q=32,block_k=16'") == 4);
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--param", "cpu_flash.block_q=7",
-			       "--dry-run", NULL},
+	/* (the cpu backend named: on a GPU machine auto is cuda, which has no
+	 * cpu_flash) */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--param",
+			       "cpu_flash.block_q=7", "--dry-run", NULL},
 		    NULL, 60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "allowed: 8, 16, 32, 64"));
 	fa_proc_free(&r);
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--param", "cpu_flash.nope=1",
-			       "--dry-run", NULL},
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--param",
+			       "cpu_flash.nope=1", "--dry-run", NULL},
 		    NULL, 60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "has a parameter 'nope'"));
 	fa_proc_free(&r);

@@ -205,7 +205,9 @@ def mask_allows(mask, i, j, lq, lk, prefix=0, window=0):
     values), so the same function builds SDPA's boolean masks and is
     FlexAttention's mask_mod."""
     if mask == "none":
-        return j >= 0
+        # both indices in it, so torch tensors broadcast to the full
+        # (rows, keys) shape as the other masks do
+        return (i >= 0) & (j >= 0)
     diag = i + (lk - lq)
     if mask == "causal":
         return j <= diag

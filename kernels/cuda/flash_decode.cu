@@ -427,13 +427,16 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	const uint32_t a_inbar = fa_mma::fa_mma_smem_addr(&s_inbar);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	if constexpr (MODE == DEC_CLUSTER) {
-		if (prm.splits > 1 && dec_async(prm.splits)) {
-			if (tid == 0) {
+		if (prm.splits > 1) {
+			if (dec_async(prm.splits) && tid == 0) {
 				const int S = prm.splits, items = rows * (D / 2), per = (items + S - 1) / S;
 				int mine = items - w.sp * per;
 				mine = mine < per ? (mine > 0 ? mine : 0) : per;
 				dec_bar_init(a_inbar, (uint32_t)(S * (mine * 8 + rows * 4)));
 			}
+			/* waited on before the first store into a peer: every CTA of
+			 * the cluster has started (its shared memory is its own) and
+			 * has set up its inbox barrier */
 			dec_cluster_arrive_relaxed();
 		}
 	}
@@ -664,8 +667,11 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	if constexpr (MODE == DEC_CLUSTER) { /* every row's lse into every peer's inbox */
 		if (prm.splits > 1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-			if (dec_async(prm.splits))
-				dec_cluster_wait(); /* every peer's inbox barrier is set up */
+			/* every peer has started and set up its inbox barrier; without
+			 * this wait the stores of a forced cluster of 9-16 (no inbox
+			 * barrier) could reach a peer that racecheck finds "might not
+			 * have entered yet" */
+			dec_cluster_wait();
 #endif
 			for (int u = tid; u < rows * prm.splits; u += NT)
 				push_lse(prm.splits, u / prm.splits, u % prm.splits, sp, s_lse[u / prm.splits],

@@ -162,3 +162,34 @@ int fa_proc_wait(pid_t pid)
 			return -1;
 	return decode(st);
 }
+
+int fa_proc_script(const char *script, char *const args[], char **out, char **err)
+{
+	char po[1200], pe[1200], bin[1200], *argv[32];
+	const char *base = strrchr(script, '/') ? strrchr(script, '/') + 1 : script;
+	int n = 0, status = -1;
+	pid_t pid;
+	snprintf(po, sizeof po, "%s/%s.out", fa_test_tmpdir(), base);
+	snprintf(pe, sizeof pe, "%s/%s.err", fa_test_tmpdir(), base);
+	snprintf(bin, sizeof bin, "FABENCH_BIN=%s", fa_proc_bin());
+	argv[n++] = (char *)"bash";
+	argv[n++] = (char *)script;
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fo < 0 || fe < 0 || chdir(fa_test_root()) != 0 || dup2(fo, 1) < 0 ||
+		    dup2(fe, 2) < 0 || putenv(bin) != 0)
+			_exit(127);
+		execvp("bash", argv);
+		_exit(127);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid)
+		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	*out = fa_test_read_file(po, NULL);
+	*err = fa_test_read_file(pe, NULL);
+	return status;
+}

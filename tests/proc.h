@@ -30,6 +30,14 @@ pid_t fa_proc_start_log(char *const argv[], char *const env[], const char *log);
 /* Waits for pid; returns its exit status or 128 + signal. */
 int fa_proc_wait(pid_t pid);
 
+/* Runs `bash SCRIPT` (a path from the repository root, e.g.
+ * "tools/aa-study") with args (NULL-terminated) in the repository root,
+ * FABENCH_BIN set to the binary under test; its stdout and stderr go to
+ * <test tmpdir>/<script's name>.out and .err, read into *out and *err
+ * (malloc'd). Returns its exit status (128 + signal, or -1 when it could
+ * not start). */
+int fa_proc_script(const char *script, char *const args[], char **out, char **err);
+
 /* The fabench binary's path. */
 const char *fa_proc_bin(void);
 

@@ -772,38 +772,10 @@ FA_TEST(compare, separate_runs_noted)
 
 /* ---- tools/aa-study -------------------------------------------------------------------- */
 
-/* Runs tools/aa-study with args (NULL-terminated) in the repository root,
- * FABENCH_BIN set to the binary under test; its stdout and stderr go to
- * <tmp>/aa-study.out and .err, read into *out and *err (malloc'd). Returns
- * its exit status (128 + signal, or -1 when it could not start). */
+/* Runs tools/aa-study with args (NULL-terminated): fa_proc_script. */
 static int aa_study(char *const *args, char **out, char **err)
 {
-	char po[1200], pe[1200], bin[1200], *argv[32];
-	int n = 0, status = -1;
-	pid_t pid;
-	snprintf(po, sizeof po, "%s/aa-study.out", fa_test_tmpdir());
-	snprintf(pe, sizeof pe, "%s/aa-study.err", fa_test_tmpdir());
-	snprintf(bin, sizeof bin, "FABENCH_BIN=%s", fa_proc_bin());
-	argv[n++] = "bash";
-	argv[n++] = "tools/aa-study";
-	for (int i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid = fork();
-	if (pid == 0) {
-		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fo < 0 || fe < 0 || chdir(fa_test_root()) != 0 || dup2(fo, 1) < 0 ||
-		    dup2(fe, 2) < 0 || putenv(bin) != 0)
-			_exit(127);
-		execvp("bash", argv);
-		_exit(127);
-	}
-	if (pid > 0 && waitpid(pid, &status, 0) == pid)
-		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	*out = fa_test_read_file(po, NULL);
-	*err = fa_test_read_file(pe, NULL);
-	return status;
+	return fa_proc_script("tools/aa-study", args, out, err);
 }
 
 /* FASTER and SLOWER rows in a compare CSV, counted here independently of

@@ -1321,3 +1321,80 @@ FA_TEST(e2e, calibrate_cpu_prints_a_measured_rate)
 	FA_CHECK(strstr(r.out, "stored in ") != NULL);
 	fa_proc_free(&r);
 }
+
+/* Lines of text that contain every one of the NULL-terminated needles. */
+static int lines_with(const char *text, const char *const *needles)
+{
+	int n = 0;
+	for (const char *p = text; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		char line[4096];
+		int all = 1;
+		snprintf(line, sizeof line, "%.*s", (int)len, p);
+		for (int i = 0; needles[i]; i++)
+			all = all && strstr(line, needles[i]) != NULL;
+		n += all && len > 0;
+		p += len + (p[len] == '\n');
+	}
+	return n;
+}
+
+/* tools/sanitize-gpu (make sanitize-gpu; the sanitizers themselves need a
+ * GPU): its command lines, from --dry-run. Every tool runs every kernel
+ * once, then cuda_flash_mma's decode merges (decode=2,3,4 at splits 3 and
+ * 12, over the decode cases) and stream-K (sched=2,3, sk_round=0) apart;
+ * the decode runs' --where selects the suite's decode cases (a filter that
+ * matched none would sanitize nothing and pass); without cuda_flash_mma
+ * there is one run per tool; a tool it does not know exits 2. */
+FA_TEST(e2e, sanitize_gpu_runs_every_schedule)
+{
+	char *out = NULL, *err = NULL, where[256] = "";
+	const char *w;
+	struct fa_proc_result r;
+	int st = fa_proc_script("tools/sanitize-gpu", (char *[]){"--dry-run", NULL}, &out, &err);
+	FA_CHECKF(st == 0, "exit %d: %s", st, err);
+	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 9, "%s", out);
+	for (int t = 0; t < 3; t++) {
+		const char *tool = t == 0 ? "--tool memcheck " : t == 1 ? "--tool racecheck " : "--tool initcheck ";
+		FA_CHECKF(lines_with(out, (const char *[]){tool, NULL}) == 3, "%s: %s", tool, out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_dense,", "cuda_flash_mma.splits=0,3",
+							   "cuda_flash_mma.hd72=0,1", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_mma ",
+							   "--where ",
+							   "cuda_flash_mma.decode=2,3,4",
+							   "cuda_flash_mma.splits=3,12", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_mma ",
+							   "cuda_flash_mma.sched=2,3",
+							   "cuda_flash_mma.sk_round=0", NULL}) == 1,
+			  "%s", out);
+	}
+	w = strstr(out, "--where ");
+	FA_REQUIRE(w != NULL);
+	snprintf(where, sizeof where, "%.*s", (int)strcspn(w + 8, " \n"), w + 8);
+	free(out);
+	free(err);
+
+	fa_proc_run((char *[]){"run", "suites/sanitize.yaml", "--backend", "cpu", "--kernels", "cpu_flash",
+			       "--dry-run", "--where", where, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "\n[2] q_len=4") != NULL && strstr(r.out, "\n[3]") == NULL,
+		  "--where %s: the decode cases (q_len 1 and 4): %s", where, r.out);
+	fa_proc_free(&r);
+
+	st = fa_proc_script("tools/sanitize-gpu", (char *[]){"--dry-run", "--kernels", "cuda_dense", NULL},
+			    &out, &err);
+	FA_CHECKF(st == 0, "exit %d: %s", st, err);
+	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 3, "%s", out);
+	FA_CHECKF(strstr(out, "cuda_flash_mma") == NULL, "%s", out);
+	free(out);
+	free(err);
+
+	st = fa_proc_script("tools/sanitize-gpu", (char *[]){"--dry-run", "--tools", "helgrind", NULL}, &out,
+			    &err);
+	FA_CHECKF(st == 2 && strstr(err, "unknown tool 'helgrind'") != NULL, "exit %d: %s", st, err);
+	free(out);
+	free(err);
+}

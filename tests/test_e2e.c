@@ -1342,10 +1342,12 @@ static int lines_with(const char *text, const char *const *needles)
 /* tools/sanitize-gpu (make sanitize-gpu; the sanitizers themselves need a
  * GPU): its command lines, from --dry-run. Every tool runs every kernel
  * once, then cuda_flash_mma's decode merges (decode=2,3,4 at splits 3 and
- * 12, over the decode cases) and stream-K (sched=2,3, sk_round=0) apart;
- * the decode runs' --where selects the suite's decode cases (a filter that
- * matched none would sanitize nothing and pass); without cuda_flash_mma
- * there is one run per tool; a tool it does not know exits 2. */
+ * 12, over the decode cases) and stream-K (sched=2,3, sk_round=0) apart,
+ * cuda_flash_wgmma's split-KV, dynamic grid and padded tiles, and
+ * cuda_flash_bwd_wgmma's split/overlap; the decode runs' --where selects
+ * the suite's decode cases (a filter that matched none would sanitize
+ * nothing and pass); a kernel without extra runs gets one run per tool; a
+ * tool it does not know exits 2. */
 FA_TEST(e2e, sanitize_gpu_runs_every_schedule)
 {
 	char *out = NULL, *err = NULL, where[256] = "";
@@ -1353,12 +1355,27 @@ FA_TEST(e2e, sanitize_gpu_runs_every_schedule)
 	struct fa_proc_result r;
 	int st = fa_proc_script("tools/sanitize-gpu", (char *[]){"--dry-run", NULL}, &out, &err);
 	FA_CHECKF(st == 0, "exit %d: %s", st, err);
-	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 9, "%s", out);
+	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 21, "%s", out);
 	for (int t = 0; t < 3; t++) {
 		const char *tool = t == 0 ? "--tool memcheck " : t == 1 ? "--tool racecheck " : "--tool initcheck ";
-		FA_CHECKF(lines_with(out, (const char *[]){tool, NULL}) == 3, "%s: %s", tool, out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, NULL}) == 7, "%s: %s", tool, out);
 		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_dense,", "cuda_flash_mma.splits=0,3",
-							   "cuda_flash_mma.hd72=0,1", NULL}) == 1,
+							   "cuda_flash_mma.hd72=0,1",
+							   ",cuda_flash_wgmma,cuda_flash_bwd_wgmma ", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_wgmma ",
+							   "cuda_flash_wgmma.split=3", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_wgmma ",
+							   "cuda_flash_wgmma.dynamic=2",
+							   "cuda_flash_wgmma.persistent=3", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_wgmma ",
+							   "cuda_flash_wgmma.pad128=1", NULL}) == 1,
+			  "%s", out);
+		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_bwd_wgmma ",
+							   "cuda_flash_bwd_wgmma.split=0,1",
+							   "cuda_flash_bwd_wgmma.overlap=0,1", NULL}) == 1,
 			  "%s", out);
 		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_mma ",
 							   "--where ",
@@ -1389,6 +1406,16 @@ FA_TEST(e2e, sanitize_gpu_runs_every_schedule)
 	FA_CHECKF(st == 0, "exit %d: %s", st, err);
 	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 3, "%s", out);
 	FA_CHECKF(strstr(out, "cuda_flash_mma") == NULL, "%s", out);
+	free(out);
+	free(err);
+
+	/* the Hopper backward alone: its own run and its split/overlap run */
+	st = fa_proc_script("tools/sanitize-gpu", (char *[]){"--dry-run", "--kernels", "cuda_flash_bwd_wgmma", NULL},
+			    &out, &err);
+	FA_CHECKF(st == 0, "exit %d: %s", st, err);
+	FA_CHECKF(lines_with(out, (const char *[]){"compute-sanitizer", NULL}) == 6, "%s", out);
+	FA_CHECKF(lines_with(out, (const char *[]){"cuda_flash_bwd_wgmma.split=0,1", NULL}) == 3, "%s", out);
+	FA_CHECKF(strstr(out, "cuda_flash_mma") == NULL && strstr(out, "cuda_flash_wgmma") == NULL, "%s", out);
 	free(out);
 	free(err);
 

@@ -26,10 +26,11 @@
  * stores its partial of every output into the shared memory of the CTA
  * that merges that slice of the outputs, and once they have landed each
  * merges its slice from its own shared memory (no workspace, no fence, no
- * counter, no remote load). Up to 8 ranges the stores are st.async that
- * count their bytes on the receiver's inbox barrier (an mbarrier set up
- * at the start, while the first tiles load), so each CTA waits for its
- * own inbox only; larger clusters wait at one cluster barrier.
+ * counter, no remote load). Up to 8 ranges (tail_cluster) the stores are
+ * st.async that count their bytes on the receiver's inbox barrier (an
+ * mbarrier set up at the start, while the first tiles load), so each CTA
+ * waits for its own inbox only, and the tail is cut to one CTA barrier and
+ * short parallel steps; larger clusters wait at one cluster barrier.
  *
  * Masks, varlen, prefix-LM and windows: each row's allowed keys come from
  * fa_mask_range and fa_cta_work_of, as in flash_mma.cuh; rows that attend
@@ -66,7 +67,7 @@ struct dcfg {
 	 * share of this CTA's slice of the rows x D / 2 column pairs (float2),
 	 * then every range's log2-sum-exp2 of the 16 rows */
 	static constexpr int IN_PAIRS = FA_DECODE_ROWS * (D / 2) + FA_DECODE_CLUSTER_MAX;
-	static constexpr int IN_BYTES = IN_PAIRS * 8 + FA_DECODE_CLUSTER_MAX * FA_DECODE_ROWS * 4;
+	static constexpr int IN_BYTES = IN_PAIRS * 8 + FA_DECODE_CLUSTER_MAX * FA_DECODE_ROWS * 8;
 	/* Q in registers up to 128 columns; wider (256: 64 more registers
 	 * next to O's 128) it stays in shared memory after the rings, read
 	 * with ldmatrix every tile (in registers it spilled on sm_90a) */
@@ -75,6 +76,10 @@ struct dcfg {
 	static constexpr int Q_OFF = IN_OFF + IN_BYTES;
 	static constexpr int SMEM_BYTES = Q_OFF + (QREG ? 0 : KT::BYTES);
 	static_assert(ST >= 2, "at least double buffering");
+	/* the cluster tail (tail_cluster) keeps each warp's partial in its
+	 * own ring: 16 rows of DS floats, then m and l of the 16 rows */
+	static constexpr int WPART = (FA_DECODE_ROWS * DS + 2 * FA_DECODE_ROWS) * 4;
+	static_assert(WPART <= ST * STAGE, "a warp's partial fits its ring");
 	static_assert(D % 64 == 0, "whole 64-column panels: the copy below has no narrow panel");
 };
 
@@ -182,12 +187,6 @@ static __device__ __forceinline__ void dec_cluster_wait()
 {
 	asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
-static __device__ __forceinline__ void dec_st_async(uint32_t a, float x, uint32_t bar)
-{
-	asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(a),
-		     "r"(__float_as_uint(x)), "r"(bar)
-		     : "memory");
-}
 static __device__ __forceinline__ void dec_st_async2(uint32_t a, float x, float y, uint32_t bar)
 {
 	asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32"
@@ -207,8 +206,9 @@ static __device__ __forceinline__ void dec_bar_wait(uint32_t bar)
 		     : "memory");
 }
 /* 1 when a cluster of S ranges merges through the inbox barrier
- * (st.async: each CTA waits for its own inbox only, 1-3% faster at batch
- * 1 on an H100), 0 through barrier.cluster. Above the portable 8 CTAs
+ * (tail_cluster; st.async: each CTA waits for its own inbox only, 1-3%
+ * faster at batch 1 on an H100), 0 through barrier.cluster
+ * (merge_pushed). Above the portable 8 CTAs
  * (forced clusters of 9-16) compute-sanitizer's synccheck reports "missing
  * wait" at the barrier's init, not understood: those keep the cluster
  * barrier (docs/BENCHMARKS.md, 2026-11-27 night). FA_DEC_ASYNC=0 builds
@@ -219,24 +219,22 @@ static __device__ __forceinline__ bool dec_async(int S)
 }
 #endif
 
-/* The cluster merge (pushed): each CTA has already stored its partial of
- * every column pair into the inbox (at IN_OFF) of the CTA whose slice holds
- * the pair, and its rows' log2-sum-exp2 into every peer's (push_partial,
- * push_lse); once they have landed (its inbox barrier, `bar`, or the
- * cluster barrier: dec_async) each CTA merges its slice from its own
+/* The merge at the cluster barrier (forced clusters of 9-16 ranges, or
+ * every cluster built with FA_DEC_ASYNC=0; else tail_cluster):
+ * each CTA has already stored its partial of every column pair into the
+ * inbox (at IN_OFF) of the CTA whose slice holds the pair, and its rows'
+ * log2-sum-exp2 into every peer's (push_partial, push_lse); once they have
+ * landed (the cluster barrier) each CTA merges its slice from its own
  * shared memory alone: no remote load and no second barrier on the tail. */
 template <int D, int NT, class T>
 static __device__ __forceinline__ void merge_pushed(const params &prm, int b, int h0, int lq,
 						    int rows, int tid, const float2 *in,
-						    const float *in_lse, uint32_t bar)
+						    const float *in_lse)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	const struct fa_problem &p = prm.p;
 	const int S = prm.splits;
-	if (dec_async(S))
-		dec_bar_wait(bar); /* every peer's stores into this inbox landed */
-	else
-		dec_cluster_sync();
+	dec_cluster_sync();
 	const int items = rows * (D / 2), per = (items + S - 1) / S;
 	const int i0 = (int)dec_cluster_rank() * per;
 	const int i1 = i0 + per < items ? i0 + per : items;
@@ -267,7 +265,6 @@ static __device__ __forceinline__ void merge_pushed(const params &prm, int b, in
 	}
 #else
 	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)in, (void)in_lse;
-	(void)bar;
 	__trap(); /* the launcher takes clusters on sm_90+ only */
 #endif
 }
@@ -291,19 +288,14 @@ static __device__ __forceinline__ void push_partial(int S, int me, int items, in
 }
 
 /* Row r's log2-sum-exp2 of this CTA's range (rank `me`) into peer k's
- * inbox (a_in_lse: the lse part of this CTA's inbox). */
-static __device__ __forceinline__ void push_lse(int S, int r, int k, int me, float lse,
-						uint32_t a_in_lse, uint32_t bar)
+ * inbox (a_in_lse: the lse part of this CTA's inbox), for merge_pushed. */
+static __device__ __forceinline__ void push_lse(int r, int k, int me, float lse, uint32_t a_in_lse)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	const uint32_t a =
-		dec_cluster_map(a_in_lse + 4u * (uint32_t)(me * FA_DECODE_ROWS + r), (uint32_t)k);
-	if (dec_async(S))
-		dec_st_async(a, lse, dec_cluster_map(bar, (uint32_t)k));
-	else
-		dec_st_cluster(a, lse);
+	dec_st_cluster(dec_cluster_map(a_in_lse + 4u * (uint32_t)(me * FA_DECODE_ROWS + r), (uint32_t)k),
+		       lse);
 #else
-	(void)S, (void)r, (void)k, (void)me, (void)lse, (void)a_in_lse, (void)bar;
+	(void)r, (void)k, (void)me, (void)lse, (void)a_in_lse;
 #endif
 }
 
@@ -376,6 +368,129 @@ static __device__ __forceinline__ void merge_splits(const params &prm, int b, in
 	}
 }
 
+/* The tail of a cluster that merges through inbox barriers (dec_async:
+ * up to 8 ranges), short because one warp or a few run it alone while the
+ * rest wait, so every step is latency: (1) each warp, once its own loop is
+ * done, puts its (m, l, O) in its own ring (no barrier before: no other
+ * warp's tiles are there); (2) after one CTA barrier each thread takes a
+ * column pair of a row, weighs the warps' O by exp2(m_w - M) itself (M,
+ * the warps' largest m) and stores the unnormalised sum into the inbox of
+ * the CTA whose slice holds the pair, and the threads of the row's first S
+ * pairs store the row's (M, L = sum of exp2(m_w - M) l_w) into peer `pair`'s
+ * inbox; (3) each CTA, once its inbox is complete, merges its slice with
+ * eight threads a pair, one a range, reduced by shuffles. */
+template <class CFG, class T>
+static __device__ __forceinline__ void tail_cluster(const params &prm, int b, int h0, int lq,
+						    int rows, int sp, int tid, const float (*o)[4],
+						    const float *m_run, const float *l_run,
+						    unsigned char *smem, uint32_t bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	constexpr int D = CFG::D, NW = CFG::NW, NT = CFG::NT, DS = CFG::DS, H = D / 2, NO = D / 8;
+	constexpr int WSTRIDE = CFG::ST * CFG::STAGE / 4; /* floats from one warp's ring to the next */
+	const struct fa_problem &p = prm.p;
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	float *const part = reinterpret_cast<float *>(smem); /* warp v: part + v WSTRIDE */
+	constexpr int M_OFF = FA_DECODE_ROWS * DS, L_OFF = M_OFF + FA_DECODE_ROWS;
+
+	/* (1) this warp's partial into its ring, once its own copies and
+	 * reads of it are done */
+	fa_mma::fa_mma_cp_async_wait<0>();
+	fa_mma::fa_mma_syncwarp();
+	float *const mine_w = part + warp * WSTRIDE;
+#pragma unroll
+	for (int hf = 0; hf < 2; ++hf) {
+		if (hf == 1 && rows <= 8)
+			break;
+		const int R = g + 8 * hf;
+		const float l = fa_mma::quad_sum(l_run[hf]);
+		if (R < rows) {
+			if (t4 == 0) {
+				mine_w[M_OFF + R] = m_run[hf];
+				mine_w[L_OFF + R] = l;
+			}
+#pragma unroll
+			for (int jj = 0; jj < NO; ++jj)
+				*reinterpret_cast<float2 *>(mine_w + R * DS + 8 * jj + 2 * t4) =
+					make_float2(o[jj][2 * hf], o[jj][2 * hf + 1]);
+		}
+	}
+	fa_mma::fa_mma_syncthreads();
+
+	/* (2) the CTA's partial of each pair, pushed */
+	const int S = prm.splits, items = rows * H, per = (items + S - 1) / S;
+	const uint32_t a_in = fa_mma::fa_mma_smem_addr(smem) + (uint32_t)CFG::IN_OFF;
+	const uint32_t a_ml = a_in + 8u * CFG::IN_PAIRS;
+	dec_cluster_wait(); /* every peer has started and set up its inbox barrier */
+	for (int idx = tid; idx < items; idx += NT) {
+		const int r = idx / H, pair = idx - r * H;
+		float mv[NW], mx = -INFINITY;
+#pragma unroll
+		for (int v = 0; v < NW; ++v) {
+			mv[v] = part[v * WSTRIDE + M_OFF + r];
+			mx = fmaxf(mx, mv[v]);
+		}
+		const float mu = fa_online_m_use(mx); /* no key in any warp: weights 0 */
+		float l = 0.f, ox = 0.f, oy = 0.f;
+#pragma unroll
+		for (int v = 0; v < NW; ++v) {
+			const float e = fa_mma::fa_mma_exp2(mv[v] - mu);
+			const float2 ov = *reinterpret_cast<const float2 *>(part + v * WSTRIDE + r * DS + 2 * pair);
+			l = fmaf(e, part[v * WSTRIDE + L_OFF + r], l);
+			ox = fmaf(e, ov.x, ox);
+			oy = fmaf(e, ov.y, oy);
+		}
+		push_partial(S, sp, items, idx, ox, oy, a_in, bar);
+		if (pair < S) { /* the row's (M, L) into peer `pair` */
+			const uint32_t a = dec_cluster_map(
+				a_ml + 8u * (uint32_t)(r * FA_DECODE_CLUSTER_MAX + sp), (uint32_t)pair);
+			dec_st_async2(a, mx, l, dec_cluster_map(bar, (uint32_t)pair));
+		}
+	}
+
+	/* (3) this CTA's slice [i0, i1): 8 lanes a pair, lane k taking range k */
+	const int me = (int)dec_cluster_rank(), i0 = me * per;
+	const int i1 = i0 + per < items ? i0 + per : items, n8 = i1 > i0 ? 8 * (i1 - i0) : 0;
+	const float2 *in = reinterpret_cast<const float2 *>(smem + CFG::IN_OFF);
+	const float2 *in_ml = in + CFG::IN_PAIRS;
+	dec_bar_wait(bar); /* every range's stores into this inbox landed */
+	for (int base = warp * 32; base < n8; base += NT) { /* whole warps: the shuffles */
+		const int u = base + lane, slot = u >> 3, k = u & 7;
+		const bool on = u < n8 && k < S;
+		const int idx = i0 + (u < n8 ? slot : 0), r = idx / H;
+		const float2 ml = on ? in_ml[r * FA_DECODE_CLUSTER_MAX + k] : make_float2(-INFINITY, 0.f);
+		const float2 ov = on ? in[k * per + slot] : make_float2(0.f, 0.f);
+		float mx = ml.x;
+#pragma unroll
+		for (int dd = 1; dd < 8; dd <<= 1)
+			mx = fmaxf(mx, fa_mma::fa_mma_shfl_xor(mx, dd));
+		const float e = fa_mma::fa_mma_exp2(ml.x - fa_online_m_use(mx)); /* 0 off a range */
+		float l = e * ml.y, ox = e * ov.x, oy = e * ov.y;
+#pragma unroll
+		for (int dd = 1; dd < 8; dd <<= 1) {
+			l += fa_mma::fa_mma_shfl_xor(l, dd);
+			ox += fa_mma::fa_mma_shfl_xor(ox, dd);
+			oy += fa_mma::fa_mma_shfl_xor(oy, dd);
+		}
+		if (u < n8 && k == 0) {
+			const float inv = fa_online_inv_l(l); /* no key in any range: zeros */
+			int h, i;
+			fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
+			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) +
+						      2 * (idx - r * H)) =
+				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+		}
+	}
+	fa_mma::fa_mma_syncthreads(); /* every thread past its wait */
+	if (tid == 0)
+		dec_bar_inval(bar);
+#else
+	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)sp, (void)tid, (void)o;
+	(void)m_run, (void)l_run, (void)smem, (void)bar;
+	__trap(); /* the launcher takes clusters on sm_90+ only */
+#endif
+}
+
 template <class CFG, class T, int MODE>
 __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params prm)
 {
@@ -421,8 +536,9 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		fa_mma::fa_mma_cp_async_commit();
 	}
 
-	/* the cluster merge's inbox barrier: this CTA's slice of the column
-	 * pairs from every range, and every range's lse of every row */
+	/* the cluster merge's inbox barrier (tail_cluster): this CTA's slice
+	 * of the column pairs from every range, and every range's (M, L) of
+	 * every row */
 	__shared__ __align__(8) uint64_t s_inbar;
 	const uint32_t a_inbar = fa_mma::fa_mma_smem_addr(&s_inbar);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -432,7 +548,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 				const int S = prm.splits, items = rows * (D / 2), per = (items + S - 1) / S;
 				int mine = items - w.sp * per;
 				mine = mine < per ? (mine > 0 ? mine : 0) : per;
-				dec_bar_init(a_inbar, (uint32_t)(S * (mine * 8 + rows * 4)));
+				dec_bar_init(a_inbar, (uint32_t)(S * (mine * 8 + rows * 8)));
 			}
 			/* waited on before the first store into a peer: every CTA of
 			 * the cluster has started (its shared memory is its own) and
@@ -605,6 +721,16 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		});
 	}
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	if constexpr (MODE == DEC_CLUSTER) {
+		if (prm.splits > 1 && dec_async(prm.splits)) {
+			tail_cluster<CFG, T>(prm, b, h0, lq, rows, w.sp, tid, o, m_run, l_run,
+					     fa_dec_smem, a_inbar);
+			return;
+		}
+	}
+#endif
+
 	/* ---- merge the warps: (m, l, O) of each through shared memory, which
 	 * every warp's ring is done with after the barrier ---- */
 	fa_mma::fa_mma_cp_async_wait<0>();
@@ -667,15 +793,13 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	if constexpr (MODE == DEC_CLUSTER) { /* every row's lse into every peer's inbox */
 		if (prm.splits > 1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-			/* every peer has started and set up its inbox barrier; without
-			 * this wait the stores of a forced cluster of 9-16 (no inbox
-			 * barrier) could reach a peer that racecheck finds "might not
-			 * have entered yet" */
+			/* every peer has started; without this wait the stores of a
+			 * forced cluster of 9-16 could reach a peer that racecheck
+			 * finds "might not have entered yet" */
 			dec_cluster_wait();
 #endif
 			for (int u = tid; u < rows * prm.splits; u += NT)
-				push_lse(prm.splits, u / prm.splits, u % prm.splits, sp, s_lse[u / prm.splits],
-					 a_in_lse, a_inbar);
+				push_lse(u / prm.splits, u % prm.splits, sp, s_lse[u / prm.splits], a_in_lse);
 		}
 	}
 	for (int idx = tid; idx < items; idx += NT) {
@@ -708,15 +832,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			merge_pushed<D, NT, T>(
 				prm, b, h0, lq, rows, tid,
 				reinterpret_cast<const float2 *>(fa_dec_smem + CFG::IN_OFF),
-				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS),
-				a_inbar);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-		if (prm.splits > 1 && dec_async(prm.splits)) { /* every thread past its wait */
-			fa_mma::fa_mma_syncthreads();
-			if (tid == 0)
-				dec_bar_inval(a_inbar);
-		}
-#endif
+				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS));
 	}
 	if constexpr (MODE == DEC_LAST) {
 		/* the last CTA of this (sequence, KV head) to arrive merges (the

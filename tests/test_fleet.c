@@ -445,16 +445,46 @@ FA_TEST(fleet, worker_command_lines)
 	}
 }
 
+/* The "done" records in the n bytes a worker sent (buf: its whole
+ * stream), or -1 when they are not a whole number of well-formed records.
+ * Record sizes follow the samples each result carries (more on a loaded
+ * machine), so bytes do not count cases. */
+static int count_done(const unsigned char *buf, size_t n)
+{
+	size_t off = 0;
+	int done = 0;
+	while (off < n) {
+		struct fa_iso_rec_hdr h;
+		if (n - off < sizeof h)
+			return -1;
+		memcpy(&h, buf + off, sizeof h);
+		off += sizeof h;
+		if (h.magic != FA_ISO_REC_MAGIC || h.n_samples < 0)
+			return -1;
+		if (h.type == FA_ISO_REC_RESULT)
+			off += sizeof(struct fa_result) + sizeof(double) * (size_t)h.n_samples;
+		else if (h.type == FA_ISO_REC_DONE)
+			done++;
+		else if (h.type != FA_ISO_REC_START)
+			return -1;
+	}
+	return off == n ? done : -1;
+}
+
 /* Runs `fabench run tiny.yaml --backend cpu --worker-serve` with `input` as
  * what its parent sends; returns the exit status, stderr in err_out
- * (malloc'd) and the bytes the worker sent back in *n_back. */
-static int serve(const char *input, char **err_out, size_t *n_back)
+ * (malloc'd), the bytes the worker sent back in *n_back and the cases it
+ * reported done in *n_done (-1: a malformed stream). */
+static int serve(const char *input, char **err_out, size_t *n_back, int *n_done)
 {
 	int fds[2];
-	char fd_text[16], buf[4096];
+	char fd_text[16];
+	unsigned char *all = NULL;
+	size_t cap = 0;
 	struct fa_proc_result r;
 	ssize_t got;
 	*n_back = 0;
+	*n_done = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
 		return -1;
 	/* the worker inherits fds[1] only */
@@ -467,9 +497,21 @@ static int serve(const char *input, char **err_out, size_t *n_back)
 			       "--worker-fd", fd_text, "--worker-serve", NULL},
 		    NULL, 120, &r);
 	close(fds[1]);
-	while ((got = read(fds[0], buf, sizeof buf)) > 0)
+	for (;;) {
+		if (*n_back == cap) {
+			unsigned char *more = realloc(all, cap + 65536);
+			if (!more)
+				break;
+			all = more;
+			cap += 65536;
+		}
+		if ((got = read(fds[0], all + *n_back, cap - *n_back)) <= 0)
+			break;
 		*n_back += (size_t)got;
+	}
 	close(fds[0]);
+	*n_done = count_done(all, *n_back);
+	free(all);
 	*err_out = r.err;
 	r.err = NULL;
 	fa_proc_free(&r);
@@ -479,21 +521,26 @@ static int serve(const char *input, char **err_out, size_t *n_back)
 FA_TEST(fleet, worker_serve_runs_cases_until_the_end_of_input)
 {
 	char *err = NULL;
-	size_t one = 0, two = 0, n = 0;
-	/* two cases, then the end of input: exit 0, and the second case's
-	 * records follow the first's on the same socket */
-	FA_CHECK(serve("0 0\n", &err, &one) == 0 && one > 0);
+	size_t n = 0;
+	int done = -1;
+	/* one case, then two, then the end of input: exit 0, one "done" record
+	 * per case, the second case's records after the first's on the same
+	 * socket */
+	FA_CHECK(serve("0 0\n", &err, &n, &done) == 0 && n > 0);
+	FA_CHECKF(done == 1, "%d cases done of 1", done);
 	free(err);
-	FA_CHECK(serve("0 0\n0 0\n", &err, &two) == 0 && two > one);
+	FA_CHECK(serve("0 0\n0 0\n", &err, &n, &done) == 0 && n > 0);
+	FA_CHECKF(done == 2, "%d cases done of 2", done);
 	free(err);
 	/* nothing at all: a worker that was never given a case exits 0 */
-	FA_CHECK(serve("", &err, &n) == 0 && n == 0);
+	FA_CHECK(serve("", &err, &n, &done) == 0 && n == 0 && done == 0);
 	free(err);
-	/* a command it cannot read, and a case that does not exist */
-	FA_CHECK(serve("zero 0\n", &err, &n) == 1 && n == 0);
+	/* a command it cannot read, and a case that does not exist (after
+	 * one that does) */
+	FA_CHECK(serve("zero 0\n", &err, &n, &done) == 1 && n == 0);
 	FA_CHECKF(err && strstr(err, "worker: unreadable command from the parent"), "%s", err);
 	free(err);
-	FA_CHECK(serve("0 0\n99 0\n", &err, &n) == 2 && n > 0);
+	FA_CHECK(serve("0 0\n99 0\n", &err, &n, &done) == 2 && done == 1);
 	FA_CHECKF(err && strstr(err, "worker: no case 99 kernel 0"), "%s", err);
 	free(err);
 }

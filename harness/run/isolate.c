@@ -17,10 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REC_MAGIC 0x46414953u /* "FAIS" */
-#define REC_START 1
-#define REC_RESULT 2
-#define REC_DONE 3 /* a staying worker finished the case it was sent */
 /* Slack on top of a kernel's own timeouts (check launch + sampling) before
  * the parent decides a worker is stuck: process start, CUDA context creation,
  * a slow download. */
@@ -31,11 +27,6 @@
 static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph", "cold-clean",
 					     "graph-cold"};
 #define N_TIMING_NAMES ((int)(sizeof timing_names / sizeof timing_names[0]))
-
-struct rec_hdr {
-	uint32_t magic;
-	int32_t type, index, n_samples, timing;
-};
 
 static int write_all(int fd, const void *buf, size_t n)
 {
@@ -54,14 +45,14 @@ static int write_all(int fd, const void *buf, size_t n)
 
 void fa_isolate_send_start(int fd, int i)
 {
-	struct rec_hdr h = {REC_MAGIC, REC_START, i, 0, 0};
+	struct fa_iso_rec_hdr h = {FA_ISO_REC_MAGIC, FA_ISO_REC_START, i, 0, 0};
 	write_all(fd, &h, sizeof h);
 }
 
 void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 			    const struct fa_samples *samples)
 {
-	struct rec_hdr h = {REC_MAGIC, REC_RESULT, i, samples ? samples->n : 0, 0};
+	struct fa_iso_rec_hdr h = {FA_ISO_REC_MAGIC, FA_ISO_REC_RESULT, i, samples ? samples->n : 0, 0};
 	for (int t = 0; t < N_TIMING_NAMES; t++)
 		if (res->timing && strcmp(res->timing, timing_names[t]) == 0)
 			h.timing = t;
@@ -73,7 +64,7 @@ void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 
 void fa_isolate_send_done(int fd, int case_index)
 {
-	struct rec_hdr h = {REC_MAGIC, REC_DONE, case_index, 0, 0};
+	struct fa_iso_rec_hdr h = {FA_ISO_REC_MAGIC, FA_ISO_REC_DONE, case_index, 0, 0};
 	write_all(fd, &h, sizeof h);
 }
 
@@ -362,21 +353,21 @@ enum fa_rc fa_isolate_run_case(const struct fa_isolate_case *ic, struct fa_resul
 			return fa_err_set(err, FA_ERR_INTERNAL, "cannot start a worker: %s",
 					  strerror(errno));
 		for (;;) {
-			struct rec_hdr h;
+			struct fa_iso_rec_hdr h;
 			outcome = read_all(rfd, &h, sizeof h, deadline, ic->cancel);
 			if (outcome != 0)
 				break;
-			if (h.magic == REC_MAGIC && h.type == REC_DONE && ic->worker &&
+			if (h.magic == FA_ISO_REC_MAGIC && h.type == FA_ISO_REC_DONE && ic->worker &&
 			    h.index == ic->case_index) {
 				outcome = 4; /* the worker stays for the next case */
 				break;
 			}
-			if (h.magic != REC_MAGIC || h.type == REC_DONE || h.index < -1 ||
+			if (h.magic != FA_ISO_REC_MAGIC || h.type == FA_ISO_REC_DONE || h.index < -1 ||
 			    h.index >= ic->n_kernels) {
 				outcome = -1;
 				break;
 			}
-			if (h.type == REC_START) {
+			if (h.type == FA_ISO_REC_START) {
 				current = h.index;
 				deadline = fa_now_s() +
 					   (h.index < 0 ? 2 * ic->setup_timeout_s

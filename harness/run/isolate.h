@@ -24,6 +24,18 @@
 #include "runner.h"
 #include "../store/store.h"
 
+/* The records a worker sends: a header, then for a result the struct
+ * fa_result and n_samples doubles (ms); a start (index: the kernel, -1 the
+ * set-up) and a done (index: the case) are the header alone. */
+#define FA_ISO_REC_MAGIC 0x46414953u /* "FAIS" */
+#define FA_ISO_REC_START 1
+#define FA_ISO_REC_RESULT 2
+#define FA_ISO_REC_DONE 3 /* a staying worker finished the case it was sent */
+struct fa_iso_rec_hdr {
+	uint32_t magic;
+	int32_t type, index, n_samples, timing;
+};
+
 /* The exit status of a worker whose device became unusable (a CUDA sticky
  * error) after it reported the kernel that caused it. */
 #define FA_WORKER_STICKY 3

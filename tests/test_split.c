@@ -282,7 +282,7 @@ FA_TEST(split, decode_fills_the_slots_once)
 }
 
 /* The clusters an H100 holds at once of a 193 KB, 256-thread CTA, one per
- * SM like the 201 KB decode CTA (cudaOccupancyMaxActiveClusters there,
+ * SM like the 202 KB decode CTA (cudaOccupancyMaxActiveClusters there,
  * 2026-11-27; ncu reported the same 15 clusters of 8 for the decode CTA
  * itself), by cluster size. */
 static const int RESIDENT_H100[FA_DECODE_CLUSTER_MAX + 1] = {0, 132, 66, 39, 30, 22, 17, 15,

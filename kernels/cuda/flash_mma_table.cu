@@ -74,7 +74,7 @@ static const struct fa_kernel_param mma_params[] = {
 	 "as 2); 0 = never (the tensor-core path)"},
 	{"decode_ring", 2, decode_ring_allowed, 3, 0, 2,
 	 "decode path, head size 128: 0 = 4 warps x 3 stages, 2 CTAs per SM; 1 = 4 warps x 6 "
-	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM (1 and 2 take 201 KB of "
+	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM (1 and 2 take 202 KB of "
 	 "shared memory: 0 where the device has less; other sizes: their one shape)"},
 };
 #define N_MMA_PARAMS ((int32_t)(sizeof mma_params / sizeof mma_params[0]))
@@ -136,7 +136,7 @@ static int decode_smem_fits(const struct fa_problem *p, int smem_bytes)
 }
 
 /* The decode path's ring shape for p under params: `decode_ring`, or 0
- * where that shape's 201 KB of shared memory does not fit the device
+ * where that shape's 202 KB of shared memory does not fit the device
  * (sm_80's 163 KB, sm_86's 99 KB). */
 static int decode_ring(const struct fa_problem *p, const int32_t *params)
 {

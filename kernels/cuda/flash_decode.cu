@@ -65,7 +65,8 @@ struct dcfg {
 	/* the cluster merge's inbox, past the ring and the merge area (peers
 	 * write it while this CTA may still stream its tiles): every range's
 	 * share of this CTA's slice of the rows x D / 2 column pairs (float2),
-	 * then every range's log2-sum-exp2 of the 16 rows */
+	 * then every range's (M, L) of the 16 rows (float2, tail_cluster) or
+	 * its log2-sum-exp2 (float, merge_pushed) */
 	static constexpr int IN_PAIRS = FA_DECODE_ROWS * (D / 2) + FA_DECODE_CLUSTER_MAX;
 	static constexpr int IN_BYTES = IN_PAIRS * 8 + FA_DECODE_CLUSTER_MAX * FA_DECODE_ROWS * 8;
 	/* Q in registers up to 128 columns; wider (256: 64 more registers
@@ -369,8 +370,9 @@ static __device__ __forceinline__ void merge_splits(const params &prm, int b, in
 }
 
 /* The tail of a cluster that merges through inbox barriers (dec_async:
- * up to 8 ranges), short because one warp or a few run it alone while the
- * rest wait, so every step is latency: (1) each warp, once its own loop is
+ * up to 8 ranges). While one warp or a few work the rest wait, so every
+ * step of a tail costs its latency; the steps here are few and short
+ * (docs/BENCHMARKS.md, 2026-12-01): (1) each warp, once its own loop is
  * done, puts its (m, l, O) in its own ring (no barrier before: no other
  * warp's tiles are there); (2) after one CTA barrier each thread takes a
  * column pair of a row, weighs the warps' O by exp2(m_w - M) itself (M,

@@ -220,6 +220,14 @@ static __device__ __forceinline__ bool dec_async(int S)
 }
 #endif
 
+/* One output column pair (x, y) at column c of the row that starts at
+ * `row` (the row's address from the kernel's start, s_orow). */
+template <class T>
+static __device__ __forceinline__ void store_pair(uint16_t *row, int c, float x, float y)
+{
+	*reinterpret_cast<uint32_t *>(row + c) = fa_mma::fa_mma_pack2<T>(x, y);
+}
+
 /* The merge at the cluster barrier (forced clusters of 9-16 ranges, or
  * every cluster built with FA_DEC_ASYNC=0; else tail_cluster):
  * each CTA has already stored its partial of every column pair into the
@@ -228,12 +236,11 @@ static __device__ __forceinline__ bool dec_async(int S)
  * landed (the cluster barrier) each CTA merges its slice from its own
  * shared memory alone: no remote load and no second barrier on the tail. */
 template <int D, int NT, class T>
-static __device__ __forceinline__ void merge_pushed(const params &prm, int b, int h0, int lq,
+static __device__ __forceinline__ void merge_pushed(const params &prm, uint16_t *const *orow,
 						    int rows, int tid, const float2 *in,
 						    const float *in_lse)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	const struct fa_problem &p = prm.p;
 	const int S = prm.splits;
 	dec_cluster_sync();
 	const int items = rows * (D / 2), per = (items + S - 1) / S;
@@ -259,13 +266,10 @@ static __device__ __forceinline__ void merge_pushed(const params &prm, int b, in
 				oy = fmaf(wt, v.y, oy);
 			}
 		const float inv = sum > 0.f ? 1.f / sum : 0.f;
-		int h, i;
-		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
-		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
-			fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+		store_pair<T>(orow[r], c, ox * inv, oy * inv);
 	}
 #else
-	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)tid, (void)in, (void)in_lse;
+	(void)prm, (void)orow, (void)rows, (void)tid, (void)in, (void)in_lse;
 	__trap(); /* the launcher takes clusters on sm_90+ only */
 #endif
 }
@@ -316,8 +320,9 @@ __device__ unsigned int fa_dec_count[FA_DEC_COUNTERS];
  * combine_row does, into the output. s_w: rows x splits floats of shared
  * memory. */
 template <int D, int NT, class T>
-static __device__ __forceinline__ void merge_splits(const params &prm, int b, int h0, int lq,
-						    int rows, int64_t tok0, int tid, float *s_w)
+static __device__ __forceinline__ void merge_splits(const params &prm, uint16_t *const *orow,
+						    int h0, int lq, int rows, int64_t tok0, int tid,
+						    float *s_w)
 {
 	const struct fa_problem &p = prm.p;
 	const int S = prm.splits, warp = tid >> 5, lane = tid & 31;
@@ -364,8 +369,7 @@ static __device__ __forceinline__ void merge_splits(const params &prm, int b, in
 			ox = fmaf(wt, v.x, ox);
 			oy = fmaf(wt, v.y, oy);
 		}
-		*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
-			fa_mma::fa_mma_pack2<T>(ox, oy);
+		store_pair<T>(orow[r], c, ox, oy);
 	}
 }
 
@@ -382,7 +386,7 @@ static __device__ __forceinline__ void merge_splits(const params &prm, int b, in
  * inbox; (3) each CTA, once its inbox is complete, merges its slice with
  * eight threads a pair, one a range, reduced by shuffles. */
 template <class CFG, class T>
-static __device__ __forceinline__ void tail_cluster(const params &prm, int b, int h0, int lq,
+static __device__ __forceinline__ void tail_cluster(const params &prm, uint16_t *const *orow,
 						    int rows, int sp, int tid, const float (*o)[4],
 						    const float *m_run, const float *l_run,
 						    unsigned char *smem, uint32_t bar)
@@ -390,7 +394,6 @@ static __device__ __forceinline__ void tail_cluster(const params &prm, int b, in
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	constexpr int D = CFG::D, NW = CFG::NW, NT = CFG::NT, DS = CFG::DS, H = D / 2, NO = D / 8;
 	constexpr int WSTRIDE = CFG::ST * CFG::STAGE / 4; /* floats from one warp's ring to the next */
-	const struct fa_problem &p = prm.p;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	float *const part = reinterpret_cast<float *>(smem); /* warp v: part + v WSTRIDE */
 	constexpr int M_OFF = FA_DECODE_ROWS * DS, L_OFF = M_OFF + FA_DECODE_ROWS;
@@ -476,18 +479,14 @@ static __device__ __forceinline__ void tail_cluster(const params &prm, int b, in
 		}
 		if (u < n8 && k == 0) {
 			const float inv = fa_online_inv_l(l); /* no key in any range: zeros */
-			int h, i;
-			fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
-			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) +
-						      2 * (idx - r * H)) =
-				fa_mma::fa_mma_pack2<T>(ox * inv, oy * inv);
+			store_pair<T>(orow[r], 2 * (idx - r * H), ox * inv, oy * inv);
 		}
 	}
 	fa_mma::fa_mma_syncthreads(); /* every thread past its wait */
 	if (tid == 0)
 		dec_bar_inval(bar);
 #else
-	(void)prm, (void)b, (void)h0, (void)lq, (void)rows, (void)sp, (void)tid, (void)o;
+	(void)prm, (void)orow, (void)rows, (void)sp, (void)tid, (void)o;
 	(void)m_run, (void)l_run, (void)smem, (void)bar;
 	__trap(); /* the launcher takes clusters on sm_90+ only */
 #endif
@@ -577,6 +576,14 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			qrow[hf] = prm.q + fa_q_offset(&p, prm.cu_q, b, i, h);
 			fa_mask_range(p.mask, i, lq, lk, p.window, &lo[hf], &hi[hf]);
 		}
+	}
+	/* the output rows' addresses, once, for every path's stores
+	 * (store_pair; each path passes a CTA barrier before it stores) */
+	__shared__ uint16_t *s_orow[FA_DECODE_ROWS];
+	if (tid < rows) {
+		int h, i;
+		fa_cta_row_head_pos(1, h0, lq, tid, &h, &i);
+		s_orow[tid] = prm.o + fa_o_offset(&p, prm.cu_q, b, i, h);
 	}
 	uint32_t qf[CFG::QREG ? KS : 1][4];
 	const uint32_t a_q = fa_mma::fa_mma_smem_addr(fa_dec_smem) + (uint32_t)CFG::Q_OFF;
@@ -726,7 +733,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	if constexpr (MODE == DEC_CLUSTER) {
 		if (prm.splits > 1 && dec_async(prm.splits)) {
-			tail_cluster<CFG, T>(prm, b, h0, lq, rows, w.sp, tid, o, m_run, l_run,
+			tail_cluster<CFG, T>(prm, s_orow, rows, w.sp, tid, o, m_run, l_run,
 					     fa_dec_smem, a_inbar);
 			return;
 		}
@@ -815,14 +822,13 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 			ox = fmaf(wt, ov.x, ox);
 			oy = fmaf(wt, ov.y, oy);
 		}
-		int h, i;
-		fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
 		if (prm.splits == 1) {
-			*reinterpret_cast<uint32_t *>(prm.o + fa_o_offset(&p, prm.cu_q, b, i, h) + c) =
-				fa_mma::fa_mma_pack2<T>(ox, oy);
+			store_pair<T>(s_orow[r], c, ox, oy);
 		} else if constexpr (MODE == DEC_CLUSTER) {
 			push_partial(prm.splits, sp, items, idx, ox, oy, a_in, a_inbar);
 		} else {
+			int h, i;
+			fa_cta_row_head_pos(1, h0, lq, r, &h, &i);
 			const int64_t wr = (int64_t)sp * prm.ws_rows + (tok0 + i) * p.heads + h;
 			*reinterpret_cast<float2 *>(prm.ws_o + wr * D + c) = make_float2(ox, oy);
 			if (c == 0) /* no key in the range: -inf, weight 0 in the merge */
@@ -832,7 +838,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	if constexpr (MODE == DEC_CLUSTER) {
 		if (prm.splits > 1)
 			merge_pushed<D, NT, T>(
-				prm, b, h0, lq, rows, tid,
+				prm, s_orow, rows, tid,
 				reinterpret_cast<const float2 *>(fa_dec_smem + CFG::IN_OFF),
 				reinterpret_cast<const float *>(fa_dec_smem + CFG::IN_OFF + 8 * CFG::IN_PAIRS));
 	}
@@ -850,7 +856,7 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 		if (!s_last)
 			return;
 		__threadfence();
-		merge_splits<D, NT, T>(prm, b, h0, lq, rows, tok0, tid, s_o);
+		merge_splits<D, NT, T>(prm, s_orow, h0, lq, rows, tok0, tid, s_o);
 		if (tid == 0)
 			fa_dec_count[unit] = 0; /* for the next launch */
 	}

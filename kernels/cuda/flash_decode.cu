@@ -220,6 +220,19 @@ static __device__ __forceinline__ bool dec_async(int S)
 }
 #endif
 
+/* The slice of a cluster merge: of the `items` column pairs (rows x D / 2)
+ * of a KV head, rank k of a cluster of S merges [i0, i1), at most `per`
+ * (the last ranks' slices may be short or empty). The inbox barrier's byte
+ * count, the pushes and both merges take their slices from here. */
+struct dec_slice {
+	int per, i0, i1;
+};
+static __device__ __forceinline__ dec_slice dec_slice_of(int items, int S, int k)
+{
+	const int per = (items + S - 1) / S, i0 = k * per < items ? k * per : items;
+	return {per, i0, i0 + per < items ? i0 + per : items};
+}
+
 /* One output column pair (x, y) at column c of the row that starts at
  * `row` (the row's address from the kernel's start, s_orow). */
 template <class T>
@@ -243,9 +256,9 @@ static __device__ __forceinline__ void merge_pushed(const params &prm, uint16_t 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	const int S = prm.splits;
 	dec_cluster_sync();
-	const int items = rows * (D / 2), per = (items + S - 1) / S;
-	const int i0 = (int)dec_cluster_rank() * per;
-	const int i1 = i0 + per < items ? i0 + per : items;
+	const int items = rows * (D / 2);
+	const dec_slice sl = dec_slice_of(items, S, (int)dec_cluster_rank());
+	const int per = sl.per, i0 = sl.i0, i1 = sl.i1;
 	for (int idx = i0 + tid; idx < i1; idx += NT) {
 		const int r = idx / (D / 2), c = 2 * (idx - r * (D / 2)), slot = idx - i0;
 		float lse[FA_DECODE_CLUSTER_MAX], mx = -INFINITY;
@@ -281,7 +294,7 @@ static __device__ __forceinline__ void push_partial(int S, int me, int items, in
 						    float y, uint32_t a_in, uint32_t bar)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	const int per = (items + S - 1) / S, k = idx / per, slot = idx - k * per;
+	const int per = dec_slice_of(items, S, 0).per, k = idx / per, slot = idx - k * per;
 	const uint32_t a = dec_cluster_map(a_in + 8u * (uint32_t)(me * per + slot), (uint32_t)k);
 	if (dec_async(S))
 		dec_st_async2(a, x, y, dec_cluster_map(bar, (uint32_t)k));
@@ -423,7 +436,9 @@ static __device__ __forceinline__ void tail_cluster(const params &prm, uint16_t 
 	fa_mma::fa_mma_syncthreads();
 
 	/* (2) the CTA's partial of each pair, pushed */
-	const int S = prm.splits, items = rows * H, per = (items + S - 1) / S;
+	const int S = prm.splits, items = rows * H;
+	const dec_slice sl = dec_slice_of(items, S, (int)dec_cluster_rank());
+	const int per = sl.per;
 	const uint32_t a_in = fa_mma::fa_mma_smem_addr(smem) + (uint32_t)CFG::IN_OFF;
 	const uint32_t a_ml = a_in + 8u * CFG::IN_PAIRS;
 	dec_cluster_wait(); /* every peer has started and set up its inbox barrier */
@@ -454,8 +469,7 @@ static __device__ __forceinline__ void tail_cluster(const params &prm, uint16_t 
 	}
 
 	/* (3) this CTA's slice [i0, i1): 8 lanes a pair, lane k taking range k */
-	const int me = (int)dec_cluster_rank(), i0 = me * per;
-	const int i1 = i0 + per < items ? i0 + per : items, n8 = i1 > i0 ? 8 * (i1 - i0) : 0;
+	const int i0 = sl.i0, n8 = 8 * (sl.i1 - i0);
 	const float2 *in = reinterpret_cast<const float2 *>(smem + CFG::IN_OFF);
 	const float2 *in_ml = in + CFG::IN_PAIRS;
 	dec_bar_wait(bar); /* every range's stores into this inbox landed */
@@ -546,10 +560,9 @@ __global__ void __launch_bounds__(CFG::NT, CFG::MINB) decode_kernel(const params
 	if constexpr (MODE == DEC_CLUSTER) {
 		if (prm.splits > 1) {
 			if (dec_async(prm.splits) && tid == 0) {
-				const int S = prm.splits, items = rows * (D / 2), per = (items + S - 1) / S;
-				int mine = items - w.sp * per;
-				mine = mine < per ? (mine > 0 ? mine : 0) : per;
-				dec_bar_init(a_inbar, (uint32_t)(S * (mine * 8 + rows * 8)));
+				const int S = prm.splits;
+				const dec_slice sl = dec_slice_of(rows * (D / 2), S, w.sp);
+				dec_bar_init(a_inbar, (uint32_t)(S * ((sl.i1 - sl.i0) * 8 + rows * 8)));
 			}
 			/* waited on before the first store into a peer: every CTA of
 			 * the cluster has started (its shared memory is its own) and

@@ -1,0 +1,242 @@
+/* decode_ceiling.cu - the fastest batch-1 decode that splits the keys could
+ * be, at 8 KV heads x D 128 (the shape of suites/decode.yaml's batch-1
+ * cases): the loads of the decode path of cuda_flash_mma
+ * (kernels/cuda/flash_decode.cu: one CTA per (key range, KV head), 8 warps
+ * each streaming its own 3-stage ring of 16-key tiles by 16-byte cp.async,
+ * as bench/decode_read.cu's rd_cpasync) with no math, followed by the
+ * least a merge of the ranges has to do:
+ *
+ *   none      no merge (the loads alone)
+ *   cluster   launched as clusters of R CTAs (one per KV head), no merge:
+ *             what the cluster launch itself costs
+ *   dsmem     clusters of R: a CTA barrier, then every thread stores 8
+ *             bytes of the CTA's 2 KB partial into the shared memory of
+ *             the CTA owning that slice (st.shared::cluster), a cluster
+ *             barrier, and each CTA sums its slice over the R sources and
+ *             stores 256 bytes of output: the tree's merge with no weights
+ *   last      no cluster: each CTA writes its 2 KB partial to a workspace,
+ *             a fence, an arrival counter per KV head; the last CTA sums
+ *             the R partials and stores the 2 KB output
+ *   smem      none, but each lane also reads the whole tile back from
+ *             shared memory (8 KB a warp a tile, what ldmatrix of K and V
+ *             reads): whether shared-memory reads slow the stream
+ *
+ * Timed as decode_read.cu times (a clean flush, then one launch between
+ * two events; and a CUDA graph of 32 launches over copies of the bytes 3x
+ * the L2 apart), median of the samples. A standalone program, not part of
+ * the build: on a CUDA machine
+ *
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+ *        -o /tmp/decode_ceiling bench/decode_ceiling.cu && /tmp/decode_ceiling [samples]
+ *
+ * prints one line per (keys, variant). docs/BENCHMARKS.md (2026-12-02,
+ * "(c)") has the H200's figures.
+ */
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "timing.cuh"
+
+/* KV heads, head size, elements of a key row of all heads (BSHD) */
+constexpr int H = 8, D = 128, HSTR = H * D;
+/* the partial of one CTA: 4 rows x D floats as 256 float2 */
+constexpr int PART = 256;
+
+enum { T_NONE, T_DSMEM, T_LAST, T_SMEM };
+
+__device__ __forceinline__ uint32_t saddr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+template <int NW, int ST, int TAIL>
+__global__ void __launch_bounds__(NW * 32, 1)
+    rd_tail(const uint16_t *k, const uint16_t *v, int keys, int R, float2 *out, float2 *ws,
+	    unsigned *cnt)
+{
+	extern __shared__ __align__(1024) unsigned char sm[];
+	__shared__ float2 inbox[16 * PART / 8]; /* R sources x this CTA's slice */
+	__shared__ int s_last;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, hd = blockIdx.y,
+		  r = blockIdx.x % R;
+	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
+	const int nt = (per - warp + NW - 1) / NW;
+	const uint32_t ring = saddr(sm) + warp * ST * 8192;
+	if (TAIL == T_DSMEM)
+		asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+	auto load = [&](int j) {
+		const int n0 = (t0 + warp + j * NW) * 16;
+		const uint32_t a = ring + (j % ST) * 8192;
+		for (int kv = 0; kv < 2; kv++) {
+			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
+			for (int ps = 0; ps < 4; ps++) {
+				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
+				for (int pn = 0; pn < 2; pn++) {
+					const uint16_t *src =
+					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
+					const uint32_t dst = a + kv * 4096 + pn * 2048 +
+							     (row * 8 + (c8 ^ (row & 7))) * 16;
+					asm volatile(
+					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+					    "l"(src));
+				}
+			}
+		}
+	};
+	for (int s = 0; s < ST - 1; s++) {
+		if (s < nt)
+			load(s);
+		asm volatile("cp.async.commit_group;");
+	}
+	unsigned acc = 0;
+	for (int j = 0; j < nt; j++) {
+		asm volatile("cp.async.wait_group %0;" ::"n"(ST - 2));
+		__syncwarp();
+		if (j + ST - 1 < nt)
+			load(j + ST - 1);
+		asm volatile("cp.async.commit_group;");
+		const uint4 *t =
+		    reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192);
+		constexpr int U = TAIL == T_SMEM ? 16 : 4, STEP = TAIL == T_SMEM ? 1 : 4;
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			uint4 x = t[lane + 32 * u * STEP];
+			acc ^= x.x ^ x.w;
+		}
+	}
+	/* the partial: a value per thread that depends on its loads */
+	const float2 mine = make_float2(__uint_as_float((acc & 0x007fffffu) | 0x3f800000u),
+					(float)(tid + r));
+	if (TAIL == T_DSMEM) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		__syncthreads(); /* the warps' partials, as the tree's one CTA barrier */
+		asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* peers started */
+		const int slice = PART / R, owner = tid / slice, idx = tid % slice;
+		if (owner < R) {
+			uint32_t a = saddr(&inbox[r * slice + idx]), m;
+			asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(owner));
+			asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(m), "f"(mine.x),
+				     "f"(mine.y)
+				     : "memory");
+		}
+		asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+			     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+		if (tid < slice) {
+			float2 s = make_float2(0.f, 0.f);
+			for (int q = 0; q < R; q++) {
+				s.x += inbox[q * slice + tid].x;
+				s.y += inbox[q * slice + tid].y;
+			}
+			out[hd * PART + r * slice + tid] = s;
+		}
+#endif
+	} else if (TAIL == T_LAST) {
+		ws[((size_t)hd * R + r) * PART + tid] = mine;
+		__threadfence();
+		__syncthreads();
+		if (tid == 0)
+			s_last = atomicAdd(&cnt[hd], 1u) == (unsigned)R - 1;
+		__syncthreads();
+		if (s_last) {
+			__threadfence();
+			float2 s = make_float2(0.f, 0.f);
+			for (int q = 0; q < R; q++) {
+				const float2 x = __ldcg(&ws[((size_t)hd * R + q) * PART + tid]);
+				s.x += x.x;
+				s.y += x.y;
+			}
+			out[hd * PART + tid] = s;
+			if (tid == 0)
+				cnt[hd] = 0;
+		}
+	} else if (acc == 0x9e3779b9u) {
+		out[0] = mine;
+	}
+}
+
+typedef void (*tail_fn)(const uint16_t *, const uint16_t *, int, int, float2 *, float2 *,
+			unsigned *);
+
+int main(int argc, char **argv)
+{
+	const int samples = argc > 1 ? atoi(argv[1]) : 30;
+	int sms = 0, l2 = 0;
+	cudaDeviceProp prop;
+	CK(cudaGetDeviceProperties(&prop, 0));
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+	g_flush_bytes = std::max((size_t)4 * l2, (size_t)64 << 20);
+	CK(cudaMalloc(&g_flush, g_flush_bytes));
+	float2 *out, *ws;
+	unsigned *cnt;
+	CK(cudaMalloc(&out, H * PART * sizeof(float2)));
+	CK(cudaMalloc(&ws, (size_t)H * 16 * PART * sizeof(float2)));
+	CK(cudaMalloc(&cnt, H * sizeof(unsigned)));
+	CK(cudaMemset(cnt, 0, H * sizeof(unsigned)));
+	cudaStream_t st;
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	printf("# %s, %d SMs, L2 %d MB, %d samples, clean flush, median\n", prop.name, sms,
+	       l2 >> 20, samples);
+	const size_t maxb = (size_t)1 << 30;
+	void *buf;
+	CK(cudaMalloc(&buf, maxb));
+	CK(cudaMemset(buf, 0x3c, maxb));
+	constexpr int SMEM = 8 * 3 * 8192;
+	const struct {
+		const char *name;
+		tail_fn fn;
+		int R, cluster;
+	} vs[] = {
+	    {"none", rd_tail<8, 3, T_NONE>, 8, 0},
+	    {"cluster", rd_tail<8, 3, T_NONE>, 8, 1},
+	    {"dsmem", rd_tail<8, 3, T_DSMEM>, 8, 1},
+	    {"last", rd_tail<8, 3, T_LAST>, 8, 0},
+	    {"smem", rd_tail<8, 3, T_SMEM>, 8, 0},
+	    {"none", rd_tail<8, 3, T_NONE>, 16, 0},
+	    {"last", rd_tail<8, 3, T_LAST>, 16, 0},
+	    {"smem", rd_tail<8, 3, T_SMEM>, 16, 0},
+	};
+	for (const auto &x : vs)
+		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+	for (int keys : {8192, 16384}) {
+		const size_t half = (size_t)keys * HSTR * 2, bytes = 2 * half;
+		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
+		const int sets = (int)std::min(std::min(want, maxb / bytes), (size_t)32);
+		auto kp = [&](int i) {
+			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes);
+		};
+		auto vp = [&](int i) {
+			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes + half);
+		};
+		for (const auto &x : vs) {
+			auto go = [&](int i, cudaStream_t s) {
+				cudaLaunchConfig_t c = {};
+				cudaLaunchAttribute at[1];
+				c.gridDim = dim3(x.R, H);
+				c.blockDim = dim3(256);
+				c.dynamicSmemBytes = SMEM;
+				c.stream = s;
+				if (x.cluster) {
+					at[0].id = cudaLaunchAttributeClusterDimension;
+					at[0].val.clusterDim.x = x.R;
+					at[0].val.clusterDim.y = 1;
+					at[0].val.clusterDim.z = 1;
+					c.attrs = at;
+					c.numAttrs = 1;
+				}
+				CK(cudaLaunchKernelEx(&c, x.fn, kp(i), vp(i), keys, x.R, out, ws, cnt));
+			};
+			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
+			const double b = median_graph_us(st, go, 32, samples);
+			printf("keys %5d %5.1f MB  %-8s R%-2d  single %7.2f us %6.0f GB/s   graph %7.2f "
+			       "us %6.0f GB/s\n",
+			       keys, bytes / 1e6, x.name, x.R, a, bytes / a / 1e3, b, bytes / b / 1e3);
+			fflush(stdout);
+		}
+	}
+	return 0;
+}

@@ -36,22 +36,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <vector>
 
-#include "timing.cuh"
+#include "decode_tiles.cuh"
 
-/* KV heads, head size, elements of a key row of all heads (BSHD) */
-constexpr int H = 8, D = 128, HSTR = H * D;
-/* the partial of one CTA: 4 rows x D floats as 256 float2 */
+/* the partial of one CTA: 4 rows x D (decode_tiles.cuh's 128) floats as 256 float2 */
 constexpr int PART = 256;
 
 enum { T_NONE, T_DSMEM, T_LAST, T_SMEM };
-
-__device__ __forceinline__ uint32_t saddr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
 
 template <int NW, int ST, int TAIL>
 __global__ void __launch_bounds__(NW * 32, 1)
@@ -61,53 +53,18 @@ __global__ void __launch_bounds__(NW * 32, 1)
 	extern __shared__ __align__(1024) unsigned char sm[];
 	__shared__ float2 inbox[16 * PART / 8]; /* R sources x this CTA's slice */
 	__shared__ int s_last;
-	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, hd = blockIdx.y,
-		  r = blockIdx.x % R;
-	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
-	const int nt = (per - warp + NW - 1) / NW;
-	const uint32_t ring = saddr(sm) + warp * ST * 8192;
+	const int tid = threadIdx.x, lane = tid & 31, hd = blockIdx.y, r = blockIdx.x % R;
 	if (TAIL == T_DSMEM)
 		asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-	auto load = [&](int j) {
-		const int n0 = (t0 + warp + j * NW) * 16;
-		const uint32_t a = ring + (j % ST) * 8192;
-		for (int kv = 0; kv < 2; kv++) {
-			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
-			for (int ps = 0; ps < 4; ps++) {
-				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
-				for (int pn = 0; pn < 2; pn++) {
-					const uint16_t *src =
-					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
-					const uint32_t dst = a + kv * 4096 + pn * 2048 +
-							     (row * 8 + (c8 ^ (row & 7))) * 16;
-					asm volatile(
-					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-					    "l"(src));
-				}
-			}
-		}
-	};
-	for (int s = 0; s < ST - 1; s++) {
-		if (s < nt)
-			load(s);
-		asm volatile("cp.async.commit_group;");
-	}
 	unsigned acc = 0;
-	for (int j = 0; j < nt; j++) {
-		asm volatile("cp.async.wait_group %0;" ::"n"(ST - 2));
-		__syncwarp();
-		if (j + ST - 1 < nt)
-			load(j + ST - 1);
-		asm volatile("cp.async.commit_group;");
-		const uint4 *t =
-		    reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192);
+	stream_tiles<NW, ST>(sm, k, v, keys, R, [&](const uint4 *t) {
 		constexpr int U = TAIL == T_SMEM ? 16 : 4, STEP = TAIL == T_SMEM ? 1 : 4;
 #pragma unroll
 		for (int u = 0; u < U; u++) {
 			uint4 x = t[lane + 32 * u * STEP];
 			acc ^= x.x ^ x.w;
 		}
-	}
+	});
 	/* the partial: a value per thread that depends on its loads */
 	const float2 mine = make_float2(__uint_as_float((acc & 0x007fffffu) | 0x3f800000u),
 					(float)(tid + r));
@@ -164,27 +121,14 @@ typedef void (*tail_fn)(const uint16_t *, const uint16_t *, int, int, float2 *, 
 int main(int argc, char **argv)
 {
 	const int samples = argc > 1 ? atoi(argv[1]) : 30;
-	int sms = 0, l2 = 0;
-	cudaDeviceProp prop;
-	CK(cudaGetDeviceProperties(&prop, 0));
-	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-	g_flush_bytes = std::max((size_t)4 * l2, (size_t)64 << 20);
-	CK(cudaMalloc(&g_flush, g_flush_bytes));
+	kv_bench kb(samples);
 	float2 *out, *ws;
 	unsigned *cnt;
 	CK(cudaMalloc(&out, H * PART * sizeof(float2)));
 	CK(cudaMalloc(&ws, (size_t)H * 16 * PART * sizeof(float2)));
 	CK(cudaMalloc(&cnt, H * sizeof(unsigned)));
 	CK(cudaMemset(cnt, 0, H * sizeof(unsigned)));
-	cudaStream_t st;
-	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-	printf("# %s, %d SMs, L2 %d MB, %d samples, clean flush, median\n", prop.name, sms,
-	       l2 >> 20, samples);
-	const size_t maxb = (size_t)1 << 30;
-	void *buf;
-	CK(cudaMalloc(&buf, maxb));
-	CK(cudaMemset(buf, 0x3c, maxb));
+	const cudaStream_t st = kb.st;
 	constexpr int SMEM = 8 * 3 * 8192;
 	const struct {
 		const char *name;
@@ -203,15 +147,10 @@ int main(int argc, char **argv)
 	for (const auto &x : vs)
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
 	for (int keys : {8192, 16384}) {
-		const size_t half = (size_t)keys * HSTR * 2, bytes = 2 * half;
-		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
-		const int sets = (int)std::min(std::min(want, maxb / bytes), (size_t)32);
-		auto kp = [&](int i) {
-			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes);
-		};
-		auto vp = [&](int i) {
-			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes + half);
-		};
+		kb.at(keys);
+		const size_t bytes = kb.bytes;
+		auto kp = [&](int i) { return kb.k(i); };
+		auto vp = [&](int i) { return kb.v(i); };
 		for (const auto &x : vs) {
 			auto go = [&](int i, cudaStream_t s) {
 				cudaLaunchConfig_t c = {};

@@ -27,64 +27,21 @@
 #include <stdlib.h>
 #include <vector>
 
-#include "timing.cuh"
-
-/* KV heads, head size, bytes of a head's key row, elements of a key row of all heads */
-constexpr int H = 8, D = 128, ROWB = 256, HSTR = H * D;
-
-__device__ __forceinline__ uint32_t saddr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
+#include "decode_tiles.cuh"
 
 template <int NW, int ST>
 __global__ void __launch_bounds__(NW * 32, 1)
     rd_cpasync(const uint16_t *k, const uint16_t *v, int keys, int R, unsigned *sink)
 {
 	extern __shared__ __align__(1024) unsigned char sm[];
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, hd = blockIdx.y,
-		  r = blockIdx.x % R;
-	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
-	const int nt = (per - warp + NW - 1) / NW;
-	const uint32_t ring = saddr(sm) + warp * ST * 8192;
-	auto load = [&](int j) {
-		const int n0 = (t0 + warp + j * NW) * 16;
-		const uint32_t a = ring + (j % ST) * 8192;
-		for (int kv = 0; kv < 2; kv++) {
-			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
-			for (int ps = 0; ps < 4; ps++) {
-				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
-				for (int pn = 0; pn < 2; pn++) {
-					const uint16_t *src =
-					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
-					const uint32_t dst = a + kv * 4096 + pn * 2048 +
-							     (row * 8 + (c8 ^ (row & 7))) * 16;
-					asm volatile(
-					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-					    "l"(src));
-				}
-			}
-		}
-	};
-	for (int s = 0; s < ST - 1; s++) {
-		if (s < nt)
-			load(s);
-		asm volatile("cp.async.commit_group;");
-	}
+	const int lane = threadIdx.x & 31;
 	unsigned acc = 0;
-	for (int j = 0; j < nt; j++) {
-		asm volatile("cp.async.wait_group %0;" ::"n"(ST - 2));
-		__syncwarp();
-		if (j + ST - 1 < nt)
-			load(j + ST - 1);
-		asm volatile("cp.async.commit_group;");
-		const uint4 *t =
-		    reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192);
+	stream_tiles<NW, ST>(sm, k, v, keys, R, [&](const uint4 *t) {
 		for (int u = 0; u < 4; u++) {
 			uint4 x = t[lane + 32 * u * 4];
 			acc ^= x.x ^ x.w;
 		}
-	}
+	});
 	if (acc == 0x9e3779b9u)
 		*sink = acc;
 }
@@ -166,35 +123,18 @@ static const struct {
 int main(int argc, char **argv)
 {
 	const int samples = argc > 1 ? atoi(argv[1]) : 50;
-	int sms = 0, l2 = 0;
-	cudaDeviceProp prop;
-	CK(cudaGetDeviceProperties(&prop, 0));
-	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-	CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-	g_flush_bytes = std::max((size_t)4 * l2, (size_t)64 << 20);
-	CK(cudaMalloc(&g_flush, g_flush_bytes));
+	kv_bench kb(samples);
+	const int sms = kb.sms;
+	const cudaStream_t st = kb.st;
 	unsigned *g_sink; /* the read kernels' never-taken store */
 	CK(cudaMalloc(&g_sink, 64));
-	cudaStream_t st;
-	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-	printf("# %s, %d SMs, L2 %d MB, %d samples, clean flush, median\n", prop.name, sms,
-	       l2 >> 20, samples);
-	const size_t maxb = (size_t)1 << 30;
-	void *buf;
-	CK(cudaMalloc(&buf, maxb));
-	CK(cudaMemset(buf, 0x3c, maxb));
 	for (const auto &sh : shapes)
 		CK(cudaFuncSetAttribute(sh.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, sh.smem));
 	for (int keys : {8192, 16384, 32768}) {
-		const size_t half = (size_t)keys * HSTR * 2, bytes = 2 * half;
-		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
-		const int sets = (int)std::min(std::min(want, maxb / bytes), (size_t)32);
-		auto kp = [&](int i) {
-			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes);
-		};
-		auto vp = [&](int i) {
-			return (const uint16_t *)((char *)buf + (size_t)(i % sets) * bytes + half);
-		};
+		kb.at(keys);
+		const size_t bytes = kb.bytes;
+		auto kp = [&](int i) { return kb.k(i); };
+		auto vp = [&](int i) { return kb.v(i); };
 		auto report = [&](const char *what, double us1, double usg) {
 			printf("keys %5d %5.1f MB  %-26s single %7.2f us %6.0f GB/s   graph %7.2f "
 			       "us %6.0f GB/s\n",

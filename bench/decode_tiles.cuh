@@ -1,0 +1,116 @@
+/* decode_tiles.cuh - the loads of batch-1 decode that bench/decode_read.cu
+ * and bench/decode_ceiling.cu time: K and V of 8 KV heads x D 128, BSHD (a
+ * head's key rows are 256 bytes, 2 KB apart), one CTA per (key range, KV
+ * head), NW warps each streaming its own ST-stage ring of 16-key tiles
+ * (8 KB of K + V) by 16-byte cp.async into the swizzled layout of
+ * kernels/cuda/flash_decode.cu's warp_load. A header of those programs
+ * only, not part of the build. */
+#ifndef FABENCH_BENCH_DECODE_TILES_CUH
+#define FABENCH_BENCH_DECODE_TILES_CUH
+
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "timing.cuh"
+
+/* KV heads, head size, bytes of a head's key row, elements of a key row of all heads */
+constexpr int H = 8, D = 128, ROWB = 256, HSTR = H * D;
+
+__device__ __forceinline__ uint32_t saddr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* This warp's tiles of key range r of R (KV head blockIdx.y) through its
+ * ring at the start of sm: tile j is key tile r * per + warp + j NW, with
+ * ST - 1 tiles in flight; consume(stage) runs once each tile has landed
+ * in its 8 KB stage (K, then V). */
+template <int NW, int ST, class F>
+__device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *k,
+					     const uint16_t *v, int keys, int R, F consume)
+{
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, hd = blockIdx.y,
+		  r = blockIdx.x % R;
+	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
+	const int nt = (per - warp + NW - 1) / NW;
+	const uint32_t ring = saddr(sm) + warp * ST * 8192;
+	auto load = [&](int j) {
+		const int n0 = (t0 + warp + j * NW) * 16;
+		const uint32_t a = ring + (j % ST) * 8192;
+		for (int kv = 0; kv < 2; kv++) {
+			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
+			for (int ps = 0; ps < 4; ps++) {
+				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
+				for (int pn = 0; pn < 2; pn++) {
+					const uint16_t *src =
+					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
+					const uint32_t dst = a + kv * 4096 + pn * 2048 +
+							     (row * 8 + (c8 ^ (row & 7))) * 16;
+					asm volatile(
+					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+					    "l"(src));
+				}
+			}
+		}
+	};
+	for (int s = 0; s < ST - 1; s++) {
+		if (s < nt)
+			load(s);
+		asm volatile("cp.async.commit_group;");
+	}
+	for (int j = 0; j < nt; j++) {
+		asm volatile("cp.async.wait_group %0;" ::"n"(ST - 2));
+		__syncwarp();
+		if (j + ST - 1 < nt)
+			load(j + ST - 1);
+		asm volatile("cp.async.commit_group;");
+		consume(reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192));
+	}
+}
+
+/* The host side of those programs: the device's SMs and L2, the harness's
+ * flush buffer (timing.cuh), a stream, a 1 GB buffer for copies of K and V,
+ * and the header line; then, per key count, copy i of K and V (the copies
+ * 3x the L2 apart, at most 32, so a graph's launches miss the L2). */
+struct kv_bench {
+	int sms = 0, l2 = 0;
+	cudaStream_t st;
+	char *buf = nullptr;
+	static constexpr size_t MAXB = (size_t)1 << 30;
+	size_t half = 0, bytes = 0;
+	int sets = 1;
+
+	explicit kv_bench(int samples)
+	{
+		cudaDeviceProp prop;
+		CK(cudaGetDeviceProperties(&prop, 0));
+		CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+		CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+		g_flush_bytes = std::max((size_t)4 * l2, (size_t)64 << 20);
+		CK(cudaMalloc(&g_flush, g_flush_bytes));
+		CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+		printf("# %s, %d SMs, L2 %d MB, %d samples, clean flush, median\n", prop.name,
+		       sms, l2 >> 20, samples);
+		CK(cudaMalloc(&buf, MAXB));
+		CK(cudaMemset(buf, 0x3c, MAXB));
+	}
+	/* K and V of `keys` keys from now on */
+	void at(int keys)
+	{
+		half = (size_t)keys * HSTR * 2;
+		bytes = 2 * half;
+		const size_t want = (3 * (size_t)l2 + bytes - 1) / bytes;
+		sets = (int)std::min(std::min(want, MAXB / bytes), (size_t)32);
+	}
+	const uint16_t *k(int i) const
+	{
+		return (const uint16_t *)(buf + (size_t)(i % sets) * bytes);
+	}
+	const uint16_t *v(int i) const
+	{
+		return (const uint16_t *)(buf + (size_t)(i % sets) * bytes + half);
+	}
+};
+
+#endif /* FABENCH_BENCH_DECODE_TILES_CUH */

@@ -20,6 +20,9 @@
  *   smem      none, but each lane also reads the whole tile back from
  *             shared memory (8 KB a warp a tile, what ldmatrix of K and V
  *             reads): whether shared-memory reads slow the stream
+ *   ldgN      none, but the tiles go straight into registers by 128-bit
+ *             loads, N tiles in flight a warp (no shared memory, nothing
+ *             to read back); `ldg3 dsm` adds the dsmem merge
  *
  * Timed as decode_read.cu times (a clean flush, then one launch between
  * two events; and a CUDA graph of 32 launches over copies of the bytes 3x
@@ -36,6 +39,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #include "decode_tiles.cuh"
@@ -45,7 +49,46 @@ constexpr int PART = 256;
 
 enum { T_NONE, T_DSMEM, T_LAST, T_SMEM };
 
-template <int NW, int ST, int TAIL>
+/* The same tiles as stream_tiles (decode_tiles.cuh), loaded into registers
+ * instead (the `ldg` variants): each lane loads 16 x 16 bytes of a tile
+ * (K, then V) with 128-bit loads, NB tiles in flight in NB register
+ * buffers; consume(buffer) runs when a tile is wanted. */
+template <int NW, int NB, class F>
+__device__ __forceinline__ void stream_tiles_ldg(const uint16_t *k, const uint16_t *v, int keys,
+						 int R, F consume)
+{
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, hd = blockIdx.y,
+		  r = blockIdx.x % R;
+	const int tiles = keys / 16, per = tiles / R, t0 = r * per;
+	const int nt = (per - warp + NW - 1) / NW;
+	uint4 b[NB][16];
+	auto load = [&](uint4(&d)[16], int j) {
+		const int n0 = (t0 + warp + j * NW) * 16;
+#pragma unroll
+		for (int u = 0; u < 16; u++) {
+			const int c = lane + 32 * (u & 7), row = c >> 4, col = c & 15;
+			d[u] = __ldcs(reinterpret_cast<const uint4 *>((u >> 3 ? v : k) +
+								      (size_t)(n0 + row) * HSTR +
+								      hd * D + col * 8));
+		}
+	};
+#pragma unroll
+	for (int s = 0; s < NB; s++)
+		if (s < nt)
+			load(b[s], s);
+	for (int j = 0; j < nt; j += NB) {
+#pragma unroll
+		for (int s = 0; s < NB; s++) {
+			if (j + s < nt) {
+				consume(b[s]);
+				if (j + s + NB < nt)
+					load(b[s], j + s + NB);
+			}
+		}
+	}
+}
+
+template <int NW, int ST, int TAIL, int LDG = 0>
 __global__ void __launch_bounds__(NW * 32, 1)
     rd_tail(const uint16_t *k, const uint16_t *v, int keys, int R, float2 *out, float2 *ws,
 	    unsigned *cnt)
@@ -57,14 +100,22 @@ __global__ void __launch_bounds__(NW * 32, 1)
 	if (TAIL == T_DSMEM)
 		asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 	unsigned acc = 0;
-	stream_tiles<NW, ST>(sm, k, v, keys, R, [&](const uint4 *t) {
-		constexpr int U = TAIL == T_SMEM ? 16 : 4, STEP = TAIL == T_SMEM ? 1 : 4;
+	if constexpr (LDG > 0) {
+		stream_tiles_ldg<NW, LDG>(k, v, keys, R, [&](const uint4(&t)[16]) {
 #pragma unroll
-		for (int u = 0; u < U; u++) {
-			uint4 x = t[lane + 32 * u * STEP];
-			acc ^= x.x ^ x.w;
-		}
-	});
+			for (int u = 0; u < 16; u++)
+				acc ^= t[u].x ^ t[u].y ^ t[u].z ^ t[u].w;
+		});
+	} else {
+		stream_tiles<NW, ST>(sm, k, v, keys, R, [&](const uint4 *t) {
+			constexpr int U = TAIL == T_SMEM ? 16 : 4, STEP = TAIL == T_SMEM ? 1 : 4;
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				uint4 x = t[lane + 32 * u * STEP];
+				acc ^= x.x ^ x.w;
+			}
+		});
+	}
 	/* the partial: a value per thread that depends on its loads */
 	const float2 mine = make_float2(__uint_as_float((acc & 0x007fffffu) | 0x3f800000u),
 					(float)(tid + r));
@@ -143,6 +194,11 @@ int main(int argc, char **argv)
 	    {"none", rd_tail<8, 3, T_NONE>, 16, 0},
 	    {"last", rd_tail<8, 3, T_LAST>, 16, 0},
 	    {"smem", rd_tail<8, 3, T_SMEM>, 16, 0},
+	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 8, 0},
+	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 8, 0},
+	    {"ldg3 dsm", rd_tail<8, 3, T_DSMEM, 3>, 8, 1},
+	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 16, 0},
+	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 16, 0},
 	};
 	for (const auto &x : vs)
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -157,7 +213,7 @@ int main(int argc, char **argv)
 				cudaLaunchAttribute at[1];
 				c.gridDim = dim3(x.R, H);
 				c.blockDim = dim3(256);
-				c.dynamicSmemBytes = SMEM;
+				c.dynamicSmemBytes = strncmp(x.name, "ldg", 3) ? SMEM : 0;
 				c.stream = s;
 				if (x.cluster) {
 					at[0].id = cudaLaunchAttributeClusterDimension;

@@ -39,7 +39,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <vector>
 
 #include "decode_tiles.cuh"
@@ -184,21 +183,21 @@ int main(int argc, char **argv)
 	const struct {
 		const char *name;
 		tail_fn fn;
-		int R, cluster;
+		int R, cluster, ldg; /* ldg: the tiles go to registers, no shared memory */
 	} vs[] = {
-	    {"none", rd_tail<8, 3, T_NONE>, 8, 0},
-	    {"cluster", rd_tail<8, 3, T_NONE>, 8, 1},
-	    {"dsmem", rd_tail<8, 3, T_DSMEM>, 8, 1},
-	    {"last", rd_tail<8, 3, T_LAST>, 8, 0},
-	    {"smem", rd_tail<8, 3, T_SMEM>, 8, 0},
-	    {"none", rd_tail<8, 3, T_NONE>, 16, 0},
-	    {"last", rd_tail<8, 3, T_LAST>, 16, 0},
-	    {"smem", rd_tail<8, 3, T_SMEM>, 16, 0},
-	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 8, 0},
-	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 8, 0},
-	    {"ldg3 dsm", rd_tail<8, 3, T_DSMEM, 3>, 8, 1},
-	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 16, 0},
-	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 16, 0},
+	    {"none", rd_tail<8, 3, T_NONE>, 8, 0, 0},
+	    {"cluster", rd_tail<8, 3, T_NONE>, 8, 1, 0},
+	    {"dsmem", rd_tail<8, 3, T_DSMEM>, 8, 1, 0},
+	    {"last", rd_tail<8, 3, T_LAST>, 8, 0, 0},
+	    {"smem", rd_tail<8, 3, T_SMEM>, 8, 0, 0},
+	    {"none", rd_tail<8, 3, T_NONE>, 16, 0, 0},
+	    {"last", rd_tail<8, 3, T_LAST>, 16, 0, 0},
+	    {"smem", rd_tail<8, 3, T_SMEM>, 16, 0, 0},
+	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 8, 0, 1},
+	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 8, 0, 1},
+	    {"ldg3 dsm", rd_tail<8, 3, T_DSMEM, 3>, 8, 1, 1},
+	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 16, 0, 1},
+	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 16, 0, 1},
 	};
 	for (const auto &x : vs)
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -213,7 +212,7 @@ int main(int argc, char **argv)
 				cudaLaunchAttribute at[1];
 				c.gridDim = dim3(x.R, H);
 				c.blockDim = dim3(256);
-				c.dynamicSmemBytes = strncmp(x.name, "ldg", 3) ? SMEM : 0;
+				c.dynamicSmemBytes = x.ldg ? 0 : SMEM;
 				c.stream = s;
 				if (x.cluster) {
 					at[0].id = cudaLaunchAttributeClusterDimension;

@@ -97,6 +97,53 @@ FA_TEST(expr, arithmetic)
 	FAILS("heads % (kv_heads - 8) >= 0");
 	HOLDS("!(heads / 0 == 0)");
 	HOLDS("heads / 0 == 0 || heads == 32");
+	/* an undefined number stays undefined through later arithmetic (it
+	 * once became a defined 0 there) */
+	FAILS("heads / 0 + 0 == 0");
+	FAILS("(heads / 0) * 0 + 16 == 16");
+	FAILS("-(heads % 0) == 0");
+	/* integer arithmetic past int64 is undefined, not wrapped */
+	FAILS("heads * 4611686018427387904 * 2 == 0");
+	FAILS("9223372036854775807 + heads > 0");
+	FAILS("9223372036854775807 + heads < 0");
+	FAILS("-9223372036854775807 - heads < 0");
+	FAILS("-(-9223372036854775807 - 1) != 0");
+	FAILS("(-9223372036854775807 - 1) / -1 != 0");
+	HOLDS("(-9223372036854775807 - 1) % -1 == 0");
+	HOLDS("9223372036854775807 - heads + heads == 9223372036854775807");
+}
+
+/* The value of a number-valued text on c, with the reason it is undefined. */
+static double number_why(const char *text, const struct fa_case *c, const char **why)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	fa_err_clear(&err);
+	if (fa_expr_parse_number(text, NULL, &e, &err) != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "'%s' did not parse: %s", text, err.msg);
+		return 0;
+	}
+	double x = fa_expr_number_why(e, c, why);
+	fa_expr_free(e);
+	return x;
+}
+
+FA_TEST(expr, undefined_numbers_say_why)
+{
+	struct fa_case c = make_case();
+	const char *why = "unset";
+	FA_CHECK(number_why("kv_len / heads + 1", &c, &why) == 129 && why == NULL);
+	FA_CHECK(isnan(number_why("kv_len / (heads - 32) + 1", &c, &why)));
+	FA_CHECK(why && strcmp(why, "a division by zero") == 0);
+	FA_CHECK(isnan(number_why("kv_len * 4611686018427387904 + 1", &c, &why)));
+	FA_CHECK(why && strncmp(why, "an integer overflow", 19) == 0);
+	FA_CHECK(isnan(number_why("(q_len * 1e300 * 1e300) - (q_len * 1e300 * 1e300)", &c, &why)));
+	FA_CHECK(why && strncmp(why, "not a number", 12) == 0);
+	FA_CHECK(isinf(number_why("q_len * 1e300 * 1e300", &c, &why)));
+	FA_CHECK(why && strcmp(why, "infinite") == 0);
+	/* the reason of the first undefined operand carries through */
+	FA_CHECK(isnan(number_why("kv_len / 0 + heads * 9223372036854775807", &c, &why)));
+	FA_CHECK(why && strcmp(why, "a division by zero") == 0);
 }
 
 FA_TEST(expr, words)
@@ -212,6 +259,44 @@ FA_TEST(expr, error_without_location)
 	FA_CHECK(e == NULL);
 	FA_CHECK(strcmp(err.msg, "unexpected end of expression at column 8") == 0);
 	FA_CHECK(err.file[0] == '\0');
+}
+
+/* With a location, lines after a line break start at the location's column
+ * (a literal block scalar), columns count characters, and the second spot of
+ * a message is on the error's line or named with its own. */
+FA_TEST(expr, error_lines_and_characters)
+{
+	struct fa_expr *e = NULL;
+	struct fa_err err;
+	const struct fa_loc loc = {"s.yaml", 4, 3};
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse("heads == 1 &&\nbogus", &loc, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 5 && err.col == 3, "at %d:%d", err.line, err.col);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse("dtype == 'bf16' && \xc3\xa9", &loc, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 4 && err.col == 22, "at %d:%d: %s", err.line, err.col, err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse("(heads == 1 &&\n batch == 2", &loc, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 5 && err.col == 14, "at %d:%d", err.line, err.col);
+	FA_CHECKF(strcmp(err.msg, "expected ')' to close the '(' at line 4, column 3") == 0, "%s",
+		  err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_number("batch > 1 ? 1", &loc, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(strcmp(err.msg, "expected ':' of the '?' at column 13") == 0, "%s", err.msg);
+	/* a map puts every byte where its scalar's source has it */
+	struct fa_loc map[6];
+	for (int i = 0; i < 6; i++)
+		map[i] = (struct fa_loc){"m.yaml", 7, 10 + 2 * i};
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_mapped("a > 1", map, 0, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 7 && err.col == 10 && strcmp(err.file, "m.yaml") == 0, "%s:%d:%d",
+		  err.file, err.line, err.col);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_mapped("1 > 2", map, 1, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 7 && err.col == 10, "%d:%d %s", err.line, err.col, err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_expr_parse_mapped("1 > ", map, 1, &e, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.col == 18, "end at column %d", err.col);
 }
 
 /* head, n x open, mid, n x close, tail (malloc'd). */

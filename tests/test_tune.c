@@ -333,12 +333,15 @@ FA_TEST(tune, golden)
 }
 
 /* One error of fa_tune_build: its code and message. */
+static struct fa_err last_err; /* expect_error's, for checks of its location */
+
 static void expect_error(const char *db, struct fa_tune_opts *o, enum fa_rc want,
 			 const char *msg, int line)
 {
 	struct fa_tune t;
 	struct fa_err err;
 	enum fa_rc rc = build(db, o, &t, &err);
+	last_err = err;
 	if (rc != want || strcmp(err.msg, msg) != 0)
 		fa_test_fail(__FILE__, line, "got rc %d '%s', expected rc %d '%s'", rc, err.msg, want,
 			     msg);
@@ -370,14 +373,19 @@ FA_TEST(tune, errors)
 	ERR((o.kernel = NULL, o.run_id = 2), FA_ERR_INPUT,
 	    "run 2 has no kernel run with more than one set of params; sweep one with fabench "
 	    "run --param KERNEL.NAME=V1,V2");
+	/* rules' errors point into the rule as file "--rule", as --where's do */
 	ERR(o.rules[0] = "kv_lne >= 16k ? 16 : 4", FA_ERR_INPUT,
-	    "--rule 'kv_lne >= 16k ? 16 : 4': unknown name 'kv_lne' (did you mean 'kv_len'?) at "
-	    "column 1");
+	    "unknown name 'kv_lne' (did you mean 'kv_len'?)");
+	FA_CHECK(strcmp(last_err.file, "--rule") == 0 && last_err.line == 1 && last_err.col == 1);
+	FA_CHECK(strcmp(last_err.text, "kv_lne >= 16k ? 16 : 4") == 0);
 	ERR(o.rules[0] = "kv_len >= 16k", FA_ERR_INPUT,
-	    "--rule 'kv_len >= 16k': the expression is a condition, not a number at column 1");
+	    "the expression is a condition, not a number");
 	ERR(o.rules[0] = "kv_len >= 16k ? 16", FA_ERR_INPUT,
-	    "--rule 'kv_len >= 16k ? 16': expected ':' of the '?' at column 15 at column 19");
-	ERR(o.by = ",", FA_ERR_INPUT, "--by ',' names no case parameter");
+	    "expected ':' of the '?' at column 15");
+	FA_CHECK(strcmp(last_err.file, "--rule") == 0 && last_err.line == 1 &&
+		 last_err.col == 19);
+	ERR(o.by = ",", FA_ERR_INPUT,
+	    "an empty item: name a case parameter or an expression between the commas");
 	ERR(o.where = "batch == 3", FA_ERR_INPUT,
 	    "--where 'batch == 3' keeps none of the k_tune cases of run 1");
 	ERR(o.depth = 0, FA_ERR_USAGE, "--depth 0 must be 1 to 4");
@@ -396,7 +404,8 @@ FA_TEST(tune, errors)
 	o.by = "batch, ,kv_len";
 	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_INPUT);
 	FA_CHECK(strcmp(err.file, "--by") == 0 && err.col == 8);
-	FA_CHECK(strcmp(err.msg, "empty expression") == 0);
+	FA_CHECK(strcmp(err.msg, "an empty item: name a case parameter or an expression between "
+				 "the commas") == 0);
 	fa_tune_free(&t);
 	planted_opts(&o);
 	o.run_id = 7;
@@ -472,7 +481,7 @@ FA_TEST(tune, command)
 	fa_proc_free(&r);
 	char *bad_rule[] = {"tune", "--run", "sweep", "--db", (char *)db, "--rule", "batch >", NULL};
 	FA_CHECK(run_tune(bad_rule, &r) == 2 &&
-		 strstr(r.err, "--rule 'batch >': unexpected end of expression at column 8"));
+		 strstr(r.err, "--rule:1:8: unexpected end of expression\n 1 | batch >\n   |        ^"));
 	fa_proc_free(&r);
 	char *bad_out[] = {"tune", "--run", "sweep", "--db", (char *)db, "--output", "/dev/null/x",
 			   NULL};
@@ -559,7 +568,7 @@ FA_TEST(tune, sweep_first)
 			     "cpu_flash", "--param", "block_q=8,64", "--rule", "q_len >= 32 ? 8",
 			     NULL};
 	FA_CHECK(run_tune(typo_rule, &r) == 2);
-	FA_CHECK(strstr(r.err, "--rule 'q_len >= 32 ? 8': expected ':' of the '?'"));
+	FA_CHECK(strstr(r.err, "--rule:1:16: expected ':' of the '?' at column 13\n 1 | q_len >= 32 ? 8\n"));
 	FA_CHECK(access(db2, F_OK) != 0);
 	fa_proc_free(&r);
 }

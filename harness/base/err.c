@@ -83,9 +83,75 @@ static int read_line(const char *path, int line, char *buf, size_t size)
 	return 0;
 }
 
+/* Line `line` (1-based) of text into buf, or -1 when text has fewer lines. */
+static int text_line(const char *text, int line, char *buf, size_t size)
+{
+	for (int n = 1; n < line; n++) {
+		const char *nl = strchr(text, '\n');
+		if (!nl)
+			return -1;
+		text = nl + 1;
+	}
+	size_t len = strcspn(text, "\r\n");
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* The excerpt of an error: line text with a caret under column col (in
+ * characters; a tab stays a tab so the caret lines up). A long line is
+ * cut to a window around the column, marked with "...". Control characters
+ * print as '?'. */
+static void print_excerpt(FILE *f, int line, const char *text, int col)
+{
+	enum { WIDE = 120, BEFORE = 60, AFTER = 60 };
+	char num[16];
+	int w = snprintf(num, sizeof num, "%d", line);
+	/* the byte offsets of the window's first character and of the column */
+	size_t start = 0, at = 0, len = strlen(text), chars = 0;
+	for (size_t i = 0; i < len; i++)
+		chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+	int c = 1;
+	while (at < len && c < col) {
+		at++;
+		while (at < len && ((unsigned char)text[at] & 0xc0) == 0x80)
+			at++;
+		c++;
+	}
+	int skipped = 0;
+	if (chars > WIDE && col - 1 > BEFORE + 20) { /* start BEFORE characters left of the column */
+		int back = 0;
+		start = at;
+		while (start > 0 && back < BEFORE) {
+			start--;
+			while (start > 0 && ((unsigned char)text[start] & 0xc0) == 0x80)
+				start--;
+			back++;
+		}
+		skipped = 1;
+	}
+	size_t end = chars > WIDE ? at : len;
+	for (int k = 0; end < len && k < AFTER; k++) {
+		end++;
+		while (end < len && ((unsigned char)text[end] & 0xc0) == 0x80)
+			end++;
+	}
+	fprintf(f, " %s | %s", num, skipped ? "..." : "");
+	for (size_t i = start; i < end; i++)
+		fputc((unsigned char)text[i] < 0x20 && text[i] != '\t' ? '?' : text[i], f);
+	fprintf(f, "%s\n", end < len ? "..." : "");
+	fprintf(f, " %*s | %s", w, "", skipped ? "   " : "");
+	for (size_t i = start; i < at; i++)
+		if (((unsigned char)text[i] & 0xc0) != 0x80)
+			fputc(text[i] == '\t' ? '\t' : ' ', f);
+	fputs("^\n", f);
+}
+
 void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 {
-	char text[1024];
+	char text[4096];
 	if (!e->file[0]) {
 		fprintf(f, "%s: error: %s\n", prefix ? prefix : "fabench", e->msg);
 		return;
@@ -94,18 +160,9 @@ void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 		fprintf(f, "%s:%d:%d: %s\n", e->file, e->line, e->col, e->msg);
 	else
 		fprintf(f, "%s: %s\n", e->file, e->msg);
-	if (e->text[0])
-		snprintf(text, sizeof text, "%s", e->text);
-	if (e->line > 0 && (e->text[0] || read_line(e->file, e->line, text, sizeof text) == 0)) {
-		char num[16];
-		int w = snprintf(num, sizeof num, "%d", e->line);
-		fprintf(f, " %s | %s\n", num, text);
-		fprintf(f, " %*s | ", w, "");
-		/* keep tabs so the caret lines up under tab-indented text */
-		for (int i = 0; i + 1 < e->col && text[i]; i++)
-			fputc(text[i] == '\t' ? '\t' : ' ', f);
-		fputs("^\n", f);
-	}
+	if (e->line > 0 && (e->text[0] ? text_line(e->text, e->line, text, sizeof text) == 0
+				       : read_line(e->file, e->line, text, sizeof text) == 0))
+		print_excerpt(f, e->line, text, e->col);
 }
 
 const char *fa_rc_name(enum fa_rc rc)

@@ -526,13 +526,11 @@ static enum fa_rc rule_score(struct fa_tune *t, struct fa_tune_rule *r, struct f
 static enum fa_rc parse_rule_expr(const char *text, const char *option, struct fa_expr **e,
 				  struct fa_err *err)
 {
-	enum fa_rc rc = fa_expr_parse_number(text, NULL, e, err);
-	if (rc != FA_OK && err) {
-		char msg[FA_ERR_MSG_MAX];
-		memcpy(msg, err->msg, sizeof msg);
-		fa_err_clear(err);
-		fa_err_set(err, rc, "%s '%.200s': %.1800s", option, text, msg);
-	}
+	/* errors point into the text as file "--rule", as --where's do */
+	const struct fa_loc loc = {option, 1, 1};
+	enum fa_rc rc = fa_expr_parse_number(text, &loc, e, err);
+	if (rc != FA_OK)
+		fa_err_set_text(err, text);
 	return rc;
 }
 
@@ -564,7 +562,11 @@ static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, in
 	if (!copy)
 		return nomem(err);
 	int col = 1;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	(void)save;
+	for (char *tok = copy, *next; tok; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
 		/* the column of tok in --by's text, for messages */
 		col = (int)(tok - copy) + 1;
 		while (*tok == ' ') {
@@ -574,6 +576,13 @@ static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, in
 		char *end = tok + strlen(tok);
 		while (end > tok && end[-1] == ' ')
 			*--end = '\0';
+		if (!*tok) {
+			const struct fa_loc loc = {"--by", 1, col};
+			rc = fa_err_at(err, &loc, "an empty item: name a case parameter or an "
+						  "expression between the commas");
+			fa_err_set_text(err, by);
+			break;
+		}
 		if (*n == FA_TUNE_MAX_BY) {
 			rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s': more than %d expressions at column %d",
 					by, FA_TUNE_MAX_BY, col);

@@ -626,7 +626,7 @@ static enum fa_rc take_case(struct ctx *cx, const struct ival *const *pv,
 	struct mem *m = cx->m;
 	struct fa_pval *vals;
 	fa_bindings b = {0};
-	struct fa_src src = {&m->doc, cx->file, &m->arena, cx->err};
+	struct fa_src src = {&m->doc, cx->file, &m->arena, cx->err, NULL, 0};
 	struct fa_worklist wl = {NULL, 0, 0};
 	const char *text = NULL;
 	uint64_t seed = 0;

@@ -29,6 +29,155 @@ struct fa_loc fa_src_loc(const struct fa_src *src, const yaml_node_t *n)
 	return l;
 }
 
+/* A walk through a scalar's source: byte offset and its line and column
+ * (columns in characters, as libyaml's marks count them). */
+struct walk {
+	const char *b;
+	size_t len, i;
+	int line, col;
+};
+
+static void walk_step(struct walk *w)
+{
+	if (w->i >= w->len)
+		return;
+	if (w->b[w->i] == '\n') {
+		w->line++;
+		w->col = 1;
+		w->i++;
+		return;
+	}
+	w->i++;
+	while (w->i < w->len && ((unsigned char)w->b[w->i] & 0xc0) == 0x80)
+		w->i++; /* the rest of a UTF-8 character */
+	w->col++;
+}
+
+static int hex_value(const char *s, int n, unsigned long *out)
+{
+	unsigned long v = 0;
+	for (int k = 0; k < n; k++) {
+		int c = (unsigned char)s[k], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return -1;
+		v = v * 16 + (unsigned long)d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A double-quoted scalar's escape at w (a backslash): its source length and
+ * the bytes it makes in the text; -1 when it is not one libyaml takes. */
+static int escape_size(const struct walk *w, int *made)
+{
+	const char *s = w->b + w->i;
+	size_t left = w->len - w->i;
+	unsigned long cp;
+	int n = 0;
+	if (left < 2)
+		return -1;
+	switch (s[1]) {
+	case 'x': n = 2; break;
+	case 'u': n = 4; break;
+	case 'U': n = 8; break;
+	case 'N': case '_': *made = 2; return 2;
+	case 'L': case 'P': *made = 3; return 2;
+	default: *made = 1; return 2;
+	}
+	if (left < (size_t)n + 2 || hex_value(s + 2, n, &cp) != 0)
+		return -1;
+	*made = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+	return n + 2;
+}
+
+const struct fa_loc *fa_scalar_map(const struct fa_src *src, const yaml_node_t *n)
+{
+	if (!src->buf || n->type != YAML_SCALAR_NODE)
+		return NULL;
+	const int style = n->data.scalar.style;
+	const unsigned char *v = n->data.scalar.value;
+	const size_t vlen = n->data.scalar.length;
+	struct walk w = {src->buf, src->len, 0, 1, 1};
+	if (w.len >= 3 && memcmp(w.b, "\xef\xbb\xbf", 3) == 0)
+		w.i = 3; /* libyaml's marks start after a byte order mark */
+	/* the node's start mark, by lines and characters */
+	while (w.line <= (int)n->start_mark.line) {
+		const char *nl = memchr(w.b + w.i, '\n', w.len - w.i);
+		if (!nl)
+			return NULL;
+		w.i = (size_t)(nl - w.b) + 1;
+		w.line++;
+	}
+	w.line = (int)n->start_mark.line + 1;
+	while (w.col <= (int)n->start_mark.column && w.i < w.len && w.b[w.i] != '\n')
+		walk_step(&w);
+	if (style == YAML_SINGLE_QUOTED_SCALAR_STYLE || style == YAML_DOUBLE_QUOTED_SCALAR_STYLE) {
+		walk_step(&w); /* the opening quote */
+	} else if (style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE) {
+		while (w.i < w.len && w.b[w.i] != '\n') /* the indicator's line */
+			walk_step(&w);
+		walk_step(&w);
+	}
+	struct fa_loc *map = fa_arena_alloc(src->arena, (vlen + 1) * sizeof *map);
+	if (!map)
+		return NULL;
+	for (size_t k = 0; k < vlen;) {
+		if (w.i >= w.len) { /* a block's last line break, past the file's end */
+			for (; k < vlen; k++)
+				map[k] = (struct fa_loc){src->file, w.line, w.col};
+			break;
+		}
+		const char c = w.b[w.i];
+		const struct fa_loc here = {src->file, w.line, w.col};
+		if (style == YAML_DOUBLE_QUOTED_SCALAR_STYLE && c == '\\') {
+			if (w.i + 1 < w.len && (w.b[w.i + 1] == '\n' || w.b[w.i + 1] == '\r')) {
+				walk_step(&w); /* an escaped line break makes nothing */
+				continue;
+			}
+			int made, size = escape_size(&w, &made);
+			if (size < 0)
+				return NULL;
+			for (int m = 0; m < made && k < vlen; m++)
+				map[k++] = here;
+			for (int m = 0; m < size; m++)
+				walk_step(&w);
+			continue;
+		}
+		if (style == YAML_SINGLE_QUOTED_SCALAR_STYLE && c == '\'' && w.i + 1 < w.len &&
+		    w.b[w.i + 1] == '\'' && v[k] == '\'') {
+			map[k++] = here;
+			walk_step(&w);
+			walk_step(&w);
+			continue;
+		}
+		if ((unsigned char)c == v[k]) { /* the same character, byte by byte */
+			size_t i0 = w.i;
+			walk_step(&w);
+			for (size_t m = i0; m < w.i && k < vlen; m++)
+				map[k++] = here;
+			continue;
+		}
+		if ((v[k] == ' ' || v[k] == '\n') && (c == '\n' || c == '\r')) {
+			map[k++] = here; /* a folded line break */
+			walk_step(&w);
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			walk_step(&w); /* indentation, or spaces folding drops */
+			continue;
+		}
+		return NULL;
+	}
+	map[vlen] = (struct fa_loc){src->file, w.line, w.col};
+	return map;
+}
+
 yaml_node_t *fa_src_node(const struct fa_src *src, int i)
 {
 	return yaml_document_get_node(src->doc, i);
@@ -323,7 +472,9 @@ static enum fa_rc derived_value(const struct fa_src *src, int param, const yaml_
 	if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
 	    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
 		l.col++; /* the quote */
-	if ((rc = fa_expr_parse_number(text, &l, &e, src->err)) != FA_OK)
+	const struct fa_loc *map = fa_scalar_map(src, n);
+	if ((rc = map ? fa_expr_parse_mapped(text, map, 1, &e, src->err)
+		      : fa_expr_parse_number(text, &l, &e, src->err)) != FA_OK)
 		return rc;
 	int self = fa_expr_uses(e, params[param].name);
 	fa_expr_free(e);
@@ -1174,14 +1325,15 @@ static enum fa_rc derive(const fa_bindings nb, int param, const struct fa_loc *m
 		return rc;
 	}
 	pw.c.depth = depth;
-	double x = fa_expr_number(e, &pw.c);
+	const char *why = NULL;
+	double x = fa_expr_number_why(e, &pw.c, &why);
 	fa_work_free(&pw);
 	fa_expr_free(e);
 	memset(out, 0, sizeof *out);
 	out->loc = v->loc;
-	if (isnan(x))
-		return fa_err_at(err, &v->loc, "%s '%s' is undefined for this case (a division by zero)",
-				 params[param].name, v->expr);
+	if (why)
+		return fa_err_at(err, &v->loc, "%s '%s' is undefined for this case (%s)",
+				 params[param].name, v->expr, why);
 	if (x != floor(x))
 		return fa_err_at(err, &v->loc, "%s '%s' is %g, not an integer", params[param].name,
 				 v->expr, x);

@@ -41,10 +41,19 @@ struct fa_src {
 	const char *file; /* the name as built; owned by the suite */
 	struct fa_arena *arena;
 	struct fa_err *err;
+	const char *buf; /* the file's bytes (NULL when not kept), for fa_scalar_map */
+	size_t len;
 };
 
 /* The 1-based location of node n. */
 struct fa_loc fa_src_loc(const struct fa_src *src, const yaml_node_t *n);
+/* Where each byte of scalar n's text sits in the file: an array of
+ * n->data.scalar.length + 1 locations (the last one just past the text),
+ * allocated in src's arena, found by walking the scalar's source (its
+ * quotes, escapes, line folding and block indentation); NULL when the file's
+ * bytes are not at hand or the walk loses its way (the caller then counts
+ * from the node's start). */
+const struct fa_loc *fa_scalar_map(const struct fa_src *src, const yaml_node_t *n);
 /* The node of index i (from a mapping pair or sequence item). */
 yaml_node_t *fa_src_node(const struct fa_src *src, int i);
 /* "a mapping", "a sequence" or the scalar quoted ('sixteen'), for messages. */

@@ -5,8 +5,9 @@
  *
  * Types: integers (int64, integer arithmetic), numbers (double, when either
  * side is one), conditions, and words of one class (dtype, mask, layout,
- * input). Integer division or remainder by zero yields "undefined", which
- * makes any comparison it reaches false.
+ * input). An integer division or remainder by zero, or integer arithmetic
+ * past int64, yields "undefined": a number that stays undefined through
+ * every operation and makes any comparison it reaches false.
  */
 #include "expr.h"
 
@@ -78,9 +79,14 @@ struct fa_expr {
 	struct fa_expr *c; /* N_COND: the value when a does not hold */
 };
 
-/* A value during evaluation; defined == 0 after an integer division by zero. */
+/* Why a value is undefined. */
+enum { WHY_NONE, WHY_DIV0, WHY_OVERFLOW };
+
+/* A value during evaluation; defined == 0 after an integer division by zero
+ * or an overflow (why says which). */
 struct value {
 	int defined;
+	int why; /* WHY_*, when !defined */
 	int64_t i; /* T_INT, T_BOOL (0/1), T_WORD (index) */
 	double d;  /* T_NUM */
 };
@@ -99,6 +105,7 @@ struct token {
 struct parser {
 	const char *text;
 	const struct fa_loc *loc;
+	const struct fa_loc *map; /* NULL, or where each byte of text sits (and its end) */
 	struct fa_err *err;
 	struct token tok; /* the current token */
 	int failed;
@@ -106,6 +113,41 @@ struct parser {
 };
 
 /* ---- errors */
+
+/* Where offset pos of the text sits: from the scalar's map when there is
+ * one (a quoted, escaped or folded YAML scalar), else counted from loc (or
+ * from line 1, column 1): a line break in the text starts a new line at
+ * loc's column (a literal block scalar strips the same indentation from
+ * every line). */
+static struct fa_loc loc_of(const struct parser *ps, int pos)
+{
+	static const struct fa_loc none = {NULL, 1, 1};
+	const struct fa_loc *base = ps->loc ? ps->loc : &none;
+	if (ps->map)
+		return ps->map[pos];
+	struct fa_loc l = {base->file, base->line, base->col};
+	for (int i = 0; i < pos && ps->text[i]; i++) {
+		if (ps->text[i] == '\n') {
+			l.line++;
+			l.col = base->col;
+		} else if (((unsigned char)ps->text[i] & 0xc0) != 0x80) {
+			l.col++; /* columns count characters, as libyaml's marks do */
+		}
+	}
+	return l;
+}
+
+/* "column C" of offset pos, or "line L, column C" when it is not on the
+ * line of offset at, for messages that point at a second spot. */
+static const char *spot_words(const struct parser *ps, int pos, int at, char *buf, size_t size)
+{
+	struct fa_loc l = loc_of(ps, pos), here = loc_of(ps, at);
+	if (l.line == here.line)
+		snprintf(buf, size, "column %d", l.col);
+	else
+		snprintf(buf, size, "line %d, column %d", l.line, l.col);
+	return buf;
+}
 
 __attribute__((format(printf, 3, 4))) static void perr(struct parser *ps, int pos,
 							const char *fmt, ...)
@@ -118,19 +160,13 @@ __attribute__((format(printf, 3, 4))) static void perr(struct parser *ps, int po
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (ps->loc) {
-		/* a literal block scalar keeps its newlines and strips the same
-		 * indentation from every line: count lines, then columns on the last */
-		struct fa_loc l = {ps->loc->file, ps->loc->line, ps->loc->col + pos};
-		for (int i = 0, bol = 0; i < pos && ps->text[i]; i++)
-			if (ps->text[i] == '\n') {
-				bol = i + 1;
-				l.line++;
-				l.col = ps->loc->col + pos - bol;
-			}
+	struct fa_loc l = loc_of(ps, pos);
+	if (l.file) {
 		fa_err_at(ps->err, &l, "%s", msg);
+	} else if (l.line > 1) {
+		fa_err_set(ps->err, FA_ERR_INPUT, "%s at line %d, column %d", msg, l.line, l.col);
 	} else {
-		fa_err_set(ps->err, FA_ERR_INPUT, "%s at column %d", msg, pos + 1);
+		fa_err_set(ps->err, FA_ERR_INPUT, "%s at column %d", msg, l.col);
 	}
 }
 
@@ -478,8 +514,9 @@ static struct fa_expr *parse_atom(struct parser *ps)
 		if (!e)
 			return NULL;
 		if (ps->tok.kind != K_RPAREN) {
-			perr(ps, ps->tok.pos, "expected ')' to close the '(' at column %d",
-			     (ps->loc ? ps->loc->col : 1) + t.pos);
+			char spot[48];
+			perr(ps, ps->tok.pos, "expected ')' to close the '(' at %s",
+			     spot_words(ps, t.pos, ps->tok.pos, spot, sizeof spot));
 			fa_expr_free(e);
 			return NULL;
 		}
@@ -715,12 +752,13 @@ static struct fa_expr *parse_expr(struct parser *ps)
 	advance(ps);
 	b = parse_expr(ps);
 	if (b && !is_op(ps, ":")) {
+		char spot[48];
+		spot_words(ps, pos, ps->tok.pos, spot, sizeof spot);
 		if (ps->tok.kind == K_END)
-			perr(ps, ps->tok.pos, "expected ':' of the '?' at column %d",
-			     (ps->loc ? ps->loc->col : 1) + pos);
+			perr(ps, ps->tok.pos, "expected ':' of the '?' at %s", spot);
 		else
-			perr(ps, ps->tok.pos, "expected ':' of the '?' at column %d, got '%.*s'",
-			     (ps->loc ? ps->loc->col : 1) + pos, ps->tok.len, ps->text + ps->tok.pos);
+			perr(ps, ps->tok.pos, "expected ':' of the '?' at %s, got '%.*s'", spot,
+			     ps->tok.len, ps->text + ps->tok.pos);
 		fa_expr_free(b);
 		b = NULL;
 	}
@@ -779,10 +817,10 @@ static struct fa_expr *parse_expr(struct parser *ps)
 
 /* Parses the whole text; want_number selects what it must be: a number
  * (1) or a condition (0). */
-static enum fa_rc parse_text(const char *text, const struct fa_loc *loc, int want_number,
-			     struct fa_expr **out, struct fa_err *err)
+static enum fa_rc parse_text(const char *text, const struct fa_loc *loc, const struct fa_loc *map,
+			     int want_number, struct fa_expr **out, struct fa_err *err)
 {
-	struct parser ps = {.text = text, .loc = loc, .err = err};
+	struct parser ps = {.text = text, .loc = loc, .map = map, .err = err};
 	struct fa_expr *e;
 	*out = NULL;
 	lex_at(&ps, 0);
@@ -828,13 +866,19 @@ static enum fa_rc parse_text(const char *text, const struct fa_loc *loc, int wan
 enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_expr **out,
 			 struct fa_err *err)
 {
-	return parse_text(text, loc, 0, out, err);
+	return parse_text(text, loc, NULL, 0, out, err);
 }
 
 enum fa_rc fa_expr_parse_number(const char *text, const struct fa_loc *loc, struct fa_expr **out,
 				struct fa_err *err)
 {
-	return parse_text(text, loc, 1, out, err);
+	return parse_text(text, loc, NULL, 1, out, err);
+}
+
+enum fa_rc fa_expr_parse_mapped(const char *text, const struct fa_loc *map, int number,
+				struct fa_expr **out, struct fa_err *err)
+{
+	return parse_text(text, map, map, number, out, err);
 }
 
 /* ---- evaluation */
@@ -842,7 +886,7 @@ enum fa_rc fa_expr_parse_number(const char *text, const struct fa_loc *loc, stru
 static struct value name_value(int id, const struct fa_case *c)
 {
 	const struct fa_problem *p = &c->p;
-	struct value v = {1, 0, 0.0};
+	struct value v = {1, WHY_NONE, 0, 0.0};
 	switch (id) {
 	case V_BATCH: v.i = p->batch; break;
 	case V_HEADS: v.i = p->heads; break;
@@ -872,16 +916,16 @@ static double as_double(const struct fa_expr *e, struct value v)
 	return e->type == T_INT ? (double)v.i : v.d;
 }
 
-/* Wrapping integer arithmetic: suites never get near 2^63, and wrapping keeps
- * the evaluator free of undefined behaviour whatever the input. */
-static int64_t wrap(uint64_t x)
+/* v undefined for reason why. */
+static struct value undefined(int why)
 {
-	return (int64_t)x;
+	struct value v = {0, why, 0, 0.0};
+	return v;
 }
 
 static struct value eval(const struct fa_expr *e, const struct fa_case *c)
 {
-	struct value v = {1, 0, 0.0}, a, b;
+	struct value v = {1, WHY_NONE, 0, 0.0}, a, b;
 	switch (e->kind) {
 	case N_INT: v.i = e->i; return v;
 	case N_NUM: v.d = e->d; return v;
@@ -889,10 +933,15 @@ static struct value eval(const struct fa_expr *e, const struct fa_case *c)
 	case N_NAME: return name_value((int)e->i, c);
 	case N_NEG:
 		a = eval(e->a, c);
-		if (e->type == T_INT)
-			a.i = wrap(0u - (uint64_t)a.i);
-		else
+		if (!a.defined)
+			return a;
+		if (e->type == T_INT) {
+			if (a.i == INT64_MIN)
+				return undefined(WHY_OVERFLOW);
+			a.i = -a.i;
+		} else {
 			a.d = -a.d;
+		}
 		return a;
 	case N_NOT:
 		a = eval(e->a, c);
@@ -932,25 +981,34 @@ static struct value eval(const struct fa_expr *e, const struct fa_case *c)
 	a = eval(e->a, c);
 	b = eval(e->b, c);
 	if (!a.defined || !b.defined) {
-		v.defined = e->type != T_BOOL; /* undefined numbers; comparisons are false */
-		v.i = 0;
-		return v;
+		if (e->type == T_BOOL) { /* a comparison of an undefined number: false */
+			v.i = 0;
+			return v;
+		}
+		return a.defined ? b : a; /* an undefined number, with its reason */
 	}
 	if (e->kind >= N_ADD && e->kind <= N_MOD) {
 		if (e->type == T_INT) {
+			int over = 0;
 			switch (e->kind) {
-			case N_ADD: v.i = wrap((uint64_t)a.i + (uint64_t)b.i); break;
-			case N_SUB: v.i = wrap((uint64_t)a.i - (uint64_t)b.i); break;
-			case N_MUL: v.i = wrap((uint64_t)a.i * (uint64_t)b.i); break;
+			case N_ADD: over = __builtin_add_overflow(a.i, b.i, &v.i); break;
+			case N_SUB: over = __builtin_sub_overflow(a.i, b.i, &v.i); break;
+			case N_MUL: over = __builtin_mul_overflow(a.i, b.i, &v.i); break;
 			case N_DIV:
 			case N_MOD:
-				if (b.i == 0 || (a.i == INT64_MIN && b.i == -1)) {
-					v.defined = 0;
+				if (b.i == 0)
+					return undefined(WHY_DIV0);
+				if (a.i == INT64_MIN && b.i == -1) {
+					if (e->kind == N_DIV)
+						return undefined(WHY_OVERFLOW);
+					v.i = 0;
 					break;
 				}
 				v.i = e->kind == N_DIV ? a.i / b.i : a.i % b.i;
 				break;
 			}
+			if (over)
+				return undefined(WHY_OVERFLOW);
 		} else {
 			double x = as_double(e->a, a), y = as_double(e->b, b);
 			switch (e->kind) {
@@ -1003,10 +1061,22 @@ int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c)
 
 double fa_expr_number(const struct fa_expr *e, const struct fa_case *c)
 {
+	return fa_expr_number_why(e, c, NULL);
+}
+
+double fa_expr_number_why(const struct fa_expr *e, const struct fa_case *c, const char **why)
+{
 	struct value v = eval(e, c);
-	if (!v.defined)
-		return NAN;
-	return as_double(e, v);
+	double x = v.defined ? as_double(e, v) : NAN;
+	if (why)
+		*why = !v.defined ? (v.why == WHY_OVERFLOW ? "an integer overflow: a value past "
+							     "9223372036854775807"
+							   : "a division by zero")
+		       : isnan(x) ? "not a number (infinity minus infinity, zero times infinity "
+				    "or the like)"
+		       : isinf(x) ? "infinite"
+				  : NULL;
+	return x;
 }
 
 int fa_expr_uses(const struct fa_expr *e, const char *name)

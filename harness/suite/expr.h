@@ -48,12 +48,25 @@ enum fa_rc fa_expr_parse(const char *text, const struct fa_loc *loc, struct fa_e
 enum fa_rc fa_expr_parse_number(const char *text, const struct fa_loc *loc, struct fa_expr **out,
 				struct fa_err *err);
 
+/* As fa_expr_parse (number 0) or fa_expr_parse_number (number 1), with
+ * map[i] where byte i of text sits in its file, for i from 0 to strlen(text)
+ * (the end): a YAML scalar whose text is not its source character for
+ * character (quoted, escaped, folded; fa_scalar_map). */
+enum fa_rc fa_expr_parse_mapped(const char *text, const struct fa_loc *map, int number,
+				struct fa_expr **out, struct fa_err *err);
+
 /* The value of an expression from fa_expr_parse_number for c; NaN when it is
- * undefined (an integer division by zero). */
+ * undefined (an integer division by zero or an integer past int64). */
 double fa_expr_number(const struct fa_expr *e, const struct fa_case *c);
 
+/* As fa_expr_number; *why (when why is not NULL) is NULL for a finite value,
+ * else the reason in words ("a division by zero", "an integer overflow: ...",
+ * "not a number (...)", "infinite"). */
+double fa_expr_number_why(const struct fa_expr *e, const struct fa_case *c, const char **why);
+
 /* 1 when the expression holds for c, 0 when it does not. Integer division or
- * remainder by zero makes the comparison false. */
+ * remainder by zero, or integer arithmetic past int64, makes the comparison
+ * it reaches false. */
 int fa_expr_eval(const struct fa_expr *e, const struct fa_case *c);
 
 void fa_expr_free(struct fa_expr *e);

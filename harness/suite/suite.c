@@ -576,7 +576,9 @@ static enum fa_rc key_where(struct load *ld, struct file_state *fs, struct scope
 		if (it->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
 		    it->data.scalar.style == YAML_FOLDED_SCALAR_STYLE)
 			l = block_start(fs, it);
-		if ((rc = fa_expr_parse(scalar_text(it), &l, &e, ld->err)) != FA_OK)
+		const struct fa_loc *map = fa_scalar_map(&fs->src, it);
+		if ((rc = map ? fa_expr_parse_mapped(scalar_text(it), map, 0, &e, ld->err)
+			      : fa_expr_parse(scalar_text(it), &l, &e, ld->err)) != FA_OK)
 			return rc;
 		if (ld->n_exprs == ld->cap_exprs) {
 			int32_t cap = ld->cap_exprs ? ld->cap_exprs * 2 : 16;
@@ -1041,7 +1043,7 @@ static enum fa_rc load_file(struct load *ld, const char *path, const char *as_wr
 	ld->chain[ld->depth++] = (struct chain_entry){st.st_dev, st.st_ino, ld->s->files[set]};
 
 	memset(&fs, 0, sizeof fs);
-	fs.src = (struct fa_src){&doc, ld->s->files[set], &ld->arena, ld->err};
+	fs.src = (struct fa_src){&doc, ld->s->files[set], &ld->arena, ld->err, buf, len};
 	fs.parent = parent;
 	fs.set = set;
 	fs.buf = buf;

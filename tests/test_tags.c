@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/base/arena.h"
 #include "../harness/report/report.h"
+#include "../harness/store/reader.h"
 #include "../harness/store/store.h"
+#include "../harness/suite/expr.h"
 #include "../harness/suite/models.h"
 #include "../harness/suite/suite.h"
 #include "golden.h"
@@ -249,6 +252,23 @@ FA_TEST(tags, stored_and_reported)
 	FA_CHECK(buf && strstr(buf, "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, "
 				    "\"layers\": 32, \"tokens_per_s\": 62.5}, "));
 	free(buf);
+	/* the readers behind plot, history and compare see the depth too, so
+	 * their --where 'depth == N' selects as run's and tune's do (they read
+	 * 0 once) */
+	struct fa_arena a = {0};
+	struct fa_reader_case *rc = NULL;
+	struct fa_reader_result *rr = NULL;
+	int nc = 0, nr = 0;
+	FA_REQUIRE(fa_reader_cases(st, run_id, &a, &rc, &nc, &err) == FA_OK && nc == 1);
+	FA_REQUIRE(fa_reader_results(st, run_id, "r", 0, &a, &rr, &nr, &err) == FA_OK && nr == 1);
+	struct fa_case rcase;
+	fa_reader_result_case(&rr[0], &rcase);
+	FA_CHECK(rc[0].c.depth == 60 && rr[0].depth == 60 && rcase.depth == 60);
+	struct fa_expr *e = NULL;
+	FA_REQUIRE(fa_expr_parse("depth == 60 && kv_len == 64", NULL, &e, &err) == FA_OK);
+	FA_CHECK(fa_expr_eval(e, &rc[0].c) && fa_expr_eval(e, &rcase));
+	fa_expr_free(e);
+	fa_arena_free(&a);
 	fa_store_close(st);
 }
 

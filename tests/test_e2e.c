@@ -413,6 +413,22 @@ FA_TEST(e2e, every_command_has_help)
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--bogus", NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "unknown option '--bogus'"));
 	fa_proc_free(&r);
+	/* an option given no value says so, in every command */
+	static const char *const last[][2] = {
+		{"run", "--label"},	 {"list", "--where"},	   {"report", "--run"},
+		{"compare", "--output"}, {"history", "--label"},  {"plot", "--output"},
+		{"tune", "--rule"},	 {"import", "--run-into"}, {"merge", "-o"},
+		{"calibrate", "--db"},	 {"kernels", "--backend"}, {"build-matrix", "--output"},
+	};
+	for (size_t i = 0; i < sizeof last / sizeof last[0]; i++) {
+		char want[96];
+		snprintf(want, sizeof want, "fabench %s: option '%s' needs a value", last[i][0],
+			 last[i][1]);
+		fa_proc_run((char *[]){(char *)last[i][0], (char *)last[i][1], NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, want), "%s %s: status %d, err '%.200s'",
+			  last[i][0], last[i][1], r.status, r.err);
+		fa_proc_free(&r);
+	}
 }
 
 FA_TEST(e2e, where_filters_cases)

@@ -35,6 +35,10 @@ int fa_cmd_tune(int argc, char **argv);
 int fa_cmd_fail(const char *cmd, const struct fa_err *e);
 
 /* Prints "fabench CMD: MESSAGE" and the usage hint to stderr; returns 2. */
+/* The usage error of getopt_long's return c for an option it did not take
+ * (its option string starts with ':'): "option '--x' needs a value" for ':',
+ * else "unknown option '--x'"; exit status 2. */
+int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv);
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -228,7 +228,7 @@ int fa_cmd_build_matrix(int argc, char **argv)
 	memset(&ctx, 0, sizeof ctx);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'l': label = optarg; break;
@@ -275,8 +275,7 @@ int fa_cmd_build_matrix(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("build-matrix", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("build-matrix", usage_text, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -51,14 +51,13 @@ int fa_cmd_calibrate(int argc, char **argv)
 	int c, status = FA_EXIT_OK, code;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': want = optarg; break;
 		case 'd': db = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("calibrate", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("calibrate", usage_text, c, argv);
 		}
 	}
 	if (optind < argc)

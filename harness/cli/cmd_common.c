@@ -5,8 +5,10 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cmd.h"
+
 #include "../base/util.h"
 #include "../report/report.h"
 
@@ -30,6 +32,14 @@ int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n%s\nsee 'fabench %s --help'\n", usage, cmd);
 	return FA_EXIT_USAGE;
+}
+
+int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv)
+{
+	const char *opt = optind > 0 ? argv[optind - 1] : "?";
+	if (c == ':')
+		return fa_cmd_usage_error(cmd, usage, "option '%s' needs a value", opt);
+	return fa_cmd_usage_error(cmd, usage, "unknown option '%s'", opt);
 }
 
 enum fa_rc fa_cmd_registry(struct fa_registry *r, struct fa_err *err)

@@ -157,7 +157,7 @@ int fa_cmd_compare(int argc, char **argv)
 	fa_compare_opts_init(&co);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'f':
@@ -180,8 +180,7 @@ int fa_cmd_compare(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("compare", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("compare", usage_text, c, argv);
 		}
 	}
 	if (argc - optind < 2)

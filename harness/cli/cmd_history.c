@@ -74,7 +74,7 @@ int fa_cmd_history(int argc, char **argv)
 	fa_history_opts_init(&ho);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'l': ho.label = optarg; break;
@@ -96,8 +96,7 @@ int fa_cmd_history(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("history", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("history", usage_text, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -67,7 +67,7 @@ int fa_cmd_import(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
 		case 'l': o.label = optarg; break;
@@ -86,8 +86,7 @@ int fa_cmd_import(int argc, char **argv)
 			break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("import", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("import", usage_text, c, argv);
 		}
 	}
 	if (optind >= argc)

@@ -67,13 +67,12 @@ int fa_cmd_kernels(int argc, char **argv)
 	int c, shown = 0;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': only = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("kernels", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("kernels", usage_text, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -107,7 +107,7 @@ int fa_cmd_list(int argc, char **argv)
 	char *end;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'w': where = optarg; break;
 		case 's':
@@ -120,8 +120,7 @@ int fa_cmd_list(int argc, char **argv)
 		case 'f': format = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("list", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("list", usage_text, c, argv);
 		}
 	}
 	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)

@@ -54,7 +54,7 @@ int fa_cmd_merge(int argc, char **argv)
 	memset(&opts, 0, sizeof opts);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case '1': opts.one_run = 1; break;
@@ -62,8 +62,7 @@ int fa_cmd_merge(int argc, char **argv)
 		case 'm': opts.mixed_suites = 1; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("merge", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("merge", usage_text, c, argv);
 		}
 	}
 	if (!output)

@@ -120,7 +120,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': a->db = optarg; break;
 		case 'r': a->run = optarg; break;
@@ -159,8 +159,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 			break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("plot", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("plot", usage_text, c, argv);
 		}
 	}
 	/* positional arguments (getopt moved them last): KIND, then BASE HEAD

@@ -65,7 +65,7 @@ int fa_cmd_report(int argc, char **argv)
 	FILE *out = stdout;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': run = optarg; break;
 		case 'd': db = optarg; break;
@@ -95,8 +95,7 @@ int fa_cmd_report(int argc, char **argv)
 			break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("report", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("report", usage_text, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -227,7 +227,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 	o->repeat = 1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': o->backend = optarg; break;
 		case 'k': o->kernels = optarg; break;
@@ -341,8 +341,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		case 'W': o->worker_serve = 1; break;
 		case 'h': help(); return -1;
 		default:
-			return fa_cmd_usage_error("run", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("run", usage_text, c, argv);
 		}
 	}
 	if (o->rerun && o->resume)

@@ -240,7 +240,7 @@ int fa_cmd_tune(int argc, char **argv)
 	memset(&t, 0, sizeof t);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'R': run = optarg; break;
 		case 'k': o.kernel = optarg; break;
@@ -302,8 +302,7 @@ int fa_cmd_tune(int argc, char **argv)
 		case 'L': label = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
-			return fa_cmd_usage_error("tune", usage_text, "unknown option '%s'",
-						  argv[optind - 1]);
+			return fa_cmd_bad_option("tune", usage_text, c, argv);
 		}
 	}
 	const char *suite = optind < argc ? argv[optind] : NULL;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../harness/report/report.h"
+#include "../harness/report/table.h"
 #include "fixture.h"
 #include "golden.h"
 #include "proc.h"
@@ -809,4 +810,29 @@ FA_TEST(report, metric_and_layout_options)
 	FA_CHECK(fa_report_metric_parse("all") == -1);
 	FA_CHECK(fa_report_layout_parse("long") == FA_LAYOUT_LONG);
 	FA_CHECK(fa_report_layout_parse(NULL) == -1);
+}
+
+/* Table cells from names a user chose (tags, labels, rules, params) cannot
+ * end the cell or become markup in a PR comment, and stay readable: '|',
+ * '<', '*', '`', '\' and a link's "](" escaped, lone brackets kept, line
+ * breaks and control characters as spaces; a code cell escapes '|', which
+ * GitHub reads as a cell's end even inside a code span. */
+FA_TEST(report, markdown_cells_escape_user_text)
+{
+	struct fa_table t;
+	struct fa_err err;
+	FA_REQUIRE(fa_table_init(&t, 2, &err) == FA_OK);
+	FA_REQUIRE(fa_table_add_md(&t, "a|b <i>x</i> *y* `z` \\ [t](u) cpu_flash[block_q=32]\nnext\x1b[31m",
+				   &err) == FA_OK);
+	FA_REQUIRE(fa_table_add_code(&t, "kv_len > 8 || batch > 1\n? 8 : 16", &err) == FA_OK);
+	FA_REQUIRE(fa_table_add_md(&t, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_table_add_code(&t, "a `b` c", &err) == FA_OK);
+	FA_CHECKF(strcmp(fa_table_cell(&t, 0, 0),
+			 "a\\|b \\<i>x\\</i> \\*y\\* \\`z\\` \\\\ [t\\](u) cpu_flash[block_q=32] next [31m") == 0,
+		  "'%s'", fa_table_cell(&t, 0, 0));
+	FA_CHECKF(strcmp(fa_table_cell(&t, 0, 1), "`kv_len > 8 \\|\\| batch > 1 ? 8 : 16`") == 0, "'%s'",
+		  fa_table_cell(&t, 0, 1));
+	FA_CHECK(strcmp(fa_table_cell(&t, 1, 0), "") == 0);
+	FA_CHECKF(strcmp(fa_table_cell(&t, 1, 1), "`` a `b` c ``") == 0, "'%s'", fa_table_cell(&t, 1, 1));
+	fa_table_free(&t);
 }

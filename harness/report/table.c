@@ -9,12 +9,15 @@
 
 /* ---- Text ------------------------------------------------------------------- */
 
+/* What markdown text escapes with a backslash. */
+#define MD_SPECIAL "\\`*[]<|"
+
 void fa_table_md_text(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
-		if (strchr("\\`*[]<|", *s))
+		if (strchr(MD_SPECIAL, *s))
 			fputc('\\', f);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+		fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
 	}
 }
 
@@ -149,20 +152,59 @@ enum fa_rc fa_table_add(struct fa_table *t, const char *text, struct fa_err *err
 	return table_put(t, strdup(text ? text : ""), err);
 }
 
+/* Whether the character at q needs a backslash in a table cell: what ends
+ * the cell or starts markup ('|', '<', '`', '*', '\\'), and a ']' that
+ * would close a link's text ("](" ); brackets alone stay readable, as in a
+ * kernel's label cpu_flash[block_q=32]. */
+static int cell_special(const char *q)
+{
+	return strchr("\\`*<|", *q) || (*q == ']' && q[1] == '(');
+}
+
 enum fa_rc fa_table_add_md(struct fa_table *t, const char *text, struct fa_err *err)
 {
 	const char *s = text ? text : "";
 	size_t n = 0;
 	char *out, *p;
 	for (const char *q = s; *q; q++)
-		n += *q == '|' ? 2 : 1;
+		n += cell_special(q) ? 2 : 1;
 	if ((out = malloc(n + 1))) {
 		p = out;
 		for (const char *q = s; *q; q++) {
-			if (*q == '|')
+			if (cell_special(q))
 				*p++ = '\\';
-			*p++ = *q == '\n' || *q == '\r' ? ' ' : *q;
+			*p++ = (unsigned char)*q < 0x20 ? ' ' : *q;
 		}
+		*p = '\0';
+	}
+	return table_put(t, out, err);
+}
+
+enum fa_rc fa_table_add_code(struct fa_table *t, const char *text, struct fa_err *err)
+{
+	const char *s = text ? text : "";
+	int run = 0, longest = 0;
+	size_t n = 0;
+	for (const char *q = s; *q; q++) {
+		run = *q == '`' ? run + 1 : 0;
+		longest = run > longest ? run : longest;
+		n += *q == '|' ? 2 : 1;
+	}
+	char *out = malloc(n + 2 * (size_t)longest + 7), *p = out;
+	if (out) {
+		for (int i = 0; i <= longest; i++)
+			*p++ = '`';
+		if (longest)
+			*p++ = ' ';
+		for (const char *q = s; *q; q++) {
+			if (*q == '|')
+				*p++ = '\\'; /* a table cell ends at '|' even inside a code span */
+			*p++ = (unsigned char)*q < 0x20 ? ' ' : *q;
+		}
+		if (longest)
+			*p++ = ' ';
+		for (int i = 0; i <= longest; i++)
+			*p++ = '`';
 		*p = '\0';
 	}
 	return table_put(t, out, err);

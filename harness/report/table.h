@@ -33,7 +33,8 @@ enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_H
 
 /* s as markdown text: '\\', '`', '*', '[', ']', '<' and '|' escaped with a
  * backslash ('_' is left alone: inside words, as in cpu_flash, it is
- * literal), line breaks as spaces. NULL writes nothing. */
+ * literal), line breaks and other control characters as spaces. NULL writes
+ * nothing. */
 void fa_table_md_text(FILE *f, const char *s);
 
 /* s (not NULL) as a markdown code span: fenced with one backtick more than
@@ -84,10 +85,17 @@ enum fa_rc fa_table_init(struct fa_table *t, int ncols, struct fa_err *err);
  * cells. Returns FA_OK or FA_ERR_NOMEM. */
 enum fa_rc fa_table_add(struct fa_table *t, const char *text, struct fa_err *err);
 
-/* Appends a markdown cell: text (NULL gives "") copied with '|' escaped as
- * "\|", so that it does not end the cell, and line breaks as spaces.
+/* Appends a markdown cell: text (NULL gives "") with '|' escaped, so that it
+ * does not end the cell, and '<', '*', '`', '\\' and a ']' before '('
+ * escaped, so that a name cannot become markup (lone brackets stay, as in
+ * cpu_flash[block_q=32]); control characters and line breaks as spaces.
  * Returns FA_OK or FA_ERR_NOMEM. */
 enum fa_rc fa_table_add_md(struct fa_table *t, const char *text, struct fa_err *err);
+
+/* Appends a markdown cell holding text as a code span (fa_table_md_code's
+ * fence), with '|' written "\|", which GitHub's tables read as '|' inside
+ * a code span, and control characters as spaces. */
+enum fa_rc fa_table_add_code(struct fa_table *t, const char *text, struct fa_err *err);
 
 /* The text of the cell at row (0: the header) and col. */
 const char *fa_table_cell(const struct fa_table *t, int row, int col);

@@ -1321,14 +1321,12 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 	tb.right[2] = tb.right[3] = 1;
 	for (int r = 0; r < t->n_rules && rc == FA_OK; r++) {
 		const struct fa_tune_rule *ru = &t->rules[r];
-		char code[600];
 		fmt_pct(ru->geomean_loss, a, sizeof a);
 		fmt_pct(ru->worst_loss, b, sizeof b);
 		snprintf(c, sizeof c, "%" PRId64, ru->worst_case >= 0 ? t->cases[ru->worst_case].idx + 1 : 0);
-		snprintf(code, sizeof code, "`%s`", ru->text);
 		rc = fa_table_add_md(&tb, ru->name, err);
 		if (rc == FA_OK)
-			rc = fa_table_add(&tb, code, err);
+			rc = fa_table_add_code(&tb, ru->text, err);
 		if (rc == FA_OK)
 			rc = fa_table_add(&tb, a, err);
 		if (rc == FA_OK)
@@ -1404,15 +1402,15 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 		tb.right[k + t->any_models] = 1;
 	for (int i = 0; i < t->n_cases && rc == FA_OK; i++) {
 		const struct fa_tune_case *tc = &t->cases[i];
-		char key[600], ties[256], sp[96];
+		char ties[256], sp[96];
 		snprintf(a, sizeof a, "%" PRId64, tc->idx + 1);
-		snprintf(key, sizeof key, "`%s`", tc->key);
+
 		snprintf(b, sizeof b, tc->best >= 0 ? "%" PRId32 : "-",
 			 tc->best >= 0 ? t->values[tc->best] : 0);
 		ties_text(t, tc, ", ", ties, sizeof ties);
 		rc = fa_table_add(&tb, a, err);
 		if (rc == FA_OK)
-			rc = fa_table_add_md(&tb, key, err);
+			rc = fa_table_add_code(&tb, tc->key, err);
 		if (rc == FA_OK && t->any_models)
 			rc = fa_table_add_md(&tb, tc->models, err);
 		if (rc == FA_OK)

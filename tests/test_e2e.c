@@ -429,6 +429,25 @@ FA_TEST(e2e, every_command_has_help)
 			  last[i][0], last[i][1], r.status, r.err);
 		fa_proc_free(&r);
 	}
+	/* a label is stored and printed: an escape sequence in it is refused
+	 * before anything is written */
+	char db[1024];
+	snprintf(db, sizeof db, "%s/label-ctrl.db", fa_test_tmpdir());
+	unlink(db);
+	static const char *const labelled[] = {"run", "import", "merge", "tune"};
+	for (size_t i = 0; i < sizeof labelled / sizeof labelled[0]; i++) {
+		char want[96];
+		snprintf(want, sizeof want, "fabench %s: --label holds a control character (0x1b)",
+			 labelled[i]);
+		const int merge = strcmp(labelled[i], "merge") == 0;
+		fa_proc_run((char *[]){(char *)labelled[i], merge ? "-o" : "--db", db, "--label",
+				       "x\x1b]0;t\a", "tests/suites/tiny.yaml", NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, want), "%s: status %d, err '%.200s'",
+			  labelled[i], r.status, r.err);
+		fa_proc_free(&r);
+	}
+	FA_CHECK(access(db, F_OK) != 0);
 }
 
 FA_TEST(e2e, where_filters_cases)

@@ -34,6 +34,17 @@ int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	return FA_EXIT_USAGE;
 }
 
+int fa_cmd_check_text(const char *cmd, const char *usage, const char *option, const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return fa_cmd_usage_error(cmd, usage,
+						  "%s holds a control character (0x%02x) at character "
+						  "%d: it is stored and printed, so it must be plain text",
+						  option, *p, (int)(p - (const unsigned char *)text) + 1);
+	return 0;
+}
+
 int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv)
 {
 	const char *opt = optind > 0 ? argv[optind - 1] : "?";

@@ -70,7 +70,11 @@ int fa_cmd_import(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
-		case 'l': o.label = optarg; break;
+		case 'l':
+			if (fa_cmd_check_text("import", usage_text, "--label", optarg) != 0)
+				return FA_EXIT_USAGE;
+			o.label = optarg;
+			break;
 		case 'r': o.run_into = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "auto") == 0)

@@ -58,7 +58,11 @@ int fa_cmd_merge(int argc, char **argv)
 		switch (c) {
 		case 'o': output = optarg; break;
 		case '1': opts.one_run = 1; break;
-		case 'l': opts.label = optarg; break;
+		case 'l':
+			if (fa_cmd_check_text("merge", usage_text, "--label", optarg) != 0)
+				return FA_EXIT_USAGE;
+			opts.label = optarg;
+			break;
 		case 'm': opts.mixed_suites = 1; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:

@@ -233,7 +233,11 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 		case 'k': o->kernels = optarg; break;
 		case 'w': o->where = optarg; break;
 		case 'd': o->db = optarg; break;
-		case 'l': o->label = optarg; break;
+		case 'l':
+			if (fa_cmd_check_text("run", usage_text, "--label", optarg) != 0)
+				return FA_EXIT_USAGE;
+			o->label = optarg;
+			break;
 		case 's':
 			o->seed_text = optarg;
 			errno = 0;

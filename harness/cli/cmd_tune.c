@@ -299,7 +299,11 @@ int fa_cmd_tune(int argc, char **argv)
 			break;
 		case 'd': db = optarg; break;
 		case 'B': backend = optarg; break;
-		case 'L': label = optarg; break;
+		case 'L':
+			if (fa_cmd_check_text("tune", usage_text, "--label", optarg) != 0)
+				return FA_EXIT_USAGE;
+			label = optarg;
+			break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
 			return fa_cmd_bad_option("tune", usage_text, c, argv);

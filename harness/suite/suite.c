@@ -69,6 +69,7 @@ struct file_state {
 	int32_t n_groups;
 	struct fa_loc root_loc;
 	const char *buf; /* the file's bytes, for block scalars' positions */
+	struct fa_loc tmp_loc; /* char_loc's answer when the scalar has no map */
 };
 
 struct chain_entry {
@@ -399,13 +400,38 @@ static enum fa_rc key_check(struct load *ld, struct file_state *fs, struct scope
 
 /* ---- the suite's own keys */
 
+/* Where byte i of scalar v's text sits: from fa_scalar_map, else the
+ * scalar's start. */
+static const struct fa_loc *char_loc(struct file_state *fs, const yaml_node_t *v, size_t i)
+{
+	const struct fa_loc *map = fa_scalar_map(&fs->src, v);
+	if (map)
+		return &map[i];
+	fs->tmp_loc = fa_src_loc(&fs->src, v);
+	return &fs->tmp_loc;
+}
+
 static enum fa_rc key_string(struct load *ld, struct file_state *fs, const yaml_node_t *v,
 			     const char *key, char **out)
 {
 	int32_t n;
 	enum fa_rc rc = string_or_list(&fs->src, v, key, 0, &n);
-	if (rc != FA_OK || fs->parent)
-		return rc; /* included files' names and descriptions are not used */
+	if (rc != FA_OK)
+		return rc;
+	/* printed on terminals and in reports: no control character (a
+	 * description may have line breaks and tabs), and no NUL, which would
+	 * cut the text short */
+	const unsigned char *t = v->data.scalar.value;
+	for (size_t i = 0; i < v->data.scalar.length; i++) {
+		const int multi_line = strcmp(key, "description") == 0;
+		if (t[i] == 0x7f || (t[i] < 0x20 && !(multi_line && (t[i] == '\n' || t[i] == '\t'))))
+			return fa_err_at(ld->err, char_loc(fs, v, i),
+					 "%s holds a control character (0x%02x)%s", key, t[i],
+					 multi_line ? "; a description may hold line breaks and tabs"
+						    : "");
+	}
+	if (fs->parent)
+		return FA_OK; /* included files' names and descriptions are not used */
 	free(*out);
 	if (!(*out = strdup(scalar_text(v))))
 		return nomem(ld);
@@ -492,7 +518,17 @@ static enum fa_rc key_include(struct load *ld, struct file_state *fs, struct sco
 		struct fa_loc il = fa_src_loc(&fs->src, it);
 		if (it->data.scalar.length == 0)
 			return fa_err_at(ld->err, &il, "empty file name in 'include'");
+		for (size_t i = 0; i < it->data.scalar.length; i++)
+			if (it->data.scalar.value[i] < 0x20 || it->data.scalar.value[i] == 0x7f)
+				return fa_err_at(ld->err, char_loc(fs, it, i),
+						 "file name in 'include' holds a control character "
+						 "(0x%02x)",
+						 it->data.scalar.value[i]);
 	}
+	if (n == 0)
+		return fa_err_at(ld->err, &(struct fa_loc){fs->src.file, (int)v->start_mark.line + 1,
+							   (int)v->start_mark.column + 1},
+				 "'include' names no file");
 	fs->include = v;
 	return FA_OK;
 }

@@ -524,6 +524,38 @@ FA_TEST(e2e, param_sweeps_and_rejects)
 		    NULL, 60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "has a parameter 'nope'"));
 	fa_proc_free(&r);
+	/* a value twice would run twice and one result would hide the other;
+	 * the sides of --ab-params take one value each, once, and need one;
+	 * --repeat does not go with paired sides */
+	static const struct {
+		const char *args[6];
+		const char *want;
+	} refused[] = {
+		{{"--param", "cpu_flash.block_q=8,8"}, "8 is given twice; each value runs once"},
+		{{"--param", "cpu_flash.block_q=8", "--param", "cpu_*.block_q=16"},
+		 "cpu_flash.block_q is given values twice (once by 'cpu_flash.block_q=8')"},
+		{{"--ab-params"}, "--ab-params needs a param of a side to compare"},
+		{{"--ab-params", "--param", "a:cpu_flash.block_q=8,16"},
+		 "a side takes one value of a param"},
+		{{"--ab-params", "--param", "a:cpu_flash.block_q=8", "--param", "a:cpu_flash.block_q=16"},
+		 "side a sets cpu_flash.block_q twice"},
+		{{"--ab-params", "--param", "a:cpu_flash.block_q=8", "--repeat", "2"},
+		 "--repeat does not go with --ab-params"},
+		{{"--param", "c:cpu_flash.block_q=8"}, "a side is a: or b:"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		char *argv[16] = {"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db};
+		int n = 6;
+		for (int j = 0; j < 6 && refused[i].args[j]; j++)
+			argv[n++] = (char *)refused[i].args[j];
+		argv[n] = NULL;
+		long before = fa_test_db_int(db, "SELECT count(*) FROM results");
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, refused[i].want), "%zu: status %d, err '%s'",
+			  i, r.status, r.err);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == before);
+		fa_proc_free(&r);
+	}
 }
 
 FA_TEST(e2e, ab_runs_two_builds_interleaved)

@@ -386,6 +386,43 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 						  "--param '%s': a side (a: or b:) goes with --ab or "
 						  "--ab-params only",
 						  o->params[i]);
+	for (int i = 0; i < o->n_params; i++) {
+		const char *pp = o->params[i];
+		if (pp[0] && pp[1] == ':' && pp[0] != 'a' && pp[0] != 'b')
+			return fa_cmd_usage_error("run", usage_text,
+						  "--param '%s': a side is a: or b:", pp);
+	}
+	if (o->ab_params) {
+		int sides = 0;
+		for (int i = 0; i < o->n_params; i++) {
+			const char *pp = o->params[i], *eq = strchr(pp, '=');
+			if (!((pp[0] == 'a' || pp[0] == 'b') && pp[1] == ':'))
+				continue;
+			sides |= pp[0] == 'a' ? 1 : 2;
+			if (eq && strchr(eq, ','))
+				return fa_cmd_usage_error(
+					"run", usage_text,
+					"--param '%s': a side takes one value of a param; its samples "
+					"are paired with the other side's",
+					pp);
+			for (int j = 0; j < i; j++)
+				if (eq && strncmp(o->params[j], pp, (size_t)(eq - pp + 1)) == 0)
+					return fa_cmd_usage_error("run", usage_text,
+								  "--param '%s': side %c sets %.*s twice "
+								  "(also '%s')",
+								  pp, pp[0], (int)(eq - pp - 2), pp + 2,
+								  o->params[j]);
+		}
+		if (!sides)
+			return fa_cmd_usage_error("run", usage_text,
+						  "--ab-params needs a param of a side to compare: "
+						  "--param a:KERNEL.NAME=V --param b:KERNEL.NAME=W");
+	}
+	if (o->ab && o->repeat > 1)
+		return fa_cmd_usage_error("run", usage_text,
+					  "--repeat does not go with %s: its samples are already "
+					  "taken in turn; run the comparison again for another round",
+					  o->ab_params ? "--ab-params" : "--ab");
 	if (o->ab && !o->ab_params && !strchr(o->ab, ':'))
 		return fa_cmd_usage_error("run", usage_text,
 					  "--ab '%s' must name two plugins: A.so:B.so", o->ab);

@@ -202,6 +202,7 @@ static char **make_labels(const struct fa_suite *s)
 struct pvals {
 	int32_t v[256];
 	int n;
+	const char *spec; /* the --param that gave them */
 };
 
 static int param_allowed(const struct fa_kernel_param *kp, int32_t v)
@@ -235,8 +236,14 @@ static enum fa_rc kernel_param_values(const struct fa_kernel *k, char *const *sp
 			const struct fa_kernel_param *kp = &k->params[pi];
 			if (strcmp(kp->name, name) != 0)
 				continue;
+			if (vals[pi].n) {
+				fa_err_set(err, FA_ERR_USAGE,
+					   "--param %s: %s.%s is given values twice (once by '%s')",
+					   specs[i], k->name, kp->name, vals[pi].spec);
+				return FA_ERR_USAGE;
+			}
 			char *list = strdup(eq + 1), *save = NULL;
-			vals[pi].n = 0;
+			vals[pi].spec = specs[i];
 			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 				char *end;
 				long v = strtol(t, &end, 10);
@@ -260,6 +267,15 @@ static enum fa_rc kernel_param_values(const struct fa_kernel *k, char *const *sp
 					free(list);
 					return FA_ERR_USAGE;
 				}
+				for (int d = 0; d < vals[pi].n; d++)
+					if (vals[pi].v[d] == (int32_t)v) {
+						fa_err_set(err, FA_ERR_USAGE,
+							   "--param %s: %ld is given twice; each value "
+							   "runs once",
+							   specs[i], v);
+						free(list);
+						return FA_ERR_USAGE;
+					}
 				if (vals[pi].n < 256)
 					vals[pi].v[vals[pi].n++] = (int32_t)v;
 			}

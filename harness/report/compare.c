@@ -491,10 +491,16 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 		/* one result a side from the two runs of one --ab: sample i of each
 		 * was taken one after the other, so compare them in pairs */
 		row->paired = cmp->paired && nb == 1 && n - nb == 1 && n_bs >= 6 && n_hs >= 6;
-		if (row->paired)
-			rc = fa_stats_verdict_paired(bx, hx, n_bs < n_hs ? n_bs : n_hs, &cfg,
-						     &row->perf, err);
-		else
+		if (row->paired) {
+			/* the sides stop sampling apart: the pairs are the first
+			 * min(n) samples, and the medians shown are theirs, so that
+			 * the speedup and the verdict read the same samples */
+			const int m = n_bs < n_hs ? n_bs : n_hs;
+			row->n_base = row->n_head = m;
+			row->base_ms = median_of(bx, m);
+			row->head_ms = median_of(hx, m);
+			rc = fa_stats_verdict_paired(bx, hx, m, &cfg, &row->perf, err);
+		} else
 			rc = fa_stats_verdict(bx, n_bs, hx, n_hs, &cfg, &row->perf, err);
 		if (rc == FA_OK) {
 			row->verdict = row->perf.verdict;
@@ -1215,14 +1221,27 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 		rc = md_suite(f, cmp, cmp->suites[s].name, &any_low, &any_unconverged, err);
 	if (rc != FA_OK)
 		return rc;
-	fprintf(f,
-		"\nms: median of the samples (of every run of a side, pooled). speedup: base / "
-		"head (above 1: head is faster). verdict: FASTER or SLOWER when the Mann-Whitney "
-		"test gives p < %g and the %g%% bootstrap interval of the time ratio lies beyond "
-		"%g%%; same when the interval lies within %g%%, or the ratio does and the interval "
-		"is narrow; noisy when the samples cannot tell.",
-		p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100, p->min_effect * 100,
-		p->min_effect * 100);
+	if (cmp->paired)
+		fprintf(f,
+			"\nms: median of the paired samples (sample i of each side, taken in turn; "
+			"the first n of each, n the smaller side's count). speedup: base / head "
+			"(above 1: head is faster). verdict: FASTER or SLOWER when the sign test "
+			"of the pairs gives p < %g and the %g%% bootstrap interval of the median "
+			"of head/base lies beyond %g%%; same when the interval lies within %g%%, or "
+			"the ratio does and the interval is narrow; noisy when the samples cannot "
+			"tell.",
+			p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
+			p->min_effect * 100, p->min_effect * 100);
+	else
+		fprintf(f,
+			"\nms: median of the samples (of every run of a side, pooled). speedup: "
+			"base / head (above 1: head is faster). verdict: FASTER or SLOWER when the "
+			"Mann-Whitney test gives p < %g and the %g%% bootstrap interval of the time "
+			"ratio lies beyond %g%%; same when the interval lies within %g%%, or the "
+			"ratio does and the interval is narrow; noisy when the samples cannot "
+			"tell.",
+			p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
+			p->min_effect * 100, p->min_effect * 100);
 	fputs(" rsd: relative standard deviation of a side's samples (stdev / mean).", f);
 	if (any_unconverged)
 		fputs(" ~: that side's sampling stopped at its time or sample limit (or the "

@@ -26,9 +26,10 @@ static void help(void)
 {
 	printf("%s\n\n"
 	       "Measures the chosen backend's device-to-device copy bandwidth (bytes read +\n"
-	       "written) and its dense 16-bit matrix-product rate, prints them and stores\n"
-	       "them for the device. Reports divide each result by the latest calibration of\n"
-	       "its device to show the percent of the measured peak.\n\n"
+	       "written) and its dense matrix-product rate (16-bit and fp32 on a GPU, fp32 on\n"
+	       "the CPU), prints them and stores them for the device. Reports divide each\n"
+	       "result by the latest calibration of its device to show the percent of the\n"
+	       "measured peak.\n\n"
 	       "options:\n"
 	       "  --backend NAME   cpu, cuda, hip or auto (default)\n"
 	       "  --db PATH        database (default results/fabench.db, or $FABENCH_DB)\n",

@@ -37,7 +37,8 @@ static void help(void)
 	       "  --no-plots        html: leave the plots out (they need gnuplot)\n"
 	       "  --metric M        md, html: one column per kernel showing ms, tflops or gbps,\n"
 	       "                    its noise and a word for a result that did not pass (fits\n"
-	       "                    a PR comment)\n"
+	       "                    a PR comment); with --layout long (md or csv), that\n"
+	       "                    metric's column in place of ms and throughput\n"
 	       "  --layout L        wide (default) or long: md and csv with one row per case\n"
 	       "                    and kernel (status, metric, instance, noise, stop reason)\n",
 	       usage_text);

@@ -38,7 +38,9 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'fabench COMMAND --help' describes a command.\n"
-		   "exit status: 0 all passed, 1 a case failed or errored, 2 bad usage or input\n");
+		   "exit status: 0 done (run: every case passed), 1 a case failed, errored or\n"
+		   "timed out, a runtime error, or a regression found, 2 bad usage or input,\n"
+		   "130 interrupted\n");
 }
 
 int main(int argc, char **argv)

@@ -598,7 +598,7 @@ FA_TEST(plot, golden_heatmap_script)
 		/* each case has exactly one best cell, 1.00 */
 		FA_CHECK(fa_test_count(a, "\"1.00\"") == TUNE_CASES);
 		/* the cases are rows with what differs between them */
-		FA_CHECK(strstr(text, "'#0 q_len 512, head_dim 64: best "));
+		FA_CHECK(strstr(text, "'#1 q_len 512, head_dim 64: best "));
 		FA_CHECK(strstr(text, "set xlabel 'params of cuda_flash_mma'"));
 		FA_CHECK(strstr(text, "set cblabel 'time / best time of the case (1 = best)'"));
 	}
@@ -1439,7 +1439,7 @@ FA_TEST(plot, speedup_ignore_params)
 		  "script '%s'", text);
 	FA_CHECK(fa_test_count(text, "set title 'test_correct'") == 1);
 	/* three cases, rows of both panels */
-	FA_CHECK(strstr(text, "set ytics ('#0  q_len=128' 0, '#1  q_len=256' 1, '#2  q_len=512' 2)"));
+	FA_CHECK(strstr(text, "set ytics ('#1  q_len=128' 0, '#2  q_len=256' 1, '#3  q_len=512' 2)"));
 	FA_CHECK(strstr(text, "'slower (3)'") && strstr(text, "'same (3)'"));
 	free(text);
 	/* only for speedup plots */

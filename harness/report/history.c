@@ -602,7 +602,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		size_t len = 0;
 		if (strcmp(sr->suite, suite) != 0)
 			continue;
-		rc = fa_compare_md_case_cells(&t, sr->case_idx, sr->values, shown, err);
+		rc = fa_compare_md_case_cells(&t, sr->case_idx + 1, sr->values, shown, err);
 		kernel_label(sr, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);

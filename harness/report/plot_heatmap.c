@@ -179,10 +179,10 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 		fa_plot_facets_label(cs[y], facets, common, sizeof common);
 		if (isfinite(best[y]))
 			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s: best %.3g ms",
-				 r.cases[row_case[y]].idx, common[0] ? " " : "", common, best[y]);
+				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common, best[y]);
 		else
 			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s: no time",
-				 r.cases[row_case[y]].idx, common[0] ? " " : "", common);
+				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common);
 		if (!(ylabels[y] = strdup(buf))) {
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 			goto out;

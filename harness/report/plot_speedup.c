@@ -265,7 +265,7 @@ enum fa_rc fa_plot_script_speedup(const struct fa_plot_opts *o, FILE *out, struc
 				fa_plot_shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values,
 					     vals, sizeof vals);
 				snprintf(buf, sizeof buf, "%s%s#%d%s%s", cmp->n_suites > 1 ? w->suite : "",
-					 cmp->n_suites > 1 ? " " : "", (int)w->case_idx,
+					 cmp->n_suites > 1 ? " " : "", (int)w->case_idx + 1,
 					 vals[0] ? "  " : "", vals);
 				fputs(y ? ", " : "", out);
 				fa_gp_str(out, buf);

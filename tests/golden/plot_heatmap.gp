@@ -51,7 +51,7 @@ $missing << EOD
 EOD
 set title 'tuning of cuda_flash_mma: run 1 (tune): suite tune-mma, cuda on NVIDIA H100 80GB HBM3'
 set xtics ('block_q=64,block_k=32' 0, 'block_q=64,block_k=64' 1, 'block_q=64,block_k=128' 2, 'block_q=128,block_k=32' 3, 'block_q=128,block_k=64' 4, 'block_q=128,block_k=128' 5) rotate by -30 left
-set ytics ('#0 q_len 512, head_dim 64: best 0.00737 ms' 0, '#1 q_len 2048, head_dim 64: best 0.111 ms' 1, '#2 q_len 8192, head_dim 64: best 1.81 ms' 2, '#3 q_len 512, head_dim 128: best 0.0128 ms' 3, '#4 q_len 2048, head_dim 128: best 0.205 ms' 4, '#5 q_len 8192, head_dim 128: best 3.42 ms' 5)
+set ytics ('#1 q_len 512, head_dim 64: best 0.00737 ms' 0, '#2 q_len 2048, head_dim 64: best 0.111 ms' 1, '#3 q_len 8192, head_dim 64: best 1.81 ms' 2, '#4 q_len 512, head_dim 128: best 0.0128 ms' 3, '#5 q_len 2048, head_dim 128: best 0.205 ms' 4, '#6 q_len 8192, head_dim 128: best 3.42 ms' 5)
 set xlabel 'params of cuda_flash_mma'
 set ylabel 'case'
 set xrange [-0.5:5.5]

@@ -172,7 +172,7 @@ set offsets 0, 0, graph 0.08, graph 0.08
 set rmargin 26
 
 # panel 1
-set title '#0 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=64 mask=causal'
+set title '#1 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=64 mask=causal'
 plot $p0 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $p1 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#0072B2' title 'cpu_flash', \
      $m1 using 1:2 with lines dt 2 lw 1.5 lc rgb '#0072B2' notitle, \
@@ -182,7 +182,7 @@ plot $p0 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_d
      keyentry with points pt 8 ps 2 lw 2 lc rgb '#D73027' title 'step: slower'
 
 # panel 2
-set title '#1 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=128 mask=none'
+set title '#2 batch=1 kv_heads=8 q_len=1024 kv_len=1024 head_dim=128 mask=none'
 plot $p2 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $p3 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#0072B2' title 'cpu_flash', \
      $m3 using 1:2 with lines dt 2 lw 1.5 lc rgb '#0072B2' notitle, \
@@ -192,7 +192,7 @@ plot $p2 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_d
      keyentry with points pt 10 ps 2 lw 2 lc rgb '#1A9850' title 'step: faster'
 
 # panel 3
-set title '#2 batch=4 kv_heads=2 q_len=1 kv_len=4096 head_dim=128 mask=none'
+set title '#3 batch=4 kv_heads=2 q_len=1 kv_len=4096 head_dim=128 mask=none'
 plot $p4 using 1:2 with linespoints lw 2 pt 7 ps 1 lc rgb '#7F7F7F' title 'cpu_dense', \
      $m4 using 1:2 with lines dt 2 lw 1.5 lc rgb '#7F7F7F' notitle, \
      $slower4 using 1:2 with points pt 8 ps 2.5 lw 2 lc rgb '#D73027' notitle, \

@@ -104,7 +104,7 @@ set label 1 'speedup = BASE median / HEAD median (> 1: HEAD is faster); whiskers
 set lmargin at screen 0.5053
 set rmargin at screen 0.7244
 set title 'cpu_dense'
-set ytics ('#0  batch=2 kv_heads=8 q_len=128 kv_len=128 head_dim=64 mask=none' 0, '#1  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=64 mask=causal' 1, '#2  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=128 mask=none' 2, '#3  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=72 mask=causal' 3, '#4  batch=4 kv_heads=2 q_len=1 kv_len=2048 head_dim=128 mask=none' 4, '#5  batch=2 kv_heads=8 q_len=4096 kv_len=4096 head_dim=64 mask=sliding_window window=256' 5, '#6  batch=2 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=prefix_lm prefix_len=64' 6, '#7  batch=3 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=causal seqlens=100/28/256' 7)
+set ytics ('#1  batch=2 kv_heads=8 q_len=128 kv_len=128 head_dim=64 mask=none' 0, '#2  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=64 mask=causal' 1, '#3  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=128 mask=none' 2, '#4  batch=2 kv_heads=8 q_len=512 kv_len=512 head_dim=72 mask=causal' 3, '#5  batch=4 kv_heads=2 q_len=1 kv_len=2048 head_dim=128 mask=none' 4, '#6  batch=2 kv_heads=8 q_len=4096 kv_len=4096 head_dim=64 mask=sliding_window window=256' 5, '#7  batch=2 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=prefix_lm prefix_len=64' 6, '#8  batch=3 kv_heads=8 q_len=256 kv_len=256 head_dim=64 mask=causal seqlens=100/28/256' 7)
 plot $k0_same using 2:1:3:4:($1-0.35):($1+0.35) with boxxyerror fs solid 0.85 noborder lc rgb '#9E9E9E' notitle, \
      $k0_ci using 2:1:3:4 with xerrorbars lc rgb '#333333' ps 0 notitle, \
      $k0_values using 2:1:3 with labels left font ',9' notitle, \

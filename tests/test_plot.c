@@ -960,6 +960,23 @@ FA_TEST(plot, command_writes_image_and_script)
 		 strstr(text, "throughput of run 3 (nightly)"));
 	free(text);
 	fa_proc_free(&r);
+	/* nothing to plot leaves no script behind, and an earlier one as it was */
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--run", "nightly", "--where",
+			       "q_len > 1000000000", "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2, "status %d, stderr '%s'", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_CHECK(text && strstr(text, "throughput of run 3 (nightly)"));
+	free(text);
+	char part[1400], fresh[1300];
+	snprintf(part, sizeof part, "%s.part", script);
+	snprintf(fresh, sizeof fresh, "%s/sub/none.gp", fa_test_tmpdir());
+	fa_proc_run((char *[]){"plot", "throughput", "--db", db, "--run", "nightly", "--where",
+			       "q_len > 1000000000", "--script", fresh, NULL},
+		    NULL, 60, &r);
+	FA_CHECK(r.status == 2 && access(fresh, F_OK) != 0 && access(part, F_OK) != 0);
+	fa_proc_free(&r);
 	if (!have_gnuplot())
 		return;
 	snprintf(out, sizeof out, "%s/speedup.svg", fa_test_tmpdir());

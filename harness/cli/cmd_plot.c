@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "../report/compare.h"
@@ -67,8 +68,9 @@ static void help(void)
 	       "                        (`gnuplot FILE` then writes plot.png or plot.svg)\n"
 	       "  --title TEXT          the plot's title instead of one naming the run(s)\n"
 	       "  --size WxH            image size in pixels (default: from the content)\n\n"
-	       "Prints the path of the image. Exit status: 0 drawn, 1 nothing to plot, no\n"
-	       "gnuplot or gnuplot failed, 2 bad usage. See docs/plots.md.\n",
+	       "Prints the path of the image. Exit status: 0 drawn; 1 no gnuplot, gnuplot\n"
+	       "failed or a file that cannot be written; 2 bad usage or nothing to plot in\n"
+	       "what was named (a filter that keeps nothing, an empty run). See docs/plots.md.\n",
 	       usage_text, FA_CMP_MIN_EFFECT * 100, FA_STATS_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
 
@@ -233,21 +235,29 @@ static int finish(struct fa_store *store, struct plot_args *a, int64_t run_id)
 
 	fa_err_clear(&err);
 	if (a->script) {
+		/* written beside, then renamed: nothing to plot leaves no empty
+		 * script, and an earlier one stays as it was */
+		char part[4200];
 		FILE *f;
 		enum fa_rc rc;
-		if (fa_mkdir_parent(a->script) != 0 || !(f = fopen(a->script, "w"))) {
+		snprintf(part, sizeof part, "%s.part", a->script);
+		if (fa_mkdir_parent(a->script) != 0 || !(f = fopen(part, "w"))) {
 			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
 				strerror(errno));
 			return FA_EXIT_FAIL;
 		}
 		rc = fa_plot_script(store, &a->po, f, &err);
-		if (fclose(f) != 0 && rc == FA_OK) {
+		if ((fclose(f) != 0 || (rc == FA_OK && rename(part, a->script) != 0)) &&
+		    rc == FA_OK) {
 			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
 				strerror(errno));
+			unlink(part);
 			return FA_EXIT_FAIL;
 		}
-		if (rc != FA_OK)
+		if (rc != FA_OK) {
+			unlink(part);
 			return fa_cmd_fail("plot", &err);
+		}
 		printf("%s\n", a->script);
 		return FA_EXIT_OK;
 	}

@@ -571,6 +571,22 @@ FA_TEST(tune, sweep_first)
 	FA_CHECK(strstr(r.err, "--rule:1:16: expected ':' of the '?' at column 13\n 1 | q_len >= 32 ? 8\n"));
 	FA_CHECK(access(db2, F_OK) != 0);
 	fa_proc_free(&r);
+	/* a file it cannot write is found before the sweep, not after it */
+	char under_file[1100];
+	snprintf(under_file, sizeof under_file, "%s/sub/o.md", db);
+	const char *flags[] = {"--output", "--header", "--heatmap"};
+	for (int i = 0; i < 3; i++) {
+		char path[1200];
+		snprintf(path, sizeof path, "%s%s", under_file, i == 2 ? ".png" : "");
+		char *bad_path[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+				    "cpu_flash", "--param", "block_q=8,64", "--by", "q_len",
+				    (char *)flags[i], path, NULL};
+		FA_CHECK(run_tune(bad_path, &r) == 1);
+		FA_CHECKF(strstr(r.err, "cannot write") && strstr(r.err, "Not a directory"), "%s",
+			  r.err);
+		FA_CHECK(access(db2, F_OK) != 0);
+		fa_proc_free(&r);
+	}
 }
 
 /* The heatmap of the sweep rings the marked rule's choice per case; the
@@ -697,4 +713,33 @@ FA_TEST(tune, ab_params)
 	FA_CHECK(r.status == 2);
 	fa_proc_free(&r);
 	FA_CHECK(access(gate_db, F_OK) != 0);
+}
+
+/* The selection is part of the result: --where shows in the markdown, the
+ * JSON options and the header, whose "made by" line is the command that
+ * makes it again (quoted for a shell); a rule that loses nothing has no
+ * worst case. */
+FA_TEST(tune, where_and_command_recorded)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	o.where = "input == 'normal' || kv_len >= 1";
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	char *md = text_of(&t, FA_FMT_MD, 0), *js = text_of(&t, FA_FMT_JSON, 0),
+	     *h = text_of(&t, 0, 1);
+	FA_CHECK(md && strstr(md, "- selection: where `input == 'normal' || kv_len >= 1`\n"));
+	FA_CHECK(js && strstr(js, "\"where\": \"input == 'normal' || kv_len >= 1\"}"));
+	FA_CHECKF(h && strstr(h, " * made by: fabench tune --run 1 --kernel k_tune --param splits "
+				 "--by 'batch,kv_len' --depth 2 --where 'input == '\\''normal'\\'' || "
+				 "kv_len >= 1' --auto 4 --min-effect 4 --alpha 0.05\n"),
+		  "%s", h ? h : "(null)");
+	FA_CHECK(md && strstr(md, "| fitted | `kv_len >= 16k ? 16 : (batch >= 8 ? 1 : 4)` |") &&
+		 strstr(md, "+0.0% | -          |"));
+	free(md);
+	free(js);
+	free(h);
+	fa_tune_free(&t);
 }

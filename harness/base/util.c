@@ -56,6 +56,47 @@ int fa_mkdir_parent(const char *file_path)
 	return fa_mkdir_p(buf);
 }
 
+int fa_path_writable(const char *file_path)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	if (snprintf(buf, sizeof buf, "%s", file_path) >= (int)sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (stat(buf, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			errno = EISDIR;
+			return -1;
+		}
+		return access(buf, W_OK);
+	}
+	if (errno != ENOENT)
+		return -1;
+	/* the nearest folder that exists must be one, and writable */
+	for (;;) {
+		char *slash = strrchr(buf, '/');
+		if (!slash)
+			return access(".", W_OK);
+		if (slash == buf) {
+			buf[1] = '\0';
+		} else {
+			*slash = '\0';
+		}
+		if (stat(buf, &st) == 0) {
+			if (!S_ISDIR(st.st_mode)) {
+				errno = ENOTDIR;
+				return -1;
+			}
+			return access(buf, W_OK);
+		}
+		if (errno != ENOENT)
+			return -1;
+		if (slash == buf)
+			return -1;
+	}
+}
+
 void fa_exe_dir(char *buf, size_t size)
 {
 	char path[PATH_MAX];

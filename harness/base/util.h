@@ -20,6 +20,11 @@ int fa_mkdir_p(const char *path);
 /* Creates the parent folders of a file path. */
 int fa_mkdir_parent(const char *file_path);
 
+/* 0 when a file could be written at file_path (its parent folders made as
+ * fa_mkdir_parent would), without writing anything; else -1 with errno set
+ * (ENOTDIR, EISDIR, EACCES, ...), for a check before long work. */
+int fa_path_writable(const char *file_path);
+
 /* Folder of the running executable (from /proc/self/exe) into buf; "" when
  * unknown. */
 void fa_exe_dir(char *buf, size_t size);

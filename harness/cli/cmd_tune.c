@@ -352,6 +352,14 @@ int fa_cmd_tune(int argc, char **argv)
 	if (fa_tune_check_opts(&o, &err) != FA_OK) /* before a sweep that may take minutes */
 		return fa_cmd_fail("tune", &err);
 	if (suite) {
+		/* the files it writes, before a sweep that may take minutes */
+		const char *outs[] = {output, header, heatmap};
+		for (int i = 0; i < 3; i++)
+			if (outs[i] && fa_path_writable(outs[i]) != 0) {
+				fprintf(stderr, "fabench tune: cannot write '%s': %s\n", outs[i],
+					strerror(errno));
+				return FA_EXIT_FAIL;
+			}
 		sweep_status = run_sweep(suite, db, o.kernel, o.param, values, o.has_auto,
 					 o.auto_value, backend, label, o.where);
 		if (sweep_status != FA_EXIT_OK && sweep_status != FA_EXIT_FAIL)

@@ -518,6 +518,8 @@ static enum fa_rc rule_score(struct fa_tune *t, struct fa_tune_rule *r, struct f
 		}
 	}
 	r->geomean_loss = r->n_used ? expm1(log_sum / r->n_used) : NAN;
+	if (r->worst_case >= 0 && !(r->worst_loss > 0))
+		r->worst_case = -1; /* no case loses anything: none is the worst */
 	return FA_OK;
 }
 
@@ -950,6 +952,8 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 	t->auto_idx = -1;
 	t->fitted = -1;
 	t->depth = o->depth;
+	if (o->where && !(t->where = strdup(o->where)))
+		return nomem(err);
 	t->loss = o->loss;
 	t->alpha = o->perf.alpha;
 	t->min_effect = o->perf.min_effect;
@@ -1171,6 +1175,7 @@ void fa_tune_free(struct fa_tune *t)
 	free(t->kernel);
 	free(t->param);
 	free(t->fixed);
+	free(t->where);
 	for (int i = 0; i < t->n_cases; i++) {
 		struct fa_tune_case *tc = &t->cases[i];
 		free(tc->key);
@@ -1302,6 +1307,11 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 			t->auto_value);
 	else
 		fprintf(f, "- built-in value (auto): %" PRId32 "\n", t->auto_value);
+	if (t->where) {
+		fputs("- selection: where ", f);
+		fa_table_md_code(f, t->where);
+		fputc('\n', f);
+	}
 	fprintf(f,
 		"- cases: %d, %d with a timed value; ties: values not significantly slower than the "
 		"best (Mann-Whitney p < %g and the bootstrap interval beyond %g%%, as compare)\n\n",
@@ -1362,7 +1372,8 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 			fputs(k ? ", " : "", f);
 			fa_table_md_code(f, t->by[k]);
 		}
-		fprintf(f, "; depth <= %d; %d leaves:\n\n", t->depth, t->n_leaves);
+		fprintf(f, "; depth <= %d; %d %s:\n\n", t->depth, t->n_leaves,
+			t->n_leaves == 1 ? "leaf" : "leaves");
 		fprintf(f, "    %s\n", t->rules[t->fitted].text);
 	}
 
@@ -1553,7 +1564,9 @@ static enum fa_rc write_json(const struct fa_tune *t, FILE *f)
 	fa_table_json_real(f, t->min_effect);
 	fputs(", \"loss\": ", f);
 	fa_table_json_real(f, t->loss);
-	fprintf(f, ", \"depth\": %d},\n \"rules\": [", t->depth);
+	fprintf(f, ", \"depth\": %d, \"where\": ", t->depth);
+	json_str_or_null(f, t->where);
+	fputs("},\n \"rules\": [", f);
 	for (int r = 0; r < t->n_rules; r++) {
 		const struct fa_tune_rule *ru = &t->rules[r];
 		fputs(r ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
@@ -1694,6 +1707,21 @@ static void c_comment_text(FILE *f, const char *s)
 	}
 }
 
+/* s in single quotes for a shell, inside a C comment: ' as '\'' */
+static void c_comment_shell(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			fputs("'\\''", f);
+			continue;
+		}
+		char one[2] = {*p, '\0'};
+		c_comment_text(f, one);
+	}
+	fputc('\'', f);
+}
+
 static void c_string(FILE *f, const char *s)
 {
 	fputc('"', f);
@@ -1761,6 +1789,25 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	c_comment_text(f, t->device[0] ? t->device : "-");
 	fputs("\n * rule: ", f);
 	c_comment_text(f, ru->text);
+	/* what made it: the same run and these options make the same header */
+	fprintf(f, "\n * made by: fabench tune --run %" PRId64 " --kernel ", t->run_id);
+	c_comment_text(f, t->kernel);
+	fputs(" --param ", f);
+	c_comment_text(f, t->param);
+	fputs(" --by ", f);
+	char by[1024] = "";
+	size_t bl = 0;
+	for (int k = 0; k < t->n_by && bl < sizeof by; k++)
+		bl += (size_t)snprintf(by + bl, sizeof by - bl, "%s%s", k ? "," : "", t->by[k]);
+	c_comment_shell(f, by);
+	fprintf(f, " --depth %d", t->depth);
+	if (t->where) {
+		fputs(" --where ", f);
+		c_comment_shell(f, t->where);
+	}
+	if (t->has_auto)
+		fprintf(f, " --auto %" PRId32, t->auto_value);
+	fprintf(f, " --min-effect %g --alpha %g", 100 * t->min_effect, t->alpha);
 	fprintf(f, "\n * regret over the run's %d timed cases: geometric mean %s, worst %s\n */\n",
 		ru->n_used, pct_g, pct_w);
 	fprintf(f, "#ifndef %s_TUNE_H\n#define %s_TUNE_H\n\n#include <math.h>\n\n", up, up);

@@ -97,6 +97,7 @@ struct fa_tune {
 	char *label, *suite, *backend, *device;
 	char *kernel, *param;
 	char *fixed;               /* the kernel's other params (the same in every result) */
+	char *where;               /* --where's text, NULL when none */
 	int32_t *values;           /* the swept values, ascending */
 	char **value_params;       /* per value, the params stored with it ("splits=4,order=1") */
 	int32_t n_values;

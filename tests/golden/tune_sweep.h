@@ -2,6 +2,7 @@
  *
  * kernel k_tune, param splits (with order=1); suite sweep, label sweep, cpu on planted
  * rule: kv_len >= 16k ? 16 : (batch >= 8 ? 1 : 4)
+ * made by: fabench tune --run 1 --kernel k_tune --param splits --by 'batch,kv_len' --depth 2 --auto 4 --min-effect 4 --alpha 0.05
  * regret over the run's 6 timed cases: geometric mean +0.0%, worst +0.0%
  */
 #ifndef K_TUNE_SPLITS_TUNE_H

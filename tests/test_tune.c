@@ -363,9 +363,11 @@ FA_TEST(tune, errors)
 	    "kernel 'k_tune' has no param 'zzz' in run 1 (its params: 'splits=1,order=1')");
 	ERR(o.param = "order", FA_ERR_INPUT,
 	    "params of 'k_tune' other than 'order' vary in run 1 (splits): tune one param at a "
-	    "time");
+	    "time, from a sweep of 'order' alone with the others fixed (fabench run --param "
+	    "k_tune.order=V1,V2,... --param k_tune.NAME=V)");
 	ERR(o.kernel = "k_grid", FA_ERR_INPUT,
-	    "several params of 'k_grid' vary in run 1 (a, b): name one with --param");
+	    "several params of 'k_grid' vary in run 1 (a, b): tune one param at a time, from a "
+	    "sweep of one with the others fixed");
 	ERR(o.kernel = "k_one", FA_ERR_INPUT,
 	    "kernel 'k_one' ran with one set of params in run 1 ('x=1'): nothing to tune");
 	ERR(o.kernel = "k_word", FA_ERR_INPUT,

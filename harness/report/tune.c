@@ -1001,8 +1001,11 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 		if (n_vary > 1 || (n_vary == 1 && strcmp(names, o->param) != 0)) {
 			rc = fa_err_set(err, FA_ERR_INPUT,
 					"params of '%s' other than '%s' vary in run %" PRId64
-					" (%s): tune one param at a time",
-					t->kernel, o->param, t->run_id, names);
+					" (%s): tune one param at a time, from a sweep of '%s' alone "
+					"with the others fixed (fabench run --param %s.%s=V1,V2,... "
+					"--param %s.NAME=V)",
+					t->kernel, o->param, t->run_id, names, o->param, t->kernel,
+					o->param, t->kernel);
 			goto out;
 		}
 	} else {
@@ -1011,7 +1014,8 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 					n_vary == 0 ? "kernel '%s' ran with one set of params in run %" PRId64
 						      " ('%s'): nothing to tune"
 						    : "several params of '%s' vary in run %" PRId64
-						      " (%s): name one with --param",
+						      " (%s): tune one param at a time, from a sweep of "
+						      "one with the others fixed",
 					t->kernel, t->run_id, n_vary == 0 ? rows[0].params : names);
 			goto out;
 		}

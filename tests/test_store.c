@@ -912,12 +912,20 @@ FA_TEST(store, find_run)
 	FA_CHECK(fa_store_find_run(s, "latest", &id, &err) == FA_ERR_NOT_FOUND);
 	snprintf(want, sizeof want, "no runs in '%s'", path);
 	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	static const char *const commits[] = {"0a1b2c3d4e5f", "0a1b2c3d4e5f", "0A1B99", "12ab34"};
 	for (int i = 0; i < 4; i++) {
 		fill_run_info(&ri, labels[i]);
+		ri.git_commit = commits[i];
 		FA_REQUIRE(fa_store_run_begin(s, &ri, &ids[i], &err) == FA_OK);
 	}
 	fa_err_clear(&err);
 	FA_CHECK(fa_store_find_run(s, "latest", &id, &err) == FA_OK && id == ids[3]);
+	/* a commit prefix of 4 hex digits or more, either case: its latest run */
+	FA_CHECK(fa_store_find_run(s, "0a1b2c", &id, &err) == FA_OK && id == ids[1]);
+	FA_CHECK(fa_store_find_run(s, "0A1B9", &id, &err) == FA_OK && id == ids[2]);
+	FA_CHECK(fa_store_find_run(s, "12ab", &id, &err) == FA_OK && id == ids[3]);
+	FA_CHECK(fa_store_find_run(s, "0a1", &id, &err) == FA_ERR_NOT_FOUND);
+	fa_err_clear(&err);
 	snprintf(spec, sizeof spec, "%" PRId64, ids[1]);
 	FA_CHECK(fa_store_find_run(s, spec, &id, &err) == FA_OK && id == ids[1]);
 	/* a label: its latest run */
@@ -926,11 +934,17 @@ FA_TEST(store, find_run)
 	/* digits that are no run id fall back to a label */
 	FA_CHECK(fa_store_find_run(s, "12", &id, &err) == FA_OK && id == ids[3]);
 	FA_CHECK(fa_store_find_run(s, "xyz", &id, &err) == FA_ERR_NOT_FOUND);
-	snprintf(want, sizeof want, "no run 'xyz' in '%s'", path);
+	snprintf(want, sizeof want,
+		 "no run 'xyz' in '%s' (not a run id, a label, latest or a commit prefix of at least "
+		 "4 hex digits)",
+		 path);
 	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
 	fa_err_clear(&err);
 	FA_CHECK(fa_store_find_run(s, "999", &id, &err) == FA_ERR_NOT_FOUND);
-	snprintf(want, sizeof want, "no run '999' in '%s'", path);
+	snprintf(want, sizeof want,
+		 "no run '999' in '%s' (not a run id, a label, latest or a commit prefix of at least "
+		 "4 hex digits)",
+		 path);
 	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
 	fa_err_clear(&err);
 	FA_CHECK(fa_store_find_run(s, "", &id, &err) == FA_ERR_NOT_FOUND);

@@ -55,7 +55,7 @@ enum fa_rc fa_reader_runs_list(struct fa_store *s, struct fa_arena *a,
 
 /* The smallest commit prefix fa_reader_runs_match takes: shorter hex
  * strings are too likely to be a typo of an id or to match many commits. */
-#define FA_READER_MIN_COMMIT_PREFIX 4
+#define FA_READER_MIN_COMMIT_PREFIX FA_MIN_COMMIT_PREFIX
 
 /* The runs spec names, tried in this order: a decimal id (that run), a
  * label (every run with it), "latest" (the most recent run), a prefix of at

@@ -1246,8 +1246,28 @@ enum fa_rc fa_store_find_run(struct fa_store *s, const char *spec, int64_t *run_
 		if (found)
 			return found > 0 ? FA_OK : FA_ERR_DB;
 	}
-	return fa_err_set(err, FA_ERR_NOT_FOUND, "no run '%s' in '%s'", spec ? spec : "",
-			  s->path);
+	/* a commit prefix (as compare takes it): the latest run of that commit */
+	if (len >= FA_MIN_COMMIT_PREFIX && len < 41 && strspn(spec, "0123456789abcdefABCDEF") == len) {
+		char lower[41];
+		for (size_t k = 0; k <= len; k++)
+			lower[k] = (char)(spec[k] >= 'A' && spec[k] <= 'F' ? spec[k] - 'A' + 'a' : spec[k]);
+		if (sqlite3_prepare_v2(s->db,
+				       "SELECT id FROM runs WHERE substr(lower(git_commit), 1, ?2) = ?1 "
+				       "ORDER BY started_at DESC, id DESC LIMIT 1",
+				       -1, &st, NULL) != SQLITE_OK)
+			return db_error(s->db, s->path, sqlite3_errcode(s->db), err,
+					"cannot look up a run");
+		sqlite3_bind_text(st, 1, lower, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 2, (int)len);
+		found = query_id(s, st, run_id, err);
+		sqlite3_finalize(st);
+		if (found)
+			return found > 0 ? FA_OK : FA_ERR_DB;
+	}
+	return fa_err_set(err, FA_ERR_NOT_FOUND,
+			  "no run '%s' in '%s' (not a run id, a label, latest or a commit prefix of "
+			  "at least %d hex digits)",
+			  spec ? spec : "", s->path, FA_MIN_COMMIT_PREFIX);
 }
 
 enum fa_rc fa_store_calibration_save(struct fa_store *s, const char *backend,

@@ -163,8 +163,13 @@ enum fa_rc fa_store_case_tags(struct fa_store *s, int64_t case_id, struct fa_cas
 			      int32_t *n, struct fa_err *err);
 void fa_store_tags_free(struct fa_case_tag *tags, int32_t n);
 
-/* Resolves "latest", a numeric id or a label to a run id (latest run with
- * that label). FA_ERR_NOT_FOUND with a message naming spec when none. */
+/* The fewest hex digits of a git commit that name its runs. */
+#define FA_MIN_COMMIT_PREFIX 4
+
+/* Resolves "latest", a numeric id, a label (the latest run with it) or a
+ * prefix of at least FA_MIN_COMMIT_PREFIX hex digits of a git commit (the
+ * latest run of it) to a run id. FA_ERR_NOT_FOUND with a message naming
+ * spec when none. */
 enum fa_rc fa_store_find_run(struct fa_store *s, const char *spec, int64_t *run_id,
 			     struct fa_err *err);
 

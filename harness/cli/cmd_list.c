@@ -21,7 +21,7 @@ static void help(void)
 	       "key (text) or all of its parameters (json). Nothing is run or stored.\n\n"
 	       "options:\n"
 	       "  --where EXPR     keep only cases for which EXPR holds\n"
-	       "  --seed N         data seed (changes each case's seed field)\n"
+	       "  --seed N         data seed, 1 or more (changes each case's seed field)\n"
 	       "  --format FMT     text (default) or json\n",
 	       usage_text);
 }

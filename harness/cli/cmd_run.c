@@ -51,7 +51,7 @@ static void help(void)
 	       "  --where EXPR       keep only cases for which EXPR holds ('head_dim == 128')\n"
 	       "  --db PATH          database (default results/fabench.db, or $FABENCH_DB)\n"
 	       "  --label TEXT       a label for the run (compare and report find runs by it)\n"
-	       "  --seed N           data seed (overrides the suite's)\n"
+	       "  --seed N           data seed, 1 or more (overrides the suite's)\n"
 	       "  --dry-run          show what would run, with skip reasons; write nothing\n"
 	       "  --mem-budget SIZE  skip kernels needing more memory (e.g. 8G; default 75%%\n"
 	       "                     of the device's free memory)\n"
@@ -244,7 +244,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			o->seed = strtoull(optarg, &end, 0);
 			if (errno || *end || !*optarg || optarg[0] == '-')
 				return fa_cmd_usage_error("run", usage_text,
-							  "--seed '%s' is not a non-negative integer",
+							  "--seed '%s' is not a positive integer",
 							  optarg);
 			if (o->seed == 0)
 				return fa_cmd_usage_error("run", usage_text,

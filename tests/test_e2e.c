@@ -857,6 +857,14 @@ FA_TEST(e2e, list_json_is_versioned_and_seeds_are_strings)
 	FA_CHECK(strstr(r.out, "\"seed\": \"18446744073709551557\", \"n_cases\": 4") != NULL);
 	for (const char *q = r.out; (q = strstr(q, "\"seed\": ")); q++) /* none a number */
 		FA_CHECKF(q[8] == '"', "%.40s", q);
+	/* a prefix length or window the case's mask does not have is null, not 0 */
+	FA_CHECK(strstr(r.out, "\"mask\": \"causal\", \"prefix_len\": null, \"window\": null,"));
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"list", "suites/smoke.yaml", "--where", "mask == prefix_lm || mask == "
+			       "sliding_window", "--format", "json", NULL},
+		    NULL, 60, &r);
+	FA_CHECK(strstr(r.out, "\"mask\": \"prefix_lm\", \"prefix_len\": 16, \"window\": null,"));
+	FA_CHECK(strstr(r.out, "\"mask\": \"sliding_window\", \"prefix_len\": null, \"window\": 16,"));
 	fa_proc_free(&r);
 }
 

@@ -52,14 +52,20 @@ static void print_json(const struct fa_suite *s, FILE *f)
 		const struct fa_problem *p = &c->p;
 		fprintf(f, "%s\n  {\"index\": %d, \"key\": ", i ? "," : "", c->index);
 		fa_json_string(f, c->key);
+		/* not applicable under this mask: null, never 0 (docs/json.md) */
+		char prefix[16] = "null", window[16] = "null";
+		if (p->mask == FA_MASK_PREFIX_LM)
+			snprintf(prefix, sizeof prefix, "%d", p->prefix_len);
+		if (p->mask == FA_MASK_SLIDING_WINDOW)
+			snprintf(window, sizeof window, "%d", p->window);
 		fprintf(f,
 			", \"batch\": %d, \"heads\": %d, \"kv_heads\": %d, \"q_len\": %d, "
 			"\"kv_len\": %d, \"head_dim\": %d, \"head_dim_v\": %d, \"dtype\": \"%s\", "
-			"\"mask\": \"%s\", \"prefix_len\": %d, \"window\": %d, \"layout\": \"%s\", "
+			"\"mask\": \"%s\", \"prefix_len\": %s, \"window\": %s, \"layout\": \"%s\", "
 			"\"input\": \"%s\", \"pass\": \"%s\", \"varlen\": %d, \"total_q\": %d, "
 			"\"total_k\": %d, \"scale\": %.9g, \"seed\": \"%llu\"",
 			p->batch, p->heads, p->kv_heads, p->q_len, p->kv_len, p->head_dim, p->head_dim_v,
-			fa_dtype_name(p->dtype), fa_mask_name(p->mask), p->prefix_len, p->window,
+			fa_dtype_name(p->dtype), fa_mask_name(p->mask), prefix, window,
 			fa_layout_name(p->layout), fa_dist_name(c->dist), fa_pass_name(c->pass),
 			p->varlen, p->total_q,
 			p->total_k, (double)p->scale, (unsigned long long)c->seed);

@@ -154,8 +154,8 @@ int fa_cmd_list(int argc, char **argv)
 	if (strcmp(format, "json") == 0) {
 		print_json(&s, stdout);
 	} else {
-		printf("%d cases in suite %s (%s), seed %llu\n", s.n_cases, s.name, s.path,
-		       (unsigned long long)s.seed);
+		printf("%d case%s in suite %s (%s), seed %llu\n", s.n_cases, s.n_cases == 1 ? "" : "s",
+		       s.name, s.path, (unsigned long long)s.seed);
 		for (int i = 0; i < s.n_cases; i++) {
 			const struct fa_case *ci = &s.cases[i];
 			printf("%5d  %s", ci->index + 1, ci->key); /* from 1, as run */

@@ -1677,9 +1677,20 @@ int fa_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o.worker_fd <= 0) {
-		printf("fabench %s: suite %s (%s), %d cases, backend %s (%s), seed %llu\n",
-		       FA_VERSION, suite.name, suite.path, suite.n_cases, plan.slot->name,
-		       plan.slot->info.name, (unsigned long long)suite.seed);
+		/* the cases this run takes: --case and --shard leave some out */
+		int n_take = 0;
+		char cases[96];
+		for (int ci = 0; ci < suite.n_cases; ci++)
+			n_take += !(skip && skip[ci]);
+		if (n_take == suite.n_cases)
+			snprintf(cases, sizeof cases, "%d case%s", suite.n_cases,
+				 suite.n_cases == 1 ? "" : "s");
+		else
+			snprintf(cases, sizeof cases, "%d of its %d cases (%s)", n_take, suite.n_cases,
+				 o.shard_n ? "--shard" : "--case");
+		printf("fabench %s: suite %s (%s), %s, backend %s (%s), seed %llu\n", FA_VERSION,
+		       suite.name, suite.path, cases, plan.slot->name, plan.slot->info.name,
+		       (unsigned long long)suite.seed);
 		graph_note(&o, plan.slot);
 	}
 	if (plan.n_pairs == 0) {
@@ -1855,8 +1866,8 @@ int fa_cmd_run(int argc, char **argv)
 	}
 	fa_plan_print_summary(&plan, &suite, stdout);
 	failures_print(fails, n_fail, run_id, o.db);
-	printf("\n%d cases in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n", n_done,
-	       fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
+	printf("\n%d case%s in %.1f s: %d pass, %d fail, %d skip, %d error, %d timeout\n", n_done,
+	       n_done == 1 ? "" : "s", fa_now_s() - t0, tal.count[FA_STATUS_PASS], tal.count[FA_STATUS_FAIL],
 	       tal.count[FA_STATUS_SKIP], tal.count[FA_STATUS_ERROR], tal.count[FA_STATUS_TIMEOUT]);
 	printf("results: %s (run %lld)\n", o.db, (long long)run_id);
 	if (o.report)

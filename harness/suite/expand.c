@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../base/text.h"
 #include "../run/data.h"
@@ -426,6 +427,14 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 			if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ',')
 				return fa_err_at(src->err, &l,
 						 "tag '%s' holds a comma or a control character", text);
+		/* a preset's name as a free label would read as that model on a
+		 * shape that is not its own */
+		for (int k = 0; fa_models[k].name; k++)
+			if (strcasecmp(text, fa_models[k].name) == 0)
+				return fa_err_at(src->err, &l,
+						 "tag '%s' is the name of a model preset: use model: %s "
+						 "for its shape, or another name for a free label",
+						 text, fa_models[k].name);
 		char *copy = fa_arena_alloc(src->arena, n->data.scalar.length + 1);
 		if (!copy)
 			return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory reading '%s'", src->file);

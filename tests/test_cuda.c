@@ -1383,11 +1383,15 @@ FA_TEST(cuda, flash_bwd_wgmma_matches_reference)
 	}
 	/* split: auto (the default), a CTA per kv head walking its group, and
 	 * a CTA per query head with the partials summed after; each with the
-	 * products overlapped (the default) and waited for one by one */
+	 * products overlapped (the default) and waited for one by one; from the
+	 * O and LSE of its forward kernel, cuda_flash_wgmma, and once from
+	 * cuda_flash_simt's */
+	FA_CHECK(strcmp(fa_kernel_fwd_name(k), "cuda_flash_wgmma") == 0);
 	for (int32_t sp = 2; sp >= 0; sp--)
 		for (int32_t ov = 1; ov >= 0; ov--) {
 			const int32_t prm[2] = {sp, ov};
-			check_bwd("cuda_flash_simt", "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
+			check_bwd(sp == 2 && ov == 1 ? "cuda_flash_simt" : "cuda_flash_wgmma",
+				  "cuda_flash_bwd_wgmma", bwd_wgmma_cases,
 				  sizeof bwd_wgmma_cases / sizeof bwd_wgmma_cases[0], prm, FA_RULE_FA,
 				  0);
 		}
@@ -2310,4 +2314,138 @@ FA_TEST(cuda, run_sticky_fault_ends_the_run)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 1);
 	FA_CHECK(results_where(db, SIMT_PASSED) == 1);
 	FA_CHECK(results_where(db, FAULT_ERRORS) == 1);
+}
+
+/* The LSE kernel k writes under tunables tun (NULL: its defaults) into
+ * got, against cuda_flash_simt's in want, for case sp: 1 when every row
+ * agrees (within 1e-4 relative, +inf on the same rows). */
+static int lse_matches_simt(struct fa_backend_slot *s, const struct fa_kernel *k,
+			    const struct spec *sp, const int32_t *tun, uint64_t seed, const char *what)
+{
+	const struct fa_kernel *simt = find_kernel(s, "cuda_flash_simt");
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	void *lse_dev[2] = {NULL, NULL}, *ws = NULL;
+	float *lse_host[2] = {NULL, NULL};
+	int code, ok = 1;
+	build(sp, &t);
+	const size_t rows = (size_t)t.p.total_q * (size_t)t.p.heads, lb = sizeof(float) * rows;
+	if (bufs_init(s, &t, FA_DIST_NORMAL, seed, &d) != 0)
+		return 0;
+	for (int j = 0; j < 2; j++) {
+		lse_host[j] = malloc(lb + 4);
+		if (!lse_host[j] || BE.alloc(CTX, lb + 4, &lse_dev[j]) != 0)
+			ok = 0;
+	}
+	const size_t wsb = ok ? k->workspace_bytes(&t.p, tun) : 0;
+	if (wsb && BE.alloc(CTX, wsb, &ws) != 0)
+		ok = 0;
+	for (int j = 0; j < 2 && ok; j++) {
+		launch_args(s, &t, &d, &a);
+		a.struct_size = sizeof a;
+		if (j == 1) {
+			a.params = tun;
+			a.workspace = ws;
+			a.workspace_bytes = wsb;
+		}
+		a.lse = lse_dev[j];
+		code = BE.memset(CTX, lse_dev[j], FA_POISON_BYTE, lb);
+		if (code == 0)
+			code = (j ? k : simt)->launch(&a);
+		if (code == 0)
+			code = BE.synchronize(CTX);
+		if (code == 0)
+			code = BE.download(CTX, lse_host[j], lse_dev[j], lb);
+		if (code != 0) {
+			FA_CHECKF(0, "%s: %s: %s", what, j ? k->name : "simt",
+				  BE.error_string(CTX, code));
+			ok = 0;
+		}
+	}
+	for (size_t r = 0; r < rows && ok; r++) {
+		const float want = lse_host[0][r], got = lse_host[1][r];
+		if (!(isinf(want) ? isinf(got) && got > 0 && want > 0
+				  : fabsf(got - want) <= 1e-4f * fmaxf(1.f, fabsf(want)))) {
+			FA_CHECKF(0, "%s row %zu: lse %.9g, simt %.9g", what, r, (double)got,
+				  (double)want);
+			ok = 0;
+		}
+	}
+	if (ws)
+		BE.free(CTX, ws);
+	for (int j = 0; j < 2; j++) {
+		if (lse_dev[j])
+			BE.free(CTX, lse_dev[j]);
+		free(lse_host[j]);
+	}
+	bufs_free(s, &d);
+	return ok;
+}
+
+/* cuda_flash_mma writes the LSE too (cuda_flash_bwd_mma's forward): from its
+ * epilogue (no split), from the split-KV merge (splits 3 and the auto rule),
+ * and for decode shapes, which then take the tile path (the decode merges do
+ * not write it), on every case of the backward's tests and the decode ones;
+ * under stream-K it refuses the LSE rather than leave it unwritten; and
+ * cuda_flash_bwd_mma's gradients from its O and LSE match the reference. */
+FA_TEST(cuda, flash_mma_writes_lse)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k, *bk;
+	if (!s)
+		return;
+	k = find_kernel(s, "cuda_flash_mma");
+	bk = find_kernel(s, "cuda_flash_bwd_mma");
+	FA_REQUIRE(k != NULL && bk != NULL && fa_kernel_writes_lse(k));
+	FA_CHECK(strcmp(fa_kernel_fwd_name(bk), "cuda_flash_mma") == 0);
+	FA_REQUIRE(k->n_params == 9 && strcmp(k->params[0].name, "splits") == 0 &&
+		   strcmp(k->params[3].name, "sched") == 0);
+	int32_t defaults[9], split3[9], streamk[9];
+	for (int i = 0; i < 9; i++)
+		defaults[i] = split3[i] = streamk[i] = k->params[i].default_value;
+	split3[0] = 3;
+	split3[3] = 1; /* sched: split-KV with `splits` */
+	streamk[3] = 3;
+	const uint64_t seed = fa_test_seed();
+	const size_t nb = sizeof bwd_mma_cases / sizeof bwd_mma_cases[0];
+	for (size_t i = 0; i < nb; i++) {
+		char what[96];
+		snprintf(what, sizeof what, "bwd_mma case %zu, defaults", i);
+		lse_matches_simt(s, k, &bwd_mma_cases[i], defaults, seed + i, what);
+		snprintf(what, sizeof what, "bwd_mma case %zu, splits 3", i);
+		lse_matches_simt(s, k, &bwd_mma_cases[i], split3, seed + i, what);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		char what[96];
+		snprintf(what, sizeof what, "decode case %zu, defaults", i);
+		lse_matches_simt(s, k, &decode_cases[i], defaults, seed + 100 + i, what);
+	}
+	/* stream-K: refused with the LSE asked for, not left unwritten */
+	{
+		struct tcase t;
+		struct bufs d;
+		struct fa_launch_args a;
+		void *lse = NULL, *ws = NULL;
+		build(&bwd_mma_cases[0], &t);
+		FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, seed, &d) == 0);
+		const size_t wsb = k->workspace_bytes(&t.p, streamk);
+		FA_REQUIRE(BE.alloc(CTX, sizeof(float) * (size_t)t.p.total_q * t.p.heads, &lse) == 0);
+		if (wsb)
+			FA_REQUIRE(BE.alloc(CTX, wsb, &ws) == 0);
+		launch_args(s, &t, &d, &a);
+		a.struct_size = sizeof a;
+		a.params = streamk;
+		a.workspace = ws;
+		a.workspace_bytes = wsb;
+		a.lse = lse;
+		const int code = k->launch(&a);
+		FA_CHECKF(code != 0 && strstr(BE.error_string(CTX, code), "not supported"),
+			  "stream-K with the LSE: code %d (%s)", code, BE.error_string(CTX, code));
+		if (ws)
+			BE.free(CTX, ws);
+		BE.free(CTX, lse);
+		bufs_free(s, &d);
+	}
+	check_bwd("cuda_flash_mma", "cuda_flash_bwd_mma", bwd_mma_cases, nb, NULL, FA_RULE_FA, 0);
 }

@@ -58,7 +58,7 @@ const struct fa_kernel cu_kernels[] = {
 	 (1u << FA_DTYPE_FP16) | (1u << FA_DTYPE_BF16), 1, 256, NULL, 0, 0,
 	 fa_cuda_flash_bwd_mma_params, FA_CUDA_BWD_MMA_N_PARAMS, fa_cuda_flash_bwd_mma_supports,
 	 fa_cuda_flash_bwd_mma_workspace_bytes, fa_cuda_flash_bwd_mma_launch, 0,
-	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
+	 sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_mma"},
 	{"cuda_test_fault", "test: stores to an unmapped address (cudaErrorIllegalAddress, sticky)",
 	 CU_ALL_DTYPES, 1, 512, NULL, 0, 0, NULL, 0, NULL, NULL, fa_cuda_test_fault_launch, 1},
 	{"cuda_test_hang", "test: waits forever for a device flag that nothing sets",

@@ -674,7 +674,8 @@ const struct fa_kernel bw_kernels[] = {
 	 "atomics (no deterministic variant: cuda_flash_bwd_mma dq=1 has one); head sizes 72, 80 "
 	 "and 128, every mask, varlen; tunable split (a CTA per GQA query head)",
 	 BW_FP16_BF16, 72, 128, bw_head_dims, 3, 0, bw_params, 2, bw_supports, bw_workspace_bytes,
-	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0, "cuda_flash_simt"},
+	 bw_launch, 0, sizeof(struct fa_kernel), FA_PASS_BWD, 0,
+	 "cuda_flash_wgmma" /* writes the LSE; fwd_bwd times the Hopper forward */},
 };
 
 } // namespace

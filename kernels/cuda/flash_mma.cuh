@@ -1005,6 +1005,18 @@ static __device__ __forceinline__ void flash_cta(const params &prm, unsigned cha
 		for (int hf = 0; hf < 2; ++hf) {
 			const float l = quad_sum(l_run[mt][hf]);
 			const float inv = fa_online_inv_l(l); /* no allowed key: zeros */
+			if (prm.lse && t4 == 0) {
+				/* the row's natural-log LSE (a backward's forward), +inf
+				 * for a row with no key, as combine_row writes it */
+				const int R = row0 + warp * RPW + mt * 16 + hf * 8 + g;
+				if (R < rows_total) {
+					int h, i;
+					row_head_pos(prm.packed, h0, lq, R, h, i);
+					const float lse2 = fa_online_lse(m_run[mt][hf], l);
+					prm.lse[(fa_seq_q_start(&p, prm.cu_q, b) + i) * p.heads + h] =
+						lse2 == -INFINITY ? INFINITY : lse2 * 0.6931471805599453f;
+				}
+			}
 			static_for<NO>([&](auto j_c) {
 				constexpr int j = decltype(j_c)::value;
 				/* C fragment: row g (+8), columns 8j + 2t4, +1 -> bytes 4 t4 of chunk j */
@@ -1298,7 +1310,9 @@ static int make_params(const struct fa_launch_args *a, params *prm, unsigned gri
 	prm->ws_rows = (int64_t)p->total_q * p->heads;
 	prm->ws_o = NULL;
 	prm->ws_lse = NULL;
-	prm->lse = NULL; /* cuda_flash_mma does not write the LSE (writes_lse 0) */
+	/* the row's LSE when asked (a backward's forward): the epilogue writes
+	 * it, or under split-KV the merge; stream-K does not (launch refuses) */
+	prm->lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) ? a->lse : NULL;
 	if (prm->splits > 1) {
 		prm->ws_o = static_cast<float *>(a->workspace);
 		prm->ws_lse = prm->ws_o + prm->splits * prm->ws_rows * CFG::DV;
@@ -1462,6 +1476,8 @@ static int launch_typed(const struct fa_launch_args *a)
 	if (prm.splits > 1 && (!a->workspace || a->workspace_bytes < workspace_bytes<CFG>(a->p, a->params)))
 		return (int)cudaErrorInvalidValue; /* the harness allocates workspace_bytes() */
 	cudaStream_t st = fa_cuda_stream_of(a);
+	if (prm.sk_on && prm.lse)
+		return (int)cudaErrorNotSupported; /* its fixup does not write the LSE */
 	if (prm.sk_on) { /* stream-K: the walk, then the fixup of split tiles */
 		if (!a->workspace || a->workspace_bytes < workspace_bytes<CFG>(a->p, a->params))
 			return (int)cudaErrorInvalidValue;

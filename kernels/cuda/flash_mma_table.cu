@@ -182,16 +182,22 @@ static int mma_supports(const struct fa_problem *p, char *why, size_t why_size)
 
 static size_t mma_workspace(const struct fa_problem *p, const int32_t *params)
 {
-	if (use_decode(p, params))
-		return fa_cuda_decode_workspace(p, params ? params[PARAM_SPLITS] : 0,
-						decode_ring(p, params));
 	const struct instance *in = pick(p, params);
-	return in ? in->workspace(p, params) : 0;
+	const size_t tiles = in ? in->workspace(p, params) : 0;
+	if (use_decode(p, params)) {
+		/* the decode path's, or the tile path's when the LSE is asked for
+		 * (a backward's forward: the decode merges do not write it) */
+		const size_t dec = fa_cuda_decode_workspace(p, params ? params[PARAM_SPLITS] : 0,
+							    decode_ring(p, params));
+		return dec > tiles ? dec : tiles;
+	}
+	return tiles;
 }
 
 static int mma_launch(const struct fa_launch_args *a)
 {
-	if (use_decode(a->p, a->params)) {
+	const int want_lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) && a->lse;
+	if (!want_lse && use_decode(a->p, a->params)) {
 		const int d = a->params ? a->params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
 		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0,
 					     d == 2   ? FA_DECODE_MERGE_CTA
@@ -218,7 +224,9 @@ static const struct fa_kernel mma_kernels[] = {
 	 "FA2 forward on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async), fp32 accumulation; "
 	 "any head size to 256 (instances 64-256, padded between)",
 	 FP16_BF16, 1, HEAD_DIM_MAX, NULL, 0, 0, mma_params, N_MMA_PARAMS, mma_supports,
-	 mma_workspace, mma_launch, 0},
+	 mma_workspace, mma_launch, 0, sizeof(struct fa_kernel), FA_PASS_FWD,
+	 1 /* writes the LSE (not under stream-K; the decode shapes then take the tile path) */,
+	 NULL},
 };
 
 #define N_MMA_KERNELS ((int)(sizeof mma_kernels / sizeof mma_kernels[0]))

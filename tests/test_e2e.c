@@ -301,6 +301,15 @@ FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 6);
+	/* a backend timing host memory has no cache to flush: --cache says so
+	 * instead of being dropped without a word */
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--cache", "cold",
+			       "--where", "q_len == 16 && mask == none", "--kernels", "cpu_flash",
+			       "--db", db, "--quiet", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "--cache cold: backend cpu times host memory"),
+		  "status %d: %s", r.status, r.out);
+	fa_proc_free(&r);
 }
 
 FA_TEST(e2e, dry_run_writes_nothing)

@@ -178,6 +178,11 @@ struct run_cli {
 static void graph_note(const struct run_cli *o, const struct fa_backend_slot *s)
 {
 	const char *why = NULL;
+	if (o->cache >= 0 && s->info.host_memory)
+		printf("  --cache %s: backend %s times host memory (timing cpu): there is no device "
+		       "cache to flush or keep\n",
+		       o->cache == FA_CACHE_HOT ? "hot" : o->cache == FA_CACHE_COLD ? "cold" : "cold-clean",
+		       s->name);
 	if (o->graph <= 0)
 		return;
 	if (s->info.host_memory || !s->be.iface.graph_create)

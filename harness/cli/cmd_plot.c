@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "../report/compare.h"
@@ -240,22 +241,30 @@ static int finish(struct fa_store *store, struct plot_args *a, int64_t run_id)
 		char part[4200];
 		FILE *f;
 		enum fa_rc rc;
-		snprintf(part, sizeof part, "%s.part", a->script);
+		struct stat sb;
+		/* not a regular file (/dev/null, /dev/stdout, a pipe): straight to it */
+		if (stat(a->script, &sb) == 0 && !S_ISREG(sb.st_mode))
+			snprintf(part, sizeof part, "%s", a->script);
+		else
+			snprintf(part, sizeof part, "%s.part", a->script);
+		const int direct = strcmp(part, a->script) == 0;
 		if (fa_mkdir_parent(a->script) != 0 || !(f = fopen(part, "w"))) {
 			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
 				strerror(errno));
 			return FA_EXIT_FAIL;
 		}
 		rc = fa_plot_script(store, &a->po, f, &err);
-		if ((fclose(f) != 0 || (rc == FA_OK && rename(part, a->script) != 0)) &&
+		if ((fclose(f) != 0 || (rc == FA_OK && !direct && rename(part, a->script) != 0)) &&
 		    rc == FA_OK) {
 			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
 				strerror(errno));
-			unlink(part);
+			if (!direct)
+				unlink(part);
 			return FA_EXIT_FAIL;
 		}
 		if (rc != FA_OK) {
-			unlink(part);
+			if (!direct)
+				unlink(part);
 			return fa_cmd_fail("plot", &err);
 		}
 		printf("%s\n", a->script);

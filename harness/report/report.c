@@ -96,6 +96,7 @@ struct report {
 	int n_fam_rows;         /* results shown in a family's column */
 	struct fa_case_tag **tags; /* per case row: its labels (models), NULL none */
 	int32_t *n_tags;
+	int32_t *depth; /* per case row: the suite's depth:, 0 when not given */
 	int any_tags;
 	int any_layers; /* a case's model has layers: tokens/s columns */
 	int any_device; /* a result with a device index (run --devices) */
@@ -107,6 +108,7 @@ static void report_free(struct report *r)
 		fa_store_tags_free(r->tags[c], r->n_tags[c]);
 	free(r->tags);
 	free(r->n_tags);
+	free(r->depth);
 	for (int i = 0; r->res_label && i < r->res.nrows; i++)
 		free(r->res_label[i]);
 	free(r->res_label);
@@ -444,11 +446,15 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	/* the labels of each case (the models that share its shape) */
 	r->tags = calloc((size_t)r->cases.nrows + 1, sizeof *r->tags);
 	r->n_tags = calloc((size_t)r->cases.nrows + 1, sizeof *r->n_tags);
-	if (!r->tags || !r->n_tags)
+	r->depth = calloc((size_t)r->cases.nrows + 1, sizeof *r->depth);
+	if (!r->tags || !r->n_tags || !r->depth)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 	for (int c = 0; c < r->cases.nrows; c++) {
 		if ((rc = fa_store_case_tags(s, fa_rows_int(&r->cases, c, "id"), &r->tags[c], &r->n_tags[c],
 					     err)) != FA_OK)
+			return rc;
+		if ((rc = fa_store_case_depth(s, fa_rows_int(&r->cases, c, "id"), &r->depth[c], err)) !=
+		    FA_OK)
 			return rc;
 		r->any_tags |= r->n_tags[c] > 0;
 		for (int g = 0; g < r->n_tags[c]; g++)
@@ -1862,6 +1868,8 @@ static void write_json(FILE *out, const struct report *r)
 			fprintf(out, "%s\"%s\": ", j > 1 ? ", " : "", r->cases.cols[j]);
 			json_cell(out, fa_rows_cell(&r->cases, c, r->cases.cols[j]));
 		}
+		if (r->depth[c]) /* the suite's depth:, as list --format json has it */
+			fprintf(out, ", \"depth\": %d", r->depth[c]);
 		fputs("},\n", out);
 		if (r->any_tags) {
 			/* the models of the case, each with its tokens/s through this kernel */

@@ -1622,6 +1622,25 @@ enum fa_rc fa_store_run_read(struct fa_store *s, int64_t run_id, int failed_only
 	return FA_OK;
 }
 
+enum fa_rc fa_store_case_depth(struct fa_store *s, int64_t case_id, int32_t *depth,
+			       struct fa_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT depth FROM case_depth WHERE case_id = ?", -1, &st,
+				    NULL);
+	*depth = 0;
+	if (rc != SQLITE_OK)
+		return db_error(s->db, s->path, rc, err, "cannot read the depth of a case");
+	sqlite3_bind_int64(st, 1, case_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*depth = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(s->db, s->path, rc, err, "cannot read the depth of a case");
+	return FA_OK;
+}
+
 enum fa_rc fa_store_case_tags(struct fa_store *s, int64_t case_id, struct fa_case_tag **tags,
 			      int32_t *n, struct fa_err *err)
 {

@@ -159,6 +159,11 @@ enum fa_rc fa_store_case_commit_dev(struct fa_store *s, int64_t run_id, const st
  * *tags (malloc'd, names too; free with fa_store_tags_free) and *n (0 and
  * NULL when none). Returns FA_OK, FA_ERR_DB or FA_ERR_NOMEM (then *tags is
  * NULL and *n 0). */
+/* The suite's depth: of case case_id into *depth, 0 when it was not given.
+ * Returns FA_OK or FA_ERR_DB. */
+enum fa_rc fa_store_case_depth(struct fa_store *s, int64_t case_id, int32_t *depth,
+			       struct fa_err *err);
+
 enum fa_rc fa_store_case_tags(struct fa_store *s, int64_t case_id, struct fa_case_tag **tags,
 			      int32_t *n, struct fa_err *err);
 void fa_store_tags_free(struct fa_case_tag *tags, int32_t n);

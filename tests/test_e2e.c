@@ -543,7 +543,6 @@ FA_TEST(e2e, param_sweeps_and_rejects)
 		{{"--param", "cpu_flash.block_q=8,8"}, "8 is given twice; each value runs once"},
 		{{"--param", "cpu_flash.block_q=8", "--param", "cpu_*.block_q=16"},
 		 "cpu_flash.block_q is given values twice (once by 'cpu_flash.block_q=8')"},
-		{{"--ab-params"}, "--ab-params needs a param of a side to compare"},
 		{{"--ab-params", "--param", "a:cpu_flash.block_q=8,16"},
 		 "a side takes one value of a param"},
 		{{"--ab-params", "--param", "a:cpu_flash.block_q=8", "--param", "a:cpu_flash.block_q=16"},
@@ -1047,6 +1046,10 @@ FA_TEST(e2e, max_failures_stops_and_resume_finishes)
 						 "2); the 2 finished cases are stored (runs 3 "
 						 "and 4, incomplete)"),
 		  "status %d\n%s", r.status, r.err);
+	/* no param of a side: an A/A, and the header says so */
+	FA_CHECKF(strstr(r.out, "no --param of a side (a: or b:): both run the same settings, an "
+				"A/A"),
+		  "%s", r.out);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id IN (3, 4)") == 4);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 2);

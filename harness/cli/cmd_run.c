@@ -157,6 +157,7 @@ struct run_cli {
 	uint64_t seed;
 	int dry_run, quiet, threads, cache, isolate;
 	int ab_params; /* --ab-params: one backend, two sets of params */
+	int ab_same;   /* --ab-params with no param of a side: an A/A */
 	double budget, timeout;
 	int worker_fd, worker_case, worker_from; /* worker mode when worker_fd > 0 */
 	int worker_serve; /* a staying worker: cases come as commands on worker_fd */
@@ -418,10 +419,7 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 								  pp, pp[0], (int)(eq - pp - 2), pp + 2,
 								  o->params[j]);
 		}
-		if (!sides)
-			return fa_cmd_usage_error("run", usage_text,
-						  "--ab-params needs a param of a side to compare: "
-						  "--param a:KERNEL.NAME=V --param b:KERNEL.NAME=W");
+		o->ab_same = !sides; /* an A/A: the header says so */
 	}
 	if (o->ab && o->repeat > 1)
 		return fa_cmd_usage_error("run", usage_text,
@@ -1156,6 +1154,9 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	       "order):\n  A %s\n  B %s\n",
 	       FA_VERSION, suite->name, suite->path, suite->n_cases, slot[0]->name,
 	       (unsigned long long)suite->seed, path[0], path[1]);
+	if (o->ab_same)
+		printf("  no --param of a side (a: or b:): both run the same settings, an A/A; "
+		       "what compare shows is the noise\n");
 	if (!share) {
 		const char *cross_env = getenv("FABENCH_AB_CROSS");
 		char cross_why[256];

@@ -61,3 +61,11 @@ int fa_utf8_len(const unsigned char *p, const unsigned char *end)
 		return 0;
 	return n;
 }
+
+int fa_utf8_col(const char *line_start, const char *at)
+{
+	int col = 1;
+	for (const char *p = line_start; p < at; p++)
+		col += ((unsigned char)*p & 0xc0) != 0x80;
+	return col;
+}

@@ -376,7 +376,7 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 		len = strcspn(p, seps);
 		(*items)[k].kind = IK_RAW;
 		(*items)[k].loc = v->loc;
-		(*items)[k].loc.col += (int)(p - v->s);
+		(*items)[k].loc.col += fa_utf8_col(v->s, p) - 1;
 		if (!((*items)[k].s = fa_import_strndup(&cx->m->arena, p, len)))
 			return fa_import_nomem(cx);
 		k++;
@@ -1225,7 +1225,7 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 				line++;
 				ls = q + 1;
 			}
-		struct fa_loc l = {im->path, line, (int)(nul - ls) + 1};
+		struct fa_loc l = {im->path, line, fa_utf8_col(ls, nul)};
 		rc = fa_err_at(err, &l, "NUL byte in the file");
 	} else {
 		rc = format == FA_IMPORT_CSV		? fa_import_parse_csv(&cx, text, len)

@@ -28,7 +28,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 	memset(v, 0, sizeof *v);
 	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
 		c->p++;
-	l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
+	l = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, c->p)};
 	if (c->p < c->end && *c->p == '"') {
 		const char *q = ++c->p;
 		size_t n = 0;
@@ -63,7 +63,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
 			c->p++;
 		if (c->p < c->end && *c->p != ',' && *c->p != '\n') {
-			l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
+			l = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, c->p)};
 			return fa_err_at(c->cx->err, &l, "expected ',' after a quoted cell");
 		}
 		start.col++; /* point at the text, past the quote */
@@ -77,7 +77,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		while (c->p < c->end && *c->p != ',' && *c->p != '\n') {
 			if (*c->p == '"') {
 				l = (struct fa_loc){c->cx->file, c->line,
-						    (int)(c->p - c->line_start) + 1};
+						    fa_utf8_col(c->line_start, c->p)};
 				return fa_err_at(c->cx->err, &l,
 						 "quote inside an unquoted cell (quote the whole cell)");
 			}
@@ -153,7 +153,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 		return FA_OK;
 	if (!(name = fa_import_strndup(&c->cx->m->arena, ks, (size_t)(ke - ks))))
 		return fa_import_nomem(c->cx);
-	kl = (struct fa_loc){c->cx->file, c->line, (int)(ks - c->line_start) + 1};
+	kl = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, ks)};
 	/* a comment that does not look like a header field stays a comment */
 	if (!fa_import_header_field_near(name))
 		return FA_OK;
@@ -161,7 +161,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 		;
 	for (ve = le; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'); ve--)
 		;
-	vl = (struct fa_loc){c->cx->file, c->line, (int)(vs - c->line_start) + 1};
+	vl = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, vs)};
 	memset(&v, 0, sizeof v);
 	v.kind = ve > vs ? IK_RAW : IK_NULL;
 	v.loc = vl;

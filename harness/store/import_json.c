@@ -27,7 +27,7 @@ struct jp {
 
 static struct fa_loc jloc(const struct jp *j, const char *at)
 {
-	struct fa_loc l = {j->cx->file, j->line, (int)(at - j->line_start) + 1};
+	struct fa_loc l = {j->cx->file, j->line, fa_utf8_col(j->line_start, at)};
 	return l;
 }
 

@@ -161,6 +161,59 @@ char *fa_import_strndup(struct fa_arena *a, const char *s, size_t n)
 	return d;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : 0;
+}
+
+struct fa_loc fa_import_loc_in(const struct ival *v, size_t off)
+{
+	struct fa_loc l = v->loc;
+	const char *p = v->src;
+	size_t d = 0; /* bytes of v->s walked */
+	if (!p)
+		return l;
+	if (v->esc == IE_JSON)
+		l.col++; /* past the opening quote */
+	/* the reader checked the text: escapes are whole and UTF-8 is valid */
+	while (d < off) {
+		if (v->esc == IE_JSON && *p == '\\' && p[1] == 'u') {
+			long cp = 0;
+			for (int i = 2; i < 6; i++)
+				cp = cp * 16 + hex_digit(p[i]);
+			if (cp >= 0xd800 && cp <= 0xdbff) { /* and its low half: 4 bytes */
+				p += 12;
+				l.col += 12;
+				d += 4;
+			} else {
+				p += 6;
+				l.col += 6;
+				d += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+			}
+		} else if ((v->esc == IE_JSON && *p == '\\') || (v->esc == IE_CSV && *p == '"')) {
+			p += 2; /* \n, \", ... or "" */
+			l.col += 2;
+			d++;
+		} else if (*p == '\n') { /* inside a quoted CSV cell */
+			p++;
+			d++;
+			l.line++;
+			l.col = 1;
+		} else {
+			unsigned char c = (unsigned char)*p;
+			int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+			p += n;
+			d += (size_t)n;
+			l.col++;
+		}
+	}
+	return l;
+}
+
 static uint64_t hash_str(const char *s)
 {
 	return fa_fnv1a64(FA_FNV_OFFSET, s, strlen(s));
@@ -375,8 +428,7 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 			break;
 		len = strcspn(p, seps);
 		(*items)[k].kind = IK_RAW;
-		(*items)[k].loc = v->loc;
-		(*items)[k].loc.col += fa_utf8_col(v->s, p) - 1;
+		(*items)[k].loc = fa_import_loc_in(v, (size_t)(p - v->s));
 		if (!((*items)[k].s = fa_import_strndup(&cx->m->arena, p, len)))
 			return fa_import_nomem(cx);
 		k++;

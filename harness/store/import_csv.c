@@ -30,7 +30,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		c->p++;
 	l = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, c->p)};
 	if (c->p < c->end && *c->p == '"') {
-		const char *q = ++c->p;
+		const char *q = ++c->p, *text = c->p;
 		size_t n = 0;
 		char *buf, *o;
 		struct fa_loc start = l;
@@ -70,6 +70,8 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		v->kind = buf[0] ? IK_RAW : IK_NULL;
 		v->s = buf;
 		v->loc = start;
+		v->src = text;
+		v->esc = IE_CSV;
 		return FA_OK;
 	}
 	{
@@ -86,6 +88,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		for (e = c->p; e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
 			;
 		v->loc = l;
+		v->src = s;
 		v->kind = e > s ? IK_RAW : IK_NULL;
 		if (!(v->s = fa_import_strndup(&c->cx->m->arena, s, (size_t)(e - s))))
 			return fa_import_nomem(c->cx);
@@ -165,6 +168,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 	memset(&v, 0, sizeof v);
 	v.kind = ve > vs ? IK_RAW : IK_NULL;
 	v.loc = vl;
+	v.src = vs;
 	if (!(v.s = fa_import_strndup(&c->cx->m->arena, vs, (size_t)(ve - vs))))
 		return fa_import_nomem(c->cx);
 	return fa_import_take_header_field(c->cx, name, &kl, &v);

@@ -352,6 +352,8 @@ static enum fa_rc jvalue(struct jp *j, struct ival *v)
 		return rc;
 	case '"':
 		v->kind = IK_STR;
+		v->src = j->p + 1;
+		v->esc = IE_JSON;
 		return jstring(j, &v->s);
 	case '-':
 		if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "-Inf", 4) == 0)

@@ -132,6 +132,11 @@ static const struct exit_case cases[] = {
 	 2,
 	 "tests/import/bad_dtype.jsonl:1:54: unknown dtype 'fp8'",
 	 DB_SAME},
+	{{"import", "tests/import/bad_header_started_at_month.jsonl", "--db", "@DB"},
+	 2,
+	 "tests/import/bad_header_started_at_month.jsonl:1:30: started_at '2026-13-45T99:99:99Z' "
+	 "has month 13",
+	 DB_SAME},
 	{{"import", "tests/import/good_tiny.csv", "--run-into", "99", "--db", "@DB"},
 	 2,
 	 "99",

@@ -394,6 +394,59 @@ FA_TEST(import, parse_details)
 	FA_CHECK(strstr(err.msg, "is not a regular file (a directory)") != NULL);
 }
 
+/* started_at names a real time: months 01-12, the month's days (February
+ * 29 in leap years only), hours 00-23, minutes and seconds 00-59 (no leap
+ * second); the error points at the field that is wrong. */
+FA_TEST(import, started_at_must_be_a_real_time)
+{
+	static const struct {
+		const char *at;
+		int col;          /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"2024-02-29T23:59:59Z", 0, NULL},
+		{"2000-02-29T00:00:00Z", 0, NULL}, /* divisible by 400: a leap year */
+		{"2026-12-31T00:00:00Z", 0, NULL},
+		{"2100-02-29T00:00:00Z", 33, "has day 29 (2100-02 has days 01 to 28)"},
+		{"2026-04-31T00:00:00Z", 33, "has day 31 (2026-04 has days 01 to 30)"},
+		{"2026-01-00T00:00:00Z", 33, "has day 00 (2026-01 has days 01 to 31)"},
+		{"2026-00-10T00:00:00Z", 30, "has month 00 (01 to 12)"},
+		{"2026-13-45T99:99:99Z", 30, "has month 13 (01 to 12)"},
+		{"2026-11-25T24:00:00Z", 36, "has hour 24 (00 to 23)"},
+		{"2026-11-25T12:60:00Z", 39, "has minute 60 (00 to 59)"},
+		{"2026-12-31T23:59:60Z", 42, "has second 60 (00 to 59)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc;
+		int n = snprintf(text, sizeof text,
+				 "{\"run\": {\"started_at\": \"%s\"}}\n"
+				 "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\"}\n",
+				 cases[i].at);
+		fa_err_clear(&err);
+		rc = fa_import_parse("t.jsonl", text, (size_t)n, FA_IMPORT_AUTO, &im, &err);
+		if (!cases[i].col) {
+			FA_CHECKF(rc == FA_OK && strcmp(im.run.started_at, cases[i].at) == 0,
+				  "%s: %s", cases[i].at, err.msg);
+			fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "%s: %d at 1:%d: %s", cases[i].at, rc, err.col, err.msg);
+		/* the same in a CSV header line, the value at column 15 */
+		n = snprintf(text, sizeof text, "# started_at: %s\nheads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			     cases[i].at);
+		fa_err_clear(&err);
+		rc = fa_import_parse("t.csv", text, (size_t)n, FA_IMPORT_AUTO, &im, &err);
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col - 25 + 15 &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "csv %s: %d at 1:%d: %s", cases[i].at, rc, err.col, err.msg);
+	}
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -1171,6 +1171,43 @@ static int iso_time_ok(const char *s)
 	return 1;
 }
 
+static int digits2(const char *s)
+{
+	return (s[0] - '0') * 10 + (s[1] - '0');
+}
+
+/* A started_at of iso_time_ok's form that names no real time (2026-02-30,
+ * 25:00): the error at the field that is wrong. Leap seconds (:60) are
+ * refused: fabench's own times (gmtime of the POSIX clock) never show one. */
+static enum fa_rc iso_time_check(struct ctx *cx, const struct ival *v, const char *s)
+{
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y = digits2(s) * 100 + digits2(s + 2), mo = digits2(s + 5), d = digits2(s + 8);
+	int leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0), dim;
+	struct fa_loc l;
+	if (mo < 1 || mo > 12) {
+		l = fa_import_loc_in(v, 5);
+		return fa_err_at(cx->err, &l, "started_at '%s' has month %02d (01 to 12)", s, mo);
+	}
+	dim = mdays[mo - 1] + (mo == 2 && leap);
+	if (d < 1 || d > dim) {
+		l = fa_import_loc_in(v, 8);
+		return fa_err_at(cx->err, &l, "started_at '%s' has day %02d (%.7s has days 01 to %d)",
+				 s, d, s, dim);
+	}
+	static const struct {
+		int at, max;
+		const char *what;
+	} hms[] = {{11, 23, "hour"}, {14, 59, "minute"}, {17, 59, "second"}};
+	for (size_t i = 0; i < sizeof hms / sizeof hms[0]; i++)
+		if (digits2(s + hms[i].at) > hms[i].max) {
+			l = fa_import_loc_in(v, (size_t)hms[i].at);
+			return fa_err_at(cx->err, &l, "started_at '%s' has %s %.2s (00 to %d)", s,
+					 hms[i].what, s + hms[i].at, hms[i].max);
+		}
+	return FA_OK;
+}
+
 /* One field of the run header. */
 enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const struct fa_loc *nl,
 				    const struct ival *v)
@@ -1205,6 +1242,8 @@ enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const s
 	if (f == HF_STARTED_AT && !iso_time_ok(*dst[f]))
 		return fa_err_at(cx->err, &v->loc,
 				 "started_at '%s' must be UTC like 2026-11-25T21:40:00Z", *dst[f]);
+	if (f == HF_STARTED_AT && (rc = iso_time_check(cx, v, *dst[f])) != FA_OK)
+		return rc;
 	if (f == HF_BACKEND && !kernel_name_ok(*dst[f]))
 		return fa_err_at(cx->err, &v->loc, "backend '%s' must be a word like cuda", *dst[f]);
 	return FA_OK;

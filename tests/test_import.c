@@ -447,6 +447,68 @@ FA_TEST(import, started_at_must_be_a_real_time)
 	}
 }
 
+/* Parses text named name; FA_OK or the error's rc with err filled. */
+static enum fa_rc parse_text(const char *name, const char *text, struct fa_import *im,
+			     struct fa_err *err)
+{
+	fa_err_clear(err);
+	return fa_import_parse(name, text, strlen(text), FA_IMPORT_AUTO, im, err);
+}
+
+/* A CSV cell may hold what a JSON string may: tabs, and line breaks inside
+ * quotes (a CRLF's CR too); any other control character is refused where
+ * it is, as JSON refuses it. */
+FA_TEST(import, csv_control_characters_as_json)
+{
+	static const struct {
+		const char *text;
+		int line, col; /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\tb\n", 0, 0, "a\tb"},
+		{"heads,head_dim,seq_len,kernel,reason\r\n2,32,16,p,\"x\r\ny\"\r\n", 0, 0, "x\r\ny"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,\"\ty\n\"\n", 0, 0, "\ty\n"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\x01" "b\n", 2, 12,
+		 "control character 0x01 in a cell"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\rb\n", 2, 12,
+		 "control character 0x0d in a cell"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,\"\xc3\xa9\n\xc3\xa9\x7f\x1f\"\n", 3, 3,
+		 "control character 0x1f in a cell"},
+		{"heads,head_dim,seq_len,ker\x02nel\n2,32,16,p\n", 1, 27,
+		 "control character 0x02 in a cell"},
+		{"# label: a\x1b" "b\nheads,head_dim,seq_len,kernel\n2,32,16,p\n", 1, 11,
+		 "control character 0x1b in a header line"},
+		/* a comment that names no run field may hold anything */
+		{"# made\x01 by a tool\nheads,head_dim,seq_len,kernel\n2,32,16,p\n", 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc = parse_text("t.csv", cases[i].text, &im, &err);
+		if (!cases[i].line) {
+			FA_CHECKF(rc == FA_OK, "case %zu: %s", i, err.msg);
+			if (rc == FA_OK && cases[i].says)
+				FA_CHECKF(strcmp(im.rows[0].r.reason, cases[i].says) == 0,
+					  "case %zu: reason '%s'", i, im.rows[0].r.reason);
+			fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == cases[i].line && err.col == cases[i].col &&
+				  strcmp(err.msg, cases[i].says) == 0,
+			  "case %zu: %d at %d:%d: %s", i, rc, err.line, err.col, err.msg);
+	}
+	/* JSON's words for the same byte */
+	{
+		struct fa_import im;
+		struct fa_err err;
+		FA_CHECK(parse_text("t.jsonl",
+				    "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+				    "\"reason\": \"a\x01" "b\"}\n",
+				    &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.col == 72 && strcmp(err.msg, "control character 0x01 in a string") == 0);
+	}
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

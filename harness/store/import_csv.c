@@ -20,6 +20,23 @@ struct csv {
 	int line;
 };
 
+/* 1 when the byte at p (before end) is a control character a cell may not
+ * hold, as a JSON string may not: below 0x20, except a tab, a line break
+ * (inside quotes) and the CR of a CRLF. */
+static int csv_control(const char *p, const char *end)
+{
+	unsigned char ch = (unsigned char)*p;
+	return ch < 0x20 && ch != '\t' && ch != '\n' &&
+	       !(ch == '\r' && (p + 1 == end || p[1] == '\n'));
+}
+
+static enum fa_rc csv_control_err(struct csv *c, const char *at, const char *where)
+{
+	struct fa_loc l = {c->cx->file, c->line, fa_utf8_col(c->line_start, at)};
+	return fa_err_at(c->cx->err, &l, "control character 0x%02x in %s", (unsigned char)*at,
+			 where);
+}
+
 /* One cell at c->p: *v is its text (IK_RAW) or IK_NULL when empty. Leaves
  * c->p on the ',' or newline (or the end) after it. */
 static enum fa_rc csv_cell(struct csv *c, struct ival *v)
@@ -51,6 +68,8 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		if (!(buf = fa_arena_alloc(&c->cx->m->arena, n + 1)))
 			return fa_import_nomem(c->cx);
 		for (o = buf; c->p < q; c->p++) {
+			if (csv_control(c->p, c->end))
+				return csv_control_err(c, c->p, "a cell");
 			if (*c->p == '\n') {
 				c->line++;
 				c->line_start = c->p + 1;
@@ -83,6 +102,8 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 				return fa_err_at(c->cx->err, &l,
 						 "quote inside an unquoted cell (quote the whole cell)");
 			}
+			if (csv_control(c->p, c->end))
+				return csv_control_err(c, c->p, "a cell");
 			c->p++;
 		}
 		for (e = c->p; e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
@@ -164,6 +185,9 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 		;
 	for (ve = le; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'); ve--)
 		;
+	for (const char *q = vs; q < ve; q++)
+		if (csv_control(q, le))
+			return csv_control_err(c, q, "a header line");
 	vl = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, vs)};
 	memset(&v, 0, sizeof v);
 	v.kind = ve > vs ? IK_RAW : IK_NULL;

@@ -509,6 +509,30 @@ FA_TEST(import, csv_control_characters_as_json)
 	}
 }
 
+/* A run field given twice by "# key: value" lines is an error at the
+ * second, as a duplicate JSON field is; comments may repeat. */
+FA_TEST(import, csv_run_field_given_twice)
+{
+	struct fa_import im;
+	struct fa_err err;
+	FA_CHECK(parse_text("t.csv",
+			    "# label: a\n# made by hand\n# made by hand\n# source: t\n#  label:  b\n"
+			    "heads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 5 && err.col == 4 &&
+		 strcmp(err.msg, "duplicate run field 'label' (first on line 1)") == 0);
+	/* an empty value counts as given */
+	FA_CHECK(parse_text("t.csv", "# host:\n# host: x\nheads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && strstr(err.msg, "'host' (first on line 1)") != NULL);
+	/* each once: read */
+	FA_REQUIRE(parse_text("t.csv", "# label: a\n# source: t\n# made by hand\n# made by hand\n"
+				       "heads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			      &im, &err) == FA_OK);
+	FA_CHECK(strcmp(im.run.label, "a") == 0 && strcmp(im.run.source, "t") == 0);
+	fa_import_free(&im);
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -18,6 +18,12 @@ struct csv {
 	const char *p, *end;
 	const char *line_start;
 	int line;
+	/* the run fields the "# key: value" lines gave, and their lines */
+	struct {
+		const char *name;
+		int line;
+	} given[32];
+	int n_given;
 };
 
 /* 1 when the byte at p (before end) is a control character a cell may not
@@ -181,6 +187,16 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 	/* a comment that does not look like a header field stays a comment */
 	if (!fa_import_header_field_near(name))
 		return FA_OK;
+	/* a field given twice is an error, as a duplicate JSON field is */
+	for (int i = 0; i < c->n_given; i++)
+		if (strcmp(c->given[i].name, name) == 0)
+			return fa_err_at(c->cx->err, &kl, "duplicate run field '%s' (first on line %d)",
+					 name, c->given[i].line);
+	if (fa_import_header_field_is(name) &&
+	    c->n_given < (int)(sizeof c->given / sizeof c->given[0])) {
+		c->given[c->n_given].name = name;
+		c->given[c->n_given++].line = c->line;
+	}
 	for (vs = p + 1; vs < le && (*vs == ' ' || *vs == '\t'); vs++)
 		;
 	for (ve = le; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'); ve--)
@@ -200,7 +216,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 
 enum fa_rc fa_import_parse_csv(struct ctx *cx, const char *text, size_t len)
 {
-	struct csv c = {cx, text, text + len, text, 1};
+	struct csv c = {cx, text, text + len, text, 1, {{0}}, 0};
 	struct ival *head = NULL, *cells;
 	int32_t n_head = 0, n;
 	enum fa_rc rc;

@@ -533,6 +533,48 @@ FA_TEST(import, csv_run_field_given_twice)
 	fa_import_free(&im);
 }
 
+/* A UTF-8 byte order mark opening the file is skipped, in JSON lines, a
+ * report's JSON and CSV, as the suite loader skips it; columns count from
+ * after it. Elsewhere it is a character like any other. */
+FA_TEST(import, byte_order_mark_is_skipped)
+{
+	static const char *const good[][2] = {
+		{"t.jsonl", "\xef\xbb\xbf{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+			    "\"kernel\": \"p\", \"median_ms\": 0.5}\n"},
+		{"t.csv", "\xef\xbb\xbfheads,head_dim,seq_len,kernel,median_ms\n2,32,16,p,0.5\n"},
+		{"t.csv", "\xef\xbb\xbf# source: tool\nheads,head_dim,seq_len,kernel,median_ms\n"
+			  "2,32,16,p,0.5\n"},
+		{"t.json", "\xef\xbb\xbf{\n\"schema_version\": 1, \"results\": [{\"case\": {\"heads\": 2, "
+			   "\"head_dim\": 32, \"q_len\": 16, \"kv_len\": 16}, \"kernel\": \"p\", "
+			   "\"median_ms\": 0.5}]}\n"},
+		{"no-suffix", "\xef\xbb\xbf{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+			      "\"kernel\": \"p\", \"median_ms\": 0.5}\n"}, /* told apart by content */
+	};
+	struct fa_import im;
+	struct fa_err err;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		enum fa_rc rc = parse_text(good[i][0], good[i][1], &im, &err);
+		FA_CHECKF(rc == FA_OK, "%zu: %d:%d: %s", i, err.line, err.col, err.msg);
+		if (rc != FA_OK)
+			continue;
+		FA_CHECKF(im.n_rows == 1 && im.cases[0].p.heads == 2 && im.rows[0].r.t.median_ms == 0.5,
+			  "%zu: rows %d", i, im.n_rows);
+		fa_import_free(&im);
+	}
+	/* columns on line 1 count from after it */
+	FA_CHECK(parse_text("t.csv", "\xef\xbb\xbfheads,head_dimm,seq_len,kernel\n2,32,16,p\n", &im,
+			    &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 1 && err.col == 7 && strstr(err.msg, "unknown column 'head_dimm'"));
+	/* one later in the file is no byte order mark */
+	FA_CHECK(parse_text("t.jsonl", "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+				       "\"kernel\": \"p\"}\n\xef\xbb\xbf{\"heads\": 4}\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "got byte 0xef"));
+	FA_CHECK(parse_text("t.csv", "heads,head_dim,seq_len,kernel\n\xef\xbb\xbf" "2,32,16,p\n", &im,
+			    &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "for 'heads'"));
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -1296,6 +1296,13 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'", name);
 	}
 	cx = (struct ctx){im, m, im->path, err, 0};
+	/* a UTF-8 byte order mark (Windows editors and Excel write one) is
+	 * skipped, as the suite loader skips it; columns count from after it,
+	 * as libyaml's do */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	if (format == FA_IMPORT_AUTO) {
 		const char *p = text;
 		while (p < text + len && strchr(" \t\r\n", *p))

@@ -137,6 +137,10 @@ static const struct exit_case cases[] = {
 	 "tests/import/bad_header_started_at_month.jsonl:1:30: started_at '2026-13-45T99:99:99Z' "
 	 "has month 13",
 	 DB_SAME},
+	{{"import", "tests/import/bad_params_empty_item.jsonl", "--run-into", "1", "--db", "@DB"},
+	 2,
+	 "tests/import/bad_params_empty_item.jsonl:1:75: empty item in params 'a=1,,=b,c'",
+	 DB_SAME},
 	{{"import", "tests/import/good_tiny.csv", "--run-into", "99", "--db", "@DB"},
 	 2,
 	 "99",

@@ -575,6 +575,97 @@ FA_TEST(import, byte_order_mark_is_skipped)
 	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "for 'heads'"));
 }
 
+/* params are what fabench writes (NAME=VALUE, a 32-bit integer as %d
+ * prints it, joined by single commas, each name once; a name of letters,
+ * digits and '_' as a kernel's param may be called): anything else is an
+ * error at the item, a control character at the character, past escapes. */
+FA_TEST(import, params_as_fabench_writes_them)
+{
+	/* the JSON source of the params string; the text starts at column 71 */
+	static const struct {
+		const char *json;
+		int col; /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"", 0, NULL},
+		{"block=64", 0, NULL},
+		{"block_q=16,block_k=64", 0, NULL},
+		{"a=-8,B_2=0,x=2147483647,y=-2147483648", 0, NULL},
+		{"2d=1,_=0", 0, NULL}, /* a plugin's param may start with a digit */
+		{"a=1,,=b,c", 75, "empty item in params 'a=1,,=b,c' (params are NAME=VALUE items "
+				  "separated by single commas)"},
+		{"a=1,", 75, "empty item in params 'a=1,'"},
+		{",a=1", 71, "empty item in params ',a=1'"},
+		{"c", 71, "params item 'c' is not NAME=VALUE"},
+		{"a=1,=b", 75, "params item '=b' is not NAME=VALUE"},
+		{"a=1, b=2", 75, "params name ' b' must be letters, digits and '_'"},
+		{"$(rm -rf ~)=1", 71, "params name '$(rm -rf ~)' must be letters, digits and '_'"},
+		{"\xc3\xa9=1", 71, "params name '\xc3\xa9' must be letters, digits and '_'"},
+		{"a=1,b=x", 75, "params item 'b=x' must have an integer value as fabench writes it "
+				"(-8, 0, 64)"},
+		{"a=064", 71, "params item 'a=064' must have an integer value"},
+		{"a=+1", 71, "params item 'a=+1' must have an integer value"},
+		{"a=-0", 71, "params item 'a=-0' must have an integer value"},
+		{"a=", 71, "params item 'a=' must have an integer value"},
+		{"a=1.5", 71, "params item 'a=1.5' must have an integer value"},
+		{"a=\\\"1\\\"", 71, "params item 'a=\"1\"' must have an integer value"},
+		{"a=1=2", 71, "params item 'a=1=2' must have an integer value"},
+		{"a=2147483648", 71, "params item 'a=2147483648' has a value outside 32-bit integers"},
+		{"a=-2147483649", 71, "has a value outside 32-bit integers"},
+		{"a=99999999999999999999", 71, "has a value outside 32-bit integers"},
+		{"a=1,a=2", 75, "params name 'a' given twice"},
+		{"ab=1,a=2,ab=3", 80, "params name 'ab' given twice"},
+		{"a=1,\\nb=2", 75, "control character 0x0a in params"},
+		{"a=1\\t", 74, "control character 0x09 in params"},
+		/* columns past escapes: \u0031 is six characters of the line, one byte */
+		{"a=\\u0031,a=2", 80, "params name 'a' given twice"},
+		{"a=\\u0031,\\u0001", 80, "control character 0x01 in params"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc;
+		snprintf(text, sizeof text,
+			 "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+			 "\"params\": \"%s\"}\n",
+			 cases[i].json);
+		rc = parse_text("t.jsonl", text, &im, &err);
+		if (!cases[i].col) {
+			FA_CHECKF(rc == FA_OK && strcmp(im.rows[0].r.params, cases[i].json) == 0,
+				  "'%s': %s", cases[i].json, err.msg);
+			if (rc == FA_OK)
+				fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "'%s': %d at %d:%d: %s", cases[i].json, rc, err.line, err.col, err.msg);
+	}
+	/* CSV: a quoted cell (the text from column 12), across lines, unquoted */
+	{
+		struct fa_import im;
+		struct fa_err err;
+		const char *head = "heads,head_dim,seq_len,kernel,params\n";
+		char text[256];
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2\"\n", head);
+		FA_REQUIRE(parse_text("t.csv", text, &im, &err) == FA_OK);
+		FA_CHECK(strcmp(im.rows[0].r.params, "a=1,b=2") == 0);
+		fa_import_free(&im);
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2,\"\"c\"\"=3\"\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 20 &&
+			 strcmp(err.msg, "params name '\"c\"' must be letters, digits and '_'") == 0);
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2,\nc=3\"\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 20 &&
+			 strcmp(err.msg, "control character 0x0a in params") == 0);
+		snprintf(text, sizeof text, "%s2,32,16,p,a=1;b=2\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 11 && strstr(err.msg, "'a=1;b=2' must have"));
+	}
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -607,6 +607,69 @@ static enum fa_rc get_samples(struct ctx *cx, const struct ival *v, double **out
 	return FA_OK;
 }
 
+/* params as fabench writes them (fa_case_kernel_text): "" or NAME=VALUE
+ * items joined by single commas, each NAME once and made of letters,
+ * digits and '_' (what fa_kernel_validate lets a kernel's param be called),
+ * each VALUE a 32-bit integer in the form %d prints (-8, 0, 64: no '+', no
+ * leading zeros). Compare, report and tune split them on ',' and '=', and
+ * tune reads the values as integers; results match by the text, so 64 and
+ * 064 must not be two params. The error at the item (a control character:
+ * at the character). */
+static enum fa_rc params_check(struct ctx *cx, const struct ival *v, const char *s)
+{
+	const char *p = s;
+	if (!*s)
+		return FA_OK; /* no params */
+	for (;;) {
+		const char *item = p, *end = p + strcspn(p, ","), *eq, *d, *q;
+		struct fa_loc l;
+		int len = (int)(end - item);
+		for (q = item; q < end; q++)
+			if ((unsigned char)*q < 0x20) {
+				l = fa_import_loc_in(v, (size_t)(q - s));
+				return fa_err_at(cx->err, &l, "control character 0x%02x in params",
+						 (unsigned char)*q);
+			}
+		l = fa_import_loc_in(v, (size_t)(item - s));
+		if (!len)
+			return fa_err_at(cx->err, &l,
+					 "empty item in params '%s' (params are NAME=VALUE items "
+					 "separated by single commas)",
+					 s);
+		eq = memchr(item, '=', (size_t)len);
+		if (!eq || eq == item)
+			return fa_err_at(cx->err, &l, "params item '%.*s' is not NAME=VALUE", len, item);
+		for (q = item; q < eq; q++)
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			      (*q >= '0' && *q <= '9') || *q == '_'))
+				return fa_err_at(cx->err, &l,
+						 "params name '%.*s' must be letters, digits and '_'",
+						 (int)(eq - item), item);
+		d = eq + 1 + (eq[1] == '-');
+		q = d;
+		while (q < end && *q >= '0' && *q <= '9')
+			q++;
+		if (q != end || q == d || (*d == '0' && (q - d > 1 || d > eq + 1)))
+			return fa_err_at(cx->err, &l,
+					 "params item '%.*s' must have an integer value as fabench "
+					 "writes it (-8, 0, 64)",
+					 len, item);
+		if (q - d > 10 || strtoll(eq + 1, NULL, 10) < INT32_MIN ||
+		    strtoll(eq + 1, NULL, 10) > INT32_MAX)
+			return fa_err_at(cx->err, &l,
+					 "params item '%.*s' has a value outside 32-bit integers", len,
+					 item);
+		for (q = s; q < item; q += strcspn(q, ",") + 1)
+			if (strncmp(q, item, (size_t)(eq - item + 1)) == 0)
+				return fa_err_at(cx->err, &l, "params name '%.*s' given twice",
+						 (int)(eq - item), item);
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	return FA_OK;
+}
+
 static int kernel_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -1098,7 +1161,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		return fa_err_at(cx->err, &rv[RF_KERNEL]->loc,
 				 "kernel name '%s' must be 1 to %d letters, digits or _ . + - : / @",
 				 kernel, IMPORT_KERNEL_MAX);
-	if (rv[RF_PARAMS] && (rc = get_text(cx, "params", rv[RF_PARAMS], &params)) != FA_OK)
+	if (rv[RF_PARAMS] && ((rc = get_text(cx, "params", rv[RF_PARAMS], &params)) != FA_OK ||
+			      (rc = params_check(cx, rv[RF_PARAMS], params)) != FA_OK))
 		return rc;
 	/* one result per case, kernel and params, as in a fabench run */
 	{

@@ -666,6 +666,38 @@ FA_TEST(import, params_as_fabench_writes_them)
 	}
 }
 
+/* Columns are counted along a line once: a line of 8 MB with a million
+ * values (non-ASCII text and escapes before them) and an error at its end
+ * is read in well under the time limit, and the column is its character. */
+FA_TEST(import, long_line_columns_in_linear_time)
+{
+	char path[PATH_MAX], db[PATH_MAX], want[PATH_MAX + 64];
+	struct fa_proc_result r;
+	FILE *f;
+	long col = 0;
+	snprintf(path, sizeof path, "%s/long.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "long.db");
+	FA_REQUIRE((f = fopen(path, "w")) != NULL);
+	col += fprintf(f, "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+			  "\"reason\": \"");
+	for (int i = 0; i < 100000; i++) {
+		fputs("\xc3\xa9\\u00e9", f); /* two bytes and one column, six and six */
+		col += 7;
+	}
+	col += fprintf(f, "\", \"samples\": [0.5");
+	for (int i = 0; i < 1000000; i++)
+		col += fprintf(f, ",0.5");
+	col += fprintf(f, ", ");
+	fprintf(f, "-1]}\n");
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", path, "--db", db, NULL}, NULL, 60, &r);
+	snprintf(want, sizeof want, "%s:1:%ld: samples entry -1 must be positive", path, col + 1);
+	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
+		  r.status, r.err);
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -21,4 +21,13 @@ int fa_utf8_len(const unsigned char *p, const unsigned char *end);
  * tab is one column and an invalid byte one as well. */
 int fa_utf8_col(const char *line_start, const char *at);
 
+/* The same for a reader that asks again and again along one line: it
+ * counts on from the column it gave last (m starts zeroed), so a line of
+ * many values costs its length once, not once per value. */
+struct fa_utf8_cols {
+	const char *line_start, *at;
+	int col;
+};
+int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at);
+
 #endif /* FA_TEXT_H */

@@ -170,48 +170,72 @@ static int hex_digit(char c)
 	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : 0;
 }
 
-struct fa_loc fa_import_loc_in(const struct ival *v, size_t off)
+/* A walk along a value's source text (fa_import_loc_in), resumable: the
+ * items of a long list cell cost its length once. */
+struct iwalk {
+	const struct ival *v;
+	const char *p;   /* in v->src */
+	size_t d;        /* the bytes of v->s walked */
+	struct fa_loc l; /* where p is */
+};
+
+static void iwalk_init(struct iwalk *w, const struct ival *v)
 {
-	struct fa_loc l = v->loc;
-	const char *p = v->src;
-	size_t d = 0; /* bytes of v->s walked */
-	if (!p)
-		return l;
-	if (v->esc == IE_JSON)
-		l.col++; /* past the opening quote */
+	w->v = v;
+	w->p = v->src;
+	w->d = 0;
+	w->l = v->loc;
+	if (v->src && v->esc == IE_JSON)
+		w->l.col++; /* past the opening quote */
+}
+
+/* The place of byte off of v->s, off at least as far as the last call's. */
+static struct fa_loc iwalk_to(struct iwalk *w, size_t off)
+{
+	const int esc = w->v->esc;
+	if (!w->p)
+		return w->v->loc;
 	/* the reader checked the text: escapes are whole and UTF-8 is valid */
-	while (d < off) {
-		if (v->esc == IE_JSON && *p == '\\' && p[1] == 'u') {
+	while (w->d < off) {
+		const char *p = w->p;
+		if (esc == IE_JSON && *p == '\\' && p[1] == 'u') {
 			long cp = 0;
 			for (int i = 2; i < 6; i++)
 				cp = cp * 16 + hex_digit(p[i]);
 			if (cp >= 0xd800 && cp <= 0xdbff) { /* and its low half: 4 bytes */
-				p += 12;
-				l.col += 12;
-				d += 4;
+				w->p += 12;
+				w->l.col += 12;
+				w->d += 4;
 			} else {
-				p += 6;
-				l.col += 6;
-				d += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+				w->p += 6;
+				w->l.col += 6;
+				w->d += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
 			}
-		} else if ((v->esc == IE_JSON && *p == '\\') || (v->esc == IE_CSV && *p == '"')) {
-			p += 2; /* \n, \", ... or "" */
-			l.col += 2;
-			d++;
+		} else if ((esc == IE_JSON && *p == '\\') || (esc == IE_CSV && *p == '"')) {
+			w->p += 2; /* \n, \", ... or "" */
+			w->l.col += 2;
+			w->d++;
 		} else if (*p == '\n') { /* inside a quoted CSV cell */
-			p++;
-			d++;
-			l.line++;
-			l.col = 1;
+			w->p++;
+			w->d++;
+			w->l.line++;
+			w->l.col = 1;
 		} else {
 			unsigned char c = (unsigned char)*p;
 			int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-			p += n;
-			d += (size_t)n;
-			l.col++;
+			w->p += n;
+			w->d += (size_t)n;
+			w->l.col++;
 		}
 	}
-	return l;
+	return w->l;
+}
+
+struct fa_loc fa_import_loc_in(const struct ival *v, size_t off)
+{
+	struct iwalk w;
+	iwalk_init(&w, v);
+	return iwalk_to(&w, off);
 }
 
 static uint64_t hash_str(const char *s)
@@ -408,6 +432,8 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 	static const char seps[] = "/; \t";
 	const char *p = v->s;
 	int32_t count = 0, k = 0;
+	struct iwalk w;
+	iwalk_init(&w, v);
 	for (const char *q = p; *q;) {
 		q += strspn(q, seps);
 		if (*q) {
@@ -428,7 +454,7 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 			break;
 		len = strcspn(p, seps);
 		(*items)[k].kind = IK_RAW;
-		(*items)[k].loc = fa_import_loc_in(v, (size_t)(p - v->s));
+		(*items)[k].loc = iwalk_to(&w, (size_t)(p - v->s));
 		if (!((*items)[k].s = fa_import_strndup(&cx->m->arena, p, len)))
 			return fa_import_nomem(cx);
 		k++;

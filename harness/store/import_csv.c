@@ -18,6 +18,7 @@ struct csv {
 	const char *p, *end;
 	const char *line_start;
 	int line;
+	struct fa_utf8_cols cols; /* the columns counted along the line */
 	/* the run fields the "# key: value" lines gave, and their lines */
 	struct {
 		const char *name;
@@ -25,6 +26,13 @@ struct csv {
 	} given[32];
 	int n_given;
 };
+
+/* The file:line:col of at, on the current line. */
+static struct fa_loc cloc(struct csv *c, const char *at)
+{
+	struct fa_loc l = {c->cx->file, c->line, fa_utf8_col_next(&c->cols, c->line_start, at)};
+	return l;
+}
 
 /* 1 when the byte at p (before end) is a control character a cell may not
  * hold, as a JSON string may not: below 0x20, except a tab, a line break
@@ -38,7 +46,7 @@ static int csv_control(const char *p, const char *end)
 
 static enum fa_rc csv_control_err(struct csv *c, const char *at, const char *where)
 {
-	struct fa_loc l = {c->cx->file, c->line, fa_utf8_col(c->line_start, at)};
+	struct fa_loc l = cloc(c, at);
 	return fa_err_at(c->cx->err, &l, "control character 0x%02x in %s", (unsigned char)*at,
 			 where);
 }
@@ -51,7 +59,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 	memset(v, 0, sizeof *v);
 	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
 		c->p++;
-	l = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, c->p)};
+	l = cloc(c, c->p);
 	if (c->p < c->end && *c->p == '"') {
 		const char *q = ++c->p, *text = c->p;
 		size_t n = 0;
@@ -88,7 +96,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
 			c->p++;
 		if (c->p < c->end && *c->p != ',' && *c->p != '\n') {
-			l = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, c->p)};
+			l = cloc(c, c->p);
 			return fa_err_at(c->cx->err, &l, "expected ',' after a quoted cell");
 		}
 		start.col++; /* point at the text, past the quote */
@@ -103,8 +111,7 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		const char *s = c->p, *e;
 		while (c->p < c->end && *c->p != ',' && *c->p != '\n') {
 			if (*c->p == '"') {
-				l = (struct fa_loc){c->cx->file, c->line,
-						    fa_utf8_col(c->line_start, c->p)};
+				l = cloc(c, c->p);
 				return fa_err_at(c->cx->err, &l,
 						 "quote inside an unquoted cell (quote the whole cell)");
 			}
@@ -183,7 +190,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 		return FA_OK;
 	if (!(name = fa_import_strndup(&c->cx->m->arena, ks, (size_t)(ke - ks))))
 		return fa_import_nomem(c->cx);
-	kl = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, ks)};
+	kl = cloc(c, ks);
 	/* a comment that does not look like a header field stays a comment */
 	if (!fa_import_header_field_near(name))
 		return FA_OK;
@@ -204,7 +211,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 	for (const char *q = vs; q < ve; q++)
 		if (csv_control(q, le))
 			return csv_control_err(c, q, "a header line");
-	vl = (struct fa_loc){c->cx->file, c->line, fa_utf8_col(c->line_start, vs)};
+	vl = cloc(c, vs);
 	memset(&v, 0, sizeof v);
 	v.kind = ve > vs ? IK_RAW : IK_NULL;
 	v.loc = vl;
@@ -216,7 +223,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 
 enum fa_rc fa_import_parse_csv(struct ctx *cx, const char *text, size_t len)
 {
-	struct csv c = {cx, text, text + len, text, 1, {{0}}, 0};
+	struct csv c = {cx, text, text + len, text, 1, {0}, {{0}}, 0};
 	struct ival *head = NULL, *cells;
 	int32_t n_head = 0, n;
 	enum fa_rc rc;

@@ -23,11 +23,12 @@ struct jp {
 	const char *line_start, *p, *end; /* the line, without its newline */
 	int line;
 	int depth;
+	struct fa_utf8_cols cols; /* jloc's count along the line */
 };
 
-static struct fa_loc jloc(const struct jp *j, const char *at)
+static struct fa_loc jloc(struct jp *j, const char *at)
 {
-	struct fa_loc l = {j->cx->file, j->line, fa_utf8_col(j->line_start, at)};
+	struct fa_loc l = {j->cx->file, j->line, fa_utf8_col_next(&j->cols, j->line_start, at)};
 	return l;
 }
 
@@ -392,7 +393,7 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
-		struct jp j = {cx, p, p, le, ++line, 0};
+		struct jp j = {cx, p, p, le, ++line, 0, {0}};
 		struct ival v;
 		jskip(&j);
 		if (j.p == le) { /* a blank line */
@@ -434,7 +435,7 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
  * a row; the run's fields that a header has make the header. */
 enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len)
 {
-	struct jp j = {cx, text, text, text + len, 1, 0};
+	struct jp j = {cx, text, text, text + len, 1, 0, {0}};
 	const struct ival *results = NULL, *run = NULL, *version = NULL;
 	struct ival v;
 	char buf[80];

@@ -639,17 +639,25 @@ static enum fa_rc get_samples(struct ctx *cx, const struct ival *v, double **out
  * each VALUE a 32-bit integer in the form %d prints (-8, 0, 64: no '+', no
  * leading zeros). Compare, report and tune split them on ',' and '=', and
  * tune reads the values as integers; results match by the text, so 64 and
- * 064 must not be two params. The error at the item (a control character:
- * at the character). */
+ * 064 must not be two params. At most FA_KERNEL_MAX_PARAMS items, as a
+ * kernel has. The error at the item (a control character: at the
+ * character). */
 static enum fa_rc params_check(struct ctx *cx, const struct ival *v, const char *s)
 {
 	const char *p = s;
 	if (!*s)
 		return FA_OK; /* no params */
-	for (;;) {
+	for (int n = 1;; n++) {
 		const char *item = p, *end = p + strcspn(p, ","), *eq, *d, *q;
 		struct fa_loc l;
 		int len = (int)(end - item);
+		if (n > FA_KERNEL_MAX_PARAMS) { /* and the check for names given twice stays short */
+			l = fa_import_loc_in(v, (size_t)(item - s));
+			return fa_err_at(cx->err, &l,
+					 "params has more than %d items (a kernel has at most %d "
+					 "params)",
+					 FA_KERNEL_MAX_PARAMS, FA_KERNEL_MAX_PARAMS);
+		}
 		for (q = item; q < end; q++)
 			if ((unsigned char)*q < 0x20) {
 				l = fa_import_loc_in(v, (size_t)(q - s));

@@ -394,6 +394,314 @@ FA_TEST(import, parse_details)
 	FA_CHECK(strstr(err.msg, "is not a regular file (a directory)") != NULL);
 }
 
+/* started_at names a real time: months 01-12, the month's days (February
+ * 29 in leap years only), hours 00-23, minutes and seconds 00-59 (no leap
+ * second); the error points at the field that is wrong. */
+FA_TEST(import, started_at_must_be_a_real_time)
+{
+	static const struct {
+		const char *at;
+		int col;          /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"2024-02-29T23:59:59Z", 0, NULL},
+		{"2000-02-29T00:00:00Z", 0, NULL}, /* divisible by 400: a leap year */
+		{"2026-12-31T00:00:00Z", 0, NULL},
+		{"2100-02-29T00:00:00Z", 33, "has day 29 (2100-02 has days 01 to 28)"},
+		{"2026-04-31T00:00:00Z", 33, "has day 31 (2026-04 has days 01 to 30)"},
+		{"2026-01-00T00:00:00Z", 33, "has day 00 (2026-01 has days 01 to 31)"},
+		{"2026-00-10T00:00:00Z", 30, "has month 00 (01 to 12)"},
+		{"2026-13-45T99:99:99Z", 30, "has month 13 (01 to 12)"},
+		{"2026-11-25T24:00:00Z", 36, "has hour 24 (00 to 23)"},
+		{"2026-11-25T12:60:00Z", 39, "has minute 60 (00 to 59)"},
+		{"2026-12-31T23:59:60Z", 42, "has second 60 (00 to 59)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[256];
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc;
+		int n = snprintf(text, sizeof text,
+				 "{\"run\": {\"started_at\": \"%s\"}}\n"
+				 "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\"}\n",
+				 cases[i].at);
+		fa_err_clear(&err);
+		rc = fa_import_parse("t.jsonl", text, (size_t)n, FA_IMPORT_AUTO, &im, &err);
+		if (!cases[i].col) {
+			FA_CHECKF(rc == FA_OK && strcmp(im.run.started_at, cases[i].at) == 0,
+				  "%s: %s", cases[i].at, err.msg);
+			fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "%s: %d at 1:%d: %s", cases[i].at, rc, err.col, err.msg);
+		/* the same in a CSV header line, the value at column 15 */
+		n = snprintf(text, sizeof text, "# started_at: %s\nheads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			     cases[i].at);
+		fa_err_clear(&err);
+		rc = fa_import_parse("t.csv", text, (size_t)n, FA_IMPORT_AUTO, &im, &err);
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col - 25 + 15 &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "csv %s: %d at 1:%d: %s", cases[i].at, rc, err.col, err.msg);
+	}
+}
+
+/* Parses text named name; FA_OK or the error's rc with err filled. */
+static enum fa_rc parse_text(const char *name, const char *text, struct fa_import *im,
+			     struct fa_err *err)
+{
+	fa_err_clear(err);
+	return fa_import_parse(name, text, strlen(text), FA_IMPORT_AUTO, im, err);
+}
+
+/* A CSV cell may hold what a JSON string may: tabs, and line breaks inside
+ * quotes (a CRLF's CR too); any other control character is refused where
+ * it is, as JSON refuses it. */
+FA_TEST(import, csv_control_characters_as_json)
+{
+	static const struct {
+		const char *text;
+		int line, col; /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\tb\n", 0, 0, "a\tb"},
+		{"heads,head_dim,seq_len,kernel,reason\r\n2,32,16,p,\"x\r\ny\"\r\n", 0, 0, "x\r\ny"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,\"\ty\n\"\n", 0, 0, "\ty\n"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\x01" "b\n", 2, 12,
+		 "control character 0x01 in a cell"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,a\rb\n", 2, 12,
+		 "control character 0x0d in a cell"},
+		{"heads,head_dim,seq_len,kernel,reason\n2,32,16,p,\"\xc3\xa9\n\xc3\xa9\x7f\x1f\"\n", 3, 3,
+		 "control character 0x1f in a cell"},
+		{"heads,head_dim,seq_len,ker\x02nel\n2,32,16,p\n", 1, 27,
+		 "control character 0x02 in a cell"},
+		{"# label: a\x1b" "b\nheads,head_dim,seq_len,kernel\n2,32,16,p\n", 1, 11,
+		 "control character 0x1b in a header line"},
+		/* a comment that names no run field may hold anything */
+		{"# made\x01 by a tool\nheads,head_dim,seq_len,kernel\n2,32,16,p\n", 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc = parse_text("t.csv", cases[i].text, &im, &err);
+		if (!cases[i].line) {
+			FA_CHECKF(rc == FA_OK, "case %zu: %s", i, err.msg);
+			if (rc == FA_OK && cases[i].says)
+				FA_CHECKF(strcmp(im.rows[0].r.reason, cases[i].says) == 0,
+					  "case %zu: reason '%s'", i, im.rows[0].r.reason);
+			fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == cases[i].line && err.col == cases[i].col &&
+				  strcmp(err.msg, cases[i].says) == 0,
+			  "case %zu: %d at %d:%d: %s", i, rc, err.line, err.col, err.msg);
+	}
+	/* JSON's words for the same byte */
+	{
+		struct fa_import im;
+		struct fa_err err;
+		FA_CHECK(parse_text("t.jsonl",
+				    "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+				    "\"reason\": \"a\x01" "b\"}\n",
+				    &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.col == 72 && strcmp(err.msg, "control character 0x01 in a string") == 0);
+	}
+}
+
+/* A run field given twice by "# key: value" lines is an error at the
+ * second, as a duplicate JSON field is; comments may repeat. */
+FA_TEST(import, csv_run_field_given_twice)
+{
+	struct fa_import im;
+	struct fa_err err;
+	FA_CHECK(parse_text("t.csv",
+			    "# label: a\n# made by hand\n# made by hand\n# source: t\n#  label:  b\n"
+			    "heads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 5 && err.col == 4 &&
+		 strcmp(err.msg, "duplicate run field 'label' (first on line 1)") == 0);
+	/* an empty value counts as given */
+	FA_CHECK(parse_text("t.csv", "# host:\n# host: x\nheads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && strstr(err.msg, "'host' (first on line 1)") != NULL);
+	/* each once: read */
+	FA_REQUIRE(parse_text("t.csv", "# label: a\n# source: t\n# made by hand\n# made by hand\n"
+				       "heads,head_dim,seq_len,kernel\n2,32,16,p\n",
+			      &im, &err) == FA_OK);
+	FA_CHECK(strcmp(im.run.label, "a") == 0 && strcmp(im.run.source, "t") == 0);
+	fa_import_free(&im);
+}
+
+/* A UTF-8 byte order mark opening the file is skipped, in JSON lines, a
+ * report's JSON and CSV, as the suite loader skips it; columns count from
+ * after it. Elsewhere it is a character like any other. */
+FA_TEST(import, byte_order_mark_is_skipped)
+{
+	static const char *const good[][2] = {
+		{"t.jsonl", "\xef\xbb\xbf{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+			    "\"kernel\": \"p\", \"median_ms\": 0.5}\n"},
+		{"t.csv", "\xef\xbb\xbfheads,head_dim,seq_len,kernel,median_ms\n2,32,16,p,0.5\n"},
+		{"t.csv", "\xef\xbb\xbf# source: tool\nheads,head_dim,seq_len,kernel,median_ms\n"
+			  "2,32,16,p,0.5\n"},
+		{"t.json", "\xef\xbb\xbf{\n\"schema_version\": 1, \"results\": [{\"case\": {\"heads\": 2, "
+			   "\"head_dim\": 32, \"q_len\": 16, \"kv_len\": 16}, \"kernel\": \"p\", "
+			   "\"median_ms\": 0.5}]}\n"},
+		{"no-suffix", "\xef\xbb\xbf{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+			      "\"kernel\": \"p\", \"median_ms\": 0.5}\n"}, /* told apart by content */
+	};
+	struct fa_import im;
+	struct fa_err err;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		enum fa_rc rc = parse_text(good[i][0], good[i][1], &im, &err);
+		FA_CHECKF(rc == FA_OK, "%zu: %d:%d: %s", i, err.line, err.col, err.msg);
+		if (rc != FA_OK)
+			continue;
+		FA_CHECKF(im.n_rows == 1 && im.cases[0].p.heads == 2 && im.rows[0].r.t.median_ms == 0.5,
+			  "%zu: rows %d", i, im.n_rows);
+		fa_import_free(&im);
+	}
+	/* columns on line 1 count from after it */
+	FA_CHECK(parse_text("t.csv", "\xef\xbb\xbfheads,head_dimm,seq_len,kernel\n2,32,16,p\n", &im,
+			    &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 1 && err.col == 7 && strstr(err.msg, "unknown column 'head_dimm'"));
+	/* one later in the file is no byte order mark */
+	FA_CHECK(parse_text("t.jsonl", "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, "
+				       "\"kernel\": \"p\"}\n\xef\xbb\xbf{\"heads\": 4}\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "got byte 0xef"));
+	FA_CHECK(parse_text("t.csv", "heads,head_dim,seq_len,kernel\n\xef\xbb\xbf" "2,32,16,p\n", &im,
+			    &err) == FA_ERR_INPUT);
+	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "for 'heads'"));
+}
+
+/* params are what fabench writes (NAME=VALUE, a 32-bit integer as %d
+ * prints it, joined by single commas, each name once; a name of letters,
+ * digits and '_' as a kernel's param may be called): anything else is an
+ * error at the item, a control character at the character, past escapes. */
+FA_TEST(import, params_as_fabench_writes_them)
+{
+	/* the JSON source of the params string; the text starts at column 71 */
+	static const struct {
+		const char *json;
+		int col; /* 0: accepted */
+		const char *says;
+	} cases[] = {
+		{"", 0, NULL},
+		{"block=64", 0, NULL},
+		{"block_q=16,block_k=64", 0, NULL},
+		{"a=-8,B_2=0,x=2147483647,y=-2147483648", 0, NULL},
+		{"2d=1,_=0", 0, NULL}, /* a plugin's param may start with a digit */
+		{"a=1,,=b,c", 75, "empty item in params 'a=1,,=b,c' (params are NAME=VALUE items "
+				  "separated by single commas)"},
+		{"a=1,", 75, "empty item in params 'a=1,'"},
+		{",a=1", 71, "empty item in params ',a=1'"},
+		{"c", 71, "params item 'c' is not NAME=VALUE"},
+		{"a=1,=b", 75, "params item '=b' is not NAME=VALUE"},
+		{"a=1, b=2", 75, "params name ' b' must be letters, digits and '_'"},
+		{"$(rm -rf ~)=1", 71, "params name '$(rm -rf ~)' must be letters, digits and '_'"},
+		{"\xc3\xa9=1", 71, "params name '\xc3\xa9' must be letters, digits and '_'"},
+		{"a=1,b=x", 75, "params item 'b=x' must have an integer value as fabench writes it "
+				"(-8, 0, 64)"},
+		{"a=064", 71, "params item 'a=064' must have an integer value"},
+		{"a=+1", 71, "params item 'a=+1' must have an integer value"},
+		{"a=-0", 71, "params item 'a=-0' must have an integer value"},
+		{"a=", 71, "params item 'a=' must have an integer value"},
+		{"a=1.5", 71, "params item 'a=1.5' must have an integer value"},
+		{"a=\\\"1\\\"", 71, "params item 'a=\"1\"' must have an integer value"},
+		{"a=1=2", 71, "params item 'a=1=2' must have an integer value"},
+		{"a=2147483648", 71, "params item 'a=2147483648' has a value outside 32-bit integers"},
+		{"a=-2147483649", 71, "has a value outside 32-bit integers"},
+		{"a=99999999999999999999", 71, "has a value outside 32-bit integers"},
+		{"a=1,a=2", 75, "params name 'a' given twice"},
+		{"ab=1,a=2,ab=3", 80, "params name 'ab' given twice"},
+		{"a=1,\\nb=2", 75, "control character 0x0a in params"},
+		{"a=1\\t", 74, "control character 0x09 in params"},
+		/* columns past escapes: \u0031 is six characters of the line, one byte */
+		{"a=\\u0031,a=2", 80, "params name 'a' given twice"},
+		{"a=\\u0031,\\u0001", 80, "control character 0x01 in params"},
+		/* as many items as a kernel has params (16), no more */
+		{"a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9,j=10,k=11,l=12,m=13,n=14,o=15,p=16", 0, NULL},
+		{"a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9,j=10,k=11,l=12,m=13,n=14,o=15,p=16,q=17", 142,
+		 "params has more than 16 items (a kernel has at most 16 params)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		struct fa_import im;
+		struct fa_err err;
+		enum fa_rc rc;
+		snprintf(text, sizeof text,
+			 "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+			 "\"params\": \"%s\"}\n",
+			 cases[i].json);
+		rc = parse_text("t.jsonl", text, &im, &err);
+		if (!cases[i].col) {
+			FA_CHECKF(rc == FA_OK && strcmp(im.rows[0].r.params, cases[i].json) == 0,
+				  "'%s': %s", cases[i].json, err.msg);
+			if (rc == FA_OK)
+				fa_import_free(&im);
+			continue;
+		}
+		FA_CHECKF(rc == FA_ERR_INPUT && err.line == 1 && err.col == cases[i].col &&
+				  strstr(err.msg, cases[i].says) != NULL,
+			  "'%s': %d at %d:%d: %s", cases[i].json, rc, err.line, err.col, err.msg);
+	}
+	/* CSV: a quoted cell (the text from column 12), across lines, unquoted */
+	{
+		struct fa_import im;
+		struct fa_err err;
+		const char *head = "heads,head_dim,seq_len,kernel,params\n";
+		char text[256];
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2\"\n", head);
+		FA_REQUIRE(parse_text("t.csv", text, &im, &err) == FA_OK);
+		FA_CHECK(strcmp(im.rows[0].r.params, "a=1,b=2") == 0);
+		fa_import_free(&im);
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2,\"\"c\"\"=3\"\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 20 &&
+			 strcmp(err.msg, "params name '\"c\"' must be letters, digits and '_'") == 0);
+		snprintf(text, sizeof text, "%s2,32,16,p,\"a=1,b=2,\nc=3\"\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 20 &&
+			 strcmp(err.msg, "control character 0x0a in params") == 0);
+		snprintf(text, sizeof text, "%s2,32,16,p,a=1;b=2\n", head);
+		FA_CHECK(parse_text("t.csv", text, &im, &err) == FA_ERR_INPUT);
+		FA_CHECK(err.line == 2 && err.col == 11 && strstr(err.msg, "'a=1;b=2' must have"));
+	}
+}
+
+/* Columns are counted along a line once: a line of 8 MB with a million
+ * values (non-ASCII text and escapes before them) and an error at its end
+ * is read in well under the time limit, and the column is its character. */
+FA_TEST(import, long_line_columns_in_linear_time)
+{
+	char path[PATH_MAX], db[PATH_MAX], want[PATH_MAX + 64];
+	struct fa_proc_result r;
+	FILE *f;
+	long col = 0;
+	snprintf(path, sizeof path, "%s/long.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "long.db");
+	FA_REQUIRE((f = fopen(path, "w")) != NULL);
+	col += fprintf(f, "{\"heads\": 2, \"head_dim\": 32, \"seq_len\": 16, \"kernel\": \"p\", "
+			  "\"reason\": \"");
+	for (int i = 0; i < 100000; i++) {
+		fputs("\xc3\xa9\\u00e9", f); /* two bytes and one column, six and six */
+		col += 7;
+	}
+	col += fprintf(f, "\", \"samples\": [0.5");
+	for (int i = 0; i < 1000000; i++)
+		col += fprintf(f, ",0.5");
+	col += fprintf(f, ", ");
+	fprintf(f, "-1]}\n");
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", path, "--db", db, NULL}, NULL, 60, &r);
+	snprintf(want, sizeof want, "%s:1:%ld: samples entry -1 must be positive", path, col + 1);
+	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
+		  r.status, r.err);
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

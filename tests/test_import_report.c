@@ -222,3 +222,46 @@ FA_TEST(import, bwd_report_csv_carries_gradients_and_round_trips)
 		free(want_json);
 	}
 }
+
+/* The params of a tuning run (fabench's own, --param) come back from its
+ * reports as they were: what fabench writes, import takes. */
+FA_TEST(import, report_params_import_as_written)
+{
+	static const char *const formats[] = {"csv", "json"};
+	static const char sql[] =
+		"SELECT group_concat(x, ';') FROM (SELECT c.key || '|' || r.kernel || '|' || "
+		"r.params AS x FROM results r JOIN cases c ON c.id = r.case_id ORDER BY x)";
+	char db[1024];
+	struct fa_proc_result r;
+	path_in(db, sizeof db, "params.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 16", "--param",
+			       "cpu_flash.block_q=8,32", "--param", "cpu_flash.block_k=16", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 300, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	char *want = fa_test_db_text(db, sql);
+	FA_REQUIRE(want && strstr(want, "|cpu_flash|block_q=8,block_k=16") &&
+		   strstr(want, "|cpu_flash|block_q=32,block_k=16"));
+	for (size_t i = 0; i < 2; i++) {
+		char rep[1024], out[1024], name[64];
+		snprintf(name, sizeof name, "params.%s", formats[i]);
+		path_in(rep, sizeof rep, name);
+		snprintf(name, sizeof name, "params-%s.db", formats[i]);
+		path_in(out, sizeof out, name);
+		fa_proc_run((char *[]){"report", "--db", db, "--format", (char *)formats[i],
+				       "--output", rep, NULL},
+			    NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "report %s: %s", formats[i], r.err);
+		fa_proc_free(&r);
+		fa_proc_run((char *[]){"import", rep, "--db", out, NULL}, NULL, 120, &r);
+		FA_CHECKF(r.status == 0, "import %s: %d %s", formats[i], r.status, r.err);
+		fa_proc_free(&r);
+		char *got = fa_test_db_text(out, sql);
+		FA_CHECKF(got && strcmp(got, want) == 0, "%s: params differ:\n%s\nvs\n%s", formats[i],
+			  got ? got : "(none)", want);
+		free(got);
+	}
+	free(want);
+}

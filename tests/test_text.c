@@ -55,3 +55,32 @@ FA_TEST(text, utf8_len)
 	const unsigned char *euro = (const unsigned char *)"\xe2\x82\xac";
 	FA_CHECK(fa_utf8_len(euro, euro + 2) == 0);
 }
+
+/* Columns count characters, as libyaml's marks and the caret of
+ * fa_err_print do: a UTF-8 sequence is one column, a tab one. */
+FA_TEST(text, utf8_col_counts_characters)
+{
+	static const char line[] = "\xc3\xa9\xc3\xa9,\tx\xe2\x82\xac\xf0\x9f\x98\x80y";
+	FA_CHECK(fa_utf8_col(line, line) == 1);
+	FA_CHECK(fa_utf8_col(line, line + 2) == 2);            /* after one e-acute */
+	FA_CHECK(fa_utf8_col(line, strchr(line, ',')) == 3);   /* two characters, four bytes */
+	FA_CHECK(fa_utf8_col(line, strchr(line, 'x')) == 5);   /* the tab is one */
+	FA_CHECK(fa_utf8_col(line, strchr(line, 'y')) == 8);   /* euro and an emoji: one each */
+	static const char bad[] = "\xff" "a";
+	FA_CHECK(fa_utf8_col(bad, bad + 1) == 2); /* an invalid byte is one */
+}
+
+/* Counting on along a line gives what counting from its start gives, and
+ * starts over on another line or going back. */
+FA_TEST(text, utf8_col_next_counts_on)
+{
+	static const char text[] = "\xc3\xa9" "a\xe2\x82\xac,b\nx\xc3\xa9" "y";
+	const char *line2 = strchr(text, '\n') + 1;
+	struct fa_utf8_cols m = {0};
+	for (const char *p = text; p < line2 - 1; p++)
+		FA_CHECKF(fa_utf8_col_next(&m, text, p) == fa_utf8_col(text, p), "at %d",
+			  (int)(p - text));
+	FA_CHECK(fa_utf8_col_next(&m, text, text + 3) == 3); /* back: from the start */
+	FA_CHECK(fa_utf8_col_next(&m, line2, strchr(line2, 'y')) == 3);
+	FA_CHECK(fa_utf8_col_next(&m, line2, line2) == 1);
+}

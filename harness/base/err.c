@@ -161,8 +161,13 @@ void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 	else
 		fprintf(f, "%s: %s\n", e->file, e->msg);
 	if (e->line > 0 && (e->text[0] ? text_line(e->text, e->line, text, sizeof text) == 0
-				       : read_line(e->file, e->line, text, sizeof text) == 0))
+				       : read_line(e->file, e->line, text, sizeof text) == 0)) {
+		/* columns count from after a byte order mark (libyaml's marks,
+		 * import's): the excerpt leaves it out so that the caret lines up */
+		if (e->line == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
+			memmove(text, text + 3, strlen(text + 3) + 1);
 		print_excerpt(f, e->line, text, e->col);
+	}
 }
 
 const char *fa_rc_name(enum fa_rc rc)

@@ -72,6 +72,8 @@ void fa_err_set_text(struct fa_err *e, const char *text);
  *         |     ^
  * For errors without a file, "fabench: error: message". The source line is
  * re-read from the file; when it cannot be, only the first line is printed.
+ * A UTF-8 byte order mark opening line 1 is left out of the excerpt: columns
+ * count from after it (libyaml's marks, import's).
  * `prefix` (may be NULL) is printed before "error: " for errors without a
  * file, e.g. "fabench run". */
 void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix);

@@ -61,3 +61,23 @@ int fa_utf8_len(const unsigned char *p, const unsigned char *end)
 		return 0;
 	return n;
 }
+
+int fa_utf8_col(const char *line_start, const char *at)
+{
+	int col = 1;
+	for (const char *p = line_start; p < at; p++)
+		col += ((unsigned char)*p & 0xc0) != 0x80;
+	return col;
+}
+
+int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at)
+{
+	if (m->line_start != line_start || !m->at || at < m->at) {
+		m->line_start = line_start;
+		m->at = line_start;
+		m->col = 1;
+	}
+	for (; m->at < at; m->at++)
+		m->col += ((unsigned char)*m->at & 0xc0) != 0x80;
+	return m->col;
+}

@@ -1,6 +1,7 @@
 /* text.h - small text helpers shared by the stages that read input: the
  * edit distance behind every "did you mean" (suite keys and parameters,
- * where-expressions, kernel names, import columns) and UTF-8 validation.
+ * where-expressions, kernel names, import columns), UTF-8 validation and
+ * the columns of input errors.
  */
 #ifndef FA_TEXT_H
 #define FA_TEXT_H
@@ -13,5 +14,20 @@ int fa_edit_distance(const char *a, const char *b);
 /* The length (1..4) of the valid UTF-8 sequence at p, before end; 0 when
  * it is not one (overlong forms, surrogates, past U+10FFFF, cut short). */
 int fa_utf8_len(const unsigned char *p, const unsigned char *end);
+
+/* The 1-based column of at on the line that starts at line_start, in
+ * characters as libyaml's marks and fa_err_print's caret count them: every
+ * byte that does not continue a UTF-8 sequence (0x80..0xbf) is one, so a
+ * tab is one column and an invalid byte one as well. */
+int fa_utf8_col(const char *line_start, const char *at);
+
+/* The same for a reader that asks again and again along one line: it
+ * counts on from the column it gave last (m starts zeroed), so a line of
+ * many values costs its length once, not once per value. */
+struct fa_utf8_cols {
+	const char *line_start, *at;
+	int col;
+};
+int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at);
 
 #endif /* FA_TEXT_H */

@@ -161,6 +161,83 @@ char *fa_import_strndup(struct fa_arena *a, const char *s, size_t n)
 	return d;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : 0;
+}
+
+/* A walk along a value's source text (fa_import_loc_in), resumable: the
+ * items of a long list cell cost its length once. */
+struct iwalk {
+	const struct ival *v;
+	const char *p;   /* in v->src */
+	size_t d;        /* the bytes of v->s walked */
+	struct fa_loc l; /* where p is */
+};
+
+static void iwalk_init(struct iwalk *w, const struct ival *v)
+{
+	w->v = v;
+	w->p = v->src;
+	w->d = 0;
+	w->l = v->loc;
+	if (v->src && v->esc == IE_JSON)
+		w->l.col++; /* past the opening quote */
+}
+
+/* The place of byte off of v->s, off at least as far as the last call's. */
+static struct fa_loc iwalk_to(struct iwalk *w, size_t off)
+{
+	const int esc = w->v->esc;
+	if (!w->p)
+		return w->v->loc;
+	/* the reader checked the text: escapes are whole and UTF-8 is valid */
+	while (w->d < off) {
+		const char *p = w->p;
+		if (esc == IE_JSON && *p == '\\' && p[1] == 'u') {
+			long cp = 0;
+			for (int i = 2; i < 6; i++)
+				cp = cp * 16 + hex_digit(p[i]);
+			if (cp >= 0xd800 && cp <= 0xdbff) { /* and its low half: 4 bytes */
+				w->p += 12;
+				w->l.col += 12;
+				w->d += 4;
+			} else {
+				w->p += 6;
+				w->l.col += 6;
+				w->d += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+			}
+		} else if ((esc == IE_JSON && *p == '\\') || (esc == IE_CSV && *p == '"')) {
+			w->p += 2; /* \n, \", ... or "" */
+			w->l.col += 2;
+			w->d++;
+		} else if (*p == '\n') { /* inside a quoted CSV cell */
+			w->p++;
+			w->d++;
+			w->l.line++;
+			w->l.col = 1;
+		} else {
+			unsigned char c = (unsigned char)*p;
+			int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+			w->p += n;
+			w->d += (size_t)n;
+			w->l.col++;
+		}
+	}
+	return w->l;
+}
+
+struct fa_loc fa_import_loc_in(const struct ival *v, size_t off)
+{
+	struct iwalk w;
+	iwalk_init(&w, v);
+	return iwalk_to(&w, off);
+}
+
 static uint64_t hash_str(const char *s)
 {
 	return fa_fnv1a64(FA_FNV_OFFSET, s, strlen(s));
@@ -355,6 +432,8 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 	static const char seps[] = "/; \t";
 	const char *p = v->s;
 	int32_t count = 0, k = 0;
+	struct iwalk w;
+	iwalk_init(&w, v);
 	for (const char *q = p; *q;) {
 		q += strspn(q, seps);
 		if (*q) {
@@ -375,8 +454,7 @@ static enum fa_rc split_cell(struct ctx *cx, const struct ival *v, struct ival *
 			break;
 		len = strcspn(p, seps);
 		(*items)[k].kind = IK_RAW;
-		(*items)[k].loc = v->loc;
-		(*items)[k].loc.col += (int)(p - v->s);
+		(*items)[k].loc = iwalk_to(&w, (size_t)(p - v->s));
 		if (!((*items)[k].s = fa_import_strndup(&cx->m->arena, p, len)))
 			return fa_import_nomem(cx);
 		k++;
@@ -552,6 +630,77 @@ static enum fa_rc get_samples(struct ctx *cx, const struct ival *v, double **out
 	}
 	*out = x;
 	*n = count;
+	return FA_OK;
+}
+
+/* params as fabench writes them (fa_case_kernel_text): "" or NAME=VALUE
+ * items joined by single commas, each NAME once and made of letters,
+ * digits and '_' (what fa_kernel_validate lets a kernel's param be called),
+ * each VALUE a 32-bit integer in the form %d prints (-8, 0, 64: no '+', no
+ * leading zeros). Compare, report and tune split them on ',' and '=', and
+ * tune reads the values as integers; results match by the text, so 64 and
+ * 064 must not be two params. At most FA_KERNEL_MAX_PARAMS items, as a
+ * kernel has. The error at the item (a control character: at the
+ * character). */
+static enum fa_rc params_check(struct ctx *cx, const struct ival *v, const char *s)
+{
+	const char *p = s;
+	if (!*s)
+		return FA_OK; /* no params */
+	for (int n = 1;; n++) {
+		const char *item = p, *end = p + strcspn(p, ","), *eq, *d, *q;
+		struct fa_loc l;
+		int len = (int)(end - item);
+		if (n > FA_KERNEL_MAX_PARAMS) { /* and the check for names given twice stays short */
+			l = fa_import_loc_in(v, (size_t)(item - s));
+			return fa_err_at(cx->err, &l,
+					 "params has more than %d items (a kernel has at most %d "
+					 "params)",
+					 FA_KERNEL_MAX_PARAMS, FA_KERNEL_MAX_PARAMS);
+		}
+		for (q = item; q < end; q++)
+			if ((unsigned char)*q < 0x20) {
+				l = fa_import_loc_in(v, (size_t)(q - s));
+				return fa_err_at(cx->err, &l, "control character 0x%02x in params",
+						 (unsigned char)*q);
+			}
+		l = fa_import_loc_in(v, (size_t)(item - s));
+		if (!len)
+			return fa_err_at(cx->err, &l,
+					 "empty item in params '%s' (params are NAME=VALUE items "
+					 "separated by single commas)",
+					 s);
+		eq = memchr(item, '=', (size_t)len);
+		if (!eq || eq == item)
+			return fa_err_at(cx->err, &l, "params item '%.*s' is not NAME=VALUE", len, item);
+		for (q = item; q < eq; q++)
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			      (*q >= '0' && *q <= '9') || *q == '_'))
+				return fa_err_at(cx->err, &l,
+						 "params name '%.*s' must be letters, digits and '_'",
+						 (int)(eq - item), item);
+		d = eq + 1 + (eq[1] == '-');
+		q = d;
+		while (q < end && *q >= '0' && *q <= '9')
+			q++;
+		if (q != end || q == d || (*d == '0' && (q - d > 1 || d > eq + 1)))
+			return fa_err_at(cx->err, &l,
+					 "params item '%.*s' must have an integer value as fabench "
+					 "writes it (-8, 0, 64)",
+					 len, item);
+		if (q - d > 10 || strtoll(eq + 1, NULL, 10) < INT32_MIN ||
+		    strtoll(eq + 1, NULL, 10) > INT32_MAX)
+			return fa_err_at(cx->err, &l,
+					 "params item '%.*s' has a value outside 32-bit integers", len,
+					 item);
+		for (q = s; q < item; q += strcspn(q, ",") + 1)
+			if (strncmp(q, item, (size_t)(eq - item + 1)) == 0)
+				return fa_err_at(cx->err, &l, "params name '%.*s' given twice",
+						 (int)(eq - item), item);
+		if (!*end)
+			break;
+		p = end + 1;
+	}
 	return FA_OK;
 }
 
@@ -1046,7 +1195,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		return fa_err_at(cx->err, &rv[RF_KERNEL]->loc,
 				 "kernel name '%s' must be 1 to %d letters, digits or _ . + - : / @",
 				 kernel, IMPORT_KERNEL_MAX);
-	if (rv[RF_PARAMS] && (rc = get_text(cx, "params", rv[RF_PARAMS], &params)) != FA_OK)
+	if (rv[RF_PARAMS] && ((rc = get_text(cx, "params", rv[RF_PARAMS], &params)) != FA_OK ||
+			      (rc = params_check(cx, rv[RF_PARAMS], params)) != FA_OK))
 		return rc;
 	/* one result per case, kernel and params, as in a fabench run */
 	{
@@ -1119,6 +1269,43 @@ static int iso_time_ok(const char *s)
 	return 1;
 }
 
+static int digits2(const char *s)
+{
+	return (s[0] - '0') * 10 + (s[1] - '0');
+}
+
+/* A started_at of iso_time_ok's form that names no real time (2026-02-30,
+ * 25:00): the error at the field that is wrong. Leap seconds (:60) are
+ * refused: fabench's own times (gmtime of the POSIX clock) never show one. */
+static enum fa_rc iso_time_check(struct ctx *cx, const struct ival *v, const char *s)
+{
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y = digits2(s) * 100 + digits2(s + 2), mo = digits2(s + 5), d = digits2(s + 8);
+	int leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0), dim;
+	struct fa_loc l;
+	if (mo < 1 || mo > 12) {
+		l = fa_import_loc_in(v, 5);
+		return fa_err_at(cx->err, &l, "started_at '%s' has month %02d (01 to 12)", s, mo);
+	}
+	dim = mdays[mo - 1] + (mo == 2 && leap);
+	if (d < 1 || d > dim) {
+		l = fa_import_loc_in(v, 8);
+		return fa_err_at(cx->err, &l, "started_at '%s' has day %02d (%.7s has days 01 to %d)",
+				 s, d, s, dim);
+	}
+	static const struct {
+		int at, max;
+		const char *what;
+	} hms[] = {{11, 23, "hour"}, {14, 59, "minute"}, {17, 59, "second"}};
+	for (size_t i = 0; i < sizeof hms / sizeof hms[0]; i++)
+		if (digits2(s + hms[i].at) > hms[i].max) {
+			l = fa_import_loc_in(v, (size_t)hms[i].at);
+			return fa_err_at(cx->err, &l, "started_at '%s' has %s %.2s (00 to %d)", s,
+					 hms[i].what, s + hms[i].at, hms[i].max);
+		}
+	return FA_OK;
+}
+
 /* One field of the run header. */
 enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const struct fa_loc *nl,
 				    const struct ival *v)
@@ -1153,6 +1340,8 @@ enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const s
 	if (f == HF_STARTED_AT && !iso_time_ok(*dst[f]))
 		return fa_err_at(cx->err, &v->loc,
 				 "started_at '%s' must be UTC like 2026-11-25T21:40:00Z", *dst[f]);
+	if (f == HF_STARTED_AT && (rc = iso_time_check(cx, v, *dst[f])) != FA_OK)
+		return rc;
 	if (f == HF_BACKEND && !kernel_name_ok(*dst[f]))
 		return fa_err_at(cx->err, &v->loc, "backend '%s' must be a word like cuda", *dst[f]);
 	return FA_OK;
@@ -1205,6 +1394,13 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory reading '%s'", name);
 	}
 	cx = (struct ctx){im, m, im->path, err, 0};
+	/* a UTF-8 byte order mark (Windows editors and Excel write one) is
+	 * skipped, as the suite loader skips it; columns count from after it,
+	 * as libyaml's do */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	if (format == FA_IMPORT_AUTO) {
 		const char *p = text;
 		while (p < text + len && strchr(" \t\r\n", *p))
@@ -1225,7 +1421,7 @@ enum fa_rc fa_import_parse(const char *name, const char *text, size_t len, int f
 				line++;
 				ls = q + 1;
 			}
-		struct fa_loc l = {im->path, line, (int)(nul - ls) + 1};
+		struct fa_loc l = {im->path, line, fa_utf8_col(ls, nul)};
 		rc = fa_err_at(err, &l, "NUL byte in the file");
 	} else {
 		rc = format == FA_IMPORT_CSV		? fa_import_parse_csv(&cx, text, len)

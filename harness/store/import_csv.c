@@ -18,7 +18,38 @@ struct csv {
 	const char *p, *end;
 	const char *line_start;
 	int line;
+	struct fa_utf8_cols cols; /* the columns counted along the line */
+	/* the run fields the "# key: value" lines gave, and their lines */
+	struct {
+		const char *name;
+		int line;
+	} given[32];
+	int n_given;
 };
+
+/* The file:line:col of at, on the current line. */
+static struct fa_loc cloc(struct csv *c, const char *at)
+{
+	struct fa_loc l = {c->cx->file, c->line, fa_utf8_col_next(&c->cols, c->line_start, at)};
+	return l;
+}
+
+/* 1 when the byte at p (before end) is a control character a cell may not
+ * hold, as a JSON string may not: below 0x20, except a tab, a line break
+ * (inside quotes) and the CR of a CRLF. */
+static int csv_control(const char *p, const char *end)
+{
+	unsigned char ch = (unsigned char)*p;
+	return ch < 0x20 && ch != '\t' && ch != '\n' &&
+	       !(ch == '\r' && (p + 1 == end || p[1] == '\n'));
+}
+
+static enum fa_rc csv_control_err(struct csv *c, const char *at, const char *where)
+{
+	struct fa_loc l = cloc(c, at);
+	return fa_err_at(c->cx->err, &l, "control character 0x%02x in %s", (unsigned char)*at,
+			 where);
+}
 
 /* One cell at c->p: *v is its text (IK_RAW) or IK_NULL when empty. Leaves
  * c->p on the ',' or newline (or the end) after it. */
@@ -28,9 +59,9 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 	memset(v, 0, sizeof *v);
 	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
 		c->p++;
-	l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
+	l = cloc(c, c->p);
 	if (c->p < c->end && *c->p == '"') {
-		const char *q = ++c->p;
+		const char *q = ++c->p, *text = c->p;
 		size_t n = 0;
 		char *buf, *o;
 		struct fa_loc start = l;
@@ -51,6 +82,8 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		if (!(buf = fa_arena_alloc(&c->cx->m->arena, n + 1)))
 			return fa_import_nomem(c->cx);
 		for (o = buf; c->p < q; c->p++) {
+			if (csv_control(c->p, c->end))
+				return csv_control_err(c, c->p, "a cell");
 			if (*c->p == '\n') {
 				c->line++;
 				c->line_start = c->p + 1;
@@ -63,29 +96,33 @@ static enum fa_rc csv_cell(struct csv *c, struct ival *v)
 		while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
 			c->p++;
 		if (c->p < c->end && *c->p != ',' && *c->p != '\n') {
-			l = (struct fa_loc){c->cx->file, c->line, (int)(c->p - c->line_start) + 1};
+			l = cloc(c, c->p);
 			return fa_err_at(c->cx->err, &l, "expected ',' after a quoted cell");
 		}
 		start.col++; /* point at the text, past the quote */
 		v->kind = buf[0] ? IK_RAW : IK_NULL;
 		v->s = buf;
 		v->loc = start;
+		v->src = text;
+		v->esc = IE_CSV;
 		return FA_OK;
 	}
 	{
 		const char *s = c->p, *e;
 		while (c->p < c->end && *c->p != ',' && *c->p != '\n') {
 			if (*c->p == '"') {
-				l = (struct fa_loc){c->cx->file, c->line,
-						    (int)(c->p - c->line_start) + 1};
+				l = cloc(c, c->p);
 				return fa_err_at(c->cx->err, &l,
 						 "quote inside an unquoted cell (quote the whole cell)");
 			}
+			if (csv_control(c->p, c->end))
+				return csv_control_err(c, c->p, "a cell");
 			c->p++;
 		}
 		for (e = c->p; e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
 			;
 		v->loc = l;
+		v->src = s;
 		v->kind = e > s ? IK_RAW : IK_NULL;
 		if (!(v->s = fa_import_strndup(&c->cx->m->arena, s, (size_t)(e - s))))
 			return fa_import_nomem(c->cx);
@@ -153,18 +190,32 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 		return FA_OK;
 	if (!(name = fa_import_strndup(&c->cx->m->arena, ks, (size_t)(ke - ks))))
 		return fa_import_nomem(c->cx);
-	kl = (struct fa_loc){c->cx->file, c->line, (int)(ks - c->line_start) + 1};
+	kl = cloc(c, ks);
 	/* a comment that does not look like a header field stays a comment */
 	if (!fa_import_header_field_near(name))
 		return FA_OK;
+	/* a field given twice is an error, as a duplicate JSON field is */
+	for (int i = 0; i < c->n_given; i++)
+		if (strcmp(c->given[i].name, name) == 0)
+			return fa_err_at(c->cx->err, &kl, "duplicate run field '%s' (first on line %d)",
+					 name, c->given[i].line);
+	if (fa_import_header_field_is(name) &&
+	    c->n_given < (int)(sizeof c->given / sizeof c->given[0])) {
+		c->given[c->n_given].name = name;
+		c->given[c->n_given++].line = c->line;
+	}
 	for (vs = p + 1; vs < le && (*vs == ' ' || *vs == '\t'); vs++)
 		;
 	for (ve = le; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'); ve--)
 		;
-	vl = (struct fa_loc){c->cx->file, c->line, (int)(vs - c->line_start) + 1};
+	for (const char *q = vs; q < ve; q++)
+		if (csv_control(q, le))
+			return csv_control_err(c, q, "a header line");
+	vl = cloc(c, vs);
 	memset(&v, 0, sizeof v);
 	v.kind = ve > vs ? IK_RAW : IK_NULL;
 	v.loc = vl;
+	v.src = vs;
 	if (!(v.s = fa_import_strndup(&c->cx->m->arena, vs, (size_t)(ve - vs))))
 		return fa_import_nomem(c->cx);
 	return fa_import_take_header_field(c->cx, name, &kl, &v);
@@ -172,7 +223,7 @@ static enum fa_rc csv_comment(struct csv *c, const char *hash, const char *le)
 
 enum fa_rc fa_import_parse_csv(struct ctx *cx, const char *text, size_t len)
 {
-	struct csv c = {cx, text, text + len, text, 1};
+	struct csv c = {cx, text, text + len, text, 1, {0}, {{0}}, 0};
 	struct ival *head = NULL, *cells;
 	int32_t n_head = 0, n;
 	enum fa_rc rc;

@@ -29,10 +29,20 @@ enum ikind {
 
 struct ifield;
 
+/* How ival.src spells the text, for fa_import_loc_in. */
+enum iesc {
+	IE_NONE,  /* as it is (a plain CSV cell, a header line's value) */
+	IE_JSON,  /* a JSON string's body: \ escapes; loc is its opening quote */
+	IE_CSV,   /* a quoted CSV cell's body: "" for a quote, line breaks */
+};
+
 struct ival {
 	int kind;
 	const char *s; /* RAW, STR, NUM, BOOL: the text (decoded for STR) */
 	struct fa_loc loc;
+	const char *src; /* RAW, STR: the text's first byte in the file (past an
+			    opening quote) while the file is read; NULL: unknown */
+	int esc;         /* enum iesc: how src spells s */
 	struct ival *items; /* LIST */
 	struct ifield *fields; /* OBJ */
 	int32_t n;          /* items or fields */
@@ -73,6 +83,10 @@ struct ctx {
 
 /* ---- shared by the readers (import.c) ---- */
 
+/* The file:line:col of byte off of v->s (a character of a string with
+ * escapes, of a quoted cell with "" or line breaks): where an error inside
+ * the value points. v->loc when v->src is unknown. */
+struct fa_loc fa_import_loc_in(const struct ival *v, size_t off);
 /* Sets "out of memory reading 'FILE'" and returns FA_ERR_NOMEM. */
 enum fa_rc fa_import_nomem(struct ctx *cx);
 /* A terminated copy of s[0..n) in the arena; NULL when out of memory. */

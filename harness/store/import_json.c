@@ -23,11 +23,12 @@ struct jp {
 	const char *line_start, *p, *end; /* the line, without its newline */
 	int line;
 	int depth;
+	struct fa_utf8_cols cols; /* jloc's count along the line */
 };
 
-static struct fa_loc jloc(const struct jp *j, const char *at)
+static struct fa_loc jloc(struct jp *j, const char *at)
 {
-	struct fa_loc l = {j->cx->file, j->line, (int)(at - j->line_start) + 1};
+	struct fa_loc l = {j->cx->file, j->line, fa_utf8_col_next(&j->cols, j->line_start, at)};
 	return l;
 }
 
@@ -352,6 +353,8 @@ static enum fa_rc jvalue(struct jp *j, struct ival *v)
 		return rc;
 	case '"':
 		v->kind = IK_STR;
+		v->src = j->p + 1;
+		v->esc = IE_JSON;
 		return jstring(j, &v->s);
 	case '-':
 		if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "-Inf", 4) == 0)
@@ -390,7 +393,7 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
-		struct jp j = {cx, p, p, le, ++line, 0};
+		struct jp j = {cx, p, p, le, ++line, 0, {0}};
 		struct ival v;
 		jskip(&j);
 		if (j.p == le) { /* a blank line */
@@ -432,7 +435,7 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
  * a row; the run's fields that a header has make the header. */
 enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len)
 {
-	struct jp j = {cx, text, text, text + len, 1, 0};
+	struct jp j = {cx, text, text, text + len, 1, 0, {0}};
 	const struct ival *results = NULL, *run = NULL, *version = NULL;
 	struct ival v;
 	char buf[80];

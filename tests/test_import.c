@@ -619,7 +619,7 @@ FA_TEST(import, params_as_fabench_writes_them)
 		{"a=1\\t", 74, "control character 0x09 in params"},
 		/* columns past escapes: \u0031 is six characters of the line, one byte */
 		{"a=\\u0031,a=2", 80, "params name 'a' given twice"},
-		{"a=\\u0031,\\u0001", 80, "control character 0x01 in params"},
+		{"a=\\u0031,\\u0001", 80, "control character 0x01 (escaped) in a string"},
 		/* as many items as a kernel has params (16), no more */
 		{"a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9,j=10,k=11,l=12,m=13,n=14,o=15,p=16", 0, NULL},
 		{"a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9,j=10,k=11,l=12,m=13,n=14,o=15,p=16,q=17", 142,

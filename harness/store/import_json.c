@@ -142,8 +142,13 @@ static enum fa_rc jstring(struct jp *j, const char **out)
 		case '"': *o++ = '"'; break;
 		case '\\': *o++ = '\\'; break;
 		case '/': *o++ = '/'; break;
-		case 'b': *o++ = '\b'; break;
-		case 'f': *o++ = '\f'; break;
+		case 'b':
+		case 'f': /* stored and printed: as CSV, text holds no control characters but
+			     tabs and line breaks */
+			return fa_err_at(j->cx->err, &l,
+					 "control character 0x%02x (escaped '\\%c') in a string: only "
+					 "tabs and line breaks are kept",
+					 j->p[1] == 'b' ? 0x08 : 0x0c, j->p[1]);
 		case 'n': *o++ = '\n'; break;
 		case 'r': *o++ = '\r'; break;
 		case 't': *o++ = '\t'; break;
@@ -153,6 +158,11 @@ static enum fa_rc jstring(struct jp *j, const char **out)
 				return fa_err_at(j->cx->err, &l, "\\u needs four hex digits");
 			if (cp == 0)
 				return fa_err_at(j->cx->err, &l, "\\u0000 (NUL) is not allowed in a string");
+			if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f)
+				return fa_err_at(j->cx->err, &l,
+						 "control character 0x%02lx (escaped) in a string: only "
+						 "tabs and line breaks are kept",
+						 cp);
 			if (cp >= 0xdc00 && cp <= 0xdfff)
 				return fa_err_at(j->cx->err, &l, "lone low surrogate \\u%04lx", cp);
 			if (cp >= 0xd800 && cp <= 0xdbff) {

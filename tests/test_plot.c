@@ -585,6 +585,18 @@ FA_TEST(plot, golden_heatmap_script)
 				      "'block_q=64,block_k=128' 2, 'block_q=128,block_k=32' 3"));
 		FA_CHECK(strstr(text, "set title 'tuning of cuda_flash_mma: run 1 (tune): suite "
 				      "tune-mma, cuda on NVIDIA H100 80GB HBM3'"));
+		/* a title longer than the cells are wide widens the image to it */
+		char longt[301];
+		memset(longt, 'x', 300);
+		longt[300] = '\0';
+		struct fa_plot_opts lo = o;
+		lo.title = longt;
+		char *lt = SCRIPT_OK(s, &lo);
+		int w = 0, h = 0;
+		const char *sz = lt ? strstr(lt, "size ") : NULL;
+		FA_CHECKF(sz && sscanf(sz, "size %d,%d", &w, &h) == 2 && w >= 80 + 8 * 300,
+			  "width %d for a title of 300 characters", w);
+		free(lt);
 		/* 36 cells: 32 timed, three skips and the failure shown as such */
 		a = strstr(text, "$cells << EOD\n");
 		b = strstr(text, "$missing << EOD\n");

@@ -194,9 +194,18 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 		tick_w = (int)fmax(tick_w, (double)strlen(buf));
 	}
 
+	if (o->title)
+		fa_sb_add(&title, "%s", o->title);
+	else {
+		fa_sb_add(&title, "tuning of %s: ", kernel);
+		fa_plot_run_title(&title, &r, o->where);
+	}
 	/* about 7 px per character of a 10 pt font; the x tics are turned by
-	 * 30 degrees, so half their length goes down */
-	fa_gp_begin(out, o, 260 + 7 * label_w + nsets * (int)fmax(90, 6.5 * tick_w),
+	 * 30 degrees, so half their length goes down; and wide enough for the
+	 * title, which a heatmap of two or three values clipped */
+	const int cells_w = 260 + 7 * label_w + nsets * (int)fmax(90, 6.5 * tick_w);
+	const int title_w = 80 + 8 * (int)strlen(fa_sb_str(&title));
+	fa_gp_begin(out, o, cells_w > title_w ? cells_w : title_w,
 		 (int)fmax(420, 170 + 34 * ny + 3.5 * tick_w));
 	fa_gp_block(out, "cells", "params_index case_row time_over_best label");
 	for (int y = 0; y < ny; y++)
@@ -241,12 +250,6 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 		fa_gp_block_end(out);
 	}
 
-	if (o->title)
-		fa_sb_add(&title, "%s", o->title);
-	else {
-		fa_sb_add(&title, "tuning of %s: ", kernel);
-		fa_plot_run_title(&title, &r, o->where);
-	}
 	fputs("set title ", out);
 	fa_gp_str(out, fa_sb_str(&title));
 	fputs("\nset xtics (", out);

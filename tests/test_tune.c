@@ -745,3 +745,24 @@ FA_TEST(tune, where_and_command_recorded)
 	free(h);
 	fa_tune_free(&t);
 }
+
+/* A --by that takes one value over the run's cases cannot split them: the
+ * markdown says so rather than fit nothing on it in silence. */
+FA_TEST(tune, by_without_variation_is_noted)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	o.by = "batch, head_dim";
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	char *md = text_of(&t, FA_FMT_MD, 0);
+	FA_CHECKF(md && strstr(md, "Note: `head_dim` is ") &&
+			  strstr(md, " in every case of the run, so no threshold can be put on it"),
+		  "%s", md ? md : "(null)");
+	FA_CHECK(md && !strstr(md, "Note: `batch`"));
+	free(md);
+	fa_tune_free(&t);
+}
+

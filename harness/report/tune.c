@@ -1379,6 +1379,19 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 		fprintf(f, "; depth <= %d; %d %s:\n\n", t->depth, t->n_leaves,
 			t->n_leaves == 1 ? "leaf" : "leaves");
 		fprintf(f, "    %s\n", t->rules[t->fitted].text);
+		/* a --by that takes one value over the run's cases cannot split them */
+		for (int k = 0; k < t->n_by; k++) {
+			int varies = 0;
+			for (int i = 1; i < t->n_cases && !varies; i++)
+				varies = t->cases[i].x[k] != t->cases[0].x[k];
+			if (varies || t->n_cases < 2)
+				continue;
+			fputs("\nNote: ", f);
+			fa_table_md_code(f, t->by[k]);
+			fprintf(f, " is %g in every case of the run, so no threshold can be "
+				   "put on it; sweep cases where it varies.\n",
+				t->cases[0].x[k]);
+		}
 	}
 
 	/* cases losing more than --loss */

@@ -765,6 +765,10 @@ FA_TEST(compare, separate_runs_noted)
 	FA_CHECK(cmp.paired && !cmp.separate);
 	md = compare_text(&cmp, FA_FMT_MD, NULL);
 	FA_CHECK(md && !strstr(md, "separate runs"));
+	/* the footnote names the test the paired verdicts use */
+	FA_CHECK(md && strstr(md, "ms: median of the paired samples") &&
+		 strstr(md, "when the sign test of the pairs gives p <") &&
+		 !strstr(md, "Mann-Whitney"));
 	free(md);
 	fa_compare_free(&cmp);
 	fa_store_close(s);

@@ -1203,6 +1203,73 @@ FA_TEST(cuda, flash_wgmma_dynamic_schedule)
 	}
 }
 
+/* The LSE kernel k writes under tunables tun (NULL: its defaults) into
+ * got, against cuda_flash_simt's in want, for case sp: 1 when every row
+ * agrees (within 1e-4 relative, +inf on the same rows). */
+static int lse_matches_simt(struct fa_backend_slot *s, const struct fa_kernel *k,
+			    const struct spec *sp, const int32_t *tun, uint64_t seed, const char *what)
+{
+	const struct fa_kernel *simt = find_kernel(s, "cuda_flash_simt");
+	struct tcase t;
+	struct bufs d;
+	struct fa_launch_args a;
+	void *lse_dev[2] = {NULL, NULL}, *ws = NULL;
+	float *lse_host[2] = {NULL, NULL};
+	int code, ok = 1;
+	build(sp, &t);
+	const size_t rows = (size_t)t.p.total_q * (size_t)t.p.heads, lb = sizeof(float) * rows;
+	if (bufs_init(s, &t, FA_DIST_NORMAL, seed, &d) != 0)
+		return 0;
+	for (int j = 0; j < 2; j++) {
+		lse_host[j] = malloc(lb + 4);
+		if (!lse_host[j] || BE.alloc(CTX, lb + 4, &lse_dev[j]) != 0)
+			ok = 0;
+	}
+	const size_t wsb = ok ? k->workspace_bytes(&t.p, tun) : 0;
+	if (wsb && BE.alloc(CTX, wsb, &ws) != 0)
+		ok = 0;
+	for (int j = 0; j < 2 && ok; j++) {
+		launch_args(s, &t, &d, &a);
+		a.struct_size = sizeof a;
+		if (j == 1) {
+			a.params = tun;
+			a.workspace = ws;
+			a.workspace_bytes = wsb;
+		}
+		a.lse = lse_dev[j];
+		code = BE.memset(CTX, lse_dev[j], FA_POISON_BYTE, lb);
+		if (code == 0)
+			code = (j ? k : simt)->launch(&a);
+		if (code == 0)
+			code = BE.synchronize(CTX);
+		if (code == 0)
+			code = BE.download(CTX, lse_host[j], lse_dev[j], lb);
+		if (code != 0) {
+			FA_CHECKF(0, "%s: %s: %s", what, j ? k->name : "simt",
+				  BE.error_string(CTX, code));
+			ok = 0;
+		}
+	}
+	for (size_t r = 0; r < rows && ok; r++) {
+		const float want = lse_host[0][r], got = lse_host[1][r];
+		if (!(isinf(want) ? isinf(got) && got > 0 && want > 0
+				  : fabsf(got - want) <= 1e-4f * fmaxf(1.f, fabsf(want)))) {
+			FA_CHECKF(0, "%s row %zu: lse %.9g, simt %.9g", what, r, (double)got,
+				  (double)want);
+			ok = 0;
+		}
+	}
+	if (ws)
+		BE.free(CTX, ws);
+	for (int j = 0; j < 2; j++) {
+		if (lse_dev[j])
+			BE.free(CTX, lse_dev[j]);
+		free(lse_host[j]);
+	}
+	bufs_free(s, &d);
+	return ok;
+}
+
 /* cuda_flash_wgmma writes the LSE (a backward's forward): each row's
  * natural-log log-sum-exp as cuda_flash_simt writes it (fp32 arithmetic
  * both: within 1e-4 relative, +inf on the same rows), from its epilogue
@@ -1230,74 +1297,15 @@ FA_TEST(cuda, flash_wgmma_writes_lse)
 		return;
 	}
 	seed = fa_test_seed();
-	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++) {
-		struct bufs d;
-		struct fa_launch_args a;
-		void *lse_dev[2] = {NULL, NULL};
-		float *lse_host[2] = {NULL, NULL};
-		int code;
-		build(&wgmma_cases[i], &t);
-		{
-			const size_t rows = (size_t)t.p.total_q * (size_t)t.p.heads;
-			const size_t lb = sizeof(float) * rows;
-			FA_REQUIRE(bufs_init(s, &t, FA_DIST_NORMAL, seed + i, &d) == 0);
-			for (int j = 0; j < 2; j++) {
-				lse_host[j] = malloc(lb + 4);
-				FA_REQUIRE(lse_host[j] != NULL && BE.alloc(CTX, lb + 4, &lse_dev[j]) == 0);
-			}
-			launch_args(s, &t, &d, &a);
-			a.struct_size = sizeof a;
-			a.lse = lse_dev[0];
-			code = simt->launch(&a);
-			if (code == 0)
-				code = BE.synchronize(CTX);
-			if (code == 0)
-				code = BE.download(CTX, lse_host[0], lse_dev[0], lb);
-			FA_CHECKF(code == 0, "case %zu: simt: %s", i, BE.error_string(CTX, code));
-			for (size_t sp = 0; sp < sizeof splits / sizeof splits[0] && code == 0; sp++) {
-				const int32_t tun[WG_NPARAMS] = {
-					1, 1, 80, 0, 3, 0, 176, splits[sp][0], splits[sp][1], 1, 128, 1, 1};
-				void *ws = NULL;
-				const size_t wsb = k->workspace_bytes(&t.p, tun);
-				if (wsb)
-					FA_REQUIRE(BE.alloc(CTX, wsb, &ws) == 0);
-				launch_args(s, &t, &d, &a);
-				a.struct_size = sizeof a;
-				a.params = tun;
-				a.workspace = ws;
-				a.workspace_bytes = wsb;
-				a.lse = lse_dev[1];
-				if ((code = BE.memset(CTX, lse_dev[1], FA_POISON_BYTE, lb)) == 0 &&
-				    (code = k->launch(&a)) == 0 && (code = BE.synchronize(CTX)) == 0)
-					code = BE.download(CTX, lse_host[1], lse_dev[1], lb);
-				FA_CHECKF(code == 0, "case %zu split=%d dynamic=%d: %s", i,
-					  (int)splits[sp][0], (int)splits[sp][1],
-					  BE.error_string(CTX, code));
-				for (size_t r = 0; r < rows && code == 0; r++) {
-					const float want = lse_host[0][r], got = lse_host[1][r];
-					const int ok = isinf(want) ? isinf(got) && got > 0 && want > 0
-								   : fabsf(got - want) <=
-									     1e-4f * fmaxf(1.f, fabsf(want));
-					if (!ok) {
-						FA_CHECKF(0,
-							  "case %zu split=%d dynamic=%d row %zu: lse %.9g, "
-							  "simt %.9g",
-							  i, (int)splits[sp][0], (int)splits[sp][1], r,
-							  (double)got, (double)want);
-						break;
-					}
-				}
-				if (ws)
-					BE.free(CTX, ws);
-			}
-			for (int j = 0; j < 2; j++) {
-				if (lse_dev[j])
-					BE.free(CTX, lse_dev[j]);
-				free(lse_host[j]);
-			}
-			bufs_free(s, &d);
+	for (size_t i = 0; i < sizeof wgmma_cases / sizeof wgmma_cases[0]; i++)
+		for (size_t sp = 0; sp < sizeof splits / sizeof splits[0]; sp++) {
+			const int32_t tun[WG_NPARAMS] = {
+				1, 1, 80, 0, 3, 0, 176, splits[sp][0], splits[sp][1], 1, 128, 1, 1};
+			char what[96];
+			snprintf(what, sizeof what, "case %zu split=%d dynamic=%d", i,
+				 (int)splits[sp][0], (int)splits[sp][1]);
+			lse_matches_simt(s, k, &wgmma_cases[i], tun, seed + i, what);
 		}
-	}
 	/* no split, no split (GQA, causal), auto split (decode over 777 keys) */
 	check_bwd("cuda_flash_wgmma", "cuda_flash_bwd_simt", wgmma_cases, 3, NULL, FA_RULE_TOLERANCE,
 		  1);
@@ -2314,73 +2322,6 @@ FA_TEST(cuda, run_sticky_fault_ends_the_run)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 1);
 	FA_CHECK(results_where(db, SIMT_PASSED) == 1);
 	FA_CHECK(results_where(db, FAULT_ERRORS) == 1);
-}
-
-/* The LSE kernel k writes under tunables tun (NULL: its defaults) into
- * got, against cuda_flash_simt's in want, for case sp: 1 when every row
- * agrees (within 1e-4 relative, +inf on the same rows). */
-static int lse_matches_simt(struct fa_backend_slot *s, const struct fa_kernel *k,
-			    const struct spec *sp, const int32_t *tun, uint64_t seed, const char *what)
-{
-	const struct fa_kernel *simt = find_kernel(s, "cuda_flash_simt");
-	struct tcase t;
-	struct bufs d;
-	struct fa_launch_args a;
-	void *lse_dev[2] = {NULL, NULL}, *ws = NULL;
-	float *lse_host[2] = {NULL, NULL};
-	int code, ok = 1;
-	build(sp, &t);
-	const size_t rows = (size_t)t.p.total_q * (size_t)t.p.heads, lb = sizeof(float) * rows;
-	if (bufs_init(s, &t, FA_DIST_NORMAL, seed, &d) != 0)
-		return 0;
-	for (int j = 0; j < 2; j++) {
-		lse_host[j] = malloc(lb + 4);
-		if (!lse_host[j] || BE.alloc(CTX, lb + 4, &lse_dev[j]) != 0)
-			ok = 0;
-	}
-	const size_t wsb = ok ? k->workspace_bytes(&t.p, tun) : 0;
-	if (wsb && BE.alloc(CTX, wsb, &ws) != 0)
-		ok = 0;
-	for (int j = 0; j < 2 && ok; j++) {
-		launch_args(s, &t, &d, &a);
-		a.struct_size = sizeof a;
-		if (j == 1) {
-			a.params = tun;
-			a.workspace = ws;
-			a.workspace_bytes = wsb;
-		}
-		a.lse = lse_dev[j];
-		code = BE.memset(CTX, lse_dev[j], FA_POISON_BYTE, lb);
-		if (code == 0)
-			code = (j ? k : simt)->launch(&a);
-		if (code == 0)
-			code = BE.synchronize(CTX);
-		if (code == 0)
-			code = BE.download(CTX, lse_host[j], lse_dev[j], lb);
-		if (code != 0) {
-			FA_CHECKF(0, "%s: %s: %s", what, j ? k->name : "simt",
-				  BE.error_string(CTX, code));
-			ok = 0;
-		}
-	}
-	for (size_t r = 0; r < rows && ok; r++) {
-		const float want = lse_host[0][r], got = lse_host[1][r];
-		if (!(isinf(want) ? isinf(got) && got > 0 && want > 0
-				  : fabsf(got - want) <= 1e-4f * fmaxf(1.f, fabsf(want)))) {
-			FA_CHECKF(0, "%s row %zu: lse %.9g, simt %.9g", what, r, (double)got,
-				  (double)want);
-			ok = 0;
-		}
-	}
-	if (ws)
-		BE.free(CTX, ws);
-	for (int j = 0; j < 2; j++) {
-		if (lse_dev[j])
-			BE.free(CTX, lse_dev[j]);
-		free(lse_host[j]);
-	}
-	bufs_free(s, &d);
-	return ok;
 }
 
 /* cuda_flash_mma writes the LSE too (cuda_flash_bwd_mma's forward): from its

@@ -26,6 +26,27 @@ static char *results_of(const char *db)
 		    "r.median_ms), '') AS x FROM results r JOIN cases c ON c.id = r.case_id ORDER BY x)");
 }
 
+/* Writes db's report in format fmt to STEM.fmt and imports it into a fresh
+ * STEM-fmt.db, whose path goes to out; both commands must succeed. */
+static void report_then_import(const char *db, const char *fmt, const char *stem, char *out,
+			       size_t out_size)
+{
+	char rep[1024], name[64];
+	struct fa_proc_result r;
+	snprintf(name, sizeof name, "%s.%s", stem, fmt);
+	path_in(rep, sizeof rep, name);
+	snprintf(name, sizeof name, "%s-%s.db", stem, fmt);
+	path_in(out, out_size, name);
+	fa_proc_run((char *[]){"report", "--db", (char *)db, "--format", (char *)fmt, "--output",
+			       rep, NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "report %s: %s", fmt, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"import", rep, "--db", out, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "import %s: %d %s", fmt, r.status, r.err);
+	fa_proc_free(&r);
+}
+
 FA_TEST(import, own_reports_import_as_written)
 {
 	static const char *const formats[] = {"csv", "json"};
@@ -45,20 +66,8 @@ FA_TEST(import, own_reports_import_as_written)
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE status = 'skip'") > 0);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE scale_set = 1") > 0);
 	for (size_t i = 0; i < 2; i++) {
-		char rep[1024], out[1024];
-		char name[64];
-		snprintf(name, sizeof name, "own.%s", formats[i]);
-		path_in(rep, sizeof rep, name);
-		snprintf(name, sizeof name, "own-%s.db", formats[i]);
-		path_in(out, sizeof out, name);
-		fa_proc_run((char *[]){"report", "--db", db, "--format", (char *)formats[i],
-				       "--output", rep, NULL},
-			    NULL, 120, &r);
-		FA_CHECKF(r.status == 0, "report %s: %s", formats[i], r.err);
-		fa_proc_free(&r);
-		fa_proc_run((char *[]){"import", rep, "--db", out, NULL}, NULL, 120, &r);
-		FA_CHECKF(r.status == 0, "import %s: %d %s", formats[i], r.status, r.err);
-		fa_proc_free(&r);
+		char out[1024];
+		report_then_import(db, formats[i], "own", out, sizeof out);
 		char *got = results_of(out);
 		FA_CHECKF(got && strcmp(got, want) == 0, "%s: the imported results differ:\n%.400s\nvs\n%.400s",
 			  formats[i], got ? got : "(none)", want);
@@ -245,19 +254,8 @@ FA_TEST(import, report_params_import_as_written)
 	FA_REQUIRE(want && strstr(want, "|cpu_flash|block_q=8,block_k=16") &&
 		   strstr(want, "|cpu_flash|block_q=32,block_k=16"));
 	for (size_t i = 0; i < 2; i++) {
-		char rep[1024], out[1024], name[64];
-		snprintf(name, sizeof name, "params.%s", formats[i]);
-		path_in(rep, sizeof rep, name);
-		snprintf(name, sizeof name, "params-%s.db", formats[i]);
-		path_in(out, sizeof out, name);
-		fa_proc_run((char *[]){"report", "--db", db, "--format", (char *)formats[i],
-				       "--output", rep, NULL},
-			    NULL, 120, &r);
-		FA_CHECKF(r.status == 0, "report %s: %s", formats[i], r.err);
-		fa_proc_free(&r);
-		fa_proc_run((char *[]){"import", rep, "--db", out, NULL}, NULL, 120, &r);
-		FA_CHECKF(r.status == 0, "import %s: %d %s", formats[i], r.status, r.err);
-		fa_proc_free(&r);
+		char out[1024];
+		report_then_import(db, formats[i], "params", out, sizeof out);
 		char *got = fa_test_db_text(out, sql);
 		FA_CHECKF(got && strcmp(got, want) == 0, "%s: params differ:\n%s\nvs\n%s", formats[i],
 			  got ? got : "(none)", want);

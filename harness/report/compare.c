@@ -1221,27 +1221,20 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 		rc = md_suite(f, cmp, cmp->suites[s].name, &any_low, &any_unconverged, err);
 	if (rc != FA_OK)
 		return rc;
-	if (cmp->paired)
-		fprintf(f,
-			"\nms: median of the paired samples (sample i of each side, taken in turn; "
-			"the first n of each, n the smaller side's count). speedup: base / head "
-			"(above 1: head is faster). verdict: FASTER or SLOWER when the sign test "
-			"of the pairs gives p < %g and the %g%% bootstrap interval of the median "
-			"of head/base lies beyond %g%%; same when the interval lies within %g%%, or "
-			"the ratio does and the interval is narrow; noisy when the samples cannot "
-			"tell.",
-			p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
-			p->min_effect * 100, p->min_effect * 100);
-	else
-		fprintf(f,
-			"\nms: median of the samples (of every run of a side, pooled). speedup: "
-			"base / head (above 1: head is faster). verdict: FASTER or SLOWER when the "
-			"Mann-Whitney test gives p < %g and the %g%% bootstrap interval of the time "
-			"ratio lies beyond %g%%; same when the interval lies within %g%%, or the "
-			"ratio does and the interval is narrow; noisy when the samples cannot "
-			"tell.",
-			p->alpha, (p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
-			p->min_effect * 100, p->min_effect * 100);
+	/* a paired --ab reads sample i of each side together (the sign test of
+	 * their ratios); separate runs pool each side's samples */
+	fprintf(f,
+		"\nms: median of the %s. speedup: base / head (above 1: head is faster). verdict: "
+		"FASTER or SLOWER when the %s gives p < %g and the %g%% bootstrap interval of the "
+		"%s lies beyond %g%%; same when the interval lies within %g%%, or the ratio does "
+		"and the interval is narrow; noisy when the samples cannot tell.",
+		cmp->paired ? "paired samples (sample i of each side, taken in turn; the first n "
+			      "of each, n the smaller side's count)"
+			    : "samples (of every run of a side, pooled)",
+		cmp->paired ? "sign test of the pairs" : "Mann-Whitney test", p->alpha,
+		(p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
+		cmp->paired ? "median of head/base" : "time ratio", p->min_effect * 100,
+		p->min_effect * 100);
 	fputs(" rsd: relative standard deviation of a side's samples (stdev / mean).", f);
 	if (any_unconverged)
 		fputs(" ~: that side's sampling stopped at its time or sample limit (or the "

@@ -960,15 +960,32 @@ static enum fa_rc check_yaml_shape(struct load *ld, const char *file, const char
 	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
 	while (rc == FA_OK && yaml_parser_parse(&p, &ev)) {
 		struct fa_loc l = {file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1};
-		const yaml_char_t *anchor = NULL;
+		const yaml_char_t *anchor = NULL, *tag = NULL;
 		int type = ev.type;
-		if (type == YAML_SCALAR_EVENT)
+		if (type == YAML_SCALAR_EVENT) {
 			anchor = ev.data.scalar.anchor;
-		else if (type == YAML_SEQUENCE_START_EVENT)
+			if (!ev.data.scalar.plain_implicit && !ev.data.scalar.quoted_implicit)
+				tag = ev.data.scalar.tag;
+		} else if (type == YAML_SEQUENCE_START_EVENT) {
 			anchor = ev.data.sequence_start.anchor;
-		else if (type == YAML_MAPPING_START_EVENT)
+			if (!ev.data.sequence_start.implicit)
+				tag = ev.data.sequence_start.tag;
+		} else if (type == YAML_MAPPING_START_EVENT) {
 			anchor = ev.data.mapping_start.anchor;
-		if (anchor && n_anchors == MAX_YAML_ANCHORS) {
+			if (!ev.data.mapping_start.implicit)
+				tag = ev.data.mapping_start.tag;
+		}
+		if (tag) {
+			/* !!str 2 read as the number 2 would say one thing and do
+			 * another: a suite's values are read by where they stand */
+			static const char core[] = "tag:yaml.org,2002:";
+			const char *t = (const char *)tag;
+			const int is_core = strncmp(t, core, sizeof core - 1) == 0;
+			rc = fa_err_at(ld->err, &l,
+				       "a yaml tag (%s%.60s) is not taken: fabench reads a value by "
+				       "the key it stands under; write the value plainly",
+				       is_core ? "!!" : "", is_core ? t + sizeof core - 1 : t);
+		} else if (anchor && n_anchors == MAX_YAML_ANCHORS) {
 			rc = fa_err_at(ld->err, &l, "more than %d yaml anchors in one file",
 				       MAX_YAML_ANCHORS);
 		} else if (type == YAML_SCALAR_EVENT) {

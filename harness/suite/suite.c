@@ -926,6 +926,8 @@ struct anchor {
 struct open_node {
 	int64_t start;
 	char *anchor;
+	int is_map;         /* a mapping: its children alternate key, value */
+	int64_t n_children; /* the nodes begun directly inside it so far */
 };
 
 /* Records anchor a (ownership moves to the table) standing for n nodes; the
@@ -975,7 +977,19 @@ static enum fa_rc check_yaml_shape(struct load *ld, const char *file, const char
 			if (!ev.data.mapping_start.implicit)
 				tag = ev.data.mapping_start.tag;
 		}
-		if (tag) {
+		/* a node that begins inside a mapping is its next key or value */
+		int is_key = 0;
+		if ((type == YAML_SCALAR_EVENT || type == YAML_ALIAS_EVENT ||
+		     type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) &&
+		    depth > 0 && open[depth - 1].is_map)
+			is_key = open[depth - 1].n_children++ % 2 == 0;
+		if (type == YAML_ALIAS_EVENT && is_key) {
+			/* the key's node is the anchor's: every later message would
+			 * point there, and a repeated key at the first one */
+			rc = fa_err_at(ld->err, &l,
+				       "an alias (*%.60s) as a mapping key: write the key itself",
+				       (const char *)ev.data.alias.anchor);
+		} else if (tag) {
 			/* !!str 2 read as the number 2 would say one thing and do
 			 * another: a suite's values are read by where they stand */
 			static const char core[] = "tag:yaml.org,2002:";
@@ -1002,7 +1016,8 @@ static enum fa_rc check_yaml_shape(struct load *ld, const char *file, const char
 				rc = fa_err_at(ld->err, &l, "yaml nested more than %d levels deep",
 					       MAX_YAML_DEPTH);
 			} else {
-				open[depth] = (struct open_node){nodes, NULL};
+				open[depth] = (struct open_node){nodes, NULL,
+								 type == YAML_MAPPING_START_EVENT, 0};
 				if (anchor && !(open[depth].anchor = strdup((const char *)anchor)))
 					rc = nomem(ld);
 				depth++;

@@ -239,6 +239,9 @@ FA_TEST(expr, errors_with_columns)
 	ERR("heads == 1 & batch == 2", 12, "unexpected '&' (use '&&')");
 	ERR("heads == 1 $", 12, "unexpected character '$'");
 	ERR("dtype == 'fp8'", 10, "unknown word 'fp8' (did you mean 'fp32'?)");
+	/* a bare unknown name is not offered a word two edits away */
+	ERR("foo == 1", 1, "unknown name 'foo'");
+	ERR("mask == caual", 9, "unknown name 'caual' (did you mean 'causal'?)");
 	ERR("1 < 2 < 3", 7, "unexpected '<' after a complete expression");
 	ERR("scale", 1, "the expression is a number, not a condition");
 	ERR("heads == 1)", 11, "unexpected ')'");

@@ -210,9 +210,12 @@ static const char *word_text(int wclass, int index)
 	}
 }
 
-/* The closest known name or word within edit distance 2, or NULL. */
-static const char *suggest(const char *w)
+/* The closest known name or word within edit distance 2, or NULL; a bare
+ * name (not quoted) takes a word only within 1 (the words are short: at 2,
+ * 'foo' would suggest 'fwd'). */
+static const char *suggest(const char *w, int quoted)
 {
+	const int word_max = quoted ? 2 : 1;
 	const char *best = NULL;
 	int bd = 3;
 	for (int i = 0; i < V_COUNT; i++) {
@@ -225,7 +228,7 @@ static const char *suggest(const char *w)
 	for (int c = 0; c < W_COUNT; c++)
 		for (int k = 0; word_text(c, k); k++) {
 			int d = fa_edit_distance(w, word_text(c, k));
-			if (d < bd) {
+			if (d <= word_max && d < bd) {
 				bd = d;
 				best = word_text(c, k);
 			}
@@ -489,7 +492,7 @@ static struct fa_expr *parse_atom(struct parser *ps)
 				}
 		wclass = word_lookup(word, &index);
 		if (wclass < 0) {
-			const char *hint = suggest(word);
+			const char *hint = suggest(word, quoted);
 			char hint_text[96] = "";
 			if (!quoted && strcmp(word, "seq_len") == 0) /* a parameter, not a case field */
 				snprintf(hint_text, sizeof hint_text, " (use q_len or kv_len)");

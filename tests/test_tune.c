@@ -573,6 +573,18 @@ FA_TEST(tune, sweep_first)
 	FA_CHECK(strstr(r.err, "--rule:1:16: expected ':' of the '?' at column 13\n 1 | q_len >= 32 ? 8\n"));
 	FA_CHECK(access(db2, F_OK) != 0);
 	fa_proc_free(&r);
+	/* a value run refuses: run's message, then the sweep's command, which
+	 * shows the built-in value tune added */
+	char *bad_value[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+			     "cpu_flash", "--param", "block_q=7,32", NULL};
+	FA_CHECK(run_tune(bad_value, &r) == 2);
+	FA_CHECKF(strstr(r.err, "'7' is not an allowed value of cpu_flash.block_q") &&
+			  strstr(r.err, "fabench tune: its sweep was: fabench run ") &&
+			  strstr(r.err, "--param cpu_flash.block_q=7,32,16 (16, the built-in value, "
+					"added to score auto)"),
+		  "%s", r.err);
+	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
 	/* a file it cannot write is found before the sweep, not after it */
 	char under_file[1100];
 	snprintf(under_file, sizeof under_file, "%s/sub/o.md", db);

@@ -153,6 +153,14 @@ static int run_sweep(const char *suite, const char *db, const char *kernel, cons
 	fflush(stdout);
 	dup2(saved, 1);
 	close(saved);
+	if (status == FA_EXIT_USAGE) { /* run's message names run's options and values */
+		fprintf(stderr, "fabench tune: its sweep was: fabench run %s --kernels %s --param %s",
+			suite, kernel, spec);
+		if (has_auto && !listed)
+			fprintf(stderr, " (%" PRId32 ", the built-in value, added to score auto)",
+				auto_value);
+		fputc('\n', stderr);
+	}
 	return status;
 }
 

@@ -1558,3 +1558,32 @@ FA_TEST(plot, throughput_splits_full_panels)
 	FA_CHECK(fa_test_count(text, "title 'batch 6'") == 20);
 	free(text);
 }
+
+/* A heatmap's rows name the models (labels) that share each case, as the
+ * reports' Models sections do. */
+FA_TEST(plot, heatmap_rows_name_the_models)
+{
+	char suite[1200], db[1200], script[1200];
+	struct fa_proc_result r;
+	snprintf(suite, sizeof suite, "%s/tagged.yaml", fa_test_tmpdir());
+	snprintf(db, sizeof db, "%s/tagged.db", fa_test_tmpdir());
+	snprintf(script, sizeof script, "%s/tagged.gp", fa_test_tmpdir());
+	unlink(db);
+	FILE *f = fopen(suite, "w");
+	FA_REQUIRE(f);
+	fputs("suite: tagged\ndefaults: {heads: 2, head_dim: 32, seq_len: 16, dtype: fp32}\n"
+	      "axes:\n  tag: [draft, target]\n",
+	      f);
+	fclose(f);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--param",
+			       "cpu_flash.block_q=8,16", "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"plot", "heatmap", "--db", db, "--script", script, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	char *text = fa_test_read_file(script, NULL);
+	FA_CHECKF(text && strstr(text, "'#1 (draft, target): best "), "%s", text ? text : "(null)");
+	free(text);
+}

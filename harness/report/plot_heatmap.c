@@ -6,10 +6,12 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "table.h"
+#include "../store/store.h"
 
 
 static int cmp_params_p(const void *a, const void *b)
@@ -59,6 +61,7 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 	double *ratio = NULL, *best = NULL, max_ratio = 1;
 	int *status = NULL, label_w = 8, tick_w = 4;
 	unsigned facets;
+	sqlite3_stmt *tags_st = NULL; /* the models of a case, for its row's label */
 	enum fa_rc rc = fa_plot_run_load(s, o->run_id, o->where, &r, err);
 
 	if (rc != FA_OK)
@@ -170,6 +173,12 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 			best[y] = fmin(best[y], p->median_ms);
 		}
 	}
+	if (sqlite3_prepare_v2(fa_store_db(s),
+			       "SELECT group_concat(name, ', ') FROM (SELECT t.name FROM case_tags t "
+			       "JOIN cases c ON c.id = t.case_id WHERE c.run_id = ?1 AND c.idx = ?2 "
+			       "ORDER BY t.seq)",
+			       -1, &tags_st, NULL) != SQLITE_OK)
+		tags_st = NULL; /* no labels shown: the plot is drawn all the same */
 	for (int y = 0; y < ny; y++) {
 		for (int x = 0; x < nsets; x++) {
 			ratio[y * nsets + x] /= best[y];
@@ -177,12 +186,23 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 				max_ratio = fmax(max_ratio, ratio[y * nsets + x]);
 		}
 		fa_plot_facets_label(cs[y], facets, common, sizeof common);
+		/* the models (labels) that share the case, as the reports show them */
+		char models[160] = "";
+		if (tags_st) {
+			sqlite3_reset(tags_st);
+			sqlite3_bind_int64(tags_st, 1, r.id);
+			sqlite3_bind_int64(tags_st, 2, r.cases[row_case[y]].idx);
+			if (sqlite3_step(tags_st) == SQLITE_ROW && sqlite3_column_text(tags_st, 0))
+				snprintf(models, sizeof models, " (%.150s)",
+					 (const char *)sqlite3_column_text(tags_st, 0));
+		}
 		if (isfinite(best[y]))
-			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s: best %.3g ms",
-				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common, best[y]);
+			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s%s: best %.3g ms",
+				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common, models,
+				 best[y]);
 		else
-			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s: no time",
-				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common);
+			snprintf(buf, sizeof buf, "#%" PRId64 "%s%s%s: no time",
+				 r.cases[row_case[y]].idx + 1, common[0] ? " " : "", common, models);
 		if (!(ylabels[y] = strdup(buf))) {
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 			goto out;
@@ -315,6 +335,7 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 	if (title.oom)
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 out:
+	sqlite3_finalize(tags_st);
 	fa_sb_free(&title);
 	for (int y = 0; ylabels && y < ny; y++)
 		free(ylabels[y]);

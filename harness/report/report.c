@@ -98,6 +98,7 @@ struct report {
 	int32_t *n_tags;
 	int32_t *depth; /* per case row: the suite's depth:, 0 when not given */
 	int any_tags;
+	int any_depth;  /* a case with the suite's depth: (a CSV column) */
 	int any_layers; /* a case's model has layers: tokens/s columns */
 	int any_device; /* a result with a device index (run --devices) */
 };
@@ -456,6 +457,7 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		if ((rc = fa_store_case_depth(s, fa_rows_int(&r->cases, c, "id"), &r->depth[c], err)) !=
 		    FA_OK)
 			return rc;
+		r->any_depth |= r->depth[c] > 0;
 		r->any_tags |= r->n_tags[c] > 0;
 		for (int g = 0; g < r->n_tags[c]; g++)
 			r->any_layers |= r->tags[c][g].layers > 0;
@@ -1744,6 +1746,8 @@ static void write_csv(FILE *out, const struct report *r)
 			fprintf(out, ",%s_%s", csv_grad_tensors[g], csv_grad_cols[j]);
 	if (r->any_tags) /* appended: the columns before keep their places */
 		fputs(",models,tokens_per_s", out);
+	if (r->any_depth)
+		fputs(",depth", out);
 	fputs("\n", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
@@ -1798,6 +1802,11 @@ static void write_csv(FILE *out, const struct report *r)
 			fa_table_csv_text(out, names);
 			fputc(',', out);
 			fa_table_csv_text(out, toks);
+		}
+		if (r->any_depth) { /* empty where the case gave none */
+			fputc(',', out);
+			if (r->depth[c] > 0)
+				fprintf(out, "%d", r->depth[c]);
 		}
 		fputs("\n", out);
 	}

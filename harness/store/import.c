@@ -26,6 +26,7 @@
 #include "../run/data.h"
 #include "../base/text.h"
 #include "../suite/expand.h"
+#include "../suite/models.h"
 #include "../base/util.h"
 
 /* fa_result.rule is char[16]. */
@@ -131,6 +132,8 @@ int fa_import_row_field_known(const char *name)
 	int known = fa_param_lookup(name ? name : "") >= 0, g, f;
 	for (int i = 0; i < RF_COUNT && !known; i++)
 		known = strcmp(rfields[i].name, name) == 0;
+	/* a report's labels of the case (CSV models, JSON tags) */
+	known = known || strcmp(name, "models") == 0 || strcmp(name, "tags") == 0;
 	return known || grad_field(name, &g, &f);
 }
 
@@ -1022,6 +1025,7 @@ static const char *const report_only[] = {
 	"bytes", "gbps", "speedup", "checked", "same_max_abs", "unwritten", "worst_index",
 	"worst_out", "worst_ref", "mem_bytes", "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
 	"power_w", "throttle_reasons", "total_q", "total_k", "varlen", "scale_set", "device",
+	"tokens_per_s",
 };
 
 int fa_import_report_only(const char *name)
@@ -1122,9 +1126,78 @@ static int field_is(const struct ival *obj, const char *name, const char *word)
 	return 0;
 }
 
+/* A report's labels of a case into *lbl (at most max; names in the arena):
+ * JSON's "tags" (objects of name, model, layers) or CSV's "models" (names
+ * joined by ';'); a name that is a model preset's is that model, with its
+ * layers unless the row gives them. */
+static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_case_tag *lbl,
+			      int32_t max, int32_t *n)
+{
+	const int is_list = f->v.kind == IK_LIST;
+	if (!is_list && f->v.kind != IK_RAW && f->v.kind != IK_STR)
+		return fa_err_at(cx->err, &f->loc, "'%s' is %s", f->name,
+				 is_list ? "a list of labels" : "labels joined by ';'");
+	const char *s = is_list ? NULL : f->v.s;
+	for (int32_t k = 0; is_list ? k < f->v.n : *s != '\0'; k++) {
+		const char *name = NULL;
+		char buf[FA_TAG_MAX + 1];
+		int32_t layers = -1, model = -1;
+		struct fa_loc l = is_list ? f->v.items[k].loc : f->v.loc;
+		if (is_list) {
+			const struct ival *o = &f->v.items[k];
+			if (o->kind != IK_OBJ)
+				return fa_err_at(cx->err, &o->loc,
+						 "a label of 'tags' is an object (name, model, layers)");
+			for (int32_t j = 0; j < o->n; j++) {
+				const struct ifield *g = &o->fields[j];
+				if (strcmp(g->name, "name") == 0 && g->v.kind == IK_STR)
+					name = g->v.s;
+				else if (strcmp(g->name, "model") == 0 && g->v.kind == IK_BOOL)
+					model = strcmp(g->v.s, "true") == 0;
+				else if (strcmp(g->name, "layers") == 0 && g->v.kind == IK_NUM)
+					layers = atoi(g->v.s);
+				else if (!(strcmp(g->name, "layers") == 0 && g->v.kind == IK_NULL) &&
+					 strcmp(g->name, "tokens_per_s") != 0)
+					return fa_err_at(cx->err, &g->loc,
+							 "unknown field '%s' of a label (name, model, "
+							 "layers, tokens_per_s)",
+							 g->name);
+			}
+		} else {
+			size_t len = strcspn(s, ";");
+			if (len == 0 || len > FA_TAG_MAX)
+				return fa_err_at(cx->err, &l, "'%s': label %d is %s", f->name, k + 1,
+						 len ? "longer than 64 characters" : "empty");
+			memcpy(buf, s, len);
+			buf[len] = '\0';
+			name = buf;
+			s += len + (s[len] == ';');
+		}
+		if (!name || !*name)
+			return fa_err_at(cx->err, &l, "a label of '%s' has no name", f->name);
+		for (const char *p = name; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == ',' || *p == ';')
+				return fa_err_at(cx->err, &l,
+						 "label '%s' holds a comma, ';' or a control character",
+						 name);
+		if (*n == max)
+			return fa_err_at(cx->err, &l, "more than %d labels on one case", max);
+		const int m = fa_model_lookup(name);
+		struct fa_case_tag *t = &lbl[(*n)++];
+		t->model = model >= 0 ? model : m >= 0;
+		t->layers = layers >= 0 ? layers : m >= 0 ? fa_models[m].layers : 0;
+		if (!(t->name = fa_arena_alloc(&cx->m->arena, strlen(name) + 1)))
+			return fa_import_nomem(cx);
+		strcpy(t->name, name);
+	}
+	return FA_OK;
+}
+
 enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 			      const struct fa_loc *row_loc)
 {
+	struct fa_case_tag labels[16];
+	int32_t n_labels = 0;
 	struct fa_import *im = cx->im;
 	struct mem *m = cx->m;
 	const struct ival *pv[FA_P_COUNT] = {0}, *rv[RF_COUNT] = {0};
@@ -1159,6 +1232,14 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 				q = i;
 		if (p < 0 && q < 0 && strcmp(f->name, "case_key") == 0)
 			q = RF_KEY; /* a report's CSV */
+		if (p < 0 && q < 0 &&
+		    (strcmp(f->name, "tags") == 0 || strcmp(f->name, "models") == 0)) {
+			/* a report's labels of the case: its models and tags */
+			if (f->v.kind != IK_NULL &&
+			    (rc = take_labels(cx, f, labels, 16, &n_labels)) != FA_OK)
+				return rc;
+			continue;
+		}
 		if ((p < 0 && q < 0 && fa_import_report_only(f->name)) ||
 		    (default_scale && strcmp(f->name, "scale") == 0) ||
 		    (varlen && (strcmp(f->name, "batch") == 0 || strcmp(f->name, "q_len") == 0 ||
@@ -1185,6 +1266,13 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 	}
 	if ((rc = take_case(cx, pv, rv[RF_KEY], rv[RF_SEED], row_loc, &case_idx)) != FA_OK)
 		return rc;
+	if (n_labels) {
+		struct fa_case from = {0};
+		from.tags = labels;
+		from.n_tags = n_labels;
+		if (fa_case_merge_tags(&im->cases[case_idx], &from) != 0)
+			return fa_import_nomem(cx);
+	}
 	c = &im->cases[case_idx];
 
 	if (!rv[RF_KERNEL])

@@ -301,9 +301,6 @@ static const struct param_info {
 	[FA_P_PASS] = {"pass", PK_ENUM, fa_pass_parse, "fwd, bwd or fwd_bwd", 0},
 };
 
-/* The longest `tag:` text: a label in a table column, not a description. */
-#define FA_TAG_MAX 64
-
 int fa_param_lookup(const char *key)
 {
 	for (int i = 0; i < FA_P_COUNT; i++)

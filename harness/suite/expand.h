@@ -36,6 +36,9 @@ enum fa_param {
 };
 
 /* One YAML document being read: node lookups and locations. */
+/* The longest `tag:` text: a label in a table column, not a description. */
+#define FA_TAG_MAX 64
+
 struct fa_src {
 	yaml_document_t *doc;
 	const char *file; /* the name as built; owned by the suite */

@@ -275,15 +275,14 @@ FA_TEST(import, report_labels_and_depth_import_as_written)
 	struct fa_proc_result r;
 	path_in(db, sizeof db, "labels.db");
 	path_in(suite, sizeof suite, "labels.yaml");
-	FILE *f = fopen(suite, "w");
-	FA_REQUIRE(f);
-	fputs("suite: labels\n"
-	      "defaults: {dtype: fp32, mask: causal, q_len: 2, kv_len: depth + q_len, depth: 30}\n"
-	      "groups:\n"
-	      "  - axes: {model: [llama3-8b, qwen3-4b]}\n"
-	      "  - defaults: {heads: 4, head_dim: 32, tag: draft, layers: 12}\n",
-	      f);
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite,
+				      "suite: labels\n"
+				      "defaults: {dtype: fp32, mask: causal, q_len: 2, kv_len: depth + "
+				      "q_len, depth: 30}\n"
+				      "groups:\n"
+				      "  - axes: {model: [llama3-8b, qwen3-4b]}\n"
+				      "  - defaults: {heads: 4, head_dim: 32, tag: draft, layers: 12}\n") ==
+		   0);
 	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--db",
 			       db, "--quiet", NULL},
 		    NULL, 300, &r);

@@ -1569,12 +1569,9 @@ FA_TEST(plot, heatmap_rows_name_the_models)
 	snprintf(db, sizeof db, "%s/tagged.db", fa_test_tmpdir());
 	snprintf(script, sizeof script, "%s/tagged.gp", fa_test_tmpdir());
 	unlink(db);
-	FILE *f = fopen(suite, "w");
-	FA_REQUIRE(f);
-	fputs("suite: tagged\ndefaults: {heads: 2, head_dim: 32, seq_len: 16, dtype: fp32}\n"
-	      "axes:\n  tag: [draft, target]\n",
-	      f);
-	fclose(f);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: tagged\ndefaults: {heads: 2, head_dim: 32, "
+					     "seq_len: 16, dtype: fp32}\naxes:\n  tag: [draft, "
+					     "target]\n") == 0);
 	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--kernels", "cpu_flash", "--param",
 			       "cpu_flash.block_q=8,16", "--db", db, "--quiet", NULL},
 		    NULL, 120, &r);

@@ -84,3 +84,12 @@ FA_TEST(text, utf8_col_next_counts_on)
 	FA_CHECK(fa_utf8_col_next(&m, line2, strchr(line2, 'y')) == 3);
 	FA_CHECK(fa_utf8_col_next(&m, line2, line2) == 1);
 }
+
+/* The hex digits of JSON's \u, YAML's \x \u \U and the import's columns. */
+FA_TEST(text, hex_digit)
+{
+	FA_CHECK(fa_hex_digit('0') == 0 && fa_hex_digit('9') == 9 && fa_hex_digit('a') == 10 &&
+		 fa_hex_digit('F') == 15 && fa_hex_digit('f') == 15);
+	FA_CHECK(fa_hex_digit('g') == -1 && fa_hex_digit('G') == -1 && fa_hex_digit(' ') == -1 &&
+		 fa_hex_digit(0) == -1 && fa_hex_digit(0xc3) == -1);
+}

@@ -62,6 +62,17 @@ int fa_utf8_len(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+int fa_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int fa_utf8_col(const char *line_start, const char *at)
 {
 	int col = 1;

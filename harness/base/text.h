@@ -15,6 +15,9 @@ int fa_edit_distance(const char *a, const char *b);
  * it is not one (overlong forms, surrogates, past U+10FFFF, cut short). */
 int fa_utf8_len(const unsigned char *p, const unsigned char *end);
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1. */
+int fa_hex_digit(int c);
+
 /* The 1-based column of at on the line that starts at line_start, in
  * characters as libyaml's marks and fa_err_print's caret count them: every
  * byte that does not continue a UTF-8 sequence (0x80..0xbf) is one, so a

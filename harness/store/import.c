@@ -164,15 +164,6 @@ char *fa_import_strndup(struct fa_arena *a, const char *s, size_t n)
 	return d;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : 0;
-}
-
 /* A walk along a value's source text (fa_import_loc_in), resumable: the
  * items of a long list cell cost its length once. */
 struct iwalk {
@@ -204,7 +195,7 @@ static struct fa_loc iwalk_to(struct iwalk *w, size_t off)
 		if (esc == IE_JSON && *p == '\\' && p[1] == 'u') {
 			long cp = 0;
 			for (int i = 2; i < 6; i++)
-				cp = cp * 16 + hex_digit(p[i]);
+				cp = cp * 16 + fa_hex_digit((unsigned char)p[i]); /* checked by the reader */
 			if (cp >= 0xd800 && cp <= 0xdbff) { /* and its low half: 4 bytes */
 				w->p += 12;
 				w->l.col += 12;

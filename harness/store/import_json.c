@@ -57,17 +57,6 @@ static enum fa_rc jerr_char(struct jp *j, const char *expected)
 	return fa_err_at(j->cx->err, &l, "%s, got byte 0x%02x", expected, c);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Four hex digits at p, or -1. */
 static long hex4(const char *p, const char *end)
 {
@@ -75,7 +64,7 @@ static long hex4(const char *p, const char *end)
 	if (end - p < 4)
 		return -1;
 	for (int i = 0; i < 4; i++) {
-		int h = hexval(p[i]);
+		int h = fa_hex_digit((unsigned char)p[i]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;

@@ -58,14 +58,8 @@ static int hex_value(const char *s, int n, unsigned long *out)
 {
 	unsigned long v = 0;
 	for (int k = 0; k < n; k++) {
-		int c = (unsigned char)s[k], d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		const int d = fa_hex_digit((unsigned char)s[k]);
+		if (d < 0)
 			return -1;
 		v = v * 16 + (unsigned long)d;
 	}

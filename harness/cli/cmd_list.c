@@ -77,16 +77,10 @@ static void print_json(const struct fa_suite *s, FILE *f)
 		if (c->n_tags) {
 			fputs(", \"tags\": [", f);
 			for (int k = 0; k < c->n_tags; k++) {
-				/* names are preset names or tags without control characters */
-				fputs(k ? ", {\"name\": \"" : "{\"name\": \"", f);
-				for (const char *q = c->tags[k].name; *q; q++)
-					fprintf(f, *q == '"' || *q == '\\' ? "\\%c" : "%c", *q);
-				fprintf(f, "\", \"model\": %s, \"layers\": ",
-					c->tags[k].model ? "true" : "false");
-				if (c->tags[k].layers)
-					fprintf(f, "%d}", c->tags[k].layers);
-				else
-					fputs("null}", f);
+				if (k)
+					fputs(", ", f);
+				fa_table_json_tag_open(f, &c->tags[k]);
+				fputc('}', f);
 			}
 			fputc(']', f);
 		}

@@ -1885,13 +1885,9 @@ static void write_json(FILE *out, const struct report *r)
 			fputs("      \"tags\": [", out);
 			for (int k = 0; k < r->n_tags[c]; k++) {
 				const struct fa_case_tag *tg = &r->tags[c][k];
-				fputs(k ? ", {\"name\": " : "{\"name\": ", out);
-				fa_json_string(out, tg->name);
-				fprintf(out, ", \"model\": %s, \"layers\": ", tg->model ? "true" : "false");
-				if (tg->layers > 0)
-					fprintf(out, "%d", tg->layers);
-				else
-					fputs("null", out);
+				if (k)
+					fputs(", ", out);
+				fa_table_json_tag_open(out, tg);
 				fputs(", \"tokens_per_s\": ", out);
 				fa_table_json_real(out, tokens_per_s(r, i, c, tg->layers));
 				fputc('}', out);

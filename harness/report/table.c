@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/util.h"
+#include "../suite/suite.h"
+
 /* ---- Text ------------------------------------------------------------------- */
 
 /* What markdown text escapes with a backslash. */
@@ -73,6 +76,17 @@ void fa_table_json_real(FILE *f, double x)
 	}
 	fa_table_fmt_real(x, buf, sizeof buf);
 	fputs(buf, f);
+}
+
+void fa_table_json_tag_open(FILE *f, const struct fa_case_tag *t)
+{
+	fputs("{\"name\": ", f);
+	fa_json_string(f, t->name);
+	fprintf(f, ", \"model\": %s, \"layers\": ", t->model ? "true" : "false");
+	if (t->layers > 0)
+		fprintf(f, "%d", t->layers);
+	else
+		fputs("null", f);
 }
 
 /* ---- Numbers ---------------------------------------------------------------- */

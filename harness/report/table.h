@@ -21,9 +21,10 @@
 
 /* The "schema_version" every JSON output (report, compare, history, list,
  * the manifests of run --dump) carries at its top level; docs/json.md
- * describes version 1. Raised when a member is removed or changes meaning;
- * adding a member keeps it. */
-#define FA_JSON_SCHEMA_VERSION 1
+ * describes version 2. Raised when a member is removed or changes meaning;
+ * adding a member keeps it. 2: compare's row "tags" became report's list
+ * of label objects (it was the names joined by ", "). */
+#define FA_JSON_SCHEMA_VERSION 2
 
 /* The formats the writers (report, compare, history) produce; each says
  * which of them it takes. */
@@ -52,6 +53,12 @@ void fa_table_csv_real(FILE *f, double x);
 /* x as a JSON number at full precision; null for NaN and infinities, which
  * JSON does not have. */
 void fa_table_json_real(FILE *f, double x);
+
+/* A case's label as report, compare and list write it in JSON, left open
+ * for more members: {"name": "llama3-8b", "model": true, "layers": 32
+ * (layers null when unknown). */
+struct fa_case_tag;
+void fa_table_json_tag_open(FILE *f, const struct fa_case_tag *t);
 
 /* ---- Numbers ---------------------------------------------------------------- */
 

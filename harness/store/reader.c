@@ -432,6 +432,72 @@ static enum fa_rc read_samples(sqlite3 *db, int64_t run_id, struct fa_reader_res
 	return rc == SQLITE_DONE ? FA_OK : FA_ERR_DB;
 }
 
+static const char tags_sql[] =
+	"SELECT c.idx, t.name, t.model, t.layers FROM case_tags t JOIN cases c ON c.id = t.case_id "
+	"WHERE c.run_id = ? ORDER BY c.idx, t.seq";
+
+/* Attaches the labels of each result's case (case_tags, in order) to
+ * res[0..n), which are in case idx order; the names in the arena. */
+static enum fa_rc read_tags(sqlite3 *db, int64_t run_id, struct fa_reader_result *res, int n,
+			    struct fa_arena *a)
+{
+	struct fa_case_tag *tags = NULL;
+	int32_t *idx = NULL;
+	int cap = 0, count = 0, rc;
+	enum fa_rc frc = FA_OK;
+	sqlite3_stmt *st = NULL;
+
+	rc = sqlite3_prepare_v2(db, tags_sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 1, run_id);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = SQLITE_OK;
+		if (count == cap) {
+			int ncap = cap ? cap * 2 : 16;
+			struct fa_case_tag *nt = realloc(tags, (size_t)ncap * sizeof *nt);
+			int32_t *ni = nt ? realloc(idx, (size_t)ncap * sizeof *ni) : NULL;
+			if (nt)
+				tags = nt;
+			if (ni)
+				idx = ni;
+			if (!nt || !ni) {
+				frc = FA_ERR_NOMEM;
+				break;
+			}
+			cap = ncap;
+		}
+		idx[count] = sqlite3_column_int(st, 0);
+		tags[count].name = fa_arena_strdup(a, col_text(st, 1));
+		tags[count].model = sqlite3_column_int(st, 2);
+		tags[count].layers = sqlite3_column_int(st, 3);
+		if (!tags[count++].name) {
+			frc = FA_ERR_NOMEM;
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	if (frc == FA_OK && rc != SQLITE_DONE)
+		frc = FA_ERR_DB;
+	if (frc == FA_OK && count) {
+		struct fa_case_tag *kept = fa_arena_alloc(a, (size_t)count * sizeof *kept);
+		if (!kept) {
+			frc = FA_ERR_NOMEM;
+		} else {
+			memcpy(kept, tags, (size_t)count * sizeof *kept);
+			for (int i = 0, at = 0; i < n; i++) {
+				while (at < count && idx[at] < res[i].case_idx)
+					at++;
+				res[i].tag_list = kept + at;
+				for (int e = at; e < count && idx[e] == res[i].case_idx; e++)
+					res[i].n_tags++;
+			}
+		}
+	}
+	free(tags);
+	free(idx);
+	return frc;
+}
+
 enum fa_rc fa_reader_results(struct fa_store *s, int64_t run_id, const char *suite, int flags,
 			     struct fa_arena *a, struct fa_reader_result **out, int *n,
 			     struct fa_err *err)
@@ -467,6 +533,8 @@ enum fa_rc fa_reader_results(struct fa_store *s, int64_t run_id, const char *sui
 		frc = FA_ERR_DB;
 	if (frc == FA_OK && count && (flags & FA_READER_SAMPLES))
 		frc = read_samples(db, run_id, res, count, a);
+	if (frc == FA_OK && count)
+		frc = read_tags(db, run_id, res, count, a);
 	if (frc == FA_OK && count) {
 		/* into the arena, so that the caller frees nothing */
 		*out = fa_arena_alloc(a, (size_t)count * sizeof **out);

@@ -92,6 +92,8 @@ struct fa_reader_result {
 	const char *suite, *key, *kernel, *params, *reason;
 	const char *stop;      /* stop_reason as stored ("converged", "max_time", ...), "" NULL */
 	const char *tags;      /* the case's labels joined by ", " (case_tags), "" none */
+	const struct fa_case_tag *tag_list; /* the same labels in order (arena), n_tags of them */
+	int32_t n_tags;
 	const char *timing;    /* how it was timed as stored ("cold-clean", "graph-cold",
 	                          ...), "" NULL */
 	int32_t case_idx;

@@ -516,7 +516,7 @@ FA_TEST(bmatrix, gate_regressions)
 	fa_proc_run(same, NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
 	FA_CHECK(strstr(r.err, "no regression against build-matrix run 1 ('base')") != NULL);
-	const char *head_json = "{\"schema_version\": 1, \"build\": {\"id\": 1,";
+	const char *head_json = "{\"schema_version\": 2, \"build\": {\"id\": 1,";
 	FA_CHECK(strncmp(r.out, head_json, strlen(head_json)) == 0);
 	FA_CHECK(strstr(r.out, "\"matrix\": \"HMMA.16816.F32.BF16\"") != NULL);
 	fa_proc_free(&r);

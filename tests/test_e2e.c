@@ -860,7 +860,7 @@ FA_TEST(e2e, list_json_is_versioned_and_seeds_are_strings)
 			       "--format", "json", NULL},
 		    NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
-	FA_CHECKF(strncmp(r.out, "{\"schema_version\": 1, \"suite\": \"tiny\"", 37) == 0, "%.80s",
+	FA_CHECKF(strncmp(r.out, "{\"schema_version\": 2, \"suite\": \"tiny\"", 37) == 0, "%.80s",
 		  r.out);
 	FA_CHECK(strstr(r.out, "\"seed\": \"18446744073709551557\", \"n_cases\": 4") != NULL);
 	for (const char *q = r.out; (q = strstr(q, "\"seed\": ")); q++) /* none a number */

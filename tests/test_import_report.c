@@ -75,6 +75,23 @@ FA_TEST(import, own_reports_import_as_written)
 		FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM cases") ==
 			 fa_test_db_int(db, "SELECT count(*) FROM cases"));
 	}
+	/* a report written as version 1 (its members are version 2's) imports
+	 * the same, as docs/json.md promises */
+	char rep[1024], v1[1024], out[1024];
+	snprintf(rep, sizeof rep, "%s/own.json", fa_test_tmpdir()); /* kept, not unlinked */
+	path_in(v1, sizeof v1, "own-v1.json");
+	path_in(out, sizeof out, "own-v1.db");
+	char *text = fa_test_read_file(rep, NULL), *at = text ? strstr(text, "\"schema_version\": 2,") : NULL;
+	FA_REQUIRE(at);
+	at[strlen("\"schema_version\": ")] = '1';
+	FA_REQUIRE(fa_test_write_file(v1, text) == 0);
+	free(text);
+	fa_proc_run((char *[]){"import", v1, "--db", out, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "import of a version-1 report: %d %s", r.status, r.err);
+	fa_proc_free(&r);
+	char *got = results_of(out);
+	FA_CHECK(got && strcmp(got, want) == 0);
+	free(got);
 	free(want);
 }
 

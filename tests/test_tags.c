@@ -415,7 +415,12 @@ FA_TEST(tags, compare_shows_models)
 	fa_proc_free(&r);
 	char *js[] = {"compare", "--db", db, "--format", "json", "base", "head", NULL};
 	fa_proc_run(js, NULL, 60, &r);
-	FA_CHECK(r.status == 0 && strstr(r.out, ", \"tags\": \"llama3-8b, qwen3-4b\"}"));
+	/* the labels as report and list write them: objects with their layers */
+	FA_CHECKF(r.status == 0 &&
+			  strstr(r.out, ", \"tags\": [{\"name\": \"llama3-8b\", \"model\": true, "
+					"\"layers\": 32}, {\"name\": \"qwen3-4b\", \"model\": true, "
+					"\"layers\": 36}]}"),
+		  "%s", r.out);
 	fa_proc_free(&r);
 	char *ls[] = {"list", suite, NULL};
 	fa_proc_run(ls, NULL, 60, &r);

@@ -538,7 +538,7 @@ FA_TEST(tune, sweep_first)
 			"json", NULL};
 	FA_REQUIRE(run_tune(argv, &r) == 0);
 	/* standard output is the JSON alone: run's progress went to stderr */
-	FA_CHECK(strncmp(r.out, "{\"schema_version\": 1,", 21) == 0);
+	FA_CHECK(strncmp(r.out, "{\"schema_version\": 2,", 21) == 0);
 	FA_CHECK(strstr(r.out, "\"kernel\": \"cpu_flash\", \"param\": \"block_q\""));
 	FA_CHECK(strstr(r.out, "\"values\": [8, 16, 64], \"auto\": 16"));
 	FA_CHECK(strstr(r.out, "\"label\": \"bq\""));

@@ -440,6 +440,8 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->base_params = nb ? e[0].r->params : rep->params;
 	row->values = rep->values;
 	row->tags = rep->tags;
+	row->tag_list = rep->tag_list;
+	row->n_tags = rep->n_tags;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -1465,9 +1467,14 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		}
 		fputs(",\n     ", f);
 		fa_compare_json_case(f, r->values);
-		if (r->tags && r->tags[0]) { /* the case's models, where it has any */
-			fputs(", \"tags\": ", f);
-			fa_json_string(f, r->tags);
+		if (r->n_tags) { /* the case's labels, as report and list write them */
+			fputs(", \"tags\": [", f);
+			for (int k = 0; k < r->n_tags; k++) {
+				fputs(k ? ", " : "", f);
+				fa_table_json_tag_open(f, &r->tag_list[k]);
+				fputc('}', f);
+			}
+			fputc(']', f);
 		}
 		fputs("}", f);
 	}

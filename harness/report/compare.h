@@ -146,6 +146,8 @@ struct fa_cmp_row {
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
 	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
+	const struct fa_case_tag *tag_list; /* the same labels in order, n_tags of them */
+	int32_t n_tags;
 	const char *base_timing, *head_timing; /* how a side's passing results were timed
 	                            (the first one's timing: "cold-clean", "graph-cold",
 	                            ...), "" unknown */

@@ -429,7 +429,7 @@ enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len)
 
 
 /* A report of fabench's own (report --format json): one document,
- * {"schema_version": 1, "run": {...}, "baseline": ..., "results": [{"case":
+ * {"schema_version": 2, "run": {...}, "baseline": ..., "results": [{"case":
  * {...}, "kernel": ...}, ...]}. Each result with its case's fields becomes
  * a row; the run's fields that a header has make the header. */
 enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len)
@@ -454,9 +454,11 @@ enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t 
 		else if (strcmp(f->name, "results") == 0)
 			results = &f->v;
 	}
-	if (!version || !version->s || strcmp(version->s, "1") != 0)
+	/* a report's members are the same in versions 1 and 2 (docs/json.md) */
+	if (!version || !version->s || (strcmp(version->s, "1") != 0 && strcmp(version->s, "2") != 0))
 		return fa_err_at(cx->err, version ? &version->loc : &v.loc,
-				 "report schema_version '%s' is not 1, the version this fabench imports",
+				 "report schema_version '%s' is not 1 or 2, the versions this fabench "
+				 "imports",
 				 version && version->s ? version->s : "(missing)");
 	if (!results || results->kind != IK_LIST)
 		return fa_err_at(cx->err, results ? &results->loc : &v.loc,

@@ -1748,6 +1748,8 @@ static void write_csv(FILE *out, const struct report *r)
 		fputs(",models,tokens_per_s", out);
 	if (r->any_depth)
 		fputs(",depth", out);
+	if (r->any_tags) /* after depth, which was there first */
+		fputs(",label_layers", out);
 	fputs("\n", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];
@@ -1807,6 +1809,15 @@ static void write_csv(FILE *out, const struct report *r)
 			fputc(',', out);
 			if (r->depth[c] > 0)
 				fprintf(out, "%d", r->depth[c]);
+		}
+		if (r->any_tags) { /* each label's layers, as models has them; empty none */
+			fputc(',', out);
+			for (int g = 0; g < r->n_tags[c]; g++) {
+				if (g)
+					fputc(';', out);
+				if (r->tags[c][g].layers > 0)
+					fprintf(out, "%d", r->tags[c][g].layers);
+			}
 		}
 		fputs("\n", out);
 	}

@@ -132,8 +132,9 @@ int fa_import_row_field_known(const char *name)
 	int known = fa_param_lookup(name ? name : "") >= 0, g, f;
 	for (int i = 0; i < RF_COUNT && !known; i++)
 		known = strcmp(rfields[i].name, name) == 0;
-	/* a report's labels of the case (CSV models, JSON tags) */
-	known = known || strcmp(name, "models") == 0 || strcmp(name, "tags") == 0;
+	/* a report's labels of the case (CSV models and label_layers, JSON tags) */
+	known = known || strcmp(name, "models") == 0 || strcmp(name, "tags") == 0 ||
+		strcmp(name, "label_layers") == 0;
 	return known || grad_field(name, &g, &f);
 }
 
@@ -1117,6 +1118,22 @@ static int field_is(const struct ival *obj, const char *name, const char *word)
 	return 0;
 }
 
+/* A label's layer count from its text: 1 when s is a whole number from 1
+ * that fits an int32 (then *out), else 0. */
+static int layers_of(const char *s, int32_t *out)
+{
+	char *end;
+	long long v;
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || errno || v < 1 || v > INT32_MAX)
+		return 0;
+	*out = (int32_t)v;
+	return 1;
+}
+
 /* A report's labels of a case into *lbl (at most max; names in the arena):
  * JSON's "tags" (objects of name, model, layers) or CSV's "models" (names
  * joined by ';'); a name that is a model preset's is that model, with its
@@ -1145,8 +1162,13 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 					name = g->v.s;
 				else if (strcmp(g->name, "model") == 0 && g->v.kind == IK_BOOL)
 					model = strcmp(g->v.s, "true") == 0;
-				else if (strcmp(g->name, "layers") == 0 && g->v.kind == IK_NUM)
-					layers = atoi(g->v.s);
+				else if (strcmp(g->name, "layers") == 0 && g->v.kind == IK_NUM) {
+					if (!layers_of(g->v.s, &layers))
+						return fa_err_at(cx->err, &g->v.loc,
+								 "a label's layers '%s' is not a layer "
+								 "count (a whole number from 1)",
+								 g->v.s);
+				}
 				else if (!(strcmp(g->name, "layers") == 0 && g->v.kind == IK_NULL) &&
 					 strcmp(g->name, "tokens_per_s") != 0)
 					return fa_err_at(cx->err, &g->loc,
@@ -1184,11 +1206,50 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 	return FA_OK;
 }
 
+/* A report CSV's label_layers (f): the layers of each label of models,
+ * joined by ';' in the same order, empty where a label has none; sets them
+ * on lbl[0..n). */
+static enum fa_rc take_label_layers(struct ctx *cx, const struct ifield *f,
+				    struct fa_case_tag *lbl, int32_t n)
+{
+	const char *s = f->v.s ? f->v.s : "";
+	int32_t entries = 1;
+	if (f->v.kind != IK_RAW && f->v.kind != IK_STR && f->v.kind != IK_NUM)
+		return fa_err_at(cx->err, &f->v.loc, "'label_layers' is layers joined by ';'");
+	if (n == 0)
+		return fa_err_at(cx->err, &f->v.loc, "'label_layers' without the labels of 'models'");
+	for (const char *p = s; *p; p++)
+		entries += *p == ';';
+	if (entries != n)
+		return fa_err_at(cx->err, &f->v.loc,
+				 "'label_layers' has %d entr%s for the %d label%s of 'models'", entries,
+				 entries == 1 ? "y" : "ies", n, n == 1 ? "" : "s");
+	for (int32_t k = 0; k < n; k++) {
+		size_t len = strcspn(s, ";");
+		if (len) {
+			char buf[16];
+			if (len >= sizeof buf)
+				len = sizeof buf - 1;
+			memcpy(buf, s, len);
+			buf[len] = '\0';
+			if (!layers_of(buf, &lbl[k].layers))
+				return fa_err_at(cx->err, &f->v.loc,
+						 "'label_layers' entry %d '%s' is not a layer count "
+						 "(a whole number from 1)",
+						 k + 1, buf);
+		}
+		s += strcspn(s, ";");
+		s += *s == ';';
+	}
+	return FA_OK;
+}
+
 enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 			      const struct fa_loc *row_loc)
 {
 	struct fa_case_tag labels[16];
 	int32_t n_labels = 0;
+	const struct ifield *label_layers = NULL;
 	struct fa_import *im = cx->im;
 	struct mem *m = cx->m;
 	const struct ival *pv[FA_P_COUNT] = {0}, *rv[RF_COUNT] = {0};
@@ -1231,6 +1292,11 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 				return rc;
 			continue;
 		}
+		if (p < 0 && q < 0 && strcmp(f->name, "label_layers") == 0) {
+			if (f->v.kind != IK_NULL)
+				label_layers = f;
+			continue;
+		}
 		if ((p < 0 && q < 0 && fa_import_report_only(f->name)) ||
 		    (default_scale && strcmp(f->name, "scale") == 0) ||
 		    (varlen && (strcmp(f->name, "batch") == 0 || strcmp(f->name, "q_len") == 0 ||
@@ -1255,6 +1321,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		else
 			rv[q] = &f->v;
 	}
+	if (label_layers && (rc = take_label_layers(cx, label_layers, labels, n_labels)) != FA_OK)
+		return rc;
 	if ((rc = take_case(cx, pv, rv[RF_KEY], rv[RF_SEED], row_loc, &case_idx)) != FA_OK)
 		return rc;
 	if (n_labels) {

@@ -1179,8 +1179,8 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 		} else {
 			size_t len = strcspn(s, ";");
 			if (len == 0 || len > FA_TAG_MAX)
-				return fa_err_at(cx->err, &l, "'%s': label %d is %s", f->name, k + 1,
-						 len ? "longer than 64 characters" : "empty");
+				return fa_err_at(cx->err, &l, "'%s': label %d %s", f->name, k + 1,
+						 fa_tag_text_why(s, len));
 			memcpy(buf, s, len);
 			buf[len] = '\0';
 			name = buf;
@@ -1188,11 +1188,11 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 		}
 		if (!name || !*name)
 			return fa_err_at(cx->err, &l, "a label of '%s' has no name", f->name);
-		for (const char *p = name; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == ',' || *p == ';')
-				return fa_err_at(cx->err, &l,
-						 "label '%s' holds a comma, ';' or a control character",
-						 name);
+		const char *why = fa_tag_text_why(name, strlen(name));
+		if (why)
+			return fa_err_at(cx->err, &l, "label '%.*s%s' %s",
+					 strlen(name) > FA_TAG_MAX ? 20 : FA_TAG_MAX, name,
+					 strlen(name) > FA_TAG_MAX ? "..." : "", why);
 		if (*n == max)
 			return fa_err_at(cx->err, &l, "more than %d labels on one case", max);
 		const int m = fa_model_lookup(name);

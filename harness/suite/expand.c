@@ -295,6 +295,18 @@ static const struct param_info {
 	[FA_P_PASS] = {"pass", PK_ENUM, fa_pass_parse, "fwd, bwd or fwd_bwd", 0},
 };
 
+const char *fa_tag_text_why(const char *s, size_t len)
+{
+	if (len == 0)
+		return "is empty";
+	if (len > FA_TAG_MAX)
+		return "is longer than 64 characters";
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == ',' || s[i] == ';')
+			return "holds a comma, ';' or a control character";
+	return NULL;
+}
+
 int fa_param_lookup(const char *key)
 {
 	for (int i = 0; i < FA_P_COUNT; i++)
@@ -411,13 +423,11 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 		return FA_OK;
 	}
 	if (pi->kind == PK_TEXT) {
-		if (n->data.scalar.length > FA_TAG_MAX)
-			return fa_err_at(src->err, &l, "tag '%.20s...' is longer than %d characters", text,
-					 FA_TAG_MAX);
-		for (const char *p = text; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ',')
-				return fa_err_at(src->err, &l,
-						 "tag '%s' holds a comma or a control character", text);
+		const char *why = fa_tag_text_why(text, n->data.scalar.length);
+		if (why)
+			return fa_err_at(src->err, &l, "tag '%.*s%s' %s",
+					 n->data.scalar.length > FA_TAG_MAX ? 20 : FA_TAG_MAX, text,
+					 n->data.scalar.length > FA_TAG_MAX ? "..." : "", why);
 		/* a preset's name as a free label would read as that model on a
 		 * shape that is not its own */
 		for (int k = 0; fa_models[k].name; k++)

@@ -39,6 +39,12 @@ enum fa_param {
 /* The longest `tag:` text: a label in a table column, not a description. */
 #define FA_TAG_MAX 64
 
+/* What is wrong with the text of a label (a suite's tag:, an imported
+ * report's), of len bytes: NULL when nothing, else the words after "label
+ * 'NAME' " ("is empty", "holds a comma, ';' or a control character", ...).
+ * A report's CSV joins labels with ';' and a key with ','. */
+const char *fa_tag_text_why(const char *s, size_t len);
+
 struct fa_src {
 	yaml_document_t *doc;
 	const char *file; /* the name as built; owned by the suite */

@@ -226,3 +226,47 @@ FA_TEST(merge, compare_runs_of_two_files)
 	fa_proc_free(&r);
 	FA_CHECK(access(missing, F_OK) != 0);
 }
+
+/* 1 when the file at path holds exactly the n bytes of want. */
+static int same_bytes(const char *path, const char *want, size_t n)
+{
+	size_t len = 0;
+	char *got = fa_test_read_file(path, &len);
+	int same = got && len == n && memcmp(got, want, n) == 0;
+	free(got);
+	return same;
+}
+
+/* A SQLite database of another program given to a reader (an input of
+ * merge, report's --db) is refused and left byte for byte as it was:
+ * fabench's tables (and WAL) were written into it. */
+FA_TEST(merge, a_database_not_fabenchs_is_left_alone)
+{
+	char foreign[1024], out[1024], wal[1100];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	size_t n = 0;
+	char *before;
+	path_in(foreign, sizeof foreign, "f-foreign.db");
+	path_in(out, sizeof out, "f-out.db");
+	FA_REQUIRE(sqlite3_open(foreign, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "CREATE TABLE runs (id INTEGER, who TEXT); "
+				     "INSERT INTO runs VALUES (1, 'not fabench')",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE((before = fa_test_read_file(foreign, &n)) != NULL);
+	/* as an input */
+	FA_CHECK(merge((char *[]){"merge", foreign, "-o", out, NULL}, &r) == 1);
+	FA_CHECKF(strstr(r.err, "f-foreign.db' is not fabench's"), "%s", r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(out, F_OK) != 0);
+	/* and to a reader */
+	fa_proc_run((char *[]){"report", "--db", foreign, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "is not fabench's"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(same_bytes(foreign, before, n));
+	snprintf(wal, sizeof wal, "%s-wal", foreign);
+	FA_CHECK(access(wal, F_OK) != 0);
+	FA_CHECK(leftovers(".merge-") == 0);
+	free(before);
+}

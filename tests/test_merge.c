@@ -270,3 +270,35 @@ FA_TEST(merge, a_database_not_fabenchs_is_left_alone)
 	FA_CHECK(leftovers(".merge-") == 0);
 	free(before);
 }
+
+/* The two runs of one run --ab share their start, host, seed and command
+ * line: merge took side b for a copy of side a and left it out. */
+FA_TEST(merge, both_sides_of_an_ab_run)
+{
+	char ab[1024], out[1024];
+	struct fa_proc_result r;
+	path_in(ab, sizeof ab, "ab.db");
+	path_in(out, sizeof out, "ab-out.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--ab-params", "--param", "a:cpu_flash.block_q=16",
+			       "--param", "b:cpu_flash.block_q=32", "--label", "pr", "--db", ab,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	FA_REQUIRE(fa_test_db_int(ab, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(merge((char *[]){"merge", ab, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "2 runs added (8 cases, 8 results"), "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs WHERE label IN ('pr-a', 'pr-b') "
+				     "AND ab_group IS NOT NULL") == 2);
+	/* and merging it again adds nothing */
+	FA_CHECK(merge((char *[]){"merge", ab, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added") && strstr(r.out, "2 already there"), "%s", r.out);
+	fa_proc_free(&r);
+	/* the paired comparison of the merged file */
+	fa_proc_run((char *[]){"compare", "--db", out, "--ignore-params", "pr-a", "pr-b", NULL}, NULL,
+		    120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "paired"), "%d %s %s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+}

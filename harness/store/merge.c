@@ -17,11 +17,14 @@
 
 #include "store.h"
 
-/* A run's identity: what two copies of one run share and two runs never do. */
+/* A run's identity: what two copies of one run share and two runs never do.
+ * The two runs of one run --ab share everything else (one command, one
+ * start): their labels (LABEL-a, LABEL-b) tell them apart. */
 #define IDENTITY_SQL(shard)                                                                   \
 	"coalesce(started_at, '') || '|' || coalesce(host, '') || '|' || coalesce(seed, '') || "   \
 	"'|' || coalesce(suite_hash, '') || '|' || coalesce(" shard ", '') || '|' || "             \
-	"coalesce(command_line, '')"
+	"coalesce(command_line, '') || CASE WHEN ab_group IS NULL THEN '' ELSE '|' || "          \
+	"coalesce(label, '') END"
 
 struct merger {
 	sqlite3 *db;

@@ -302,3 +302,83 @@ FA_TEST(merge, both_sides_of_an_ab_run)
 	FA_CHECKF(r.status == 0 && strstr(r.out, "paired"), "%d %s %s", r.status, r.out, r.err);
 	fa_proc_free(&r);
 }
+
+/* db's bytes into a new file at to (and no -wal beside it). */
+static int copy_file(const char *db, const char *to)
+{
+	size_t n = 0;
+	char *buf = fa_test_read_file(db, &n);
+	FILE *f = fopen(to, "wb");
+	int ok = buf && f && fwrite(buf, 1, n, f) == n;
+	if (f)
+		ok &= fclose(f) == 0;
+	free(buf);
+	return ok ? 0 : -1;
+}
+
+/* A part killed part-way, merged, then finished by run --resume and merged
+ * again: the second merge found the run already there and added nothing,
+ * so the merged run kept the killed run's cases and stayed incomplete (and
+ * out of history) for good. The killed run is modelled by the finished
+ * one's file less its last case, left incomplete: the same run, as
+ * --resume keeps it. */
+FA_TEST(merge, a_resumed_run_merged_again_gains_its_cases)
+{
+	char a[1024], b[1024], killed[1024], one[1024], plain[1024];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	path_in(a, sizeof a, "rs-a.db");
+	path_in(b, sizeof b, "rs-b.db");
+	path_in(killed, sizeof killed, "rs-killed.db");
+	path_in(one, sizeof one, "rs-one.db");
+	path_in(plain, sizeof plain, "rs-plain.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 2, "n") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 2, 2, "n") == 0);
+	FA_REQUIRE(fa_test_db_int(b, "SELECT count(*) FROM cases") == 2);
+	FA_REQUIRE(copy_file(b, killed) == 0);
+	FA_REQUIRE(sqlite3_open(killed, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "PRAGMA foreign_keys = ON; DELETE FROM cases WHERE idx = "
+				     "(SELECT max(idx) FROM cases); UPDATE runs SET status = "
+				     "'incomplete', finished_at = NULL",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	/* the shards of one job */
+	FA_REQUIRE(merge((char *[]){"merge", a, killed, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM cases") == 3);
+	FA_CHECK(fa_test_db_int(one, "SELECT status = 'incomplete' FROM runs") == 1);
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", one, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added (1 case, 1 result") &&
+			  strstr(r.out, "1 run already there gained the cases it lacked") &&
+			  !strstr(r.out, "combined run"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM samples") ==
+		 fa_test_db_int(a, "SELECT count(*) FROM samples") +
+			 fa_test_db_int(b, "SELECT count(*) FROM samples"));
+	FA_CHECK(fa_test_db_int(one, "SELECT status = 'complete' FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(one, "SELECT instr(merged_from, 'incomplete') FROM runs") == 0);
+	/* a third time: nothing */
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", one, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added (0 cases") && strstr(r.out, "2 already there"), "%s",
+		  r.out);
+	fa_proc_free(&r);
+	/* a run merged alone takes the finished run's status and end */
+	FA_REQUIRE(merge((char *[]){"merge", killed, "-o", plain, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(merge((char *[]){"merge", b, "-o", plain, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM cases") == 2);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+				       "finished_at IS NOT NULL") == 1);
+	/* one part still incomplete: the combined run is not complete */
+	path_in(one, sizeof one, "rs-one2.db");
+	FA_REQUIRE(merge((char *[]){"merge", killed, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_REQUIRE(merge((char *[]){"merge", a, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+}

@@ -29,7 +29,9 @@
  *            --devices), both NULL otherwise. merged_from lists, one per
  *            line, the identities of the runs `fabench merge --one-run`
  *            combined into this one (NULL otherwise), so a second merge
- *            of the same databases adds nothing.
+ *            of the same databases adds nothing; a part that was
+ *            incomplete then has a tab and "incomplete" after its
+ *            identity (merge.c).
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without

@@ -447,8 +447,8 @@ FA_TEST(history, ab_sides_and_params_apart)
 	/* the command: the sides in the CSV, --no-ab in the selection */
 	const char *db = fa_fixture_history_path();
 	fa_proc_run((char *[]){"history", "--db", (char *)db, "--format", "csv", NULL}, NULL, 60, &r);
-	FA_CHECKF(r.status != 2 && strstr(r.out, ",new_regression,ab_side\n") &&
-			  strstr(r.out, ",0,a\n") && strstr(r.out, ",0,b\n"),
+	FA_CHECKF(r.status != 2 && strstr(r.out, ",new_regression,ab_side,device,host\n") &&
+			  strstr(r.out, ",0,a,") && strstr(r.out, ",0,b,"),
 		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	fa_proc_run((char *[]){"history", "--db", (char *)db, "--no-ab", NULL}, NULL, 60, &r);
@@ -594,5 +594,40 @@ FA_TEST(history, command_exit_status)
 	snprintf(missing, sizeof missing, "%s/none.db", fa_test_tmpdir());
 	fa_proc_run((char *[]){"history", "--db", missing, NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 2 && access(missing, F_OK) != 0);
+	fa_proc_free(&r);
+}
+
+/* A nightly database into which another machine's nights were merged: the
+ * fixture's latest night (the new regression) run on another GPU. The
+ * times of two devices made one series, so a machine's difference was a
+ * step, and a new regression, and nothing said which card a night ran on. */
+FA_TEST(history, devices_are_series_of_their_own)
+{
+	struct fa_proc_result r;
+	struct fa_store *s = fa_fixture_history_open();
+	char db[1200];
+	FA_REQUIRE(s);
+	FA_REQUIRE(exec_sql(s, "UPDATE runs SET device_name = 'NVIDIA H200', host = 'gpu-07' "
+			       "WHERE id = (SELECT max(id) FROM runs WHERE label = 'nightly' AND "
+			       "status = 'complete')"));
+	fa_store_close(s);
+	snprintf(db, sizeof db, "%s", fa_fixture_history_path());
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "- devices: 2, each with series of its own") &&
+			  strstr(r.out, "NVIDIA H200 (gpu-07)") &&
+			  strstr(r.out, "| cpu_flash on NVIDIA H200 ") && strstr(r.out, "on AMD EPYC") &&
+			  strstr(r.out, "new regressions: 0"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", "--format", "csv", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, ",NVIDIA H200,gpu-07\n"), "%d %s", r.status,
+		  r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"history", "--db", db, "--label", "nightly", "--format", "json", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"device\": \"NVIDIA H200\", \"host\": \"gpu-07\""),
+		  "%d %s", r.status, r.err);
 	fa_proc_free(&r);
 }

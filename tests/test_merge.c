@@ -226,3 +226,159 @@ FA_TEST(merge, compare_runs_of_two_files)
 	fa_proc_free(&r);
 	FA_CHECK(access(missing, F_OK) != 0);
 }
+
+/* 1 when the file at path holds exactly the n bytes of want. */
+static int same_bytes(const char *path, const char *want, size_t n)
+{
+	size_t len = 0;
+	char *got = fa_test_read_file(path, &len);
+	int same = got && len == n && memcmp(got, want, n) == 0;
+	free(got);
+	return same;
+}
+
+/* A SQLite database of another program given to a reader (an input of
+ * merge, report's --db) is refused and left byte for byte as it was:
+ * fabench's tables (and WAL) were written into it. */
+FA_TEST(merge, a_database_not_fabenchs_is_left_alone)
+{
+	char foreign[1024], out[1024], wal[1100];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	size_t n = 0;
+	char *before;
+	path_in(foreign, sizeof foreign, "f-foreign.db");
+	path_in(out, sizeof out, "f-out.db");
+	FA_REQUIRE(sqlite3_open(foreign, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "CREATE TABLE runs (id INTEGER, who TEXT); "
+				     "INSERT INTO runs VALUES (1, 'not fabench')",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	FA_REQUIRE((before = fa_test_read_file(foreign, &n)) != NULL);
+	/* as an input */
+	FA_CHECK(merge((char *[]){"merge", foreign, "-o", out, NULL}, &r) == 1);
+	FA_CHECKF(strstr(r.err, "f-foreign.db' is not fabench's"), "%s", r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(out, F_OK) != 0);
+	/* and to a reader */
+	fa_proc_run((char *[]){"report", "--db", foreign, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "is not fabench's"), "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(same_bytes(foreign, before, n));
+	snprintf(wal, sizeof wal, "%s-wal", foreign);
+	FA_CHECK(access(wal, F_OK) != 0);
+	FA_CHECK(leftovers(".merge-") == 0);
+	free(before);
+}
+
+/* The two runs of one run --ab share their start, host, seed and command
+ * line: merge took side b for a copy of side a and left it out. */
+FA_TEST(merge, both_sides_of_an_ab_run)
+{
+	char ab[1024], out[1024];
+	struct fa_proc_result r;
+	path_in(ab, sizeof ab, "ab.db");
+	path_in(out, sizeof out, "ab-out.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--ab-params", "--param", "a:cpu_flash.block_q=16",
+			       "--param", "b:cpu_flash.block_q=32", "--label", "pr", "--db", ab,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	FA_REQUIRE(fa_test_db_int(ab, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(merge((char *[]){"merge", ab, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "2 runs added (8 cases, 8 results"), "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs WHERE label IN ('pr-a', 'pr-b') "
+				     "AND ab_group IS NOT NULL") == 2);
+	/* and merging it again adds nothing */
+	FA_CHECK(merge((char *[]){"merge", ab, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added") && strstr(r.out, "2 already there"), "%s", r.out);
+	fa_proc_free(&r);
+	/* the paired comparison of the merged file */
+	fa_proc_run((char *[]){"compare", "--db", out, "--ignore-params", "pr-a", "pr-b", NULL}, NULL,
+		    120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "paired"), "%d %s %s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+}
+
+/* db's bytes into a new file at to (and no -wal beside it). */
+static int copy_file(const char *db, const char *to)
+{
+	size_t n = 0;
+	char *buf = fa_test_read_file(db, &n);
+	FILE *f = fopen(to, "wb");
+	int ok = buf && f && fwrite(buf, 1, n, f) == n;
+	if (f)
+		ok &= fclose(f) == 0;
+	free(buf);
+	return ok ? 0 : -1;
+}
+
+/* A part killed part-way, merged, then finished by run --resume and merged
+ * again: the second merge found the run already there and added nothing,
+ * so the merged run kept the killed run's cases and stayed incomplete (and
+ * out of history) for good. The killed run is modelled by the finished
+ * one's file less its last case, left incomplete: the same run, as
+ * --resume keeps it. */
+FA_TEST(merge, a_resumed_run_merged_again_gains_its_cases)
+{
+	char a[1024], b[1024], killed[1024], one[1024], plain[1024];
+	struct fa_proc_result r;
+	sqlite3 *raw = NULL;
+	path_in(a, sizeof a, "rs-a.db");
+	path_in(b, sizeof b, "rs-b.db");
+	path_in(killed, sizeof killed, "rs-killed.db");
+	path_in(one, sizeof one, "rs-one.db");
+	path_in(plain, sizeof plain, "rs-plain.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 2, "n") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 2, 2, "n") == 0);
+	FA_REQUIRE(fa_test_db_int(b, "SELECT count(*) FROM cases") == 2);
+	FA_REQUIRE(copy_file(b, killed) == 0);
+	FA_REQUIRE(sqlite3_open(killed, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "PRAGMA foreign_keys = ON; DELETE FROM cases WHERE idx = "
+				     "(SELECT max(idx) FROM cases); UPDATE runs SET status = "
+				     "'incomplete', finished_at = NULL",
+				NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(raw);
+	/* the shards of one job */
+	FA_REQUIRE(merge((char *[]){"merge", a, killed, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM cases") == 3);
+	FA_CHECK(fa_test_db_int(one, "SELECT status = 'incomplete' FROM runs") == 1);
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", one, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added (1 case, 1 result") &&
+			  strstr(r.out, "1 run already there gained the cases it lacked") &&
+			  !strstr(r.out, "combined run"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM samples") ==
+		 fa_test_db_int(a, "SELECT count(*) FROM samples") +
+			 fa_test_db_int(b, "SELECT count(*) FROM samples"));
+	FA_CHECK(fa_test_db_int(one, "SELECT status = 'complete' FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(one, "SELECT instr(merged_from, 'incomplete') FROM runs") == 0);
+	/* a third time: nothing */
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", one, "--one-run", NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added (0 cases") && strstr(r.out, "2 already there"), "%s",
+		  r.out);
+	fa_proc_free(&r);
+	/* a run merged alone takes the finished run's status and end */
+	FA_REQUIRE(merge((char *[]){"merge", killed, "-o", plain, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(merge((char *[]){"merge", b, "-o", plain, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM cases") == 2);
+	FA_CHECK(fa_test_db_int(plain, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+				       "finished_at IS NOT NULL") == 1);
+	/* one part still incomplete: the combined run is not complete */
+	path_in(one, sizeof one, "rs-one2.db");
+	FA_REQUIRE(merge((char *[]){"merge", killed, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_REQUIRE(merge((char *[]){"merge", a, "-o", one, "--one-run", NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+}

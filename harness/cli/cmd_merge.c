@@ -19,10 +19,11 @@ static void help(void)
 	       "else added to): runs, cases, results, raw samples, every other table of a\n"
 	       "run, and the calibrations OUT.db lacks, with ids renumbered. A run OUT.db\n"
 	       "already holds (same start time, host, seed, suite hash, shard and command\n"
-	       "line) is left out, so merging a database twice adds nothing. Each run keeps\n"
-	       "its host, device, shard and devices; each result its device. OUT.db is\n"
-	       "written to a copy beside it and renamed into place: after an error it is\n"
-	       "as it was.\n\n"
+	       "line; and label, for the two sides of a run --ab) is left out, so merging\n"
+	       "a database twice adds nothing; a run finished by run --resume since it\n"
+	       "was merged gains the cases it lacked. Each run keeps its host, device,\n"
+	       "shard and devices; each result its device. OUT.db is written to a copy\n"
+	       "beside it and renamed into place: after an error it is as it was.\n\n"
 	       "options:\n"
 	       "  -o, --output PATH  the database to write (required)\n"
 	       "  --one-run          combine the runs copied into one run: the shards of one\n"
@@ -88,7 +89,11 @@ int fa_cmd_merge(int argc, char **argv)
 	       output, out.runs_added, out.runs_added == 1 ? "" : "s", out.cases_added,
 	       out.cases_added == 1 ? "" : "s", out.results_added, out.results_added == 1 ? "" : "s",
 	       out.samples_added, out.samples_added == 1 ? "" : "s", out.runs_duplicate);
-	if (out.run_id)
+	if (out.runs_topped_up)
+		printf("%d run%s already there gained the cases %s lacked (resumed since)\n",
+		       out.runs_topped_up, out.runs_topped_up == 1 ? "" : "s",
+		       out.runs_topped_up == 1 ? "it" : "they");
+	if (opts.one_run && out.runs_added)
 		printf("combined run: %lld\n", (long long)out.run_id);
 	return FA_EXIT_OK;
 }

@@ -117,9 +117,17 @@ static enum fa_rc select_runs(struct fa_store *s, struct fa_history *h, const ch
 						    rr->label,
 						    rr->status,
 						    rr->suite_name,
-						    ab_side(rr->ab_group, rr->label, rr->ab_earlier)};
+						    ab_side(rr->ab_group, rr->label, rr->ab_earlier),
+						    rr->device_name,
+						    rr->host};
 	}
 	h->n_runs = n;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < i && !seen; k++)
+			seen = strcmp(h->runs[k].device, h->runs[i].device) == 0;
+		h->n_devices += !seen;
+	}
 	return FA_OK;
 }
 
@@ -129,6 +137,7 @@ struct entry {
 	const struct fa_reader_result *r;
 	int run;          /* index into h->runs */
 	const char *side; /* h->runs[run].ab_side */
+	const char *device; /* h->runs[run].device */
 };
 
 static int cmp_entry(const void *a, const void *b)
@@ -142,6 +151,8 @@ static int cmp_entry(const void *a, const void *b)
 	if (!c)
 		c = strcmp(x->side, y->side);
 	if (!c)
+		c = strcmp(x->device, y->device);
+	if (!c)
 		c = x->run - y->run;
 	if (!c)
 		c = (x->r->id > y->r->id) - (x->r->id < y->r->id);
@@ -151,7 +162,8 @@ static int cmp_entry(const void *a, const void *b)
 static int same_series(const struct entry *x, const struct entry *y)
 {
 	return strcmp(x->r->key, y->r->key) == 0 && strcmp(x->r->kernel, y->r->kernel) == 0 &&
-	       strcmp(x->r->params, y->r->params) == 0 && strcmp(x->side, y->side) == 0;
+	       strcmp(x->r->params, y->r->params) == 0 && strcmp(x->side, y->side) == 0 &&
+	       strcmp(x->device, y->device) == 0;
 }
 
 /* The median and its standard error of a passing, timed result. */
@@ -179,14 +191,15 @@ static void point_of(const struct fa_reader_result *r, struct fa_hist_point *pt)
 		pt->sigma_ms = FA_HISTORY_MIN_REL_SIGMA * med;
 }
 
-/* The latest selected run of each suite (and A/B side), by run index:
- * h->runs[i] is the latest of its suite when no later run has the same
- * suite name and side. */
+/* The latest selected run of each suite (and A/B side, and device), by run
+ * index: h->runs[i] is the latest of its suite when no later run has the
+ * same suite name, side and device. */
 static int latest_of_suite(const struct fa_history *h, int run)
 {
 	for (int i = run + 1; i < h->n_runs; i++)
 		if (strcmp(h->runs[i].suite_name, h->runs[run].suite_name) == 0 &&
-		    strcmp(h->runs[i].ab_side, h->runs[run].ab_side) == 0)
+		    strcmp(h->runs[i].ab_side, h->runs[run].ab_side) == 0 &&
+		    strcmp(h->runs[i].device, h->runs[run].device) == 0)
 			return 0;
 	return 1;
 }
@@ -206,6 +219,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 	sr->kernel = rep->kernel;
 	sr->params = rep->params;
 	sr->ab_side = e[n - 1].side;
+	sr->device = e[n - 1].device;
 	sr->values = rep->values;
 	sr->latest = sr->best = -1;
 	sr->change_prev = NAN;
@@ -292,6 +306,8 @@ static int cmp_series(const void *a, const void *b)
 	if (!c)
 		c = strcmp(x->ab_side, y->ab_side);
 	if (!c)
+		c = strcmp(x->device, y->device);
+	if (!c)
 		c = strcmp(x->key, y->key);
 	return c;
 }
@@ -333,7 +349,7 @@ static enum fa_rc read_entries(struct fa_store *s, struct fa_history *h,
 				e = ne;
 				cap = ncap;
 			}
-			e[n++] = (struct entry){&res[k], i, h->runs[i].ab_side};
+			e[n++] = (struct entry){&res[k], i, h->runs[i].ab_side, h->runs[i].device};
 		}
 	}
 	*out = e;
@@ -429,19 +445,24 @@ static const char *status_word(int st)
 	return st == FA_STATUS_FAIL ? "FAIL" : st < 0 ? "unknown" : fa_status_name(st);
 }
 
-/* "cpu_flash", "cpu_flash[block_q=32]", "cpu_flash (A/B side a)" */
-static void kernel_label(const struct fa_hist_series *sr, char *buf, size_t size)
+/* "cpu_flash", "cpu_flash[block_q=32]", "cpu_flash (A/B side a)", and
+ * " on DEVICE" when the runs ran on several devices */
+static void kernel_label(const struct fa_history *h, const struct fa_hist_series *sr, char *buf,
+			 size_t size)
 {
 	int n = sr->params[0] ? snprintf(buf, size, "%s[%s]", sr->kernel, sr->params)
 			      : snprintf(buf, size, "%s", sr->kernel);
 	if (sr->ab_side[0] && n >= 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n, " (A/B side %s)", sr->ab_side);
+		n += snprintf(buf + n, size - (size_t)n, " (A/B side %s)", sr->ab_side);
+	if (h->n_devices > 1 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, " on %s",
+			 sr->device[0] ? sr->device : "an unknown device");
 }
 
-static void md_kernel(FILE *f, const struct fa_hist_series *sr)
+static void md_kernel(FILE *f, const struct fa_history *h, const struct fa_hist_series *sr)
 {
 	char buf[1200];
-	kernel_label(sr, buf, sizeof buf);
+	kernel_label(h, sr, buf, sizeof buf);
 	fa_table_md_text(f, buf);
 }
 
@@ -520,6 +541,25 @@ static void md_header(FILE *f, const struct fa_history *h)
 			fputs(k++ ? ", no `run --ab` runs" : " no `run --ab` runs", f);
 		fputs("\n", f);
 	}
+	if (h->n_devices > 1) {
+		fprintf(f, "- devices: %d, each with series of its own (times of two devices are "
+			   "not one series):", h->n_devices);
+		for (int i = 0; i < h->n_runs; i++) {
+			int seen = 0;
+			for (int j = 0; j < i && !seen; j++)
+				seen = strcmp(h->runs[j].device, h->runs[i].device) == 0;
+			if (seen)
+				continue;
+			fputs(i ? ", " : " ", f);
+			fa_table_md_text(f, h->runs[i].device[0] ? h->runs[i].device : "unknown");
+			if (h->runs[i].host[0]) {
+				fputs(" (", f);
+				fa_table_md_text(f, h->runs[i].host);
+				fputs(")", f);
+			}
+		}
+		fputs("\n", f);
+	}
 	fprintf(f, "- series: %d; steps: %d; new regressions: %d\n", h->n_series, h->n_steps,
 		h->n_new_regressions);
 }
@@ -538,7 +578,7 @@ static void md_regressions(FILE *f, const struct fa_history *h)
 			if (!st->new_regression)
 				continue;
 			fputs("- ", f);
-			md_kernel(f, sr);
+			md_kernel(f, h, sr);
 			fprintf(f, " on case %d ", sr->case_idx);
 			fa_table_md_code(f, sr->key);
 			fa_table_fmt_sig3(st->before_ms, a, sizeof a);
@@ -603,7 +643,7 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		if (strcmp(sr->suite, suite) != 0)
 			continue;
 		rc = fa_compare_md_case_cells(&t, sr->case_idx + 1, sr->values, shown, err);
-		kernel_label(sr, buf, sizeof buf);
+		kernel_label(h, sr, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
 		if (sr->n_timed == sr->n_points)
@@ -720,7 +760,8 @@ static void point_segment(const struct fa_hist_series *sr, int p, double *segmen
 static void write_csv(FILE *f, const struct fa_history *h)
 {
 	fputs("suite,case_idx,case_key,kernel,params,run_id,started_at,git_commit,label,status,"
-	      "n_samples,median_ms,sigma_ms,segment_ms,step_change,new_regression,ab_side\n",
+	      "n_samples,median_ms,sigma_ms,segment_ms,step_change,new_regression,ab_side,device,"
+	      "host\n",
 	      f);
 	for (int i = 0; i < h->n_series; i++) {
 		const struct fa_hist_series *sr = &h->series[i];
@@ -753,7 +794,11 @@ static void write_csv(FILE *f, const struct fa_history *h)
 			fputc(',', f);
 			if (st)
 				fa_table_csv_real(f, st->change);
-			fprintf(f, ",%d,%s\n", st ? st->new_regression : 0, sr->ab_side);
+			fprintf(f, ",%d,%s,", st ? st->new_regression : 0, sr->ab_side);
+			fa_table_csv_text(f, r->device);
+			fputc(',', f);
+			fa_table_csv_text(f, r->host);
+			fputc('\n', f);
 		}
 	}
 }
@@ -790,6 +835,10 @@ static void write_json(FILE *f, const struct fa_history *h)
 		fputs(i ? ",\n    {" : "\n    {", f);
 		fa_compare_json_run(f, r->id, r->started_at, r->git_commit, r->git_dirty, r->label,
 				    r->status, r->suite_name);
+		fputs(", \"device\": ", f);
+		fa_json_string(f, r->device);
+		fputs(", \"host\": ", f);
+		fa_json_string(f, r->host);
 		fputs("}", f);
 	}
 	fputs(h->n_runs ? "\n  ],\n  \"series\": [" : "],\n  \"series\": [", f);
@@ -799,6 +848,8 @@ static void write_json(FILE *f, const struct fa_history *h)
 		fa_compare_json_row_key(f, sr->suite, sr->case_idx, sr->key, sr->kernel, sr->params);
 		fputs(", \"ab_side\": ", f);
 		fa_json_string(f, sr->ab_side);
+		fputs(", \"device\": ", f);
+		fa_json_string(f, sr->device);
 		fputs(",\n     \"latest_ms\": ", f);
 		fa_table_json_real(f, sr->latest >= 0 ? sr->points[sr->latest].median_ms : NAN);
 		fputs(", \"best_ms\": ", f);

@@ -63,6 +63,8 @@ struct fa_hist_run {
 	const char *ab_side;    /* "" for a plain run; for one side of a `run --ab`, "a"
 	                           or "b" (from its label LABEL-a / LABEL-b, else its
 	                           place in the group) */
+	const char *device;     /* its device_name ("" unknown) */
+	const char *host;
 };
 
 /* One result of a series: what the run at h->runs[run] gave. */
@@ -104,6 +106,8 @@ struct fa_hist_series {
 	const char *kernel;
 	const char *params;     /* "" when none */
 	const char *ab_side;    /* its runs' ab_side: "" plain runs, "a" or "b" */
+	const char *device;     /* its runs' device: times of two GPU models are two
+	                           series, never one with a step between them */
 	const char *const *values; /* the case's parameters as text, h->n_params entries
 	                           ("" where one does not apply) */
 	struct fa_hist_point *points; /* oldest first, one per run that has it */
@@ -130,7 +134,9 @@ struct fa_history {
 	const char *const *param_names;
 	int32_t *shown;
 
-	struct fa_hist_series *series;  /* by (suite, case_idx, kernel, params, ab_side) */
+	int32_t n_devices;              /* distinct devices of the selected runs */
+	struct fa_hist_series *series;  /* by (suite, case_idx, kernel, params, ab_side,
+	                                   device) */
 	int32_t n_series;
 	int32_t n_steps;                /* over every series */
 	int32_t n_new_regressions;      /* series with a new regression: exit status 1 */

@@ -17,11 +17,14 @@
 
 #include "store.h"
 
-/* A run's identity: what two copies of one run share and two runs never do. */
+/* A run's identity: what two copies of one run share and two runs never do.
+ * The two runs of one run --ab share everything else (one command, one
+ * start): their labels (LABEL-a, LABEL-b) tell them apart. */
 #define IDENTITY_SQL(shard)                                                                   \
 	"coalesce(started_at, '') || '|' || coalesce(host, '') || '|' || coalesce(seed, '') || "   \
 	"'|' || coalesce(suite_hash, '') || '|' || coalesce(" shard ", '') || '|' || "             \
-	"coalesce(command_line, '')"
+	"coalesce(command_line, '') || CASE WHEN ab_group IS NULL THEN '' ELSE '|' || "          \
+	"coalesce(label, '') END"
 
 struct merger {
 	sqlite3 *db;
@@ -32,7 +35,14 @@ struct merger {
 	int64_t one_run;      /* one_run: the combined run's id, 0 until made */
 	char *one_suite_hash; /* one_run: its suite hash */
 	char *one_from;       /* one_run: the inputs' identity, ';'-free, newline-joined */
+	char *one_incomplete; /* one_run: those of them that are incomplete */
 };
+
+/* In runs.merged_from, a part that was incomplete when it was combined is
+ * its identity, a tab and this word: a later merge of that part, finished
+ * by run --resume, adds its new cases and drops the word, and the combined
+ * run is complete once no part has it. */
+#define INCOMPLETE_MARK "\tincomplete"
 
 static enum fa_rc sql_fail(struct merger *m, const char *what)
 {
@@ -187,7 +197,8 @@ static int64_t copy_rows(struct merger *m, const char *table, const char *where,
 /* Copies the tables other than runs, cases, results and samples that hang
  * off the run being merged (a run_id, case_id or result_id column, in both
  * files). */
-static enum fa_rc copy_other_tables(struct merger *m, int64_t old_run, int64_t new_run)
+static enum fa_rc copy_other_tables(struct merger *m, int64_t old_run, int64_t new_run,
+				    int cases_only)
 {
 	sqlite3_stmt *st;
 	enum fa_rc rc = FA_OK;
@@ -204,7 +215,7 @@ static enum fa_rc copy_other_tables(struct merger *m, int64_t old_run, int64_t n
 		if (!t)
 			return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
 		if (has_column(m, "src", t, "run_id"))
-			where = "s.run_id = ?1";
+			where = cases_only ? NULL : "s.run_id = ?1";
 		else if (has_column(m, "src", t, "result_id"))
 			where = "s.result_id IN (SELECT old FROM temp.map_results)";
 		else if (has_column(m, "src", t, "case_id"))
@@ -217,26 +228,121 @@ static enum fa_rc copy_other_tables(struct merger *m, int64_t old_run, int64_t n
 	return rc;
 }
 
-/* Adds s to the newline-joined list *list (once). */
+/* 1 when s is a whole entry of the sep-joined list (NULL: empty). */
+static int list_has(const char *list, const char *s, const char *sep)
+{
+	size_t len = strlen(s);
+	if (!list)
+		return 0;
+	for (const char *p = list; (p = strstr(p, s)) != NULL; p++)
+		if ((p == list || strncmp(p - strlen(sep), sep, strlen(sep)) == 0) &&
+		    (p[len] == '\0' || strncmp(p + len, sep, strlen(sep)) == 0))
+			return 1;
+	return 0;
+}
+
+/* Adds s to the sep-joined list *list (once). */
 static int list_add(char **list, const char *s, const char *sep)
 {
 	size_t n = *list ? strlen(*list) : 0;
 	char *nl;
-	if (!s || !*s)
+	if (!s || !*s || list_has(*list, s, sep))
 		return 0;
-	if (*list) {
-		/* already there: as a whole entry */
-		size_t len = strlen(s);
-		for (const char *p = *list; (p = strstr(p, s)) != NULL; p++)
-			if ((p == *list || strncmp(p - strlen(sep), sep, strlen(sep)) == 0) &&
-			    (p[len] == '\0' || strncmp(p + len, sep, strlen(sep)) == 0))
-				return 0;
-	}
 	if (!(nl = realloc(*list, n + strlen(sep) + strlen(s) + 1)))
 		return -1;
 	snprintf(nl + n, strlen(sep) + strlen(s) + 1, "%s%s", n ? sep : "", s);
 	*list = nl;
 	return 0;
+}
+
+/* Run old_run of src is already in the output as run `to` (alone, or as a
+ * part of a combined run, whose merged_from line for it is `line`, NULL
+ * otherwise): adds the cases the output lacks (the run was resumed since
+ * it was merged) with their results and samples, and takes its status when
+ * it is now complete. Counts a duplicate when there is nothing to add. */
+static enum fa_rc top_up(struct merger *m, int64_t old_run, int64_t to, const char *identity,
+			 int combined)
+{
+	char sql[512];
+	int64_t n, add;
+	int was_incomplete, now_complete;
+	add = query_i64(m,
+			"SELECT count(*) FROM src.cases WHERE run_id = ?1 AND idx NOT IN "
+			"(SELECT idx FROM main.cases WHERE run_id = ?2)",
+			old_run, to, 0);
+	now_complete = query_i64(m, "SELECT status = 'complete' FROM src.runs WHERE id = ?1",
+				 old_run, -1, 0) == 1;
+	if (combined) {
+		sqlite3_stmt *st;
+		was_incomplete = 0;
+		if (sqlite3_prepare_v2(m->db,
+				       "SELECT instr(char(10) || merged_from || char(10), char(10) || "
+				       "?1 || '" INCOMPLETE_MARK "' || char(10)) > 0 FROM main.runs "
+				       "WHERE id = ?2",
+				       -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(m, "cannot read the merged runs");
+		sqlite3_bind_text(st, 1, identity, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, to);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			was_incomplete = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	} else {
+		was_incomplete = query_i64(m, "SELECT status = 'incomplete' FROM main.runs WHERE id = ?1",
+					   to, -1, 0) == 1;
+	}
+	if (add == 0 && !(was_incomplete && now_complete)) {
+		m->out->runs_duplicate++;
+		return FA_OK;
+	}
+	exec(m, "DELETE FROM temp.map_cases; DELETE FROM temp.map_results");
+	if ((n = copy_rows(m, "cases",
+			   "s.run_id = ?1 AND s.idx NOT IN (SELECT idx FROM main.cases WHERE run_id = ?2)",
+			   old_run, to, to, 1)) < 0)
+		return sql_fail(m, "cannot copy the cases of a run");
+	m->out->cases_added += (int32_t)n;
+	if ((n = copy_rows(m, "results", "s.case_id IN (SELECT old FROM temp.map_cases)", old_run, 0,
+			   to, 1)) < 0)
+		return sql_fail(m, "cannot copy the results of a run");
+	m->out->results_added += (int32_t)n;
+	if ((n = copy_rows(m, "samples", "s.result_id IN (SELECT old FROM temp.map_results)",
+			   old_run, 0, to, 0)) < 0)
+		return sql_fail(m, "cannot copy the samples of a run");
+	m->out->samples_added += (int32_t)n;
+	if (copy_other_tables(m, old_run, to, 1) != FA_OK)
+		return FA_ERR_DB;
+	if (was_incomplete && now_complete) {
+		if (combined) {
+			sqlite3_stmt *st;
+			/* this part is finished; the run is once no part is not */
+			if (sqlite3_prepare_v2(m->db,
+					       "UPDATE main.runs SET merged_from = trim(replace("
+					       "char(10) || merged_from || char(10), char(10) || ?1 || '"
+					       INCOMPLETE_MARK "' || char(10), char(10) || ?1 || "
+					       "char(10)), char(10)) WHERE id = ?2",
+					       -1, &st, NULL) != SQLITE_OK)
+				return sql_fail(m, "cannot record the merged runs");
+			sqlite3_bind_text(st, 1, identity, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 2, to);
+			n = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+			sqlite3_finalize(st);
+			if (n < 0)
+				return sql_fail(m, "cannot record the merged runs");
+			snprintf(sql, sizeof sql,
+				 "UPDATE main.runs SET status = 'complete' WHERE id = %" PRId64
+				 " AND instr(merged_from, '" INCOMPLETE_MARK "') = 0",
+				 to);
+		} else {
+			snprintf(sql, sizeof sql,
+				 "UPDATE main.runs SET (status, finished_at, running) = (SELECT "
+				 "status, finished_at, running FROM src.runs WHERE id = %" PRId64
+				 ") WHERE id = %" PRId64,
+				 old_run, to);
+		}
+		if (exec(m, sql) != SQLITE_OK)
+			return sql_fail(m, "cannot record a resumed run");
+	}
+	m->out->runs_topped_up++;
+	return FA_OK;
 }
 
 /* Merges run old_run of the attached src. */
@@ -253,22 +359,37 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 	/* a duplicate: the output holds this run, alone or combined */
 	{
 		sqlite3_stmt *st;
-		int dup = 0;
+		int64_t to = 0;
+		int combined = 0;
+		enum fa_rc rc;
 		if (sqlite3_prepare_v2(m->db,
-				       "SELECT 1 FROM main.runs WHERE " IDENTITY_SQL("shard") " = ?1 OR "
+				       "SELECT id, merged_from IS NOT NULL FROM main.runs "
+				       "WHERE " IDENTITY_SQL("shard") " = ?1 OR "
 				       "instr(char(10) || coalesce(merged_from, '') || char(10), "
-				       "char(10) || ?1 || char(10)) > 0 LIMIT 1",
+				       "char(10) || ?1 || char(10)) > 0 OR "
+				       "instr(char(10) || coalesce(merged_from, '') || char(10), "
+				       "char(10) || ?1 || '" INCOMPLETE_MARK "' || char(10)) > 0 "
+				       "ORDER BY id LIMIT 1",
 				       -1, &st, NULL) != SQLITE_OK) {
 			free(identity);
 			return sql_fail(m, "cannot look for duplicates");
 		}
 		sqlite3_bind_text(st, 1, identity, -1, SQLITE_TRANSIENT);
-		dup = sqlite3_step(st) == SQLITE_ROW;
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			to = sqlite3_column_int64(st, 0);
+			combined = sqlite3_column_int(st, 1);
+		}
 		sqlite3_finalize(st);
-		if (dup && !m->opts->keep_duplicates) {
+		if (to && !m->opts->keep_duplicates && to == m->one_run) {
+			/* a part of the run this merge is combining, given twice */
 			m->out->runs_duplicate++;
 			free(identity);
 			return FA_OK;
+		}
+		if (to && !m->opts->keep_duplicates) {
+			rc = top_up(m, old_run, to, identity, combined);
+			free(identity);
+			return rc;
 		}
 	}
 	hash = query_text(m, "SELECT suite_hash FROM src.runs WHERE id = ?", old_run);
@@ -288,6 +409,13 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 				return FA_OK;
 			}
 		} else if (list_add(&m->one_from, identity, "\n") != 0) {
+			free(identity);
+			free(hash);
+			return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
+		}
+		if (query_i64(m, "SELECT status = 'incomplete' FROM src.runs WHERE id = ?1", old_run,
+			      -1, 0) == 1 &&
+		    list_add(&m->one_incomplete, identity, "\n") != 0) {
 			free(identity);
 			free(hash);
 			return fa_err_set(m->err, FA_ERR_NOMEM, "out of memory");
@@ -374,7 +502,7 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 			 new_run, old_run);
 		exec(m, sql);
 	}
-	return copy_other_tables(m, old_run, new_run);
+	return copy_other_tables(m, old_run, new_run, 0);
 }
 
 /* Copies the calibrations the output lacks. */
@@ -524,11 +652,36 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 		rc = merge_input(&m, inputs[i]);
 	if (rc == FA_OK && opts->one_run && m.one_run) {
 		sqlite3_stmt *st;
+		char *from = NULL;
+		/* each part's identity, marked when it was incomplete */
+		for (char *p = m.one_from; rc == FA_OK && p && *p;) {
+			size_t len = strcspn(p, "\n");
+			char *line = strndup(p, len), *nl;
+			int inc;
+			if (!line) {
+				rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+				break;
+			}
+			inc = list_has(m.one_incomplete, line, "\n");
+			nl = realloc(from, (from ? strlen(from) : 0) + len + sizeof INCOMPLETE_MARK + 2);
+			if (!nl) {
+				free(line);
+				rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+				break;
+			}
+			if (!from)
+				nl[0] = '\0';
+			from = nl;
+			sprintf(from + strlen(from), "%s%s%s", from[0] ? "\n" : "", line,
+				inc ? INCOMPLETE_MARK : "");
+			free(line);
+			p += len + (p[len] == '\n');
+		}
 		if (sqlite3_prepare_v2(m.db,
 				       "UPDATE runs SET merged_from = ?, label = coalesce(?, label) "
 				       "WHERE id = ?",
 				       -1, &st, NULL) == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, m.one_from, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 1, from, -1, SQLITE_TRANSIENT);
 			if (opts->label)
 				sqlite3_bind_text(st, 2, opts->label, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_int64(st, 3, m.one_run);
@@ -538,11 +691,13 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 		} else {
 			rc = sql_fail(&m, "cannot record the merged runs");
 		}
+		free(from);
 		out->run_id = m.one_run;
 	}
 	fa_store_close(s);
 	free(m.one_suite_hash);
 	free(m.one_from);
+	free(m.one_incomplete);
 	if (rc == FA_OK && rename(part, out_path) != 0)
 		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", out_path, strerror(errno));
 	if (rc != FA_OK)

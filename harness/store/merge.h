@@ -24,6 +24,8 @@ struct fa_merge_opts {
 struct fa_merge_out {
 	int32_t runs_added;      /* runs written (1 at most with one_run) */
 	int32_t runs_duplicate;  /* runs left out: the output already held them */
+	int32_t runs_topped_up;  /* runs the output held with fewer cases (resumed
+				  * since): their new cases added */
 	int32_t cases_added, results_added, samples_added;
 	int64_t run_id;          /* one_run: the combined run, else the last run added */
 };
@@ -33,8 +35,11 @@ struct fa_merge_out {
  * cases, results, samples, and any other table with a run_id, case_id or
  * result_id column present in both files; calibrations rows the output
  * lacks. A run whose identity (started_at, host, seed, suite hash, shard,
- * command line) the output already holds, as a run or in a combined run's
- * merged_from, is left out. The work is done on a copy beside out_path that
+ * command line; label for a side of a run --ab) the output already holds,
+ * as a run or in a combined run's merged_from, is left out, but for the
+ * cases the output lacks (run --resume finished it since): those are added
+ * to the run that holds it, and a run that was incomplete takes the
+ * input's status (a combined run is complete once every part is). The work is done on a copy beside out_path that
  * is renamed over it at the end: on any error out_path is as it was.
  * Returns FA_OK; FA_ERR_NOT_FOUND for an input that does not exist;
  * FA_ERR_INPUT (exit 2) for one_run over two suite hashes without

@@ -29,7 +29,9 @@
  *            --devices), both NULL otherwise. merged_from lists, one per
  *            line, the identities of the runs `fabench merge --one-run`
  *            combined into this one (NULL otherwise), so a second merge
- *            of the same databases adds nothing.
+ *            of the same databases adds nothing; a part that was
+ *            incomplete then has a tab and "incomplete" after its
+ *            identity (merge.c).
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -478,6 +480,23 @@ static enum fa_rc db_error(sqlite3 *db, const char *path, int rc, struct fa_err 
 			  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
+int fa_store_foreign(struct sqlite3 *db)
+{
+	int version = 0, tables = 0;
+	if (pragma_int(db, "PRAGMA user_version", &version) != SQLITE_OK ||
+	    pragma_int(db, "SELECT count(*) FROM sqlite_master", &tables) != SQLITE_OK)
+		return -1;
+	return version == 0 && tables > 0;
+}
+
+static enum fa_rc foreign_error(const char *path, struct fa_err *err)
+{
+	return fa_err_set(err, FA_ERR_DB,
+			  "database '%s' is not fabench's: it holds tables but no fabench schema "
+			  "(left as it is)",
+			  path);
+}
+
 /* Applies the migrations from the file's version up to ours, each in its own
  * transaction. The version is read again inside the write transaction, so
  * two processes opening a new file at once migrate it once. */
@@ -715,6 +734,12 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
 		frc = db_error(s->db, path, rc, err, "cannot read the schema version");
 		fa_store_close(s);
 		return frc;
+	}
+	/* a reader never writes fabench's tables into another program's
+	 * database (a writer, run --db, adds them beside its own) */
+	if (version == 0 && fa_store_foreign(s->db) == 1) {
+		fa_store_close(s);
+		return foreign_error(path, err);
 	}
 	if (version != FA_STORE_SCHEMA_VERSION) {
 		fa_store_close(s);

@@ -55,6 +55,14 @@ int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size
 /* The underlying handle, for the reader of stored runs (reader.c). */
 struct sqlite3 *fa_store_db(struct fa_store *s);
 
+/* 1 when the database open on db holds tables but no fabench schema
+ * (user_version 0): a SQLite database of another program, which a reader
+ * must not write fabench's tables into (nor switch to WAL):
+ * fa_store_open_readonly refuses it with FA_ERR_DB (fa_store_open, a
+ * writer, adds the tables beside the program's). 0 for a fabench database
+ * or an empty one; -1 when it cannot be read. */
+int fa_store_foreign(struct sqlite3 *db);
+
 /* The path the store was opened with (owned by s), for messages. */
 const char *fa_store_path(const struct fa_store *s);
 

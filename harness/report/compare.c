@@ -440,6 +440,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->base_params = nb ? e[0].r->params : rep->params;
 	row->values = rep->values;
 	row->tags = rep->tags;
+	row->depth = rep->depth;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -1124,12 +1125,17 @@ static int noise_text(double rsd, const char *stop, char *buf, size_t size)
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const tail[] = {"models", "kernel",   "base ms", "base rsd",
-					   "head ms", "head rsd", "speedup", "verdict"};
-	static const int32_t tail_right[] = {0, 0, 1, 1, 1, 1, 1, 0};
+	static const char *const all_tail[] = {"models",  "depth",    "kernel",  "base ms",
+					       "base rsd", "head ms", "head rsd", "speedup",
+					       "verdict"};
+	static const int32_t all_right[] = {0, 1, 0, 1, 1, 1, 1, 1, 0};
+	const char *tail[N_OF(all_tail)];
+	int32_t tail_right[N_OF(all_tail)];
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0, tagged = 0; /* the models column only where a case has labels */
+	/* the models column only where a case has labels, depth where the
+	 * suite gave one (llama-bench's n_depth: kv_len is depth + q_len) */
+	int n = 0, tagged = 0, deep = 0, n_tail = 0;
 	struct fa_table t;
 	char buf[640];
 	enum fa_rc rc;
@@ -1146,11 +1152,21 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		fputs("\n\nNo row changed.\n", f);
 		return FA_OK;
 	}
-	for (int i = 0; i < cmp->n_rows; i++)
-		tagged |= cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0 &&
-			  cmp->rows[i].tags && cmp->rows[i].tags[0];
-	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail + !tagged,
-				    tail_right + !tagged, N_OF(tail) - !tagged, shown, &t, err);
+	for (int i = 0; i < cmp->n_rows; i++) {
+		const struct fa_cmp_row *row = &cmp->rows[i];
+		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
+			continue;
+		tagged |= row->tags && row->tags[0];
+		deep |= row->depth > 0;
+	}
+	for (int j = 0; j < N_OF(all_tail); j++) {
+		if ((j == 0 && !tagged) || (j == 1 && !deep))
+			continue;
+		tail[n_tail] = all_tail[j];
+		tail_right[n_tail++] = all_right[j];
+	}
+	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, n_tail,
+				    shown, &t, err);
 	free(vals);
 	for (int i = 0; rc == FA_OK && i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
@@ -1159,6 +1175,13 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		rc = fa_compare_md_case_cells(&t, row->case_idx + 1, row->values, shown, err);
 		if (tagged && rc == FA_OK)
 			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
+		if (deep && rc == FA_OK) {
+			if (row->depth > 0)
+				snprintf(buf, sizeof buf, "%d", (int)row->depth);
+			else
+				buf[0] = '\0';
+			rc = fa_table_add_md(&t, buf, err);
+		}
 		kernel_label(row, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -1481,6 +1504,8 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 			fputs(", \"tags\": ", f);
 			fa_json_string(f, r->tags);
 		}
+		if (r->depth > 0) /* the suite's depth, where it gave one */
+			fprintf(f, ", \"depth\": %d", (int)r->depth);
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);

@@ -146,6 +146,7 @@ struct fa_cmp_row {
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
 	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
+	int32_t depth;           /* the suite's depth: of the case, 0 when not given */
 	const char *base_timing, *head_timing; /* how a side's passing results were timed
 	                            (the first one's timing: "cold-clean", "graph-cold",
 	                            ...), "" unknown */

@@ -561,6 +561,39 @@ FA_TEST(bwd, launchers_refuse_missing_buffers)
 	free_case(&t);
 }
 
+/* The run's line of a backward result says the gradients' errors beside
+ * O's: a pass that printed only O's max_abs hid the numbers seed 003 asks
+ * for (the max gradient difference). */
+FA_TEST(bwd, run_prints_gradient_errors)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-line.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none && pass == bwd", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	const char *line = strstr(r.out, "cpu_flash_bwd ");
+	FA_CHECKF(line && strstr(line, "max_abs O ") && strstr(line, " dQ ") &&
+			  strstr(line, " dK ") && strstr(line, " dV ") &&
+			  strchr(line, '\n') > strstr(line, " dV "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	/* a forward result's line keeps its one max_abs */
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash", "--where", "q_len == 16", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s", r.status, r.err);
+	line = strstr(r.out, "cpu_flash ");
+	FA_CHECKF(line && strstr(line, "max_abs ") && !strstr(line, "max_abs O ") &&
+			  !strstr(r.out, " dQ "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
  * are 2.5 and 3.5 times the forward's, each checked backward result has
  * three grad_stats rows, the report shows the gradients, --dump writes dO,

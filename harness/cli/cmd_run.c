@@ -494,9 +494,14 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 			}
 			if (r->t.stop != FA_STOP_CONVERGED)
 				strncat(noise, "*", sizeof noise - strlen(noise) - 1);
-			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %.2e", name,
+			/* a backward result: O of its forward kernel, then each
+			 * gradient's max_abs (what a backward is checked on) */
+			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %s%.2e", name,
 			       fa_status_name(r->status), r->t.median_ms, noise[0] ? 9 : 8, noise, rate,
-			       r->st.max_abs);
+			       r->grad_checked ? "O " : "", r->st.max_abs);
+			if (r->grad_checked)
+				printf(" dQ %.2e dK %.2e dV %.2e", r->st_grad[FA_GRAD_DQ].max_abs,
+				       r->st_grad[FA_GRAD_DK].max_abs, r->st_grad[FA_GRAD_DV].max_abs);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");

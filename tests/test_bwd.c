@@ -594,6 +594,28 @@ FA_TEST(bwd, run_prints_gradient_errors)
 	fa_proc_free(&r);
 }
 
+/* A backward case of few queries is no decode: the report gives its
+ * throughput in TFLOP/s (2.5 x the forward's FLOPs), not in GB/s of the
+ * forward's Q, K, V and O, which a backward moves twice over and more. */
+FA_TEST(bwd, report_backward_in_tflops)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-units.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| cpu_flash_bwd TFLOP/s |") &&
+			  !strstr(r.out, "GB/s"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
  * are 2.5 and 3.5 times the forward's, each checked backward result has
  * three grad_stats rows, the report shows the gradients, --dump writes dO,

@@ -616,6 +616,38 @@ FA_TEST(bwd, report_backward_in_tflops)
 	fa_proc_free(&r);
 }
 
+/* The readers of stored runs (history, plot, tune) read each case's pass:
+ * their --where 'pass == bwd' selects the backward cases, where it used to
+ * select nothing (every stored case read as fwd). */
+FA_TEST(bwd, stored_pass_selects)
+{
+	static const struct {
+		const char *where, *want;
+	} sel[] = {
+		{"pass == bwd", "- series: 1;"},
+		{"pass == fwd_bwd", "- series: 1;"},
+		{"pass != fwd", "- series: 2;"},
+		{"pass == fwd", "- series: 0;"},
+	};
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-pass.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	for (int i = 0; i < (int)(sizeof sel / sizeof sel[0]); i++) {
+		fa_proc_run((char *[]){"history", "--db", db, "--where", (char *)sel[i].where, NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, sel[i].want), "%s: %s\n%s", sel[i].where,
+			  sel[i].want, r.out);
+		fa_proc_free(&r);
+	}
+}
+
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
  * are 2.5 and 3.5 times the forward's, each checked backward result has
  * three grad_stats rows, the report shows the gradients, --dump writes dO,

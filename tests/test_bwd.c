@@ -682,6 +682,20 @@ FA_TEST(bwd, run_stores_gradients)
 				    "r.case_id WHERE c.q_len = 16 AND c.mask = 'none' AND "
 				    "((c.pass = 'bwd' AND r.flops = 327680) OR "
 				    "(c.pass = 'fwd_bwd' AND r.flops = 458752))") == 4);
+	/* bytes: the forward reads Q, K, V (2048 + 1024 + 1024 fp32) and writes
+	 * O (2048): 24576; the backward reads them and dO and writes dQ, dK,
+	 * dV: twice that; forward and backward: three times */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+				    "r.case_id WHERE c.q_len = 16 AND c.mask = 'none' AND "
+				    "((c.pass = 'bwd' AND r.bytes = 49152) OR "
+				    "(c.pass = 'fwd_bwd' AND r.bytes = 73728))") == 4);
+	fa_proc_run((char *[]){"list", "tests/suites/bwd.yaml", "--format", "json", "--where",
+			       "q_len == 16 && mask == none", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"flops\": 327680, \"bytes\": 49152}") &&
+			  strstr(r.out, "\"flops\": 458752, \"bytes\": 73728}"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 0 && strstr(r.out, "cpu_flash_bwd dK max_abs") &&
 		 strstr(r.out, "| pass"));

@@ -618,7 +618,7 @@ FA_TEST(bwd, report_backward_in_tflops)
 
 /* The readers of stored runs (history, plot, tune) read each case's pass:
  * their --where 'pass == bwd' selects the backward cases, where it used to
- * select nothing (every stored case read as fwd). */
+ * select nothing (every stored case read as fwd); compare shows it. */
 FA_TEST(bwd, stored_pass_selects)
 {
 	static const struct {
@@ -646,6 +646,14 @@ FA_TEST(bwd, stored_pass_selects)
 			  sel[i].want, r.out);
 		fa_proc_free(&r);
 	}
+	/* compare's table says which row times the backward alone and which
+	 * forward and backward: the two rows differ in nothing else */
+	fa_proc_run((char *[]){"compare", "--db", db, "1", "1", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| pass    | kernel ") &&
+			  strstr(r.out, "| bwd     | cpu_flash_bwd") &&
+			  strstr(r.out, "| fwd_bwd | cpu_flash_bwd"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 }
 
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs

@@ -441,6 +441,7 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->values = rep->values;
 	row->tags = rep->tags;
 	row->depth = rep->depth;
+	row->pass = rep->pass;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -1125,17 +1126,19 @@ static int noise_text(double rsd, const char *stop, char *buf, size_t size)
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const all_tail[] = {"models",  "depth",    "kernel",  "base ms",
-					       "base rsd", "head ms", "head rsd", "speedup",
-					       "verdict"};
-	static const int32_t all_right[] = {0, 1, 0, 1, 1, 1, 1, 1, 0};
+	static const char *const all_tail[] = {"pass",     "models",  "depth",    "kernel",
+					       "base ms",  "base rsd", "head ms", "head rsd",
+					       "speedup",  "verdict"};
+	static const int32_t all_right[] = {0, 0, 1, 0, 1, 1, 1, 1, 1, 0};
 	const char *tail[N_OF(all_tail)];
 	int32_t tail_right[N_OF(all_tail)];
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	/* the models column only where a case has labels, depth where the
-	 * suite gave one (llama-bench's n_depth: kv_len is depth + q_len) */
-	int n = 0, tagged = 0, deep = 0, n_tail = 0;
+	/* the pass column where a backward is timed (a bwd and a fwd_bwd row
+	 * of one shape and kernel differ in nothing else), the models column
+	 * only where a case has labels, depth where the suite gave one
+	 * (llama-bench's n_depth: kv_len is depth + q_len) */
+	int n = 0, passes = 0, tagged = 0, deep = 0, n_tail = 0;
 	struct fa_table t;
 	char buf[640];
 	enum fa_rc rc;
@@ -1156,11 +1159,12 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
+		passes |= row->pass != FA_PASS_FWD;
 		tagged |= row->tags && row->tags[0];
 		deep |= row->depth > 0;
 	}
 	for (int j = 0; j < N_OF(all_tail); j++) {
-		if ((j == 0 && !tagged) || (j == 1 && !deep))
+		if ((j == 0 && !passes) || (j == 1 && !tagged) || (j == 2 && !deep))
 			continue;
 		tail[n_tail] = all_tail[j];
 		tail_right[n_tail++] = all_right[j];
@@ -1173,6 +1177,8 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
 		rc = fa_compare_md_case_cells(&t, row->case_idx + 1, row->values, shown, err);
+		if (passes && rc == FA_OK)
+			rc = fa_table_add_md(&t, fa_pass_name(row->pass), err);
 		if (tagged && rc == FA_OK)
 			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
 		if (deep && rc == FA_OK) {

@@ -147,6 +147,7 @@ struct fa_cmp_row {
 	                            row is a regression, not counted here) */
 	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
 	int32_t depth;           /* the suite's depth: of the case, 0 when not given */
+	int32_t pass;            /* enum fa_pass of the case */
 	const char *base_timing, *head_timing; /* how a side's passing results were timed
 	                            (the first one's timing: "cold-clean", "graph-cold",
 	                            ...), "" unknown */

@@ -656,6 +656,44 @@ FA_TEST(bwd, stored_pass_selects)
 	fa_proc_free(&r);
 }
 
+/* The run's summary gives each kernel's speed-up over the dense kernel of
+ * its pass: the flash backward over the naive backward (seed 000: flash
+ * against naive, forward and backward), where it gave the backward none;
+ * and names no baseline that did not run. */
+FA_TEST(bwd, summary_speedup_per_pass)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-summary.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/fb.yaml", fa_test_tmpdir());
+	unlink(db);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: fb\n"
+					     "measure: {warmup: 1, min_samples: 3, min_time_ms: 1, "
+					     "max_time_ms: 10}\n"
+					     "defaults: {heads: 2, head_dim: 16, dtype: fp32, "
+					     "seq_len: 32}\n"
+					     "axes:\n  pass: [fwd, bwd]\n") == 0);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	const char *sum = strstr(r.out, "\nkernel ");
+	FA_CHECKF(sum && strstr(sum, "speedup vs cpu_dense / cpu_dense_bwd (geomean)"), "%s", r.out);
+	const char *fl = sum ? strstr(sum, "\ncpu_flash ") : NULL;
+	const char *fb = sum ? strstr(sum, "\ncpu_flash_bwd ") : NULL;
+	FA_CHECKF(fl && strstr(fl, "x over cpu_dense, 1 case\n") == strstr(fl, "x over "), "%s",
+		  r.out);
+	FA_CHECKF(fb && strstr(fb, "x over cpu_dense_bwd, 1 case\n") == strstr(fb, "x over "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	/* without the dense kernel no speed-up is claimed */
+	unlink(db);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, "--kernels",
+			       "cpu_flash", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\nkernel ") && !strstr(r.out, "speedup vs"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
  * are 2.5 and 3.5 times the forward's, each checked backward result has
  * three grad_stats rows, the report shows the gradients, --dump writes dO,

@@ -561,6 +561,139 @@ FA_TEST(bwd, launchers_refuse_missing_buffers)
 	free_case(&t);
 }
 
+/* The run's line of a backward result says the gradients' errors beside
+ * O's: a pass that printed only O's max_abs hid the numbers seed 003 asks
+ * for (the max gradient difference). */
+FA_TEST(bwd, run_prints_gradient_errors)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-line.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none && pass == bwd", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	const char *line = strstr(r.out, "cpu_flash_bwd ");
+	FA_CHECKF(line && strstr(line, "max_abs O ") && strstr(line, " dQ ") &&
+			  strstr(line, " dK ") && strstr(line, " dV ") &&
+			  strchr(line, '\n') > strstr(line, " dV "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	/* a forward result's line keeps its one max_abs */
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash", "--where", "q_len == 16", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s", r.status, r.err);
+	line = strstr(r.out, "cpu_flash ");
+	FA_CHECKF(line && strstr(line, "max_abs ") && !strstr(line, "max_abs O ") &&
+			  !strstr(r.out, " dQ "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
+/* A backward case of few queries is no decode: the report gives its
+ * throughput in TFLOP/s (2.5 x the forward's FLOPs), not in GB/s of the
+ * forward's Q, K, V and O, which a backward moves twice over and more. */
+FA_TEST(bwd, report_backward_in_tflops)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-units.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| cpu_flash_bwd TFLOP/s |") &&
+			  !strstr(r.out, "GB/s"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
+/* The readers of stored runs (history, plot, tune) read each case's pass:
+ * their --where 'pass == bwd' selects the backward cases, where it used to
+ * select nothing (every stored case read as fwd); compare shows it. */
+FA_TEST(bwd, stored_pass_selects)
+{
+	static const struct {
+		const char *where, *want;
+	} sel[] = {
+		{"pass == bwd", "- series: 1;"},
+		{"pass == fwd_bwd", "- series: 1;"},
+		{"pass != fwd", "- series: 2;"},
+		{"pass == fwd", "- series: 0;"},
+	};
+	char db[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-pass.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none", "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	for (int i = 0; i < (int)(sizeof sel / sizeof sel[0]); i++) {
+		fa_proc_run((char *[]){"history", "--db", db, "--where", (char *)sel[i].where, NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, sel[i].want), "%s: %s\n%s", sel[i].where,
+			  sel[i].want, r.out);
+		fa_proc_free(&r);
+	}
+	/* compare's table says which row times the backward alone and which
+	 * forward and backward: the two rows differ in nothing else */
+	fa_proc_run((char *[]){"compare", "--db", db, "1", "1", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| pass    | kernel ") &&
+			  strstr(r.out, "| bwd     | cpu_flash_bwd") &&
+			  strstr(r.out, "| fwd_bwd | cpu_flash_bwd"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
+/* The run's summary gives each kernel's speed-up over the dense kernel of
+ * its pass: the flash backward over the naive backward (seed 000: flash
+ * against naive, forward and backward), where it gave the backward none;
+ * and names no baseline that did not run. */
+FA_TEST(bwd, summary_speedup_per_pass)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/bwd-summary.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/fb.yaml", fa_test_tmpdir());
+	unlink(db);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: fb\n"
+					     "measure: {warmup: 1, min_samples: 3, min_time_ms: 1, "
+					     "max_time_ms: 10}\n"
+					     "defaults: {heads: 2, head_dim: 16, dtype: fp32, "
+					     "seq_len: 32}\n"
+					     "axes:\n  pass: [fwd, bwd]\n") == 0);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, NULL}, NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	const char *sum = strstr(r.out, "\nkernel ");
+	FA_CHECKF(sum && strstr(sum, "speedup vs cpu_dense / cpu_dense_bwd (geomean)"), "%s", r.out);
+	const char *fl = sum ? strstr(sum, "\ncpu_flash ") : NULL;
+	const char *fb = sum ? strstr(sum, "\ncpu_flash_bwd ") : NULL;
+	FA_CHECKF(fl && strstr(fl, "x over cpu_dense, 1 case\n") == strstr(fl, "x over "), "%s",
+		  r.out);
+	FA_CHECKF(fb && strstr(fb, "x over cpu_dense_bwd, 1 case\n") == strstr(fb, "x over "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	/* without the dense kernel no speed-up is claimed */
+	unlink(db);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, "--kernels",
+			       "cpu_flash", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\nkernel ") && !strstr(r.out, "speedup vs"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
 /* build/fabench run of tests/suites/bwd.yaml: the keys say the pass, FLOPs
  * are 2.5 and 3.5 times the forward's, each checked backward result has
  * three grad_stats rows, the report shows the gradients, --dump writes dO,
@@ -595,6 +728,20 @@ FA_TEST(bwd, run_stores_gradients)
 				    "r.case_id WHERE c.q_len = 16 AND c.mask = 'none' AND "
 				    "((c.pass = 'bwd' AND r.flops = 327680) OR "
 				    "(c.pass = 'fwd_bwd' AND r.flops = 458752))") == 4);
+	/* bytes: the forward reads Q, K, V (2048 + 1024 + 1024 fp32) and writes
+	 * O (2048): 24576; the backward reads them and dO and writes dQ, dK,
+	 * dV: twice that; forward and backward: three times */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+				    "r.case_id WHERE c.q_len = 16 AND c.mask = 'none' AND "
+				    "((c.pass = 'bwd' AND r.bytes = 49152) OR "
+				    "(c.pass = 'fwd_bwd' AND r.bytes = 73728))") == 4);
+	fa_proc_run((char *[]){"list", "tests/suites/bwd.yaml", "--format", "json", "--where",
+			       "q_len == 16 && mask == none", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"flops\": 327680, \"bytes\": 49152}") &&
+			  strstr(r.out, "\"flops\": 458752, \"bytes\": 73728}"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
 	FA_CHECK(r.status == 0 && strstr(r.out, "cpu_flash_bwd dK max_abs") &&
 		 strstr(r.out, "| pass"));

@@ -774,6 +774,65 @@ FA_TEST(compare, separate_runs_noted)
 	fa_store_close(s);
 }
 
+/* Paired rows (the two sides of one run --ab): the speedup is 1 / the
+ * median of the pairs' head/base, the ratio the verdict tests, not the
+ * ratio of the two sides' medians, which can point the other way when the
+ * machine drifts between pairs (seen on the CPU VM: 0.97x FASTER). Here 16
+ * of 20 pairs have head 0.8x base and 4 pairs a slow head: the medians
+ * give 0.63x, the pairs 1.25x FASTER. */
+FA_TEST(compare, paired_speedup_follows_the_pairs)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_compare cmp;
+	struct fa_err err;
+	const struct fa_cmp_row *row;
+	char sql[512];
+	char *md;
+	FA_REQUIRE(s);
+	fa_err_clear(&err);
+	FA_REQUIRE(exec_sql(s, "UPDATE runs SET ab_group = 'g' WHERE id IN (1, 2)"));
+	for (int side = 0; side < 2; side++) {
+		int run = side ? 2 : 1;
+		snprintf(sql, sizeof sql,
+			 "DELETE FROM samples WHERE result_id = (SELECT r.id FROM results r JOIN "
+			 "cases c ON c.id = r.case_id WHERE r.run_id = %d AND c.idx = 0 AND "
+			 "r.kernel = 'cpu_dense')",
+			 run);
+		FA_REQUIRE(exec_sql(s, sql));
+		for (int i = 0; i < 20; i++) {
+			double b = i < 10 ? 1.0 + 0.001 * i : i < 16 ? 3.0 + 0.001 * i : 1.0 + 0.001 * i;
+			double h = i < 16 ? 0.8 * b : 3.5 + 0.001 * i;
+			snprintf(sql, sizeof sql,
+				 "INSERT INTO samples (result_id, seq, time_ms) SELECT r.id, %d, %.17g "
+				 "FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = %d "
+				 "AND c.idx = 0 AND r.kernel = 'cpu_dense'",
+				 i, side ? h : b, run);
+			FA_REQUIRE(exec_sql(s, sql));
+		}
+		snprintf(sql, sizeof sql,
+			 "UPDATE results SET n_samples = 20 WHERE run_id = %d AND kernel = "
+			 "'cpu_dense' AND case_id = (SELECT id FROM cases WHERE run_id = %d AND "
+			 "idx = 0)",
+			 run, run);
+		FA_REQUIRE(exec_sql(s, sql));
+	}
+	FA_REQUIRE(fa_compare_build(s, "1", "2", NULL, &cmp, &err) == FA_OK);
+	FA_REQUIRE(cmp.paired);
+	row = row_of(&cmp, 0, "cpu_dense");
+	FA_REQUIRE(row && row->paired);
+	FA_CHECKF(row->verdict == FA_PERF_FASTER && fabs(row->perf.ratio - 0.8) < 1e-9,
+		  "verdict %d ratio %g", row->verdict, row->perf.ratio);
+	FA_CHECKF(fabs(row->speedup - 1.25) < 1e-9, "speedup %g, medians %g / %g", row->speedup,
+		  row->base_ms, row->head_ms);
+	md = compare_text(&cmp, FA_FMT_MD, NULL);
+	FA_CHECKF(md && strstr(md, " 1.25x | FASTER") && !strstr(md, "0.627x") &&
+			  strstr(md, "speedup: 1 / the median of head/base over the pairs"),
+		  "%s", md ? md : "");
+	free(md);
+	fa_compare_free(&cmp);
+	fa_store_close(s);
+}
+
 /* ---- tools/aa-study -------------------------------------------------------------------- */
 
 /* Runs tools/aa-study with args (NULL-terminated): fa_proc_script. */

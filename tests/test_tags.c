@@ -385,7 +385,9 @@ FA_TEST(tags, schema_3_upgrades)
 	fa_store_close(st);
 }
 
-/* compare names the models of each row where the cases carry labels. */
+/* compare names the models of each row where the cases carry labels, and
+ * the depth where the suite gave one (seed 001's table: model x n_ubatch x
+ * depth). */
 FA_TEST(tags, compare_shows_models)
 {
 	char db[1024], suite[1024];
@@ -411,7 +413,9 @@ FA_TEST(tags, compare_shows_models)
 	char *cmp[] = {"compare", "--db", db, "base", "head", NULL};
 	fa_proc_run(cmp, NULL, 60, &r);
 	FA_CHECK(r.status == 0);
-	FA_CHECK(strstr(r.out, "| models ") && strstr(r.out, "| llama3-8b, qwen3-4b |"));
+	FA_CHECKF(strstr(r.out, "| models              | depth | kernel ") &&
+			  strstr(r.out, "| llama3-8b, qwen3-4b |    30 | cpu_flash"),
+		  "%s", r.out);
 	fa_proc_free(&r);
 	char *js[] = {"compare", "--db", db, "--format", "json", "base", "head", NULL};
 	fa_proc_run(js, NULL, 60, &r);
@@ -419,7 +423,7 @@ FA_TEST(tags, compare_shows_models)
 	FA_CHECKF(r.status == 0 &&
 			  strstr(r.out, ", \"tags\": [{\"name\": \"llama3-8b\", \"model\": true, "
 					"\"layers\": 32}, {\"name\": \"qwen3-4b\", \"model\": true, "
-					"\"layers\": 36}]}"),
+					"\"layers\": 36}], \"depth\": 30}"),
 		  "%s", r.out);
 	fa_proc_free(&r);
 	char *ls[] = {"list", suite, NULL};

@@ -494,9 +494,14 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 			}
 			if (r->t.stop != FA_STOP_CONVERGED)
 				strncat(noise, "*", sizeof noise - strlen(noise) - 1);
-			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %.2e", name,
+			/* a backward result: O of its forward kernel, then each
+			 * gradient's max_abs (what a backward is checked on) */
+			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %s%.2e", name,
 			       fa_status_name(r->status), r->t.median_ms, noise[0] ? 9 : 8, noise, rate,
-			       r->st.max_abs);
+			       r->grad_checked ? "O " : "", r->st.max_abs);
+			if (r->grad_checked)
+				printf(" dQ %.2e dK %.2e dV %.2e", r->st_grad[FA_GRAD_DQ].max_abs,
+				       r->st_grad[FA_GRAD_DK].max_abs, r->st_grad[FA_GRAD_DV].max_abs);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");
@@ -1407,7 +1412,7 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 				res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k,
 								c->prefix_lens) *
 					       fa_pass_flops_factor(c->pass);
-				res[i].bytes = fa_problem_bytes(&c->p);
+				res[i].bytes = fa_problem_bytes(&c->p) * fa_pass_bytes_factor(c->pass);
 				res[i].mem_bytes = fa_runner_mem_estimate(c, &plan->kernels[ci][i]);
 				res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;
 				res[i].tel.temp_c = res[i].tel.power_w = NAN;

@@ -442,6 +442,8 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->tags = rep->tags;
 	row->tag_list = rep->tag_list;
 	row->n_tags = rep->n_tags;
+	row->depth = rep->depth;
+	row->pass = rep->pass;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);
@@ -506,7 +508,13 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 			rc = fa_stats_verdict(bx, n_bs, hx, n_hs, &cfg, &row->perf, err);
 		if (rc == FA_OK) {
 			row->verdict = row->perf.verdict;
-			row->speedup = row->base_ms / row->head_ms;
+			/* paired: 1 / the median of the pairs' head/base, the
+			 * ratio the verdict tests; the ratio of the two sides'
+			 * medians can point the other way when the machine
+			 * drifts between pairs (0.97x beside FASTER) */
+			row->speedup = row->paired && row->perf.ratio > 0
+					       ? 1.0 / row->perf.ratio
+					       : row->base_ms / row->head_ms;
 		}
 	}
 	free(bx);
@@ -1091,9 +1099,12 @@ static enum fa_rc md_summary(FILE *f, const struct fa_compare *cmp, struct fa_er
 		rc = fa_table_print_md(f, &t, err);
 	}
 	if (rc == FA_OK)
-		fputs("\nspeedup: geometric mean of base median / head median over the results "
-		      "timed on both sides (above 1: head is faster).\n",
-		      f);
+		fprintf(f,
+			"\nspeedup: geometric mean of %s over the results timed on both sides "
+			"(above 1: head is faster).\n",
+			cmp->paired ? "the rows' speedups (1 / the median of head/base over a row's "
+				      "pairs)"
+				    : "base median / head median");
 	fa_table_free(&t);
 	return rc;
 }
@@ -1117,12 +1128,19 @@ static int noise_text(double rsd, const char *stop, char *buf, size_t size)
 static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *suite,
 			   int *any_low, int *any_unconverged, struct fa_err *err)
 {
-	static const char *const tail[] = {"models", "kernel",   "base ms", "base rsd",
-					   "head ms", "head rsd", "speedup", "verdict"};
-	static const int32_t tail_right[] = {0, 0, 1, 1, 1, 1, 1, 0};
+	static const char *const all_tail[] = {"pass",     "models",  "depth",    "kernel",
+					       "base ms",  "base rsd", "head ms", "head rsd",
+					       "speedup",  "verdict"};
+	static const int32_t all_right[] = {0, 0, 1, 0, 1, 1, 1, 1, 1, 0};
+	const char *tail[N_OF(all_tail)];
+	int32_t tail_right[N_OF(all_tail)];
 	const char *const **vals = malloc(((size_t)cmp->n_rows + 1) * sizeof *vals);
 	int32_t shown[FA_CMP_N_PARAMS];
-	int n = 0, tagged = 0; /* the models column only where a case has labels */
+	/* the pass column where a backward is timed (a bwd and a fwd_bwd row
+	 * of one shape and kernel differ in nothing else), the models column
+	 * only where a case has labels, depth where the suite gave one
+	 * (llama-bench's n_depth: kv_len is depth + q_len) */
+	int n = 0, passes = 0, tagged = 0, deep = 0, n_tail = 0;
 	struct fa_table t;
 	char buf[640];
 	enum fa_rc rc;
@@ -1139,19 +1157,39 @@ static enum fa_rc md_suite(FILE *f, const struct fa_compare *cmp, const char *su
 		fputs("\n\nNo row changed.\n", f);
 		return FA_OK;
 	}
-	for (int i = 0; i < cmp->n_rows; i++)
-		tagged |= cmp->rows[i].change == FA_CMP_TIMED && strcmp(cmp->rows[i].suite, suite) == 0 &&
-			  cmp->rows[i].tags && cmp->rows[i].tags[0];
-	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail + !tagged,
-				    tail_right + !tagged, N_OF(tail) - !tagged, shown, &t, err);
+	for (int i = 0; i < cmp->n_rows; i++) {
+		const struct fa_cmp_row *row = &cmp->rows[i];
+		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
+			continue;
+		passes |= row->pass != FA_PASS_FWD;
+		tagged |= row->tags && row->tags[0];
+		deep |= row->depth > 0;
+	}
+	for (int j = 0; j < N_OF(all_tail); j++) {
+		if ((j == 0 && !passes) || (j == 1 && !tagged) || (j == 2 && !deep))
+			continue;
+		tail[n_tail] = all_tail[j];
+		tail_right[n_tail++] = all_right[j];
+	}
+	rc = fa_compare_suite_table(f, "Performance", suite, vals, n, tail, tail_right, n_tail,
+				    shown, &t, err);
 	free(vals);
 	for (int i = 0; rc == FA_OK && i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *row = &cmp->rows[i];
 		if (row->change != FA_CMP_TIMED || strcmp(row->suite, suite) != 0)
 			continue;
 		rc = fa_compare_md_case_cells(&t, row->case_idx + 1, row->values, shown, err);
+		if (passes && rc == FA_OK)
+			rc = fa_table_add_md(&t, fa_pass_name(row->pass), err);
 		if (tagged && rc == FA_OK)
 			rc = fa_table_add_md(&t, row->tags ? row->tags : "", err);
+		if (deep && rc == FA_OK) {
+			if (row->depth > 0)
+				snprintf(buf, sizeof buf, "%d", (int)row->depth);
+			else
+				buf[0] = '\0';
+			rc = fa_table_add_md(&t, buf, err);
+		}
 		kernel_label(row, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);
@@ -1226,13 +1264,16 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 	/* a paired --ab reads sample i of each side together (the sign test of
 	 * their ratios); separate runs pool each side's samples */
 	fprintf(f,
-		"\nms: median of the %s. speedup: base / head (above 1: head is faster). verdict: "
+		"\nms: median of the %s. speedup: %s (above 1: head is faster). verdict: "
 		"FASTER or SLOWER when the %s gives p < %g and the %g%% bootstrap interval of the "
 		"%s lies beyond %g%%; same when the interval lies within %g%%, or the ratio does "
 		"and the interval is narrow; noisy when the samples cannot tell.",
 		cmp->paired ? "paired samples (sample i of each side, taken in turn; the first n "
 			      "of each, n the smaller side's count)"
 			    : "samples (of every run of a side, pooled)",
+		cmp->paired ? "1 / the median of head/base over the pairs, base / head for a row "
+			      "with too few pairs"
+			    : "base / head",
 		cmp->paired ? "sign test of the pairs" : "Mann-Whitney test", p->alpha,
 		(p->level > 0 ? p->level : FA_STATS_BOOT_LEVEL) * 100,
 		cmp->paired ? "median of head/base" : "time ratio", p->min_effect * 100,
@@ -1476,6 +1517,8 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 			}
 			fputc(']', f);
 		}
+		if (r->depth > 0) /* the suite's depth, where it gave one */
+			fprintf(f, ", \"depth\": %d", (int)r->depth);
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);

@@ -148,6 +148,8 @@ struct fa_cmp_row {
 	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
 	const struct fa_case_tag *tag_list; /* the same labels in order, n_tags of them */
 	int32_t n_tags;
+	int32_t depth;           /* the suite's depth: of the case, 0 when not given */
+	int32_t pass;            /* enum fa_pass of the case */
 	const char *base_timing, *head_timing; /* how a side's passing results were timed
 	                            (the first one's timing: "cold-clean", "graph-cold",
 	                            ...), "" unknown */

@@ -100,9 +100,11 @@ static void tp_free(struct tp_state *t)
 	fa_plot_run_free(&t->run);
 }
 
+/* decode-like: a forward of few queries (a backward stays in TFLOP/s, as
+ * in the report) */
 static int tp_is_decode(const struct pcase *pc)
 {
-	return pc->c.p.q_len <= FA_PLOT_DECODE_Q_LEN;
+	return pc->c.p.q_len <= FA_PLOT_DECODE_Q_LEN && pc->c.pass == FA_PASS_FWD;
 }
 
 /* Past this many variants (lines of one kernel) in a panel, the panel is

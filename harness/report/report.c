@@ -14,8 +14,8 @@
  * (the baseline first, then by name): median time in ms, throughput,
  * speedup against the baseline (`x`, not for the baseline itself), max_abs
  * and, when any of its results did not pass, a status column. Throughput is
- * TFLOP/s for a case with q_len > 16 and GB/s for a decode-like case (q_len
- * <= 16, memory bound); when a table holds both kinds, the column is named
+ * TFLOP/s for a case with q_len > 16 and GB/s for a decode-like case (a
+ * forward with q_len <= 16, memory bound); when a table holds both kinds, the column is named
  * `throughput` and every cell carries its unit.
  *
  * CSV (RFC 4180 quoting, LF line ends) and JSON hold the full-precision
@@ -665,9 +665,13 @@ static char *md_cell(const char *s, int raw)
 	return out;
 }
 
+/* A backward of few queries is no decode: it moves dO, dQ, dK and dV besides
+ * the forward's Q, K, V and O that GB/s counts, so it stays in TFLOP/s. */
 static int is_decode(const struct report *r, int case_row)
 {
-	return fa_rows_int(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN;
+	const char *pass = fa_rows_text(&r->cases, case_row, "pass");
+	return fa_rows_int(&r->cases, case_row, "q_len") <= REPORT_DECODE_Q_LEN &&
+	       (!pass || strcmp(pass, "fwd") == 0);
 }
 
 /* The noise of result row's samples: "±0.4%" (their relative standard

@@ -149,6 +149,14 @@ double fa_pass_flops_factor(int pass)
 	return pass == FA_PASS_BWD ? 2.5 : pass == FA_PASS_FWD_BWD ? 3.5 : 1.0;
 }
 
+double fa_pass_bytes_factor(int pass)
+{
+	/* the backward reads Q, K, V, O and dO and writes dQ, dK and dV: the
+	 * forward's tensors twice (dO is O's size, the gradients their
+	 * inputs'); forward and backward add the forward's once more */
+	return pass == FA_PASS_BWD ? 2.0 : pass == FA_PASS_FWD_BWD ? 3.0 : 1.0;
+}
+
 double fa_problem_bytes(const struct fa_problem *p)
 {
 	double elems = (double)fa_tensor_elems(p, FA_TENSOR_Q) +

@@ -28,8 +28,12 @@ double fa_problem_flops(const struct fa_problem *p, const int32_t *cu_seqlens_q,
  * backward) and 3.5 (fwd_bwd). */
 double fa_pass_flops_factor(int pass);
 
-/* Bytes a kernel must move at least: Q, K, V read and O written once. */
+/* Bytes a forward must move at least: Q, K, V read and O written once. */
 double fa_problem_bytes(const struct fa_problem *p);
+
+/* What the bytes of a pass are in units of the forward's: 1 (fwd), 2 (bwd:
+ * Q, K, V, O and dO read, dQ, dK and dV written) and 3 (fwd_bwd). */
+double fa_pass_bytes_factor(int pass);
 
 /* Unmasked (q, k) pairs per query head, summed over sequences (one head's
  * count: multiply by heads for the whole problem). Exact, O(batch). */

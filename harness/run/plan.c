@@ -457,11 +457,22 @@ enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, stru
 	}
 	for (int ci = 0; ci < s->n_cases; ci++)
 		pl->work_cum[ci] = total > 0 ? pl->work_cum[ci] / total : 1.0;
-	for (int j = 0; j < pl->n_kstats; j++)
-		if (strstr(pl->kstats[j].k->name, "dense")) {
-			pl->baseline = pl->kstats[j].k;
-			break;
-		}
+	/* the baselines of the summary's speed-ups: the first dense kernel of
+	 * each pass that runs some case (one not selected would be named
+	 * with nothing to compare) */
+	for (int j = 0; j < pl->n_kstats; j++) {
+		const struct fa_kernel *k = pl->kstats[j].k;
+		const struct fa_kernel **b =
+			fa_kernel_pass(k) == FA_PASS_BWD ? &pl->baseline_bwd : &pl->baseline;
+		int runs = 0;
+		if (*b || !strstr(k->name, "dense"))
+			continue;
+		for (int ci = 0; ci < s->n_cases && !runs; ci++)
+			for (int i = 0; i < pl->n_kernels[ci] && !runs; i++)
+				runs = pl->kernels[ci][i].k == k;
+		if (runs)
+			*b = k;
+	}
 done:
 	free(cli);
 	free(csv);
@@ -502,8 +513,12 @@ static struct fa_plan_kstat *kstat(struct fa_plan *pl, const struct fa_kernel *k
 void fa_plan_tally_case(struct fa_plan *pl, int ci, const struct fa_result *res, int n)
 {
 	double base = 0;
+	/* a case's kernels are all forward or all backward: their pass's baseline */
+	const struct fa_kernel *baseline =
+		n > 0 && fa_kernel_pass(pl->kernels[ci][0].k) == FA_PASS_BWD ? pl->baseline_bwd
+									    : pl->baseline;
 	for (int i = 0; i < n; i++)
-		if (pl->kernels[ci][i].k == pl->baseline && res[i].t.n > 0 &&
+		if (pl->kernels[ci][i].k == baseline && baseline && res[i].t.n > 0 &&
 		    (res[i].status == FA_STATUS_PASS || res[i].status == FA_STATUS_FAIL))
 			base = res[i].t.median_ms;
 	for (int i = 0; i < n; i++) {
@@ -512,7 +527,7 @@ void fa_plan_tally_case(struct fa_plan *pl, int ci, const struct fa_result *res,
 			continue;
 		ks->count[res[i].status]++;
 		if (base > 0 && res[i].t.n > 0 && res[i].t.median_ms > 0 &&
-		    pl->kernels[ci][i].k != pl->baseline) {
+		    pl->kernels[ci][i].k != baseline) {
 			ks->log_speedup_sum += log(base / res[i].t.median_ms);
 			ks->n_speedup++;
 		}
@@ -562,8 +577,10 @@ void fa_plan_print_summary(const struct fa_plan *pl, const struct fa_suite *s, F
 	(void)s;
 	fprintf(f, "\n%-24s %5s %5s %5s %5s %7s", "kernel", "pass", "fail", "skip", "error",
 		"timeout");
-	if (pl->baseline)
-		fprintf(f, "  speedup vs %s (geomean)", pl->baseline->name);
+	if (pl->baseline || pl->baseline_bwd)
+		fprintf(f, "  speedup vs %s%s%s (geomean)", pl->baseline ? pl->baseline->name : "",
+			pl->baseline && pl->baseline_bwd ? " / " : "",
+			pl->baseline_bwd ? pl->baseline_bwd->name : "");
 	fprintf(f, "\n");
 	for (int j = 0; j < pl->n_kstats; j++) {
 		const struct fa_plan_kstat *k = &pl->kstats[j];
@@ -575,9 +592,14 @@ void fa_plan_print_summary(const struct fa_plan *pl, const struct fa_suite *s, F
 		fprintf(f, "%-24s %5d %5d %5d %5d %7d", k->k->name, k->count[FA_STATUS_PASS],
 			k->count[FA_STATUS_FAIL], k->count[FA_STATUS_SKIP], k->count[FA_STATUS_ERROR],
 			k->count[FA_STATUS_TIMEOUT]);
-		if (k->n_speedup)
-			fprintf(f, "  %.2fx over %d cases", exp(k->log_speedup_sum / k->n_speedup),
-				k->n_speedup);
+		if (k->n_speedup) {
+			const struct fa_kernel *b =
+				fa_kernel_pass(k->k) == FA_PASS_BWD ? pl->baseline_bwd : pl->baseline;
+			fprintf(f, "  %.2fx over ", exp(k->log_speedup_sum / k->n_speedup));
+			if (pl->baseline && pl->baseline_bwd)
+				fprintf(f, "%s, ", b->name);
+			fprintf(f, "%d case%s", k->n_speedup, k->n_speedup == 1 ? "" : "s");
+		}
 		fprintf(f, "\n");
 	}
 }

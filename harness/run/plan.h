@@ -18,7 +18,8 @@ struct fa_plan_kstat {
 	struct fa_case_kernel *variants; /* one per combination of --param values */
 	int32_t n_variants;
 	int32_t count[5];        /* by enum fa_status */
-	double log_speedup_sum;  /* over cases where both it and the baseline were timed */
+	double log_speedup_sum;  /* over cases where both it and the baseline of its
+	                            pass were timed */
 	int32_t n_speedup;
 };
 
@@ -32,7 +33,9 @@ struct fa_plan {
 	double *work_cum;                /* cumulative share of the estimated work */
 	struct fa_plan_kstat *kstats;
 	int32_t n_kstats;
-	const struct fa_kernel *baseline; /* first kernel named *dense*, or NULL */
+	const struct fa_kernel *baseline; /* first forward kernel named *dense* that
+	                                     runs a case, or NULL */
+	const struct fa_kernel *baseline_bwd; /* the same among backward kernels */
 };
 
 /* Chooses the backend ("auto": cuda, then hip, then cpu, whichever loaded;

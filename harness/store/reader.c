@@ -221,11 +221,12 @@ const char *const fa_reader_param_names[FA_READER_N_PARAMS] = {
 	"c.batch, c.heads, c.kv_heads, c.q_len, c.kv_len, c.head_dim, c.head_dim_v, "      \
 	"c.dtype, c.mask, c.prefix_len, c.window, c.layout, c.input, c.seqlens, "          \
 	"c.kv_seqlens, c.prefix_lens, c.scale, c.scale_set, c.varlen, c.total_q, c.total_k, " \
-	"(SELECT d.depth FROM case_depth d WHERE d.case_id = c.id)"
+	"(SELECT d.depth FROM case_depth d WHERE d.case_id = c.id), c.pass"
 enum {
 	CQ_BATCH, CQ_HEADS, CQ_KV_HEADS, CQ_Q_LEN, CQ_KV_LEN, CQ_HEAD_DIM, CQ_HEAD_DIM_V, CQ_DTYPE,
 	CQ_MASK, CQ_PREFIX_LEN, CQ_WINDOW, CQ_LAYOUT, CQ_INPUT, CQ_SEQLENS, CQ_KV_SEQLENS,
-	CQ_PREFIX_LENS, CQ_SCALE, CQ_SCALE_SET, CQ_VARLEN, CQ_TOTAL_Q, CQ_TOTAL_K, CQ_DEPTH, CQ_END
+	CQ_PREFIX_LENS, CQ_SCALE, CQ_SCALE_SET, CQ_VARLEN, CQ_TOTAL_Q, CQ_TOTAL_K, CQ_DEPTH, CQ_PASS,
+	CQ_END
 };
 
 static int name_or(int v, int fallback)
@@ -233,11 +234,11 @@ static int name_or(int v, int fallback)
 	return v < 0 ? fallback : v;
 }
 
-/* The problem fields, dist, scale_set and depth of the CASE_SQL columns
- * from at (NULL reads as 0: a depth not given; an unknown name as the first
- * of its enum). */
+/* The problem fields, dist, scale_set, depth and pass of the CASE_SQL
+ * columns from at (NULL reads as 0: a depth not given; an unknown name as
+ * the first of its enum: a pass as fwd). */
 static void case_of(sqlite3_stmt *st, int at, struct fa_problem *p, int32_t *dist,
-		    int32_t *scale_set, int32_t *depth)
+		    int32_t *scale_set, int32_t *depth, int32_t *pass)
 {
 	memset(p, 0, sizeof *p);
 	p->batch = sqlite3_column_int(st, at + CQ_BATCH);
@@ -259,6 +260,7 @@ static void case_of(sqlite3_stmt *st, int at, struct fa_problem *p, int32_t *dis
 	*dist = name_or(fa_dist_parse(col_text(st, at + CQ_INPUT)), 0);
 	*scale_set = sqlite3_column_int(st, at + CQ_SCALE_SET);
 	*depth = sqlite3_column_int(st, at + CQ_DEPTH);
+	*pass = name_or(fa_pass_parse(col_text(st, at + CQ_PASS)), FA_PASS_FWD);
 }
 
 enum fa_rc fa_reader_cases(struct fa_store *s, int64_t run_id, struct fa_arena *a,
@@ -293,7 +295,8 @@ enum fa_rc fa_reader_cases(struct fa_store *s, int64_t run_id, struct fa_arena *
 		memset(rc_, 0, sizeof *rc_);
 		rc_->idx = sqlite3_column_int64(st, 0);
 		rc_->c.index = (int32_t)rc_->idx;
-		case_of(st, 1, &rc_->c.p, &rc_->c.dist, &rc_->c.scale_set, &rc_->c.depth);
+		case_of(st, 1, &rc_->c.p, &rc_->c.dist, &rc_->c.scale_set, &rc_->c.depth,
+			&rc_->c.pass);
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_NOMEM)
 		db_fail(s, run_id, err);
@@ -381,7 +384,7 @@ static enum fa_rc read_row(sqlite3_stmt *st, const char *suite, struct fa_arena 
 	if (!r->suite || !r->key || !r->kernel || !r->params || !r->reason || !r->stop || !r->tags ||
 	    !r->timing)
 		return FA_ERR_NOMEM;
-	case_of(st, RQ_CASE, &r->p, &r->dist, &r->scale_set, &r->depth);
+	case_of(st, RQ_CASE, &r->p, &r->dist, &r->scale_set, &r->depth, &r->pass);
 	return FA_OK;
 }
 
@@ -561,6 +564,7 @@ void fa_reader_result_case(const struct fa_reader_result *r, struct fa_case *c)
 	c->dist = r->dist;
 	c->scale_set = r->scale_set;
 	c->depth = r->depth;
+	c->pass = r->pass;
 	c->index = r->case_idx;
 }
 

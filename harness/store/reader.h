@@ -75,7 +75,7 @@ enum fa_rc fa_reader_runs_match(struct fa_store *s, const char *spec, int64_t **
 extern const char *const fa_reader_param_names[FA_READER_N_PARAMS];
 
 /* A stored case: enough of a struct fa_case for fa_expr_eval and labels
- * (index, problem, dist, scale_set, depth; no key, lengths or seed). */
+ * (index, problem, dist, scale_set, depth, pass; no key, lengths or seed). */
 struct fa_reader_case {
 	int64_t idx;
 	struct fa_case c;
@@ -110,6 +110,7 @@ struct fa_reader_result {
 	int32_t dist;          /* enum fa_dist */
 	int32_t scale_set;     /* 1 when the suite gave scale */
 	int32_t depth;         /* the suite's depth: of the case, 0 when not given */
+	int32_t pass;          /* enum fa_pass of the case */
 };
 
 /* fa_reader_results flags. */

@@ -1164,7 +1164,10 @@ static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, 
 		if (pl && pls)
 			pend(w, &pls->loc, "prefix_lens conflicts with prefix_len");
 		if (!pl && !pls)
-			return missing(err, made_by, "prefix_len", " (mask prefix_lm)");
+			return missing(err, made_by, "prefix_len",
+				       p->varlen ? " (mask prefix_lm; a varlen batch may give "
+						   "prefix_lens instead, one per sequence)"
+						 : " (mask prefix_lm)");
 		if (pls) {
 			w->c.prefix_lens = malloc((size_t)pls->n * sizeof *w->c.prefix_lens);
 			if (!w->c.prefix_lens)

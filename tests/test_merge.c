@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -381,4 +382,38 @@ FA_TEST(merge, a_resumed_run_merged_again_gains_its_cases)
 	FA_REQUIRE(merge((char *[]){"merge", a, "-o", one, "--one-run", NULL}, &r) == 0);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(one, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 1);
+}
+
+/* A merge into a database another program holds open and writes: the
+ * writer's rows after the merge are in the file (a merge renamed over it
+ * left the writer on the old file, and what it wrote was lost), the
+ * merged run is there too, and the file keeps its mode. */
+FA_TEST(merge, into_an_open_database_loses_nothing)
+{
+	char a[1024], b[1024], out[1024];
+	struct fa_proc_result r;
+	struct stat sb;
+	sqlite3 *w = NULL;
+	path_in(a, sizeof a, "open-a.db");
+	path_in(b, sizeof b, "open-b.db");
+	path_in(out, sizeof out, "open-out.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 2, "a") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 2, 2, "b") == 0);
+	FA_REQUIRE(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_REQUIRE(chmod(out, 0640) == 0);
+	/* the writer opens the output before the merge and writes after it */
+	FA_REQUIRE(sqlite3_open(out, &w) == SQLITE_OK);
+	sqlite3_busy_timeout(w, 10000);
+	FA_REQUIRE(sqlite3_exec(w, "SELECT count(*) FROM runs", NULL, NULL, NULL) == SQLITE_OK);
+	FA_CHECK(merge((char *[]){"merge", b, "-o", out, NULL}, &r) == 0);
+	fa_proc_free(&r);
+	FA_CHECK(sqlite3_exec(w, "UPDATE runs SET label = 'written-after' WHERE label = 'a'", NULL,
+			      NULL, NULL) == SQLITE_OK);
+	sqlite3_close(w);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs") == 2);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs WHERE label = 'written-after'") == 1);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs WHERE label = 'b'") == 1);
+	FA_CHECK(stat(out, &sb) == 0 && (sb.st_mode & 0777) == 0640);
+	FA_CHECK(leftovers("open-out.db.merge-") == 0);
 }

@@ -3,7 +3,8 @@
  * table that hangs off a run, case or result, with ids remapped through
  * temporary maps. Columns are matched by name, so an input of an older
  * schema merges into a newer output (the columns it lacks stay NULL). The
- * output is built in a copy and renamed into place. */
+ * merge is done twice: in a copy of the output, where a refused input
+ * changes nothing, then in the output itself (fa_store_merge). */
 #include "merge.h"
 
 #include <errno.h>
@@ -614,31 +615,20 @@ static void remove_db(const char *path)
 	unlink(p);
 }
 
-enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n,
-			  const struct fa_merge_opts *opts, struct fa_merge_out *out,
-			  struct fa_err *err)
+/* Merges inputs[0..n) into the fabench database db_path (opened, created
+ * when missing, migrated), one transaction per input; out_path names the
+ * output in messages. */
+static enum fa_rc merge_into(const char *db_path, const char *out_path, const char *const *inputs,
+			     int n, const struct fa_merge_opts *opts, struct fa_merge_out *out,
+			     struct fa_err *err)
 {
 	struct fa_store *s = NULL;
 	struct merger m;
-	struct stat sb;
-	char part[4096];
 	enum fa_rc rc = FA_OK;
 	memset(out, 0, sizeof *out);
 	memset(&m, 0, sizeof m);
-	/* every input is there before anything is written */
-	for (int i = 0; i < n; i++)
-		if (stat(inputs[i], &sb) != 0)
-			return fa_err_set(err, FA_ERR_NOT_FOUND, "no database '%s'", inputs[i]);
-	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
-	remove_db(part);
-	if (stat(out_path, &sb) == 0 && copy_db(out_path, part, err) != 0) {
-		remove_db(part);
-		return FA_ERR_DB;
-	}
-	if ((rc = fa_store_open(part, 1, &s, err)) != FA_OK) {
-		remove_db(part);
+	if ((rc = fa_store_open(db_path, 1, &s, err)) != FA_OK)
 		return rc;
-	}
 	m.db = fa_store_db(s);
 	m.out_path = out_path;
 	m.err = err;
@@ -698,10 +688,46 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 	free(m.one_suite_hash);
 	free(m.one_from);
 	free(m.one_incomplete);
-	if (rc == FA_OK && rename(part, out_path) != 0)
-		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", out_path, strerror(errno));
-	if (rc != FA_OK)
+	return rc;
+}
+
+enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n,
+			  const struct fa_merge_opts *opts, struct fa_merge_out *out,
+			  struct fa_err *err)
+{
+	struct stat sb;
+	char part[4096];
+	int existed;
+	enum fa_rc rc;
+	memset(out, 0, sizeof *out);
+	/* every input is there before anything is written */
+	for (int i = 0; i < n; i++)
+		if (stat(inputs[i], &sb) != 0)
+			return fa_err_set(err, FA_ERR_NOT_FOUND, "no database '%s'", inputs[i]);
+	/* first in a private copy, so that an input refused part of the way
+	 * (another suite version, overlapping shards, a broken file) leaves the
+	 * output as it was */
+	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
+	remove_db(part);
+	existed = stat(out_path, &sb) == 0;
+	if (existed && copy_db(out_path, part, err) != 0) {
 		remove_db(part);
+		return FA_ERR_DB;
+	}
+	rc = merge_into(part, out_path, inputs, n, opts, out, err);
+	remove_db(part);
+	if (rc != FA_OK)
+		return rc;
+	/* then in the output itself, input by input, each in one transaction:
+	 * a run writing to it, a reader or another merge keeps its file (a
+	 * rename would leave them on the old one and lose what they write),
+	 * the file keeps its owner and mode, and the runs of each input appear
+	 * whole. It fails here only when the output changed since the copy or
+	 * cannot be written; the inputs before the failing one are then in,
+	 * and the same merge again adds only what is missing. */
+	rc = merge_into(out_path, out_path, inputs, n, opts, out, err);
+	if (rc != FA_OK && !existed && out->runs_added == 0)
+		remove_db(out_path);
 	return rc;
 }
 

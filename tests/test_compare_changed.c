@@ -60,3 +60,43 @@ FA_TEST(compare, only_changed_lists_the_changed_rows)
 	fa_proc_free(&some);
 	fa_proc_free(&js);
 }
+
+/* compare --max-chars: a comment that fits. Just under the whole text's
+ * length, rows are left out (the same ones first, never the SLOWER one)
+ * and a note says how many; at the whole length nothing changes; at the
+ * least limit the text is cut at a line and says so. */
+FA_TEST(compare, max_chars_keeps_the_slower_rows)
+{
+	struct fa_proc_result all, fit, same, cut;
+	struct fa_store *s = fa_fixture_open();
+	char *db = (char *)fa_fixture_path(), lim[32];
+	FA_REQUIRE(s);
+	fa_store_close(s);
+	fa_proc_run((char *[]){"compare", "--db", db, "1", "2", NULL}, NULL, 60, &all);
+	FA_REQUIRE(all.status == 0 && strlen(all.out) > 1100);
+	snprintf(lim, sizeof lim, "%zu", strlen(all.out) - 1);
+	fa_proc_run((char *[]){"compare", "--db", db, "--max-chars", lim, "1", "2", NULL}, NULL, 60,
+		    &fit);
+	FA_REQUIRE(fit.status == 0);
+	FA_CHECKF(strlen(fit.out) <= strlen(all.out) - 1, "%zu > %s", strlen(fit.out), lim);
+	FA_CHECKF(strstr(fit.out, "left out** to fit") != NULL, "%s", fit.out);
+	FA_CHECK(count_lines(fit.out, "| SLOWER  |") == count_lines(all.out, "| SLOWER  |"));
+	FA_CHECK(count_lines(fit.out, "| FASTER  |") == count_lines(all.out, "| FASTER  |"));
+	FA_CHECK(count_lines(fit.out, "| same    |") < count_lines(all.out, "| same    |"));
+	const char *v = strstr(all.out, "- verdicts: ");
+	FA_REQUIRE(v);
+	FA_CHECK(strncmp(strstr(fit.out, "- verdicts: "), v, (size_t)(strchr(v, '\n') - v)) == 0);
+	snprintf(lim, sizeof lim, "%zu", strlen(all.out));
+	fa_proc_run((char *[]){"compare", "--db", db, "--max-chars", lim, "1", "2", NULL}, NULL, 60,
+		    &same);
+	FA_CHECK(same.status == 0 && strcmp(same.out, all.out) == 0);
+	fa_proc_run((char *[]){"compare", "--db", db, "--max-chars", "1000", "1", "2", NULL}, NULL,
+		    60, &cut);
+	FA_CHECK(cut.status == 0 && strlen(cut.out) <= 1000);
+	FA_CHECKF(strstr(cut.out, "**Cut here**") || strstr(cut.out, "left out** to fit"), "%s",
+		  cut.out);
+	fa_proc_free(&all);
+	fa_proc_free(&fit);
+	fa_proc_free(&same);
+	fa_proc_free(&cut);
+}

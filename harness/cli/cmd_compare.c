@@ -18,7 +18,8 @@
 static const char usage_text[] =
 	"usage: fabench compare [--db PATH] [--format md|csv|json] [--min-effect PCT]\n"
 	"                       [--alpha P] [--fail-on-regression] [--ignore-params]\n"
-	"                       [--output FILE] [--cross-device] [--only-changed] BASE HEAD";
+	"                       [--output FILE] [--cross-device] [--only-changed]\n"
+	"                       [--max-chars N] BASE HEAD";
 
 static void help(void)
 {
@@ -48,6 +49,11 @@ static void help(void)
 	       "  --ignore-params        match by case and kernel only: compare one kernel\n"
 	       "                         run with other tunables (--param) in HEAD\n"
 	       "  --output FILE          write to FILE instead of standard output\n"
+	       "  --max-chars N          markdown of at most N characters (a GitHub PR\n"
+	       "                         comment holds 65536): timed rows are left out of\n"
+	       "                         the tables, SLOWER kept first, then FASTER, and a\n"
+	       "                         note says how many; the counts, the correctness\n"
+	       "                         lines and the summary stay\n"
 	       "  --only-changed         list only the rows that changed: FASTER, SLOWER,\n"
 	       "                         broken, fixed, still failing, added, removed and\n"
 	       "                         lost coverage (the counts and summary still cover\n"
@@ -140,6 +146,7 @@ int fa_cmd_compare(int argc, char **argv)
 		{"ignore-params", no_argument, 0, 'I'},
 		{"cross-device", no_argument, 0, 'X'},
 		{"only-changed", no_argument, 0, 'C'},
+		{"max-chars", required_argument, 0, 'M'},
 		{"output", required_argument, 0, 'o'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
@@ -149,6 +156,7 @@ int fa_cmd_compare(int argc, char **argv)
 	struct fa_store *store = NULL;
 	struct fa_err err;
 	int c, format = FA_FMT_MD, gate = 0, status = FA_EXIT_OK, cross = 0, only_changed = 0, st;
+	long max_chars = 0;
 	const char *spec[2];
 	char ids[2][32];
 	struct tmp_db tmp = {"", ""};
@@ -177,6 +185,17 @@ int fa_cmd_compare(int argc, char **argv)
 		case 'I': co.ignore_params = 1; break;
 		case 'X': cross = 1; break;
 		case 'C': only_changed = 1; break;
+		case 'M': {
+			char *end;
+			errno = 0;
+			max_chars = strtol(optarg, &end, 10);
+			if (end == optarg || *end || errno || max_chars < 1000)
+				return fa_cmd_usage_error("compare", usage_text,
+							  "--max-chars '%s' must be a whole number of "
+							  "characters, at least 1000",
+							  optarg);
+			break;
+		}
 		case 'o': output = optarg; break;
 		case 'h': help(); return FA_EXIT_OK;
 		default:
@@ -188,6 +207,9 @@ int fa_cmd_compare(int argc, char **argv)
 	if (argc - optind > 2)
 		return fa_cmd_usage_error("compare", usage_text, "unexpected argument '%s'",
 					  argv[optind + 2]);
+	if (max_chars && format != FA_FMT_MD) /* a cut CSV or JSON would not parse */
+		return fa_cmd_usage_error("compare", usage_text,
+					  "--max-chars goes with --format md only");
 	fa_err_clear(&err);
 	spec[0] = argv[optind];
 	spec[1] = argv[optind + 1];
@@ -240,7 +262,8 @@ int fa_cmd_compare(int argc, char **argv)
 		tmp_db_remove(&tmp);
 		return FA_EXIT_FAIL;
 	}
-	if (fa_compare_write(&cmp, format, out, &err) != FA_OK)
+	if ((max_chars ? fa_compare_write_md_fit(&cmp, max_chars, out, &err)
+		       : fa_compare_write(&cmp, format, out, &err)) != FA_OK)
 		status = fa_cmd_fail("compare", &err);
 	if (output && fclose(out) != 0) {
 		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));

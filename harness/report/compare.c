@@ -1257,6 +1257,12 @@ static enum fa_rc write_md(FILE *f, const struct fa_compare *cmp, struct fa_err 
 	}
 	if (rc == FA_OK)
 		rc = md_summary(f, cmp, err);
+	if (rc == FA_OK && cmp->rows_left_out > 0)
+		fprintf(f,
+			"\n**%d timed row%s left out** to fit %d characters (--max-chars): SLOWER "
+			"rows are kept first, then FASTER. The counts and the summary above cover "
+			"every row; the same command without --max-chars lists them all.\n",
+			cmp->rows_left_out, cmp->rows_left_out == 1 ? " is" : "s are", cmp->fit_chars);
 	for (int s = 0; rc == FA_OK && s < cmp->n_suites; s++)
 		rc = md_suite(f, cmp, cmp->suites[s].name, &any_low, &any_unconverged, err);
 	if (rc != FA_OK)
@@ -1522,6 +1528,114 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);
+}
+
+/* Characters of UTF-8 text s[0..n) (bytes that do not continue one). */
+static long utf8_chars(const char *s, size_t n)
+{
+	long c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/* cmp's markdown with only the first keep TIMED rows by rank (SLOWER,
+ * FASTER, the rest; ties in row order) into *text (malloc'd), *len bytes. */
+static enum fa_rc md_keeping(struct fa_compare *cmp, const int32_t *rank_of, int32_t keep,
+			     int32_t n_timed, char **text, size_t *len, struct fa_err *err)
+{
+	struct fa_cmp_row *all = cmp->rows, *some = malloc(((size_t)cmp->n_rows + 1) * sizeof *some);
+	int32_t n_all = cmp->n_rows, n = 0;
+	enum fa_rc rc;
+	FILE *m;
+	if (!some)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+	for (int32_t i = 0; i < n_all; i++)
+		if (all[i].change != FA_CMP_TIMED || rank_of[i] < keep)
+			some[n++] = all[i];
+	*text = NULL;
+	*len = 0;
+	if (!(m = open_memstream(text, len))) {
+		free(some);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+	}
+	cmp->rows = some;
+	cmp->n_rows = n;
+	cmp->rows_left_out = n_timed - (keep < n_timed ? keep : n_timed);
+	rc = write_md(m, cmp, err);
+	cmp->rows = all;
+	cmp->n_rows = n_all;
+	if (fclose(m) != 0 && rc == FA_OK)
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+	free(some);
+	if (rc != FA_OK) {
+		free(*text);
+		*text = NULL;
+	}
+	return rc;
+}
+
+enum fa_rc fa_compare_write_md_fit(struct fa_compare *cmp, long max_chars, FILE *f,
+				   struct fa_err *err)
+{
+	int32_t *rank_of = malloc(((size_t)cmp->n_rows + 1) * sizeof *rank_of), n_timed = 0;
+	char *text = NULL;
+	size_t len = 0;
+	enum fa_rc rc;
+	if (!rank_of)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+	/* each TIMED row's place in the order rows are kept in */
+	for (int pass = 0; pass < 3; pass++)
+		for (int32_t i = 0; i < cmp->n_rows; i++) {
+			const struct fa_cmp_row *r = &cmp->rows[i];
+			int want = r->verdict == FA_PERF_SLOWER ? 0 : r->verdict == FA_PERF_FASTER ? 1 : 2;
+			if (r->change == FA_CMP_TIMED && want == pass)
+				rank_of[i] = n_timed++;
+		}
+	cmp->fit_chars = (int32_t)(max_chars < INT32_MAX ? max_chars : INT32_MAX);
+	rc = md_keeping(cmp, rank_of, n_timed, n_timed, &text, &len, err);
+	if (rc == FA_OK && utf8_chars(text, len) > max_chars) {
+		/* the most rows that fit: the text grows with the rows kept */
+		int32_t lo = 0, hi = n_timed - 1;
+		while (rc == FA_OK && lo < hi) {
+			int32_t mid = lo + (hi - lo + 1) / 2;
+			free(text);
+			rc = md_keeping(cmp, rank_of, mid, n_timed, &text, &len, err);
+			if (rc == FA_OK && utf8_chars(text, len) <= max_chars)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		free(text);
+		text = NULL;
+		if (rc == FA_OK)
+			rc = md_keeping(cmp, rank_of, lo, n_timed, &text, &len, err);
+	}
+	if (rc == FA_OK && utf8_chars(text, len) > max_chars) {
+		/* even the lines every row has are too long: cut at a line */
+		static const char cut[] = "\n**Cut here** to fit --max-chars; the same command "
+					  "without it writes the rest.\n";
+		long room = max_chars - (long)(sizeof cut - 1);
+		size_t at = 0;
+		long chars = 0;
+		for (size_t i = 0; i < len; i++) {
+			chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+			if (chars > room)
+				break;
+			if (text[i] == '\n')
+				at = i + 1;
+		}
+		fwrite(text, 1, at, f);
+		fputs(cut, f);
+	} else if (rc == FA_OK) {
+		fwrite(text, 1, len, f);
+	}
+	free(text);
+	free(rank_of);
+	cmp->rows_left_out = 0;
+	if (rc == FA_OK && (fflush(f) != 0 || ferror(f)))
+		rc = fa_err_set(err, FA_ERR_IO, "cannot write the comparison");
+	return rc;
 }
 
 enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,

@@ -212,6 +212,9 @@ struct fa_compare {
 	                                         paired, no run on both sides) */
 	double median_rsd;                    /* median over the TIMED rows of the larger
 	                                         side's base_rsd/head_rsd; NaN when none */
+	int32_t rows_left_out;                /* TIMED rows fa_compare_write_md_fit left
+	                                         out of the tables (a note says so) */
+	int32_t fit_chars;                    /* the limit they were left out for */
 
 	struct fa_arena arena;                /* private: owns every string and array above */
 };
@@ -236,6 +239,16 @@ enum fa_rc fa_compare_build(struct fa_store *s, const char *base_spec, const cha
  * f cannot be written; FA_ERR_NOMEM. */
 enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,
 			    struct fa_err *err);
+
+/* fa_compare_write's markdown in at most max_chars characters (a GitHub PR
+ * comment holds 65536): when the whole is longer, TIMED rows are left out
+ * of the tables, the SLOWER ones kept first, then FASTER, then the rest, as
+ * few as it takes; a note says how many. The correctness lines, the
+ * counts and the summary always stay (they cover every row). When even
+ * they are too long, the text is cut at a line and says so. Returns as
+ * fa_compare_write. */
+enum fa_rc fa_compare_write_md_fit(struct fa_compare *cmp, long max_chars, FILE *f,
+				   struct fa_err *err);
 
 /* Frees everything cmp owns and zeroes it. cmp may be NULL. */
 void fa_compare_free(struct fa_compare *cmp);

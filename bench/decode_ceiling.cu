@@ -87,7 +87,7 @@ __device__ __forceinline__ void stream_tiles_ldg(const uint16_t *k, const uint16
 	}
 }
 
-template <int NW, int ST, int TAIL, int LDG = 0>
+template <int NW, int ST, int TAIL, int LDG = 0, int PF = 0>
 __global__ void __launch_bounds__(NW * 32, 1)
     rd_tail(const uint16_t *k, const uint16_t *v, int keys, int R, float2 *out, float2 *ws,
 	    unsigned *cnt)
@@ -106,14 +106,15 @@ __global__ void __launch_bounds__(NW * 32, 1)
 				acc ^= t[u].x ^ t[u].y ^ t[u].z ^ t[u].w;
 		});
 	} else {
-		stream_tiles<NW, ST>(sm, k, v, keys, R, [&](const uint4 *t) {
+		auto acc_of = [&](const uint4 *t) {
 			constexpr int U = TAIL == T_SMEM ? 16 : 4, STEP = TAIL == T_SMEM ? 1 : 4;
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				uint4 x = t[lane + 32 * u * STEP];
 				acc ^= x.x ^ x.w;
 			}
-		});
+		};
+		stream_tiles<NW, ST, decltype(acc_of), PF>(sm, k, v, keys, R, acc_of);
 	}
 	/* the partial: a value per thread that depends on its loads */
 	const float2 mine = make_float2(__uint_as_float((acc & 0x007fffffu) | 0x3f800000u),
@@ -198,6 +199,11 @@ int main(int argc, char **argv)
 	    {"ldg3 dsm", rd_tail<8, 3, T_DSMEM, 3>, 8, 1, 1},
 	    {"ldg2", rd_tail<8, 3, T_NONE, 2>, 16, 0, 1},
 	    {"ldg3", rd_tail<8, 3, T_NONE, 3>, 16, 0, 1},
+	    {"none 128B", rd_tail<8, 3, T_NONE, 0, 128>, 8, 0, 0},
+	    {"none 256B", rd_tail<8, 3, T_NONE, 0, 256>, 8, 0, 0},
+	    {"dsmem 256B", rd_tail<8, 3, T_DSMEM, 0, 256>, 8, 1, 0},
+	    {"smem 256B", rd_tail<8, 3, T_SMEM, 0, 256>, 8, 0, 0},
+	    {"none 256B", rd_tail<8, 3, T_NONE, 0, 256>, 16, 0, 0},
 	};
 	for (const auto &x : vs)
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -226,7 +232,7 @@ int main(int argc, char **argv)
 			};
 			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
 			const double b = median_graph_us(st, go, 32, samples);
-			printf("keys %5d %5.1f MB  %-8s R%-2d  single %7.2f us %6.0f GB/s   graph %7.2f "
+			printf("keys %5d %5.1f MB  %-10s R%-2d  single %7.2f us %6.0f GB/s   graph %7.2f "
 			       "us %6.0f GB/s\n",
 			       keys, bytes / 1e6, x.name, x.R, a, bytes / a / 1e3, b, bytes / b / 1e3);
 			fflush(stdout);

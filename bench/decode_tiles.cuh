@@ -25,8 +25,9 @@ __device__ __forceinline__ uint32_t saddr(const void *p)
 /* This warp's tiles of key range r of R (KV head blockIdx.y) through its
  * ring at the start of sm: tile j is key tile r * per + warp + j NW, with
  * ST - 1 tiles in flight; consume(stage) runs once each tile has landed
- * in its 8 KB stage (K, then V). */
-template <int NW, int ST, class F>
+ * in its 8 KB stage (K, then V). PF > 0 adds the L2 prefetch-size hint
+ * .L2::PFB to every copy (a key row of a head is 256 aligned bytes). */
+template <int NW, int ST, class F, int PF = 0>
 __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *k,
 					     const uint16_t *v, int keys, int R, F consume)
 {
@@ -47,9 +48,18 @@ __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *
 					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
 					const uint32_t dst = a + kv * 4096 + pn * 2048 +
 							     (row * 8 + (c8 ^ (row & 7))) * 16;
-					asm volatile(
-					    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-					    "l"(src));
+					if constexpr (PF == 256)
+						asm volatile("cp.async.cg.shared.global.L2::256B "
+							     "[%0], [%1], 16;" ::"r"(dst),
+							     "l"(src));
+					else if constexpr (PF == 128)
+						asm volatile("cp.async.cg.shared.global.L2::128B "
+							     "[%0], [%1], 16;" ::"r"(dst),
+							     "l"(src));
+					else
+						asm volatile(
+						    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+						    "l"(src));
 				}
 			}
 		}

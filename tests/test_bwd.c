@@ -684,6 +684,29 @@ FA_TEST(bwd, summary_speedup_per_pass)
 	FA_CHECKF(fb && strstr(fb, "x over cpu_dense_bwd, 1 case\n") == strstr(fb, "x over "),
 		  "%s", r.out);
 	fa_proc_free(&r);
+	/* the report too: the dense backward has a column of its own (it was
+	 * folded into cpu_dense's as an instance), and the flash backward's x
+	 * is over it */
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| cpu_dense_bwd ms |") &&
+			  strstr(r.out, "| cpu_flash_bwd x |") && !strstr(r.out, "cpu_dense_bwd x") &&
+			  strstr(r.out, "x: speedup over cpu_dense on forward cases, cpu_dense_bwd on "
+					"backward cases"),
+		  "%s", r.out);
+	/* the backward case's row has one speed-up: cpu_flash_bwd's */
+	const char *row = strstr(r.out, "\n|   2 | bwd ");
+	char *line = row ? strndup(row + 1, strcspn(row + 1, "\n")) : NULL;
+	int cells = 0;
+	for (const char *p = line ? strstr(line, "x |") : NULL; p; p = strstr(p + 1, "x |"))
+		cells += p[-1] >= '0' && p[-1] <= '9';
+	FA_CHECKF(line && cells == 1, "the bwd row shows %d speed-ups:\n%s", cells, r.out);
+	free(line);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"baselines\": {\"fwd\": \"cpu_dense\", \"bwd\": "
+						 "\"cpu_dense_bwd\", \"fwd_bwd\": null}"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 	/* without the dense kernel no speed-up is claimed */
 	unlink(db);
 	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, "--kernels",

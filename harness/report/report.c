@@ -85,7 +85,12 @@ struct report {
 	const char **labels; /* kernel columns (pointing into res_label) */
 	int nk;
 	int *res_k;       /* kernel column of each result row */
-	int baseline;     /* kernel column, -1 none */
+	int baseline;     /* kernel column of the forward cases' baseline (else the
+	                     first pass's that has one), -1 none */
+	int base_pass[3]; /* the baseline column of each pass (fwd, bwd, fwd_bwd),
+	                     -1 none: a backward is measured against a backward */
+	int *case_pass;   /* per case row: 0 fwd, 1 bwd, 2 fwd_bwd */
+	unsigned *col_passes; /* per kernel column: bit p when it ran pass p */
 	int *grid;        /* result row of (case row, kernel column), -1 none */
 	int *order;       /* result rows by case, kernel name, id (CSV, JSON) */
 	int have_cal;     /* the run's device has a calibration: % of peak is shown */
@@ -122,6 +127,8 @@ static void report_free(struct report *r)
 	free(r->res_case);
 	free(r->res_k);
 	free(r->grid);
+	free(r->case_pass);
+	free(r->col_passes);
 	free(r->order);
 }
 
@@ -162,15 +169,25 @@ static int res_status(const struct report *r, int row)
  * baseline, the baseline itself, or either untimed). */
 static double speedup_of(const struct report *r, int row)
 {
-	int c = r->res_case[row], b, k = r->res_k[row];
+	int c = r->res_case[row], b, k = r->res_k[row], base = r->base_pass[r->case_pass[c]];
 	double mb, mk;
-	if (r->baseline < 0 || k == r->baseline)
+	if (base < 0 || k == base)
 		return 0;
-	b = r->grid[(size_t)c * r->nk + r->baseline];
+	b = r->grid[(size_t)c * r->nk + base];
 	if (b < 0 || !res_real(r, b, "median_ms", &mb) || !res_real(r, row, "median_ms", &mk) ||
 	    !(mb > 0) || !(mk > 0))
 		return 0;
 	return mb / mk;
+}
+
+/* 1 when kernel column k ran a pass whose baseline is another column: its
+ * speedup column is shown. */
+static int has_x(const struct report *r, int k)
+{
+	for (int p = 0; p < 3; p++)
+		if (r->base_pass[p] >= 0 && r->base_pass[p] != k && (r->col_passes[k] >> p & 1u))
+			return 1;
+	return 0;
 }
 
 /* Column labels "kernel" or "kernel[params]": by kernel name, then by
@@ -288,7 +305,10 @@ static enum fa_rc label_results(struct report *r, struct fa_err *err)
  * (d72_masked beside d72_pad80, both for head_dim 72) keeps a column of its
  * own, so the one registered first (its results have the lower row ids) is
  * the family's pick. Labels with params ("k[p]", a tuning run) are never
- * folded. The rule reads names only, so old databases fold the same way.
+ * folded, nor is a kernel that ran a pass (fwd, bwd, fwd_bwd) the family
+ * ran on no case: cpu_dense_bwd is cpu_dense's backward, not an instance
+ * of it. The rule reads names and the cases' passes, so old databases fold
+ * the same way.
  * Fills r->res_shown and leaves only the columns shown in r->labels. */
 static enum fa_rc fold_families(struct report *r, struct fa_err *err)
 {
@@ -298,10 +318,11 @@ static enum fa_rc fold_families(struct report *r, struct fa_err *err)
 	int *ord = malloc(((size_t)nk + 1) * sizeof *ord);
 	int *fam = malloc(((size_t)nk + 1) * sizeof *fam);
 	char *ran = calloc((size_t)nc * nk + 1, 1);
+	unsigned *passes = calloc((size_t)nk + 1, sizeof *passes); /* bit per pass run */
 	enum fa_rc rc = FA_OK;
 
 	r->res_shown = calloc((size_t)n + 1, sizeof *r->res_shown);
-	if (!lab || !first || !ord || !fam || !ran || !r->res_shown) {
+	if (!lab || !first || !ord || !fam || !ran || !passes || !r->res_shown) {
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
 		goto out;
 	}
@@ -317,8 +338,13 @@ static enum fa_rc fold_families(struct report *r, struct fa_err *err)
 			k++;
 		lab[i] = k;
 		first[k] = id < first[k] ? id : first[k];
-		if (res_status(r, i) != FA_STATUS_SKIP)
+		if (res_status(r, i) != FA_STATUS_SKIP) {
+			const char *pass = fa_rows_text(&r->cases, r->res_case[i], "pass");
 			ran[(size_t)r->res_case[i] * nk + k] = 1;
+			passes[k] |= !pass || strcmp(pass, "fwd") == 0 ? 1u
+				     : strcmp(pass, "bwd") == 0       ? 2u
+								      : 4u;
+		}
 	}
 	/* in the order kernels ran (a handful: insertion sort) */
 	for (int a = 1; a < nk; a++)
@@ -340,7 +366,7 @@ static enum fa_rc fold_families(struct report *r, struct fa_err *err)
 			if (f < 0 || len < strlen(r->labels[f]))
 				f = g;
 		}
-		if (f < 0)
+		if (f < 0 || (passes[k] & ~passes[f]))
 			continue;
 		for (int c = 0; c < nc && !clash; c++) {
 			const char *row = ran + (size_t)c * nk;
@@ -367,6 +393,7 @@ out:
 	free(ord);
 	free(fam);
 	free(ran);
+	free(passes);
 	return rc;
 }
 
@@ -396,6 +423,7 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 
 	memset(r, 0, sizeof *r);
 	r->baseline = -1;
+	r->base_pass[0] = r->base_pass[1] = r->base_pass[2] = -1;
 	rc = fa_reader_rows(s, FA_ROWS_RUN, run_id, &r->run, err);
 	if (rc == FA_OK && r->run.nrows == 0)
 		return fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", run_id,
@@ -483,29 +511,64 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 	if (rc != FA_OK)
 		return rc;
 
-	/* the baseline: asked for by label or kernel name, else the first
-	 * kernel (by row id) with "dense" in its name; it moves to the first
-	 * column */
+	/* each case's pass */
+	if (!(r->case_pass = calloc((size_t)r->cases.nrows + 1, sizeof *r->case_pass)) ||
+	    !(r->col_passes = calloc((size_t)r->nk + 1, sizeof *r->col_passes)))
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+	for (int c = 0; c < r->cases.nrows; c++) {
+		const char *pass = fa_rows_text(&r->cases, c, "pass");
+		r->case_pass[c] = !pass || strcmp(pass, "fwd") == 0 ? 0 : strcmp(pass, "bwd") == 0 ? 1 : 2;
+	}
+	/* the baselines: asked for by label or kernel name (every pass's),
+	 * else per pass the first kernel (by row id) with "dense" in its name
+	 * that ran a case of the pass (cpu_dense for the forward, cpu_dense_bwd
+	 * for the backward); they move to the first columns */
 	for (int k = 0; baseline && k < r->nk; k++)
 		if (strcmp(r->labels[k], baseline) == 0)
-			r->baseline = k;
-	for (int i = 0; r->baseline < 0 && i < r->res.nrows; i++) {
-		const char *kernel = res_text(r, i, "kernel");
-		if (baseline ? strcmp(kernel, baseline) != 0 : !strstr(kernel, "dense"))
+			r->base_pass[0] = r->base_pass[1] = r->base_pass[2] = k;
+	for (int i = 0; baseline && r->base_pass[0] < 0 && i < r->res.nrows; i++) {
+		if (strcmp(res_text(r, i, "kernel"), baseline) != 0)
 			continue;
 		for (int k = 0; k < r->nk; k++)
 			if (strcmp(r->labels[k], r->res_shown[i]) == 0)
-				r->baseline = k;
+				r->base_pass[0] = r->base_pass[1] = r->base_pass[2] = k;
 	}
-	if (baseline && r->baseline < 0)
+	if (baseline && r->base_pass[0] < 0)
 		return fa_err_set(err, FA_ERR_NOT_FOUND,
 				  "baseline kernel '%s' has no results in run %" PRId64, baseline,
 				  run_id);
-	if (r->baseline > 0) {
-		const char *b = r->labels[r->baseline];
-		memmove(r->labels + 1, r->labels, (size_t)r->baseline * sizeof *r->labels);
-		r->labels[0] = b;
-		r->baseline = 0;
+	for (int skips = 0; !baseline && skips < 2; skips++) /* results that ran first */
+		for (int i = 0; i < r->res.nrows; i++) {
+			int p = r->case_pass[r->res_case[i]];
+			if (r->base_pass[p] >= 0 || !strstr(res_text(r, i, "kernel"), "dense") ||
+			    (!skips && res_status(r, i) == FA_STATUS_SKIP))
+				continue;
+			for (int k = 0; k < r->nk; k++)
+				if (strcmp(r->labels[k], r->res_shown[i]) == 0)
+					r->base_pass[p] = k;
+		}
+	{
+		const char **front = malloc(((size_t)r->nk + 1) * sizeof *front);
+		int n = 0, moved[3];
+		if (!front)
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a report");
+		for (int p = 0; p < 3; p++) {
+			int b = r->base_pass[p], q;
+			for (q = 0; q < p && r->base_pass[q] != b; q++)
+				;
+			moved[p] = b < 0 ? -1 : q < p ? moved[q] : n;
+			if (b >= 0 && q == p)
+				front[n++] = r->labels[b];
+		}
+		for (int k = 0; k < r->nk; k++)
+			if (k != r->base_pass[0] && k != r->base_pass[1] && k != r->base_pass[2])
+				front[n++] = r->labels[k];
+		memcpy(r->labels, front, (size_t)r->nk * sizeof *front);
+		free(front);
+		for (int p = 0; p < 3; p++)
+			r->base_pass[p] = moved[p];
+		for (int p = 0; p < 3 && r->baseline < 0; p++)
+			r->baseline = r->base_pass[p];
 	}
 
 	r->grid = malloc(((size_t)r->cases.nrows * r->nk + 1) * sizeof *r->grid);
@@ -525,6 +588,8 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 			       res_status(r, i) != FA_STATUS_SKIP))
 			*g = i;
 		r->order[i] = i;
+		if (res_status(r, i) != FA_STATUS_SKIP)
+			r->col_passes[r->res_k[i]] |= 1u << r->case_pass[r->res_case[i]];
 	}
 	/* CSV/JSON order must not depend on the baseline: sort by label name */
 	sort_ctx = r;
@@ -912,7 +977,7 @@ static enum fa_rc md_build(const struct report *r, struct md_table *t, int *mixe
 			t->cols[ncols++] = (struct md_col){MC_TOKS, NULL, k, 1};
 		if (r->have_cal)
 			t->cols[ncols++] = (struct md_col){MC_PEAK, NULL, k, 1};
-		if (r->baseline >= 0 && k != r->baseline)
+		if (has_x(r, k))
 			t->cols[ncols++] = (struct md_col){MC_X, NULL, k, 1};
 		t->cols[ncols++] = (struct md_col){MC_ERR, NULL, k, 1};
 		if (fa_rule)
@@ -1475,8 +1540,22 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 									       "fp32 rate" : "",
 			r->cal.copy_gbps);
 	if (r->baseline >= 0 && r->layout != FA_LAYOUT_LONG) {
+		static const char *const pass_words[] = {"forward", "backward", "forward-and-backward"};
+		int per_pass = 0;
+		for (int p = 0; p < 3; p++)
+			per_pass |= r->base_pass[p] >= 0 && r->base_pass[p] != r->baseline;
 		fputs("x: speedup over ", out);
-		m->text(out, r->labels[r->baseline]);
+		if (!per_pass) {
+			m->text(out, r->labels[r->baseline]);
+		} else {
+			for (int p = 0, n = 0; p < 3; p++) {
+				if (r->base_pass[p] < 0)
+					continue;
+				fputs(n++ ? ", " : "", out);
+				m->text(out, r->labels[r->base_pass[p]]);
+				fprintf(out, " on %s cases", pass_words[p]);
+			}
+		}
 		fputs(" (its median / this kernel's). ", out);
 	}
 	fputs("max_abs: largest absolute error against the fp64 reference.", out);
@@ -1877,6 +1956,16 @@ static void write_json(FILE *out, const struct report *r)
 		fa_json_string(out, r->labels[r->baseline]);
 	else
 		fputs("null", out);
+	/* each pass's, which a result's speedup is over */
+	fputs(",\n  \"baselines\": {", out);
+	for (int p = 0; p < 3; p++) {
+		fprintf(out, "%s\"%s\": ", p ? ", " : "", p == 0 ? "fwd" : p == 1 ? "bwd" : "fwd_bwd");
+		if (r->base_pass[p] >= 0)
+			fa_json_string(out, r->labels[r->base_pass[p]]);
+		else
+			fputs("null", out);
+	}
+	fputs("}", out);
 	fputs(",\n  \"results\": [", out);
 	for (int o = 0; o < r->res.nrows; o++) {
 		int i = r->order[o], c = r->res_case[i];

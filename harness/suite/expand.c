@@ -515,7 +515,8 @@ static enum fa_rc list_value(const struct fa_src *src, int param, const yaml_nod
 	if (count == 0)
 		return fa_err_at(src->err, &l, "empty list for '%s'", pi->name);
 	out->list = fa_arena_alloc(src->arena, (size_t)count * sizeof *out->list);
-	if (!out->list)
+	out->item_loc = fa_arena_alloc(src->arena, (size_t)count * sizeof *out->item_loc);
+	if (!out->list || !out->item_loc)
 		return fa_err_set(src->err, FA_ERR_NOMEM, "out of memory reading '%s'", src->file);
 	out->n = count;
 	for (int32_t k = 0; k < count; k++) {
@@ -523,6 +524,7 @@ static enum fa_rc list_value(const struct fa_src *src, int param, const yaml_nod
 		struct fa_loc il = fa_src_loc(src, it);
 		char buf[80];
 		int64_t v;
+		out->item_loc[k] = il;
 		if (it->type != YAML_SCALAR_NODE ||
 		    fa_parse_int((const char *)it->data.scalar.value, &v) == -1)
 			return fa_err_at(src->err, &il, "expected an integer in '%s', got %s", pi->name,
@@ -1176,7 +1178,7 @@ static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, 
 			for (int32_t k = 0; k < pls->n; k++) {
 				lk = w->c.cu_seqlens_k[k + 1] - w->c.cu_seqlens_k[k];
 				if (pls->list[k] > lk)
-					pend(w, &pls->loc,
+					pend(w, pls->item_loc ? &pls->item_loc[k] : &pls->loc,
 					     "prefix_lens entry %d exceeds the kv length %d of sequence %d",
 					     pls->list[k], lk, k);
 			}

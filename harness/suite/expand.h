@@ -81,6 +81,7 @@ struct fa_pval {
 	int32_t *list; /* seqlens, kv_seqlens, prefix_lens (arena) */
 	int32_t n;
 	struct fa_loc loc; /* the scalar, list or range that gave it */
+	struct fa_loc *item_loc; /* a list's: where each entry is (arena), else NULL */
 	const char *text;  /* model, tag: the word (arena) */
 	const char *expr;  /* a derived integer (`kv_len: depth + q_len`): the
 	                      expression, evaluated per case (arena); NULL otherwise */

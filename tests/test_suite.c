@@ -460,7 +460,7 @@ FA_TEST(suite, varlen_fields)
 					     "axes:\n"
 					     "  seqlens: [[4, 8]]\n"
 					     "  prefix_lens: [[4, 9]]\n");
-	EXPECT_FAIL(path, 4, 17, "prefix_lens entry 9 exceeds the kv length 8 of sequence 1");
+	EXPECT_FAIL(path, 4, 21, "prefix_lens entry 9 exceeds the kv length 8 of sequence 1");
 	path = write_yaml("varlen_needs.yaml", "defaults: {heads: 4, head_dim: 16, q_len: 8,\n"
 					       "           prefix_lens: [1]}\n");
 	EXPECT_FAIL(path, 2, 25, "prefix_lens needs seqlens");

@@ -417,3 +417,49 @@ FA_TEST(merge, into_an_open_database_loses_nothing)
 	FA_CHECK(stat(out, &sb) == 0 && (sb.st_mode & 0777) == 0640);
 	FA_CHECK(leftovers("open-out.db.merge-") == 0);
 }
+
+/* Two runs of one command begun in the same second (a quick loop on a
+ * small suite) are two runs: each has its own uid, so merge copies both
+ * (it took the second for a copy of the first); merging them again adds
+ * nothing, and a run stored before uids (NULL) keeps the identity it had. */
+FA_TEST(merge, two_runs_of_one_second_are_two)
+{
+	char a[1024], b[1024], out[1024];
+	struct fa_proc_result r;
+	sqlite3 *db = NULL;
+	path_in(a, sizeof a, "sec-a.db");
+	path_in(b, sizeof b, "sec-b.db");
+	path_in(out, sizeof out, "sec-out.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "same") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 1, 1, "same") == 0);
+	FA_CHECK(fa_test_db_int(a, "SELECT length(uid) FROM runs") == 32);
+	/* the same start, host and command on both: only the uid differs */
+	const char *same = "UPDATE runs SET started_at = '2026-12-02T07:00:00Z', host = 'h', "
+			   "command_line = 'fabench run tiny.yaml'";
+	FA_REQUIRE(sqlite3_open(a, &db) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(db, same, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	FA_REQUIRE(sqlite3_open(b, &db) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(db, same, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "2 runs added"), "%s%s", r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added") && strstr(r.out, "2 already there"), "%s%s", r.out,
+		  r.err);
+	fa_proc_free(&r);
+	/* without uids (runs stored before schema 8) they look like one run,
+	 * as they always did */
+	path_in(out, sizeof out, "sec-out-old.db");
+	FA_REQUIRE(sqlite3_open(b, &db) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(db, "UPDATE runs SET uid = NULL", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	FA_REQUIRE(sqlite3_open(a, &db) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(db, "UPDATE runs SET uid = NULL", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	FA_CHECK(merge((char *[]){"merge", a, b, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "1 run added") && strstr(r.out, "1 already there"), "%s%s", r.out,
+		  r.err);
+	fa_proc_free(&r);
+}

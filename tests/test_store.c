@@ -1142,7 +1142,7 @@ FA_TEST(store, migrates_version_1_to_2)
 				"ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN "
 				"running; DROP TABLE build_results; DROP TABLE build_runs; "
 				"ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; "
-				"PRAGMA user_version = 1",
+				"ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
@@ -1180,7 +1180,7 @@ FA_TEST(store, running_mark_migrates_and_clears)
 	fa_store_close(s);
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
-				     "ALTER TABLE runs DROP COLUMN running; DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 2",
+				     "ALTER TABLE runs DROP COLUMN running; DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 2",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);
@@ -1306,7 +1306,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	/* writable: migrated as a writer would, then read */
@@ -1316,7 +1316,7 @@ FA_TEST(store, readonly_old_schema)
 	FA_REQUIRE(sqlite3_open(path, &raw) == SQLITE_OK);
 	FA_REQUIRE(sqlite3_exec(raw, "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN merged_from; ALTER TABLE results DROP COLUMN device; "
 				     "ALTER TABLE runs DROP COLUMN ab_group; ALTER TABLE runs DROP COLUMN running; "
-				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 1",
+				"DROP TABLE build_results; DROP TABLE build_runs; ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 1",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(chmod(path, 0444) == 0);
@@ -1390,7 +1390,7 @@ FA_TEST(store, backward_pass_and_grad_stats)
 				"DROP TABLE build_runs; ALTER TABLE runs DROP COLUMN shard; "
 				"ALTER TABLE runs DROP COLUMN devices; ALTER TABLE runs DROP COLUMN "
 				"merged_from; ALTER TABLE results DROP COLUMN device; "
-				"PRAGMA user_version = 3",
+				"ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 3",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &s, &err) == FA_OK);

@@ -369,7 +369,7 @@ FA_TEST(tags, schema_3_upgrades)
 				     "ALTER TABLE runs DROP COLUMN shard; ALTER TABLE runs DROP COLUMN devices; "
 				     "ALTER TABLE runs DROP COLUMN merged_from; "
 				     "ALTER TABLE results DROP COLUMN device; "
-				     "ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; PRAGMA user_version = 3",
+				     "ALTER TABLE cases DROP COLUMN pass; DROP TABLE grad_stats; ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version = 3",
 				NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(raw);
 	FA_REQUIRE(fa_store_open(path, 0, &st, &err) == FA_OK);

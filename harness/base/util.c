@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -480,4 +481,41 @@ void fa_json_string(FILE *f, const char *s)
 		}
 	}
 	fputc('"', f);
+}
+
+void fa_random_hex(char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[64];
+	size_t n = size / 2, got = 0; /* bytes for size - 1 digits */
+	if (n > sizeof raw)
+		n = sizeof raw;
+	while (got < n) {
+		ssize_t r = getrandom(raw + got, n - got, 0);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < n) {
+		FILE *f = fopen("/dev/urandom", "rb");
+		got = f ? fread(raw, 1, n, f) : 0;
+		if (f)
+			fclose(f);
+	}
+	if (got < n) { /* no entropy source: a splitmix64 stream of the time and pid */
+		struct timespec ts;
+		uint64_t x;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t z = (x += 0x9e3779b97f4a7c15u);
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+			raw[i] = (unsigned char)(z ^ (z >> 31));
+		}
+	}
+	for (size_t i = 0; size && i < size - 1; i++)
+		buf[i] = hex[(raw[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+	if (size)
+		buf[size - 1] = '\0';
 }

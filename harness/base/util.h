@@ -89,4 +89,8 @@ char *fa_join_argv(int argc, char **argv);
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void fa_json_string(FILE *f, const char *s);
 
+/* size - 1 random hex digits and a NUL into buf (getrandom, else
+ * /dev/urandom, else the time and the process id mixed). */
+void fa_random_hex(char *buf, size_t size);
+
 #endif /* FA_UTIL_H */

@@ -20,12 +20,15 @@
 
 /* A run's identity: what two copies of one run share and two runs never do.
  * The two runs of one run --ab share everything else (one command, one
- * start): their labels (LABEL-a, LABEL-b) tell them apart. */
-#define IDENTITY_SQL(shard)                                                                   \
+ * start): their labels (LABEL-a, LABEL-b) tell them apart. A run stored
+ * since schema 8 adds its uid, which tells apart two runs of one command
+ * begun in the same second; one stored before has none, so its identity,
+ * as merged_from recorded it, stays what it was. */
+#define IDENTITY_SQL(shard, uid)                                                              \
 	"coalesce(started_at, '') || '|' || coalesce(host, '') || '|' || coalesce(seed, '') || "   \
 	"'|' || coalesce(suite_hash, '') || '|' || coalesce(" shard ", '') || '|' || "             \
 	"coalesce(command_line, '') || CASE WHEN ab_group IS NULL THEN '' ELSE '|' || "          \
-	"coalesce(label, '') END"
+	"coalesce(label, '') END || CASE WHEN " uid " IS NULL THEN '' ELSE '|' || " uid " END"
 
 struct merger {
 	sqlite3 *db;
@@ -351,10 +354,17 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 {
 	char sql[1024], *identity, *hash;
 	int64_t new_run, n;
-	identity = query_text(m, has_column(m, "src", "runs", "shard")
-					 ? "SELECT " IDENTITY_SQL("shard") " FROM src.runs WHERE id = ?"
-					 : "SELECT " IDENTITY_SQL("NULL") " FROM src.runs WHERE id = ?",
-			      old_run);
+	{
+		/* an input of an older schema lacks the newer columns */
+		const int shard = has_column(m, "src", "runs", "shard"),
+			  uid = has_column(m, "src", "runs", "uid");
+		identity = query_text(
+			m,
+			shard && uid ? "SELECT " IDENTITY_SQL("shard", "uid") " FROM src.runs WHERE id = ?"
+			: shard      ? "SELECT " IDENTITY_SQL("shard", "NULL") " FROM src.runs WHERE id = ?"
+				     : "SELECT " IDENTITY_SQL("NULL", "NULL") " FROM src.runs WHERE id = ?",
+			old_run);
+	}
 	if (!identity)
 		return sql_fail(m, "cannot read a run");
 	/* a duplicate: the output holds this run, alone or combined */
@@ -365,7 +375,7 @@ static enum fa_rc merge_run(struct merger *m, int64_t old_run)
 		enum fa_rc rc;
 		if (sqlite3_prepare_v2(m->db,
 				       "SELECT id, merged_from IS NOT NULL FROM main.runs "
-				       "WHERE " IDENTITY_SQL("shard") " = ?1 OR "
+				       "WHERE " IDENTITY_SQL("shard", "uid") " = ?1 OR "
 				       "instr(char(10) || coalesce(merged_from, '') || char(10), "
 				       "char(10) || ?1 || char(10)) > 0 OR "
 				       "instr(char(10) || coalesce(merged_from, '') || char(10), "

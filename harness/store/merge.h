@@ -35,7 +35,8 @@ struct fa_merge_out {
  * cases, results, samples, and any other table with a run_id, case_id or
  * result_id column present in both files; calibrations rows the output
  * lacks. A run whose identity (started_at, host, seed, suite hash, shard,
- * command line; label for a side of a run --ab) the output already holds,
+ * command line; label for a side of a run --ab; the run's uid where it has
+ * one) the output already holds,
  * as a run or in a combined run's merged_from, is left out, but for the
  * cases the output lacks (run --resume finished it since): those are added
  * to the run that holds it, and a run that was incomplete takes the

@@ -5,7 +5,8 @@
  * version 3 runs.running, version 4 runs.shard, runs.devices,
  * runs.merged_from and results.device, version 5 the build_runs and
  * build_results of `fabench build-matrix`, described in buildstore.c,
- * version 6 case_tags and case_depth, version 7 cases.pass and grad_stats).
+ * version 6 case_tags and case_depth, version 7 cases.pass and grad_stats,
+ * version 8 runs.uid).
  * Conventions: times are ISO
  * 8601 UTC text ("2026-11-25T21:40:00Z"); optional text is NULL when empty
  * or unknown; numbers that are unknown, not measured or NaN are NULL, never
@@ -31,7 +32,9 @@
  *            combined into this one (NULL otherwise), so a second merge
  *            of the same databases adds nothing; a part that was
  *            incomplete then has a tab and "incomplete" after its
- *            identity (merge.c).
+ *            identity (merge.c). uid is 32 random hex digits drawn when
+ *            the run began (NULL in runs stored before version 8): two
+ *            runs of one command begun in the same second differ in it.
  *   cases    one expanded case of a run: idx is its position in the suite
  *            (from 0), key its canonical key (fa_case_key), then every
  *            parameter. prefix_len is set only for prefix_lm cases without
@@ -320,6 +323,9 @@ static const char *const migrations[] = {
 	"  elems_checked INTEGER,\n"
 	"  PRIMARY KEY (result_id, tensor)\n"
 	") WITHOUT ROWID;\n",
+	/* 7 -> 8: what tells two runs apart that share a second, a host, a
+	 * seed and a command line (merge.c's identity) */
+	"ALTER TABLE runs ADD COLUMN uid TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FA_STORE_SCHEMA_VERSION,
@@ -352,9 +358,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_BEGIN] =
 		"INSERT INTO runs (started_at, git_commit, git_dirty, host, backend, device_name,"
 		" device_arch, driver, runtime, suite_path, suite_name, suite_hash, command_line,"
-		" label, seed, version, source, ab_group, status)"
+		" label, seed, version, source, ab_group, uid, status)"
 		" VALUES (COALESCE(?, " NOW_SQL "), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		" COALESCE(?, 'fabench'), ?, 'incomplete')",
+		" COALESCE(?, 'fabench'), ?, ?, 'incomplete')",
 	[ST_RUN_END] = "UPDATE runs SET status = ?, running = NULL, finished_at = " NOW_SQL
 		       " WHERE id = ?",
 	[ST_RUN_RUNNING] = "UPDATE runs SET running = ? WHERE id = ?",
@@ -884,6 +890,11 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 	bind_opt_text(st, &i, ri->version);
 	bind_opt_text(st, &i, ri->source);
 	bind_opt_text(st, &i, ri->ab_group);
+	{
+		char uid[33];
+		fa_random_hex(uid, sizeof uid);
+		bind_opt_text(st, &i, uid);
+	}
 	rc = step_done(st, i - 1);
 	if (rc != SQLITE_DONE) {
 		enum fa_rc frc = db_error(s->db, s->path, rc, err, "cannot record the run");

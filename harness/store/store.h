@@ -23,7 +23,7 @@ struct fa_store;
 struct sqlite3;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define FA_STORE_SCHEMA_VERSION 7
+#define FA_STORE_SCHEMA_VERSION 8
 
 /* Opens (creating the file and its folder when create != 0) and migrates
  * the database at path (":memory:" for one in memory). A database newer than

@@ -658,8 +658,8 @@ FA_TEST(compare, noise_and_stop_shown)
 	free(md);
 	char *csv = compare_text(&cmp, FA_FMT_CSV, NULL);
 	FA_CHECK(csv && strstr(csv, ",base_rsd,head_rsd,base_stop,head_stop,lost,base_timing,"
-				    "head_timing\n") &&
-		 strstr(csv, ",converged,max_time,0,cpu,cpu\n"));
+				    "head_timing,pass,depth,models\n") &&
+		 strstr(csv, ",converged,max_time,0,cpu,cpu,fwd,,\n"));
 	free(csv);
 	fa_compare_free(&cmp);
 	/* without a stop that hit a limit there is no marker and no footnote */
@@ -710,7 +710,7 @@ FA_TEST(compare, timing_mismatch_marked)
 	FA_CHECK(md_row(md, 0, "cpu_dense", line, sizeof line) && !strstr(line, "(timing)"));
 	free(md);
 	char *csv = compare_text(&cmp, FA_FMT_CSV, NULL);
-	FA_CHECK(csv && strstr(csv, ",cpu,graph-cold\n"));
+	FA_CHECK(csv && strstr(csv, ",cpu,graph-cold,fwd,,\n"));
 	free(csv);
 	char *json = compare_text(&cmp, FA_FMT_JSON, NULL);
 	FA_CHECK(json && strstr(json, "\"head_timing\": \"graph-cold\", \"timing_differs\": true"));

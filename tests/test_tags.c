@@ -426,6 +426,13 @@ FA_TEST(tags, compare_shows_models)
 					"\"layers\": 36}], \"depth\": 30}"),
 		  "%s", r.out);
 	fa_proc_free(&r);
+	/* and CSV: the pass, the depth and the labels, appended */
+	char *cs[] = {"compare", "--db", db, "--format", "csv", "base", "head", NULL};
+	fa_proc_run(cs, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, ",head_timing,pass,depth,models\n") &&
+			  strstr(r.out, ",fwd,30,llama3-8b;qwen3-4b\n"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 	char *ls[] = {"list", suite, NULL};
 	fa_proc_run(ls, NULL, 60, &r);
 	FA_CHECK(r.status == 0 && strstr(r.out, "  [llama3-8b, qwen3-4b]\n"));

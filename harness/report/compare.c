@@ -1321,7 +1321,8 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fprintf(f, ",%s", fa_reader_param_names[j]);
 	fputs(",kernel,params,base_params,change,base_status,head_status,n_base,n_head,base_ms,"
 	      "head_ms,speedup,ratio,ratio_lo,ratio_hi,p,effect,verdict,low_samples,base_reason,"
-	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost,base_timing,head_timing\n",
+	      "head_reason,base_rsd,head_rsd,base_stop,head_stop,lost,base_timing,head_timing,"
+	      "pass,depth,models\n", /* the last three appended: the others keep their places */
 	      f);
 	for (int i = 0; i < cmp->n_rows; i++) {
 		const struct fa_cmp_row *r = &cmp->rows[i];
@@ -1376,6 +1377,21 @@ static void write_csv(FILE *f, const struct fa_compare *cmp)
 		fa_table_csv_text(f, r->base_timing);
 		fputc(',', f);
 		fa_table_csv_text(f, r->head_timing);
+		/* what the case times, the suite's depth (empty when none), its
+		 * labels joined by ';' as in the report's CSV */
+		fprintf(f, ",%s,", fa_pass_name(r->pass));
+		if (r->depth > 0)
+			fprintf(f, "%d", (int)r->depth);
+		fputc(',', f);
+		{
+			char names[1200];
+			size_t n = 0;
+			names[0] = '\0';
+			for (int k = 0; k < r->n_tags && n < sizeof names; k++)
+				n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", k ? ";" : "",
+						      r->tag_list[k].name);
+			fa_table_csv_text(f, names);
+		}
 		fputc('\n', f);
 	}
 }

@@ -630,4 +630,17 @@ FA_TEST(history, devices_are_series_of_their_own)
 	FA_CHECKF(r.status == 0 && strstr(r.out, "\"device\": \"NVIDIA H200\", \"host\": \"gpu-07\""),
 		  "%d %s", r.status, r.err);
 	fa_proc_free(&r);
+	/* the plot names each device's series too (both were 'cpu_flash', in
+	 * one colour) */
+	char gp[1300];
+	snprintf(gp, sizeof gp, "%s/devices.gp", fa_test_tmpdir());
+	fa_proc_run((char *[]){"plot", "history", "--db", db, "--label", "nightly", "--script", gp,
+			       NULL},
+		    NULL, 60, &r);
+	char *script = fa_test_read_file(gp, NULL);
+	FA_CHECKF(r.status == 0 && script && strstr(script, "title 'cpu_flash on NVIDIA H200'") &&
+			  strstr(script, "title 'cpu_flash on AMD EPYC"),
+		  "%d %s", r.status, r.err);
+	free(script);
+	fa_proc_free(&r);
 }

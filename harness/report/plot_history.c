@@ -92,6 +92,11 @@ enum fa_rc fa_plot_script_history(const struct fa_plot_opts *o, FILE *out, struc
 	for (int i = 0; i < h->n_series; i++) {
 		const struct fa_hist_series *se = &h->series[i];
 		fa_plot_kernel_label(se->kernel, several_params(h, se) ? se->params : "", kl, sizeof kl);
+		/* runs on several devices: a series per device, named (and
+		 * coloured) by it, as the history's tables name them */
+		if (h->n_devices > 1)
+			snprintf(kl + strlen(kl), sizeof kl - strlen(kl), " on %s",
+				 se->device && se->device[0] ? se->device : "an unknown device");
 		if (!(names[i] = strdup(kl))) {
 			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory drawing a plot");
 			goto out;
@@ -213,8 +218,7 @@ enum fa_rc fa_plot_script_history(const struct fa_plot_opts *o, FILE *out, struc
 		/* one right margin for every panel (see fa_plot_script_throughput) */
 		size_t longest = strlen("mean between steps");
 		for (int i = 0; i < h->n_series; i++) {
-			const struct fa_hist_series *se = &h->series[i];
-			size_t n = strlen(se->kernel) + (several_params(h, se) ? strlen(se->params) + 2 : 0);
+			size_t n = strlen(names[i]);
 			longest = panel_of[i] >= 0 && n > longest ? n : longest;
 		}
 		fprintf(out, "set rmargin %d\n", (int)longest + 8);

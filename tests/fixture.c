@@ -580,6 +580,22 @@ out:
 	return v;
 }
 
+int fa_test_db_exec(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	int rc = sqlite3_open(db, &h);
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(h, 5000);
+		rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+	}
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "sql error: %s: %s\n", sql, msg ? msg : sqlite3_errmsg(h));
+	sqlite3_free(msg);
+	sqlite3_close(h);
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
 /* One text value (malloc'd, "" when none). */
 char *fa_test_db_text(const char *db, const char *sql)
 {

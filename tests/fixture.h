@@ -87,4 +87,8 @@ long long fa_test_db_int(const char *db, const char *sql);
 /* One text value of a query on db (malloc'd; "" when none or on error). */
 char *fa_test_db_text(const char *db, const char *sql);
 
+/* Runs sql (statements, no results) on the database file db: 0, or -1 on
+ * any error, which is printed. For tests that change a stored file. */
+int fa_test_db_exec(const char *db, const char *sql);
+
 #endif /* FA_TEST_FIXTURE_H */

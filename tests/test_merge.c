@@ -327,7 +327,6 @@ FA_TEST(merge, a_resumed_run_merged_again_gains_its_cases)
 {
 	char a[1024], b[1024], killed[1024], one[1024], plain[1024];
 	struct fa_proc_result r;
-	sqlite3 *raw = NULL;
 	path_in(a, sizeof a, "rs-a.db");
 	path_in(b, sizeof b, "rs-b.db");
 	path_in(killed, sizeof killed, "rs-killed.db");
@@ -337,12 +336,9 @@ FA_TEST(merge, a_resumed_run_merged_again_gains_its_cases)
 	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", b, 2, 2, "n") == 0);
 	FA_REQUIRE(fa_test_db_int(b, "SELECT count(*) FROM cases") == 2);
 	FA_REQUIRE(copy_file(b, killed) == 0);
-	FA_REQUIRE(sqlite3_open(killed, &raw) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(raw, "PRAGMA foreign_keys = ON; DELETE FROM cases WHERE idx = "
-				     "(SELECT max(idx) FROM cases); UPDATE runs SET status = "
-				     "'incomplete', finished_at = NULL",
-				NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(raw);
+	FA_REQUIRE(fa_test_db_exec(killed, "PRAGMA foreign_keys = ON; DELETE FROM cases WHERE idx = "
+					   "(SELECT max(idx) FROM cases); UPDATE runs SET status = "
+					   "'incomplete', finished_at = NULL") == 0);
 	/* the shards of one job */
 	FA_REQUIRE(merge((char *[]){"merge", a, killed, "-o", one, "--one-run", NULL}, &r) == 0);
 	fa_proc_free(&r);
@@ -426,7 +422,6 @@ FA_TEST(merge, two_runs_of_one_second_are_two)
 {
 	char a[1024], b[1024], out[1024];
 	struct fa_proc_result r;
-	sqlite3 *db = NULL;
 	path_in(a, sizeof a, "sec-a.db");
 	path_in(b, sizeof b, "sec-b.db");
 	path_in(out, sizeof out, "sec-out.db");
@@ -436,12 +431,7 @@ FA_TEST(merge, two_runs_of_one_second_are_two)
 	/* the same start, host and command on both: only the uid differs */
 	const char *same = "UPDATE runs SET started_at = '2026-12-02T07:00:00Z', host = 'h', "
 			   "command_line = 'fabench run tiny.yaml'";
-	FA_REQUIRE(sqlite3_open(a, &db) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(db, same, NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(db);
-	FA_REQUIRE(sqlite3_open(b, &db) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(db, same, NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(db);
+	FA_REQUIRE(fa_test_db_exec(a, same) == 0 && fa_test_db_exec(b, same) == 0);
 	FA_CHECK(merge((char *[]){"merge", a, b, "-o", out, NULL}, &r) == 0);
 	FA_CHECKF(strstr(r.out, "2 runs added"), "%s%s", r.out, r.err);
 	fa_proc_free(&r);
@@ -452,12 +442,8 @@ FA_TEST(merge, two_runs_of_one_second_are_two)
 	/* without uids (runs stored before schema 8) they look like one run,
 	 * as they always did */
 	path_in(out, sizeof out, "sec-out-old.db");
-	FA_REQUIRE(sqlite3_open(b, &db) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(db, "UPDATE runs SET uid = NULL", NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(db);
-	FA_REQUIRE(sqlite3_open(a, &db) == SQLITE_OK);
-	FA_REQUIRE(sqlite3_exec(db, "UPDATE runs SET uid = NULL", NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(db);
+	FA_REQUIRE(fa_test_db_exec(a, "UPDATE runs SET uid = NULL") == 0 &&
+		   fa_test_db_exec(b, "UPDATE runs SET uid = NULL") == 0);
 	FA_CHECK(merge((char *[]){"merge", a, b, "-o", out, NULL}, &r) == 0);
 	FA_CHECKF(strstr(r.out, "1 run added") && strstr(r.out, "1 already there"), "%s%s", r.out,
 		  r.err);

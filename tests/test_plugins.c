@@ -357,6 +357,61 @@ FA_TEST(plugins, refusals_name_the_reason)
 	fa_proc_free(&r);
 }
 
+/* A param is named as --param K.NAME=V and the stored "NAME=V,..." read it
+ * back: one named like a number or twice in a kernel is refused at load,
+ * naming the plugin, kernel and param, and `run --kernels` of its kernel
+ * says so; 16 params of the longest names are stored whole and import back. */
+FA_TEST(plugins, param_names_are_checked_and_stored_whole)
+{
+	char so[1100], plug[1200], db[1100], json[1100], db2[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	check_refusal("kdupparam", "plugin %s: not loaded: cpu: kernel 'bad_k': params 0 and 1 are "
+				   "both named 'tile'");
+	check_refusal("kdigitparam", "plugin %s: not loaded: cpu: kernel 'bad_k': param name "
+				     "'2tile' starts with a digit: begin with a letter or '_'");
+	snprintf(so, sizeof so, "%s/libbad-kdupparam.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kdup.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--db", db, "--quiet", NULL},
+		    env, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--kernels: unknown kernel 'bad_k' (plugin ") &&
+			  strstr(r.err, "libbad-kdupparam.so did not load: cpu: kernel 'bad_k': "
+					"params 0 and 1 are both named 'tile')"),
+		  "run: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(db, F_OK) != 0);
+
+	snprintf(so, sizeof so, "%s/libbad-kwide.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kwide.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* 16 items of 63 + 1 + 11 characters and 15 commas */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE length(params) = 1215 AND "
+			   "params LIKE 'p00!_%=-2147483648,p01!_%' ESCAPE '!' AND params LIKE "
+			   "'%,p15!_34567890123456789012345678901234567890123456789012345678901="
+			   "-2147483648' ESCAPE '!'") == 2);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, NULL, 60, &r);
+	FA_REQUIRE(r.status == 0);
+	snprintf(json, sizeof json, "%s/kwide.json", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_write_file(json, r.out) == 0);
+	fa_proc_free(&r);
+	snprintf(db2, sizeof db2, "%s/kwide2.db", fa_test_tmpdir());
+	unlink(db2);
+	fa_proc_run((char *[]){"import", json, "--db", db2, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "import: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db2, "SELECT count(*) FROM results WHERE length(params) = 1215") ==
+		 2);
+}
+
 FA_TEST(plugins, plugin_error_codes_in_words)
 {
 	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
@@ -449,6 +504,28 @@ FA_TEST(plugins, kernel_records_are_checked)
 	par.name = "a.b";
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
 		 strcmp(what, "param name 'a.b' has '.': use letters, digits and '_'") == 0);
+	/* a param name is not a number, is at most 63 characters, and is once
+	 * in its kernel */
+	par.name = "2d";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param name '2d' starts with a digit: begin with a letter or '_'") == 0);
+	par.name = "_2d";
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.name = "p23456789012345678901234567890123456789012345678901234567890123";
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.name = "p234567890123456789012345678901234567890123456789012345678901234";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param name 'p234567890123456789012345678901234567890123456789012345678901234"
+			      "...' is longer than 63 characters") == 0);
+	struct fa_kernel_param two[3] = {par, par, par};
+	two[0].name = "tile";
+	two[1].name = "tiles";
+	two[2].name = "tile";
+	k.params = two;
+	k.n_params = 3;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "params 0 and 2 are both named 'tile'") == 0);
+	k.params = &par;
 	par.name = "tile";
 	k.n_params = FA_KERNEL_MAX_PARAMS + 1;
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&

@@ -220,6 +220,26 @@ int fa_kernel_validate(const struct fa_kernel *k, const char **missing, char *wh
 					 p->name, *c);
 				return 0;
 			}
+		/* --param K.NAME=V and the stored "NAME=V,..." read it back: a
+		 * name like a number, one of another param or one cut short
+		 * would not be this param */
+		if (p->name[0] >= '0' && p->name[0] <= '9') {
+			snprintf(what, what_size,
+				 "param name '%.64s' starts with a digit: begin with a letter or '_'",
+				 p->name);
+			return 0;
+		}
+		if (strlen(p->name) > FA_KERNEL_PARAM_NAME_MAX) {
+			snprintf(what, what_size, "param name '%.64s...' is longer than %d characters",
+				 p->name, FA_KERNEL_PARAM_NAME_MAX);
+			return 0;
+		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(k->params[j].name, p->name) == 0) {
+				snprintf(what, what_size, "params %d and %d are both named '%s'", j, i,
+					 p->name);
+				return 0;
+			}
 		if (p->allowed && p->n_allowed < 1) {
 			snprintf(what, what_size, "param '%.64s' has allowed values but n_allowed %d",
 				 p->name, p->n_allowed);

@@ -16,6 +16,7 @@
 struct fa_plan_kstat {
 	const struct fa_kernel *k;
 	struct fa_case_kernel *variants; /* one per combination of --param values */
+	char *texts;                     /* their params_text, FA_PARAMS_TEXT_SIZE each */
 	int32_t n_variants;
 	int32_t count[5];        /* by enum fa_status */
 	double log_speedup_sum;  /* over cases where both it and the baseline were timed */

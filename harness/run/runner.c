@@ -168,16 +168,17 @@ double fa_runner_budget(const struct fa_runner *r)
 	return r->budget;
 }
 
-void fa_case_kernel_text(struct fa_case_kernel *ck)
+void fa_case_kernel_text(struct fa_case_kernel *ck, char *buf, size_t size)
 {
 	size_t len = 0;
-	ck->params_text[0] = '\0';
+	buf[0] = '\0';
 	for (int i = 0; i < ck->k->n_params && i < FA_KERNEL_MAX_PARAMS; i++) {
-		len += (size_t)snprintf(ck->params_text + len, sizeof ck->params_text - len, "%s%s=%d",
-					i ? "," : "", ck->k->params[i].name, ck->params[i]);
-		if (len >= sizeof ck->params_text)
-			len = sizeof ck->params_text - 1;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s=%d", i ? "," : "",
+					ck->k->params[i].name, ck->params[i]);
+		if (len >= size)
+			len = size - 1;
 	}
+	ck->params_text = buf;
 }
 
 void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
@@ -188,7 +189,7 @@ void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
 	ck->slot = slot;
 	for (int i = 0; i < k->n_params && i < FA_KERNEL_MAX_PARAMS; i++)
 		ck->params[i] = k->params[i].default_value;
-	fa_case_kernel_text(ck);
+	ck->params_text = "";
 }
 
 static double io_bytes(const struct fa_problem *p)

@@ -13,20 +13,27 @@
 #include "../store/store.h"
 #include "../suite/suite.h"
 
+/* Room for any kernel's params as text: every param's longest name, '=',
+ * an int32 ("-2147483648") and a ',' (the last one's room for the '\0'). */
+#define FA_PARAMS_TEXT_SIZE (FA_KERNEL_MAX_PARAMS * (FA_KERNEL_PARAM_NAME_MAX + 13))
+
 /* A kernel chosen for a case, with the values of its tunables. */
 struct fa_case_kernel {
 	const struct fa_kernel *k;
 	struct fa_backend_slot *slot;
 	int32_t params[FA_KERNEL_MAX_PARAMS];
-	char params_text[256]; /* "block_q=16,block_k=64" */
+	/* "block_q=16,block_k=64", "" without params: text that outlives ck
+	 * and its copies (the plan's, written by fa_case_kernel_text) */
+	const char *params_text;
 };
 
-/* Sets ck's parameters to the kernel's defaults. */
+/* Sets ck's parameters to the kernel's defaults, its params_text to "". */
 void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
 			 struct fa_backend_slot *slot);
 
-/* Rewrites ck->params_text from ck->params. */
-void fa_case_kernel_text(struct fa_case_kernel *ck);
+/* Writes ck->params as text into buf (FA_PARAMS_TEXT_SIZE bytes hold any
+ * kernel's) and points ck->params_text at it. */
+void fa_case_kernel_text(struct fa_case_kernel *ck, char *buf, size_t size);
 
 struct fa_runner;
 

@@ -7,6 +7,7 @@
  * exists), each with its message. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "../harness/run/backend.h"
 #include "../harness/run/data.h"
+#include "../harness/run/measure.h"
 #include "../harness/suite/suite.h"
 #include "fixture.h"
 #include "proc.h"
@@ -410,6 +412,58 @@ FA_TEST(plugins, param_names_are_checked_and_stored_whole)
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db2, "SELECT count(*) FROM results WHERE length(params) = 1215") ==
 		 2);
+}
+
+/* A kernel plugin's kernel that crashes the process, or never returns (it
+ * ignores *a->cancel), without --isolate: the finished cases are stored,
+ * the run is incomplete, and the last words name the case, the kernel and
+ * its plugin file. The stuck one ends the process (status 1) its timeout
+ * and 5 s more after the timeout passed; it hung the run forever before. */
+FA_TEST(plugins, crashing_and_stuck_kernels_name_their_plugin)
+{
+	static const struct {
+		const char *variant;
+		int status;
+		const char *says;
+	} cases[] = {
+		{"kcrash", 128 + SIGSEGV, "fabench: crashed (SIGSEGV) in case 2/2 batch=1,"},
+		{"kstuck", 1, "fabench: stuck in case 2/2 batch=1,"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char so[1100], plug[1200], db[1100], want[1400], *env[] = {plug, NULL};
+		struct fa_proc_result r;
+		double t0 = fa_now_s();
+		snprintf(so, sizeof so, "%s/libbad-%s.so", abi_dir(), cases[i].variant);
+		FA_REQUIRE(access(so, R_OK) == 0);
+		snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+		snprintf(db, sizeof db, "%s/%s.db", fa_test_tmpdir(), cases[i].variant);
+		unlink(db);
+		/* case 1 (no mask) finishes (bad_k writes nothing: fail), case 2
+		 * (causal) does not */
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+				       "cpu_flash,bad_k", "--where", "q_len == 16", "--timeout", "1",
+				       "--db", db, "--quiet", NULL},
+			    env, 60, &r);
+		snprintf(want, sizeof want, " kernel bad_k (plugin %s)", so);
+		FA_CHECKF(r.status == cases[i].status && strstr(r.err, cases[i].says) &&
+				  strstr(r.err, want),
+			  "%s: status %d\n%s", cases[i].variant, r.status, r.err);
+		if (strcmp(cases[i].variant, "kstuck") == 0) {
+			FA_CHECKF(strstr(r.err, ": it has not returned 5 s after its timeout passed (a "
+						"CPU kernel polls *a->cancel and returns "
+						"FA_KERNEL_CANCELLED); the finished cases are stored "
+						"and the run is marked incomplete; rerun with "
+						"--isolate to record it as a timeout and go on\n"),
+				  "%s", r.err);
+			FA_CHECKF(fa_now_s() - t0 < 30, "took %.0f s", fa_now_s() - t0);
+		}
+		fa_proc_free(&r);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
+				   "running LIKE 'case 2/2 %kernel bad_k'") == 1);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+				   "r.case_id WHERE c.idx = 0") == 2);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2);
+	}
 }
 
 FA_TEST(plugins, plugin_error_codes_in_words)

@@ -539,7 +539,7 @@ static void mark_case(struct running_mark *m, int step, int total, const struct 
 static void mark_kernel(void *vctx, const struct fa_case *c, int i)
 {
 	struct running_mark *m = vctx;
-	char what[1400];
+	char what[1024 + 80 + FA_PARAMS_TEXT_SIZE];
 	struct fa_err e;
 	(void)c;
 	if (i < 0 || !m->ks)
@@ -1138,6 +1138,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	rcfg.nthreads = o->threads > 0 ? o->threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
 	rcfg.interleave = 1;
+	rcfg.stuck_exit = 1;
 	for (int i = 0; i < 2; i++)
 		if (!(runner[i] = fa_runner_new(slot[i], &rcfg, &err))) {
 			status = fa_cmd_fail("run", &err);
@@ -1734,6 +1735,7 @@ int fa_cmd_run(int argc, char **argv)
 	if (o.worker_fd <= 0 && !o.isolate) {
 		rcfg.on_start = mark_kernel;
 		rcfg.progress_ctx = &mark;
+		rcfg.stuck_exit = 1;
 	}
 	if (o.worker_fd > 0) {
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);

@@ -307,9 +307,10 @@ static const char *missing_method(const struct fa_backend_i *i)
 	return NULL;
 }
 
-/* Appends kernel k (from plugin, -1: the backend) to s. Returns 0 or -1
- * when out of memory. */
-static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k, int plugin)
+/* Appends kernel k (from plugin, -1: the backend, whose file is file) to
+ * s. Returns 0 or -1 when out of memory. */
+static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k, int plugin,
+			   const char *file)
 {
 	struct fa_slot_kernel *nk = realloc(s->kernels, sizeof *nk * (size_t)(s->n_kernels + 1));
 	if (!nk)
@@ -317,6 +318,7 @@ static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k,
 	s->kernels = nk;
 	s->kernels[s->n_kernels].k = k;
 	s->kernels[s->n_kernels].plugin = plugin;
+	s->kernels[s->n_kernels].file = file;
 	s->n_kernels++;
 	return 0;
 }
@@ -372,7 +374,7 @@ static int check_backend(struct fa_backend_slot *s, const char *label)
 				 label, name, k->name);
 			return -1;
 		}
-		if (slot_add_kernel(s, k, -1) != 0) {
+		if (slot_add_kernel(s, k, -1, NULL) != 0) {
 			snprintf(s->why, sizeof s->why, "out of memory");
 			return -1;
 		}
@@ -564,7 +566,7 @@ static void attach(struct fa_registry *r, int pi, int si)
 				 other);
 			goto refuse;
 		}
-		if (slot_add_kernel(s, k, pi) != 0) {
+		if (slot_add_kernel(s, k, pi, p->path) != 0) {
 			snprintf(why, sizeof why, "out of memory");
 			goto refuse;
 		}
@@ -810,6 +812,15 @@ const char *fa_registry_kernel_origin(const struct fa_registry *r, const struct 
 	if (s->kernels[i].plugin >= 0)
 		return r->plugins[s->kernels[i].plugin].path;
 	return s->path;
+}
+
+const char *fa_backend_kernel_plugin_file(const struct fa_backend_slot *s,
+					  const struct fa_kernel *k)
+{
+	for (int i = 0; s && i < s->n_kernels; i++)
+		if (s->kernels[i].k == k)
+			return s->kernels[i].file;
+	return NULL;
 }
 
 void fa_backend_launch_args_init(const struct fa_backend_slot *s, struct fa_launch_args *a)

@@ -34,6 +34,7 @@ struct fa_backend_loaded {
 struct fa_slot_kernel {
 	const struct fa_kernel *k;
 	int plugin; /* index into fa_registry.plugins; -1: the backend's own */
+	const char *file; /* the kernel plugin's file, NULL for a backend's own */
 };
 
 struct fa_backend_slot {
@@ -108,6 +109,11 @@ const struct fa_kernel *fa_backend_kernel_get(const struct fa_backend_slot *s, i
  * plugin's path, or "" for the built-in CPU backend. */
 const char *fa_registry_kernel_origin(const struct fa_registry *r, const struct fa_backend_slot *s,
 				      int i);
+
+/* The kernel plugin file kernel k of s came from, or NULL (a backend's own
+ * kernel). Allocates nothing: a crash handler may call it. */
+const char *fa_backend_kernel_plugin_file(const struct fa_backend_slot *s,
+					  const struct fa_kernel *k);
 
 /* Fills a with what every launch of a kernel of s has in common: zeroes it,
  * then sets struct_size, the backend's context and its stream. */

@@ -23,6 +23,7 @@
 #include "../../kernels/common/fa_dtype.h"
 #include "../../reference/ref.h"
 #include "check.h"
+#include "crash.h"
 #include "data.h"
 #include "../base/npy.h"
 #include "../report/table.h"
@@ -51,9 +52,12 @@ struct fa_runner {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int wd_running, wd_stop;
-	double deadline; /* 0: disarmed */
+	double deadline; /* 0: no timeout */
 	volatile int kcancel; /* what kernels and the reference poll */
 	int timed_out;
+	int armed;        /* a kernel or the reference runs */
+	double cancel_at; /* when kcancel was set while armed, 0: not */
+	double grace;     /* how long after a timeout it is stuck (cfg.stuck_exit) */
 	struct fa_runner_case *cur; /* the case between prepare and finish */
 	/* --ab with shared buffers (fa_runner_share): the runner whose buffers
 	 * this one borrows, or the one that borrows this one's and the kernels
@@ -85,11 +89,29 @@ static void *watchdog_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+		double now = fa_now_s();
 		if (r->cfg.cancel && *r->cfg.cancel)
 			r->kcancel = 1;
-		if (r->deadline > 0 && fa_now_s() > r->deadline) {
+		if (r->deadline > 0 && now > r->deadline) {
 			r->timed_out = 1;
 			r->kcancel = 1;
+		}
+		if (!r->armed || !r->kcancel || !r->cfg.stuck_exit)
+			continue;
+		if (r->cancel_at == 0)
+			r->cancel_at = now;
+		if (now > r->cancel_at + (r->timed_out ? r->grace : FA_STUCK_GRACE_S)) {
+			/* a kernel that does not poll its cancel flag, or a GPU
+			 * kernel that does not end: nothing in this process can
+			 * stop it, and the run would wait forever */
+			char what[256];
+			snprintf(what, sizeof what,
+				 "it has not returned %.0f s after %s (a CPU kernel polls "
+				 "*a->cancel and returns FA_KERNEL_CANCELLED)",
+				 now - r->cancel_at,
+				 r->timed_out ? "its timeout passed" : "the run was interrupted");
+			/* run's exit statuses: a case timed out, or interrupted */
+			fa_crash_stuck(what, r->timed_out ? 1 : 130);
 		}
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -102,6 +124,9 @@ static void arm(struct fa_runner *r, double seconds)
 	r->kcancel = r->cfg.cancel && *r->cfg.cancel;
 	r->timed_out = 0;
 	r->deadline = seconds > 0 ? fa_now_s() + seconds : 0;
+	r->armed = 1;
+	r->cancel_at = 0;
+	r->grace = seconds > FA_STUCK_GRACE_S ? seconds : FA_STUCK_GRACE_S;
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -109,6 +134,7 @@ static void disarm(struct fa_runner *r)
 {
 	pthread_mutex_lock(&r->mu);
 	r->deadline = 0;
+	r->armed = 0;
 	pthread_mutex_unlock(&r->mu);
 }
 

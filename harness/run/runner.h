@@ -50,6 +50,8 @@ typedef void (*fa_runner_progress_fn)(void *ctx, const struct fa_case *c, int ke
  * and the reference are prepared). */
 typedef void (*fa_runner_start_fn)(void *ctx, const struct fa_case *c, int kernel_index);
 
+#define FA_STUCK_GRACE_S 5.0
+
 struct fa_runner_cfg {
 	double mem_budget_bytes; /* 0: half of the device's free memory */
 	double timeout_s;        /* > 0 overrides the suite's timeout_s */
@@ -63,6 +65,12 @@ struct fa_runner_cfg {
 	 * (A B C A B C ...), so they share the machine's state; 0: one kernel
 	 * after another (worker processes, whose parent times each kernel) */
 	int32_t interleave;
+	/* 1: a kernel (or the reference) that has not returned long after it
+	 * was cancelled ends the process through fa_crash_stuck: as long again
+	 * as its timeout (at least FA_STUCK_GRACE_S) after the timeout passed
+	 * (status 1), FA_STUCK_GRACE_S after *cancel was set (status 130);
+	 * 0: wait for it (worker processes, whose parent kills them) */
+	int32_t stuck_exit;
 	fa_runner_progress_fn progress; /* may be NULL */
 	fa_runner_start_fn on_start;    /* may be NULL */
 	void *progress_ctx;

@@ -19,13 +19,18 @@
  *   kdigitparam a kernel plugin whose kernel's param is named '2tile'
  *   kwide      not refused: a kernel with 16 params of 63-character names,
  *              each -2147483648 by default: the longest params text
+ *   kstuck     not refused: a kernel that never returns from a causal case
+ *              (it ignores *a->cancel)
+ *   kcrash     not refused: a kernel that raises SIGSEGV in a causal case
  *
  * BAD_KERNEL_PLUGIN is defined for the k* variants, which export only
  * fa_kernel_plugin_init.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../include/fabench/plugin.h"
 
@@ -42,7 +47,11 @@ static int is(const char *v)
 
 static int k_copy_q(const struct fa_launch_args *a)
 {
-	(void)a;
+	if (a->p->mask == FA_MASK_CAUSAL && is("kstuck"))
+		for (;;)
+			pause(); /* a signal ends a pause, not the loop */
+	if (a->p->mask == FA_MASK_CAUSAL && is("kcrash"))
+		raise(SIGSEGV);
 	return is("kerr") ? BAD_OWN_CODE : 0;
 }
 

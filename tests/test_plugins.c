@@ -217,6 +217,72 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 	fa_proc_free(&r);
 }
 
+/* docs/plugins.md step 5: two builds of a kernel plugin under run --ab, each
+ * side the --backend backend with one build's kernels of the same names,
+ * stored as two runs that compare pairs; a --param of one side reaches only
+ * it. A build that is refused, or no file, is bad input (status 2, no
+ * database); --ab took backend plugins only ("has no symbol
+ * fa_backend_plugin_init", status 1). */
+FA_TEST(plugins, two_builds_of_a_kernel_plugin_under_ab)
+{
+	const char *dir = fa_test_tmpdir();
+	char inc[1100], src[1100], so[1200], old[1200], log[1100], db[1100], ab[2500], bad[1200];
+	struct fa_proc_result r;
+	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
+		return;
+	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
+	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
+	snprintf(log, sizeof log, "%s/build.log", dir);
+	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
+	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
+	FA_REQUIRE(st == 0);
+	snprintf(so, sizeof so, "%s/libminimal-cpu.so", src);
+	snprintf(old, sizeof old, "%s/libminimal-cpu-old.so", dir);
+	FA_REQUIRE(copy_file(so, old) == 0);
+	snprintf(db, sizeof db, "%s/ab.db", dir);
+	unlink(db);
+	snprintf(ab, sizeof ab, "%s:%s", old, so);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "minimal_cpu_attn,cpu_flash", "--ab", ab, "--param",
+			       "a:cpu_flash.block_q=8", "--label", "mine", "--db", db, "--quiet", NULL},
+		    NULL, 300, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "A/B of cpu") && strstr(r.out, old),
+		  "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN runs u ON u.id = r.run_id "
+			   "WHERE r.kernel = 'minimal_cpu_attn' AND r.status = 'pass' AND "
+			   "u.label IN ('mine-a', 'mine-b') AND u.backend = 'cpu'") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN runs u ON u.id = r.run_id "
+			   "WHERE r.kernel = 'cpu_flash' AND (u.label = 'mine-a') = (r.params LIKE "
+			   "'block_q=8,%')") == 8);
+	fa_proc_run((char *[]){"compare", "--db", db, "mine-a", "mine-b", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "took their samples in turn") &&
+			  strstr(r.out, "| kernel minimal_cpu_attn |"),
+		  "compare: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+
+	/* a refused build, no file: bad input, nothing written */
+	unlink(db);
+	snprintf(bad, sizeof bad, "%s/libbad-kdupparam.so", abi_dir());
+	snprintf(ab, sizeof ab, "%s:%s", so, bad);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--ab", ab,
+			       "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "fabench run: error: plugin ") &&
+			  strstr(r.err, "libbad-kdupparam.so: cpu: kernel 'bad_k': params 0 and 1 "
+					"are both named 'tile'\n"),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	snprintf(ab, sizeof ab, "%s/none.so:%s", dir, so);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--ab", ab,
+			       "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "none.so does not exist"), "status %d\n%s",
+		  r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(db, F_OK) != 0);
+}
+
 FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
 {
 	const char *dir = fa_test_tmpdir();

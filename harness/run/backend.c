@@ -557,6 +557,8 @@ static void attach(struct fa_registry *r, int pi, int si)
 		 * backend slot (--ab loads a backend twice) */
 		for (int j = 0; j < r->n; j++) {
 			const struct fa_slot_kernel *sk;
+			if (j != si && (s->borrowed || r->slots[j].borrowed))
+				continue; /* an --ab side of kernel plugins: its own names */
 			if (!r->slots[j].loaded || !(sk = slot_find(&r->slots[j], k->name)))
 				continue;
 			if (j != si && sk->plugin == pi)
@@ -741,6 +743,26 @@ enum fa_rc fa_registry_load(struct fa_registry *r, const char *exe_dir, struct f
 	return FA_OK;
 }
 
+/* What path holds: 0 nothing loadable (or no such file), 1 a backend
+ * plugin, 2 a kernel plugin, 3 a shared object that is neither. */
+static int plugin_file_kind(const char *path)
+{
+	void *dl = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+	int kind = 0;
+	if (!dl)
+		return 0;
+	kind = dlsym(dl, FA_PLUGIN_INIT_SYMBOL)		  ? 1
+	       : dlsym(dl, FA_KERNEL_PLUGIN_INIT_SYMBOL) ? 2
+							  : 3;
+	dlclose(dl);
+	return kind;
+}
+
+int fa_plugin_file_is_kernel_plugin(const char *path)
+{
+	return plugin_file_kind(path) == 2;
+}
+
 enum fa_rc fa_registry_load_plugin(struct fa_registry *r, const char *path, const char *name,
 				   struct fa_err *err)
 {
@@ -750,15 +772,87 @@ enum fa_rc fa_registry_load_plugin(struct fa_registry *r, const char *path, cons
 				  FA_MAX_BACKENDS);
 	open_plugin(s, path, NULL);
 	if (!s->loaded) {
-		fa_err_set(err, FA_ERR_BACKEND, "%s", s->why);
+		/* a file the user named that is not there or no backend plugin is
+		 * bad input; a backend that does not start here (no device) is not */
+		int kind = plugin_file_kind(path);
+		enum fa_rc rc = access(path, F_OK) != 0 ? FA_ERR_NOT_FOUND
+				: kind != 1			? FA_ERR_USAGE
+								: FA_ERR_BACKEND;
+		fa_err_set(err, rc, "%s%s", s->why,
+			   kind == 2 ? " (it is a kernel plugin, fa_kernel_plugin_init)" : "");
 		r->n--;
-		return FA_ERR_BACKEND;
+		return rc;
 	}
 	if (name)
 		snprintf(s->name, sizeof s->name, "%s", name);
 	for (int pi = 0; pi < r->n_plugins; pi++)
 		if (r->plugins[pi].init)
 			attach(r, pi, r->n - 1);
+	return FA_OK;
+}
+
+/* The index in r->plugins of the kernel plugin file path, or -1. */
+static int find_kernel_plugin(const struct fa_registry *r, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	if (!realpath(path, a))
+		return -1;
+	for (int i = 0; i < r->n_plugins; i++)
+		if (realpath(r->plugins[i].path, b) && strcmp(a, b) == 0)
+			return i;
+	return -1;
+}
+
+enum fa_rc fa_registry_load_kernel_side(struct fa_registry *r, const char *path,
+					struct fa_backend_slot *host, struct fa_err *err)
+{
+	struct fa_backend_slot *s;
+	struct fa_kernel_plugin_slot *p;
+	size_t why_len;
+	int pi, n_att;
+	enum fa_rc rc;
+	if (access(path, F_OK) != 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "%s does not exist", path);
+	if (!host || !host->loaded || host->borrowed)
+		return fa_err_set(err, FA_ERR_USAGE, "no backend for the kernel plugin %s", path);
+	if ((pi = find_kernel_plugin(r, path)) < 0) {
+		if ((rc = open_any(r, path, err)) != FA_OK)
+			return rc;
+		if ((pi = find_kernel_plugin(r, path)) < 0)
+			return fa_err_set(err, FA_ERR_USAGE, "%s is not a kernel plugin", path);
+	}
+	p = &r->plugins[pi];
+	if (!p->init)
+		return fa_err_set(err, FA_ERR_USAGE, "plugin %s: %s", path, p->why);
+	if (!(s = new_slot(r, host->name)))
+		return fa_err_set(err, FA_ERR_BACKEND, "too many backends (at most %d)",
+				  FA_MAX_BACKENDS);
+	snprintf(s->path, sizeof s->path, "%s", host->path);
+	s->be = host->be;
+	s->info = host->info;
+	s->loaded = 1;
+	s->borrowed = 1;
+	for (int i = 0; i < host->n_kernels; i++)
+		if (host->kernels[i].plugin < 0 &&
+		    slot_add_kernel(s, host->kernels[i].k, -1, NULL) != 0) {
+			free(s->kernels);
+			r->n--;
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		}
+	why_len = strlen(p->why);
+	n_att = p->n_att;
+	attach(r, pi, r->n - 1);
+	if (p->n_att == n_att) { /* refused or declined: say what it said */
+		const char *said = p->why + why_len;
+		while (*said == ';' || *said == ' ')
+			said++;
+		fa_err_set(err, FA_ERR_USAGE, "plugin %s: %s", path, said);
+		p->why[why_len] = '\0';
+		free(s->kernels);
+		memset(s, 0, sizeof *s);
+		r->n--;
+		return FA_ERR_USAGE;
+	}
 	return FA_OK;
 }
 
@@ -774,6 +868,11 @@ void fa_registry_free(struct fa_registry *r)
 	}
 	for (int i = r->n - 1; i >= 0; i--) {
 		struct fa_backend_slot *s = &r->slots[i];
+		if (s->borrowed) { /* the backend is another slot's */
+			free(s->kernels);
+			memset(s, 0, sizeof *s);
+			continue;
+		}
 		if (s->loaded && s->be.iface.shutdown)
 			s->be.iface.shutdown(s->be.context);
 		if (s->dl)

@@ -85,8 +85,8 @@ static int pattern_ok(struct fa_registry *reg, const char *pattern, char *hint, 
 	return 0;
 }
 
-static int pick_backend(struct fa_registry *reg, const char *want, struct fa_backend_slot **out,
-			struct fa_err *err)
+enum fa_rc fa_plan_pick_backend(struct fa_registry *reg, const char *want,
+				struct fa_backend_slot **out, struct fa_err *err)
 {
 	struct fa_backend_slot *s;
 	if (strcmp(want, "auto") == 0) {
@@ -95,7 +95,7 @@ static int pick_backend(struct fa_registry *reg, const char *want, struct fa_bac
 			s = fa_registry_backend(reg, order[i]);
 			if (s && s->loaded) {
 				*out = s;
-				return 0;
+				return FA_OK;
 			}
 		}
 		return fa_err_set(err, FA_ERR_USAGE, "no backend loaded");
@@ -112,7 +112,7 @@ static int pick_backend(struct fa_registry *reg, const char *want, struct fa_bac
 	if (!s->loaded)
 		return fa_err_set(err, FA_ERR_USAGE, "backend '%s' is not available: %s", want, s->why);
 	*out = s;
-	return 0;
+	return FA_OK;
 }
 
 static int set_matches(const struct fa_kernel_set *set, const char *name)
@@ -378,7 +378,7 @@ enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa
 	struct fa_backend_slot *slot = NULL;
 	enum fa_rc rc;
 	memset(pl, 0, sizeof *pl);
-	if ((rc = pick_backend(reg, backend, &slot, err)) != FA_OK)
+	if ((rc = fa_plan_pick_backend(reg, backend, &slot, err)) != FA_OK)
 		return rc;
 	return fa_plan_build_slot(pl, s, reg, slot, kernels_csv, params, n_params, err);
 }

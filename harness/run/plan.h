@@ -36,6 +36,11 @@ struct fa_plan {
 	const struct fa_kernel *baseline; /* first kernel named *dense*, or NULL */
 };
 
+/* The loaded backend called want ("auto": cuda, then hip, then cpu,
+ * whichever loaded) into *out; FA_ERR_USAGE when there is none. */
+enum fa_rc fa_plan_pick_backend(struct fa_registry *reg, const char *want,
+				struct fa_backend_slot **out, struct fa_err *err);
+
 /* Chooses the backend ("auto": cuda, then hip, then cpu, whichever loaded;
  * or a slot name such as a plugin loaded for --ab), checks every kernel
  * pattern of the suite (errors at the pattern's file:line:col) and of

@@ -532,6 +532,38 @@ FA_TEST(plugins, crashing_and_stuck_kernels_name_their_plugin)
 	}
 }
 
+/* --dump with a --param sweep: each variant's output has a file of its own,
+ * named by its params (by its place among them where they are too long for
+ * a file name); the sweep's variants overwrote one file before. */
+FA_TEST(plugins, dump_keeps_every_variant_of_a_sweep)
+{
+	char so[1100], plug[1200], db[1100], dir[1100], f[1400], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kwide.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/d.db", fa_test_tmpdir());
+	snprintf(dir, sizeof dir, "%s/dump", fa_test_tmpdir());
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k,cpu_flash,cpu_dense", "--param", "cpu_flash.block_q=8,16",
+			       "--param",
+			       "bad_k.p03_34567890123456789012345678901234567890123456789012345678901=1,2",
+			       "--where", "q_len == 16 and mask == none", "--dump", dir, "--db", db,
+			       "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s", r.status, r.err); /* bad_k writes nothing */
+	fa_proc_free(&r);
+	static const char *const names[] = {
+		"cpu_flash[block_q=8,block_k=64]", "cpu_flash[block_q=16,block_k=64]", "cpu_dense",
+		"bad_k[#1]", "bad_k[#2]"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(f, sizeof f, "%s/case0000_out_%s.npy", dir, names[i]);
+		FA_CHECKF(access(f, R_OK) == 0, "no %s", f);
+	}
+	snprintf(f, sizeof f, "%s/case0000_out_cpu_flash.npy", dir);
+	FA_CHECK(access(f, F_OK) != 0);
+}
+
 FA_TEST(plugins, plugin_error_codes_in_words)
 {
 	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};

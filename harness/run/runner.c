@@ -911,6 +911,27 @@ static void cold_graph(struct fa_runner *r, struct fa_runner_case *cs, struct ks
 /* The checked launch of kernel k on a poisoned output, then its sampler set
  * up. Returns FA_OK (status in k->res; k->sampling set when it is to be
  * timed), FA_ERR_STICKY or FA_ERR_CANCELLED. */
+/* The name of k's output files under --dump: its kernel's name, and when
+ * the case runs the kernel with several params (a --param sweep), its
+ * params in brackets ("cpu_flash[block_q=8,block_k=64]"; its place among
+ * them, "[#2]", where they would make a name too long for a file). */
+static void dump_name(const struct fa_runner_case *cs, const struct kstate *k, char *buf,
+		      size_t size)
+{
+	int swept = 0, nth = 0;
+	for (int i = 0; i < cs->n; i++)
+		if (cs->ks[i].ck->k == k->ck->k) {
+			swept |= &cs->ks[i] != k;
+			nth += &cs->ks[i] <= k;
+		}
+	if (!swept)
+		snprintf(buf, size, "%.63s", k->ck->k->name);
+	else if (strlen(k->ck->k->name) + strlen(k->ck->params_text) < 200)
+		snprintf(buf, size, "%.63s[%.200s]", k->ck->k->name, k->ck->params_text);
+	else
+		snprintf(buf, size, "%.63s[#%d]", k->ck->k->name, nth);
+}
+
 static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, struct kstate *k,
 			       struct fa_err *err)
 {
@@ -992,7 +1013,9 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		if (v == FA_VERDICT_PASS)
 			res->reason[0] = '\0';
 	}
-	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, ck->k->name, &kerr) != FA_OK) {
+	char dname[272];
+	dump_name(rc_, k, dname, sizeof dname);
+	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, dname, &kerr) != FA_OK) {
 		/* a dump that cannot be written is the run's problem, not the kernel's */
 		fa_err_set(err, kerr.rc, "%s", kerr.msg);
 		fa_err_clear(&kerr);

@@ -653,6 +653,23 @@ FA_TEST(plugins, kernel_records_are_checked)
 		 strcmp(what, "param 'tile' has allowed values but n_allowed 0") == 0);
 	par.n_allowed = 2;
 	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	/* the default is a value the param takes */
+	par.default_value = 3;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has default 3, not one of its allowed values") == 0);
+	par.allowed = NULL;
+	par.min_value = 4;
+	par.max_value = 8;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has default 3 outside its range 4..8") == 0);
+	par.max_value = 2;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has the empty range 4..2") == 0);
+	par.min_value = 3;
+	par.max_value = 3;
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.allowed = allowed;
+	par.default_value = 1;
 	par.name = "a.b";
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
 		 strcmp(what, "param name 'a.b' has '.': use letters, digits and '_'") == 0);

@@ -245,6 +245,30 @@ int fa_kernel_validate(const struct fa_kernel *k, const char **missing, char *wh
 				 p->name, p->n_allowed);
 			return 0;
 		}
+		/* the default is what runs without --param, and tune's built-in
+		 * value: one the kernel takes */
+		if (!p->allowed && p->min_value > p->max_value) {
+			snprintf(what, what_size, "param '%.64s' has the empty range %d..%d", p->name,
+				 p->min_value, p->max_value);
+			return 0;
+		}
+		if (!p->allowed &&
+		    (p->default_value < p->min_value || p->default_value > p->max_value)) {
+			snprintf(what, what_size, "param '%.64s' has default %d outside its range %d..%d",
+				 p->name, p->default_value, p->min_value, p->max_value);
+			return 0;
+		}
+		if (p->allowed) {
+			int ok = 0;
+			for (int a = 0; a < p->n_allowed; a++)
+				ok |= p->allowed[a] == p->default_value;
+			if (!ok) {
+				snprintf(what, what_size,
+					 "param '%.64s' has default %d, not one of its allowed values",
+					 p->name, p->default_value);
+				return 0;
+			}
+		}
 	}
 	if (FA_RECORD_HAS(struct fa_kernel, k, pass) && k->pass != FA_PASS_FWD &&
 	    k->pass != FA_PASS_BWD) {

@@ -490,7 +490,7 @@ struct fa_kernel_param {
 	 * FA_KERNEL_PARAM_NAME_MAX characters, each name once in a kernel
 	 * (used in --param K.NAME=V and stored as "NAME=V,..."). */
 	const char *name;
-	int32_t default_value;
+	int32_t default_value;  /* one of allowed, or in [min, max] */
 	const int32_t *allowed; /* n_allowed values; NULL: any int in [min, max] */
 	int32_t n_allowed;
 	int32_t min_value, max_value;

@@ -396,6 +396,7 @@ FA_TEST(plugins, refusals_name_the_reason)
 	check_refusal("knolaunch", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'launch'");
 	check_refusal("kclash", "plugin %s: not loaded: cpu: kernel 'cpu_flash' is already "
 				"provided by the built-in cpu backend");
+	check_refusal("kneg", "plugin %s: not loaded: cpu: kernel plugin has kernel_count -1");
 	/* (a kernel plugin's line goes on with the other backends' answers, e.g.
 	 * "; cuda: ..." where a GPU is) */
 	/* a refused plugin changes nothing: cpu still has its own four kernels */

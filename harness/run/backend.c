@@ -562,6 +562,10 @@ static void attach(struct fa_registry *r, int pi, int si)
 		goto refuse;
 	}
 	n = rec.kernel_count(rec.context);
+	if (n < 0) {
+		snprintf(why, sizeof why, "kernel plugin has kernel_count %d", n);
+		goto refuse;
+	}
 	for (int i = 0; i < n; i++) {
 		const struct fa_kernel *k = rec.kernel_get(rec.context, i);
 		if (!k) {

@@ -22,6 +22,7 @@
  *   kstuck     not refused: a kernel that never returns from a causal case
  *              (it ignores *a->cancel)
  *   kcrash     not refused: a kernel that raises SIGSEGV in a causal case
+ *   kneg       a kernel plugin whose kernel_count is -1
  *
  * BAD_KERNEL_PLUGIN is defined for the k* variants, which export only
  * fa_kernel_plugin_init.
@@ -114,7 +115,7 @@ static struct fa_kernel_param params[FA_KERNEL_MAX_PARAMS] = {
 static int count(void *ctx)
 {
 	(void)ctx;
-	return is("kbwd") ? 3 : 1;
+	return is("kbwd") ? 3 : is("kneg") ? -1 : 1;
 }
 
 static const struct fa_kernel *get(void *ctx, int i)

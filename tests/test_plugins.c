@@ -530,6 +530,12 @@ FA_TEST(plugins, crashing_and_stuck_kernels_name_their_plugin)
 		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
 				   "r.case_id WHERE c.idx = 0") == 2);
 		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2);
+		fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, "status: incomplete") &&
+				  strstr(r.out, "kernel bad_k: a crash, a kill or a kernel that did "
+						"not return ended the process there"),
+			  "report: status %d\n%s", r.status, r.out);
+		fa_proc_free(&r);
 	}
 }
 

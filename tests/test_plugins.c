@@ -438,6 +438,15 @@ FA_TEST(plugins, param_names_are_checked_and_stored_whole)
 				   "both named 'tile'");
 	check_refusal("kdigitparam", "plugin %s: not loaded: cpu: kernel 'bad_k': param name "
 				     "'2tile' starts with a digit: begin with a letter or '_'");
+	/* fabench kernels, where the author looks for the kernel, says so too */
+	snprintf(so, sizeof so, "%s/libbad-kdigitparam.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "cpu_flash") &&
+			  strstr(r.out, "libbad-kdigitparam.so: not loaded: cpu: kernel 'bad_k': "
+					"param name '2tile' starts with a digit"),
+		  "kernels: status %d\n%s", r.status, r.out);
+	fa_proc_free(&r);
 	snprintf(so, sizeof so, "%s/libbad-kdupparam.so", abi_dir());
 	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
 	snprintf(db, sizeof db, "%s/kdup.db", fa_test_tmpdir());

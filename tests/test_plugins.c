@@ -546,6 +546,27 @@ FA_TEST(plugins, crashing_and_stuck_kernels_name_their_plugin)
 			  "report: status %d\n%s", r.status, r.out);
 		fa_proc_free(&r);
 	}
+	/* under --ab (no --isolate there): the side's kernel and build named */
+	char so[1100], copy[1200], ab[2400], db[1100], want[1400];
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kstuck.so", abi_dir());
+	snprintf(copy, sizeof copy, "%s/libbad-kstuck-b.so", fa_test_tmpdir());
+	FA_REQUIRE(copy_file(so, copy) == 0);
+	snprintf(ab, sizeof ab, "%s:%s", so, copy);
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--timeout", "1", "--ab", ab, "--db",
+			       db, "--quiet", NULL},
+		    NULL, 60, &r);
+	snprintf(want, sizeof want, "fabench: stuck in kernel bad_k (plugin %s): it has not returned ",
+		 so);
+	FA_CHECKF(r.status == 1 && strstr(r.err, want) &&
+			  strstr(r.err, "the run is marked incomplete\n") && !strstr(r.err, "--isolate"),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2);
 }
 
 /* --dump with a --param sweep: each variant's output has a file of its own,

@@ -15,6 +15,7 @@
 
 static char g_case[1024];
 static volatile sig_atomic_t g_case_set;
+static int g_installed;
 
 static const struct {
 	int sig;
@@ -46,15 +47,16 @@ static void put_running(char *buf, size_t *n, size_t cap)
 {
 	const struct fa_case_kernel *ck = fa_runner_running;
 	const char *file;
-	if (!g_case_set)
-		return;
-	put(buf, n, cap, " in ");
-	put(buf, n, cap, g_case);
+	if (g_case_set) {
+		put(buf, n, cap, " in ");
+		put(buf, n, cap, g_case);
+	}
 	if (!ck || !ck->k) {
-		put(buf, n, cap, " (preparing its inputs and reference)");
+		if (g_case_set)
+			put(buf, n, cap, " (preparing its inputs and reference)");
 		return;
 	}
-	put(buf, n, cap, " kernel ");
+	put(buf, n, cap, g_case_set ? " kernel " : " in kernel ");
 	put(buf, n, cap, ck->k->name);
 	if (ck->params_text[0]) {
 		put(buf, n, cap, "[");
@@ -97,8 +99,10 @@ void fa_crash_stuck(const char *what, int status)
 	put_running(buf, &n, sizeof buf);
 	put(buf, &n, sizeof buf, ": ");
 	put(buf, &n, sizeof buf, what);
-	put(buf, &n, sizeof buf, "; the finished cases are stored and the run is marked incomplete; "
-				 "rerun with --isolate to record it as a timeout and go on\n");
+	put(buf, &n, sizeof buf, "; the finished cases are stored and the run is marked incomplete");
+	if (g_installed) /* a run that --isolate goes with */
+		put(buf, &n, sizeof buf, "; rerun with --isolate to record it as a timeout and go on");
+	put(buf, &n, sizeof buf, "\n");
 	if (write(STDERR_FILENO, buf, n) < 0) {
 		/* nothing left to tell it to */
 	}
@@ -107,11 +111,10 @@ void fa_crash_stuck(const char *what, int status)
 
 void fa_crash_install(void)
 {
-	static int installed;
 	struct sigaction sa;
-	if (installed)
+	if (g_installed)
 		return;
-	installed = 1;
+	g_installed = 1;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_crash;
 	sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER);

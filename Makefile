@@ -268,7 +268,8 @@ install-sdk:
 
 # Plugins for the ABI tests (tests/test_plugins.c): one built against the
 # frozen version 1 header, and bad ones, each refused for one reason.
-ABI_BAD := future nolaunch noalloc kfuture knolaunch kclash kerr knofwd kv2 kbwd
+ABI_BAD := future nolaunch noalloc kfuture knolaunch kclash kerr knofwd kv2 kbwd kdupparam \
+	kdigitparam kwide kstuck kcrash kneg
 ABI_PLUGINS := $(BUILD)/abi/libfabench-abiv1.so $(ABI_BAD:%=$(BUILD)/abi/libbad-%.so)
 $(BUILD)/abi/libfabench-abiv1.so: tests/abi/plugin_v1.c tests/abi/plugin_v1.h | $(DEPS_OK)
 	@mkdir -p $(@D)

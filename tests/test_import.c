@@ -577,7 +577,8 @@ FA_TEST(import, byte_order_mark_is_skipped)
 
 /* params are what fabench writes (NAME=VALUE, a 32-bit integer as %d
  * prints it, joined by single commas, each name once; a name of letters,
- * digits and '_' as a kernel's param may be called): anything else is an
+ * digits and '_', a letter or '_' first, at most 63, as a kernel's param
+ * may be called): anything else is an
  * error at the item, a control character at the character, past escapes. */
 FA_TEST(import, params_as_fabench_writes_them)
 {
@@ -591,7 +592,15 @@ FA_TEST(import, params_as_fabench_writes_them)
 		{"block=64", 0, NULL},
 		{"block_q=16,block_k=64", 0, NULL},
 		{"a=-8,B_2=0,x=2147483647,y=-2147483648", 0, NULL},
-		{"2d=1,_=0", 0, NULL}, /* a plugin's param may start with a digit */
+		{"_2d=1,_=0", 0, NULL},
+		/* as fa_kernel_validate lets a param be called: a letter or '_'
+		 * first, at most 63 characters */
+		{"a=1,2d=1", 75, "params name '2d' starts with a digit (a kernel's param begins "
+				 "with a letter or '_')"},
+		{"p23456789012345678901234567890123456789012345678901234567890123=1", 0, NULL},
+		{"a=1,p234567890123456789012345678901234567890123456789012345678901234=1", 75,
+		 "params name 'p234567890123456789012345678901234567890123456789012345678901234...' "
+		 "is longer than 63 characters"},
 		{"a=1,,=b,c", 75, "empty item in params 'a=1,,=b,c' (params are NAME=VALUE items "
 				  "separated by single commas)"},
 		{"a=1,", 75, "empty item in params 'a=1,'"},

@@ -7,6 +7,7 @@
  * exists), each with its message. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "../harness/run/backend.h"
 #include "../harness/run/data.h"
+#include "../harness/run/measure.h"
 #include "../harness/suite/suite.h"
 #include "fixture.h"
 #include "proc.h"
@@ -215,6 +217,72 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 	fa_proc_free(&r);
 }
 
+/* docs/plugins.md step 5: two builds of a kernel plugin under run --ab, each
+ * side the --backend backend with one build's kernels of the same names,
+ * stored as two runs that compare pairs; a --param of one side reaches only
+ * it. A build that is refused, or no file, is bad input (status 2, no
+ * database); --ab took backend plugins only ("has no symbol
+ * fa_backend_plugin_init", status 1). */
+FA_TEST(plugins, two_builds_of_a_kernel_plugin_under_ab)
+{
+	const char *dir = fa_test_tmpdir();
+	char inc[1100], src[1100], so[1200], old[1200], log[1100], db[1100], ab[2500], bad[1200];
+	struct fa_proc_result r;
+	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
+		return;
+	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
+	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
+	snprintf(log, sizeof log, "%s/build.log", dir);
+	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
+	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
+	FA_REQUIRE(st == 0);
+	snprintf(so, sizeof so, "%s/libminimal-cpu.so", src);
+	snprintf(old, sizeof old, "%s/libminimal-cpu-old.so", dir);
+	FA_REQUIRE(copy_file(so, old) == 0);
+	snprintf(db, sizeof db, "%s/ab.db", dir);
+	unlink(db);
+	snprintf(ab, sizeof ab, "%s:%s", old, so);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "minimal_cpu_attn,cpu_flash", "--ab", ab, "--param",
+			       "a:cpu_flash.block_q=8", "--label", "mine", "--db", db, "--quiet", NULL},
+		    NULL, 300, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "A/B of cpu") && strstr(r.out, old),
+		  "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN runs u ON u.id = r.run_id "
+			   "WHERE r.kernel = 'minimal_cpu_attn' AND r.status = 'pass' AND "
+			   "u.label IN ('mine-a', 'mine-b') AND u.backend = 'cpu'") == 8);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN runs u ON u.id = r.run_id "
+			   "WHERE r.kernel = 'cpu_flash' AND (u.label = 'mine-a') = (r.params LIKE "
+			   "'block_q=8,%')") == 8);
+	fa_proc_run((char *[]){"compare", "--db", db, "mine-a", "mine-b", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "took their samples in turn") &&
+			  strstr(r.out, "| kernel minimal_cpu_attn |"),
+		  "compare: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+
+	/* a refused build, no file: bad input, nothing written */
+	unlink(db);
+	snprintf(bad, sizeof bad, "%s/libbad-kdupparam.so", abi_dir());
+	snprintf(ab, sizeof ab, "%s:%s", so, bad);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--ab", ab,
+			       "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "fabench run: error: plugin ") &&
+			  strstr(r.err, "libbad-kdupparam.so: cpu: kernel 'bad_k': params 0 and 1 "
+					"are both named 'tile'\n"),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	snprintf(ab, sizeof ab, "%s/none.so:%s", dir, so);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--ab", ab,
+			       "--db", db, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "none.so does not exist"), "status %d\n%s",
+		  r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(db, F_OK) != 0);
+}
+
 FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
 {
 	const char *dir = fa_test_tmpdir();
@@ -328,6 +396,7 @@ FA_TEST(plugins, refusals_name_the_reason)
 	check_refusal("knolaunch", "plugin %s: not loaded: cpu: kernel 'bad_k' has no 'launch'");
 	check_refusal("kclash", "plugin %s: not loaded: cpu: kernel 'cpu_flash' is already "
 				"provided by the built-in cpu backend");
+	check_refusal("kneg", "plugin %s: not loaded: cpu: kernel plugin has kernel_count -1");
 	/* (a kernel plugin's line goes on with the other backends' answers, e.g.
 	 * "; cuda: ..." where a GPU is) */
 	/* a refused plugin changes nothing: cpu still has its own four kernels */
@@ -355,6 +424,181 @@ FA_TEST(plugins, refusals_name_the_reason)
 					"tests/suites/tiny.yaml: "),
 		  "devices:\n%s", r.out);
 	fa_proc_free(&r);
+}
+
+/* A param is named as --param K.NAME=V and the stored "NAME=V,..." read it
+ * back: one named like a number or twice in a kernel is refused at load,
+ * naming the plugin, kernel and param, and `run --kernels` of its kernel
+ * says so; 16 params of the longest names are stored whole and import back. */
+FA_TEST(plugins, param_names_are_checked_and_stored_whole)
+{
+	char so[1100], plug[1200], db[1100], json[1100], db2[1100], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	check_refusal("kdupparam", "plugin %s: not loaded: cpu: kernel 'bad_k': params 0 and 1 are "
+				   "both named 'tile'");
+	check_refusal("kdigitparam", "plugin %s: not loaded: cpu: kernel 'bad_k': param name "
+				     "'2tile' starts with a digit: begin with a letter or '_'");
+	/* fabench kernels, where the author looks for the kernel, says so too */
+	snprintf(so, sizeof so, "%s/libbad-kdigitparam.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	fa_proc_run((char *[]){"kernels", "--backend", "cpu", NULL}, env, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "cpu_flash") &&
+			  strstr(r.out, "libbad-kdigitparam.so: not loaded: cpu: kernel 'bad_k': "
+					"param name '2tile' starts with a digit"),
+		  "kernels: status %d\n%s", r.status, r.out);
+	fa_proc_free(&r);
+	snprintf(so, sizeof so, "%s/libbad-kdupparam.so", abi_dir());
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kdup.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--db", db, "--quiet", NULL},
+		    env, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--kernels: unknown kernel 'bad_k' (plugin ") &&
+			  strstr(r.err, "libbad-kdupparam.so did not load: cpu: kernel 'bad_k': "
+					"params 0 and 1 are both named 'tile')"),
+		  "run: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(db, F_OK) != 0);
+
+	snprintf(so, sizeof so, "%s/libbad-kwide.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/kwide.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* 16 items of 63 + 1 + 11 characters and 15 commas */
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE length(params) = 1215 AND "
+			   "params LIKE 'p00!_%=-2147483648,p01!_%' ESCAPE '!' AND params LIKE "
+			   "'%,p15!_34567890123456789012345678901234567890123456789012345678901="
+			   "-2147483648' ESCAPE '!'") == 2);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "json", NULL}, NULL, 60, &r);
+	FA_REQUIRE(r.status == 0);
+	snprintf(json, sizeof json, "%s/kwide.json", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_write_file(json, r.out) == 0);
+	fa_proc_free(&r);
+	snprintf(db2, sizeof db2, "%s/kwide2.db", fa_test_tmpdir());
+	unlink(db2);
+	fa_proc_run((char *[]){"import", json, "--db", db2, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "import: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db2, "SELECT count(*) FROM results WHERE length(params) = 1215") ==
+		 2);
+}
+
+/* A kernel plugin's kernel that crashes the process, or never returns (it
+ * ignores *a->cancel), without --isolate: the finished cases are stored,
+ * the run is incomplete, and the last words name the case, the kernel and
+ * its plugin file. The stuck one ends the process (status 1) its timeout
+ * and 5 s more after the timeout passed; it hung the run forever before. */
+FA_TEST(plugins, crashing_and_stuck_kernels_name_their_plugin)
+{
+	static const struct {
+		const char *variant;
+		int status;
+		const char *says;
+	} cases[] = {
+		{"kcrash", 128 + SIGSEGV, "fabench: crashed (SIGSEGV) in case 2/2 batch=1,"},
+		{"kstuck", 1, "fabench: stuck in case 2/2 batch=1,"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char so[1100], plug[1200], db[1100], want[1400], *env[] = {plug, NULL};
+		struct fa_proc_result r;
+		double t0 = fa_now_s();
+		snprintf(so, sizeof so, "%s/libbad-%s.so", abi_dir(), cases[i].variant);
+		FA_REQUIRE(access(so, R_OK) == 0);
+		snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+		snprintf(db, sizeof db, "%s/%s.db", fa_test_tmpdir(), cases[i].variant);
+		unlink(db);
+		/* case 1 (no mask) finishes (bad_k writes nothing: fail), case 2
+		 * (causal) does not */
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+				       "cpu_flash,bad_k", "--where", "q_len == 16", "--timeout", "1",
+				       "--db", db, "--quiet", NULL},
+			    env, 60, &r);
+		snprintf(want, sizeof want, " kernel bad_k (plugin %s)", so);
+		FA_CHECKF(r.status == cases[i].status && strstr(r.err, cases[i].says) &&
+				  strstr(r.err, want),
+			  "%s: status %d\n%s", cases[i].variant, r.status, r.err);
+		if (strcmp(cases[i].variant, "kstuck") == 0) {
+			FA_CHECKF(strstr(r.err, ": it has not returned 5 s after its timeout passed (a "
+						"CPU kernel polls *a->cancel and returns "
+						"FA_KERNEL_CANCELLED); the finished cases are stored "
+						"and the run is marked incomplete; rerun with "
+						"--isolate to record it as a timeout and go on\n"),
+				  "%s", r.err);
+			FA_CHECKF(fa_now_s() - t0 < 30, "took %.0f s", fa_now_s() - t0);
+		}
+		fa_proc_free(&r);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
+				   "running LIKE 'case 2/2 %kernel bad_k'") == 1);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r JOIN cases c ON c.id = "
+				   "r.case_id WHERE c.idx = 0") == 2);
+		FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2);
+		fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 && strstr(r.out, "status: incomplete") &&
+				  strstr(r.out, "kernel bad_k: a crash, a kill or a kernel that did "
+						"not return ended the process there"),
+			  "report: status %d\n%s", r.status, r.out);
+		fa_proc_free(&r);
+	}
+	/* under --ab (no --isolate there): the side's kernel and build named */
+	char so[1100], copy[1200], ab[2400], db[1100], want[1400];
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kstuck.so", abi_dir());
+	snprintf(copy, sizeof copy, "%s/libbad-kstuck-b.so", fa_test_tmpdir());
+	FA_REQUIRE(copy_file(so, copy) == 0);
+	snprintf(ab, sizeof ab, "%s:%s", so, copy);
+	snprintf(db, sizeof db, "%s/ab.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--timeout", "1", "--ab", ab, "--db",
+			       db, "--quiet", NULL},
+		    NULL, 60, &r);
+	snprintf(want, sizeof want, "fabench: stuck in kernel bad_k (plugin %s): it has not returned ",
+		 so);
+	FA_CHECKF(r.status == 1 && strstr(r.err, want) &&
+			  strstr(r.err, "the run is marked incomplete\n") && !strstr(r.err, "--isolate"),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'incomplete'") == 2);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results") == 2);
+}
+
+/* --dump with a --param sweep: each variant's output has a file of its own,
+ * named by its params (by its place among them where they are too long for
+ * a file name); the sweep's variants overwrote one file before. */
+FA_TEST(plugins, dump_keeps_every_variant_of_a_sweep)
+{
+	char so[1100], plug[1200], db[1100], dir[1100], f[1400], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	snprintf(so, sizeof so, "%s/libbad-kwide.so", abi_dir());
+	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, sizeof db, "%s/d.db", fa_test_tmpdir());
+	snprintf(dir, sizeof dir, "%s/dump", fa_test_tmpdir());
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k,cpu_flash,cpu_dense", "--param", "cpu_flash.block_q=8,16",
+			       "--param",
+			       "bad_k.p03_34567890123456789012345678901234567890123456789012345678901=1,2",
+			       "--where", "q_len == 16 and mask == none", "--dump", dir, "--db", db,
+			       "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "run: status %d\n%s", r.status, r.err); /* bad_k writes nothing */
+	fa_proc_free(&r);
+	static const char *const names[] = {
+		"cpu_flash[block_q=8,block_k=64]", "cpu_flash[block_q=16,block_k=64]", "cpu_dense",
+		"bad_k[#1]", "bad_k[#2]"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(f, sizeof f, "%s/case0000_out_%s.npy", dir, names[i]);
+		FA_CHECKF(access(f, R_OK) == 0, "no %s", f);
+	}
+	snprintf(f, sizeof f, "%s/case0000_out_cpu_flash.npy", dir);
+	FA_CHECK(access(f, F_OK) != 0);
 }
 
 FA_TEST(plugins, plugin_error_codes_in_words)
@@ -446,9 +690,48 @@ FA_TEST(plugins, kernel_records_are_checked)
 		 strcmp(what, "param 'tile' has allowed values but n_allowed 0") == 0);
 	par.n_allowed = 2;
 	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	/* the default is a value the param takes */
+	par.default_value = 3;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has default 3, not one of its allowed values") == 0);
+	par.allowed = NULL;
+	par.min_value = 4;
+	par.max_value = 8;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has default 3 outside its range 4..8") == 0);
+	par.max_value = 2;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param 'tile' has the empty range 4..2") == 0);
+	par.min_value = 3;
+	par.max_value = 3;
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.allowed = allowed;
+	par.default_value = 1;
 	par.name = "a.b";
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
 		 strcmp(what, "param name 'a.b' has '.': use letters, digits and '_'") == 0);
+	/* a param name is not a number, is at most 63 characters, and is once
+	 * in its kernel */
+	par.name = "2d";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param name '2d' starts with a digit: begin with a letter or '_'") == 0);
+	par.name = "_2d";
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.name = "p23456789012345678901234567890123456789012345678901234567890123";
+	FA_CHECK(fa_kernel_validate(&k, &miss, what, sizeof what));
+	par.name = "p234567890123456789012345678901234567890123456789012345678901234";
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "param name 'p234567890123456789012345678901234567890123456789012345678901234"
+			      "...' is longer than 63 characters") == 0);
+	struct fa_kernel_param two[3] = {par, par, par};
+	two[0].name = "tile";
+	two[1].name = "tiles";
+	two[2].name = "tile";
+	k.params = two;
+	k.n_params = 3;
+	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&
+		 strcmp(what, "params 0 and 2 are both named 'tile'") == 0);
+	k.params = &par;
 	par.name = "tile";
 	k.n_params = FA_KERNEL_MAX_PARAMS + 1;
 	FA_CHECK(!fa_kernel_validate(&k, &miss, what, sizeof what) &&

@@ -315,6 +315,16 @@ FA_TEST(tune, golden)
 	FA_CHECK(h && strstr(h, "{{-HUGE_VAL, 16384.0}, {HUGE_VAL, HUGE_VAL}, 16},"));
 	FA_CHECK(h && strstr(h, "static inline int k_tune_splits_choose(const double x[K_TUNE_SPLITS_N_BY])"));
 	free(h);
+	/* a kernel named with a digit first (a plugin's may be): still C */
+	char *kernel = t.kernel, digit[] = "9k.tune-x";
+	t.kernel = digit;
+	h = text_of(&t, 0, 1);
+	t.kernel = kernel;
+	FA_CHECKF(h && strstr(h, "#ifndef FA_9K_TUNE_X_SPLITS_TUNE_H\n") &&
+			  strstr(h, "static inline int fa_9k_tune_x_splits_choose(") &&
+			  strstr(h, " * kernel 9k.tune-x, param splits"),
+		  "%s", h ? h : "(null)");
+	free(h);
 	fa_tune_free(&t);
 	fa_tune_free(&t2);
 	/* no --by: no header */

@@ -107,6 +107,11 @@ int fa_cmd_kernels(int argc, char **argv)
 							: NULL);
 		}
 	}
+	/* a kernel plugin that added nothing anywhere: why (its author looks
+	 * here for the kernel) */
+	for (int i = 0; i < reg.n_plugins; i++)
+		if (reg.plugins[i].n_att == 0 && reg.plugins[i].why[0])
+			printf("plugin %s: not loaded: %s\n", reg.plugins[i].path, reg.plugins[i].why);
 	fa_registry_free(&reg);
 	if (only && !shown) {
 		fprintf(stderr, "fabench kernels: no backend '%s' (known: cpu, cuda, hip)\n", only);

@@ -76,7 +76,9 @@ static void help(void)
 	       "                     values sweep it: the kernel runs once per combination\n"
 	       "                     (fabench kernels lists the tunables)\n"
 	       "  --ab A.so:B.so     load two builds of a backend plugin (files or build\n"
-	       "                     folders) and measure them on each case with their\n"
+	       "                     folders), or of a kernel plugin (each side the\n"
+	       "                     backend of --backend with one build's kernels),\n"
+	       "                     and measure them on each case with their\n"
 	       "                     samples taken in turn (each pair in a seeded random\n"
 	       "                     order: A B, B A, ...), so drift of the machine hits\n"
 	       "                     both alike; stored as two runs labelled\n"
@@ -544,7 +546,7 @@ static void mark_case(struct running_mark *m, int step, int total, const struct 
 static void mark_kernel(void *vctx, const struct fa_case *c, int i)
 {
 	struct running_mark *m = vctx;
-	char what[1400];
+	char what[1024 + 80 + FA_PARAMS_TEXT_SIZE];
 	struct fa_err e;
 	(void)c;
 	if (i < 0 || !m->ks)
@@ -1115,8 +1117,19 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 				snprintf(path[i], sizeof path[i], "(no params of its own)");
 			continue;
 		}
-		if (fa_registry_load_plugin(reg, path[i], NULL, &err) != FA_OK)
-			return fa_cmd_fail("run", &err);
+		if (fa_plugin_file_is_kernel_plugin(path[i])) {
+			/* two builds of a kernel plugin: each side the --backend
+			 * backend with one build's kernels */
+			struct fa_backend_slot *be;
+			if (fa_plan_pick_backend(reg, o->backend, &be, &err) != FA_OK ||
+			    fa_registry_load_kernel_side(reg, path[i], be, &err) != FA_OK) {
+				status = fa_cmd_fail("run", &err);
+				goto out;
+			}
+		} else if (fa_registry_load_plugin(reg, path[i], NULL, &err) != FA_OK) {
+			status = fa_cmd_fail("run", &err);
+			goto out;
+		}
 		slot[i] = &reg->slots[reg->n - 1];
 		if (fa_plan_build_slot(&plan[i], suite, reg, slot[i], o->kernels, side_params, ns,
 				       &err) != FA_OK) {
@@ -1143,6 +1156,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	rcfg.nthreads = o->threads > 0 ? o->threads : fa_cpu_threads();
 	rcfg.cancel = &g_cancel;
 	rcfg.interleave = 1;
+	rcfg.stuck_exit = 1;
 	for (int i = 0; i < 2; i++)
 		if (!(runner[i] = fa_runner_new(slot[i], &rcfg, &err))) {
 			status = fa_cmd_fail("run", &err);
@@ -1739,6 +1753,7 @@ int fa_cmd_run(int argc, char **argv)
 	if (o.worker_fd <= 0 && !o.isolate) {
 		rcfg.on_start = mark_kernel;
 		rcfg.progress_ctx = &mark;
+		rcfg.stuck_exit = 1;
 	}
 	if (o.worker_fd > 0) {
 		exit_status = run_worker(&o, &suite, &plan, &rcfg);

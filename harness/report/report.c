@@ -1283,8 +1283,9 @@ static void write_header(FILE *out, const struct report *r, const struct markup 
 		/* set before each case and kernel, cleared when the run ends */
 		fputs("; it stopped in ", out);
 		m->text(out, s);
-		fputs(": a crash or a kill ended the process there (`fabench run --isolate` "
-		      "stores a kernel that crashes as an error and goes on)",
+		fputs(": a crash, a kill or a kernel that did not return ended the process "
+		      "there (`fabench run --isolate` stores a kernel that crashes as an error, "
+		      "one that hangs as a timeout, and goes on)",
 		      out);
 	}
 	fputs(m->dd_end, out);

@@ -1777,7 +1777,10 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 						     "parameters to fit on with --by");
 	const struct fa_tune_rule *ru = &t->rules[t->fitted];
 	snprintf(pct_g, sizeof pct_g, "%s", "");
-	c_ident(t->kernel, 0, id, sizeof id / 2);
+	/* a kernel (a plugin's, an imported one) may be named with a digit
+	 * first, which no C identifier may be */
+	snprintf(id, sizeof id, "%s", isdigit((unsigned char)t->kernel[0]) ? "fa_" : "");
+	c_ident(t->kernel, 0, id + strlen(id), sizeof id / 2);
 	size_t n = strlen(id);
 	snprintf(id + n, sizeof id - n, "_");
 	c_ident(t->param, 0, id + n + 1, sizeof id - n - 1);

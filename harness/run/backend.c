@@ -220,10 +220,54 @@ int fa_kernel_validate(const struct fa_kernel *k, const char **missing, char *wh
 					 p->name, *c);
 				return 0;
 			}
+		/* --param K.NAME=V and the stored "NAME=V,..." read it back: a
+		 * name like a number, one of another param or one cut short
+		 * would not be this param */
+		if (p->name[0] >= '0' && p->name[0] <= '9') {
+			snprintf(what, what_size,
+				 "param name '%.64s' starts with a digit: begin with a letter or '_'",
+				 p->name);
+			return 0;
+		}
+		if (strlen(p->name) > FA_KERNEL_PARAM_NAME_MAX) {
+			snprintf(what, what_size, "param name '%.64s...' is longer than %d characters",
+				 p->name, FA_KERNEL_PARAM_NAME_MAX);
+			return 0;
+		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(k->params[j].name, p->name) == 0) {
+				snprintf(what, what_size, "params %d and %d are both named '%s'", j, i,
+					 p->name);
+				return 0;
+			}
 		if (p->allowed && p->n_allowed < 1) {
 			snprintf(what, what_size, "param '%.64s' has allowed values but n_allowed %d",
 				 p->name, p->n_allowed);
 			return 0;
+		}
+		/* the default is what runs without --param, and tune's built-in
+		 * value: one the kernel takes */
+		if (!p->allowed && p->min_value > p->max_value) {
+			snprintf(what, what_size, "param '%.64s' has the empty range %d..%d", p->name,
+				 p->min_value, p->max_value);
+			return 0;
+		}
+		if (!p->allowed &&
+		    (p->default_value < p->min_value || p->default_value > p->max_value)) {
+			snprintf(what, what_size, "param '%.64s' has default %d outside its range %d..%d",
+				 p->name, p->default_value, p->min_value, p->max_value);
+			return 0;
+		}
+		if (p->allowed) {
+			int ok = 0;
+			for (int a = 0; a < p->n_allowed; a++)
+				ok |= p->allowed[a] == p->default_value;
+			if (!ok) {
+				snprintf(what, what_size,
+					 "param '%.64s' has default %d, not one of its allowed values",
+					 p->name, p->default_value);
+				return 0;
+			}
 		}
 	}
 	if (FA_RECORD_HAS(struct fa_kernel, k, pass) && k->pass != FA_PASS_FWD &&
@@ -287,9 +331,10 @@ static const char *missing_method(const struct fa_backend_i *i)
 	return NULL;
 }
 
-/* Appends kernel k (from plugin, -1: the backend) to s. Returns 0 or -1
- * when out of memory. */
-static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k, int plugin)
+/* Appends kernel k (from plugin, -1: the backend, whose file is file) to
+ * s. Returns 0 or -1 when out of memory. */
+static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k, int plugin,
+			   const char *file)
 {
 	struct fa_slot_kernel *nk = realloc(s->kernels, sizeof *nk * (size_t)(s->n_kernels + 1));
 	if (!nk)
@@ -297,6 +342,7 @@ static int slot_add_kernel(struct fa_backend_slot *s, const struct fa_kernel *k,
 	s->kernels = nk;
 	s->kernels[s->n_kernels].k = k;
 	s->kernels[s->n_kernels].plugin = plugin;
+	s->kernels[s->n_kernels].file = file;
 	s->n_kernels++;
 	return 0;
 }
@@ -352,7 +398,7 @@ static int check_backend(struct fa_backend_slot *s, const char *label)
 				 label, name, k->name);
 			return -1;
 		}
-		if (slot_add_kernel(s, k, -1) != 0) {
+		if (slot_add_kernel(s, k, -1, NULL) != 0) {
 			snprintf(s->why, sizeof s->why, "out of memory");
 			return -1;
 		}
@@ -516,6 +562,10 @@ static void attach(struct fa_registry *r, int pi, int si)
 		goto refuse;
 	}
 	n = rec.kernel_count(rec.context);
+	if (n < 0) {
+		snprintf(why, sizeof why, "kernel plugin has kernel_count %d", n);
+		goto refuse;
+	}
 	for (int i = 0; i < n; i++) {
 		const struct fa_kernel *k = rec.kernel_get(rec.context, i);
 		if (!k) {
@@ -535,6 +585,8 @@ static void attach(struct fa_registry *r, int pi, int si)
 		 * backend slot (--ab loads a backend twice) */
 		for (int j = 0; j < r->n; j++) {
 			const struct fa_slot_kernel *sk;
+			if (j != si && (s->borrowed || r->slots[j].borrowed))
+				continue; /* an --ab side of kernel plugins: its own names */
 			if (!r->slots[j].loaded || !(sk = slot_find(&r->slots[j], k->name)))
 				continue;
 			if (j != si && sk->plugin == pi)
@@ -544,7 +596,7 @@ static void attach(struct fa_registry *r, int pi, int si)
 				 other);
 			goto refuse;
 		}
-		if (slot_add_kernel(s, k, pi) != 0) {
+		if (slot_add_kernel(s, k, pi, p->path) != 0) {
 			snprintf(why, sizeof why, "out of memory");
 			goto refuse;
 		}
@@ -719,6 +771,26 @@ enum fa_rc fa_registry_load(struct fa_registry *r, const char *exe_dir, struct f
 	return FA_OK;
 }
 
+/* What path holds: 0 nothing loadable (or no such file), 1 a backend
+ * plugin, 2 a kernel plugin, 3 a shared object that is neither. */
+static int plugin_file_kind(const char *path)
+{
+	void *dl = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+	int kind = 0;
+	if (!dl)
+		return 0;
+	kind = dlsym(dl, FA_PLUGIN_INIT_SYMBOL)		  ? 1
+	       : dlsym(dl, FA_KERNEL_PLUGIN_INIT_SYMBOL) ? 2
+							  : 3;
+	dlclose(dl);
+	return kind;
+}
+
+int fa_plugin_file_is_kernel_plugin(const char *path)
+{
+	return plugin_file_kind(path) == 2;
+}
+
 enum fa_rc fa_registry_load_plugin(struct fa_registry *r, const char *path, const char *name,
 				   struct fa_err *err)
 {
@@ -728,15 +800,87 @@ enum fa_rc fa_registry_load_plugin(struct fa_registry *r, const char *path, cons
 				  FA_MAX_BACKENDS);
 	open_plugin(s, path, NULL);
 	if (!s->loaded) {
-		fa_err_set(err, FA_ERR_BACKEND, "%s", s->why);
+		/* a file the user named that is not there or no backend plugin is
+		 * bad input; a backend that does not start here (no device) is not */
+		int kind = plugin_file_kind(path);
+		enum fa_rc rc = access(path, F_OK) != 0 ? FA_ERR_NOT_FOUND
+				: kind != 1			? FA_ERR_USAGE
+								: FA_ERR_BACKEND;
+		fa_err_set(err, rc, "%s%s", s->why,
+			   kind == 2 ? " (it is a kernel plugin, fa_kernel_plugin_init)" : "");
 		r->n--;
-		return FA_ERR_BACKEND;
+		return rc;
 	}
 	if (name)
 		snprintf(s->name, sizeof s->name, "%s", name);
 	for (int pi = 0; pi < r->n_plugins; pi++)
 		if (r->plugins[pi].init)
 			attach(r, pi, r->n - 1);
+	return FA_OK;
+}
+
+/* The index in r->plugins of the kernel plugin file path, or -1. */
+static int find_kernel_plugin(const struct fa_registry *r, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	if (!realpath(path, a))
+		return -1;
+	for (int i = 0; i < r->n_plugins; i++)
+		if (realpath(r->plugins[i].path, b) && strcmp(a, b) == 0)
+			return i;
+	return -1;
+}
+
+enum fa_rc fa_registry_load_kernel_side(struct fa_registry *r, const char *path,
+					struct fa_backend_slot *host, struct fa_err *err)
+{
+	struct fa_backend_slot *s;
+	struct fa_kernel_plugin_slot *p;
+	size_t why_len;
+	int pi, n_att;
+	enum fa_rc rc;
+	if (access(path, F_OK) != 0)
+		return fa_err_set(err, FA_ERR_NOT_FOUND, "%s does not exist", path);
+	if (!host || !host->loaded || host->borrowed)
+		return fa_err_set(err, FA_ERR_USAGE, "no backend for the kernel plugin %s", path);
+	if ((pi = find_kernel_plugin(r, path)) < 0) {
+		if ((rc = open_any(r, path, err)) != FA_OK)
+			return rc;
+		if ((pi = find_kernel_plugin(r, path)) < 0)
+			return fa_err_set(err, FA_ERR_USAGE, "%s is not a kernel plugin", path);
+	}
+	p = &r->plugins[pi];
+	if (!p->init)
+		return fa_err_set(err, FA_ERR_USAGE, "plugin %s: %s", path, p->why);
+	if (!(s = new_slot(r, host->name)))
+		return fa_err_set(err, FA_ERR_BACKEND, "too many backends (at most %d)",
+				  FA_MAX_BACKENDS);
+	snprintf(s->path, sizeof s->path, "%s", host->path);
+	s->be = host->be;
+	s->info = host->info;
+	s->loaded = 1;
+	s->borrowed = 1;
+	for (int i = 0; i < host->n_kernels; i++)
+		if (host->kernels[i].plugin < 0 &&
+		    slot_add_kernel(s, host->kernels[i].k, -1, NULL) != 0) {
+			free(s->kernels);
+			r->n--;
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		}
+	why_len = strlen(p->why);
+	n_att = p->n_att;
+	attach(r, pi, r->n - 1);
+	if (p->n_att == n_att) { /* refused or declined: say what it said */
+		const char *said = p->why + why_len;
+		while (*said == ';' || *said == ' ')
+			said++;
+		fa_err_set(err, FA_ERR_USAGE, "plugin %s: %s", path, said);
+		p->why[why_len] = '\0';
+		free(s->kernels);
+		memset(s, 0, sizeof *s);
+		r->n--;
+		return FA_ERR_USAGE;
+	}
 	return FA_OK;
 }
 
@@ -752,6 +896,11 @@ void fa_registry_free(struct fa_registry *r)
 	}
 	for (int i = r->n - 1; i >= 0; i--) {
 		struct fa_backend_slot *s = &r->slots[i];
+		if (s->borrowed) { /* the backend is another slot's */
+			free(s->kernels);
+			memset(s, 0, sizeof *s);
+			continue;
+		}
 		if (s->loaded && s->be.iface.shutdown)
 			s->be.iface.shutdown(s->be.context);
 		if (s->dl)
@@ -790,6 +939,15 @@ const char *fa_registry_kernel_origin(const struct fa_registry *r, const struct 
 	if (s->kernels[i].plugin >= 0)
 		return r->plugins[s->kernels[i].plugin].path;
 	return s->path;
+}
+
+const char *fa_backend_kernel_plugin_file(const struct fa_backend_slot *s,
+					  const struct fa_kernel *k)
+{
+	for (int i = 0; s && i < s->n_kernels; i++)
+		if (s->kernels[i].k == k)
+			return s->kernels[i].file;
+	return NULL;
 }
 
 void fa_backend_launch_args_init(const struct fa_backend_slot *s, struct fa_launch_args *a)

@@ -34,6 +34,7 @@ struct fa_backend_loaded {
 struct fa_slot_kernel {
 	const struct fa_kernel *k;
 	int plugin; /* index into fa_registry.plugins; -1: the backend's own */
+	const char *file; /* the kernel plugin's file, NULL for a backend's own */
 };
 
 struct fa_backend_slot {
@@ -56,6 +57,10 @@ struct fa_backend_slot {
 	 * has one (dl then stays open), else NULL */
 	const struct fa_kernel *idle_kernels;
 	int n_idle_kernels;
+	/* 1: an --ab side of kernel plugins (fa_registry_load_kernel_side): the
+	 * backend, device and dl of another slot, borrowed (never shut down
+	 * here), with that slot's own kernels and one kernel plugin's */
+	int borrowed;
 };
 
 /* A kernel plugin and the records it gave for the backends it joined. */
@@ -88,12 +93,26 @@ enum fa_rc fa_registry_load(struct fa_registry *r, const char *exe_dir, struct f
 
 /* Loads one more backend plugin from path (used by --ab and tests), and adds
  * the kernel plugins already loaded to it. The slot is renamed to `name` when
- * name is not NULL. Returns FA_OK or an error naming the path and reason; the
- * registry is unchanged on error. */
+ * name is not NULL. Returns FA_OK or an error naming the path and reason
+ * (FA_ERR_NOT_FOUND: no such file, FA_ERR_USAGE: not a backend plugin, else
+ * FA_ERR_BACKEND); the registry is unchanged on error. */
 enum fa_rc fa_registry_load_plugin(struct fa_registry *r, const char *path, const char *name,
 				   struct fa_err *err);
 
 /* Shuts every backend down and closes the plugins. */
+/* 1 when path is a kernel plugin (it exports fa_kernel_plugin_init and not
+ * fa_backend_plugin_init). */
+int fa_plugin_file_is_kernel_plugin(const char *path);
+
+/* For --ab of two builds of a kernel plugin: a new slot named like host
+ * that borrows host's backend (its device, context and own kernels) and
+ * holds the kernels of the kernel plugin at path, and no other plugin's;
+ * the same kernel names may be in host or another side. Returns FA_OK, or
+ * an error naming the path and reason (FA_ERR_NOT_FOUND, FA_ERR_USAGE: not
+ * loadable, refused, or no kernels for host's backend). */
+enum fa_rc fa_registry_load_kernel_side(struct fa_registry *r, const char *path,
+					struct fa_backend_slot *host, struct fa_err *err);
+
 void fa_registry_free(struct fa_registry *r);
 
 /* The slot named name, loaded or not; NULL when no such backend was found. */
@@ -108,6 +127,11 @@ const struct fa_kernel *fa_backend_kernel_get(const struct fa_backend_slot *s, i
  * plugin's path, or "" for the built-in CPU backend. */
 const char *fa_registry_kernel_origin(const struct fa_registry *r, const struct fa_backend_slot *s,
 				      int i);
+
+/* The kernel plugin file kernel k of s came from, or NULL (a backend's own
+ * kernel). Allocates nothing: a crash handler may call it. */
+const char *fa_backend_kernel_plugin_file(const struct fa_backend_slot *s,
+					  const struct fa_kernel *k);
 
 /* Fills a with what every launch of a kernel of s has in common: zeroes it,
  * then sets struct_size, the backend's context and its stream. */

@@ -67,13 +67,26 @@ static int pattern_ok(struct fa_registry *reg, const char *pattern, char *hint, 
 		if (!s || !s->loaded)
 			return 1;
 	}
-	if (m.best)
+	/* a kernel plugin that was refused (one whose reason names the
+	 * pattern first, else the first) may be where it was to come from */
+	const struct fa_kernel_plugin_slot *refused = NULL;
+	char quoted[80];
+	snprintf(quoted, sizeof quoted, "'%.64s'", pattern);
+	for (int i = 0; i < reg->n_plugins; i++) {
+		const struct fa_kernel_plugin_slot *p = &reg->plugins[i];
+		if (p->n_att == 0 && p->why[0] &&
+		    (!refused || (!strstr(refused->why, quoted) && strstr(p->why, quoted))))
+			refused = p;
+	}
+	if (m.best && !(refused && strstr(refused->why, quoted)))
 		snprintf(hint, size, " (did you mean '%s'?)", m.best);
+	else if (refused)
+		snprintf(hint, size, " (plugin %s did not load: %s)", refused->path, refused->why);
 	return 0;
 }
 
-static int pick_backend(struct fa_registry *reg, const char *want, struct fa_backend_slot **out,
-			struct fa_err *err)
+enum fa_rc fa_plan_pick_backend(struct fa_registry *reg, const char *want,
+				struct fa_backend_slot **out, struct fa_err *err)
 {
 	struct fa_backend_slot *s;
 	if (strcmp(want, "auto") == 0) {
@@ -82,7 +95,7 @@ static int pick_backend(struct fa_registry *reg, const char *want, struct fa_bac
 			s = fa_registry_backend(reg, order[i]);
 			if (s && s->loaded) {
 				*out = s;
-				return 0;
+				return FA_OK;
 			}
 		}
 		return fa_err_set(err, FA_ERR_USAGE, "no backend loaded");
@@ -99,7 +112,7 @@ static int pick_backend(struct fa_registry *reg, const char *want, struct fa_bac
 	if (!s->loaded)
 		return fa_err_set(err, FA_ERR_USAGE, "backend '%s' is not available: %s", want, s->why);
 	*out = s;
-	return 0;
+	return FA_OK;
 }
 
 static int set_matches(const struct fa_kernel_set *set, const char *name)
@@ -303,7 +316,8 @@ static enum fa_rc make_variants(struct fa_plan_kstat *ks, struct fa_backend_slot
 				  "--param: %ld combinations for %s, more than %d", total,
 				  ks->k->name, FA_MAX_VARIANTS);
 	ks->variants = calloc((size_t)total, sizeof *ks->variants);
-	if (!ks->variants)
+	ks->texts = malloc((size_t)total * FA_PARAMS_TEXT_SIZE);
+	if (!ks->variants || !ks->texts)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
 	for (long c = 0; c < total; c++) {
 		struct fa_case_kernel *ck = &ks->variants[c];
@@ -316,7 +330,7 @@ static enum fa_rc make_variants(struct fa_plan_kstat *ks, struct fa_backend_slot
 			ck->params[pi] = vals[pi].v[rest % vals[pi].n];
 			rest /= vals[pi].n;
 		}
-		fa_case_kernel_text(ck);
+		fa_case_kernel_text(ck, ks->texts + c * FA_PARAMS_TEXT_SIZE, FA_PARAMS_TEXT_SIZE);
 	}
 	ks->n_variants = (int32_t)total;
 	return FA_OK;
@@ -364,7 +378,7 @@ enum fa_rc fa_plan_build(struct fa_plan *pl, const struct fa_suite *s, struct fa
 	struct fa_backend_slot *slot = NULL;
 	enum fa_rc rc;
 	memset(pl, 0, sizeof *pl);
-	if ((rc = pick_backend(reg, backend, &slot, err)) != FA_OK)
+	if ((rc = fa_plan_pick_backend(reg, backend, &slot, err)) != FA_OK)
 		return rc;
 	return fa_plan_build_slot(pl, s, reg, slot, kernels_csv, params, n_params, err);
 }
@@ -373,7 +387,7 @@ enum fa_rc fa_plan_build_slot(struct fa_plan *pl, const struct fa_suite *s, stru
 			      struct fa_backend_slot *slot, const char *kernels_csv,
 			      char *const *params, int n_params, struct fa_err *err)
 {
-	char **cli = NULL, hint[128], *csv = NULL;
+	char **cli = NULL, hint[1700], *csv = NULL;
 	int ncli = 0;
 	double total = 0;
 	enum fa_rc rc = FA_OK;
@@ -491,8 +505,10 @@ void fa_plan_free(struct fa_plan *pl)
 	free(pl->n_kernels);
 	free(pl->labels);
 	free(pl->work_cum);
-	for (int j = 0; pl->kstats && j < pl->n_kstats; j++)
+	for (int j = 0; pl->kstats && j < pl->n_kstats; j++) {
 		free(pl->kstats[j].variants);
+		free(pl->kstats[j].texts);
+	}
 	free(pl->kstats);
 	memset(pl, 0, sizeof *pl);
 }

@@ -16,6 +16,7 @@
 struct fa_plan_kstat {
 	const struct fa_kernel *k;
 	struct fa_case_kernel *variants; /* one per combination of --param values */
+	char *texts;                     /* their params_text, FA_PARAMS_TEXT_SIZE each */
 	int32_t n_variants;
 	int32_t count[5];        /* by enum fa_status */
 	double log_speedup_sum;  /* over cases where both it and the baseline of its
@@ -37,6 +38,11 @@ struct fa_plan {
 	                                     runs a case, or NULL */
 	const struct fa_kernel *baseline_bwd; /* the same among backward kernels */
 };
+
+/* The loaded backend called want ("auto": cuda, then hip, then cpu,
+ * whichever loaded) into *out; FA_ERR_USAGE when there is none. */
+enum fa_rc fa_plan_pick_backend(struct fa_registry *reg, const char *want,
+				struct fa_backend_slot **out, struct fa_err *err);
 
 /* Chooses the backend ("auto": cuda, then hip, then cpu, whichever loaded;
  * or a slot name such as a plugin loaded for --ab), checks every kernel

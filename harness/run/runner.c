@@ -23,6 +23,7 @@
 #include "../../kernels/common/fa_dtype.h"
 #include "../../reference/ref.h"
 #include "check.h"
+#include "crash.h"
 #include "data.h"
 #include "../base/npy.h"
 #include "../report/table.h"
@@ -51,9 +52,12 @@ struct fa_runner {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int wd_running, wd_stop;
-	double deadline; /* 0: disarmed */
+	double deadline; /* 0: no timeout */
 	volatile int kcancel; /* what kernels and the reference poll */
 	int timed_out;
+	int armed;        /* a kernel or the reference runs */
+	double cancel_at; /* when kcancel was set while armed, 0: not */
+	double grace;     /* how long after a timeout it is stuck (cfg.stuck_exit) */
 	struct fa_runner_case *cur; /* the case between prepare and finish */
 	/* --ab with shared buffers (fa_runner_share): the runner whose buffers
 	 * this one borrows, or the one that borrows this one's and the kernels
@@ -85,11 +89,29 @@ static void *watchdog_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+		double now = fa_now_s();
 		if (r->cfg.cancel && *r->cfg.cancel)
 			r->kcancel = 1;
-		if (r->deadline > 0 && fa_now_s() > r->deadline) {
+		if (r->deadline > 0 && now > r->deadline) {
 			r->timed_out = 1;
 			r->kcancel = 1;
+		}
+		if (!r->armed || !r->kcancel || !r->cfg.stuck_exit)
+			continue;
+		if (r->cancel_at == 0)
+			r->cancel_at = now;
+		if (now > r->cancel_at + (r->timed_out ? r->grace : FA_STUCK_GRACE_S)) {
+			/* a kernel that does not poll its cancel flag, or a GPU
+			 * kernel that does not end: nothing in this process can
+			 * stop it, and the run would wait forever */
+			char what[256];
+			snprintf(what, sizeof what,
+				 "it has not returned %.0f s after %s (a CPU kernel polls "
+				 "*a->cancel and returns FA_KERNEL_CANCELLED)",
+				 now - r->cancel_at,
+				 r->timed_out ? "its timeout passed" : "the run was interrupted");
+			/* run's exit statuses: a case timed out, or interrupted */
+			fa_crash_stuck(what, r->timed_out ? 1 : 130);
 		}
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -102,6 +124,9 @@ static void arm(struct fa_runner *r, double seconds)
 	r->kcancel = r->cfg.cancel && *r->cfg.cancel;
 	r->timed_out = 0;
 	r->deadline = seconds > 0 ? fa_now_s() + seconds : 0;
+	r->armed = 1;
+	r->cancel_at = 0;
+	r->grace = seconds > FA_STUCK_GRACE_S ? seconds : FA_STUCK_GRACE_S;
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -109,6 +134,7 @@ static void disarm(struct fa_runner *r)
 {
 	pthread_mutex_lock(&r->mu);
 	r->deadline = 0;
+	r->armed = 0;
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -168,16 +194,17 @@ double fa_runner_budget(const struct fa_runner *r)
 	return r->budget;
 }
 
-void fa_case_kernel_text(struct fa_case_kernel *ck)
+void fa_case_kernel_text(struct fa_case_kernel *ck, char *buf, size_t size)
 {
 	size_t len = 0;
-	ck->params_text[0] = '\0';
+	buf[0] = '\0';
 	for (int i = 0; i < ck->k->n_params && i < FA_KERNEL_MAX_PARAMS; i++) {
-		len += (size_t)snprintf(ck->params_text + len, sizeof ck->params_text - len, "%s%s=%d",
-					i ? "," : "", ck->k->params[i].name, ck->params[i]);
-		if (len >= sizeof ck->params_text)
-			len = sizeof ck->params_text - 1;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s=%d", i ? "," : "",
+					ck->k->params[i].name, ck->params[i]);
+		if (len >= size)
+			len = size - 1;
 	}
+	ck->params_text = buf;
 }
 
 void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
@@ -188,7 +215,7 @@ void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
 	ck->slot = slot;
 	for (int i = 0; i < k->n_params && i < FA_KERNEL_MAX_PARAMS; i++)
 		ck->params[i] = k->params[i].default_value;
-	fa_case_kernel_text(ck);
+	ck->params_text = "";
 }
 
 static double io_bytes(const struct fa_problem *p)
@@ -884,6 +911,27 @@ static void cold_graph(struct fa_runner *r, struct fa_runner_case *cs, struct ks
 /* The checked launch of kernel k on a poisoned output, then its sampler set
  * up. Returns FA_OK (status in k->res; k->sampling set when it is to be
  * timed), FA_ERR_STICKY or FA_ERR_CANCELLED. */
+/* The name of k's output files under --dump: its kernel's name, and when
+ * the case runs the kernel with several params (a --param sweep), its
+ * params in brackets ("cpu_flash[block_q=8,block_k=64]"; its place among
+ * them, "[#2]", where they would make a name too long for a file). */
+static void dump_name(const struct fa_runner_case *cs, const struct kstate *k, char *buf,
+		      size_t size)
+{
+	int swept = 0, nth = 0;
+	for (int i = 0; i < cs->n; i++)
+		if (cs->ks[i].ck->k == k->ck->k) {
+			swept |= &cs->ks[i] != k;
+			nth += &cs->ks[i] <= k;
+		}
+	if (!swept)
+		snprintf(buf, size, "%.63s", k->ck->k->name);
+	else if (strlen(k->ck->k->name) + strlen(k->ck->params_text) < 200)
+		snprintf(buf, size, "%.63s[%.200s]", k->ck->k->name, k->ck->params_text);
+	else
+		snprintf(buf, size, "%.63s[#%d]", k->ck->k->name, nth);
+}
+
 static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, struct kstate *k,
 			       struct fa_err *err)
 {
@@ -965,7 +1013,9 @@ static enum fa_rc check_kernel(struct fa_runner *r, struct fa_runner_case *rc_, 
 		if (v == FA_VERDICT_PASS)
 			res->reason[0] = '\0';
 	}
-	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, ck->k->name, &kerr) != FA_OK) {
+	char dname[272];
+	dump_name(rc_, k, dname, sizeof dname);
+	if (r->cfg.dump_dir && dump_case(r, c, b, &rc_->ref, &rc_->gref, dname, &kerr) != FA_OK) {
 		/* a dump that cannot be written is the run's problem, not the kernel's */
 		fa_err_set(err, kerr.rc, "%s", kerr.msg);
 		fa_err_clear(&kerr);

@@ -13,20 +13,27 @@
 #include "../store/store.h"
 #include "../suite/suite.h"
 
+/* Room for any kernel's params as text: every param's longest name, '=',
+ * an int32 ("-2147483648") and a ',' (the last one's room for the '\0'). */
+#define FA_PARAMS_TEXT_SIZE (FA_KERNEL_MAX_PARAMS * (FA_KERNEL_PARAM_NAME_MAX + 13))
+
 /* A kernel chosen for a case, with the values of its tunables. */
 struct fa_case_kernel {
 	const struct fa_kernel *k;
 	struct fa_backend_slot *slot;
 	int32_t params[FA_KERNEL_MAX_PARAMS];
-	char params_text[256]; /* "block_q=16,block_k=64" */
+	/* "block_q=16,block_k=64", "" without params: text that outlives ck
+	 * and its copies (the plan's, written by fa_case_kernel_text) */
+	const char *params_text;
 };
 
-/* Sets ck's parameters to the kernel's defaults. */
+/* Sets ck's parameters to the kernel's defaults, its params_text to "". */
 void fa_case_kernel_init(struct fa_case_kernel *ck, const struct fa_kernel *k,
 			 struct fa_backend_slot *slot);
 
-/* Rewrites ck->params_text from ck->params. */
-void fa_case_kernel_text(struct fa_case_kernel *ck);
+/* Writes ck->params as text into buf (FA_PARAMS_TEXT_SIZE bytes hold any
+ * kernel's) and points ck->params_text at it. */
+void fa_case_kernel_text(struct fa_case_kernel *ck, char *buf, size_t size);
 
 struct fa_runner;
 
@@ -43,6 +50,8 @@ typedef void (*fa_runner_progress_fn)(void *ctx, const struct fa_case *c, int ke
  * and the reference are prepared). */
 typedef void (*fa_runner_start_fn)(void *ctx, const struct fa_case *c, int kernel_index);
 
+#define FA_STUCK_GRACE_S 5.0
+
 struct fa_runner_cfg {
 	double mem_budget_bytes; /* 0: half of the device's free memory */
 	double timeout_s;        /* > 0 overrides the suite's timeout_s */
@@ -56,6 +65,12 @@ struct fa_runner_cfg {
 	 * (A B C A B C ...), so they share the machine's state; 0: one kernel
 	 * after another (worker processes, whose parent times each kernel) */
 	int32_t interleave;
+	/* 1: a kernel (or the reference) that has not returned long after it
+	 * was cancelled ends the process through fa_crash_stuck: as long again
+	 * as its timeout (at least FA_STUCK_GRACE_S) after the timeout passed
+	 * (status 1), FA_STUCK_GRACE_S after *cancel was set (status 130);
+	 * 0: wait for it (worker processes, whose parent kills them) */
+	int32_t stuck_exit;
 	fa_runner_progress_fn progress; /* may be NULL */
 	fa_runner_start_fn on_start;    /* may be NULL */
 	void *progress_ctx;

@@ -629,8 +629,9 @@ static enum fa_rc get_samples(struct ctx *cx, const struct ival *v, double **out
 }
 
 /* params as fabench writes them (fa_case_kernel_text): "" or NAME=VALUE
- * items joined by single commas, each NAME once and made of letters,
- * digits and '_' (what fa_kernel_validate lets a kernel's param be called),
+ * items joined by single commas, each NAME once, made of letters, digits
+ * and '_', a letter or '_' first, at most FA_KERNEL_PARAM_NAME_MAX of them
+ * (what fa_kernel_validate lets a kernel's param be called),
  * each VALUE a 32-bit integer in the form %d prints (-8, 0, 64: no '+', no
  * leading zeros). Compare, report and tune split them on ',' and '=', and
  * tune reads the values as integers; results match by the text, so 64 and
@@ -674,6 +675,16 @@ static enum fa_rc params_check(struct ctx *cx, const struct ival *v, const char 
 				return fa_err_at(cx->err, &l,
 						 "params name '%.*s' must be letters, digits and '_'",
 						 (int)(eq - item), item);
+		if (*item >= '0' && *item <= '9')
+			return fa_err_at(cx->err, &l,
+					 "params name '%.*s' starts with a digit (a kernel's param "
+					 "begins with a letter or '_')",
+					 (int)(eq - item), item);
+		if (eq - item > FA_KERNEL_PARAM_NAME_MAX)
+			return fa_err_at(cx->err, &l,
+					 "params name '%.64s...' is longer than %d characters (as a "
+					 "kernel's param may be)",
+					 item, FA_KERNEL_PARAM_NAME_MAX);
 		d = eq + 1 + (eq[1] == '-');
 		q = d;
 		while (q < end && *q >= '0' && *q <= '9')

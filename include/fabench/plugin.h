@@ -486,8 +486,11 @@ struct fa_calibration {
  * Frozen: kernels hold arrays of these, so it never grows; a later version
  * would add a new array to struct fa_kernel instead. */
 struct fa_kernel_param {
-	const char *name;       /* letters, digits and '_' (used in --param K.NAME=V) */
-	int32_t default_value;
+	/* Letters, digits and '_', a letter or '_' first, at most
+	 * FA_KERNEL_PARAM_NAME_MAX characters, each name once in a kernel
+	 * (used in --param K.NAME=V and stored as "NAME=V,..."). */
+	const char *name;
+	int32_t default_value;  /* one of allowed, or in [min, max] */
 	const int32_t *allowed; /* n_allowed values; NULL: any int in [min, max] */
 	int32_t n_allowed;
 	int32_t min_value, max_value;
@@ -495,6 +498,7 @@ struct fa_kernel_param {
 };
 
 #define FA_KERNEL_MAX_PARAMS 16
+#define FA_KERNEL_PARAM_NAME_MAX 63
 
 /* Everything a launcher needs, filled by the harness for each call. All
  * pointers are backend pointers; the harness allocated, filled and poisoned

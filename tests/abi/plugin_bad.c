@@ -15,12 +15,23 @@
  *              forward kernel that leaves O unwritten
  *   kbwd       not refused: backward kernels 'bad_k' (its forward 'bad_f'
  *              does not write the LSE) and 'bad_m' (its forward is missing)
+ *   kdupparam  a kernel plugin whose kernel declares param 'tile' twice
+ *   kdigitparam a kernel plugin whose kernel's param is named '2tile'
+ *   kwide      not refused: a kernel with 16 params of 63-character names,
+ *              each -2147483648 by default: the longest params text
+ *   kstuck     not refused: a kernel that never returns from a causal case
+ *              (it ignores *a->cancel)
+ *   kcrash     not refused: a kernel that raises SIGSEGV in a causal case
+ *   kneg       a kernel plugin whose kernel_count is -1
  *
  * BAD_KERNEL_PLUGIN is defined for the k* variants, which export only
  * fa_kernel_plugin_init.
  */
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../include/fabench/plugin.h"
 
@@ -37,7 +48,11 @@ static int is(const char *v)
 
 static int k_copy_q(const struct fa_launch_args *a)
 {
-	(void)a;
+	if (a->p->mask == FA_MASK_CAUSAL && is("kstuck"))
+		for (;;)
+			pause(); /* a signal ends a pause, not the loop */
+	if (a->p->mask == FA_MASK_CAUSAL && is("kcrash"))
+		raise(SIGSEGV);
 	return is("kerr") ? BAD_OWN_CODE : 0;
 }
 
@@ -76,10 +91,31 @@ static struct fa_kernel kernel_m = {
 	.fwd_kernel = "no_such_forward",
 };
 
+/* kdupparam, kdigitparam and kwide's params */
+#define WIDE_NAME(c) "p" c "_34567890123456789012345678901234567890123456789012345678901"
+static struct fa_kernel_param params[FA_KERNEL_MAX_PARAMS] = {
+	{WIDE_NAME("00"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("01"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("02"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("03"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("04"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("05"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("06"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("07"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("08"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("09"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("10"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("11"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("12"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("13"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("14"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+	{WIDE_NAME("15"), INT32_MIN, NULL, 0, INT32_MIN, INT32_MAX, NULL},
+};
+
 static int count(void *ctx)
 {
 	(void)ctx;
-	return is("kbwd") ? 3 : 1;
+	return is("kbwd") ? 3 : is("kneg") ? -1 : 1;
 }
 
 static const struct fa_kernel *get(void *ctx, int i)
@@ -94,6 +130,16 @@ static const struct fa_kernel *get(void *ctx, int i)
 	if (is("kv2")) { /* only the version 2 members count */
 		kernel.struct_size = (uint32_t)offsetof(struct fa_kernel, pass);
 		kernel.pass = 99;
+	}
+	if (is("kdupparam") || is("kdigitparam") || is("kwide")) {
+		kernel.params = params;
+		kernel.n_params = is("kwide") ? FA_KERNEL_MAX_PARAMS : 2;
+		params[0].name = is("kdigitparam") ? "2tile" : "tile";
+		params[1].name = "tile";
+		if (is("kwide")) {
+			params[0].name = WIDE_NAME("00");
+			params[1].name = WIDE_NAME("01");
+		}
 	}
 	if (is("kbwd")) {
 		kernel.pass = FA_PASS_BWD;

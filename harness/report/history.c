@@ -506,9 +506,14 @@ static void md_header(FILE *f, const struct fa_history *h)
 	const struct fa_history_opts *o = &h->opts;
 	int k = 0;
 	fputs("# fabench history\n\n", f);
-	fprintf(f, "- runs: %d %s", h->n_runs, o->include_incomplete ? "runs (complete or not)"
-								       : "complete runs");
-	if (h->n_runs) {
+	fprintf(f, "- runs: %d %s%s", h->n_runs, o->include_incomplete ? "run" : "complete run",
+		h->n_runs == 1 ? "" : "s");
+	if (o->include_incomplete)
+		fputs(" (complete or not)", f);
+	if (h->n_runs == 1) {
+		fputs(": ", f);
+		md_run(f, &h->runs[0]);
+	} else if (h->n_runs) {
 		fputs(", from ", f);
 		md_run(f, &h->runs[0]);
 		fputs(" to ", f);

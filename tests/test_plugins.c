@@ -317,6 +317,19 @@ FA_TEST(plugins, minimal_cuda_example_builds_and_runs_on_a_gpu)
 		  r.out);
 	int on_gpu = strstr(r.out, "1 kernel for cuda") != NULL;
 	fa_proc_free(&r);
+	/* a plugin that declined the cpu backend is not offered as the
+	 * reason a cpu kernel is unknown (it read 'plugin ... did not load:
+	 * cpu: kernels for cuda only' for any misspelt name) */
+	snprintf(db, sizeof db, "%s/unknown.db", dir);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "zzz_attn", "--db", db, NULL},
+		    env, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "unknown kernel 'zzz_attn' (no loaded backend or "
+						 "kernel plugin has it; a kernel plugin's kernels "
+						 "need FABENCH_PLUGINS=FILE.so)") &&
+			  !strstr(r.err, "did not load"),
+		  "run: status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
 	if (!on_gpu) {
 		fa_test_skip("the CUDA example was compiled, not run: the cuda backend did not load");
 		return;

@@ -519,6 +519,7 @@ static void append_why(struct fa_kernel_plugin_slot *p, const char *fmt, const c
 	}
 	if (len < sizeof p->why)
 		snprintf(p->why + len, sizeof p->why - len, fmt, a, b);
+	p->refused = 1;
 }
 
 /* Offers backend slot si to kernel plugin pi. A refusal (the plugin's, or
@@ -535,8 +536,10 @@ static void attach(struct fa_registry *r, int pi, int si)
 		return;
 	memset(&rec, 0, sizeof rec);
 	rc = p->init(FA_BACKEND_API_VERSION, s->name, &rec, why, sizeof why);
-	if (rc == FA_KERNEL_PLUGIN_DECLINED) {
+	if (rc == FA_KERNEL_PLUGIN_DECLINED) { /* not a refusal: it has none for s */
+		const int was = p->refused;
 		append_why(p, "%s: %s", s->name, why[0] ? why : "no kernels for this backend");
+		p->refused = was;
 		return;
 	}
 	if (rc != FA_KERNEL_PLUGIN_ADDED) {
@@ -673,6 +676,7 @@ static enum fa_rc open_any(struct fa_registry *r, const char *path, struct fa_er
 	p = &r->plugins[r->n_plugins++];
 	memset(p, 0, sizeof *p);
 	snprintf(p->path, sizeof p->path, "%s", path);
+	p->refused = 1; /* until it opens */
 	if (access(path, R_OK) != 0) {
 		snprintf(p->why, sizeof p->why, "%s does not exist", path);
 		return FA_OK;
@@ -689,6 +693,7 @@ static enum fa_rc open_any(struct fa_registry *r, const char *path, struct fa_er
 		return FA_OK;
 	}
 	p->dl = dl;
+	p->refused = 0;
 	return FA_OK;
 }
 

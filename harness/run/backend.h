@@ -70,6 +70,8 @@ struct fa_kernel_plugin_slot {
 	void *dl;
 	fa_kernel_plugin_init_fn init; /* NULL: it did not open */
 	char why[1024];     /* why it is not (or not everywhere) loaded, "" when none */
+	int refused;        /* 1: why holds a refusal (a file that did not open, a bad
+	                       record), not only backends the plugin declined */
 	int n_att;
 	struct {
 		int slot;   /* index into fa_registry.slots */

@@ -74,7 +74,7 @@ static int pattern_ok(struct fa_registry *reg, const char *pattern, char *hint, 
 	snprintf(quoted, sizeof quoted, "'%.64s'", pattern);
 	for (int i = 0; i < reg->n_plugins; i++) {
 		const struct fa_kernel_plugin_slot *p = &reg->plugins[i];
-		if (p->n_att == 0 && p->why[0] &&
+		if (p->n_att == 0 && p->refused &&
 		    (!refused || (!strstr(refused->why, quoted) && strstr(p->why, quoted))))
 			refused = p;
 	}
@@ -82,6 +82,9 @@ static int pattern_ok(struct fa_registry *reg, const char *pattern, char *hint, 
 		snprintf(hint, size, " (did you mean '%s'?)", m.best);
 	else if (refused)
 		snprintf(hint, size, " (plugin %s did not load: %s)", refused->path, refused->why);
+	else if (!m.best) /* a kernel of a plugin this process did not load (a rerun) */
+		snprintf(hint, size, " (no loaded backend or kernel plugin has it; a kernel "
+				     "plugin's kernels need FABENCH_PLUGINS=FILE.so)");
 	return 0;
 }
 

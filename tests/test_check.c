@@ -245,6 +245,18 @@ FA_TEST(check, nan_inf_and_unwritten_counted_apart)
 				  sizeof reason) == FA_VERDICT_FAIL);
 	FA_CHECK(st.unwritten == 12 * 4 * 6 && st.nan_count == 0);
 	FA_CHECK(strstr(reason, "288 unwritten elements, first at b=0 t=0 h=0 d=0") == reason);
+	/* nothing finite to measure: the error is unknown (NaN, stored NULL),
+	 * not 0 */
+	FA_CHECK(isnan(st.max_abs) && isnan(st.rel_l2) && isnan(st.mean_abs));
+	free_planted(&t);
+
+	/* an output all NaN: the same */
+	FA_REQUIRE(make_planted(seed, FA_DTYPE_FP32, &t));
+	for (int64_t i = 0; i < fa_tensor_elems(&t.p, FA_TENSOR_O); i++)
+		((float *)t.o)[i] = nanf("");
+	FA_CHECK(fa_check_compare(&t.p, t.cu_q, t.o, &t.ref, &cfg, &st, rule, sizeof rule, reason,
+				  sizeof reason) == FA_VERDICT_FAIL);
+	FA_CHECK(st.nan_count == 12 * 4 * 6 && isnan(st.max_abs) && isnan(st.rel_l2));
 	free_planted(&t);
 }
 

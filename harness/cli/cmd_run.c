@@ -498,12 +498,17 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 				strncat(noise, "*", sizeof noise - strlen(noise) - 1);
 			/* a backward result: O of its forward kernel, then each
 			 * gradient's max_abs (what a backward is checked on) */
-			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %s%.2e", name,
+			char e[4][16]; /* '-': no finite element to measure (the reason says) */
+			const double ea[4] = {r->st.max_abs, r->st_grad[FA_GRAD_DQ].max_abs,
+					      r->st_grad[FA_GRAD_DK].max_abs,
+					      r->st_grad[FA_GRAD_DV].max_abs};
+			for (int g = 0; g < 4; g++)
+				snprintf(e[g], sizeof e[g], isnan(ea[g]) ? "-" : "%.2e", ea[g]);
+			printf("      %-24s %-7s %10.4g ms %-*s %14s  max_abs %s%s", name,
 			       fa_status_name(r->status), r->t.median_ms, noise[0] ? 9 : 8, noise, rate,
-			       r->grad_checked ? "O " : "", r->st.max_abs);
+			       r->grad_checked ? "O " : "", e[0]);
 			if (r->grad_checked)
-				printf(" dQ %.2e dK %.2e dV %.2e", r->st_grad[FA_GRAD_DQ].max_abs,
-				       r->st_grad[FA_GRAD_DK].max_abs, r->st_grad[FA_GRAD_DV].max_abs);
+				printf(" dQ %s dK %s dV %s", e[1], e[2], e[3]);
 			if (r->status == FA_STATUS_FAIL)
 				printf("  (%s)", r->reason);
 			printf("\n");

@@ -306,6 +306,12 @@ int fa_check_compare_tensor(const struct fa_problem *p, const int32_t *cu_seqlen
 	st->rows_checked = ref->n_rows;
 	st->elems_checked = ref->n_rows * dv;
 	st->mean_abs = finite ? sum_abs / (double)finite : 0;
+	if (finite == 0 && st->elems_checked > 0) {
+		/* every checked element NaN, Inf or unwritten: no error was
+		 * measured, which reads as unknown, not as 0 (the counts say why) */
+		st->max_abs = st->max_rel = st->mean_abs = NAN;
+		sum_e2 = NAN;
+	}
 	/* an all-zero reference (every checked row attends no key): relative to 1 */
 	norm_r2 = sum_r2 > 0 ? sum_r2 : 1.0;
 	st->rel_l2 = sqrt(sum_e2 / norm_r2);

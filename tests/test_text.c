@@ -93,3 +93,16 @@ FA_TEST(text, hex_digit)
 	FA_CHECK(fa_hex_digit('g') == -1 && fa_hex_digit('G') == -1 && fa_hex_digit(' ') == -1 &&
 		 fa_hex_digit(0) == -1 && fa_hex_digit(0xc3) == -1);
 }
+
+/* A plugin's text as kernels and devices print it: an escape sequence
+ * (ESC [ 2 J clears the screen) loses its control characters; UTF-8 and
+ * plain text stay; the buffer's size cuts it. */
+FA_TEST(text, printable)
+{
+	char buf[32];
+	FA_CHECK(strcmp(fa_printable("a\x1b[2Jb\x07" "c\x7f", buf, sizeof buf), "a?[2Jb?c?") == 0);
+	FA_CHECK(strcmp(fa_printable("tiles \xc3\xa9t\xc3\xa9", buf, sizeof buf),
+			"tiles \xc3\xa9t\xc3\xa9") == 0);
+	FA_CHECK(strcmp(fa_printable(NULL, buf, sizeof buf), "") == 0);
+	FA_CHECK(strcmp(fa_printable("abcdef", buf, 4), "abc") == 0);
+}

@@ -92,3 +92,14 @@ int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char 
 		m->col += ((unsigned char)*m->at & 0xc0) != 0x80;
 	return m->col;
 }
+
+const char *fa_printable(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+	if (!size)
+		return "";
+	for (; s && *s && n + 1 < size; s++, n++)
+		buf[n] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	buf[n] = '\0';
+	return buf;
+}

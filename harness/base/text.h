@@ -6,6 +6,8 @@
 #ifndef FA_TEXT_H
 #define FA_TEXT_H
 
+#include <stddef.h>
+
 /* Edit distance of a and b (Levenshtein), capped at 3: names closer than 3
  * are the only ones worth suggesting. Strings longer than 62 bytes are
  * always 3 away. */
@@ -32,5 +34,10 @@ struct fa_utf8_cols {
 	int col;
 };
 int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at);
+
+/* s as a terminal may print it: each control character (below 0x20, and
+ * 0x7f: an escape sequence a plugin's text could carry) becomes '?', into
+ * buf (cut to size); returns buf. NULL reads as "". */
+const char *fa_printable(const char *s, char *buf, size_t size);
 
 #endif /* FA_TEXT_H */

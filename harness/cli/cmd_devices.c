@@ -5,11 +5,13 @@
 
 #include "cmd.h"
 #include "../base/util.h"
+#include "../base/text.h"
 
 int fa_cmd_devices(int argc, char **argv)
 {
 	struct fa_registry reg;
 	struct fa_err err;
+	char t[1100]; /* a plugin's text, control characters shown as '?' */
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("usage: fabench devices\n\nLists every backend fabench knows: loaded with its "
 		       "device (name, architecture,\ndriver, runtime, memory, units, cache), or "
@@ -26,7 +28,7 @@ int fa_cmd_devices(int argc, char **argv)
 	for (int i = 0; i < reg.n; i++) {
 		const struct fa_backend_slot *s = &reg.slots[i];
 		if (!s->loaded) {
-			printf("%-5s not loaded: %s\n", s->name, s->why);
+			printf("%-5s not loaded: %s\n", s->name, fa_printable(s->why, t, sizeof t));
 			continue;
 		}
 		const struct fa_device_info *d = &s->info;
@@ -34,7 +36,7 @@ int fa_cmd_devices(int argc, char **argv)
 		fa_format_bytes((double)d->mem_total_bytes, tot, sizeof tot);
 		fa_format_bytes((double)d->mem_free_bytes, fr, sizeof fr);
 		fa_format_bytes((double)d->l2_bytes, l2, sizeof l2);
-		printf("%-5s %s\n", s->name, d->name);
+		printf("%-5s %s\n", s->name, fa_printable(d->name, t, sizeof t));
 		printf("      arch %s, driver %s, runtime %s\n", d->arch, d->driver[0] ? d->driver : "-",
 		       d->runtime[0] ? d->runtime : "-");
 		printf("      memory %s (%s free), %d units, last-level cache %s%s%s\n", tot, fr,
@@ -43,15 +45,15 @@ int fa_cmd_devices(int argc, char **argv)
 	for (int i = 0; i < reg.n_plugins; i++) {
 		const struct fa_kernel_plugin_slot *p = &reg.plugins[i];
 		if (!p->n_att) {
-			printf("plugin %s: not loaded: %s\n", p->path, p->why);
+			printf("plugin %s: not loaded: %s\n", p->path, fa_printable(p->why, t, sizeof t));
 			continue;
 		}
-		printf("plugin %s (%s)\n", p->name[0] ? p->name : "?", p->path);
+		printf("plugin %s (%s)\n", p->name[0] ? fa_printable(p->name, t, sizeof t) : "?", p->path);
 		for (int j = 0; j < p->n_att; j++)
 			printf("      %d kernel%s for %s\n", p->att[j].n_kernels,
 			       p->att[j].n_kernels == 1 ? "" : "s", reg.slots[p->att[j].slot].name);
 		if (p->why[0])
-			printf("      not for %s\n", p->why);
+			printf("      not for %s\n", fa_printable(p->why, t, sizeof t));
 	}
 	fa_registry_free(&reg);
 	return FA_EXIT_OK;

@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "../suite/suite.h"
+#include "../base/text.h"
 
 static const char usage_text[] = "usage: fabench kernels [--backend NAME]";
 
@@ -36,7 +37,8 @@ static void print_kernel(const struct fa_kernel *k, const char *from)
 	} else {
 		printf("%d..%d", k->head_dim_min, k->head_dim_max);
 	}
-	printf("\n      %s\n", k->description ? k->description : "");
+	char t[1100]; /* a plugin's text, control characters shown as '?' */
+	printf("\n      %s\n", fa_printable(k->description, t, sizeof t));
 	if (from)
 		printf("      from %s\n", from);
 	for (int i = 0; i < k->n_params; i++) {
@@ -51,7 +53,7 @@ static void print_kernel(const struct fa_kernel *k, const char *from)
 			printf(" [%d..%d]", p->min_value, p->max_value);
 		}
 		if (p->help)
-			printf("  %s", p->help);
+			printf("  %s", fa_printable(p->help, t, sizeof t));
 		printf("\n");
 	}
 }
@@ -64,6 +66,7 @@ int fa_cmd_kernels(int argc, char **argv)
 	const char *only = NULL;
 	struct fa_registry reg;
 	struct fa_err err;
+	char t[1100];
 	int c, shown = 0;
 	opterr = 0;
 	optind = 1;
@@ -87,7 +90,7 @@ int fa_cmd_kernels(int argc, char **argv)
 			continue;
 		shown++;
 		if (!s->loaded) {
-			printf("%s: not loaded: %s\n", s->name, s->why);
+			printf("%s: not loaded: %s\n", s->name, fa_printable(s->why, t, sizeof t));
 			/* a plugin that cannot start here may still list its kernels */
 			if (s->n_idle_kernels > 0)
 				printf("  its kernels (they cannot run here):\n");
@@ -96,7 +99,7 @@ int fa_cmd_kernels(int argc, char **argv)
 					print_kernel(&s->idle_kernels[j], s->path);
 			continue;
 		}
-		printf("%s (%s):\n", s->name, s->info.name);
+		printf("%s (%s):\n", s->name, fa_printable(s->info.name, t, sizeof t));
 		int n = fa_backend_kernel_count(s);
 		for (int j = 0; j < n; j++) {
 			const struct fa_kernel *k = fa_backend_kernel_get(s, j);
@@ -111,7 +114,8 @@ int fa_cmd_kernels(int argc, char **argv)
 	 * here for the kernel) */
 	for (int i = 0; i < reg.n_plugins; i++)
 		if (reg.plugins[i].n_att == 0 && reg.plugins[i].why[0])
-			printf("plugin %s: not loaded: %s\n", reg.plugins[i].path, reg.plugins[i].why);
+			printf("plugin %s: not loaded: %s\n", reg.plugins[i].path,
+			       fa_printable(reg.plugins[i].why, t, sizeof t));
 	fa_registry_free(&reg);
 	if (only && !shown) {
 		fprintf(stderr, "fabench kernels: no backend '%s' (known: cpu, cuda, hip)\n", only);

@@ -897,13 +897,22 @@ static enum fa_rc take_stats(struct ctx *cx, const struct ival *const *rv, struc
 				return rc;
 			r->checked = 1;
 		}
+	/* elements checked with no statistic: none of them was finite (fabench
+	 * writes the statistics of such an output as null), still a check */
+	if (rv[RF_ELEMS_CHECKED]) {
+		if ((rc = get_count(cx, RF_ELEMS_CHECKED, rv[RF_ELEMS_CHECKED], &r->st.elems_checked)) !=
+		    FA_OK)
+			return rc;
+		r->checked |= r->st.elems_checked > 0;
+	}
 	for (int f = RF_NAN_COUNT; f <= RF_ELEMS_CHECKED; f++)
 		if (rv[f]) {
 			if ((rc = get_count(cx, f, rv[f], cdst[f - RF_NAN_COUNT])) != FA_OK)
 				return rc;
 			if (!r->checked)
 				return fa_err_at(cx->err, &rv[f]->loc,
-						 "%s needs an error statistic (max_abs, rel_l2, ...)",
+						 "%s needs an error statistic (max_abs, rel_l2, ...) or "
+						 "elements checked (elems_checked)",
 						 rfields[f].name);
 		}
 	return FA_OK;
@@ -949,6 +958,12 @@ static enum fa_rc take_grads(struct ctx *cx, const struct ifield *const (*gf)[RF
 					return rc;
 				have = 1;
 			}
+		if (gf[g][RF_ELEMS_CHECKED]) { /* as take_stats: checked, none finite */
+			if ((rc = get_count_as(cx, RF_ELEMS_CHECKED, gf[g][RF_ELEMS_CHECKED]->name,
+					       &gf[g][RF_ELEMS_CHECKED]->v, &e->elems_checked)) != FA_OK)
+				return rc;
+			have |= e->elems_checked > 0;
+		}
 		for (int f = RF_NAN_COUNT; f <= RF_ELEMS_CHECKED; f++)
 			if (gf[g][f]) {
 				if ((rc = get_count_as(cx, f, gf[g][f]->name, &gf[g][f]->v,
@@ -957,9 +972,9 @@ static enum fa_rc take_grads(struct ctx *cx, const struct ifield *const (*gf)[RF
 				if (!have)
 					return fa_err_at(cx->err, &gf[g][f]->loc,
 							 "'%s' needs a statistic of %s (%s_max_abs, "
-							 "%s_rel_l2, ...)",
+							 "%s_rel_l2, ...) or %s_elems_checked",
 							 gf[g][f]->name, fa_grad_name(g), fa_grad_name(g),
-							 fa_grad_name(g));
+							 fa_grad_name(g), fa_grad_name(g));
 			}
 		if (!have)
 			return fa_err_at(cx->err, &first->loc,

@@ -87,7 +87,7 @@ __device__ __forceinline__ void stream_tiles_ldg(const uint16_t *k, const uint16
 	}
 }
 
-template <int NW, int ST, int TAIL, int LDG = 0, int PF = 0>
+template <int NW, int ST, int TAIL, int LDG = 0, int PF = 0, int IL = 0>
 __global__ void __launch_bounds__(NW * 32, 1)
     rd_tail(const uint16_t *k, const uint16_t *v, int keys, int R, float2 *out, float2 *ws,
 	    unsigned *cnt)
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 				acc ^= x.x ^ x.w;
 			}
 		};
-		stream_tiles<NW, ST, decltype(acc_of), PF>(sm, k, v, keys, R, acc_of);
+		stream_tiles<NW, ST, decltype(acc_of), PF, IL>(sm, k, v, keys, R, acc_of);
 	}
 	/* the partial: a value per thread that depends on its loads */
 	const float2 mine = make_float2(__uint_as_float((acc & 0x007fffffu) | 0x3f800000u),
@@ -204,6 +204,11 @@ int main(int argc, char **argv)
 	    {"dsmem 256B", rd_tail<8, 3, T_DSMEM, 0, 256>, 8, 1, 0},
 	    {"smem 256B", rd_tail<8, 3, T_SMEM, 0, 256>, 8, 0, 0},
 	    {"none 256B", rd_tail<8, 3, T_NONE, 0, 256>, 16, 0, 0},
+	    {"none il1", rd_tail<8, 3, T_NONE, 0, 0, 1>, 8, 0, 0},
+	    {"none il8", rd_tail<8, 3, T_NONE, 0, 0, 8>, 8, 0, 0},
+	    {"dsmem il1", rd_tail<8, 3, T_DSMEM, 0, 0, 1>, 8, 1, 0},
+	    {"dsmem il8", rd_tail<8, 3, T_DSMEM, 0, 0, 8>, 8, 1, 0},
+	    {"none il1", rd_tail<8, 3, T_NONE, 0, 0, 1>, 16, 0, 0},
 	};
 	for (const auto &x : vs)
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));

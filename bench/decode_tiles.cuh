@@ -26,8 +26,10 @@ __device__ __forceinline__ uint32_t saddr(const void *p)
  * ring at the start of sm: tile j is key tile r * per + warp + j NW, with
  * ST - 1 tiles in flight; consume(stage) runs once each tile has landed
  * in its 8 KB stage (K, then V). PF > 0 adds the L2 prefetch-size hint
- * .L2::PFB to every copy (a key row of a head is 256 aligned bytes). */
-template <int NW, int ST, class F, int PF = 0>
+ * .L2::PFB to every copy (a key row of a head is 256 aligned bytes). IL > 0
+ * deals the tiles to the R CTAs in chunks of IL tiles, round robin, instead
+ * of a contiguous range each: every CTA then reads near the others. */
+template <int NW, int ST, class F, int PF = 0, int IL = 0>
 __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *k,
 					     const uint16_t *v, int keys, int R, F consume)
 {
@@ -37,7 +39,8 @@ __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *
 	const int nt = (per - warp + NW - 1) / NW;
 	const uint32_t ring = saddr(sm) + warp * ST * 8192;
 	auto load = [&](int j) {
-		const int n0 = (t0 + warp + j * NW) * 16;
+		const int u = warp + j * NW; /* the CTA's u-th tile */
+		const int n0 = (IL ? ((u / (IL ? IL : 1)) * R + r) * IL + u % (IL ? IL : 1) : t0 + u) * 16;
 		const uint32_t a = ring + (j % ST) * 8192;
 		for (int kv = 0; kv < 2; kv++) {
 			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;

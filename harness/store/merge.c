@@ -2,9 +2,9 @@
  * merge): per run, its row, then cases, results, samples and every other
  * table that hangs off a run, case or result, with ids remapped through
  * temporary maps. Columns are matched by name, so an input of an older
- * schema merges into a newer output (the columns it lacks stay NULL). The
- * merge is done twice: in a copy of the output, where a refused input
- * changes nothing, then in the output itself (fa_store_merge). */
+ * schema merges into a newer output (the columns it lacks stay NULL). Into
+ * an existing output the merge is done twice: in a copy, where a refused
+ * input changes nothing, then in the output itself (fa_store_merge). */
 #include "merge.h"
 
 #include <errno.h>
@@ -717,10 +717,16 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 	/* first in a private copy, so that an input refused part of the way
 	 * (another suite version, overlapping shards, a broken file) leaves the
 	 * output as it was */
+	existed = stat(out_path, &sb) == 0;
+	if (!existed) { /* nothing to keep as it was: one pass, undone on error */
+		rc = merge_into(out_path, out_path, inputs, n, opts, out, err);
+		if (rc != FA_OK)
+			remove_db(out_path);
+		return rc;
+	}
 	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
 	remove_db(part);
-	existed = stat(out_path, &sb) == 0;
-	if (existed && copy_db(out_path, part, err) != 0) {
+	if (copy_db(out_path, part, err) != 0) {
 		remove_db(part);
 		return FA_ERR_DB;
 	}
@@ -735,10 +741,7 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 	 * whole. It fails here only when the output changed since the copy or
 	 * cannot be written; the inputs before the failing one are then in,
 	 * and the same merge again adds only what is missing. */
-	rc = merge_into(out_path, out_path, inputs, n, opts, out, err);
-	if (rc != FA_OK && !existed && out->runs_added == 0)
-		remove_db(out_path);
-	return rc;
+	return merge_into(out_path, out_path, inputs, n, opts, out, err);
 }
 
 int fa_store_spec_file(const char *spec, char *file, size_t size, const char **run)

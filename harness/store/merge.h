@@ -41,12 +41,13 @@ struct fa_merge_out {
  * cases the output lacks (run --resume finished it since): those are added
  * to the run that holds it, and a run that was incomplete takes the
  * input's status (a combined run is complete once every part is). The
- * merge is first done in a copy beside out_path: an input it refuses, or
- * any error there, leaves out_path as it was. Then it is done in out_path
- * itself, one transaction per input, so that a run or another merge
- * writing to it loses nothing and the file keeps its owner and mode; an
- * error there (the output changed or cannot be written) leaves the inputs
- * before the failing one merged.
+ * merge into an existing out_path is first done in a copy beside it: an
+ * input it refuses, or any error there, leaves out_path as it was. Then it
+ * is done in out_path itself, one transaction per input, so that a run or
+ * another merge writing to it loses nothing and the file keeps its owner
+ * and mode; an error there (the output changed or cannot be written)
+ * leaves the inputs before the failing one merged. A new out_path is
+ * written directly and removed on any error.
  * Returns FA_OK; FA_ERR_NOT_FOUND for an input that does not exist;
  * FA_ERR_INPUT (exit 2) for one_run over two suite hashes without
  * mixed_suites, or two runs holding the same case idx; FA_ERR_DB, FA_ERR_IO. */

@@ -660,6 +660,12 @@ FA_TEST(bwd, stored_pass_selects)
 			  strstr(r.out, "| fwd_bwd | cpu_flash_bwd"),
 		  "%s", r.out);
 	fa_proc_free(&r);
+	fa_proc_run((char *[]){"compare", "--db", db, "--format", "json", "1", "1", NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, ", \"pass\": \"bwd\"}") &&
+			  strstr(r.out, ", \"pass\": \"fwd_bwd\"}"),
+		  "%s", r.out);
+	fa_proc_free(&r);
 }
 
 /* The run's summary gives each kernel's speed-up over the dense kernel of

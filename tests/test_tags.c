@@ -423,7 +423,7 @@ FA_TEST(tags, compare_shows_models)
 	FA_CHECKF(r.status == 0 &&
 			  strstr(r.out, ", \"tags\": [{\"name\": \"llama3-8b\", \"model\": true, "
 					"\"layers\": 32}, {\"name\": \"qwen3-4b\", \"model\": true, "
-					"\"layers\": 36}], \"depth\": 30}"),
+					"\"layers\": 36}], \"depth\": 30, \"pass\": \"fwd\"}"),
 		  "%s", r.out);
 	fa_proc_free(&r);
 	/* and CSV: the pass, the depth and the labels, appended */

@@ -1541,6 +1541,7 @@ static void write_json(FILE *f, const struct fa_compare *cmp)
 		}
 		if (r->depth > 0) /* the suite's depth, where it gave one */
 			fprintf(f, ", \"depth\": %d", (int)r->depth);
+		fprintf(f, ", \"pass\": \"%s\"", fa_pass_name(r->pass)); /* as the CSV's column */
 		fputs("}", f);
 	}
 	fputs(cmp->n_rows ? "\n  ]\n}\n" : "]\n}\n", f);

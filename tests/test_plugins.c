@@ -439,6 +439,33 @@ FA_TEST(plugins, refusals_name_the_reason)
 	fa_proc_free(&r);
 }
 
+/* Runs bad_k of tests/abi's libbad-VARIANT.so on tiny.yaml's cases of 16
+ * queries into a new database NAME in the test's folder, its path into db;
+ * returns the run's exit status (printed with its output unless 1, which
+ * a bad kernel's results give). */
+static int run_bad_k(const char *variant, const char *name, char *db, size_t size)
+{
+	char so[1100], plug[1200], *env[] = {plug, NULL};
+	struct fa_proc_result r;
+	int st;
+	snprintf(so, sizeof so, "%s/libbad-%s.so", abi_dir(), variant);
+	if (access(so, R_OK) != 0) {
+		fprintf(stderr, "no %s\n", so);
+		return -1;
+	}
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
+	snprintf(db, size, "%s/%s", fa_test_tmpdir(), name);
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	st = r.status;
+	if (st != 1)
+		fprintf(stderr, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	return st;
+}
+
 /* A param is named as --param K.NAME=V and the stored "NAME=V,..." read it
  * back: one named like a number or twice in a kernel is refused at load,
  * naming the plugin, kernel and param, and `run --kernels` of its kernel
@@ -474,16 +501,7 @@ FA_TEST(plugins, param_names_are_checked_and_stored_whole)
 	fa_proc_free(&r);
 	FA_CHECK(access(db, F_OK) != 0);
 
-	snprintf(so, sizeof so, "%s/libbad-kwide.so", abi_dir());
-	FA_REQUIRE(access(so, R_OK) == 0);
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
-	snprintf(db, sizeof db, "%s/kwide.db", fa_test_tmpdir());
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
-			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
-		    env, 120, &r);
-	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
-	fa_proc_free(&r);
+	FA_REQUIRE(run_bad_k("kwide", "kwide.db", db, sizeof db) == 1);
 	/* 16 items of 63 + 1 + 11 characters and 15 commas */
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE length(params) = 1215 AND "
 			   "params LIKE 'p00!_%=-2147483648,p01!_%' ESCAPE '!' AND params LIKE "
@@ -616,18 +634,8 @@ FA_TEST(plugins, dump_keeps_every_variant_of_a_sweep)
 
 FA_TEST(plugins, plugin_error_codes_in_words)
 {
-	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
-	struct fa_proc_result r;
-	snprintf(so, sizeof so, "%s/libbad-kerr.so", abi_dir());
-	FA_REQUIRE(access(so, R_OK) == 0);
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
-	snprintf(db, sizeof db, "%s/kerr.db", fa_test_tmpdir());
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
-			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
-		    env, 120, &r);
-	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
-	fa_proc_free(&r);
+	char db[1100];
+	FA_REQUIRE(run_bad_k("kerr", "kerr.db", db, sizeof db) == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
 			   "status = 'error' AND reason LIKE '%bad library status 1%'") == 2);
 }
@@ -639,16 +647,7 @@ FA_TEST(plugins, version_2_kernels_and_backward_forwards)
 {
 	char so[1100], plug[1200], db[1100], *env[] = {plug, NULL};
 	struct fa_proc_result r;
-	snprintf(so, sizeof so, "%s/libbad-kv2.so", abi_dir());
-	FA_REQUIRE(access(so, R_OK) == 0);
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", so);
-	snprintf(db, sizeof db, "%s/kv2.db", fa_test_tmpdir());
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
-			       "bad_k", "--where", "q_len == 16", "--db", db, "--quiet", NULL},
-		    env, 120, &r);
-	FA_CHECKF(r.status == 1, "run: status %d\n%s\n%s", r.status, r.out, r.err);
-	fa_proc_free(&r);
+	FA_REQUIRE(run_bad_k("kv2", "kv2.db", db, sizeof db) == 1);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel = 'bad_k' AND "
 			   "status = 'fail' AND reason LIKE '%unwritten%'") == 2);
 

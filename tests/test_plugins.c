@@ -107,6 +107,23 @@ static int stage_example(const char *dir, const char *name, const char *file)
 	return st == 0 ? 0 : -1;
 }
 
+/* Stages the minimal-cpu example in dir and builds it against the
+ * installed SDK; its plugin's path into so. Returns 0, or -1 after
+ * recording a failure. */
+static int build_minimal_cpu(const char *dir, char *so, size_t size)
+{
+	char inc[1100], src[1100], log[1100];
+	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
+		return -1;
+	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
+	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
+	snprintf(log, sizeof log, "%s/build.log", dir);
+	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
+	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
+	snprintf(so, size, "%s/libminimal-cpu.so", src);
+	return st == 0 ? 0 : -1;
+}
+
 FA_TEST(plugins, header_is_self_contained)
 {
 	/* plugin.h includes no harness header: only <...> system headers */
@@ -128,18 +145,11 @@ FA_TEST(plugins, header_is_self_contained)
 FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 {
 	const char *dir = fa_test_tmpdir();
-	char inc[1100], src[1100], so[1200], log[1100], db[1100], plug[2600], *env[2];
+	char so[1200], src[1100], db[1100], plug[2600], *env[2];
 	struct fa_proc_result r;
-	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
-		return;
-	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
-	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
-	snprintf(log, sizeof log, "%s/build.log", dir);
-	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
-	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
-	FA_REQUIRE(st == 0);
-	snprintf(so, sizeof so, "%s/libminimal-cpu.so", src);
+	FA_REQUIRE(build_minimal_cpu(dir, so, sizeof so) == 0);
 	FA_REQUIRE(access(so, R_OK) == 0);
+	snprintf(src, sizeof src, "%s/minimal-cpu", dir); /* the folder the plugin is in */
 
 	snprintf(db, sizeof db, "%s/ex.db", dir);
 	unlink(db);
@@ -226,17 +236,9 @@ FA_TEST(plugins, minimal_cpu_example_runs_beside_cpu_flash)
 FA_TEST(plugins, two_builds_of_a_kernel_plugin_under_ab)
 {
 	const char *dir = fa_test_tmpdir();
-	char inc[1100], src[1100], so[1200], old[1200], log[1100], db[1100], ab[2500], bad[1200];
+	char so[1200], old[1200], db[1100], ab[2500], bad[1200];
 	struct fa_proc_result r;
-	if (stage_example(dir, "minimal-cpu", "minimal_cpu.c") != 0)
-		return;
-	snprintf(inc, sizeof inc, "FABENCH_INCLUDE=%s/prefix/include", dir);
-	snprintf(src, sizeof src, "%s/minimal-cpu", dir);
-	snprintf(log, sizeof log, "%s/build.log", dir);
-	int st = run_tool(src, (char *[]){"make", "-s", inc, NULL}, log);
-	FA_CHECKF(st == 0, "example build: status %d, see %s", st, log);
-	FA_REQUIRE(st == 0);
-	snprintf(so, sizeof so, "%s/libminimal-cpu.so", src);
+	FA_REQUIRE(build_minimal_cpu(dir, so, sizeof so) == 0);
 	snprintf(old, sizeof old, "%s/libminimal-cpu-old.so", dir);
 	FA_REQUIRE(copy_file(so, old) == 0);
 	snprintf(db, sizeof db, "%s/ab.db", dir);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../harness/store/store.h"
 #include "fixture.h"
@@ -99,4 +100,36 @@ FA_TEST(compare, max_chars_keeps_the_slower_rows)
 	fa_proc_free(&fit);
 	fa_proc_free(&same);
 	fa_proc_free(&cut);
+}
+
+/* --only-changed leaves out the rows not timed on both sides (a skip on
+ * each side): no empty 'Correctness and coverage' heading is left above
+ * the summary, while the counts still give them. */
+FA_TEST(compare, only_changed_leaves_no_empty_heading)
+{
+	char db[1200];
+	struct fa_proc_result all, some;
+	snprintf(db, sizeof db, "%s/untimed.db", fa_test_tmpdir());
+	unlink(db);
+	for (int i = 0; i < 2; i++) {
+		struct fa_proc_result r;
+		/* the budget skips both kernels on the larger cases */
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+				       "cpu_flash,cpu_dense", "--mem-budget", "20K", "--db", db,
+				       "--label", i ? "b" : "a", "--quiet", NULL},
+			    NULL, 120, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	fa_proc_run((char *[]){"compare", "--db", db, "a", "b", NULL}, NULL, 60, &all);
+	fa_proc_run((char *[]){"compare", "--db", db, "--only-changed", "a", "b", NULL}, NULL, 60,
+		    &some);
+	FA_REQUIRE(all.status == 0 && some.status == 0);
+	FA_CHECKF(strstr(all.out, "## Correctness and coverage\n\n- not timed on both sides: "),
+		  "%s", all.out);
+	FA_CHECKF(!strstr(some.out, "## Correctness") &&
+			  strstr(some.out, " not timed on both sides\n"),
+		  "%s", some.out);
+	fa_proc_free(&all);
+	fa_proc_free(&some);
 }

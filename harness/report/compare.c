@@ -960,12 +960,12 @@ static void md_case_ref(FILE *f, const struct fa_cmp_row *row)
  * untimed ones counted per (kernel, statuses). */
 static enum fa_rc md_changes(FILE *f, const struct fa_compare *cmp, struct fa_err *err)
 {
-	int any = cmp->changes[FA_CMP_BROKEN] + cmp->changes[FA_CMP_FIXED] +
-		  cmp->changes[FA_CMP_FAILING] + cmp->changes[FA_CMP_ADDED] +
-		  cmp->changes[FA_CMP_REMOVED] + cmp->changes[FA_CMP_UNTIMED];
+	int any = 0; /* of the rows listed (--only-changed leaves untimed ones out) */
 	static const int order[] = {FA_CMP_BROKEN, FA_CMP_FIXED, FA_CMP_FAILING};
 	static const int grouped[] = {FA_CMP_ADDED, FA_CMP_REMOVED, FA_CMP_UNTIMED};
 	int *done;
+	for (int i = 0; i < cmp->n_rows && !any; i++)
+		any = cmp->rows[i].change != FA_CMP_TIMED;
 	if (!any)
 		return FA_OK;
 	if (!(done = calloc((size_t)cmp->n_rows + 1, sizeof *done)))

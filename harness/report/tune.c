@@ -6,7 +6,7 @@
  * case of S. A leaf takes the value of least cost (ties: the built-in value,
  * then the smallest). A node of depth d < depth may split S on one --by
  * expression x at a threshold t taken from the values of x in S (x >= t goes
- * right); the search tries every expression and threshold, recursively, and
+ * right; an undefined x, NaN, goes left, as the rule's comparison is false); the search tries every expression and threshold, recursively, and
  * keeps the tree of least total cost. A split must gain at least
  * ln(1 + min_effect) (one case's worth of the smallest change compare
  * reports), so the noise of a few cases cannot buy one. Between trees of
@@ -716,12 +716,18 @@ static struct node *grow(struct fit *ft, const int *set, int n, int depth)
 		goto out;
 	}
 	for (int f = 0; f < t->n_by && !ft->oom; f++) {
+		/* the thresholds: the finite values of x above its least, and its
+		 * least too when some x is NaN (undefined: x >= t is false, so
+		 * such a case goes left of every threshold). NaN stays out of the
+		 * sort, which it would scramble (it compares equal to everything). */
+		int nx = 0;
 		for (int i = 0; i < n; i++)
-			xs[i] = t->cases[set[i]].x[f];
-		qsort(xs, (size_t)n, sizeof *xs, cmp_double);
-		for (int j = 1; j < n && !ft->oom; j++) {
-			if (!(xs[j] > xs[j - 1]) || !isfinite(xs[j]))
-				continue; /* the same threshold again, or NaN */
+			if (!isnan(t->cases[set[i]].x[f]))
+				xs[nx++] = t->cases[set[i]].x[f];
+		qsort(xs, (size_t)nx, sizeof *xs, cmp_double);
+		for (int j = nx < n ? 0 : 1; j < nx && !ft->oom; j++) {
+			if ((j > 0 && !(xs[j] > xs[j - 1])) || !isfinite(xs[j]))
+				continue; /* the same threshold again, or infinite */
 			double thr = xs[j];
 			int nl = 0, nr = 0;
 			for (int i = 0; i < n; i++) {

@@ -1135,3 +1135,85 @@ FA_TEST(tune, fit_matches_brute_force)
 	       "tree times every case\n",
 	       checked, split, infinite);
 }
+
+/* The C header compiles under the project's warnings as an error, for an
+ * awkward kernel and param name and several --by expressions, and its
+ * choose() gives every case of the run the value the printed rule gives it,
+ * a case whose --by value is undefined (NaN: kv_len / (batch - 1) at batch 1)
+ * included: the rule's x >= t is false for it. */
+FA_TEST(tune, header_compiles_and_agrees)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	char dir[512], hpath[600], cpath[600], bin[600], cmd[4096];
+	if (system("cc --version >/dev/null 2>&1") != 0) {
+		fa_test_skip("no cc: the header is not compiled");
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s", fa_test_tmpdir());
+	snprintf(hpath, sizeof hpath, "%s/awk.h", dir);
+	snprintf(cpath, sizeof cpath, "%s/awk.c", dir);
+	snprintf(bin, sizeof bin, "%s/awk", dir);
+	planted_opts(&o);
+	o.by = "kv_len / (batch - 1), kv_len";
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_REQUIRE(t.fitted >= 0 && t.n_by == 2);
+	const struct fa_tune_rule *fit = &t.rules[t.fitted];
+	FA_CHECKF(strcmp(fit->text, "kv_len >= 16k ? 16 : ((kv_len / (batch - 1)) >= 146 ? 1 : 4)") == 0,
+		  "fitted '%s'", fit->text);
+	char *kernel = t.kernel, *param = t.param, k2[] = "9k.tune-x", p2[] = "sp lits";
+	t.kernel = k2;
+	t.param = p2;
+	char *h = text_of(&t, 0, 1);
+	t.kernel = kernel;
+	t.param = param;
+	FA_REQUIRE(h && fa_test_write_file(hpath, h) == 0);
+	FILE *f = fopen(cpath, "w");
+	FA_REQUIRE(f);
+	fprintf(f, "#include <math.h>\n#include <stdio.h>\n#include \"awk.h\"\n\n"
+		   "int main(void)\n{\n\tstatic const double x[][2] = {\n");
+	for (int i = 0; i < t.n_cases; i++) {
+		fputs("\t\t{", f);
+		for (int k = 0; k < 2; k++) {
+			double x = t.cases[i].x[k];
+			if (isnan(x))
+				fprintf(f, "%sNAN", k ? ", " : "");
+			else
+				fprintf(f, "%s%.17g", k ? ", " : "", x);
+		}
+		fputs("},\n", f);
+	}
+	/* an infinite x lies above every threshold, as in the rule: 1 */
+	fputs("\t\t{HUGE_VAL, 1024},\n", f);
+	fprintf(f, "\t};\n\tfor (unsigned i = 0; i < sizeof x / sizeof x[0]; i++)\n"
+		   "\t\tprintf(\"%%d\\n\", fa_9k_tune_x_sp_lits_choose(x[i]));\n\treturn 0;\n}\n");
+	fclose(f);
+	snprintf(cmd, sizeof cmd,
+		 "cc -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes "
+		 "-Wmissing-prototypes -Wvla -o '%s' '%s' -lm > '%s/cc.txt' 2>&1 && '%s' > '%s/out.txt'",
+		 bin, cpath, dir, bin, dir);
+	int st = system(cmd);
+	snprintf(cmd, sizeof cmd, "%s/cc.txt", dir);
+	char *cc_out = fa_test_read_file(cmd, NULL);
+	FA_CHECKF(st == 0, "the header does not compile or run: %s\n%s", cc_out ? cc_out : "", h);
+	free(cc_out);
+	snprintf(cmd, sizeof cmd, "%s/out.txt", dir);
+	char *out = fa_test_read_file(cmd, NULL), *p = out;
+	int nan_cases = 0;
+	for (int i = 0; i < t.n_cases && p; i++) {
+		long v = strtol(p, &p, 10);
+		FA_CHECKF(v == (long)fit->choice_value[i],
+			  "case %d (x %g, %g): the header chooses %ld, the rule '%s' %g", i,
+			  t.cases[i].x[0], t.cases[i].x[1], v, fit->text, fit->choice_value[i]);
+		nan_cases += isnan(t.cases[i].x[0]);
+	}
+	long inf_value = p ? strtol(p, &p, 10) : -1;
+	FA_CHECKF(inf_value == 1, "x {HUGE_VAL, 1024}: the header chooses %ld, the rule 1",
+		  inf_value);
+	FA_CHECK(out && nan_cases == 3);
+	free(out);
+	free(h);
+	fa_tune_free(&t);
+}

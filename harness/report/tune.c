@@ -1846,7 +1846,9 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	}
 	fputs("};\n\n", f);
 	fputs("/* one row per leaf of the rule: a case takes the value of the row with\n"
-	      " * lo[i] <= x[i] < hi[i] for every i; the rows do not overlap and cover all x */\n",
+	      " * lo[i] <= x[i] < hi[i] for every i (x[i] <= hi[i] where hi[i] is HUGE_VAL);\n"
+	      " * the rows do not overlap and cover all x. A NaN x[i] (an undefined\n"
+	      " * expression) counts as -HUGE_VAL: the rule's x >= t is false for it */\n",
 	      f);
 	fprintf(f, "static const struct {\n\tdouble lo[%s_N_BY], hi[%s_N_BY];\n\tint value;\n} %s_table[%d] = {\n",
 		up, up, id, t->n_leaves);
@@ -1869,9 +1871,13 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	fprintf(f, "static inline int %s_choose(const double x[%s_N_BY])\n{\n", id, up);
 	fprintf(f, "\tfor (unsigned r = 0; r < sizeof %s_table / sizeof %s_table[0]; r++) {\n", id, id);
 	fputs("\t\tint in = 1;\n", f);
-	fprintf(f, "\t\tfor (int i = 0; i < %s_N_BY; i++)\n", up);
-	fprintf(f, "\t\t\tin = in && %s_table[r].lo[i] <= x[i] && x[i] < %s_table[r].hi[i];\n", id, id);
+	fprintf(f, "\t\tfor (int i = 0; i < %s_N_BY; i++) {\n", up);
+	fputs("\t\t\tdouble xi = isnan(x[i]) ? -HUGE_VAL : x[i];\n", f);
+	fprintf(f, "\t\t\tin = in && %s_table[r].lo[i] <= xi &&\n"
+		   "\t\t\t     (xi < %s_table[r].hi[i] || %s_table[r].hi[i] == HUGE_VAL);\n\t\t}\n",
+		id, id, id);
 	fprintf(f, "\t\tif (in)\n\t\t\treturn %s_table[r].value;\n\t}\n", id);
-	fprintf(f, "\treturn %s_table[0].value; /* NaN in x */\n}\n\n#endif /* %s_TUNE_H */\n", id, up);
+	fprintf(f, "\treturn %s_table[0].value; /* not reached: the rows cover every x */\n}\n\n"
+		   "#endif /* %s_TUNE_H */\n", id, up);
 	return FA_OK;
 }

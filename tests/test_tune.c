@@ -1137,10 +1137,11 @@ FA_TEST(tune, fit_matches_brute_force)
 }
 
 /* The C header compiles under the project's warnings as an error, for an
- * awkward kernel and param name and several --by expressions, and its
- * choose() gives every case of the run the value the printed rule gives it,
- * a case whose --by value is undefined (NaN: kv_len / (batch - 1) at batch 1)
- * included: the rule's x >= t is false for it. */
+ * awkward kernel and param name (a comment's opening in one) and several
+ * --by expressions, and its choose() gives every case of the run the value
+ * the printed rule gives it, a case whose --by value is undefined (NaN:
+ * kv_len / (batch - 1) at batch 1) included: the rule's x >= t is false for
+ * it. */
 FA_TEST(tune, header_compiles_and_agrees)
 {
 	const char *db = planted_db();
@@ -1163,7 +1164,7 @@ FA_TEST(tune, header_compiles_and_agrees)
 	const struct fa_tune_rule *fit = &t.rules[t.fitted];
 	FA_CHECKF(strcmp(fit->text, "kv_len >= 16k ? 16 : ((kv_len / (batch - 1)) >= 146 ? 1 : 4)") == 0,
 		  "fitted '%s'", fit->text);
-	char *kernel = t.kernel, *param = t.param, k2[] = "9k.tune-x", p2[] = "sp lits";
+	char *kernel = t.kernel, *param = t.param, k2[] = "9k.tune-x/*", p2[] = "sp lits";
 	t.kernel = k2;
 	t.param = p2;
 	char *h = text_of(&t, 0, 1);
@@ -1188,7 +1189,7 @@ FA_TEST(tune, header_compiles_and_agrees)
 	/* an infinite x lies above every threshold, as in the rule: 1 */
 	fputs("\t\t{HUGE_VAL, 1024},\n", f);
 	fprintf(f, "\t};\n\tfor (unsigned i = 0; i < sizeof x / sizeof x[0]; i++)\n"
-		   "\t\tprintf(\"%%d\\n\", fa_9k_tune_x_sp_lits_choose(x[i]));\n\treturn 0;\n}\n");
+		   "\t\tprintf(\"%%d\\n\", fa_9k_tune_x___sp_lits_choose(x[i]));\n\treturn 0;\n}\n");
 	fclose(f);
 	snprintf(cmd, sizeof cmd,
 		 "cc -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes "

@@ -1716,15 +1716,16 @@ static void c_ident(const char *name, int upper, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-/* s inside a C comment: printable ASCII only, and never the end of one. */
+/* s inside a C comment: printable ASCII only, never the end of one, and
+ * never "/" "*", which -Wcomment (in -Wall) reports inside one. */
 static void c_comment_text(FILE *f, const char *s)
 {
 	for (const char *p = s; *p; p++) {
 		unsigned char ch = (unsigned char)*p;
 		if (ch < 0x20 || ch > 0x7e)
 			fputc('?', f);
-		else if (ch == '*' && p[1] == '/')
-			fputs("* ", f);
+		else if ((ch == '*' && p[1] == '/') || (ch == '/' && p[1] == '*'))
+			fprintf(f, "%c ", ch);
 		else
 			fputc(ch, f);
 	}

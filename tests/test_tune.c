@@ -679,6 +679,19 @@ FA_TEST(tune, heatmap_marks)
 	char *img = fa_test_read_file(svg, &n);
 	FA_CHECK(img && strstr(img, "<svg") && strstr(img, "16k ? 16 : (batch "));
 	free(img);
+	/* a rule wider than the cells: gnuplot leaves out a key that does not
+	 * fit, so the plot widens to keep the rule's name on it */
+	char *long_rule[] = {"tune", "--run", "1", "--db", (char *)db, "--auto", "4", "--rule",
+			     "batch * 0 + kv_len * 0 + q_len * 0 + heads * 0 + kv_heads * 0 + "
+			     "head_dim * 0 + head_dim_v * 0 + 4",
+			     "--heatmap", svg, NULL};
+	FA_CHECK(run_tune(long_rule, &r) == 0);
+	fa_proc_free(&r);
+	img = fa_test_read_file(svg, &n);
+	FA_CHECKF(img && strstr(img, "R1: batch * 0 + kv_len * 0 + q_len * 0 + heads * 0 + kv_heads "
+				     "* 0 + head_dim * 0 + head_dim_v * 0 + 4"),
+		  "the key naming the rule is not in the SVG");
+	free(img);
 }
 
 /* run --ab-params: one build, two sets of params, samples taken in turn;

@@ -1133,6 +1133,25 @@ FA_TEST(tune, fit_matches_brute_force)
 				  (unsigned long long)seed, trial, i, in_boxes, value, fit->text,
 				  fit->choice_value[i]);
 		}
+		/* one leaf: the value of least cost, the built-in value on a tie,
+		 * else the smallest */
+		if (t.n_leaves == 1 && isfinite(min_cost)) {
+			double c[4] = {0, 0, 0, 0}, least = INFINITY;
+			int want = -1;
+			for (int v = 0; v < rt.n_values; v++) {
+				for (int k = 0; k < n; k++)
+					c[v] += b.lr[set[k]][v];
+				least = fmin(least, c[v]);
+			}
+			for (int v = 0; v < rt.n_values; v++)
+				if (c[v] == least &&
+				    (want < 0 || (o.has_auto && rt.values[v] == o.auto_value)))
+					want = v;
+			FA_CHECKF(t.values[t.leaves[0].value] == rt.values[want],
+				  "seed %llu trial %d: one leaf of %d, expected %d (auto %d)",
+				  (unsigned long long)seed, trial, t.values[t.leaves[0].value],
+				  rt.values[want], o.has_auto ? o.auto_value : -1);
+		}
 		/* a single case, or one --by that is constant: no split */
 		int varies = 0;
 		for (int i = 1; i < rt.n; i++)

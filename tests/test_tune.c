@@ -812,6 +812,7 @@ struct rnd_table {
 	int batch[8], q_len[8], kv_len[8];
 	double med[8][4]; /* NaN: failed (status 1) or skipped (status 2) */
 	int status[8][4];
+	int pass[8];      /* enum fa_pass; 0: fwd */
 };
 
 static uint64_t rnd_next(uint64_t *s)
@@ -883,6 +884,7 @@ static int rnd_table_plant(const struct rnd_table *rt, const char *path)
 					  .head_dim = 64, .head_dim_v = 64, .scale = 0.125f};
 		c.p.total_q = c.p.batch * c.p.q_len;
 		c.p.total_k = c.p.batch * c.p.kv_len;
+		c.pass = rt->pass[i];
 		snprintf(key, sizeof key, "case%d", i);
 		c.key = key;
 		memset(r, 0, sizeof r);
@@ -1248,5 +1250,47 @@ FA_TEST(tune, header_compiles_and_agrees)
 	FA_CHECK(out && nan_cases == 3);
 	free(out);
 	free(h);
+	fa_tune_free(&t);
+}
+
+/* A stored case is read whole for --where, --rule and --by: the pass too
+ * (a backward kernel's sweep), as the heatmap reads it. */
+FA_TEST(tune, expressions_read_the_pass)
+{
+	struct rnd_table rt;
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	char path[1024];
+	memset(&rt, 0, sizeof rt);
+	rt.n = 4;
+	rt.n_values = 2;
+	rt.values[0] = 1;
+	rt.values[1] = 4;
+	for (int i = 0; i < 4; i++) {
+		rt.batch[i] = 1;
+		rt.q_len[i] = 64;
+		rt.kv_len[i] = i % 2 ? 4096 : 1024;
+		rt.pass[i] = i < 2 ? FA_PASS_FWD : FA_PASS_BWD;
+		rt.med[i][0] = i < 2 ? 1.0 : 2.0; /* 1 on the forward, 4 on the backward */
+		rt.med[i][1] = i < 2 ? 2.0 : 1.0;
+	}
+	snprintf(path, sizeof path, "%s/pass.db", fa_test_tmpdir());
+	FA_REQUIRE(rnd_table_plant(&rt, path) == 0);
+	fa_tune_opts_init(&o);
+	o.kernel = "k_rnd";
+	o.where = "pass == 'bwd'";
+	o.rules[o.n_rules++] = "pass == 'bwd' ? 4 : 1";
+	o.by = "kv_len, pass == 'fwd' ? 0 : 1";
+	FA_REQUIRE(build(path, &o, &t, &err) == FA_OK || (fprintf(stderr, "%s\n", err.msg), 0));
+	FA_CHECK(t.n_cases == 2 && t.cases[0].idx == 2 && t.cases[1].idx == 3);
+	FA_CHECK(t.rules[0].n_used == 2 && t.rules[0].geomean_loss == 0);
+	fa_tune_free(&t);
+	o.where = NULL;
+	FA_REQUIRE(build(path, &o, &t, &err) == FA_OK);
+	FA_CHECK(t.n_cases == 4 && t.rules[0].geomean_loss == 0);
+	FA_REQUIRE(t.fitted >= 0);
+	FA_CHECKF(strcmp(t.rules[t.fitted].text, "(pass == 'fwd' ? 0 : 1) >= 1 ? 4 : 1") == 0,
+		  "fitted '%s'", t.rules[t.fitted].text);
 	fa_tune_free(&t);
 }

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/arena.h"
+#include "../store/reader.h"
 #include "../suite/expr.h"
 #include "compare.h"
 #include "report.h"
@@ -52,11 +54,6 @@ static char *col_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 	return strdup(t ? (const char *)t : "");
-}
-
-static int name_or(int v, int fallback)
-{
-	return v < 0 ? fallback : v;
 }
 
 /* ---- params "a=1,b=2" ---------------------------------------------------------- */
@@ -326,64 +323,52 @@ static enum fa_rc load_samples(struct fa_store *s, int64_t result_id, double **o
 }
 
 /* Reads the cases of the run that have a result of the kernel (rows sorted
- * by idx) and applies --where. */
+ * by idx) and applies --where. The case as expressions see it (problem,
+ * input, scale, depth, pass) comes from the reader, as the heatmap's does, so
+ * --where, --rule and --by read every name the suite language has; the key
+ * and the labels from here. */
 static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct row *rows,
 			     int n_rows, const struct fa_expr *where, struct fa_err *err)
 {
 	sqlite3_stmt *st = NULL;
+	struct fa_arena arena = {0};
+	struct fa_reader_case *rcs = NULL;
 	enum fa_rc rc = FA_OK;
-	int src, distinct = 0;
+	int distinct = 0, n_rcs = 0, j = 0;
 	for (int i = 0; i < n_rows; i++)
 		if (i == 0 || rows[i].idx != rows[i - 1].idx)
 			distinct++;
 	t->cases = calloc((size_t)distinct + 1, sizeof *t->cases);
 	if (!t->cases)
 		return nomem(err);
+	if ((rc = fa_reader_cases(s, t->run_id, &arena, &rcs, &n_rcs, err)) != FA_OK)
+		return rc;
 	if (sqlite3_prepare_v2(fa_store_db(s),
-			       "SELECT idx, key, batch, heads, kv_heads, q_len, kv_len, head_dim,"
-			       " head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
-			       " total_q, total_k, scale, scale_set,"
-			       " (SELECT depth FROM case_depth d WHERE d.case_id = cases.id), id"
-			       " FROM cases WHERE run_id = ? AND idx = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+			       "SELECT key, id FROM cases WHERE run_id = ? AND idx = ?", -1, &st,
+			       NULL) != SQLITE_OK) {
+		fa_arena_free(&arena);
 		return db_fail(s, err);
+	}
 	for (int i = 0; i < n_rows && rc == FA_OK; i++) {
 		if (i > 0 && rows[i].idx == rows[i - 1].idx)
 			continue;
+		/* both in idx order */
+		while (j < n_rcs && rcs[j].idx < rows[i].idx)
+			j++;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, t->run_id);
 		sqlite3_bind_int64(st, 2, rows[i].idx);
-		if ((src = sqlite3_step(st)) != SQLITE_ROW) {
+		if (j == n_rcs || rcs[j].idx != rows[i].idx || sqlite3_step(st) != SQLITE_ROW) {
 			rc = db_fail(s, err);
 			break;
 		}
 		struct fa_tune_case *tc = &t->cases[t->n_cases];
-		struct fa_problem *p = &tc->c.p;
-		tc->idx = sqlite3_column_int64(st, 0);
-		tc->c.index = (int32_t)tc->idx;
-		if (!(tc->key = col_text(st, 1))) {
+		tc->idx = rows[i].idx;
+		tc->c = rcs[j].c;
+		if (!(tc->key = col_text(st, 0))) {
 			rc = nomem(err);
 			break;
 		}
-		p->batch = sqlite3_column_int(st, 2);
-		p->heads = sqlite3_column_int(st, 3);
-		p->kv_heads = sqlite3_column_int(st, 4);
-		p->q_len = sqlite3_column_int(st, 5);
-		p->kv_len = sqlite3_column_int(st, 6);
-		p->head_dim = sqlite3_column_int(st, 7);
-		p->head_dim_v = sqlite3_column_int(st, 8);
-		p->dtype = name_or(fa_dtype_parse((const char *)sqlite3_column_text(st, 9)), 0);
-		p->mask = name_or(fa_mask_parse((const char *)sqlite3_column_text(st, 10)), 0);
-		p->prefix_len = sqlite3_column_int(st, 11);
-		p->window = sqlite3_column_int(st, 12);
-		p->layout = name_or(fa_layout_parse((const char *)sqlite3_column_text(st, 13)), 0);
-		tc->c.dist = name_or(fa_dist_parse((const char *)sqlite3_column_text(st, 14)), 0);
-		p->varlen = sqlite3_column_int(st, 15);
-		p->total_q = sqlite3_column_int(st, 16);
-		p->total_k = sqlite3_column_int(st, 17);
-		p->scale = (float)sqlite3_column_double(st, 18);
-		tc->c.scale_set = sqlite3_column_int(st, 19);
-		tc->c.depth = sqlite3_column_int(st, 20); /* NULL: not given, 0 */
 		if (where && !fa_expr_eval(where, &tc->c)) {
 			free(tc->key);
 			memset(tc, 0, sizeof *tc);
@@ -394,7 +379,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 			struct fa_case_tag *tags = NULL;
 			int32_t nt = 0;
 			size_t len = 1;
-			int64_t case_id = sqlite3_column_int64(st, 21);
+			int64_t case_id = sqlite3_column_int64(st, 1);
 			if ((rc = fa_store_case_tags(s, case_id, &tags, &nt, err)) != FA_OK)
 				break;
 			for (int32_t k = 0; k < nt; k++)
@@ -416,6 +401,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 		t->n_cases++;
 	}
 	sqlite3_finalize(st);
+	fa_arena_free(&arena);
 	return rc;
 }
 

@@ -679,6 +679,19 @@ FA_TEST(tune, heatmap_marks)
 	char *img = fa_test_read_file(svg, &n);
 	FA_CHECK(img && strstr(img, "<svg") && strstr(img, "16k ? 16 : (batch "));
 	free(img);
+	/* a rule wider than the cells: gnuplot leaves out a key that does not
+	 * fit, so the plot widens to keep the rule's name on it */
+	char *long_rule[] = {"tune", "--run", "1", "--db", (char *)db, "--auto", "4", "--rule",
+			     "batch * 0 + kv_len * 0 + q_len * 0 + heads * 0 + kv_heads * 0 + "
+			     "head_dim * 0 + head_dim_v * 0 + 4",
+			     "--heatmap", svg, NULL};
+	FA_CHECK(run_tune(long_rule, &r) == 0);
+	fa_proc_free(&r);
+	img = fa_test_read_file(svg, &n);
+	FA_CHECKF(img && strstr(img, "R1: batch * 0 + kv_len * 0 + q_len * 0 + heads * 0 + kv_heads "
+				     "* 0 + head_dim * 0 + head_dim_v * 0 + 4"),
+		  "the key naming the rule is not in the SVG");
+	free(img);
 }
 
 /* run --ab-params: one build, two sets of params, samples taken in turn;
@@ -788,3 +801,496 @@ FA_TEST(tune, by_without_variation_is_noted)
 	fa_tune_free(&t);
 }
 
+
+/* ---- the fit against brute force ---------------------------------------------------------- */
+
+/* A random tune table: n cases (batch, q_len, kv_len drawn from small sets,
+ * so some repeat and a --by may be constant), n_values values of splits with
+ * medians from a small set (exact ties), some failed or skipped. */
+struct rnd_table {
+	int n, n_values, values[4];
+	int batch[8], q_len[8], kv_len[8];
+	double med[8][4]; /* NaN: failed (status 1) or skipped (status 2) */
+	int status[8][4];
+	int pass[8];      /* enum fa_pass; 0: fwd */
+};
+
+static uint64_t rnd_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int rnd_below(uint64_t *s, int n)
+{
+	return (int)(rnd_next(s) % (uint64_t)n);
+}
+
+static void rnd_table_draw(struct rnd_table *rt, uint64_t *s, int max_cases)
+{
+	static const int batches[] = {1, 2, 3, 8}, qs[] = {1, 16, 64}, kvs[] = {64, 1024, 4096};
+	static const double meds[] = {1.0, 1.0, 1.05, 1.2, 1.5, 2.0, 3.0};
+	memset(rt, 0, sizeof *rt);
+	rt->n = 1 + rnd_below(s, max_cases);
+	rt->n_values = 2 + rnd_below(s, 3);
+	for (int v = 0; v < rt->n_values; v++)
+		rt->values[v] = 1 << (2 * v); /* 1, 4, 16, 64 */
+	int constant_batch = rnd_below(s, 4) == 0;
+	for (int i = 0; i < rt->n; i++) {
+		rt->batch[i] = constant_batch ? 2 : batches[rnd_below(s, 4)];
+		rt->q_len[i] = qs[rnd_below(s, 3)];
+		rt->kv_len[i] = kvs[rnd_below(s, 3)];
+		for (int v = 0; v < rt->n_values; v++) {
+			int r = rnd_below(s, 20);
+			rt->status[i][v] = r == 0 ? 1 : r == 1 ? 2 : 0;
+			rt->med[i][v] = rt->status[i][v] ? NAN : meds[rnd_below(s, 7)];
+		}
+	}
+}
+
+#define RND_SAMPLES 5
+
+/* The table as run 1 of a database at path, kernel k_rnd, param splits. */
+static int rnd_table_plant(const struct rnd_table *rt, const char *path)
+{
+	struct fa_store *s = NULL;
+	struct fa_run_info ri;
+	struct fa_err err;
+	int64_t run_id;
+	unlink(path);
+	fa_err_clear(&err);
+	if (fa_store_open(path, 1, &s, &err) != FA_OK)
+		return -1;
+	memset(&ri, 0, sizeof ri);
+	ri.started_at = "2026-11-26T10:00:00Z";
+	ri.backend = "cpu";
+	ri.device_name = "random";
+	ri.suite_name = "rnd";
+	ri.label = "rnd";
+	ri.seed = 1;
+	if (fa_store_run_begin(s, &ri, &run_id, &err) != FA_OK)
+		goto fail;
+	for (int i = 0; i < rt->n; i++) {
+		struct fa_case c;
+		struct fa_result r[4];
+		char key[96], params[4][32];
+		double samples[4][RND_SAMPLES];
+		memset(&c, 0, sizeof c);
+		c.index = i;
+		c.p = (struct fa_problem){.batch = rt->batch[i], .heads = 8, .kv_heads = 8,
+					  .q_len = rt->q_len[i], .kv_len = rt->kv_len[i],
+					  .head_dim = 64, .head_dim_v = 64, .scale = 0.125f};
+		c.p.total_q = c.p.batch * c.p.q_len;
+		c.p.total_k = c.p.batch * c.p.kv_len;
+		c.pass = rt->pass[i];
+		snprintf(key, sizeof key, "case%d", i);
+		c.key = key;
+		memset(r, 0, sizeof r);
+		for (int v = 0; v < rt->n_values; v++) {
+			struct fa_result *x = &r[v];
+			snprintf(params[v], sizeof params[v], "splits=%d", rt->values[v]);
+			x->kernel = "k_rnd";
+			x->backend = "cpu";
+			x->params = params[v];
+			x->tel = (struct fa_telemetry){NAN, NAN, NAN, NAN, -1};
+			x->st.worst_index = -1;
+			if (rt->status[i][v]) {
+				x->status = rt->status[i][v] == 1 ? FA_STATUS_FAIL : FA_STATUS_SKIP;
+				snprintf(x->reason, sizeof x->reason, "planted");
+				continue;
+			}
+			for (int j = 0; j < RND_SAMPLES; j++) /* the median is med exactly */
+				samples[v][j] = rt->med[i][v] * (1 + 0.001 * (j - RND_SAMPLES / 2));
+			x->status = FA_STATUS_PASS;
+			x->t.n = RND_SAMPLES;
+			x->t.median_ms = rt->med[i][v];
+			x->samples = samples[v];
+		}
+		if (fa_store_case_commit(s, run_id, &c, r, rt->n_values, NULL, &err) != FA_OK)
+			goto fail;
+	}
+	if (fa_store_run_end(s, run_id, "complete", &err) != FA_OK)
+		goto fail;
+	fa_store_close(s);
+	return 0;
+fail:
+	fprintf(stderr, "plant: %s\n", err.msg);
+	fa_store_close(s);
+	return -1;
+}
+
+/* The brute force: every tree of depth <= depth over the cases set[0..n),
+ * each split `x >= t` with t a finite value of x in the set (a NaN x fails
+ * every x >= t, as the rule's comparison does), kept only when every split
+ * gains more than gain over a leaf at its node. Appends each kept tree's
+ * (cost, leaves) to out (cap entries at most; returns the count, -1 past
+ * cap). */
+struct bf_tree {
+	double cost;
+	int leaves;
+};
+
+struct bf_ctx {
+	int n_values, n_by;
+	double lr[8][4];  /* ln(median / best), INFINITY untimed */
+	double x[8][3];   /* the --by values */
+	double gain;
+};
+
+static double bf_leaf(const struct bf_ctx *b, const int *set, int n)
+{
+	double best = INFINITY;
+	for (int v = 0; v < b->n_values; v++) {
+		double c = 0;
+		for (int i = 0; i < n; i++)
+			c += b->lr[set[i]][v];
+		if (c < best)
+			best = c;
+	}
+	return best;
+}
+
+static int bf_trees(const struct bf_ctx *b, const int *set, int n, int depth, struct bf_tree *out,
+		    int cap)
+{
+	double leaf = bf_leaf(b, set, n);
+	int count = 0;
+	if (cap < 1)
+		return -1;
+	out[count++] = (struct bf_tree){leaf, 1};
+	if (depth == 0)
+		return count;
+	for (int f = 0; f < b->n_by; f++) {
+		for (int k = 0; k < n; k++) {
+			double thr = b->x[set[k]][f];
+			int dup = !isfinite(thr);
+			for (int j = 0; j < k && !dup; j++)
+				dup = b->x[set[j]][f] == thr;
+			if (dup)
+				continue;
+			int l[8], r[8], nl = 0, nr = 0;
+			for (int i = 0; i < n; i++) {
+				if (b->x[set[i]][f] >= thr)
+					r[nr++] = set[i];
+				else
+					l[nl++] = set[i];
+			}
+			if (!nl || !nr)
+				continue;
+			struct bf_tree *lt = malloc(4096 * sizeof *lt), *rt = malloc(4096 * sizeof *rt);
+			int cl = lt ? bf_trees(b, l, nl, depth - 1, lt, 4096) : -1;
+			int cr = rt ? bf_trees(b, r, nr, depth - 1, rt, 4096) : -1;
+			for (int a = 0; cl >= 0 && cr >= 0 && a < cl && count >= 0; a++)
+				for (int c = 0; c < cr && count >= 0; c++) {
+					double cost = lt[a].cost + rt[c].cost;
+					if (!(cost < leaf - b->gain))
+						continue;
+					if (count == cap)
+						count = -1;
+					else
+						out[count++] = (struct bf_tree){cost, lt[a].leaves + rt[c].leaves};
+				}
+			if (cl < 0 || cr < 0)
+				count = -1;
+			free(lt);
+			free(rt);
+			if (count < 0)
+				return -1;
+		}
+	}
+	return count;
+}
+
+/* The --by expressions the test draws from, and their values for case i
+ * of rt: kv_len / (batch - 1) is undefined (NaN) at batch 1, an integer
+ * division by zero. */
+static const char *const rnd_by_text[4] = {"batch", "kv_len", "kv_len / (batch - 1)", "q_len"};
+
+static double rnd_by(const struct rnd_table *rt, int i, int f)
+{
+	switch (f) {
+	case 0: return rt->batch[i];
+	case 1: return rt->kv_len[i];
+	case 2: return rt->batch[i] == 1 ? NAN : (double)(rt->kv_len[i] / (rt->batch[i] - 1));
+	default: return rt->q_len[i];
+	}
+}
+
+/* The fitted rule on random tables: its summed log regret is the least of
+ * every tree the brute force finds in the same rule space, with as few
+ * leaves as the fewest of those, and the cases get the value its boxes (the
+ * header's table) give them. */
+FA_TEST(tune, fit_matches_brute_force)
+{
+	uint64_t seed = fa_test_seed(), s = seed | 1;
+	char path[1024];
+	int checked = 0, split = 0, infinite = 0;
+	struct bf_tree *all = malloc(200000 * sizeof *all);
+	FA_REQUIRE(all);
+	snprintf(path, sizeof path, "%s/rnd.db", fa_test_tmpdir());
+	for (int trial = 0; trial < 150; trial++) {
+		struct rnd_table rt;
+		struct fa_tune_opts o;
+		struct fa_tune t;
+		struct fa_err err;
+		int depth = 1 + rnd_below(&s, 3);
+		rnd_table_draw(&rt, &s, depth == 3 ? 4 : 6);
+		FA_REQUIRE(rnd_table_plant(&rt, path) == 0);
+		fa_tune_opts_init(&o);
+		o.kernel = "k_rnd";
+		o.depth = depth;
+		o.has_auto = rnd_below(&s, 2);
+		o.auto_value = rt.values[rnd_below(&s, rt.n_values)];
+		/* 1 to 3 distinct --by expressions in a random order */
+		int n_by = 1 + rnd_below(&s, 3), feat[4] = {0, 1, 2, 3};
+		char by[128] = "";
+		for (int f = 0; f < n_by; f++) {
+			int k = f + rnd_below(&s, 4 - f), tmp = feat[f];
+			feat[f] = feat[k];
+			feat[k] = tmp;
+			snprintf(by + strlen(by), sizeof by - strlen(by), "%s%s", f ? ", " : "",
+				 rnd_by_text[feat[f]]);
+		}
+		o.by = by;
+		enum fa_rc rc = build(path, &o, &t, &err);
+		FA_REQUIRE(rc == FA_OK || (fprintf(stderr, "trial %d: %s\n", trial, err.msg), 0));
+		FA_REQUIRE(t.fitted >= 0 && t.n_by == n_by);
+		const struct fa_tune_rule *fit = &t.rules[t.fitted];
+
+		/* the brute force, on the medians of the table */
+		struct bf_ctx b;
+		int set[8], n = 0;
+		memset(&b, 0, sizeof b);
+		b.n_values = rt.n_values;
+		b.n_by = n_by;
+		b.gain = log1p(t.min_effect);
+		for (int i = 0; i < rt.n; i++) {
+			double best = INFINITY;
+			for (int v = 0; v < rt.n_values; v++)
+				if (rt.med[i][v] < best)
+					best = rt.med[i][v];
+			if (!isfinite(best))
+				continue; /* nothing timed: no regret */
+			for (int v = 0; v < rt.n_values; v++)
+				b.lr[i][v] = isnan(rt.med[i][v]) ? INFINITY : log(rt.med[i][v] / best);
+			for (int f = 0; f < n_by; f++)
+				b.x[i][f] = rnd_by(&rt, i, feat[f]);
+			set[n++] = i;
+		}
+		int count = bf_trees(&b, set, n, depth, all, 200000);
+		FA_REQUIRE(count > 0);
+		double min_cost = INFINITY;
+		for (int k = 0; k < count; k++)
+			if (all[k].cost < min_cost)
+				min_cost = all[k].cost;
+		int min_leaves = 99;
+		for (int k = 0; k < count; k++)
+			if (all[k].cost <= min_cost + 1e-9 && all[k].leaves < min_leaves)
+				min_leaves = all[k].leaves;
+		/* the fit's cost, from its scored rule (the parsed text) */
+		double cost = 0;
+		for (int i = 0; i < t.n_cases; i++)
+			if (t.cases[i].best >= 0)
+				cost += isnan(fit->loss[i]) ? INFINITY : log1p(fit->loss[i]);
+		if (isfinite(min_cost)) {
+			FA_CHECKF(fabs(cost - min_cost) < 1e-9 && fit->n_missing == 0,
+				  "seed %llu trial %d: fitted '%s' costs %.12g (%d not timed), brute "
+				  "force %.12g (by %s, depth %d)",
+				  (unsigned long long)seed, trial, fit->text, cost, fit->n_missing,
+				  min_cost, o.by, depth);
+			FA_CHECKF(t.n_leaves == min_leaves,
+				  "seed %llu trial %d: fitted '%s' has %d leaves, brute force %d",
+				  (unsigned long long)seed, trial, fit->text, t.n_leaves, min_leaves);
+			if (n)
+				FA_CHECK_NEAR(fit->geomean_loss, expm1(min_cost / n), 1e-9);
+			else /* no case timed: no regret */
+				FA_CHECK(isnan(fit->geomean_loss) && fit->n_used == 0);
+		} else {
+			/* every tree leaves a case with a value that was not timed */
+			FA_CHECK(fit->n_missing > 0);
+			infinite++;
+		}
+		/* the boxes give each case the value the rule's text gives it; a
+		 * NaN x fails every x >= t, so it sits below every threshold */
+		for (int i = 0; i < t.n_cases; i++) {
+			int in_boxes = 0, value = -1;
+			for (int k = 0; k < t.n_leaves; k++) {
+				int in = 1;
+				for (int f = 0; f < n_by; f++) {
+					double x = t.cases[i].x[f];
+					if (isnan(x))
+						x = -INFINITY;
+					in = in && t.leaves[k].lo[f] <= x &&
+					     (x < t.leaves[k].hi[f] || t.leaves[k].hi[f] == INFINITY);
+				}
+				if (in) {
+					in_boxes++;
+					value = t.values[t.leaves[k].value];
+				}
+			}
+			FA_CHECKF(in_boxes == 1 && value == fit->choice_value[i],
+				  "seed %llu trial %d case %d: in %d boxes, value %d, rule '%s' %g",
+				  (unsigned long long)seed, trial, i, in_boxes, value, fit->text,
+				  fit->choice_value[i]);
+		}
+		/* one leaf: the value of least cost, the built-in value on a tie,
+		 * else the smallest */
+		if (t.n_leaves == 1 && isfinite(min_cost)) {
+			double c[4] = {0, 0, 0, 0}, least = INFINITY;
+			int want = -1;
+			for (int v = 0; v < rt.n_values; v++) {
+				for (int k = 0; k < n; k++)
+					c[v] += b.lr[set[k]][v];
+				least = fmin(least, c[v]);
+			}
+			for (int v = 0; v < rt.n_values; v++)
+				if (c[v] == least &&
+				    (want < 0 || (o.has_auto && rt.values[v] == o.auto_value)))
+					want = v;
+			FA_CHECKF(t.values[t.leaves[0].value] == rt.values[want],
+				  "seed %llu trial %d: one leaf of %d, expected %d (auto %d)",
+				  (unsigned long long)seed, trial, t.values[t.leaves[0].value],
+				  rt.values[want], o.has_auto ? o.auto_value : -1);
+		}
+		/* a single case, or one --by that is constant: no split */
+		int varies = 0;
+		for (int i = 1; i < rt.n; i++)
+			varies |= !(rnd_by(&rt, i, feat[0]) == rnd_by(&rt, 0, feat[0]));
+		if (rt.n == 1 || (n_by == 1 && !varies))
+			FA_CHECK(t.n_leaves == 1);
+		split += t.n_leaves > 1;
+		checked++;
+		fa_tune_free(&t);
+	}
+	free(all);
+	printf("  tune/fit_matches_brute_force: %d tables, %d fitted with a split, %d where no "
+	       "tree times every case\n",
+	       checked, split, infinite);
+}
+
+/* The C header compiles under the project's warnings as an error, for an
+ * awkward kernel and param name (a comment's opening in one) and several
+ * --by expressions, and its choose() gives every case of the run the value
+ * the printed rule gives it, a case whose --by value is undefined (NaN:
+ * kv_len / (batch - 1) at batch 1) included: the rule's x >= t is false for
+ * it. */
+FA_TEST(tune, header_compiles_and_agrees)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	char dir[512], hpath[600], cpath[600], bin[600], cmd[4096];
+	if (system("cc --version >/dev/null 2>&1") != 0) {
+		fa_test_skip("no cc: the header is not compiled");
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s", fa_test_tmpdir());
+	snprintf(hpath, sizeof hpath, "%s/awk.h", dir);
+	snprintf(cpath, sizeof cpath, "%s/awk.c", dir);
+	snprintf(bin, sizeof bin, "%s/awk", dir);
+	planted_opts(&o);
+	o.by = "kv_len / (batch - 1), kv_len";
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	FA_REQUIRE(t.fitted >= 0 && t.n_by == 2);
+	const struct fa_tune_rule *fit = &t.rules[t.fitted];
+	FA_CHECKF(strcmp(fit->text, "kv_len >= 16k ? 16 : ((kv_len / (batch - 1)) >= 146 ? 1 : 4)") == 0,
+		  "fitted '%s'", fit->text);
+	char *kernel = t.kernel, *param = t.param, k2[] = "9k.tune-x/*", p2[] = "sp lits";
+	t.kernel = k2;
+	t.param = p2;
+	char *h = text_of(&t, 0, 1);
+	t.kernel = kernel;
+	t.param = param;
+	FA_REQUIRE(h && fa_test_write_file(hpath, h) == 0);
+	FILE *f = fopen(cpath, "w");
+	FA_REQUIRE(f);
+	fprintf(f, "#include <math.h>\n#include <stdio.h>\n#include \"awk.h\"\n\n"
+		   "int main(void)\n{\n\tstatic const double x[][2] = {\n");
+	for (int i = 0; i < t.n_cases; i++) {
+		fputs("\t\t{", f);
+		for (int k = 0; k < 2; k++) {
+			double x = t.cases[i].x[k];
+			if (isnan(x))
+				fprintf(f, "%sNAN", k ? ", " : "");
+			else
+				fprintf(f, "%s%.17g", k ? ", " : "", x);
+		}
+		fputs("},\n", f);
+	}
+	/* an infinite x lies above every threshold, as in the rule: 1 */
+	fputs("\t\t{HUGE_VAL, 1024},\n", f);
+	fprintf(f, "\t};\n\tfor (unsigned i = 0; i < sizeof x / sizeof x[0]; i++)\n"
+		   "\t\tprintf(\"%%d\\n\", fa_9k_tune_x___sp_lits_choose(x[i]));\n\treturn 0;\n}\n");
+	fclose(f);
+	snprintf(cmd, sizeof cmd,
+		 "cc -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes "
+		 "-Wmissing-prototypes -Wvla -o '%s' '%s' -lm > '%s/cc.txt' 2>&1 && '%s' > '%s/out.txt'",
+		 bin, cpath, dir, bin, dir);
+	int st = system(cmd);
+	snprintf(cmd, sizeof cmd, "%s/cc.txt", dir);
+	char *cc_out = fa_test_read_file(cmd, NULL);
+	FA_CHECKF(st == 0, "the header does not compile or run: %s\n%s", cc_out ? cc_out : "", h);
+	free(cc_out);
+	snprintf(cmd, sizeof cmd, "%s/out.txt", dir);
+	char *out = fa_test_read_file(cmd, NULL), *p = out;
+	int nan_cases = 0;
+	for (int i = 0; i < t.n_cases && p; i++) {
+		long v = strtol(p, &p, 10);
+		FA_CHECKF(v == (long)fit->choice_value[i],
+			  "case %d (x %g, %g): the header chooses %ld, the rule '%s' %g", i,
+			  t.cases[i].x[0], t.cases[i].x[1], v, fit->text, fit->choice_value[i]);
+		nan_cases += isnan(t.cases[i].x[0]);
+	}
+	long inf_value = p ? strtol(p, &p, 10) : -1;
+	FA_CHECKF(inf_value == 1, "x {HUGE_VAL, 1024}: the header chooses %ld, the rule 1",
+		  inf_value);
+	FA_CHECK(out && nan_cases == 3);
+	free(out);
+	free(h);
+	fa_tune_free(&t);
+}
+
+/* A stored case is read whole for --where, --rule and --by: the pass too
+ * (a backward kernel's sweep), as the heatmap reads it. */
+FA_TEST(tune, expressions_read_the_pass)
+{
+	struct rnd_table rt;
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	char path[1024];
+	memset(&rt, 0, sizeof rt);
+	rt.n = 4;
+	rt.n_values = 2;
+	rt.values[0] = 1;
+	rt.values[1] = 4;
+	for (int i = 0; i < 4; i++) {
+		rt.batch[i] = 1;
+		rt.q_len[i] = 64;
+		rt.kv_len[i] = i % 2 ? 4096 : 1024;
+		rt.pass[i] = i < 2 ? FA_PASS_FWD : FA_PASS_BWD;
+		rt.med[i][0] = i < 2 ? 1.0 : 2.0; /* 1 on the forward, 4 on the backward */
+		rt.med[i][1] = i < 2 ? 2.0 : 1.0;
+	}
+	snprintf(path, sizeof path, "%s/pass.db", fa_test_tmpdir());
+	FA_REQUIRE(rnd_table_plant(&rt, path) == 0);
+	fa_tune_opts_init(&o);
+	o.kernel = "k_rnd";
+	o.where = "pass == 'bwd'";
+	o.rules[o.n_rules++] = "pass == 'bwd' ? 4 : 1";
+	o.by = "kv_len, pass == 'fwd' ? 0 : 1";
+	FA_REQUIRE(build(path, &o, &t, &err) == FA_OK || (fprintf(stderr, "%s\n", err.msg), 0));
+	FA_CHECK(t.n_cases == 2 && t.cases[0].idx == 2 && t.cases[1].idx == 3);
+	FA_CHECK(t.rules[0].n_used == 2 && t.rules[0].geomean_loss == 0);
+	fa_tune_free(&t);
+	o.where = NULL;
+	FA_REQUIRE(build(path, &o, &t, &err) == FA_OK);
+	FA_CHECK(t.n_cases == 4 && t.rules[0].geomean_loss == 0);
+	FA_REQUIRE(t.fitted >= 0);
+	FA_CHECKF(strcmp(t.rules[t.fitted].text, "(pass == 'fwd' ? 0 : 1) >= 1 ? 4 : 1") == 0,
+		  "fitted '%s'", t.rules[t.fitted].text);
+	fa_tune_free(&t);
+}

@@ -225,7 +225,17 @@ enum fa_rc fa_plot_script_heatmap(struct fa_store *s, const struct fa_plot_opts 
 	 * title, which a heatmap of two or three values clipped */
 	const int cells_w = 260 + 7 * label_w + nsets * (int)fmax(90, 6.5 * tick_w);
 	const int title_w = 80 + 8 * (int)strlen(fa_sb_str(&title));
-	fa_gp_begin(out, o, cells_w > title_w ? cells_w : title_w,
+	/* the key naming the ringed rule (fabench tune) sits above the cells
+	 * and may be no wider than they are: gnuplot leaves a wider one out,
+	 * with only a warning, so the cells widen to hold it (its sample and
+	 * 8 px a character) */
+	const int key_w = o->n_marks > 0 && o->mark_label
+				  ? 260 + 7 * label_w + 8 * ((int)strlen(o->mark_label) + 8)
+				  : 0;
+	int width = cells_w > title_w ? cells_w : title_w;
+	if (key_w > width)
+		width = key_w;
+	fa_gp_begin(out, o, width,
 		 (int)fmax(420, 170 + 34 * ny + 3.5 * tick_w));
 	fa_gp_block(out, "cells", "params_index case_row time_over_best label");
 	for (int y = 0; y < ny; y++)

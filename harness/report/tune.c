@@ -6,7 +6,7 @@
  * case of S. A leaf takes the value of least cost (ties: the built-in value,
  * then the smallest). A node of depth d < depth may split S on one --by
  * expression x at a threshold t taken from the values of x in S (x >= t goes
- * right); the search tries every expression and threshold, recursively, and
+ * right; an undefined x, NaN, goes left, as the rule's comparison is false); the search tries every expression and threshold, recursively, and
  * keeps the tree of least total cost. A split must gain at least
  * ln(1 + min_effect) (one case's worth of the smallest change compare
  * reports), so the noise of a few cases cannot buy one. Between trees of
@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/arena.h"
+#include "../store/reader.h"
 #include "../suite/expr.h"
 #include "compare.h"
 #include "report.h"
@@ -52,11 +54,6 @@ static char *col_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
 	return strdup(t ? (const char *)t : "");
-}
-
-static int name_or(int v, int fallback)
-{
-	return v < 0 ? fallback : v;
 }
 
 /* ---- params "a=1,b=2" ---------------------------------------------------------- */
@@ -326,64 +323,52 @@ static enum fa_rc load_samples(struct fa_store *s, int64_t result_id, double **o
 }
 
 /* Reads the cases of the run that have a result of the kernel (rows sorted
- * by idx) and applies --where. */
+ * by idx) and applies --where. The case as expressions see it (problem,
+ * input, scale, depth, pass) comes from the reader, as the heatmap's does, so
+ * --where, --rule and --by read every name the suite language has; the key
+ * and the labels from here. */
 static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct row *rows,
 			     int n_rows, const struct fa_expr *where, struct fa_err *err)
 {
 	sqlite3_stmt *st = NULL;
+	struct fa_arena arena = {0};
+	struct fa_reader_case *rcs = NULL;
 	enum fa_rc rc = FA_OK;
-	int src, distinct = 0;
+	int distinct = 0, n_rcs = 0, j = 0;
 	for (int i = 0; i < n_rows; i++)
 		if (i == 0 || rows[i].idx != rows[i - 1].idx)
 			distinct++;
 	t->cases = calloc((size_t)distinct + 1, sizeof *t->cases);
 	if (!t->cases)
 		return nomem(err);
+	if ((rc = fa_reader_cases(s, t->run_id, &arena, &rcs, &n_rcs, err)) != FA_OK)
+		return rc;
 	if (sqlite3_prepare_v2(fa_store_db(s),
-			       "SELECT idx, key, batch, heads, kv_heads, q_len, kv_len, head_dim,"
-			       " head_dim_v, dtype, mask, prefix_len, window, layout, input, varlen,"
-			       " total_q, total_k, scale, scale_set,"
-			       " (SELECT depth FROM case_depth d WHERE d.case_id = cases.id), id"
-			       " FROM cases WHERE run_id = ? AND idx = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+			       "SELECT key, id FROM cases WHERE run_id = ? AND idx = ?", -1, &st,
+			       NULL) != SQLITE_OK) {
+		fa_arena_free(&arena);
 		return db_fail(s, err);
+	}
 	for (int i = 0; i < n_rows && rc == FA_OK; i++) {
 		if (i > 0 && rows[i].idx == rows[i - 1].idx)
 			continue;
+		/* both in idx order */
+		while (j < n_rcs && rcs[j].idx < rows[i].idx)
+			j++;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, t->run_id);
 		sqlite3_bind_int64(st, 2, rows[i].idx);
-		if ((src = sqlite3_step(st)) != SQLITE_ROW) {
+		if (j == n_rcs || rcs[j].idx != rows[i].idx || sqlite3_step(st) != SQLITE_ROW) {
 			rc = db_fail(s, err);
 			break;
 		}
 		struct fa_tune_case *tc = &t->cases[t->n_cases];
-		struct fa_problem *p = &tc->c.p;
-		tc->idx = sqlite3_column_int64(st, 0);
-		tc->c.index = (int32_t)tc->idx;
-		if (!(tc->key = col_text(st, 1))) {
+		tc->idx = rows[i].idx;
+		tc->c = rcs[j].c;
+		if (!(tc->key = col_text(st, 0))) {
 			rc = nomem(err);
 			break;
 		}
-		p->batch = sqlite3_column_int(st, 2);
-		p->heads = sqlite3_column_int(st, 3);
-		p->kv_heads = sqlite3_column_int(st, 4);
-		p->q_len = sqlite3_column_int(st, 5);
-		p->kv_len = sqlite3_column_int(st, 6);
-		p->head_dim = sqlite3_column_int(st, 7);
-		p->head_dim_v = sqlite3_column_int(st, 8);
-		p->dtype = name_or(fa_dtype_parse((const char *)sqlite3_column_text(st, 9)), 0);
-		p->mask = name_or(fa_mask_parse((const char *)sqlite3_column_text(st, 10)), 0);
-		p->prefix_len = sqlite3_column_int(st, 11);
-		p->window = sqlite3_column_int(st, 12);
-		p->layout = name_or(fa_layout_parse((const char *)sqlite3_column_text(st, 13)), 0);
-		tc->c.dist = name_or(fa_dist_parse((const char *)sqlite3_column_text(st, 14)), 0);
-		p->varlen = sqlite3_column_int(st, 15);
-		p->total_q = sqlite3_column_int(st, 16);
-		p->total_k = sqlite3_column_int(st, 17);
-		p->scale = (float)sqlite3_column_double(st, 18);
-		tc->c.scale_set = sqlite3_column_int(st, 19);
-		tc->c.depth = sqlite3_column_int(st, 20); /* NULL: not given, 0 */
 		if (where && !fa_expr_eval(where, &tc->c)) {
 			free(tc->key);
 			memset(tc, 0, sizeof *tc);
@@ -394,7 +379,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 			struct fa_case_tag *tags = NULL;
 			int32_t nt = 0;
 			size_t len = 1;
-			int64_t case_id = sqlite3_column_int64(st, 21);
+			int64_t case_id = sqlite3_column_int64(st, 1);
 			if ((rc = fa_store_case_tags(s, case_id, &tags, &nt, err)) != FA_OK)
 				break;
 			for (int32_t k = 0; k < nt; k++)
@@ -416,6 +401,7 @@ static enum fa_rc load_cases(struct fa_store *s, struct fa_tune *t, const struct
 		t->n_cases++;
 	}
 	sqlite3_finalize(st);
+	fa_arena_free(&arena);
 	return rc;
 }
 
@@ -716,12 +702,18 @@ static struct node *grow(struct fit *ft, const int *set, int n, int depth)
 		goto out;
 	}
 	for (int f = 0; f < t->n_by && !ft->oom; f++) {
+		/* the thresholds: the finite values of x above its least, and its
+		 * least too when some x is NaN (undefined: x >= t is false, so
+		 * such a case goes left of every threshold). NaN stays out of the
+		 * sort, which it would scramble (it compares equal to everything). */
+		int nx = 0;
 		for (int i = 0; i < n; i++)
-			xs[i] = t->cases[set[i]].x[f];
-		qsort(xs, (size_t)n, sizeof *xs, cmp_double);
-		for (int j = 1; j < n && !ft->oom; j++) {
-			if (!(xs[j] > xs[j - 1]) || !isfinite(xs[j]))
-				continue; /* the same threshold again, or NaN */
+			if (!isnan(t->cases[set[i]].x[f]))
+				xs[nx++] = t->cases[set[i]].x[f];
+		qsort(xs, (size_t)nx, sizeof *xs, cmp_double);
+		for (int j = nx < n ? 0 : 1; j < nx && !ft->oom; j++) {
+			if ((j > 0 && !(xs[j] > xs[j - 1])) || !isfinite(xs[j]))
+				continue; /* the same threshold again, or infinite */
 			double thr = xs[j];
 			int nl = 0, nr = 0;
 			for (int i = 0; i < n; i++) {
@@ -1710,15 +1702,16 @@ static void c_ident(const char *name, int upper, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-/* s inside a C comment: printable ASCII only, and never the end of one. */
+/* s inside a C comment: printable ASCII only, never the end of one, and
+ * never "/" "*", which -Wcomment (in -Wall) reports inside one. */
 static void c_comment_text(FILE *f, const char *s)
 {
 	for (const char *p = s; *p; p++) {
 		unsigned char ch = (unsigned char)*p;
 		if (ch < 0x20 || ch > 0x7e)
 			fputc('?', f);
-		else if (ch == '*' && p[1] == '/')
-			fputs("* ", f);
+		else if ((ch == '*' && p[1] == '/') || (ch == '/' && p[1] == '*'))
+			fprintf(f, "%c ", ch);
 		else
 			fputc(ch, f);
 	}
@@ -1840,7 +1833,9 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	}
 	fputs("};\n\n", f);
 	fputs("/* one row per leaf of the rule: a case takes the value of the row with\n"
-	      " * lo[i] <= x[i] < hi[i] for every i; the rows do not overlap and cover all x */\n",
+	      " * lo[i] <= x[i] < hi[i] for every i (x[i] <= hi[i] where hi[i] is HUGE_VAL);\n"
+	      " * the rows do not overlap and cover all x. A NaN x[i] (an undefined\n"
+	      " * expression) counts as -HUGE_VAL: the rule's x >= t is false for it */\n",
 	      f);
 	fprintf(f, "static const struct {\n\tdouble lo[%s_N_BY], hi[%s_N_BY];\n\tint value;\n} %s_table[%d] = {\n",
 		up, up, id, t->n_leaves);
@@ -1863,9 +1858,13 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	fprintf(f, "static inline int %s_choose(const double x[%s_N_BY])\n{\n", id, up);
 	fprintf(f, "\tfor (unsigned r = 0; r < sizeof %s_table / sizeof %s_table[0]; r++) {\n", id, id);
 	fputs("\t\tint in = 1;\n", f);
-	fprintf(f, "\t\tfor (int i = 0; i < %s_N_BY; i++)\n", up);
-	fprintf(f, "\t\t\tin = in && %s_table[r].lo[i] <= x[i] && x[i] < %s_table[r].hi[i];\n", id, id);
+	fprintf(f, "\t\tfor (int i = 0; i < %s_N_BY; i++) {\n", up);
+	fputs("\t\t\tdouble xi = isnan(x[i]) ? -HUGE_VAL : x[i];\n", f);
+	fprintf(f, "\t\t\tin = in && %s_table[r].lo[i] <= xi &&\n"
+		   "\t\t\t     (xi < %s_table[r].hi[i] || %s_table[r].hi[i] == HUGE_VAL);\n\t\t}\n",
+		id, id, id);
 	fprintf(f, "\t\tif (in)\n\t\t\treturn %s_table[r].value;\n\t}\n", id);
-	fprintf(f, "\treturn %s_table[0].value; /* NaN in x */\n}\n\n#endif /* %s_TUNE_H */\n", id, up);
+	fprintf(f, "\treturn %s_table[0].value; /* not reached: the rows cover every x */\n}\n\n"
+		   "#endif /* %s_TUNE_H */\n", id, up);
 	return FA_OK;
 }

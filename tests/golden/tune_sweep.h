@@ -16,7 +16,9 @@
 static const char *const k_tune_splits_by[K_TUNE_SPLITS_N_BY] = {"batch", "kv_len"};
 
 /* one row per leaf of the rule: a case takes the value of the row with
- * lo[i] <= x[i] < hi[i] for every i; the rows do not overlap and cover all x */
+ * lo[i] <= x[i] < hi[i] for every i (x[i] <= hi[i] where hi[i] is HUGE_VAL);
+ * the rows do not overlap and cover all x. A NaN x[i] (an undefined
+ * expression) counts as -HUGE_VAL: the rule's x >= t is false for it */
 static const struct {
 	double lo[K_TUNE_SPLITS_N_BY], hi[K_TUNE_SPLITS_N_BY];
 	int value;
@@ -31,12 +33,15 @@ static inline int k_tune_splits_choose(const double x[K_TUNE_SPLITS_N_BY])
 {
 	for (unsigned r = 0; r < sizeof k_tune_splits_table / sizeof k_tune_splits_table[0]; r++) {
 		int in = 1;
-		for (int i = 0; i < K_TUNE_SPLITS_N_BY; i++)
-			in = in && k_tune_splits_table[r].lo[i] <= x[i] && x[i] < k_tune_splits_table[r].hi[i];
+		for (int i = 0; i < K_TUNE_SPLITS_N_BY; i++) {
+			double xi = isnan(x[i]) ? -HUGE_VAL : x[i];
+			in = in && k_tune_splits_table[r].lo[i] <= xi &&
+			     (xi < k_tune_splits_table[r].hi[i] || k_tune_splits_table[r].hi[i] == HUGE_VAL);
+		}
 		if (in)
 			return k_tune_splits_table[r].value;
 	}
-	return k_tune_splits_table[0].value; /* NaN in x */
+	return k_tune_splits_table[0].value; /* not reached: the rows cover every x */
 }
 
 #endif /* K_TUNE_SPLITS_TUNE_H */

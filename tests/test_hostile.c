@@ -363,6 +363,59 @@ FA_TEST(hostile, deep_yaml_fails_fast)
 	}
 }
 
+/* ---- a plugin's text, through every writer */
+
+/* A device name and a skip reason as a plugin may word them: escape
+ * sequences (clear the screen, set the window title, a C1 CSI), CR, bytes
+ * that are not UTF-8, and the quotes and markup of every output format. */
+#define HOSTILE_DEVICE "GPU \x1b[2J\x1b]0;owned\x07 \r\xc2\x9b" "31m \xff\xfe 'q\" `id` |x| */ <&>"
+#define HOSTILE_WHY "why \x1b[31mred\x1b[0m\r\n#define X */ \xc0\xaf <&> end"
+
+/* The environment of a run of the test backend whose device and
+ * test_correct's skip reason are those: env needs 5 entries. */
+static void hostile_env(char *env[5], char plug[1100])
+{
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	snprintf(plug, 1100, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = "FABENCH_TEST_DEVICE_NAME=" HOSTILE_DEVICE;
+	env[3] = "FABENCH_TEST_SKIP_WHY=" HOSTILE_WHY;
+	env[4] = NULL;
+}
+
+/* The offset of the first byte of text a terminal would obey (a C0 control
+ * other than a line feed or tab, DEL, a C1 control in UTF-8), or -1. */
+static long terminal_control_at(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f ||
+		    (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+			return (long)(p - (const unsigned char *)text);
+	return -1;
+}
+
+/* run prints the device's name and each skip reason: a plugin's escape
+ * sequences reached the terminal (ESC [ 2 J cleared it) */
+FA_TEST(hostile, run_prints_no_control_characters_of_a_plugin)
+{
+	char db[1024], plug[1100], *env[5];
+	struct fa_proc_result r;
+	long at;
+	tmp_path(db, sizeof db, "plugin_text.db");
+	hostile_env(env, plug);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct,test_wrong", "--db", db, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.out, "skip    why ?[31mred?[0m??#define X */"),
+		  "status %d: %.2000s%.500s", r.status, r.out, r.err);
+	FA_CHECKF((at = terminal_control_at(r.out)) < 0, "stdout has byte 0x%02x at %ld: %.200s",
+		  at < 0 ? 0 : (unsigned char)r.out[at], at, at < 0 ? "" : r.out + (at > 40 ? at - 40 : 0));
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld: %.200s",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at, at < 0 ? "" : r.err + (at > 40 ? at - 40 : 0));
+	fa_proc_free(&r);
+}
+
 /* ---- --isolate workers die with their parent */
 
 /* 1 when process pid's command line has the argument arg. */

@@ -21,6 +21,7 @@
 
 #include "../harness/store/import.h"
 #include "../harness/suite/suite.h"
+#include "../harness/base/text.h"
 #include "../harness/base/util.h"
 #include "proc.h"
 #include "test.h"
@@ -414,6 +415,83 @@ FA_TEST(hostile, run_prints_no_control_characters_of_a_plugin)
 	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld: %.200s",
 		  at < 0 ? 0 : (unsigned char)r.err[at], at, at < 0 ? "" : r.err + (at > 40 ? at - 40 : 0));
 	fa_proc_free(&r);
+}
+
+/* The offset of the first byte of text that starts no valid UTF-8
+ * sequence, or -1. */
+static long utf8_bad_at(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + strlen(text);
+	while (p < end) {
+		int n = fa_utf8_len(p, end);
+		if (n == 0)
+			return (long)(p - (const unsigned char *)text);
+		p += n;
+	}
+	return -1;
+}
+
+/* Two runs of the test backend with the hostile device and skip reason in
+ * db (the second with a JUnit file at junit, when not NULL): 0 when both
+ * ran as expected (status 1: test_wrong fails). */
+static int hostile_runs(const char *db, const char *junit)
+{
+	char plug[1100], *env[5];
+	struct fa_proc_result r;
+	int ok = 1;
+	hostile_env(env, plug);
+	for (int i = 0; i < 2 && ok; i++) {
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
+				       "--kernels", "test_correct,test_wrong", "--db", (char *)db,
+				       "--quiet", i && junit ? "--junit" : NULL, (char *)junit, NULL},
+			    env, 120, &r);
+		FA_CHECKF(r.status == 1, "run %d: status %d: %.500s", i + 1, r.status, r.err);
+		ok = r.status == 1;
+		fa_proc_free(&r);
+	}
+	return ok ? 0 : -1;
+}
+
+/* Every JSON document of the runs: the device's name and the reasons as
+ * escapes and U+FFFD, valid UTF-8 with no raw control character (a byte
+ * that is not UTF-8 made the report's JSON invalid) */
+FA_TEST(hostile, json_of_a_plugins_text_is_valid)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	static const char *const cmds[][6] = {
+		{"report", "--format", "json", NULL},
+		{"compare", "1", "2", "--format", "json", NULL},
+		{"history", "--format", "json", NULL},
+	};
+	tmp_path(db, sizeof db, "plugin_json.db");
+	if (hostile_runs(db, NULL) != 0)
+		return;
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		char *argv[10];
+		int n = 0;
+		long at;
+		for (; cmds[i][n]; n++)
+			argv[n] = (char *)cmds[i][n];
+		argv[n++] = "--db";
+		argv[n++] = db;
+		argv[n] = NULL;
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 || r.status == 1, "%s: status %d: %.500s", cmds[i][0],
+			  r.status, r.err);
+		FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "%s: byte 0x%02x at %ld is not UTF-8",
+			  cmds[i][0], at < 0 ? 0 : (unsigned char)r.out[at], at);
+		for (const char *p = r.out; *p; p++)
+			if ((unsigned char)*p < 0x20 && *p != '\n') {
+				FA_CHECKF(0, "%s: raw control character 0x%02x at %ld", cmds[i][0],
+					  (unsigned char)*p, (long)(p - r.out));
+				break;
+			}
+		FA_CHECKF(strstr(r.out, "GPU \\u001b[2J\\u001b]0;owned\\u0007 \\r\xc2\x9b"
+					"31m \\ufffd\\ufffd 'q\\\" `id` |x| */ <&>"),
+			  "%s: the device's name is not in the JSON: %.300s", cmds[i][0], r.out);
+		fa_proc_free(&r);
+	}
 }
 
 /* ---- --isolate workers die with their parent */

@@ -494,6 +494,27 @@ FA_TEST(hostile, json_of_a_plugins_text_is_valid)
 	}
 }
 
+/* The JUnit XML of a run: the skip reason in its attribute escaped, a byte
+ * that is not UTF-8 as U+FFFD (it was copied, and the document, which says
+ * encoding="UTF-8", was not well-formed: CI's parser refused all of it) */
+FA_TEST(hostile, junit_of_a_plugins_text_is_well_formed)
+{
+	char db[1024], xml[1024], *text;
+	long at;
+	tmp_path(db, sizeof db, "plugin_junit.db");
+	tmp_path(xml, sizeof xml, "plugin.xml");
+	if (hostile_runs(db, xml) != 0)
+		return;
+	text = fa_test_read_file(xml, NULL);
+	FA_REQUIRE(text);
+	FA_CHECKF((at = utf8_bad_at(text)) < 0, "byte 0x%02x at %ld is not UTF-8",
+		  at < 0 ? 0 : (unsigned char)text[at], at);
+	FA_CHECKF(strstr(text, "<skipped message=\"why ?[31mred?[0m\r\n#define X */ "
+			       "\xef\xbf\xbd\xef\xbf\xbd &lt;&amp;&gt; end\"/>"),
+		  "no escaped skip reason in %.1500s", text);
+	free(text);
+}
+
 /* ---- --isolate workers die with their parent */
 
 /* 1 when process pid's command line has the argument arg. */

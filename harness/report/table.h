@@ -43,7 +43,9 @@ void fa_table_md_text(FILE *f, const char *s);
 void fa_table_md_code(FILE *f, const char *s);
 
 /* s as a CSV field, quoted as RFC 4180 asks when it holds a comma, a quote
- * or a line break. NULL writes nothing (an empty field). */
+ * or a line break. NULL writes nothing (an empty field). A leading '=', '+',
+ * '-' or '@' stays as it is, by choice: the CSV is data that import reads
+ * back (docs/peers.md). */
 void fa_table_csv_text(FILE *f, const char *s);
 
 /* x at full precision (fa_table_fmt_real) as a CSV field; nothing (an empty

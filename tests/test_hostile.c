@@ -370,6 +370,9 @@ FA_TEST(hostile, deep_yaml_fails_fast)
  * sequences (clear the screen, set the window title, a C1 CSI), CR, bytes
  * that are not UTF-8, and the quotes and markup of every output format. */
 #define HOSTILE_DEVICE "GPU \x1b[2J\x1b]0;owned\x07 \r\xc2\x9b" "31m \xff\xfe 'q\" `id` |x| */ <&>"
+/* HOSTILE_DEVICE as a JSON string's text */
+#define HOSTILE_DEVICE_JSON "GPU \\u001b[2J\\u001b]0;owned\\u0007 \\r\xc2\x9b" \
+	"31m \\ufffd\\ufffd 'q\\\" `id` |x| */ <&>"
 #define HOSTILE_WHY "why \x1b[31mred\x1b[0m\r\n#define X */ \xc0\xaf <&> end"
 
 /* The environment of a run of the test backend whose device and
@@ -487,11 +490,30 @@ FA_TEST(hostile, json_of_a_plugins_text_is_valid)
 					  (unsigned char)*p, (long)(p - r.out));
 				break;
 			}
-		FA_CHECKF(strstr(r.out, "GPU \\u001b[2J\\u001b]0;owned\\u0007 \\r\xc2\x9b"
-					"31m \\ufffd\\ufffd 'q\\\" `id` |x| */ <&>"),
-			  "%s: the device's name is not in the JSON: %.300s", cmds[i][0], r.out);
+		FA_CHECKF(strstr(r.out, HOSTILE_DEVICE_JSON), "%s: the device's name is not in the "
+			  "JSON: %.300s", cmds[i][0], r.out);
 		fa_proc_free(&r);
 	}
+}
+
+/* tune's JSON (a writer of its own), of a sweep on the hostile device */
+FA_TEST(hostile, tune_json_of_a_plugins_text_is_valid)
+{
+	char db[1024], plug[1100], *env[5];
+	struct fa_proc_result r;
+	long at;
+	tmp_path(db, sizeof db, "plugin_tune.db");
+	hostile_env(env, plug);
+	fa_proc_run((char *[]){"tune", "tests/suites/tiny.yaml", "--backend", "test", "--kernel",
+			       "test_delay", "--param", "delay_pct=0,1", "--format", "json", "--db",
+			       db, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %.500s", r.status, r.err);
+	FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "byte 0x%02x at %ld is not UTF-8",
+		  at < 0 ? 0 : (unsigned char)r.out[at], at);
+	FA_CHECKF(strstr(r.out, HOSTILE_DEVICE_JSON), "the device's name is not in the JSON: %.300s",
+		  r.out);
+	fa_proc_free(&r);
 }
 
 /* The JUnit XML of a run: the skip reason in its attribute escaped, a byte

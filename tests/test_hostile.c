@@ -19,7 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "../harness/store/import.h"
+#include "../harness/store/store.h"
 #include "../harness/suite/suite.h"
 #include "../harness/base/text.h"
 #include "../harness/base/util.h"
@@ -535,6 +538,47 @@ FA_TEST(hostile, junit_of_a_plugins_text_is_well_formed)
 			       "\xef\xbf\xbd\xef\xbf\xbd &lt;&amp;&gt; end\"/>"),
 		  "no escaped skip reason in %.1500s", text);
 	free(text);
+}
+
+/* A usage error quotes what it was given (an option, a stored run's
+ * command line for --resume): its control characters print as '?' */
+FA_TEST(hostile, usage_errors_print_no_control_characters)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	long at;
+	fa_proc_run((char *[]){"list", "--x\x1b]0;owned\x07\r", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "fabench list: unknown option '--x?]0;owned?" "?'"),
+		  "status %d: %.300s", r.status, r.err);
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at);
+	fa_proc_free(&r);
+	/* a database from elsewhere whose run has a command line run cannot read */
+	tmp_path(db, sizeof db, "resume_text.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--where",
+			       "q_len == 16 && mask == none", "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %.300s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 60, &r);
+	fa_proc_free(&r);
+	{
+		struct fa_store *s = NULL;
+		struct fa_err err;
+		fa_err_clear(&err);
+		FA_REQUIRE(fa_store_open(db, 0, &s, &err) == FA_OK);
+		FA_CHECK(sqlite3_exec(fa_store_db(s), "UPDATE runs SET status = 'incomplete', "
+						      "command_line = 'fabench run --x' || char(27) || '[2J'",
+				      NULL, NULL, NULL) == SQLITE_OK);
+		fa_store_close(s);
+	}
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "cannot read the command line of run 1: "
+						 "'fabench run --x?[2J'"),
+		  "status %d: %.300s", r.status, r.err);
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at);
+	fa_proc_free(&r);
 }
 
 /* ---- --isolate workers die with their parent */

@@ -27,10 +27,13 @@ int fa_cmd_fail(const char *cmd, const struct fa_err *e)
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "fabench %s: ", cmd);
+	char msg[4096], plain[sizeof msg];
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* the message quotes input (an option as given, a stored run's command
+	 * line): no escape sequence of it reaches the terminal */
+	fprintf(stderr, "fabench %s: %s", cmd, fa_printable(msg, plain, sizeof plain));
 	fprintf(stderr, "\n%s\nsee 'fabench %s --help'\n", usage, cmd);
 	return FA_EXIT_USAGE;
 }

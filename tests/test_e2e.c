@@ -455,6 +455,16 @@ FA_TEST(e2e, every_command_has_help)
 		FA_CHECKF(r.status == 2 && strstr(r.err, want), "%s: status %d, err '%.200s'",
 			  labelled[i], r.status, r.err);
 		fa_proc_free(&r);
+		/* and so is a byte that is not UTF-8 (JSON, XML and SVG are),
+		 * counted in characters: the e acute is one */
+		snprintf(want, sizeof want, "fabench %s: --label holds a byte that is not UTF-8 "
+					    "(0xff) at character 3", labelled[i]);
+		fa_proc_run((char *[]){(char *)labelled[i], merge ? "-o" : "--db", db, "--label",
+				       "\xc3\xa9x\xff", "tests/suites/tiny.yaml", NULL},
+			    NULL, 60, &r);
+		FA_CHECKF(r.status == 2 && strstr(r.err, want), "%s: status %d, err '%.200s'",
+			  labelled[i], r.status, r.err);
+		fa_proc_free(&r);
 	}
 	FA_CHECK(access(db, F_OK) != 0);
 }

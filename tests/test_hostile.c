@@ -19,8 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "../harness/store/import.h"
+#include "../harness/store/store.h"
 #include "../harness/suite/suite.h"
+#include "../harness/base/text.h"
 #include "../harness/base/util.h"
 #include "proc.h"
 #include "test.h"
@@ -361,6 +365,220 @@ FA_TEST(hostile, deep_yaml_fails_fast)
 		 * machine and the sanitizers) */
 		FA_CHECKF(dt < 2.0, "shape %zu took %.2f s", i, dt);
 	}
+}
+
+/* ---- a plugin's text, through every writer */
+
+/* A device name and a skip reason as a plugin may word them: escape
+ * sequences (clear the screen, set the window title, a C1 CSI), CR, bytes
+ * that are not UTF-8, and the quotes and markup of every output format. */
+#define HOSTILE_DEVICE "GPU \x1b[2J\x1b]0;owned\x07 \r\xc2\x9b" "31m \xff\xfe 'q\" `id` |x| */ <&>"
+/* HOSTILE_DEVICE as a JSON string's text */
+#define HOSTILE_DEVICE_JSON "GPU \\u001b[2J\\u001b]0;owned\\u0007 \\r\xc2\x9b" \
+	"31m \\ufffd\\ufffd 'q\\\" `id` |x| */ <&>"
+#define HOSTILE_WHY "why \x1b[31mred\x1b[0m\r\n#define X */ \xc0\xaf <&> end"
+
+/* The environment of a run of the test backend whose device and
+ * test_correct's skip reason are those: env needs 5 entries. */
+static void hostile_env(char *env[5], char plug[1100])
+{
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	snprintf(plug, 1100, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = "FABENCH_TEST_DEVICE_NAME=" HOSTILE_DEVICE;
+	env[3] = "FABENCH_TEST_SKIP_WHY=" HOSTILE_WHY;
+	env[4] = NULL;
+}
+
+/* The offset of the first byte of text a terminal would obey (a C0 control
+ * other than a line feed or tab, DEL, a C1 control in UTF-8), or -1. */
+static long terminal_control_at(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f ||
+		    (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+			return (long)(p - (const unsigned char *)text);
+	return -1;
+}
+
+/* run prints the device's name and each skip reason: a plugin's escape
+ * sequences reached the terminal (ESC [ 2 J cleared it) */
+FA_TEST(hostile, run_prints_no_control_characters_of_a_plugin)
+{
+	char db[1024], plug[1100], *env[5];
+	struct fa_proc_result r;
+	long at;
+	tmp_path(db, sizeof db, "plugin_text.db");
+	hostile_env(env, plug);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct,test_wrong", "--db", db, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.out, "skip    why ?[31mred?[0m??#define X */"),
+		  "status %d: %.2000s%.500s", r.status, r.out, r.err);
+	FA_CHECKF((at = terminal_control_at(r.out)) < 0, "stdout has byte 0x%02x at %ld: %.200s",
+		  at < 0 ? 0 : (unsigned char)r.out[at], at, at < 0 ? "" : r.out + (at > 40 ? at - 40 : 0));
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld: %.200s",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at, at < 0 ? "" : r.err + (at > 40 ? at - 40 : 0));
+	fa_proc_free(&r);
+}
+
+/* The offset of the first byte of text that starts no valid UTF-8
+ * sequence, or -1. */
+static long utf8_bad_at(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + strlen(text);
+	while (p < end) {
+		int n = fa_utf8_len(p, end);
+		if (n == 0)
+			return (long)(p - (const unsigned char *)text);
+		p += n;
+	}
+	return -1;
+}
+
+/* Two runs of the test backend with the hostile device and skip reason in
+ * db (the second with a JUnit file at junit, when not NULL): 0 when both
+ * ran as expected (status 1: test_wrong fails). */
+static int hostile_runs(const char *db, const char *junit)
+{
+	char plug[1100], *env[5];
+	struct fa_proc_result r;
+	int ok = 1;
+	hostile_env(env, plug);
+	for (int i = 0; i < 2 && ok; i++) {
+		fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
+				       "--kernels", "test_correct,test_wrong", "--db", (char *)db,
+				       "--quiet", i && junit ? "--junit" : NULL, (char *)junit, NULL},
+			    env, 120, &r);
+		FA_CHECKF(r.status == 1, "run %d: status %d: %.500s", i + 1, r.status, r.err);
+		ok = r.status == 1;
+		fa_proc_free(&r);
+	}
+	return ok ? 0 : -1;
+}
+
+/* Every JSON document of the runs: the device's name and the reasons as
+ * escapes and U+FFFD, valid UTF-8 with no raw control character (a byte
+ * that is not UTF-8 made the report's JSON invalid) */
+FA_TEST(hostile, json_of_a_plugins_text_is_valid)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	static const char *const cmds[][6] = {
+		{"report", "--format", "json", NULL},
+		{"compare", "1", "2", "--format", "json", NULL},
+		{"history", "--format", "json", NULL},
+	};
+	tmp_path(db, sizeof db, "plugin_json.db");
+	if (hostile_runs(db, NULL) != 0)
+		return;
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		char *argv[10];
+		int n = 0;
+		long at;
+		for (; cmds[i][n]; n++)
+			argv[n] = (char *)cmds[i][n];
+		argv[n++] = "--db";
+		argv[n++] = db;
+		argv[n] = NULL;
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == 0 || r.status == 1, "%s: status %d: %.500s", cmds[i][0],
+			  r.status, r.err);
+		FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "%s: byte 0x%02x at %ld is not UTF-8",
+			  cmds[i][0], at < 0 ? 0 : (unsigned char)r.out[at], at);
+		for (const char *p = r.out; *p; p++)
+			if ((unsigned char)*p < 0x20 && *p != '\n') {
+				FA_CHECKF(0, "%s: raw control character 0x%02x at %ld", cmds[i][0],
+					  (unsigned char)*p, (long)(p - r.out));
+				break;
+			}
+		FA_CHECKF(strstr(r.out, HOSTILE_DEVICE_JSON), "%s: the device's name is not in the "
+			  "JSON: %.300s", cmds[i][0], r.out);
+		fa_proc_free(&r);
+	}
+}
+
+/* tune's JSON (a writer of its own), of a sweep on the hostile device */
+FA_TEST(hostile, tune_json_of_a_plugins_text_is_valid)
+{
+	char db[1024], plug[1100], *env[5];
+	struct fa_proc_result r;
+	long at;
+	tmp_path(db, sizeof db, "plugin_tune.db");
+	hostile_env(env, plug);
+	fa_proc_run((char *[]){"tune", "tests/suites/tiny.yaml", "--backend", "test", "--kernel",
+			       "test_delay", "--param", "delay_pct=0,1", "--format", "json", "--db",
+			       db, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %.500s", r.status, r.err);
+	FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "byte 0x%02x at %ld is not UTF-8",
+		  at < 0 ? 0 : (unsigned char)r.out[at], at);
+	FA_CHECKF(strstr(r.out, HOSTILE_DEVICE_JSON), "the device's name is not in the JSON: %.300s",
+		  r.out);
+	fa_proc_free(&r);
+}
+
+/* The JUnit XML of a run: the skip reason in its attribute escaped, a byte
+ * that is not UTF-8 as U+FFFD (it was copied, and the document, which says
+ * encoding="UTF-8", was not well-formed: CI's parser refused all of it) */
+FA_TEST(hostile, junit_of_a_plugins_text_is_well_formed)
+{
+	char db[1024], xml[1024], *text;
+	long at;
+	tmp_path(db, sizeof db, "plugin_junit.db");
+	tmp_path(xml, sizeof xml, "plugin.xml");
+	if (hostile_runs(db, xml) != 0)
+		return;
+	text = fa_test_read_file(xml, NULL);
+	FA_REQUIRE(text);
+	FA_CHECKF((at = utf8_bad_at(text)) < 0, "byte 0x%02x at %ld is not UTF-8",
+		  at < 0 ? 0 : (unsigned char)text[at], at);
+	FA_CHECKF(strstr(text, "<skipped message=\"why ?[31mred?[0m\r\n#define X */ "
+			       "\xef\xbf\xbd\xef\xbf\xbd &lt;&amp;&gt; end\"/>"),
+		  "no escaped skip reason in %.1500s", text);
+	free(text);
+}
+
+/* A usage error quotes what it was given (an option, a stored run's
+ * command line for --resume): its control characters print as '?' */
+FA_TEST(hostile, usage_errors_print_no_control_characters)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	long at;
+	fa_proc_run((char *[]){"list", "--x\x1b]0;owned\x07\r", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "fabench list: unknown option '--x?]0;owned?" "?'"),
+		  "status %d: %.300s", r.status, r.err);
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at);
+	fa_proc_free(&r);
+	/* a database from elsewhere whose run has a command line run cannot read */
+	tmp_path(db, sizeof db, "resume_text.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--where",
+			       "q_len == 16 && mask == none", "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %.300s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 60, &r);
+	fa_proc_free(&r);
+	{
+		struct fa_store *s = NULL;
+		struct fa_err err;
+		fa_err_clear(&err);
+		FA_REQUIRE(fa_store_open(db, 0, &s, &err) == FA_OK);
+		FA_CHECK(sqlite3_exec(fa_store_db(s), "UPDATE runs SET status = 'incomplete', "
+						      "command_line = 'fabench run --x' || char(27) || '[2J'",
+				      NULL, NULL, NULL) == SQLITE_OK);
+		fa_store_close(s);
+	}
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "cannot read the command line of run 1: "
+						 "'fabench run --x?[2J'"),
+		  "status %d: %.300s", r.status, r.err);
+	FA_CHECKF((at = terminal_control_at(r.err)) < 0, "stderr has byte 0x%02x at %ld",
+		  at < 0 ? 0 : (unsigned char)r.err[at], at);
+	fa_proc_free(&r);
 }
 
 /* ---- --isolate workers die with their parent */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../harness/base/text.h"
 #include "../harness/report/compare.h"
 #include "../harness/report/history.h"
 #include "../harness/run/measure.h"
@@ -1314,6 +1315,58 @@ FA_TEST(plot, hostile_text_never_runs)
 	db_update(s, "UPDATE results SET kernel = ? WHERE kernel = '" TUNE_KERNEL "'", "k@x");
 	o = run_opts(FA_PLOT_HEATMAP, FA_PLOT_PNG, run_id);
 	hostile_draw(s, o, dir, "heatmap");
+	fa_store_close(s);
+}
+
+/* The offset of the first byte of text that starts no valid UTF-8
+ * sequence, or -1. */
+static long utf8_bad_at(const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	while (p < end) {
+		int n = fa_utf8_len(p, end);
+		if (n == 0)
+			return (long)(p - (const unsigned char *)text);
+		p += n;
+	}
+	return -1;
+}
+
+/* A device name and a label with bytes that are not UTF-8 (a plugin's, a
+ * merged database's): the script (`set encoding utf8`) has U+FFFD in their
+ * place, and the SVG gnuplot draws from it is UTF-8 (it copied the bytes,
+ * and the SVG was not well-formed XML: no browser drew it). */
+FA_TEST(plot, text_that_is_not_utf8_stays_out_of_the_script)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_SVG, FA_FIXTURE_RUN_MAIN);
+	char *text, *svg = NULL;
+	size_t len = 0;
+	long at;
+	struct fa_err err;
+	enum fa_rc rc;
+	FA_REQUIRE(s);
+	db_update(s, "UPDATE runs SET device_name = ?", "GPU \xff\xfe \xc0\xaf \xc3\xa9 x");
+	db_update(s, "UPDATE runs SET label = ?", "lab\xe2\x82 el");
+	text = script_text(s, &o, &rc, &err);
+	FA_CHECKF(rc == FA_OK && text, "%s", err.msg);
+	if (text) {
+		FA_CHECKF((at = utf8_bad_at(text, strlen(text))) < 0,
+			  "script byte 0x%02x at %ld is not UTF-8", at < 0 ? 0 : (unsigned char)text[at], at);
+		FA_CHECKF(strstr(text, "lab\xef\xbf\xbd\xef\xbf\xbd el") &&
+			  strstr(text, "GPU \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xc3\xa9 x"),
+			  "no U+FFFD in the title: %.2000s", text);
+	}
+	free(text);
+	if (have_gnuplot()) {
+		fa_err_clear(&err);
+		rc = fa_plot_svg(s, &o, &svg, &len, &err);
+		FA_CHECKF(rc == FA_OK && svg, "%s", err.msg);
+		if (svg)
+			FA_CHECKF((at = utf8_bad_at(svg, len)) < 0, "SVG byte 0x%02x at %ld is not UTF-8",
+				  at < 0 ? 0 : (unsigned char)svg[at], at);
+		free(svg);
+	}
 	fa_store_close(s);
 }
 

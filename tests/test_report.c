@@ -57,6 +57,35 @@ static void golden_test(int64_t run_id, int format, const char *name)
 }
 
 FA_TEST(report, golden_main_md) { golden_test(FA_FIXTURE_RUN_MAIN, FA_FMT_MD, "report_main.md"); }
+
+/* The command line and suite path a run stored, in code spans: a merged
+ * database's may hold escape sequences, and `fabench report` prints to a
+ * terminal (the code span kept them: only line feeds became spaces) */
+FA_TEST(report, code_spans_hold_no_control_characters)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_err err;
+	enum fa_rc rc;
+	char *text;
+	FA_REQUIRE(s);
+	FA_REQUIRE(sqlite3_exec(fa_store_db(s),
+				"UPDATE runs SET command_line = 'fabench run x' || char(27) || '[2J' || "
+				"char(13) || char(7) || char(127) || 'y', suite_path = 'p' || char(27) || "
+				"']0;t' || char(7) || '.yaml'",
+				NULL, NULL, NULL) == SQLITE_OK);
+	text = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, NULL, &rc, &err);
+	FA_CHECKF(rc == FA_OK && text, "report: %s", err.msg);
+	for (const char *p = text; p && *p; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f) {
+			FA_CHECKF(0, "control character 0x%02x at %ld: %.80s", (unsigned char)*p,
+				  (long)(p - text), p > text + 40 ? p - 40 : text);
+			break;
+		}
+	FA_CHECKF(text && strstr(text, "`fabench run x [2J   y`") && strstr(text, "`p ]0;t .yaml`"),
+		  "%.600s", text);
+	free(text);
+	fa_store_close(s);
+}
 FA_TEST(report, golden_main_csv) { golden_test(FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, "report_main.csv"); }
 FA_TEST(report, golden_main_json)
 {

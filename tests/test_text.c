@@ -103,6 +103,9 @@ FA_TEST(text, printable)
 	FA_CHECK(strcmp(fa_printable("a\x1b[2Jb\x07" "c\x7f", buf, sizeof buf), "a?[2Jb?c?") == 0);
 	FA_CHECK(strcmp(fa_printable("tiles \xc3\xa9t\xc3\xa9", buf, sizeof buf),
 			"tiles \xc3\xa9t\xc3\xa9") == 0);
+	/* CSI as the C1 control U+009B (C2 9B), which xterm obeys as ESC [ */
+	FA_CHECK(strcmp(fa_printable("a\xc2\x9b" "2Jb\xc2\xa0", buf, sizeof buf),
+			"a?2Jb\xc2\xa0") == 0);
 	FA_CHECK(strcmp(fa_printable(NULL, buf, sizeof buf), "") == 0);
 	FA_CHECK(strcmp(fa_printable("abcdef", buf, 4), "abc") == 0);
 }

@@ -149,17 +149,39 @@ static void print_excerpt(FILE *f, int line, const char *text, int col)
 	fputs("^\n", f);
 }
 
+/* s as a terminal may show it: a message quotes input (a YAML key or value
+ * with its escapes decoded, a plugin's device name), so each control
+ * character but a line feed or a tab (a message may hold lines, gnuplot's
+ * stderr) and each C1 control in UTF-8 prints as '?', as in the excerpt. */
+static void put_plain(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			fputc('?', f);
+			p++;
+		} else if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) {
+			fputc('?', f);
+		} else {
+			fputc(*p, f);
+		}
+	}
+}
+
 void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 {
 	char text[4096];
 	if (!e->file[0]) {
-		fprintf(f, "%s: error: %s\n", prefix ? prefix : "fabench", e->msg);
+		fprintf(f, "%s: error: ", prefix ? prefix : "fabench");
+		put_plain(f, e->msg);
+		fputc('\n', f);
 		return;
 	}
+	put_plain(f, e->file);
 	if (e->line > 0)
-		fprintf(f, "%s:%d:%d: %s\n", e->file, e->line, e->col, e->msg);
-	else
-		fprintf(f, "%s: %s\n", e->file, e->msg);
+		fprintf(f, ":%d:%d", e->line, e->col);
+	fputs(": ", f);
+	put_plain(f, e->msg);
+	fputc('\n', f);
 	if (e->line > 0 && (e->text[0] ? text_line(e->text, e->line, text, sizeof text) == 0
 				       : read_line(e->file, e->line, text, sizeof text) == 0)) {
 		/* columns count from after a byte order mark (libyaml's marks,

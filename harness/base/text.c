@@ -98,8 +98,17 @@ const char *fa_printable(const char *s, char *buf, size_t size)
 	size_t n = 0;
 	if (!size)
 		return "";
-	for (; s && *s && n + 1 < size; s++, n++)
+	for (; s && *s && n + 1 < size; s++, n++) {
+		/* U+0080..U+009F (C2 80..C2 9F): the C1 controls, CSI among them,
+		 * which xterm obeys in UTF-8 too */
+		if ((unsigned char)s[0] == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+		    (unsigned char)s[1] <= 0x9f) {
+			buf[n] = '?';
+			s++;
+			continue;
+		}
 		buf[n] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	}
 	buf[n] = '\0';
 	return buf;
 }

@@ -35,9 +35,10 @@ struct fa_utf8_cols {
 };
 int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at);
 
-/* s as a terminal may print it: each control character (below 0x20, and
- * 0x7f: an escape sequence a plugin's text could carry) becomes '?', into
- * buf (cut to size); returns buf. NULL reads as "". */
+/* s as a terminal may print it: each control character (below 0x20, 0x7f,
+ * and the C1 controls U+0080..U+009F written in UTF-8: an escape sequence a
+ * plugin's text could carry) becomes '?', into buf (cut to size); returns
+ * buf. NULL reads as "". */
 const char *fa_printable(const char *s, char *buf, size_t size);
 
 #endif /* FA_TEXT_H */

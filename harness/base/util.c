@@ -1,5 +1,6 @@
 /* util.c - time stamps, paths, sizes, running a program without a shell. */
 #include "util.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -465,8 +466,9 @@ char *fa_join_argv(int argc, char **argv)
 
 void fa_json_string(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + strlen((const char *)p);
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+	for (; *p; p++) {
 		switch (*p) {
 		case '"': fputs("\\\"", f); break;
 		case '\\': fputs("\\\\", f); break;
@@ -474,10 +476,21 @@ void fa_json_string(FILE *f, const char *s)
 		case '\r': fputs("\\r", f); break;
 		case '\t': fputs("\\t", f); break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20) {
 				fprintf(f, "\\u%04x", *p);
-			else
+			} else if (*p < 0x80) {
 				fputc(*p, f);
+			} else {
+				/* JSON is UTF-8: a byte that starts no valid sequence
+				 * (a plugin's text, a merged database's) is U+FFFD */
+				int n = fa_utf8_len(p, end);
+				if (n == 0) {
+					fputs("\\ufffd", f);
+				} else {
+					fwrite(p, 1, (size_t)n, f);
+					p += n - 1;
+				}
+			}
 		}
 	}
 	fputc('"', f);

@@ -86,7 +86,9 @@ uint64_t fa_fnv1a64(uint64_t h, const void *data, size_t n);
  * shell-style; malloc'd (NULL when out of memory). */
 char *fa_join_argv(int argc, char **argv);
 
-/* Writes s as a JSON string literal (quotes and escapes included). */
+/* Writes s as a JSON string literal (quotes and escapes included): valid
+ * JSON for any bytes, each byte that starts no valid UTF-8 sequence written
+ * as \ufffd (the replacement character). */
 void fa_json_string(FILE *f, const char *s);
 
 /* size - 1 random hex digits and a NUL into buf (getrandom, else

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 
+#include "../base/text.h"
 #include "../base/util.h"
 #include "../report/report.h"
 
@@ -26,22 +27,36 @@ int fa_cmd_fail(const char *cmd, const struct fa_err *e)
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "fabench %s: ", cmd);
+	char msg[4096], plain[sizeof msg];
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* the message quotes input (an option as given, a stored run's command
+	 * line): no escape sequence of it reaches the terminal */
+	fprintf(stderr, "fabench %s: %s", cmd, fa_printable(msg, plain, sizeof plain));
 	fprintf(stderr, "\n%s\nsee 'fabench %s --help'\n", usage, cmd);
 	return FA_EXIT_USAGE;
 }
 
 int fa_cmd_check_text(const char *cmd, const char *usage, const char *option, const char *text)
 {
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+	const unsigned char *end = (const unsigned char *)text + strlen(text);
+	int chars = 1;
+	for (const unsigned char *p = (const unsigned char *)text; *p; chars++) {
+		int n = fa_utf8_len(p, end);
 		if (*p < 0x20 || *p == 0x7f)
 			return fa_cmd_usage_error(cmd, usage,
 						  "%s holds a control character (0x%02x) at character "
 						  "%d: it is stored and printed, so it must be plain text",
-						  option, *p, (int)(p - (const unsigned char *)text) + 1);
+						  option, *p, chars);
+		/* as a suite's text and an imported file's must be */
+		if (n == 0)
+			return fa_cmd_usage_error(cmd, usage,
+						  "%s holds a byte that is not UTF-8 (0x%02x) at character "
+						  "%d: it is stored and printed, so it must be plain text",
+						  option, *p, chars);
+		p += n;
+	}
 	return 0;
 }
 

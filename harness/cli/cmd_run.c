@@ -17,6 +17,7 @@
 #include "../run/fleet.h"
 #include "../run/isolate.h"
 #include "../base/parallel.h"
+#include "../base/text.h"
 #include "../run/plan.h"
 #include "../report/junit.h"
 #include "../report/report.h"
@@ -481,7 +482,9 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 	       plan->labels[ci] ? plan->labels[ci] : "");
 	for (int i = 0; i < n; i++) {
 		const struct fa_result *r = &res[i];
-		char name[300], rate[32];
+		/* a reason may hold a plugin's words (supports(), its strerror):
+		 * no escape sequence of theirs reaches the terminal */
+		char name[300], rate[32], why[sizeof r->reason];
 		int swept = 0;
 		for (int j = 0; j < n; j++)
 			swept |= j != i && ks[j].k == ks[i].k;
@@ -510,10 +513,11 @@ static void print_case_line(const struct fa_plan *plan, int ci, int step, int to
 			if (r->grad_checked)
 				printf(" dQ %s dK %s dV %s", e[1], e[2], e[3]);
 			if (r->status == FA_STATUS_FAIL)
-				printf("  (%s)", r->reason);
+				printf("  (%s)", fa_printable(r->reason, why, sizeof why));
 			printf("\n");
 		} else {
-			printf("      %-24s %-7s %s\n", name, fa_status_name(r->status), r->reason);
+			printf("      %-24s %-7s %s\n", name, fa_status_name(r->status),
+			       fa_printable(r->reason, why, sizeof why));
 		}
 	}
 	if (eta_s >= 1)
@@ -804,12 +808,13 @@ static void failures_print(struct failure *f, int n, int64_t run_id, const char 
 	char *argv[] = {"fabench", "run", "--rerun-failed", id, "--db", (char *)db};
 	if (n == 0)
 		return;
+	char why[sizeof ((struct fa_result *)0)->reason];
 	printf("\n%d failed (case, key, kernel, reason):\n", n);
 	for (int i = 0; i < n; i++)
 		printf("  case %d %s: %s %s: %s\n", f[i].idx + 1, f[i].key ? f[i].key : "",
 		       f[i].kernel ? f[i].kernel : "",
 		       f[i].status == FA_STATUS_FAIL ? "FAIL" : fa_status_name(f[i].status),
-		       f[i].reason ? f[i].reason : "");
+		       fa_printable(f[i].reason, why, sizeof why));
 	snprintf(id, sizeof id, "%lld", (long long)run_id);
 	cmd = fa_join_argv(6, argv);
 	if (cmd)
@@ -1718,8 +1723,10 @@ int fa_cmd_run(int argc, char **argv)
 		else
 			snprintf(cases, sizeof cases, "%d of its %d cases (%s)", n_take, suite.n_cases,
 				 o.shard_n ? "--shard" : "--case");
+		char dev[sizeof plan.slot->info.name];
 		printf("fabench %s: suite %s (%s), %s, backend %s (%s), seed %llu\n", FA_VERSION,
-		       suite.name, suite.path, cases, plan.slot->name, plan.slot->info.name,
+		       suite.name, suite.path, cases, plan.slot->name,
+		       fa_printable(plan.slot->info.name, dev, sizeof dev),
 		       (unsigned long long)suite.seed);
 		graph_note(&o, plan.slot);
 	}

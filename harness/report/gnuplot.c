@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/text.h"
 #include "../base/util.h"
 
 /* gnuplot draws a plot in well under a second; two minutes means stuck. */
@@ -90,13 +91,34 @@ void fa_sb_free(struct sbuf *b)
  *     a number written here, so no text can end a block early (a block
  *     ends at a line starting with its terminator);
  * and every control character in it (line breaks, CR, tabs, escapes)
- * becomes a space. The only double-quoted strings in a script are fixed
+ * becomes a space, every byte that is not UTF-8 U+FFFD. The only double-quoted strings in a script are fixed
  * ones: "\n" between the lines of a title, "'" for a quote that starts a
  * string (gp_quote). Text is drawn with enhanced text off (fa_gp_begin), so
  * ^ _ @ { } in names are drawn as they are. */
 static int gp_plain(unsigned char c)
 {
 	return c >= 0x20 && c != 0x7f;
+}
+
+/* Writes the character at s (a UTF-8 sequence, or one byte: a control
+ * character as a space, a byte that starts no valid sequence as U+FFFD, so
+ * that the script, which says `set encoding utf8`, and an SVG drawn from it
+ * stay UTF-8) with c, itself when plain, in its place; returns the bytes
+ * read. */
+static int gp_char(FILE *out, const char *s, int c)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	if (*p < 0x80) {
+		fputc(gp_plain(*p) ? c : ' ', out);
+		return 1;
+	}
+	int n = fa_utf8_len(p, p + strnlen(s, 4));
+	if (n == 0) {
+		fputs("\xef\xbf\xbd", out);
+		return 1;
+	}
+	fwrite(s, 1, (size_t)n, out);
+	return n;
 }
 
 /* s as a gnuplot string expression of single-quoted strings: inside them
@@ -111,10 +133,10 @@ static void gp_quote(FILE *out, const char *s, int lines)
 		for (; s && *s == '\''; s++)
 			fputs("\"'\".", out);
 		fputc('\'', out);
-		for (; s && *s && !(lines && *s == '\n'); s++) {
+		while (s && *s && !(lines && *s == '\n')) {
 			if (*s == '\'')
 				fputc('\'', out);
-			fputc(gp_plain((unsigned char)*s) ? *s : ' ', out);
+			s += gp_char(out, s, *s);
 		}
 		fputc('\'', out);
 		if (!s || !*s)
@@ -142,8 +164,8 @@ void fa_gp_text(FILE *out, const char *s)
 void fa_gp_data_str(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (; s && *s; s++)
-		fputc(*s == '"' ? '\'' : gp_plain((unsigned char)*s) ? *s : ' ', out);
+	while (s && *s)
+		s += gp_char(out, s, *s == '"' ? '\'' : *s);
 	fputc('"', out);
 }
 

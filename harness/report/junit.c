@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/text.h"
 #include "../base/util.h"
 
 struct entry {
@@ -103,7 +104,22 @@ int fa_junit_add(struct fa_junit *j, const struct fa_case *c, const char *label,
 
 void fa_xml_escape(FILE *f, const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+	const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + strlen((const char *)p);
+	for (; *p; p++) {
+		if (*p >= 0x80) {
+			/* the document says UTF-8: a byte that starts no valid
+			 * sequence (a plugin's text) is U+FFFD, and U+FFFE and
+			 * U+FFFF, which XML 1.0 does not allow, are '?' */
+			int n = fa_utf8_len(p, end);
+			if (n == 0)
+				fputs("\xef\xbf\xbd", f);
+			else if (n == 3 && p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
+				fputc('?', f);
+			else
+				fwrite(p, 1, (size_t)n, f);
+			p += n ? n - 1 : 0;
+			continue;
+		}
 		switch (*p) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;

@@ -34,9 +34,11 @@ void fa_junit_print(const struct fa_junit *j, FILE *f);
  * naming the path. */
 enum fa_rc fa_junit_write(const struct fa_junit *j, const char *path, struct fa_err *err);
 
-/* Writes s to f with &, <, >, " and ' escaped and the control characters
+/* Writes s to f with &, <, >, " and ' escaped, the control characters
  * XML 1.0 cannot carry (all below 0x20 but tab, newline and carriage
- * return, and DEL) written as '?'. Exposed for tests. */
+ * return, and DEL) and U+FFFE and U+FFFF written as '?', and each byte
+ * that starts no valid UTF-8 sequence as U+FFFD: well-formed for any
+ * bytes. Exposed for tests. */
 void fa_xml_escape(FILE *f, const char *s);
 
 #endif /* FA_JUNIT_H */

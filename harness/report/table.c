@@ -35,7 +35,7 @@ void fa_table_md_code(FILE *f, const char *s)
 		fputc('`', f);
 	fputs(longest ? " " : "", f);
 	for (const char *p = s; *p; p++)
-		fputc(*p == '\n' ? ' ' : *p, f);
+		fputc((unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p, f);
 	fputs(longest ? " " : "", f);
 	for (int i = 0; i <= longest; i++)
 		fputc('`', f);

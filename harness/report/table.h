@@ -39,11 +39,14 @@ enum fa_report_format { FA_FMT_MD = 0, FA_FMT_CSV = 1, FA_FMT_JSON = 2, FA_FMT_H
 void fa_table_md_text(FILE *f, const char *s);
 
 /* s (not NULL) as a markdown code span: fenced with one backtick more than
- * the longest run of backticks in s, line feeds as spaces. */
+ * the longest run of backticks in s, line breaks and other control
+ * characters as spaces (a report is printed on terminals too). */
 void fa_table_md_code(FILE *f, const char *s);
 
 /* s as a CSV field, quoted as RFC 4180 asks when it holds a comma, a quote
- * or a line break. NULL writes nothing (an empty field). */
+ * or a line break. NULL writes nothing (an empty field). A leading '=', '+',
+ * '-' or '@' stays as it is, by choice: the CSV is data that import reads
+ * back (docs/peers.md). */
 void fa_table_csv_text(FILE *f, const char *s);
 
 /* x at full precision (fa_table_fmt_real) as a CSV field; nothing (an empty

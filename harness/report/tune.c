@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../base/arena.h"
+#include "../base/util.h"
 #include "../store/reader.h"
 #include "../suite/expr.h"
 #include "compare.h"
@@ -1512,18 +1513,11 @@ static enum fa_rc write_csv(const struct fa_tune *t, FILE *f)
 	return FA_OK;
 }
 
+/* fa_json_string: valid JSON for any bytes (a device name that is not
+ * UTF-8, from a plugin or a merged database) */
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	fa_json_string(f, s);
 }
 
 static void json_str_or_null(FILE *f, const char *s)

@@ -125,6 +125,18 @@ static int misbehave_now(void)
 	return 1;
 }
 
+/* FABENCH_TEST_SKIP_WHY=TEXT: test_correct refuses every case with TEXT as
+ * its reason (a plugin's own words, which reach every writer). */
+static int correct_supports(const struct fa_problem *p, char *why, size_t why_size)
+{
+	const char *text = getenv("FABENCH_TEST_SKIP_WHY");
+	(void)p;
+	if (!text || !*text)
+		return 1;
+	snprintf(why, why_size, "%s", text);
+	return 0;
+}
+
 static int k_correct(const struct fa_launch_args *a)
 {
 	note_launch();
@@ -271,7 +283,7 @@ static const struct fa_kernel_param delay_params[] = {
 #define KSIZE ((uint32_t)sizeof(struct fa_kernel)), FA_PASS_FWD, 0, NULL
 static const struct fa_kernel kernels[] = {
 	{"test_correct", "naive fp32 attention (right)", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0,
-	 NULL, NULL, k_correct, 1, KSIZE},
+	 correct_supports, NULL, k_correct, 1, KSIZE},
 	{"test_wrong", "right, then one element off by 0.5", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL,
 	 0, NULL, NULL, k_wrong, 1, KSIZE},
 	{"test_nan", "right, then one NaN", ALL_DTYPES, 1, 1024, NULL, 0, 0, NULL, 0, NULL, NULL,
@@ -321,8 +333,13 @@ static int t_info(void *ctx, struct fa_device_info *out)
 	 * treats this plugin as it treats a GPU's (--ab does not share buffers
 	 * but swaps them at random, docs/compare.md) */
 	const char *dm = getenv("FABENCH_TEST_DEVICE_MEMORY");
+	/* FABENCH_TEST_DEVICE_NAME=TEXT: the device's name, as a plugin may
+	 * word it (quotes, control characters, bytes that are not UTF-8) */
+	const char *dn = getenv("FABENCH_TEST_DEVICE_NAME");
 	int host = !(dm && strcmp(dm, "1") == 0);
-	if (this_device >= 0)
+	if (dn && *dn)
+		snprintf(out->name, sizeof out->name, "%s", dn);
+	else if (this_device >= 0)
 		snprintf(out->name, sizeof out->name, "test device %d (%s memory)", this_device,
 			 host ? "host" : "device");
 	else

@@ -1,6 +1,7 @@
 /* test_e2e.c - end-to-end tests: build/fabench run as a user runs it, the
  * database read back with SQLite, kills in the middle of a run, bad input on
  * the command line, and the misbehaving kernels of the test plugin. */
+#include <dirent.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -1005,6 +1006,67 @@ FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 	FA_CHECK(r.status == 2 && strstr(r.err, "--case does not go with it"));
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs") == 3);
+}
+
+/* The number of entries in folder dir but . and .. (-1 when it cannot be read). */
+static int entries_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* --resume and --rerun-failed take the stored run's options, but never the
+ * files it wrote: a stored command line (a copied or merged database may
+ * hold any) does not choose where a JUnit file or a dump goes; those of the
+ * new command do. */
+FA_TEST(e2e, resume_writes_only_the_files_it_is_given)
+{
+	char db[1024], junit[1024], dump[1024], junit2[1024], plug[1100], *env[3];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	path_in(db, sizeof db, fa_test_tmpdir(), "resume-files.db");
+	path_in(junit, sizeof junit, fa_test_tmpdir(), "resume-stored.xml");
+	path_in(junit2, sizeof junit2, fa_test_tmpdir(), "resume-given.xml");
+	path_in(dump, sizeof dump, fa_test_tmpdir(), "resume-stored-dump");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct,test_wrong", "--db", db, "--quiet", "--max-failures",
+			       "1", "--junit", junit, "--dump", dump, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "stopping after 1 failed case"), "status %d\n%s",
+		  r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(junit, F_OK) == 0 && access(dump, F_OK) == 0);
+	const int dumped = entries_in(dump);
+	FA_CHECK(dumped > 0);
+	unlink(junit);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+	/* neither written again from the stored line */
+	FA_CHECK(access(junit, F_OK) != 0);
+	FA_CHECKF(entries_in(dump) == dumped, "%d files in %s, %d before", entries_in(dump), dump,
+		  dumped);
+	/* a rerun with its own --junit writes that one, and only that one */
+	fa_proc_run((char *[]){"run", "--rerun-failed", "1", "--db", db, "--quiet", "--junit",
+			       junit2, NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(junit2, F_OK) == 0 && access(junit, F_OK) != 0);
+	unlink(junit2);
+	unlink(db);
 }
 
 /* --max-failures N stops after the N-th case with a failure: those cases

@@ -133,7 +133,10 @@ static void help(void)
 	       "                     the stored run's)\n"
 	       "  --resume RUN       finish an incomplete run: run the cases it has not\n"
 	       "                     stored, with its suite file, seed and options, append\n"
-	       "                     them to it and mark it complete\n\n"
+	       "                     them to it and mark it complete\n"
+	       "                     (both write --junit, --dump and --report files only\n"
+	       "                     when this command names them, never where the stored\n"
+	       "                     run's did)\n\n"
 	       "At the end the failures are listed again (case, key, kernel, reason) with\n"
 	       "the command that reruns just them.\n\n"
 	       "exit status: 0 all passed (skips allowed), 1 a case failed, errored or timed\n"
@@ -670,7 +673,7 @@ static void stored_free(struct stored *sp)
 
 /* --rerun-failed / --resume: reads the stored run and replaces *o by its
  * options (its command line read as run reads one), keeping --db, --quiet,
- * --report and the given suite file, with the run's seed; for a rerun,
+ * --report, --dump, --junit and the given suite file, with the run's seed; for a rerun,
  * --label and --kernels as given (default: the kernels that failed) and the
  * failed cases' keys. Returns -1 to go on, else the exit status. */
 static int load_stored(struct run_cli *o, struct stored *sp)
@@ -714,7 +717,12 @@ static int load_stored(struct run_cli *o, struct stored *sp)
 					  what, spec, (long long)sp->run_id, sp->sr.command_line);
 	o->db = given.db;
 	o->quiet = given.quiet;
+	/* files this command writes come from this command alone: a stored
+	 * command line (perhaps from a merged or copied database) never
+	 * chooses where a dump, JUnit file or report goes */
 	o->report = given.report;
+	o->dump = given.dump;
+	o->junit = given.junit;
 	o->max_failures = given.max_failures; /* this command's, not the stored run's */
 	o->rerun = given.rerun;
 	o->resume = given.resume;

@@ -3,6 +3,7 @@
 #ifndef FA_CMD_H
 #define FA_CMD_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../run/backend.h"
@@ -15,6 +16,10 @@
 #define FA_EXIT_SIGNAL 130 /* interrupted; finished cases are kept */
 
 int fa_cmd_run(int argc, char **argv);
+/* The run the last fa_cmd_run of this process stored into (0: none yet), so
+ * that tune's sweep reads its own run rather than whichever is latest when
+ * another process writes to the same database. */
+extern int64_t fa_cmd_run_last_id;
 int fa_cmd_list(int argc, char **argv);
 int fa_cmd_kernels(int argc, char **argv);
 int fa_cmd_devices(int argc, char **argv);

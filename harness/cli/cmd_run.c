@@ -145,6 +145,8 @@ static void help(void)
 	       usage_text);
 }
 
+int64_t fa_cmd_run_last_id;
+
 static volatile int g_cancel;
 
 static void on_signal(int sig)
@@ -1815,6 +1817,7 @@ int fa_cmd_run(int argc, char **argv)
 	}
 	for (int step = 0; step < suite.n_cases * o.repeat; step++)
 		n_steps += !skip[step % suite.n_cases] && !(stored_idx && stored_idx[step]);
+	fa_cmd_run_last_id = run_id;
 	if (o.resume)
 		printf("run %lld -> %s: resumed, %d of %d cases to run%s\n", (long long)run_id, o.db,
 		       n_steps, suite.n_cases * o.repeat, o.quiet ? "" : "\n");

@@ -333,7 +333,7 @@ int fa_cmd_tune(int argc, char **argv)
 	if (header && !o.by)
 		return fa_cmd_usage_error("tune", usage_text,
 					  "--header needs --by: the header holds the fitted rule");
-	char param_name[128] = "";
+	char param_name[128] = "", sweep_run[32];
 	if (param) {
 		const char *eq = strchr(param, '=');
 		size_t len = eq ? (size_t)(eq - param) : strlen(param);
@@ -368,11 +368,15 @@ int fa_cmd_tune(int argc, char **argv)
 					strerror(errno));
 				return FA_EXIT_FAIL;
 			}
+		fa_cmd_run_last_id = 0;
 		sweep_status = run_sweep(suite, db, o.kernel, o.param, values, o.has_auto,
 					 o.auto_value, backend, label, o.where);
 		if (sweep_status != FA_EXIT_OK && sweep_status != FA_EXIT_FAIL)
 			return sweep_status;
-		run = label ? label : "latest";
+		/* the sweep's own run, by id: "latest" (or the label's latest)
+		 * may be another process's run by now */
+		snprintf(sweep_run, sizeof sweep_run, "%lld", (long long)fa_cmd_run_last_id);
+		run = fa_cmd_run_last_id > 0 ? sweep_run : label ? label : "latest";
 	}
 
 	fa_err_clear(&err);

@@ -778,6 +778,18 @@ FA_TEST(tune, where_and_command_recorded)
 	free(md);
 	free(js);
 	free(h);
+	/* a name a shell splits is quoted, and --min-effect and --alpha read
+	 * back as the values used (%g kept 6 digits: 1.23457) */
+	char *param = t.param, p2[] = "sp lits";
+	t.param = p2;
+	t.min_effect = 0.012345678;
+	t.alpha = 0.0123456789;
+	h = text_of(&t, 0, 1);
+	t.param = param;
+	FA_CHECKF(h && strstr(h, " --kernel k_tune --param 'sp lits' --by ") &&
+			  strstr(h, " --min-effect 1.2345678 --alpha 0.0123456789\n"),
+		  "%s", h ? h : "(null)");
+	free(h);
 	fa_tune_free(&t);
 }
 

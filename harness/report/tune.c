@@ -1698,32 +1698,64 @@ static void c_ident(const char *name, int upper, char *buf, size_t size)
 
 /* s inside a C comment: printable ASCII only, never the end of one, and
  * never "/" "*", which -Wcomment (in -Wall) reports inside one. */
-static void c_comment_text(FILE *f, const char *s)
+static void c_comment_text_n(FILE *f, const char *s, size_t n)
 {
-	for (const char *p = s; *p; p++) {
+	for (const char *p = s, *end = s + n; p < end; p++) {
 		unsigned char ch = (unsigned char)*p;
+		const char next = p + 1 < end ? p[1] : '\0';
 		if (ch < 0x20 || ch > 0x7e)
 			fputc('?', f);
-		else if ((ch == '*' && p[1] == '/') || (ch == '/' && p[1] == '*'))
+		else if ((ch == '*' && next == '/') || (ch == '/' && next == '*'))
 			fprintf(f, "%c ", ch);
 		else
 			fputc(ch, f);
 	}
 }
 
-/* s in single quotes for a shell, inside a C comment: ' as '\'' */
+static void c_comment_text(FILE *f, const char *s)
+{
+	c_comment_text_n(f, s, strlen(s));
+}
+
+/* s in single quotes for a shell, inside a C comment: ' as '\'' (the runs
+ * between quotes whole, so that every slash is seen beside its star) */
 static void c_comment_shell(FILE *f, const char *s)
 {
 	fputc('\'', f);
-	for (const char *p = s; *p; p++) {
+	for (const char *p = s; *p;) {
+		const size_t n = strcspn(p, "'");
+		c_comment_text_n(f, p, n);
+		p += n;
 		if (*p == '\'') {
 			fputs("'\\''", f);
-			continue;
+			p++;
 		}
-		char one[2] = {*p, '\0'};
-		c_comment_text(f, one);
 	}
 	fputc('\'', f);
+}
+
+/* A name in the "made by" command: as it is where a shell reads it as one
+ * word, else quoted as c_comment_shell quotes. */
+static void c_comment_arg(FILE *f, const char *s)
+{
+	int plain = *s != '\0';
+	for (const char *p = s; *p && plain; p++)
+		plain = isalnum((unsigned char)*p) || strchr("_-.,:/+=@%", *p);
+	if (plain)
+		c_comment_text(f, s);
+	else
+		c_comment_shell(f, s);
+}
+
+/* The shortest %g text of v that reads back (strtod, then / scale) as
+ * v / scale exactly, so the "made by" options give the same values. */
+static void g_exact(double v, double scale, char *buf, size_t n)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v * scale);
+		if (strtod(buf, NULL) / scale == v)
+			return;
+	}
 }
 
 static void c_string(FILE *f, const char *s)
@@ -1798,9 +1830,9 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	c_comment_text(f, ru->text);
 	/* what made it: the same run and these options make the same header */
 	fprintf(f, "\n * made by: fabench tune --run %" PRId64 " --kernel ", t->run_id);
-	c_comment_text(f, t->kernel);
+	c_comment_arg(f, t->kernel);
 	fputs(" --param ", f);
-	c_comment_text(f, t->param);
+	c_comment_arg(f, t->param);
 	fputs(" --by ", f);
 	char by[1024] = "";
 	size_t bl = 0;
@@ -1814,7 +1846,10 @@ enum fa_rc fa_tune_write_header(const struct fa_tune *t, FILE *f, struct fa_err 
 	}
 	if (t->has_auto)
 		fprintf(f, " --auto %" PRId32, t->auto_value);
-	fprintf(f, " --min-effect %g --alpha %g", 100 * t->min_effect, t->alpha);
+	char me[40], al[40];
+	g_exact(t->min_effect, 100, me, sizeof me);
+	g_exact(t->alpha, 1, al, sizeof al);
+	fprintf(f, " --min-effect %s --alpha %s", me, al);
 	fprintf(f, "\n * regret over the run's %d timed cases: geometric mean %s, worst %s\n */\n",
 		ru->n_used, pct_g, pct_w);
 	fprintf(f, "#ifndef %s_TUNE_H\n#define %s_TUNE_H\n\n#include <math.h>\n\n", up, up);

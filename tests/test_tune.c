@@ -16,6 +16,7 @@
 #include "../harness/report/report.h"
 #include "../harness/report/tune.h"
 #include "../harness/store/store.h"
+#include "fixture.h"
 #include "golden.h"
 #include "proc.h"
 #include "test.h"
@@ -790,6 +791,36 @@ FA_TEST(tune, where_and_command_recorded)
 			  strstr(h, " --min-effect 1.2345678 --alpha 0.0123456789\n"),
 		  "%s", h ? h : "(null)");
 	free(h);
+	fa_tune_free(&t);
+}
+
+/* A sweep that was interrupted or stopped is said to be so: its figures
+ * cover only the cases it stored (markdown, JSON). */
+FA_TEST(tune, incomplete_run_is_said)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	char *md = text_of(&t, FA_FMT_MD, 0), *js = text_of(&t, FA_FMT_JSON, 0);
+	FA_CHECK(md && !strstr(md, "is incomplete") && js && strstr(js, "\"status\": \"complete\"}"));
+	free(md);
+	free(js);
+	fa_tune_free(&t);
+	FA_REQUIRE(fa_test_db_exec(db, "UPDATE runs SET status = 'incomplete'") == 0);
+	planted_opts(&o);
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	md = text_of(&t, FA_FMT_MD, 0);
+	js = text_of(&t, FA_FMT_JSON, 0);
+	FA_CHECKF(md && strstr(md, "\n- **run 1 is incomplete**: the figures below cover only the "
+				  "cases it stored (`fabench run --resume 1` finishes an "
+				  "interrupted run)\n"),
+		  "%s", md ? md : "(null)");
+	FA_CHECK(js && strstr(js, "\"status\": \"incomplete\"}"));
+	free(md);
+	free(js);
 	fa_tune_free(&t);
 }
 

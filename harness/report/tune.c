@@ -147,7 +147,8 @@ static enum fa_rc load_run_row(struct fa_store *s, struct fa_tune *t, struct fa_
 	sqlite3_stmt *st = NULL;
 	enum fa_rc rc = FA_OK;
 	if (sqlite3_prepare_v2(fa_store_db(s),
-			       "SELECT label, suite_name, backend, device_name FROM runs WHERE id = ?",
+			       "SELECT label, suite_name, backend, device_name, status FROM runs "
+			       "WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_fail(s, err);
 	sqlite3_bind_int64(st, 1, t->run_id);
@@ -157,7 +158,8 @@ static enum fa_rc load_run_row(struct fa_store *s, struct fa_tune *t, struct fa_
 		t->suite = col_text(st, 1);
 		t->backend = col_text(st, 2);
 		t->device = col_text(st, 3);
-		if (!t->label || !t->suite || !t->backend || !t->device)
+		t->status = col_text(st, 4);
+		if (!t->label || !t->suite || !t->backend || !t->device || !t->status)
 			rc = nomem(err);
 	} else if (src == SQLITE_DONE) {
 		rc = fa_err_set(err, FA_ERR_NOT_FOUND, "no run %" PRId64 " in '%s'", t->run_id,
@@ -1167,6 +1169,7 @@ void fa_tune_free(struct fa_tune *t)
 		return;
 	free(t->label);
 	free(t->suite);
+	free(t->status);
 	free(t->backend);
 	free(t->device);
 	free(t->kernel);
@@ -1288,6 +1291,13 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 	fa_table_md_text(f, t->backend);
 	fputs(" on ", f);
 	fa_table_md_text(f, t->device[0] ? t->device : "-");
+	if (strcmp(t->status, "complete") != 0) {
+		fprintf(f, "\n- **run %" PRId64 " is ", t->run_id);
+		fa_table_md_text(f, t->status);
+		fprintf(f, "**: the figures below cover only the cases it stored (`fabench run "
+			   "--resume %" PRId64 "` finishes an interrupted run)",
+			t->run_id);
+	}
 	fprintf(f, "\n- values of %s:", t->param);
 	for (int v = 0; v < t->n_values; v++)
 		fprintf(f, "%s %" PRId32, v ? "," : "", t->values[v]);
@@ -1547,6 +1557,8 @@ static enum fa_rc write_json(const struct fa_tune *t, FILE *f)
 	json_str_or_null(f, t->backend);
 	fputs(", \"device\": ", f);
 	json_str_or_null(f, t->device);
+	fputs(", \"status\": ", f);
+	json_str_or_null(f, t->status);
 	fputs("},\n \"kernel\": ", f);
 	json_str(f, t->kernel);
 	fputs(", \"param\": ", f);

@@ -95,6 +95,7 @@ struct fa_tune_leaf {
 struct fa_tune {
 	int64_t run_id;
 	char *label, *suite, *backend, *device;
+	char *status;              /* the run's: complete, incomplete, running */
 	char *kernel, *param;
 	char *fixed;               /* the kernel's other params (the same in every result) */
 	char *where;               /* --where's text, NULL when none */

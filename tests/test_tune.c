@@ -794,6 +794,26 @@ FA_TEST(tune, where_and_command_recorded)
 	fa_tune_free(&t);
 }
 
+/* The list of cases a rule loses on uses the per-case table's words: a
+ * value among the ties is a tie there too (it said "same"). */
+FA_TEST(tune, loss_list_says_tie_as_the_table_does)
+{
+	const char *db = planted_db();
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	planted_opts(&o);
+	o.rules[o.n_rules++] = "kv_len >= 4k ? 16 : 4";
+	o.loss = 0.001;
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	char *md = text_of(&t, FA_FMT_MD, 0);
+	FA_CHECKF(md && strstr(md, "- case 2 `batch=1,kv_len=4096`: 16 is +0.4% (tie) against 4\n") &&
+			  strstr(md, "- case 5 `batch=8,kv_len=4096`: 16 is +20.0% (slower) against 1\n"),
+		  "%s", md ? md : "(null)");
+	free(md);
+	fa_tune_free(&t);
+}
+
 /* A sweep that was interrupted or stopped is said to be so: its figures
  * cover only the cases it stored (markdown, JSON). */
 FA_TEST(tune, incomplete_run_is_said)

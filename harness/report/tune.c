@@ -1409,9 +1409,13 @@ static enum fa_rc write_md(const struct fa_tune *t, FILE *f, struct fa_err *err)
 			fmt_pct(ru->loss[i], a, sizeof a);
 			fprintf(f, "- case %" PRId64 " ", t->cases[i].idx + 1);
 			fa_table_md_code(f, t->cases[i].key);
+			/* the per-case table's words: a value among the ties is a
+			 * tie, whatever the test of it alone said */
+			const char *w = ru->verdict[i] == FA_PERF_SLOWER  ? "slower"
+					: t->cases[i].tie[ru->choice[i]] ? "tie"
+									  : verdict_word(ru->verdict[i]);
 			fprintf(f, ": %" PRId32 " is %s (%s) against %" PRId32 "\n",
-				t->values[ru->choice[i]], a, verdict_word(ru->verdict[i]),
-				t->values[t->cases[i].best]);
+				t->values[ru->choice[i]], a, w, t->values[t->cases[i].best]);
 		}
 	}
 

@@ -40,14 +40,14 @@ int fa_cmd_tune(int argc, char **argv);
 int fa_cmd_fail(const char *cmd, const struct fa_err *e);
 
 /* Prints "fabench CMD: MESSAGE" and the usage hint to stderr; returns 2. */
-/* The usage error of getopt_long's return c for an option it did not take
- * (its option string starts with ':'): "option '--x' needs a value" for ':',
- * else "unknown option '--x'"; exit status 2. */
 /* 0 when text (an option's value that is stored and printed: --label) is
  * UTF-8 with no control character; else a usage error naming the option,
  * the byte and the character it is, exit status 2. */
 int fa_cmd_check_text(const char *cmd, const char *usage, const char *option, const char *text);
 
+/* The usage error of getopt_long's return c for an option it did not take
+ * (its option string starts with ':'): "option '--x' needs a value" for ':',
+ * else "unknown option '--x'"; exit status 2. */
 int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv);
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

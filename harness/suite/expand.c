@@ -1390,11 +1390,6 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 				extra[prm].i = val[k];
 				extra[prm].loc = b[FA_P_MODEL]->loc;
 				nb[prm] = &extra[prm];
-			} else if (nb[prm] && !nb[prm]->expr && nb[prm]->i != val[k] && !conflict[0]) {
-				snprintf(conflict, sizeof conflict, "%s %lld conflicts with model '%s' (%s %d)",
-					 params[prm].name, (long long)nb[prm]->i, m->name,
-					 params[prm].name, val[k]);
-				conflict_loc = nb[prm]->loc;
 			}
 		}
 	}
@@ -1418,6 +1413,21 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 	for (int k = 0; k < FA_P_COUNT; k++)
 		if (nb[k] && nb[k]->expr)
 			nb[k] = &extra[k];
+	if (m) {
+		/* the model's shape against what the case gives, derived values
+		 * included; gqa stands for kv_heads = heads / gqa */
+		static const int shape[4] = {FA_P_HEADS, FA_P_KV_HEADS, FA_P_HEAD_DIM, FA_P_GQA};
+		const int32_t val[4] = {m->heads, m->kv_heads, m->head_dim, m->heads / m->kv_heads};
+		for (int k = 0; k < 4 && !conflict[0]; k++) {
+			int prm = shape[k];
+			if (nb[prm] && nb[prm]->i != val[k]) {
+				snprintf(conflict, sizeof conflict, "%s %lld conflicts with model '%s' (%s %d)",
+					 params[prm].name, (long long)nb[prm]->i, m->name,
+					 params[prm].name, val[k]);
+				conflict_loc = nb[prm]->loc;
+			}
+		}
+	}
 	char *pending = w->pending;
 	struct fa_loc pending_loc = w->pending_loc;
 	w->pending = NULL;

@@ -919,6 +919,13 @@ enum fa_rc fa_parse_exclude(const struct fa_src *src, const yaml_node_t *n,
 			if ((rc = fa_param_values(src, param, fa_src_node(src, pr->value), &e->vals[j],
 						  &e->n_vals[j])) != FA_OK)
 				return rc;
+			/* an exclude compares values; an expression would match no case */
+			for (int32_t i = 0; i < e->n_vals[j]; i++)
+				if (e->vals[j][i].expr)
+					return fa_err_at(src->err, &e->vals[j][i].loc,
+							 "exclude takes values, not an expression: '%s' (a "
+							 "condition over parameters goes in where)",
+							 e->vals[j][i].expr);
 			e->n_params++;
 		}
 	}

@@ -1449,6 +1449,19 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 	}
 	if (conflict[0])
 		pend(w, &conflict_loc, "%s", conflict);
+	/* depth makes kv_len = depth + q_len; where the lengths come whole from
+	 * seq_len (kv_len = q_len) or seqlens (kv_seqlens = seqlens) it could
+	 * only be a label that the problem contradicts */
+	if (depth > 0 && nb[FA_P_SEQ_LEN])
+		pend(w, &b[FA_P_DEPTH]->loc,
+		     "depth %d needs q_len: seq_len makes kv_len = q_len, with no cache before the "
+		     "queries",
+		     depth);
+	else if (depth > 0 && nb[FA_P_SEQLENS] && !nb[FA_P_KV_SEQLENS])
+		pend(w, &b[FA_P_DEPTH]->loc,
+		     "depth %d needs kv_seqlens with seqlens (each sequence's keys, the cache "
+		     "included)",
+		     depth);
 	w->c.depth = depth;
 	if (b[FA_P_LAYERS] && !b[FA_P_MODEL] && !b[FA_P_TAG])
 		pend(w, &b[FA_P_LAYERS]->loc, "layers needs a model or a tag to belong to");

@@ -398,8 +398,22 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 					 pi->kind == PK_DIM ? FA_MAX_HEAD_DIM : INT32_MAX);
 		if (r != 0 && strpbrk(text, " +-*/%()?<>="))
 			return derived_value(src, param, n, out);
-		if (r != 0)
+		if (r != 0) {
+			/* a bare name (kv_len: q_len) is not read as an expression,
+			 * so that a misspelt number says what it is; say how to
+			 * derive the value when the word is a name that could */
+			struct fa_expr *e = NULL;
+			struct fa_err scratch;
+			fa_err_clear(&scratch);
+			if (((text[0] >= 'a' && text[0] <= 'z') || text[0] == '_') &&
+			    fa_expr_parse_number(text, &l, &e, &scratch) == FA_OK) {
+				fa_expr_free(e);
+				return fa_err_at(src->err, &l, "expected an integer for '%s', got '%s' (to "
+						 "derive it from %s, write an expression: '%s * 1')",
+						 pi->name, text, text, text);
+			}
 			return type_error(src, param, n);
+		}
 		return check_int(src, param, out->i, &l);
 	}
 	if (pi->kind == PK_MODEL) {

@@ -242,7 +242,7 @@ FA_TEST(expr, errors_with_columns)
 	/* a bare unknown name is not offered a word two edits away */
 	ERR("foo == 1", 1, "unknown name 'foo'");
 	ERR("mask == caual", 9, "unknown name 'caual' (did you mean 'causal'?)");
-	ERR("1 < 2 < 3", 7, "unexpected '<' after a complete expression");
+	ERR("1 < 2 < 3", 7, "comparisons do not chain: '<' after a comparison (write 'a < b && b < c')");
 	ERR("scale", 1, "the expression is a number, not a condition");
 	ERR("heads == 1)", 11, "unexpected ')'");
 	ERR("q_len > 8x", 9, "invalid number '8x'");

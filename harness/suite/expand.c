@@ -398,8 +398,22 @@ static enum fa_rc scalar_value(const struct fa_src *src, int param, const yaml_n
 					 pi->kind == PK_DIM ? FA_MAX_HEAD_DIM : INT32_MAX);
 		if (r != 0 && strpbrk(text, " +-*/%()?<>="))
 			return derived_value(src, param, n, out);
-		if (r != 0)
+		if (r != 0) {
+			/* a bare name (kv_len: q_len) is not read as an expression,
+			 * so that a misspelt number says what it is; say how to
+			 * derive the value when the word is a name that could */
+			struct fa_expr *e = NULL;
+			struct fa_err scratch;
+			fa_err_clear(&scratch);
+			if (((text[0] >= 'a' && text[0] <= 'z') || text[0] == '_') &&
+			    fa_expr_parse_number(text, &l, &e, &scratch) == FA_OK) {
+				fa_expr_free(e);
+				return fa_err_at(src->err, &l, "expected an integer for '%s', got '%s' (to "
+						 "derive it from %s, write an expression: '%s * 1')",
+						 pi->name, text, text, text);
+			}
 			return type_error(src, param, n);
+		}
 		return check_int(src, param, out->i, &l);
 	}
 	if (pi->kind == PK_MODEL) {
@@ -919,6 +933,13 @@ enum fa_rc fa_parse_exclude(const struct fa_src *src, const yaml_node_t *n,
 			if ((rc = fa_param_values(src, param, fa_src_node(src, pr->value), &e->vals[j],
 						  &e->n_vals[j])) != FA_OK)
 				return rc;
+			/* an exclude compares values; an expression would match no case */
+			for (int32_t i = 0; i < e->n_vals[j]; i++)
+				if (e->vals[j][i].expr)
+					return fa_err_at(src->err, &e->vals[j][i].loc,
+							 "exclude takes values, not an expression: '%s' (a "
+							 "condition over parameters goes in where)",
+							 e->vals[j][i].expr);
 			e->n_params++;
 		}
 	}
@@ -1390,11 +1411,6 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 				extra[prm].i = val[k];
 				extra[prm].loc = b[FA_P_MODEL]->loc;
 				nb[prm] = &extra[prm];
-			} else if (nb[prm] && !nb[prm]->expr && nb[prm]->i != val[k] && !conflict[0]) {
-				snprintf(conflict, sizeof conflict, "%s %lld conflicts with model '%s' (%s %d)",
-					 params[prm].name, (long long)nb[prm]->i, m->name,
-					 params[prm].name, val[k]);
-				conflict_loc = nb[prm]->loc;
 			}
 		}
 	}
@@ -1418,6 +1434,21 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 	for (int k = 0; k < FA_P_COUNT; k++)
 		if (nb[k] && nb[k]->expr)
 			nb[k] = &extra[k];
+	if (m) {
+		/* the model's shape against what the case gives, derived values
+		 * included; gqa stands for kv_heads = heads / gqa */
+		static const int shape[4] = {FA_P_HEADS, FA_P_KV_HEADS, FA_P_HEAD_DIM, FA_P_GQA};
+		const int32_t val[4] = {m->heads, m->kv_heads, m->head_dim, m->heads / m->kv_heads};
+		for (int k = 0; k < 4 && !conflict[0]; k++) {
+			int prm = shape[k];
+			if (nb[prm] && nb[prm]->i != val[k]) {
+				snprintf(conflict, sizeof conflict, "%s %lld conflicts with model '%s' (%s %d)",
+					 params[prm].name, (long long)nb[prm]->i, m->name,
+					 params[prm].name, val[k]);
+				conflict_loc = nb[prm]->loc;
+			}
+		}
+	}
 	char *pending = w->pending;
 	struct fa_loc pending_loc = w->pending_loc;
 	w->pending = NULL;
@@ -1432,6 +1463,19 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 	}
 	if (conflict[0])
 		pend(w, &conflict_loc, "%s", conflict);
+	/* depth makes kv_len = depth + q_len; where the lengths come whole from
+	 * seq_len (kv_len = q_len) or seqlens (kv_seqlens = seqlens) it could
+	 * only be a label that the problem contradicts */
+	if (depth > 0 && nb[FA_P_SEQ_LEN])
+		pend(w, &b[FA_P_DEPTH]->loc,
+		     "depth %d needs q_len: seq_len makes kv_len = q_len, with no cache before the "
+		     "queries",
+		     depth);
+	else if (depth > 0 && nb[FA_P_SEQLENS] && !nb[FA_P_KV_SEQLENS])
+		pend(w, &b[FA_P_DEPTH]->loc,
+		     "depth %d needs kv_seqlens with seqlens (each sequence's keys, the cache "
+		     "included)",
+		     depth);
 	w->c.depth = depth;
 	if (b[FA_P_LAYERS] && !b[FA_P_MODEL] && !b[FA_P_TAG])
 		pend(w, &b[FA_P_LAYERS]->loc, "layers needs a model or a tag to belong to");

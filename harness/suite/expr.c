@@ -701,7 +701,15 @@ static struct fa_expr *parse_cmp(struct parser *ps)
 		if (is_op(ps, cmps[k].op)) {
 			int pos = ps->tok.pos;
 			advance(ps);
-			return binary(ps, cmps[k].kind, pos, cmps[k].op, e, parse_sum(ps));
+			e = binary(ps, cmps[k].kind, pos, cmps[k].op, e, parse_sum(ps));
+			for (size_t j = 0; e && j < sizeof cmps / sizeof cmps[0]; j++)
+				if (is_op(ps, cmps[j].op)) { /* 1 < a < 3 */
+					perr(ps, ps->tok.pos, "comparisons do not chain: '%s' after a "
+					     "comparison (write 'a < b && b < c')", cmps[j].op);
+					fa_expr_free(e);
+					return NULL;
+				}
+			return e;
 		}
 	return e;
 }

@@ -9,6 +9,7 @@
 #include "models.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "../base/text.h"
 #include "expand.h"
@@ -52,6 +53,9 @@ const char *fa_model_suggest(const char *name)
 {
 	const char *best = NULL;
 	int bd = 3;
+	for (int i = 0; fa_models[i].name; i++) /* Llama3-8B: names are lowercase */
+		if (strcasecmp(name, fa_models[i].name) == 0)
+			return fa_models[i].name;
 	for (int i = 0; fa_models[i].name; i++) {
 		int d = fa_edit_distance(name, fa_models[i].name);
 		if (d < bd) {

@@ -469,7 +469,7 @@ static enum fa_rc key_seed(struct load *ld, struct file_state *fs, struct scope 
 		return fa_err_at(ld->err, &l, "seed %s is too large (at most %lld)", scalar_text(v),
 				 (long long)INT64_MAX);
 	if (seed < 0)
-		return fa_err_at(ld->err, &l, "seed %s must not be negative", scalar_text(v));
+		return fa_err_at(ld->err, &l, "seed %s must be positive (1 or more; 0 is reserved)", scalar_text(v));
 	if (seed == 0) /* as --seed 0: it stands for "not given" */
 		return fa_err_at(ld->err, &l, "seed 0 is reserved; use 1 or more");
 	if (!fs->parent) /* only the top file's seed counts */

@@ -1637,3 +1637,27 @@ FA_TEST(plot, heatmap_rows_name_the_models)
 	FA_CHECKF(text && strstr(text, "'#1 (draft, target): best "), "%s", text ? text : "(null)");
 	free(text);
 }
+
+/* A kernel's backward and forward-and-backward of one shape are two lines,
+ * named by the pass, not one line through both passes' points (their
+ * TFLOP/s count 2.5x and 3.5x the forward's FLOPs). */
+FA_TEST(plot, throughput_passes_are_variants)
+{
+	char *text;
+	import_and_script("passes",
+			  "{\"run\": {\"suite_name\": \"passes\"}}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 256, \"pass\": \"bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 1}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 512, \"pass\": \"bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 3}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 256, \"pass\": \"fwd_bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 2}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 512, \"pass\": \"fwd_bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 5}\n",
+			  &text);
+	FA_REQUIRE(text);
+	FA_CHECKF(fa_test_count(text, " << EOD") == 2, "%d data blocks in\n%s",
+		  fa_test_count(text, " << EOD"), text);
+	FA_CHECKF(strstr(text, "title 'bwd'") && strstr(text, "title 'fwd_bwd'"), "%s", text);
+	free(text);
+}

@@ -2337,7 +2337,7 @@ static void html_sig3(FILE *out, double x)
 
 static void html_compare(FILE *out, const struct fa_compare *cmp)
 {
-	int any_reason = 0;
+	int any_reason = 0, any_pass = 0;
 	fputs("<h2>Compare</h2>\n<dl class=\"run\">\n", out);
 	html_cmp_side(out, "base", &cmp->base);
 	html_cmp_side(out, "head", &cmp->head);
@@ -2376,10 +2376,14 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 		fputs("</tbody>\n</table></div>\n", out);
 	}
 
-	for (int i = 0; i < cmp->n_rows; i++)
+	for (int i = 0; i < cmp->n_rows; i++) {
+		/* the pass where a backward is timed: a bwd and a fwd_bwd row of
+		 * one shape differ in nothing else */
+		any_pass |= cmp->rows[i].pass != FA_PASS_FWD;
 		any_reason |= cmp->rows[i].change != FA_CMP_TIMED &&
 			      ((cmp->rows[i].head_reason && cmp->rows[i].head_reason[0]) ||
 			       (cmp->rows[i].base_reason && cmp->rows[i].base_reason[0]));
+	}
 	fputs("<div class=\"wrap\"><table class=\"compare\">\n<thead><tr>", out);
 	if (cmp->n_suites > 1)
 		fputs("<th>suite</th>", out);
@@ -2395,6 +2399,8 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 			fputs("</th>", out);
 			first = 0;
 		}
+	if (any_pass)
+		fputs("<th>pass</th>", out);
 	if (any_reason)
 		fputs("<th>reason</th>", out);
 	fputs("</tr></thead>\n<tbody>\n", out);
@@ -2430,6 +2436,8 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 				fputs("</td>", out);
 				first = 0;
 			}
+		if (any_pass)
+			fprintf(out, "<td>%s</td>", fa_pass_name(w->pass));
 		if (any_reason) {
 			const char *why = w->head_reason && w->head_reason[0] ? w->head_reason
 									       : w->base_reason;

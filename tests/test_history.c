@@ -644,3 +644,37 @@ FA_TEST(history, devices_are_series_of_their_own)
 	free(script);
 	fa_proc_free(&r);
 }
+
+/* A backward and a forward-and-backward of one shape differ only in their
+ * pass: the history table names it in a pass column, and the plot's panels
+ * in their titles, so the two series are told apart. */
+FA_TEST(history, backward_series_name_their_pass)
+{
+	char db[1200], script[1200], *text;
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/hist_bwd.db", fa_test_tmpdir());
+	snprintf(script, sizeof script, "%s/hist_bwd.gp", fa_test_tmpdir());
+	unlink(db);
+	for (int i = 0; i < 2; i++) {
+		fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+				       "cpu_flash_bwd", "--where", "q_len == 16 && mask == none",
+				       "--db", db, "--quiet", NULL},
+			    NULL, 120, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	fa_proc_run((char *[]){"history", "--db", db, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 || r.status == 1, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "| pass ") && strstr(r.out, "| bwd ") &&
+			  strstr(r.out, "| fwd_bwd "),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"plot", "history", "--db", db, "--script", script, NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_CHECKF(text && strstr(text, " pass=bwd'") && strstr(text, " pass=fwd_bwd'"), "%s",
+		  text ? text : "(null)");
+	free(text);
+}

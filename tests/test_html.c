@@ -514,3 +514,29 @@ FA_TEST(html, command_options)
 		  "status %d, stderr '%s'", r.status, r.err);
 	fa_proc_free(&r);
 }
+
+/* The page's compare names a backward row's pass, as fabench compare's
+ * markdown does: a bwd and a fwd_bwd row of one shape differ in nothing
+ * else. */
+FA_TEST(html, compare_names_the_pass)
+{
+	char db[1200];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/html_bwd.db", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash_bwd", "--where", "q_len == 16 && mask == none", "--db",
+			       db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--format", "html", "--no-plots", "--compare",
+			       "1", NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	/* one row of each pass in the results table, one in the compare's */
+	FA_CHECKF(fa_test_count(r.out, "<td>bwd</td>") == 2 &&
+			  fa_test_count(r.out, "<td>fwd_bwd</td>") == 2,
+		  "%s", r.out);
+	fa_proc_free(&r);
+}

@@ -1637,3 +1637,52 @@ FA_TEST(plot, heatmap_rows_name_the_models)
 	FA_CHECKF(text && strstr(text, "'#1 (draft, target): best "), "%s", text ? text : "(null)");
 	free(text);
 }
+
+/* A kernel's backward and forward-and-backward of one shape are two lines,
+ * named by the pass, not one line through both passes' points (their
+ * TFLOP/s count 2.5x and 3.5x the forward's FLOPs). */
+FA_TEST(plot, throughput_passes_are_variants)
+{
+	char *text;
+	import_and_script("passes",
+			  "{\"run\": {\"suite_name\": \"passes\"}}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 256, \"pass\": \"bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 1}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 512, \"pass\": \"bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 3}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 256, \"pass\": \"fwd_bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 2}\n"
+			  "{\"heads\": 4, \"head_dim\": 64, \"seq_len\": 512, \"pass\": \"fwd_bwd\", "
+			  "\"kernel\": \"k_bwd\", \"median_ms\": 5}\n",
+			  &text);
+	FA_REQUIRE(text);
+	FA_CHECKF(fa_test_count(text, " << EOD") == 2, "%d data blocks in\n%s",
+		  fa_test_count(text, " << EOD"), text);
+	FA_CHECKF(strstr(text, "title 'bwd'") && strstr(text, "title 'fwd_bwd'"), "%s", text);
+	free(text);
+}
+
+/* The speedup plot's rows name a backward case's pass: a bwd and a fwd_bwd
+ * case of one shape differ in nothing else, and read the same without it. */
+FA_TEST(plot, speedup_rows_name_the_pass)
+{
+	char db[1200], script[1200], *text;
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/speedup_bwd.db", fa_test_tmpdir());
+	snprintf(script, sizeof script, "%s/speedup_bwd.gp", fa_test_tmpdir());
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash_bwd", "--where", "q_len == 16 && mask == none", "--db",
+			       db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "1", "1", "--script", script, NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(script, NULL);
+	FA_CHECKF(text && strstr(text, "pass=bwd'") && strstr(text, "pass=fwd_bwd'"), "%s",
+		  text ? text : "(null)");
+	free(text);
+}

@@ -865,3 +865,40 @@ FA_TEST(report, markdown_cells_escape_user_text)
 	FA_CHECKF(strcmp(fa_table_cell(&t, 1, 1), "`` a `b` c ``") == 0, "'%s'", fa_table_cell(&t, 1, 1));
 	fa_table_free(&t);
 }
+
+/* --baseline names a forward kernel in a run that times the backward too:
+ * the forward cases' speed-ups are over it, and the backward cases keep
+ * their dense backward as the baseline, where they had a baseline that ran
+ * none of them (empty x columns, and "bwd": "cpu_flash" in the JSON). */
+FA_TEST(report, baseline_of_the_passes_it_ran)
+{
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/base-pass.db", fa_test_tmpdir());
+	snprintf(suite, sizeof suite, "%s/base-pass.yaml", fa_test_tmpdir());
+	unlink(db);
+	FA_REQUIRE(fa_test_write_file(suite, "suite: fb\n"
+					     "measure: {warmup: 1, min_samples: 3, min_time_ms: 1, "
+					     "max_time_ms: 10}\n"
+					     "defaults: {heads: 2, head_dim: 16, dtype: fp32, "
+					     "seq_len: 32}\n"
+					     "axes:\n  pass: [fwd, bwd]\n") == 0);
+	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, "--quiet", NULL}, NULL,
+		    120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--baseline", "cpu_flash", "--format", "json",
+			       NULL},
+		    NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "\"baselines\": {\"fwd\": \"cpu_flash\", \"bwd\": "
+						 "\"cpu_dense_bwd\", \"fwd_bwd\": null}"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", db, "--baseline", "cpu_flash", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "| cpu_dense x |") &&
+			  strstr(r.out, "| cpu_flash_bwd x |") && !strstr(r.out, "cpu_dense_bwd x") &&
+			  strstr(r.out, "x: speedup over cpu_flash on forward cases, cpu_dense_bwd on "
+					"backward cases"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}

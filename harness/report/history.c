@@ -221,6 +221,7 @@ static enum fa_rc build_series(struct fa_history *h, const struct entry *e, int 
 	sr->ab_side = e[n - 1].side;
 	sr->device = e[n - 1].device;
 	sr->values = rep->values;
+	sr->pass = rep->pass;
 	sr->latest = sr->best = -1;
 	sr->change_prev = NAN;
 	sr->points = fa_arena_alloc(&h->arena, (size_t)n * sizeof *sr->points);
@@ -613,16 +614,18 @@ static int series_untimed_last(const struct fa_hist_series *sr)
 static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suite,
 			   struct fa_err *err)
 {
-	/* the status column only where a series' latest point did not pass */
-	static const char *const heads[] = {"kernel",      "runs",        "latest ms",
-					    "best ms",     "best run",    "vs previous",
-					    "latest status", "steps"};
-	static const int32_t right[] = {0, 1, 1, 1, 1, 1, 0, 0};
-	const int status_col = 6;
+	/* the pass column only where a backward is timed (a bwd and a fwd_bwd
+	 * series of one shape differ in nothing else), the status column only
+	 * where a series' latest point did not pass */
+	static const char *const heads[] = {"pass",        "kernel",      "runs",
+					    "latest ms",   "best ms",     "best run",
+					    "vs previous", "latest status", "steps"};
+	static const int32_t right[] = {0, 0, 1, 1, 1, 1, 1, 0, 0};
+	const int pass_col = 0, status_col = 7;
 	const char *const **vals = malloc(((size_t)h->n_series + 1) * sizeof *vals);
 	const char *tail[N_OF(heads)];
 	int32_t shown[FA_CMP_N_PARAMS], tail_right[N_OF(heads)];
-	int n = 0, n_tail = 0, any_status = 0;
+	int n = 0, n_tail = 0, any_status = 0, any_pass = 0;
 	struct fa_table t;
 	char buf[4096];
 	enum fa_rc rc;
@@ -633,9 +636,10 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		if (strcmp(h->series[i].suite, suite) == 0) {
 			vals[n++] = h->series[i].values;
 			any_status |= series_untimed_last(&h->series[i]);
+			any_pass |= h->series[i].pass != FA_PASS_FWD;
 		}
 	for (int j = 0; j < N_OF(heads); j++)
-		if (j != status_col || any_status) {
+		if ((j != status_col || any_status) && (j != pass_col || any_pass)) {
 			tail[n_tail] = heads[j];
 			tail_right[n_tail++] = right[j];
 		}
@@ -648,6 +652,8 @@ static enum fa_rc md_suite(FILE *f, const struct fa_history *h, const char *suit
 		if (strcmp(sr->suite, suite) != 0)
 			continue;
 		rc = fa_compare_md_case_cells(&t, sr->case_idx + 1, sr->values, shown, err);
+		if (rc == FA_OK && any_pass)
+			rc = fa_table_add_md(&t, fa_pass_name(sr->pass), err);
 		kernel_label(h, sr, buf, sizeof buf);
 		if (rc == FA_OK)
 			rc = fa_table_add_md(&t, buf, err);

@@ -110,6 +110,8 @@ struct fa_hist_series {
 	                           series, never one with a step between them */
 	const char *const *values; /* the case's parameters as text, h->n_params entries
 	                           ("" where one does not apply) */
+	int32_t pass;           /* the case's enum fa_pass: fwd, bwd, fwd_bwd (not in
+	                           values, as in compare: a column where not fwd) */
 	struct fa_hist_point *points; /* oldest first, one per run that has it */
 	int32_t n_points;
 	int32_t n_timed;        /* points with a median */

@@ -351,6 +351,9 @@ void fa_plot_facet_text(const struct fa_case *c, int f, char *buf, size_t size)
 	case F_INPUT: snprintf(buf, size, "input %s", fa_dist_name(c->dist)); break;
 	/* the usual value says nothing: only the unusual one is named */
 	case F_VARLEN: snprintf(buf, size, "%s", p->varlen ? "varlen" : ""); break;
+	case F_PASS:
+		snprintf(buf, size, "%s", fa_pass_name(c->pass));
+		break;
 	case F_MASK_KIND:
 		snprintf(buf, size, "%s", p->mask == FA_MASK_NONE ? "no mask" : fa_mask_name(p->mask));
 		break;

@@ -228,8 +228,10 @@ enum fa_rc fa_plot_script_history(const struct fa_plot_opts *o, FILE *out, struc
 		int first = 1, any_up = 0, any_down = 0;
 		char vals[768];
 		fa_plot_shown_values(h->n_params, h->param_names, h->shown, s0->values, vals, sizeof vals);
-		snprintf(buf, sizeof buf, "%s%s#%d%s%s", suites ? s0->suite : "", suites ? " " : "",
-			 (int)s0->case_idx + 1, vals[0] ? " " : "", vals);
+		snprintf(buf, sizeof buf, "%s%s#%d%s%s%s%s", suites ? s0->suite : "", suites ? " " : "",
+			 (int)s0->case_idx + 1, vals[0] ? " " : "", vals,
+			 s0->pass != FA_PASS_FWD ? " pass=" : "",
+			 s0->pass != FA_PASS_FWD ? fa_pass_name(s0->pass) : "");
 		fa_gp_wrap(buf, 70);
 		fprintf(out, "\n# panel %d\nset title ", p + 1);
 		fa_gp_text(out, buf);

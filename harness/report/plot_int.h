@@ -131,6 +131,8 @@ void fa_plot_run_title(struct sbuf *b, const struct prun *r, const char *where);
 enum facet {
 	F_DTYPE, F_MASK, F_BATCH, F_HEADS, F_KV_HEADS, F_Q_LEN, F_KV_LEN,
 	F_HEAD_DIM, F_HEAD_DIM_V, F_LAYOUT, F_INPUT, F_VARLEN, F_SCALE,
+	F_PASS,      /* bwd, fwd_bwd: a backward and a forward-and-backward of one
+	                shape are two series, not one line through both */
 	F_MASK_KIND, /* the mask without its window or prefix: splits panels only */
 	F_COUNT
 };

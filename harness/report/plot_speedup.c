@@ -22,6 +22,19 @@ static void row_label(const struct fa_cmp_row *w, char *buf, size_t size)
 		fa_plot_kernel_label(w->kernel, w->params, buf, size);
 }
 
+/* The parameters that name row w's case into buf: those that vary, and its
+ * pass when it is a backward (a bwd and a fwd_bwd case of one shape differ
+ * in nothing else). */
+static void case_values(const struct fa_compare *cmp, const struct fa_cmp_row *w, char *buf,
+			size_t size)
+{
+	size_t n;
+	fa_plot_shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, buf, size);
+	n = strlen(buf);
+	if (w->pass != FA_PASS_FWD && n < size)
+		snprintf(buf + n, size - n, "%spass=%s", n ? " " : "", fa_pass_name(w->pass));
+}
+
 /* "label 'nightly' (runs 2, 3)" or "run 1" into b. */
 static void side_text(struct sbuf *b, const struct fa_cmp_side *sd)
 {
@@ -107,8 +120,7 @@ enum fa_rc fa_plot_script_speedup(const struct fa_plot_opts *o, FILE *out, struc
 		}
 		if (y == ny) {
 			case_row[ny++] = i;
-			fa_plot_shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values, vals,
-				     sizeof vals);
+			case_values(cmp, w, vals, sizeof vals);
 			label_w = (int)fmax(label_w, (double)(strlen(vals) + 6 +
 							      (cmp->n_suites > 1 ? strlen(w->suite) + 1 : 0)));
 		}
@@ -262,8 +274,7 @@ enum fa_rc fa_plot_script_speedup(const struct fa_plot_opts *o, FILE *out, struc
 			fputs("set ytics (", out);
 			for (int y = 0; y < ny; y++) {
 				const struct fa_cmp_row *w = &cmp->rows[case_row[y]];
-				fa_plot_shown_values(cmp->n_params, cmp->param_names, cmp->shown, w->values,
-					     vals, sizeof vals);
+				case_values(cmp, w, vals, sizeof vals);
 				snprintf(buf, sizeof buf, "%s%s#%d%s%s", cmp->n_suites > 1 ? w->suite : "",
 					 cmp->n_suites > 1 ? " " : "", (int)w->case_idx + 1,
 					 vals[0] ? "  " : "", vals);

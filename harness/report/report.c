@@ -519,10 +519,11 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		const char *pass = fa_rows_text(&r->cases, c, "pass");
 		r->case_pass[c] = !pass || strcmp(pass, "fwd") == 0 ? 0 : strcmp(pass, "bwd") == 0 ? 1 : 2;
 	}
-	/* the baselines: asked for by label or kernel name (every pass's),
-	 * else per pass the first kernel (by row id) with "dense" in its name
-	 * that ran a case of the pass (cpu_dense for the forward, cpu_dense_bwd
-	 * for the backward); they move to the first columns */
+	/* the baselines: asked for by label or kernel name (the baseline of
+	 * every pass it ran; a forward kernel has no backward to measure one
+	 * against), else per pass the first kernel (by row id) with "dense" in
+	 * its name that ran a case of the pass (cpu_dense for the forward,
+	 * cpu_dense_bwd for the backward); they move to the first columns */
 	for (int k = 0; baseline && k < r->nk; k++)
 		if (strcmp(r->labels[k], baseline) == 0)
 			r->base_pass[0] = r->base_pass[1] = r->base_pass[2] = k;
@@ -537,7 +538,16 @@ static enum fa_rc report_load(struct fa_store *s, int64_t run_id, const char *ba
 		return fa_err_set(err, FA_ERR_NOT_FOUND,
 				  "baseline kernel '%s' has no results in run %" PRId64, baseline,
 				  run_id);
-	for (int skips = 0; !baseline && skips < 2; skips++) /* results that ran first */
+	if (baseline) {
+		unsigned ran = 0; /* the passes the named baseline has a result of */
+		for (int i = 0; i < r->res.nrows; i++)
+			if (strcmp(r->res_shown[i], r->labels[r->base_pass[0]]) == 0)
+				ran |= 1u << r->case_pass[r->res_case[i]];
+		for (int p = 0; p < 3; p++)
+			if (!(ran >> p & 1u))
+				r->base_pass[p] = -1;
+	}
+	for (int skips = 0; skips < 2; skips++) /* results that ran first */
 		for (int i = 0; i < r->res.nrows; i++) {
 			int p = r->case_pass[r->res_case[i]];
 			if (r->base_pass[p] >= 0 || !strstr(res_text(r, i, "kernel"), "dense") ||
@@ -2327,7 +2337,7 @@ static void html_sig3(FILE *out, double x)
 
 static void html_compare(FILE *out, const struct fa_compare *cmp)
 {
-	int any_reason = 0;
+	int any_reason = 0, any_pass = 0;
 	fputs("<h2>Compare</h2>\n<dl class=\"run\">\n", out);
 	html_cmp_side(out, "base", &cmp->base);
 	html_cmp_side(out, "head", &cmp->head);
@@ -2366,10 +2376,14 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 		fputs("</tbody>\n</table></div>\n", out);
 	}
 
-	for (int i = 0; i < cmp->n_rows; i++)
+	for (int i = 0; i < cmp->n_rows; i++) {
+		/* the pass where a backward is timed: a bwd and a fwd_bwd row of
+		 * one shape differ in nothing else */
+		any_pass |= cmp->rows[i].pass != FA_PASS_FWD;
 		any_reason |= cmp->rows[i].change != FA_CMP_TIMED &&
 			      ((cmp->rows[i].head_reason && cmp->rows[i].head_reason[0]) ||
 			       (cmp->rows[i].base_reason && cmp->rows[i].base_reason[0]));
+	}
 	fputs("<div class=\"wrap\"><table class=\"compare\">\n<thead><tr>", out);
 	if (cmp->n_suites > 1)
 		fputs("<th>suite</th>", out);
@@ -2385,6 +2399,8 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 			fputs("</th>", out);
 			first = 0;
 		}
+	if (any_pass)
+		fputs("<th>pass</th>", out);
 	if (any_reason)
 		fputs("<th>reason</th>", out);
 	fputs("</tr></thead>\n<tbody>\n", out);
@@ -2420,6 +2436,8 @@ static void html_compare(FILE *out, const struct fa_compare *cmp)
 				fputs("</td>", out);
 				first = 0;
 			}
+		if (any_pass)
+			fprintf(out, "<td>%s</td>", fa_pass_name(w->pass));
 		if (any_reason) {
 			const char *why = w->head_reason && w->head_reason[0] ? w->head_reason
 									       : w->base_reason;

@@ -239,7 +239,7 @@ FA_TEST(html, escapes_text)
 	memset(&ri, 0, sizeof ri);
 	ri.started_at = "2026-11-25T21:40:00Z";
 	ri.suite_name = "<script>alert(1)</script>";
-	ri.label = "a&b";
+	ri.label = "a&b\x1b[2J\xff";
 	ri.command_line = "fabench run 'x' \"y\"";
 	ri.seed = 5;
 	FA_REQUIRE(fa_store_run_begin(s, &ri, &run_id, &err) == FA_OK);
@@ -269,7 +269,8 @@ FA_TEST(html, escapes_text)
 	FA_CHECK(!strstr(text, "<script>") && !strstr(text, "<i>") && !strstr(text, "<b>"));
 	FA_CHECK(strstr(text, "&lt;script&gt;alert(1)&lt;/script&gt;"));
 	FA_CHECK(strstr(text, "k&lt;i&gt;&amp;&quot;&#39;"));
-	FA_CHECK(strstr(text, "<dt>label</dt><dd>a&amp;b</dd>"));
+	/* an escape sequence's ESC is '?', a byte that is no UTF-8 U+FFFD */
+	FA_CHECKF(strstr(text, "<dt>label</dt><dd>a&amp;b?[2J\xef\xbf\xbd</dd>"), "%s", text);
 	FA_CHECK(strstr(text, "<code>fabench run &#39;x&#39; &quot;y&quot;</code>"));
 	FA_CHECK(strstr(text, ": max_abs 2 &gt; 1 &lt;b&gt;</li>"));
 	FA_CHECK(strstr(text, "<code>k&lt;1&gt;</code>"));

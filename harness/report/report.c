@@ -37,6 +37,7 @@
 #include "../store/reader.h"
 #include "plot.h"
 #include "table.h"
+#include "../base/text.h"
 #include "../base/util.h"
 
 /* Cases with at most this many queries per sequence are decode-like (one
@@ -2085,18 +2086,36 @@ static const char html_css[] =
 	"figcaption{color:#57606a;font-size:13px;margin-top:4px}\n"
 	"p.note{color:#57606a}\n";
 
-/* Text with &, <, >, " and ' escaped (safe in elements and attributes);
- * NULL writes nothing. */
+/* Text with &, <, >, " and ' escaped (safe in elements and attributes),
+ * each control character but tab and line breaks as '?' (text from a
+ * plugin or a merged database may hold an escape sequence) and each byte
+ * that starts no valid UTF-8 sequence as U+FFFD, as the page declares
+ * UTF-8; NULL writes nothing. */
 static void html_text(FILE *out, const char *s)
 {
-	for (; s && *s; s++) {
-		switch (*s) {
+	const unsigned char *p = (const unsigned char *)(s ? s : ""),
+			    *end = p + strlen((const char *)p);
+	for (; *p; p++) {
+		if (*p >= 0x80) {
+			const int n = fa_utf8_len(p, end);
+			if (n == 0)
+				fputs("\xef\xbf\xbd", out);
+			else
+				fwrite(p, 1, (size_t)n, out);
+			p += n ? n - 1 : 0;
+			continue;
+		}
+		switch (*p) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		case '\'': fputs("&#39;", out); break;
-		default: fputc(*s, out); break;
+		default:
+			fputc((*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') || *p == 0x7f ? '?'
+													: *p,
+			      out);
+			break;
 		}
 	}
 }

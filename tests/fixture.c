@@ -16,6 +16,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -609,4 +610,11 @@ char *fa_test_db_text(const char *db, const char *sql)
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	return v ? v : strdup("");
+}
+
+char *fa_test_plugins_var(char *buf, size_t size)
+{
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	snprintf(buf, size, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	return buf;
 }

@@ -91,4 +91,9 @@ char *fa_test_db_text(const char *db, const char *sql);
  * any error, which is printed. For tests that change a stored file. */
 int fa_test_db_exec(const char *db, const char *sql);
 
+/* "FABENCH_PLUGINS=" and the test plugin (FABENCH_TEST_PLUGIN, which make
+ * test sets, else build/libfabench-test.so) into buf, for the environment
+ * of a build/fabench the test starts; returns buf. */
+char *fa_test_plugins_var(char *buf, size_t size);
+
 #endif /* FA_TEST_FIXTURE_H */

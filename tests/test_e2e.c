@@ -252,11 +252,10 @@ FA_TEST(e2e, cold_flush_mode_is_told_and_stored)
 		     {NULL, "cold-clean", "clean", 1},
 		     {"cold", "cold", "write", 1}};
 	char db[1024], log[1024], plug[1100], env_log[1100], sql[256];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "flush.db");
 	path_in(log, sizeof log, fa_test_tmpdir(), "flush.log");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	snprintf(env_log, sizeof env_log, "FABENCH_TEST_FLUSH_LOG=%s", log);
 	char *env[] = {plug, "FABENCH_TEST_KERNELS=1", "FABENCH_TEST_DEVICE_MEMORY=1", env_log,
 		       "FABENCH_FLUSH=write", NULL}; /* the harness's choice wins */
@@ -486,10 +485,9 @@ FA_TEST(e2e, where_filters_cases)
 FA_TEST(e2e, isolate_survives_crash_and_hang)
 {
 	char db[1024], plug[1100], *env[3];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "iso.db");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;
@@ -936,10 +934,9 @@ FA_TEST(e2e, case_option_runs_only_those_keys)
 FA_TEST(e2e, rerun_failed_runs_the_failures_again)
 {
 	char db[1024], plug[1100], *env[3], want[1300];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "rerun.db");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;
@@ -1029,13 +1026,12 @@ static int entries_in(const char *dir)
 FA_TEST(e2e, resume_writes_only_the_files_it_is_given)
 {
 	char db[1024], junit[1024], dump[1024], junit2[1024], plug[1100], *env[3];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "resume-files.db");
 	path_in(junit, sizeof junit, fa_test_tmpdir(), "resume-stored.xml");
 	path_in(junit2, sizeof junit2, fa_test_tmpdir(), "resume-given.xml");
 	path_in(dump, sizeof dump, fa_test_tmpdir(), "resume-stored-dump");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;
@@ -1075,10 +1071,9 @@ FA_TEST(e2e, resume_writes_only_the_files_it_is_given)
 FA_TEST(e2e, max_failures_stops_and_resume_finishes)
 {
 	char db[1024], plug[1100], *env[3];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "maxfail.db");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;
@@ -1167,7 +1162,6 @@ FA_TEST(e2e, graph_cold_cycles_copies)
 	char db[1024], rec[1024], suite[1024], plug[1100], env_rec[1100];
 	static char bufs[4000][136];
 	static unsigned hash[4000];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	path_in(db, sizeof db, fa_test_tmpdir(), "graph.db");
 	path_in(rec, sizeof rec, fa_test_tmpdir(), "graph.rec");
@@ -1179,7 +1173,7 @@ FA_TEST(e2e, graph_cold_cycles_copies)
 						 "min_time_ms: 0, graph_launches: 2}\n"
 						 "defaults: {heads: 2, head_dim: 32, dtype: fp32, "
 						 "seq_len: 64}\n") == 0);
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	snprintf(env_rec, sizeof env_rec, "FABENCH_TEST_RECORD=%s", rec);
 	for (int pass = 0; pass < 4; pass++) {
 		/* 0: cold, --graph 5 over the suite's 2; 1: hot; 2: the L2's size
@@ -1408,13 +1402,12 @@ static int run_to_file(char *const argv[], char *const env[], const char *out)
 FA_TEST(e2e, crash_without_isolate_is_named)
 {
 	char db[1024], log[1024], plug[1100], *env[3], *text, *why;
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	size_t len;
 	int status;
 	path_in(db, sizeof db, fa_test_tmpdir(), "crash.db");
 	path_in(log, sizeof log, fa_test_tmpdir(), "crash.log");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;

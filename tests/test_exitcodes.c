@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "proc.h"
 #include "test.h"
 
@@ -289,11 +290,10 @@ FA_TEST(exitcodes, help_of_every_command_exits_0)
 FA_TEST(exitcodes, failed_case_exits_1)
 {
 	char db[1024], plug[1100], *env[3];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	snprintf(db, sizeof db, "%s/fail.db", fa_test_tmpdir());
 	unlink(db);
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;

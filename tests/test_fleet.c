@@ -187,10 +187,9 @@ static int run_devices(const char *db, const char *devices, const char *kernels,
 		       const char *junit, const char *lockdir)
 {
 	char plug[1100], lock[1100], *env[5];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	int status;
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	snprintf(lock, sizeof lock, "FABENCH_TEST_LOCK_DIR=%s", lockdir);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
@@ -317,10 +316,9 @@ static int run_pids(const char *db, const char *devices, const char *kernels, co
 		    const char *crash_once, const char *extra, const char *extra2)
 {
 	char plug[1100], lock[1100], pid_env[1100], crash_env[1100], *env[7];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	struct fa_proc_result r;
 	int status, n = 0;
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	snprintf(lock, sizeof lock, "FABENCH_TEST_LOCK_DIR=%s", fa_test_tmpdir());
 	snprintf(pid_env, sizeof pid_env, "FABENCH_TEST_PIDS=%s", pids);
 	snprintf(crash_env, sizeof crash_env, "FABENCH_TEST_ONCE=%s",

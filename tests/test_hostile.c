@@ -26,6 +26,7 @@
 #include "../harness/suite/suite.h"
 #include "../harness/base/text.h"
 #include "../harness/base/util.h"
+#include "fixture.h"
 #include "proc.h"
 #include "test.h"
 
@@ -651,10 +652,9 @@ static int alive(pid_t pid)
 FA_TEST(hostile, isolate_worker_dies_with_killed_parent)
 {
 	char db[1024], plug[1100], *env[3];
-	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	pid_t run, worker = 0;
 	tmp_path(db, sizeof db, "orphan.db");
-	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	fa_test_plugins_var(plug, sizeof plug);
 	env[0] = plug;
 	env[1] = "FABENCH_TEST_KERNELS=1";
 	env[2] = NULL;

@@ -95,21 +95,7 @@ __device__ __forceinline__ float stream_fused(unsigned char *sm, const uint16_t 
 	const int nt = (per - warp + NW - 1) / NW;
 	const uint32_t ring = saddr(sm) + warp * ST * 8192;
 	auto load = [&](int j) {
-		const int n0 = (t0 + warp + j * NW) * 16;
-		const uint32_t a = ring + (j % ST) * 8192;
-		for (int kv = 0; kv < 2; kv++) {
-			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
-			for (int ps = 0; ps < 4; ps++) {
-				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
-				for (int pn = 0; pn < 2; pn++) {
-					const uint16_t *src = base + (size_t)row * HSTR + pn * 64 + c8 * 8;
-					const uint32_t dst =
-					    a + kv * 4096 + pn * 2048 + (row * 8 + (c8 ^ (row & 7))) * 16;
-					asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-						     "l"(src));
-				}
-			}
-		}
+		load_tile(ring + (j % ST) * 8192, k, v, hd, (t0 + warp + j * NW) * 16, lane);
 	};
 	auto at = [&](int j) {
 		return reinterpret_cast<const uint4 *>(sm + warp * ST * 8192 + (j % ST) * 8192);
@@ -167,25 +153,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 			ctr = (ST - 1) * R * NW;
 		asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 		const uint32_t ring = saddr(sm) + warp * ST * 8192;
-		auto load = [&](int slot, int t) {
-			const int n0 = t * 16;
-			const uint32_t a = ring + slot * 8192;
-			for (int kv = 0; kv < 2; kv++) {
-				const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
-				for (int ps = 0; ps < 4; ps++) {
-					const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
-					for (int pn = 0; pn < 2; pn++) {
-						const uint16_t *src =
-						    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
-						const uint32_t dst = a + kv * 4096 + pn * 2048 +
-								     (row * 8 + (c8 ^ (row & 7))) * 16;
-						asm volatile(
-						    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-						    "l"(src));
-					}
-				}
-			}
-		};
+		auto load = [&](int slot, int t) { load_tile(ring + slot * 8192, k, v, hd, t * 16, lane); };
 		int nload = 0;
 		for (int s = 0; s < ST - 1; s++) {
 			const int t = s * R * NW + gw;

@@ -22,11 +22,43 @@ __device__ __forceinline__ uint32_t saddr(const void *p)
 	return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* The copies of the 16-key tile at key n0 of KV head hd (K, then V) into the
+ * 8 KB stage at shared address a, by lane `lane` of a warp: 16-byte
+ * cp.async into the swizzled layout of flash_decode.cu's warp_load. PF > 0
+ * adds the L2 prefetch-size hint .L2::PFB to every copy (a key row of a
+ * head is 256 aligned bytes). */
+template <int PF = 0>
+__device__ __forceinline__ void load_tile(uint32_t a, const uint16_t *k, const uint16_t *v, int hd,
+					  int n0, int lane)
+{
+	for (int kv = 0; kv < 2; kv++) {
+		const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
+		for (int ps = 0; ps < 4; ps++) {
+			const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
+			for (int pn = 0; pn < 2; pn++) {
+				const uint16_t *src = base + (size_t)row * HSTR + pn * 64 + c8 * 8;
+				const uint32_t dst =
+				    a + kv * 4096 + pn * 2048 + (row * 8 + (c8 ^ (row & 7))) * 16;
+				if constexpr (PF == 256)
+					asm volatile("cp.async.cg.shared.global.L2::256B "
+						     "[%0], [%1], 16;" ::"r"(dst),
+						     "l"(src));
+				else if constexpr (PF == 128)
+					asm volatile("cp.async.cg.shared.global.L2::128B "
+						     "[%0], [%1], 16;" ::"r"(dst),
+						     "l"(src));
+				else
+					asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+						     "l"(src));
+			}
+		}
+	}
+}
+
 /* This warp's tiles of key range r of R (KV head blockIdx.y) through its
  * ring at the start of sm: tile j is key tile r * per + warp + j NW, with
  * ST - 1 tiles in flight; consume(stage) runs once each tile has landed
- * in its 8 KB stage (K, then V). PF > 0 adds the L2 prefetch-size hint
- * .L2::PFB to every copy (a key row of a head is 256 aligned bytes). IL > 0
+ * in its 8 KB stage (K, then V). PF: load_tile's. IL > 0
  * deals the tiles to the R CTAs in chunks of IL tiles, round robin, instead
  * of a contiguous range each: every CTA then reads near the others. */
 template <int NW, int ST, class F, int PF = 0, int IL = 0>
@@ -41,31 +73,7 @@ __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *
 	auto load = [&](int j) {
 		const int u = warp + j * NW; /* the CTA's u-th tile */
 		const int n0 = (IL ? ((u / (IL ? IL : 1)) * R + r) * IL + u % (IL ? IL : 1) : t0 + u) * 16;
-		const uint32_t a = ring + (j % ST) * 8192;
-		for (int kv = 0; kv < 2; kv++) {
-			const uint16_t *base = (kv ? v : k) + (size_t)n0 * HSTR + hd * D;
-			for (int ps = 0; ps < 4; ps++) {
-				const int row = (lane >> 3) + 4 * ps, c8 = lane & 7;
-				for (int pn = 0; pn < 2; pn++) {
-					const uint16_t *src =
-					    base + (size_t)row * HSTR + pn * 64 + c8 * 8;
-					const uint32_t dst = a + kv * 4096 + pn * 2048 +
-							     (row * 8 + (c8 ^ (row & 7))) * 16;
-					if constexpr (PF == 256)
-						asm volatile("cp.async.cg.shared.global.L2::256B "
-							     "[%0], [%1], 16;" ::"r"(dst),
-							     "l"(src));
-					else if constexpr (PF == 128)
-						asm volatile("cp.async.cg.shared.global.L2::128B "
-							     "[%0], [%1], 16;" ::"r"(dst),
-							     "l"(src));
-					else
-						asm volatile(
-						    "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-						    "l"(src));
-				}
-			}
-		}
+		load_tile<PF>(ring + (j % ST) * 8192, k, v, hd, n0, lane);
 	};
 	for (int s = 0; s < ST - 1; s++) {
 		if (s < nt)

@@ -247,19 +247,7 @@ int main(int argc, char **argv)
 		const size_t bytes = kb.bytes;
 		for (const auto &x : vs) {
 			auto go = [&](int i, cudaStream_t s) {
-				cudaLaunchConfig_t c = {};
-				cudaLaunchAttribute at[1];
-				c.gridDim = dim3(R, H);
-				c.blockDim = dim3(NW * 32);
-				c.dynamicSmemBytes = SMEM;
-				c.stream = s;
-				at[0].id = cudaLaunchAttributeClusterDimension;
-				at[0].val.clusterDim.x = R;
-				at[0].val.clusterDim.y = 1;
-				at[0].val.clusterDim.z = 1;
-				c.attrs = at;
-				c.numAttrs = 1;
-				CK(cudaLaunchKernelEx(&c, x.fn, kb.k(i), kb.v(i), keys, out));
+				launch(x.fn, dim3(R, H), NW * 32, SMEM, R, s, kb.k(i), kb.v(i), keys, out);
 			};
 			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
 			const double b = median_graph_us(st, go, 32, samples);

@@ -219,21 +219,8 @@ int main(int argc, char **argv)
 		auto vp = [&](int i) { return kb.v(i); };
 		for (const auto &x : vs) {
 			auto go = [&](int i, cudaStream_t s) {
-				cudaLaunchConfig_t c = {};
-				cudaLaunchAttribute at[1];
-				c.gridDim = dim3(x.R, H);
-				c.blockDim = dim3(256);
-				c.dynamicSmemBytes = x.ldg ? 0 : SMEM;
-				c.stream = s;
-				if (x.cluster) {
-					at[0].id = cudaLaunchAttributeClusterDimension;
-					at[0].val.clusterDim.x = x.R;
-					at[0].val.clusterDim.y = 1;
-					at[0].val.clusterDim.z = 1;
-					c.attrs = at;
-					c.numAttrs = 1;
-				}
-				CK(cudaLaunchKernelEx(&c, x.fn, kp(i), vp(i), keys, x.R, out, ws, cnt));
+				launch(x.fn, dim3(x.R, H), 256, x.ldg ? 0 : SMEM, x.cluster ? x.R : 0, s,
+				       kp(i), vp(i), keys, x.R, out, ws, cnt);
 			};
 			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
 			const double b = median_graph_us(st, go, 32, samples);

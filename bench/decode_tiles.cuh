@@ -90,6 +90,30 @@ __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *
 	}
 }
 
+/* Launches fn(args...) on grid x `threads` threads with smem bytes of dynamic
+ * shared memory on stream s, in clusters of `cluster` CTAs along x when
+ * cluster > 0. */
+template <class F, class... A>
+static void launch(F fn, dim3 grid, int threads, int smem, int cluster, cudaStream_t s,
+		   A... args)
+{
+	cudaLaunchConfig_t c = {};
+	cudaLaunchAttribute at[1];
+	c.gridDim = grid;
+	c.blockDim = dim3(threads);
+	c.dynamicSmemBytes = smem;
+	c.stream = s;
+	if (cluster > 0) {
+		at[0].id = cudaLaunchAttributeClusterDimension;
+		at[0].val.clusterDim.x = cluster;
+		at[0].val.clusterDim.y = 1;
+		at[0].val.clusterDim.z = 1;
+		c.attrs = at;
+		c.numAttrs = 1;
+	}
+	CK(cudaLaunchKernelEx(&c, fn, args...));
+}
+
 /* The host side of those programs: the device's SMs and L2, the harness's
  * flush buffer (timing.cuh), a stream, a 1 GB buffer for copies of K and V,
  * and the header line; then, per key count, copy i of K and V (the copies

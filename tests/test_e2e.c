@@ -110,6 +110,33 @@ FA_TEST(e2e, bad_suite_exits_2_and_writes_nothing)
 	fa_proc_free(&r);
 }
 
+/* list says how many labels the cases carry when one shape is named by
+ * several (a grid of 2 models x 2 depths lists 2 cases, not 4), and each
+ * case's depth, which its key holds only inside kv_len. */
+FA_TEST(e2e, list_counts_labels_and_shows_depth)
+{
+	char suite[1024];
+	struct fa_proc_result r;
+	path_in(suite, sizeof suite, fa_test_tmpdir(), "models.yaml");
+	FA_REQUIRE(fa_test_write_file(suite, "suite: m\ndefaults: {batch: 1, q_len: 1, kv_len: depth + q_len}\n"
+					     "axes:\n  model: [gpt-oss-20b, gpt-oss-120b]\n"
+					     "  depth: [8k, 16k]\n") == 0);
+	fa_proc_run((char *[]){"list", suite, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, "2 cases in suite m (") &&
+			  strstr(r.out, "), seed 1; 4 labels on them (2 cases of one shape named "
+					"by several)\n") &&
+			  strstr(r.out, ",kv_len=8193,") &&
+			  strstr(r.out, "  depth 8192  [gpt-oss-20b, gpt-oss-120b]\n") &&
+			  strstr(r.out, "  depth 16384  [gpt-oss-20b, gpt-oss-120b]\n"),
+		  "status %d\n%s%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	/* one label per case: no count */
+	fa_proc_run((char *[]){"list", "tests/suites/tiny.yaml", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0 && !strstr(r.out, "labels on them") && !strstr(r.out, "depth"),
+		  "%s", r.out);
+	fa_proc_free(&r);
+}
+
 FA_TEST(e2e, unknown_kernel_points_at_suite)
 {
 	char suite[1024], text[1200];

@@ -148,11 +148,24 @@ int fa_cmd_list(int argc, char **argv)
 	if (strcmp(format, "json") == 0) {
 		print_json(&s, stdout);
 	} else {
-		printf("%d case%s in suite %s (%s), seed %llu\n", s.n_cases, s.n_cases == 1 ? "" : "s",
+		/* labels of repeats kept on one case: say how many, so that a
+		 * grid of models x shapes that lists fewer cases is explained */
+		long labels = 0, shared = 0;
+		for (int i = 0; i < s.n_cases; i++) {
+			labels += s.cases[i].n_tags;
+			shared += s.cases[i].n_tags > 1;
+		}
+		printf("%d case%s in suite %s (%s), seed %llu", s.n_cases, s.n_cases == 1 ? "" : "s",
 		       s.name, s.path, (unsigned long long)s.seed);
+		if (shared)
+			printf("; %ld labels on them (%ld case%s of one shape named by several)", labels,
+			       shared, shared == 1 ? "" : "s");
+		putchar('\n');
 		for (int i = 0; i < s.n_cases; i++) {
 			const struct fa_case *ci = &s.cases[i];
 			printf("%5d  %s", ci->index + 1, ci->key); /* from 1, as run */
+			if (ci->depth > 0) /* not in the key: kv_len holds it */
+				printf("  depth %d", (int)ci->depth);
 			/* the models (tags) that share the shape */
 			for (int k = 0; k < ci->n_tags; k++)
 				printf("%s%s", k ? ", " : "  [", ci->tags[k].name);

@@ -575,6 +575,51 @@ FA_TEST(import, byte_order_mark_is_skipped)
 	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "for 'heads'"));
 }
 
+/* A report's JSON imports whatever its layout: as fabench writes it (the
+ * first line "{" alone) and rewritten on one line (jq -c, Python's
+ * json.dump), told apart from JSON lines by its first member,
+ * "schema_version"; a line of JSON lines that opens with that name is
+ * still the report's error, not an unknown field. */
+FA_TEST(import, report_json_on_one_line)
+{
+	static const char *const good[][2] = {
+		{"r.json", "{\n  \"schema_version\": 2,\n  \"run\": {\"label\": \"x\"},\n"
+			   "  \"results\": [{\"case\": {\"heads\": 2, \"head_dim\": 32, \"q_len\": 16, "
+			   "\"kv_len\": 16, \"seqlens\": null}, \"kernel\": \"p\", \"n_samples\": 3, "
+			   "\"median_ms\": 0.5}]\n}\n"},
+		{"r.json", "{\"schema_version\": 2, \"run\": {\"label\": \"x\"}, \"results\": "
+			   "[{\"case\": {\"heads\": 2, \"head_dim\": 32, \"q_len\": 16, \"kv_len\": 16, "
+			   "\"seqlens\": null}, \"kernel\": \"p\", \"n_samples\": 3, \"median_ms\": "
+			   "0.5}]}\n"},
+		{"r.jsonl", " {\"schema_version\":2,\"run\":{\"label\":\"x\"},\"results\":[{\"case\":"
+			    "{\"heads\":2,\"head_dim\":32,\"q_len\":16,\"kv_len\":16,\"seqlens\":null},"
+			    "\"kernel\":\"p\",\"n_samples\":3,\"median_ms\":0.5}]}"},
+	};
+	struct fa_import im;
+	struct fa_err err;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		enum fa_rc rc = parse_text(good[i][0], good[i][1], &im, &err);
+		FA_CHECKF(rc == FA_OK, "%zu: %d:%d: %s", i, err.line, err.col, err.msg);
+		if (rc != FA_OK)
+			continue;
+		FA_CHECKF(im.n_rows == 1 && im.cases[0].p.heads == 2 && im.rows[0].r.t.n == 3 &&
+				  im.rows[0].r.t.median_ms == 0.5 && im.run.label &&
+				  strcmp(im.run.label, "x") == 0,
+			  "%zu: rows %d", i, im.n_rows);
+		fa_import_free(&im);
+	}
+	/* one line, then more: the document must end the file */
+	FA_CHECK(parse_text("r.json", "{\"schema_version\": 2, \"results\": []}\n{\"heads\": 2}\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 2 && err.col == 1 &&
+			  strstr(err.msg, "expected the end of the file after the report"),
+		  "%d:%d: %s", err.line, err.col, err.msg);
+	/* a version this fabench does not know is refused as a report's */
+	FA_CHECK(parse_text("r.json", "{\"schema_version\": 9, \"results\": []}\n", &im, &err) ==
+		 FA_ERR_INPUT);
+	FA_CHECKF(strstr(err.msg, "report schema_version '9' is not 1 or 2"), "%s", err.msg);
+}
+
 /* params are what fabench writes (NAME=VALUE, a 32-bit integer as %d
  * prints it, joined by single commas, each name once; a name of letters,
  * digits and '_', a letter or '_' first, at most 63, as a kernel's param

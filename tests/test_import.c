@@ -756,6 +756,37 @@ FA_TEST(import, long_line_columns_in_linear_time)
 	fa_proc_free(&r);
 }
 
+/* An object of 300000 fields, the last a duplicate, is read in linear time
+ * (each new name was compared with every earlier one: minutes), and the
+ * duplicate is found where it is. */
+FA_TEST(import, wide_object_duplicates_in_linear_time)
+{
+	char path[PATH_MAX], db[PATH_MAX], want[PATH_MAX + 160];
+	struct fa_proc_result r;
+	FILE *f;
+	long col = 0, first = 0;
+	snprintf(path, sizeof path, "%s/wide.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "wide.db");
+	FA_REQUIRE((f = fopen(path, "w")) != NULL);
+	col += fprintf(f, "{\"heads\": 2");
+	for (int i = 0; i < 300000; i++) {
+		col += fprintf(f, ", ");
+		if (i == 123456)
+			first = col + 1;
+		col += fprintf(f, "\"x%d\": 1", i);
+	}
+	col += fprintf(f, ", ");
+	fprintf(f, "\"x123456\": 2}\n");
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", path, "--db", db, NULL}, NULL, 60, &r);
+	snprintf(want, sizeof want, "%s:1:%ld: duplicate field 'x123456' (first at column %ld)", path,
+		 col + 1, first);
+	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
+		  r.status, r.err);
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+}
+
 /* ---- random cases: the import makes the suite loader's key ---------------------- */
 
 struct rng {

@@ -752,6 +752,16 @@ FA_TEST(import, long_line_columns_in_linear_time)
 	snprintf(want, sizeof want, "%s:1:%ld: samples entry -1 must be positive", path, col + 1);
 	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
 		  r.status, r.err);
+	/* the excerpt shows the mistake with the caret under it, though the
+	 * line is far longer than the excerpt's buffer (it showed the line's
+	 * first 4 KB, the caret under none of the mistake) */
+	{
+		const char *ex = strstr(r.err, "\n 1 | ..."), *caret = ex ? strchr(ex + 1, '\n') : NULL;
+		const char *bad = ex ? strstr(ex, ",0.5, -1]}\n") : NULL;
+		FA_CHECKF(ex && caret && bad && bad < caret &&
+				  strncmp(caret + 1 + (bad + 6 - ex - 1), "^\n", 2) == 0,
+			  "excerpt:\n%.400s", ex ? ex : r.err);
+	}
 	FA_CHECK(!exists(db));
 	fa_proc_free(&r);
 }

@@ -575,6 +575,51 @@ FA_TEST(import, byte_order_mark_is_skipped)
 	FA_CHECK(err.line == 2 && err.col == 1 && strstr(err.msg, "for 'heads'"));
 }
 
+/* A report's JSON imports whatever its layout: as fabench writes it (the
+ * first line "{" alone) and rewritten on one line (jq -c, Python's
+ * json.dump), told apart from JSON lines by its first member,
+ * "schema_version"; a line of JSON lines that opens with that name is
+ * still the report's error, not an unknown field. */
+FA_TEST(import, report_json_on_one_line)
+{
+	static const char *const good[][2] = {
+		{"r.json", "{\n  \"schema_version\": 2,\n  \"run\": {\"label\": \"x\"},\n"
+			   "  \"results\": [{\"case\": {\"heads\": 2, \"head_dim\": 32, \"q_len\": 16, "
+			   "\"kv_len\": 16, \"seqlens\": null}, \"kernel\": \"p\", \"n_samples\": 3, "
+			   "\"median_ms\": 0.5}]\n}\n"},
+		{"r.json", "{\"schema_version\": 2, \"run\": {\"label\": \"x\"}, \"results\": "
+			   "[{\"case\": {\"heads\": 2, \"head_dim\": 32, \"q_len\": 16, \"kv_len\": 16, "
+			   "\"seqlens\": null}, \"kernel\": \"p\", \"n_samples\": 3, \"median_ms\": "
+			   "0.5}]}\n"},
+		{"r.jsonl", " {\"schema_version\":2,\"run\":{\"label\":\"x\"},\"results\":[{\"case\":"
+			    "{\"heads\":2,\"head_dim\":32,\"q_len\":16,\"kv_len\":16,\"seqlens\":null},"
+			    "\"kernel\":\"p\",\"n_samples\":3,\"median_ms\":0.5}]}"},
+	};
+	struct fa_import im;
+	struct fa_err err;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		enum fa_rc rc = parse_text(good[i][0], good[i][1], &im, &err);
+		FA_CHECKF(rc == FA_OK, "%zu: %d:%d: %s", i, err.line, err.col, err.msg);
+		if (rc != FA_OK)
+			continue;
+		FA_CHECKF(im.n_rows == 1 && im.cases[0].p.heads == 2 && im.rows[0].r.t.n == 3 &&
+				  im.rows[0].r.t.median_ms == 0.5 && im.run.label &&
+				  strcmp(im.run.label, "x") == 0,
+			  "%zu: rows %d", i, im.n_rows);
+		fa_import_free(&im);
+	}
+	/* one line, then more: the document must end the file */
+	FA_CHECK(parse_text("r.json", "{\"schema_version\": 2, \"results\": []}\n{\"heads\": 2}\n",
+			    &im, &err) == FA_ERR_INPUT);
+	FA_CHECKF(err.line == 2 && err.col == 1 &&
+			  strstr(err.msg, "expected the end of the file after the report"),
+		  "%d:%d: %s", err.line, err.col, err.msg);
+	/* a version this fabench does not know is refused as a report's */
+	FA_CHECK(parse_text("r.json", "{\"schema_version\": 9, \"results\": []}\n", &im, &err) ==
+		 FA_ERR_INPUT);
+	FA_CHECKF(strstr(err.msg, "report schema_version '9' is not 1 or 2"), "%s", err.msg);
+}
+
 /* params are what fabench writes (NAME=VALUE, a 32-bit integer as %d
  * prints it, joined by single commas, each name once; a name of letters,
  * digits and '_', a letter or '_' first, at most 63, as a kernel's param
@@ -705,6 +750,47 @@ FA_TEST(import, long_line_columns_in_linear_time)
 	FA_REQUIRE(fclose(f) == 0);
 	fa_proc_run((char *[]){"import", path, "--db", db, NULL}, NULL, 60, &r);
 	snprintf(want, sizeof want, "%s:1:%ld: samples entry -1 must be positive", path, col + 1);
+	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
+		  r.status, r.err);
+	/* the excerpt shows the mistake with the caret under it, though the
+	 * line is far longer than the excerpt's buffer (it showed the line's
+	 * first 4 KB, the caret under none of the mistake) */
+	{
+		const char *ex = strstr(r.err, "\n 1 | ..."), *caret = ex ? strchr(ex + 1, '\n') : NULL;
+		const char *bad = ex ? strstr(ex, ",0.5, -1]}\n") : NULL;
+		FA_CHECKF(ex && caret && bad && bad < caret &&
+				  strncmp(caret + 1 + (bad + 6 - ex - 1), "^\n", 2) == 0,
+			  "excerpt:\n%.400s", ex ? ex : r.err);
+	}
+	FA_CHECK(!exists(db));
+	fa_proc_free(&r);
+}
+
+/* An object of 300000 fields, the last a duplicate, is read in linear time
+ * (each new name was compared with every earlier one: minutes), and the
+ * duplicate is found where it is. */
+FA_TEST(import, wide_object_duplicates_in_linear_time)
+{
+	char path[PATH_MAX], db[PATH_MAX], want[PATH_MAX + 160];
+	struct fa_proc_result r;
+	FILE *f;
+	long col = 0, first = 0;
+	snprintf(path, sizeof path, "%s/wide.jsonl", fa_test_tmpdir());
+	fresh(db, sizeof db, "wide.db");
+	FA_REQUIRE((f = fopen(path, "w")) != NULL);
+	col += fprintf(f, "{\"heads\": 2");
+	for (int i = 0; i < 300000; i++) {
+		col += fprintf(f, ", ");
+		if (i == 123456)
+			first = col + 1;
+		col += fprintf(f, "\"x%d\": 1", i);
+	}
+	col += fprintf(f, ", ");
+	fprintf(f, "\"x123456\": 2}\n");
+	FA_REQUIRE(fclose(f) == 0);
+	fa_proc_run((char *[]){"import", path, "--db", db, NULL}, NULL, 60, &r);
+	snprintf(want, sizeof want, "%s:1:%ld: duplicate field 'x123456' (first at column %ld)", path,
+		 col + 1, first);
 	FA_CHECKF(r.status == 2 && strstr(r.err, want), "status %d (137: killed at 60 s)\n%.300s",
 		  r.status, r.err);
 	FA_CHECK(!exists(db));

@@ -93,6 +93,10 @@ class ArgsTest(unittest.TestCase):
         for argv in (["--cases", "c", "--out", "o", "--backends", "flash,xformers"],
                      ["--cases", "c", "--out", "o", "--backends", ","],
                      ["--cases", "c", "--out", "o", "--samples", "0"],
+                     ["--cases", "c", "--out", "o", "--case-timeout-s", "0"],
+                     ["--cases", "c", "--out", "o", "--case-timeout-s", "nan"],
+                     ["--cases", "c", "--out", "o", "--warmup", "-1"],
+                     ["--cases", "c", "--out", "o", "--index", "3,x"],
                      ["--out", "o"]):
             with redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as cm:
                 ts.parse_args(argv)

@@ -586,7 +586,14 @@ def parse_args(argv=None):
         p.error("--samples must be >= 1 and <= --max-samples")
     if a.min_time_ms < 0 or a.max_time_ms <= 0:
         p.error("--min-time-ms must be >= 0 and --max-time-ms > 0")
-    a.index = set(int(x) for x in a.index.split(",")) if a.index else None
+    if not a.case_timeout_s > 0:
+        p.error("--case-timeout-s must be > 0 (a case with no time to sample has no samples)")
+    if a.warmup < 0:
+        p.error("--warmup must be >= 0")
+    try:
+        a.index = set(int(x) for x in a.index.split(",")) if a.index else None
+    except ValueError:
+        p.error("--index takes case indices separated by commas (3,5,8), got '%s'" % a.index)
     a.passes = [x.strip() for x in a.passes.split(",") if x.strip()]
     for x in a.passes:
         if x not in PASSES:

@@ -59,13 +59,20 @@ enum fa_rc fa_err_at(struct fa_err *e, const struct fa_loc *loc, const char *fmt
 	return FA_ERR_INPUT;
 }
 
-/* Reads line `line` (1-based) of path into buf without its newline.
- * Returns 0 on success. */
-static int read_line(const char *path, int line, char *buf, size_t size)
+/* Characters kept left of the column when a line is too long for the
+ * buffer: more than print_excerpt shows (60). */
+#define EXCERPT_KEEP 200
+
+/* Reads line `line` (1-based) of path into buf without its newline; on a
+ * line longer than buf, the characters more than EXCERPT_KEEP left of
+ * column col are left out, so that the column stays in buf, and *skipped
+ * says how many (0 otherwise). Returns 0 on success. */
+static int read_line(const char *path, int line, int col, char *buf, size_t size, int *skipped)
 {
 	FILE *f = fopen(path, "r");
-	int n = 1, c;
+	int n = 1, c, chars = 0, drop = col - 1 - EXCERPT_KEEP;
 	size_t len = 0;
+	*skipped = 0;
 	if (!f)
 		return -1;
 	while (n < line && (c = fgetc(f)) != EOF)
@@ -75,17 +82,33 @@ static int read_line(const char *path, int line, char *buf, size_t size)
 		fclose(f);
 		return -1;
 	}
-	while ((c = fgetc(f)) != EOF && c != '\n' && c != '\r')
+	if (line == 1 && drop > 0) { /* columns count from after a byte order mark */
+		int b0 = fgetc(f), b1 = fgetc(f), b2 = fgetc(f);
+		if (!(b0 == 0xef && b1 == 0xbb && b2 == 0xbf) && fseek(f, 0, SEEK_SET) != 0) {
+			fclose(f);
+			return -1;
+		}
+	}
+	while ((c = fgetc(f)) != EOF && c != '\n' && c != '\r') {
+		if ((c & 0xc0) != 0x80 && chars++ < drop)
+			continue; /* a character's first byte, left out */
+		if (chars <= drop)
+			continue; /* the rest of a character left out */
 		if (len + 1 < size)
 			buf[len++] = (char)c;
+	}
 	buf[len] = '\0';
+	*skipped = drop > 0 && chars > drop ? drop : 0;
 	fclose(f);
 	return 0;
 }
 
-/* Line `line` (1-based) of text into buf, or -1 when text has fewer lines. */
-static int text_line(const char *text, int line, char *buf, size_t size)
+/* Line `line` (1-based) of text into buf, or -1 when text has fewer lines;
+ * a long line cut as read_line cuts it. */
+static int text_line(const char *text, int line, int col, char *buf, size_t size, int *skipped)
 {
+	int chars = 0, drop = col - 1 - EXCERPT_KEEP;
+	*skipped = 0;
 	for (int n = 1; n < line; n++) {
 		const char *nl = strchr(text, '\n');
 		if (!nl)
@@ -93,6 +116,17 @@ static int text_line(const char *text, int line, char *buf, size_t size)
 		text = nl + 1;
 	}
 	size_t len = strcspn(text, "\r\n");
+	if (drop > 0) {
+		size_t i = 0;
+		for (; i < len; i++)
+			if (((unsigned char)text[i] & 0xc0) != 0x80 && chars++ == drop)
+				break;
+		if (i < len) {
+			text += i;
+			len -= i;
+			*skipped = drop;
+		}
+	}
 	if (len >= size)
 		len = size - 1;
 	memcpy(buf, text, len);
@@ -182,13 +216,15 @@ void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 	fputs(": ", f);
 	put_plain(f, e->msg);
 	fputc('\n', f);
-	if (e->line > 0 && (e->text[0] ? text_line(e->text, e->line, text, sizeof text) == 0
-				       : read_line(e->file, e->line, text, sizeof text) == 0)) {
+	int skipped = 0;
+	if (e->line > 0 &&
+	    (e->text[0] ? text_line(e->text, e->line, e->col, text, sizeof text, &skipped) == 0
+			: read_line(e->file, e->line, e->col, text, sizeof text, &skipped) == 0)) {
 		/* columns count from after a byte order mark (libyaml's marks,
 		 * import's): the excerpt leaves it out so that the caret lines up */
-		if (e->line == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
+		if (e->line == 1 && !skipped && strncmp(text, "\xef\xbb\xbf", 3) == 0)
 			memmove(text, text + 3, strlen(text + 3) + 1);
-		print_excerpt(f, e->line, text, e->col);
+		print_excerpt(f, e->line, text, e->col - skipped);
 	}
 }
 

@@ -114,7 +114,8 @@ enum fa_rc fa_import_take_header_field(struct ctx *cx, const char *name, const s
  * object per line. */
 enum fa_rc fa_import_parse_jsonl(struct ctx *cx, const char *text, size_t len);
 /* A report of fabench's own (report --format json), one document; and 1
- * when the text's first line holds only "{" (such a document). */
+ * when the text is such a document: its first line holds only "{", or its
+ * object's first member is "schema_version" (a report on one line). */
 enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t len);
 int fa_import_is_document(const char *text, size_t len);
 /* 1 for a column or field of fabench's own reports that import recomputes

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../base/text.h"
+#include "../base/util.h"
 
 /* JSON nesting a result row may have: an object holding lists of numbers is
  * depth 2; anything much deeper is not a result row. */
@@ -265,10 +266,60 @@ static enum fa_rc jarray(struct jp *j, struct ival *v)
 	return FA_OK;
 }
 
+/* The names seen in an object of many fields: an open-addressing table of
+ * field indices + 1 (arena), so that finding a duplicate stays linear in a
+ * line of half a million fields (a plain scan took minutes). */
+struct seen {
+	int32_t *slot;
+	size_t cap;
+};
+
+#define SEEN_SCAN_MAX 32 /* fewer fields than this: a plain scan */
+
+/* The index in f[0..n) of a field called name, -1 if none, -2 when out of
+ * memory; s grows with f (which holds n fields). */
+static int32_t field_seen(struct jp *j, struct seen *s, const struct ifield *f, int32_t n,
+			  const char *name)
+{
+	size_t i;
+	if (n < SEEN_SCAN_MAX) {
+		for (int32_t k = 0; k < n; k++)
+			if (strcmp(f[k].name, name) == 0)
+				return k;
+		return -1;
+	}
+	if ((size_t)n * 2 >= s->cap) { /* (re)build with room for twice as many */
+		size_t cap = 256;
+		while (cap <= (size_t)n * 4)
+			cap *= 2;
+		if (!(s->slot = fa_arena_alloc(&j->cx->m->arena, cap * sizeof *s->slot)))
+			return -2;
+		s->cap = cap;
+		for (int32_t k = 0; k < n; k++) {
+			for (i = fa_fnv1a64(FA_FNV_OFFSET, f[k].name, strlen(f[k].name)) & (cap - 1);
+			     s->slot[i]; i = (i + 1) & (cap - 1))
+				;
+			s->slot[i] = k + 1;
+		}
+	} else { /* add the field before this one, the last not yet in */
+		const char *last = f[n - 1].name;
+		for (i = fa_fnv1a64(FA_FNV_OFFSET, last, strlen(last)) & (s->cap - 1); s->slot[i];
+		     i = (i + 1) & (s->cap - 1))
+			;
+		s->slot[i] = n;
+	}
+	for (i = fa_fnv1a64(FA_FNV_OFFSET, name, strlen(name)) & (s->cap - 1); s->slot[i];
+	     i = (i + 1) & (s->cap - 1))
+		if (strcmp(f[s->slot[i] - 1].name, name) == 0)
+			return s->slot[i] - 1;
+	return -1;
+}
+
 static enum fa_rc jobject(struct jp *j, struct ival *v)
 {
 	struct ifield *f = NULL;
-	int32_t n = 0, cap = 0;
+	struct seen seen = {NULL, 0};
+	int32_t n = 0, cap = 0, k;
 	enum fa_rc rc;
 	j->p++;
 	jskip(j);
@@ -287,10 +338,11 @@ static enum fa_rc jobject(struct jp *j, struct ival *v)
 		kl = jloc(j, j->p);
 		if ((rc = jstring(j, &name)) != FA_OK)
 			return rc;
-		for (int32_t k = 0; k < n; k++)
-			if (strcmp(f[k].name, name) == 0)
-				return fa_err_at(j->cx->err, &kl, "duplicate field '%s' (first at column %d)",
-						 name, f[k].loc.col);
+		if ((k = field_seen(j, &seen, f, n, name)) == -2)
+			return fa_import_nomem(j->cx);
+		if (k >= 0)
+			return fa_err_at(j->cx->err, &kl, "duplicate field '%s' (first at column %d)",
+					 name, f[k].loc.col);
 		jskip(j);
 		if (j->p >= j->end || *j->p != ':')
 			return jerr_char(j, "expected ':' after the field name");
@@ -506,8 +558,14 @@ enum fa_rc fa_import_parse_report_json(struct ctx *cx, const char *text, size_t 
 	return FA_OK;
 }
 
+/* 1 when text is one JSON document rather than JSON lines: its first line
+ * holds only "{" (as fabench writes a report), or its object's first member
+ * is "schema_version" (every document fabench writes opens with it,
+ * docs/json.md), so that a report rewritten on one line (jq -c, Python's
+ * json.dump) reads as the report it is. */
 int fa_import_is_document(const char *text, size_t len)
 {
+	static const char first[] = "\"schema_version\"";
 	const char *p = text, *end = text + len;
 	while (p < end && strchr(" \t\r\n", *p))
 		p++;
@@ -515,6 +573,7 @@ int fa_import_is_document(const char *text, size_t len)
 		return 0;
 	for (p++; p < end && *p != '\n'; p++)
 		if (!strchr(" \t\r", *p))
-			return 0;
+			return (size_t)(end - p) >= sizeof first - 1 &&
+			       memcmp(p, first, sizeof first - 1) == 0;
 	return 1;
 }

@@ -36,13 +36,6 @@
 
 constexpr int NW = 8, ST = 3, R = 8, PART = 256;
 
-__device__ __forceinline__ uint32_t cluster_map(uint32_t a, uint32_t rank)
-{
-	uint32_t m;
-	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(rank));
-	return m;
-}
-
 /* One tile's stand-in math: the lane's 16 chunks of the tile read back,
  * then a chain of M dependent FMAs seeded by them. */
 template <int M>
@@ -198,23 +191,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 	__syncthreads();
 	if constexpr (!DYN)
 		asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-	const int slice = PART / R, owner = tid / slice, idx = tid % slice;
-	if (owner < R) {
-		const uint32_t m = cluster_map(saddr(&inbox[r * slice + idx]), owner);
-		asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(m), "f"(mine.x),
-			     "f"(mine.y)
-			     : "memory");
-	}
-	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-		     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-	if (tid < slice) {
-		float2 s = make_float2(0.f, 0.f);
-		for (int q = 0; q < R; q++) {
-			s.x += inbox[q * slice + tid].x;
-			s.y += inbox[q * slice + tid].y;
-		}
-		out[hd * PART + r * slice + tid] = s;
-	}
+	dsmem_merge<PART>(mine, inbox, R, r, hd, out);
 }
 
 typedef void (*bal_fn)(const uint16_t *, const uint16_t *, int, float2 *);

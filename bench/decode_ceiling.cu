@@ -123,24 +123,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 		__syncthreads(); /* the warps' partials, as the tree's one CTA barrier */
 		asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* peers started */
-		const int slice = PART / R, owner = tid / slice, idx = tid % slice;
-		if (owner < R) {
-			uint32_t a = saddr(&inbox[r * slice + idx]), m;
-			asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(owner));
-			asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(m), "f"(mine.x),
-				     "f"(mine.y)
-				     : "memory");
-		}
-		asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-			     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-		if (tid < slice) {
-			float2 s = make_float2(0.f, 0.f);
-			for (int q = 0; q < R; q++) {
-				s.x += inbox[q * slice + tid].x;
-				s.y += inbox[q * slice + tid].y;
-			}
-			out[hd * PART + r * slice + tid] = s;
-		}
+		dsmem_merge<PART>(mine, inbox, R, r, hd, out);
 #endif
 	} else if (TAIL == T_LAST) {
 		ws[((size_t)hd * R + r) * PART + tid] = mine;

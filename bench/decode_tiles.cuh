@@ -90,6 +90,47 @@ __device__ __forceinline__ void stream_tiles(unsigned char *sm, const uint16_t *
 	}
 }
 
+/* The address in the shared memory of cluster rank `rank` of this CTA's
+ * shared address a. */
+__device__ __forceinline__ uint32_t cluster_map(uint32_t a, uint32_t rank)
+{
+	uint32_t m;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(rank));
+	return m;
+}
+
+/* The least merge of a key split inside a cluster of R CTAs (this one rank
+ * r, of KV head hd): each thread stores its float2 `mine` of the CTA's
+ * PART-float2 partial into the inbox of the CTA that owns that slice
+ * (st.shared::cluster), one cluster barrier, then each CTA sums its slice
+ * over the R sources and stores it to out. The caller has passed a CTA
+ * barrier and waited for its peers to start. */
+template <int PART>
+__device__ __forceinline__ void dsmem_merge(float2 mine, float2 *inbox, int R, int r, int hd,
+					    float2 *out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	const int tid = threadIdx.x;
+	const int slice = PART / R, owner = tid / slice, idx = tid % slice;
+	if (owner < R) {
+		const uint32_t m = cluster_map(saddr(&inbox[r * slice + idx]), owner);
+		asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(m), "f"(mine.x),
+			     "f"(mine.y)
+			     : "memory");
+	}
+	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+		     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+	if (tid < slice) {
+		float2 s = make_float2(0.f, 0.f);
+		for (int q = 0; q < R; q++) {
+			s.x += inbox[q * slice + tid].x;
+			s.y += inbox[q * slice + tid].y;
+		}
+		out[hd * PART + r * slice + tid] = s;
+	}
+#endif
+}
+
 /* Launches fn(args...) on grid x `threads` threads with smem bytes of dynamic
  * shared memory on stream s, in clusters of `cluster` CTAs along x when
  * cluster > 0. */

@@ -22,6 +22,7 @@
 
 #include "../harness/store/store.h"
 #include "../harness/base/util.h"
+#include "proc.h"
 #include "test.h"
 
 #define FX_NCASES FA_FIXTURE_CASES
@@ -617,4 +618,21 @@ char *fa_test_plugins_var(char *buf, size_t size)
 	const char *p = getenv("FABENCH_TEST_PLUGIN");
 	snprintf(buf, size, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
 	return buf;
+}
+
+int fa_test_run_small_bwd(const char *name, char *db, size_t size)
+{
+	struct fa_proc_result r;
+	int st;
+	snprintf(db, size, "%s/%s", fa_test_tmpdir(), name);
+	unlink(db);
+	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
+			       "--kernels", "cpu_flash_bwd", "--where",
+			       "q_len == 16 && mask == none", "--quiet", NULL},
+		    NULL, 120, &r);
+	st = r.status;
+	if (st != 0)
+		fprintf(stderr, "run: status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	return st;
 }

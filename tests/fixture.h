@@ -96,4 +96,10 @@ int fa_test_db_exec(const char *db, const char *sql);
  * of a build/fabench the test starts; returns buf. */
 char *fa_test_plugins_var(char *buf, size_t size);
 
+/* cpu_flash_bwd over tests/suites/bwd.yaml's cases of 16 queries and no
+ * mask (a bwd and a fwd_bwd case of one shape) into a new database NAME in
+ * the test's folder, its path into db; 0 when the run passed (else its
+ * status, its output printed). */
+int fa_test_run_small_bwd(const char *name, char *db, size_t size);
+
 #endif /* FA_TEST_FIXTURE_H */

@@ -594,26 +594,6 @@ FA_TEST(bwd, run_prints_gradient_errors)
 	fa_proc_free(&r);
 }
 
-/* cpu_flash_bwd over tests/suites/bwd.yaml's cases of 16 queries and no
- * mask (a bwd and a fwd_bwd case) into a new database NAME in the test's
- * folder, its path into db; 0 when the run passed. */
-static int run_small_bwd(const char *name, char *db, size_t size)
-{
-	struct fa_proc_result r;
-	int st;
-	snprintf(db, size, "%s/%s", fa_test_tmpdir(), name);
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--db", db,
-			       "--kernels", "cpu_flash_bwd", "--where",
-			       "q_len == 16 && mask == none", "--quiet", NULL},
-		    NULL, 120, &r);
-	st = r.status;
-	if (st != 0)
-		fprintf(stderr, "run: status %d\n%s\n%s", r.status, r.out, r.err);
-	fa_proc_free(&r);
-	return st;
-}
-
 /* A backward case of few queries is no decode: the report gives its
  * throughput in TFLOP/s (2.5 x the forward's FLOPs), not in GB/s of the
  * forward's Q, K, V and O, which a backward moves twice over and more. */
@@ -621,7 +601,7 @@ FA_TEST(bwd, report_backward_in_tflops)
 {
 	char db[1024];
 	struct fa_proc_result r;
-	FA_REQUIRE(run_small_bwd("bwd-units.db", db, sizeof db) == 0);
+	FA_REQUIRE(fa_test_run_small_bwd("bwd-units.db", db, sizeof db) == 0);
 	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 0 && strstr(r.out, "| cpu_flash_bwd TFLOP/s |") &&
 			  !strstr(r.out, "GB/s"),
@@ -644,7 +624,7 @@ FA_TEST(bwd, stored_pass_selects)
 	};
 	char db[1024];
 	struct fa_proc_result r;
-	FA_REQUIRE(run_small_bwd("bwd-pass.db", db, sizeof db) == 0);
+	FA_REQUIRE(fa_test_run_small_bwd("bwd-pass.db", db, sizeof db) == 0);
 	for (int i = 0; i < (int)(sizeof sel / sizeof sel[0]); i++) {
 		fa_proc_run((char *[]){"history", "--db", db, "--where", (char *)sel[i].where, NULL},
 			    NULL, 60, &r);

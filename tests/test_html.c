@@ -523,14 +523,7 @@ FA_TEST(html, compare_names_the_pass)
 {
 	char db[1200];
 	struct fa_proc_result r;
-	snprintf(db, sizeof db, "%s/html_bwd.db", fa_test_tmpdir());
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
-			       "cpu_flash_bwd", "--where", "q_len == 16 && mask == none", "--db",
-			       db, "--quiet", NULL},
-		    NULL, 120, &r);
-	FA_REQUIRE(r.status == 0);
-	fa_proc_free(&r);
+	FA_REQUIRE(fa_test_run_small_bwd("html_bwd.db", db, sizeof db) == 0);
 	fa_proc_run((char *[]){"report", "--db", db, "--format", "html", "--no-plots", "--compare",
 			       "1", NULL},
 		    NULL, 60, &r);

@@ -1668,15 +1668,8 @@ FA_TEST(plot, speedup_rows_name_the_pass)
 {
 	char db[1200], script[1200], *text;
 	struct fa_proc_result r;
-	snprintf(db, sizeof db, "%s/speedup_bwd.db", fa_test_tmpdir());
 	snprintf(script, sizeof script, "%s/speedup_bwd.gp", fa_test_tmpdir());
-	unlink(db);
-	fa_proc_run((char *[]){"run", "tests/suites/bwd.yaml", "--backend", "cpu", "--kernels",
-			       "cpu_flash_bwd", "--where", "q_len == 16 && mask == none", "--db",
-			       db, "--quiet", NULL},
-		    NULL, 120, &r);
-	FA_REQUIRE(r.status == 0);
-	fa_proc_free(&r);
+	FA_REQUIRE(fa_test_run_small_bwd("speedup_bwd.db", db, sizeof db) == 0);
 	fa_proc_run((char *[]){"plot", "speedup", "--db", db, "1", "1", "--script", script, NULL},
 		    NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);

@@ -654,17 +654,11 @@ FA_TEST(bwd, stored_pass_selects)
  * and names no baseline that did not run. */
 FA_TEST(bwd, summary_speedup_per_pass)
 {
-	char db[1024], suite[1024];
+	char db[1024];
+	char suite[] = "tests/suites/fwd-bwd.yaml";
 	struct fa_proc_result r;
 	snprintf(db, sizeof db, "%s/bwd-summary.db", fa_test_tmpdir());
-	snprintf(suite, sizeof suite, "%s/fb.yaml", fa_test_tmpdir());
 	unlink(db);
-	FA_REQUIRE(fa_test_write_file(suite, "suite: fb\n"
-					     "measure: {warmup: 1, min_samples: 3, min_time_ms: 1, "
-					     "max_time_ms: 10}\n"
-					     "defaults: {heads: 2, head_dim: 16, dtype: fp32, "
-					     "seq_len: 32}\n"
-					     "axes:\n  pass: [fwd, bwd]\n") == 0);
 	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, NULL}, NULL, 120, &r);
 	FA_CHECKF(r.status == 0, "run: status %d\n%s\n%s", r.status, r.out, r.err);
 	const char *sum = strstr(r.out, "\nkernel ");

@@ -872,17 +872,11 @@ FA_TEST(report, markdown_cells_escape_user_text)
  * none of them (empty x columns, and "bwd": "cpu_flash" in the JSON). */
 FA_TEST(report, baseline_of_the_passes_it_ran)
 {
-	char db[1024], suite[1024];
+	char db[1024];
+	char suite[] = "tests/suites/fwd-bwd.yaml";
 	struct fa_proc_result r;
 	snprintf(db, sizeof db, "%s/base-pass.db", fa_test_tmpdir());
-	snprintf(suite, sizeof suite, "%s/base-pass.yaml", fa_test_tmpdir());
 	unlink(db);
-	FA_REQUIRE(fa_test_write_file(suite, "suite: fb\n"
-					     "measure: {warmup: 1, min_samples: 3, min_time_ms: 1, "
-					     "max_time_ms: 10}\n"
-					     "defaults: {heads: 2, head_dim: 16, dtype: fp32, "
-					     "seq_len: 32}\n"
-					     "axes:\n  pass: [fwd, bwd]\n") == 0);
 	fa_proc_run((char *[]){"run", suite, "--backend", "cpu", "--db", db, "--quiet", NULL}, NULL,
 		    120, &r);
 	FA_REQUIRE(r.status == 0);

@@ -10,10 +10,15 @@
  *
  *   fixed MN   the tree's schedule: warp w of range r takes tiles
  *              r * per + w + 8 j, each worked on as it lands
- *   fused MN   the same, but the last two tiles of each warp are worked on
- *              together (both chains side by side) once both have landed
- *   wait0 MN   the same wait as `fused` (both landed), the two tiles then
- *              worked on one after the other: what the wait alone costs
+ *   r16 MN     the same over 16 ranges (128 CTAs) in clusters of 16 (the
+ *              non-portable size): half the tiles a CTA
+ *   r16c4 MN   16 ranges in clusters of 4, each cluster merging its own 4
+ *              (a lower bound: the 4 clusters of a KV head are not merged)
+ *   r8c4 MN    the tree's 8 ranges in clusters of 4, merged the same way
+ *   fused MN   the last two tiles of each warp worked on together (both
+ *              chains side by side) once both have landed
+ *   wait0 MN   the same wait as `fused`, the two tiles then worked on one
+ *              after the other: what the wait alone costs
  *   dyn MN     no fixed ranges: after two fixed tiles each, the 64 warps of
  *              a cluster claim their tiles from one counter in the shared
  *              memory of the cluster's first CTA (atom.shared::cluster,
@@ -26,7 +31,8 @@
  *
  * prints one line per (keys, variant), timed as decode_ceiling.cu times
  * (single launch after a clean flush; a graph of 32 over copies of K and
- * V). docs/BENCHMARKS.md (2026-12-02, "(f)") has the H200's figures.
+ * V). docs/BENCHMARKS.md (2026-12-02, "(f)" and "(g)") has the H200's
+ * figures.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -121,15 +127,15 @@ __device__ __forceinline__ float stream_fused(unsigned char *sm, const uint16_t 
 	return x;
 }
 
-template <int M, bool DYN, int FUSE = 0>
+template <int M, bool DYN, int FUSE = 0, int RR = R, int CL = RR>
 __global__ void __launch_bounds__(NW * 32, 1)
     rd_bal(const uint16_t *k, const uint16_t *v, int keys, float2 *out)
 {
 	extern __shared__ __align__(1024) unsigned char sm[];
-	__shared__ float2 inbox[R * PART / R];
+	__shared__ float2 inbox[PART];
 	__shared__ unsigned ctr;
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, hd = blockIdx.y,
-		  r = blockIdx.x % R;
+		  r = blockIdx.x % RR;
 	const int tiles = keys / 16;
 	float x = 0.f;
 	if constexpr (FUSE > 0) {
@@ -137,7 +143,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 		x = stream_fused<M, FUSE>(sm, k, v, keys);
 	} else if constexpr (!DYN) {
 		asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-		stream_tiles<NW, ST>(sm, k, v, keys, R,
+		stream_tiles<NW, ST>(sm, k, v, keys, RR,
 				     [&](const uint4 *t) { x = tile_math<M>(t, x); });
 	} else {
 		/* tiles (ST - 1) x 64 fixed (warp gw takes gw, gw + 64), the rest claimed */
@@ -191,7 +197,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 	__syncthreads();
 	if constexpr (!DYN)
 		asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-	dsmem_merge<PART>(mine, inbox, R, r, hd, out);
+	dsmem_merge<PART>(mine, inbox, CL, (int)blockIdx.x % CL, hd, out);
 }
 
 typedef void (*bal_fn)(const uint16_t *, const uint16_t *, int, float2 *);
@@ -207,7 +213,15 @@ int main(int argc, char **argv)
 	const struct {
 		const char *name;
 		bal_fn fn;
+		int ranges = R, cluster = R;
 	} vs[] = {
+	    {"r16c4 M0", rd_bal<0, false, 0, 16, 4>, 16, 4},
+	    {"r16c4 M96", rd_bal<96, false, 0, 16, 4>, 16, 4},
+	    {"r16c4 M192", rd_bal<192, false, 0, 16, 4>, 16, 4},
+	    {"r16c4 M288", rd_bal<288, false, 0, 16, 4>, 16, 4},
+	    {"r16c4 M384", rd_bal<384, false, 0, 16, 4>, 16, 4},
+	    {"r8c4 M0", rd_bal<0, false, 0, 8, 4>, 8, 4},
+	    {"r8c4 M288", rd_bal<288, false, 0, 8, 4>, 8, 4},
 	    {"fixed M0", rd_bal<0, false>},     {"fixed M48", rd_bal<48, false>},
 	    {"fixed M96", rd_bal<96, false>},   {"fixed M144", rd_bal<144, false>},
 	    {"fixed M192", rd_bal<192, false>}, {"fixed M240", rd_bal<240, false>},
@@ -217,14 +231,18 @@ int main(int argc, char **argv)
 	    {"wait0 M0", rd_bal<0, false, 2>},  {"dyn M0", rd_bal<0, true>},
 	    {"dyn M192", rd_bal<192, true>},
 	};
-	for (const auto &x : vs)
+	for (const auto &x : vs) {
 		CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+		if (x.cluster > 8)
+			CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+	}
 	for (int keys : {8192, 16384}) {
 		kb.at(keys);
 		const size_t bytes = kb.bytes;
 		for (const auto &x : vs) {
 			auto go = [&](int i, cudaStream_t s) {
-				launch(x.fn, dim3(R, H), NW * 32, SMEM, R, s, kb.k(i), kb.v(i), keys, out);
+				launch(x.fn, dim3(x.ranges, H), NW * 32, SMEM, x.cluster, s, kb.k(i), kb.v(i),
+				       keys, out);
 			};
 			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
 			const double b = median_graph_us(st, go, 32, samples);

@@ -1082,20 +1082,8 @@ static void tries_end(const struct tries *t, const char *name)
 static const char *plugin_copy(char *buf, size_t size)
 {
 	const char *p = getenv("FABENCH_TEST_PLUGIN");
-	size_t len = 0;
-	char *data = fa_test_read_file(p ? p : "build/libfabench-test.so", &len);
-	FILE *f;
 	snprintf(buf, size, "%s/libfabench-test-copy.so", fa_test_tmpdir());
-	f = data ? fopen(buf, "wb") : NULL;
-	if (!f || fwrite(data, 1, len, f) != len) {
-		free(data);
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	free(data);
-	return buf;
+	return fa_test_copy_file(p ? p : "build/libfabench-test.so", buf) == 0 ? buf : NULL;
 }
 
 /* Runs planted.yaml with --ab (the test plugin and its copy, samples taken

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../harness/base/util.h"
 #include "fixture.h"
 #include "proc.h"
 #include "test.h"
@@ -635,6 +636,34 @@ FA_TEST(e2e, ab_runs_two_builds_interleaved)
 		    60, &r);
 	FA_CHECK(r.status == 2 && strstr(r.err, "two plugins"));
 	fa_proc_free(&r);
+
+	/* builds in a folder whose name holds ':', given to --ab and to
+	 * FABENCH_PLUGINS */
+	char dir[1024], ca[1040], cb[1040], plug[1100], *penv[3];
+	path_in(dir, sizeof dir, fa_test_tmpdir(), "ab:colon");
+	FA_REQUIRE(fa_mkdir_p(dir) == 0);
+	snprintf(ca, sizeof ca, "%s/a.so", dir);
+	snprintf(cb, sizeof cb, "%s/b.so", dir);
+	FA_REQUIRE(fa_test_copy_file(a, ca) == 0 && fa_test_copy_file(b, cb) == 0);
+	snprintf(ab, sizeof ab, "%s:%s", ca, cb);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--ab", ab, "--kernels",
+			       "test_correct", "--label", "colon", "--db", db, "--quiet", NULL},
+		    env, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND label IN "
+			   "('colon-a', 'colon-b')") == 2);
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", ca);
+	penv[0] = "FABENCH_TEST_KERNELS=1";
+	penv[1] = plug;
+	penv[2] = NULL;
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test", "--kernels",
+			       "test_correct", "--label", "colon-env", "--db", db, "--quiet", NULL},
+		    penv, 120, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+			   "label = 'colon-env' AND backend = 'test'") == 1);
 }
 
 /* The lines test_record wrote to path: copy[i] is the plugin copy of line

@@ -150,6 +150,18 @@ int fa_test_write_file(const char *path, const char *text)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+int fa_test_copy_file(const char *from, const char *to)
+{
+	size_t len = 0;
+	char *data = fa_test_read_file(from, &len);
+	FILE *f = data ? fopen(to, "wb") : NULL;
+	int ok = f && fwrite(data, 1, len, f) == len;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	free(data);
+	return ok ? 0 : -1;
+}
+
 char *fa_test_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../harness/base/util.h"
 #include "../harness/run/backend.h"
 #include "../harness/run/data.h"
 #include "../harness/run/measure.h"
@@ -793,4 +794,55 @@ FA_TEST(plugins, launch_args_carry_version_and_stream)
 	p.head_dim = p.head_dim_v = 8;
 	fa_problem_set_strides(&p);
 	FA_CHECK(p.struct_size == sizeof p);
+}
+
+/* A path in a colon-separated list (FABENCH_PLUGINS) or in run --ab's
+ * "A:B" may hold ':' itself: the entry is the shortest text up to a colon
+ * that exists on disk, and --ab splits where both sides exist. */
+FA_TEST(plugins, path_lists_with_colons)
+{
+	char dir[1024], x[1100], xy[2100], y[1100], list[4096], got[1100], a[2100], b[2100];
+	size_t pos = 0;
+	snprintf(dir, sizeof dir, "%s/colon:dir", fa_test_tmpdir());
+	FA_REQUIRE(mkdir(dir, 0777) == 0 || errno == EEXIST);
+	snprintf(x, sizeof x, "%s/a:b.so", dir);
+	snprintf(y, sizeof y, "%s/c.so", dir);
+	FA_REQUIRE(fa_test_write_file(x, "x") == 0 && fa_test_write_file(y, "y") == 0);
+
+	/* a list of three: a path with two colons, an empty entry, a missing
+	 * one (kept as written, up to its first colon) and a plain one */
+	snprintf(list, sizeof list, "%s::/no/such:%s", x, y);
+	FA_CHECK(fa_path_list_next(list, &pos, got, sizeof got) == 1 && strcmp(got, x) == 0);
+	FA_CHECKF(fa_path_list_next(list, &pos, got, sizeof got) == 1 &&
+			  strcmp(got, "/no/such") == 0,
+		  "got '%s'", got);
+	FA_CHECK(fa_path_list_next(list, &pos, got, sizeof got) == 1 && strcmp(got, y) == 0);
+	FA_CHECK(fa_path_list_next(list, &pos, got, sizeof got) == 0);
+	pos = 0;
+	FA_CHECK(fa_path_list_next("", &pos, got, sizeof got) == 0);
+
+	/* --ab: the one colon where both sides exist */
+	snprintf(list, sizeof list, "%s:%s", x, y);
+	FA_CHECK(fa_split_path_pair(list, a, sizeof a, b, sizeof b) == 0 && strcmp(a, x) == 0 &&
+		 strcmp(b, y) == 0);
+	snprintf(list, sizeof list, "%s:%s", y, x);
+	FA_CHECK(fa_split_path_pair(list, a, sizeof a, b, sizeof b) == 0 && strcmp(a, y) == 0 &&
+		 strcmp(b, x) == 0);
+	/* neither side exists: at the first colon, for the message that follows */
+	FA_CHECK(fa_split_path_pair("old.so:new.so", a, sizeof a, b, sizeof b) == 0 &&
+		 strcmp(a, "old.so") == 0 && strcmp(b, "new.so") == 0);
+	FA_CHECK(fa_split_path_pair("old.so", a, sizeof a, b, sizeof b) == -1);
+	/* two colons that both split into existing paths: ambiguous. With D
+	 * the folder: "D/p" + "D/q:Makefile", and "D/p:D/q" + "Makefile" (the
+	 * tests run in the source tree) */
+	snprintf(xy, sizeof xy, "%s/p", dir);
+	FA_REQUIRE(fa_test_write_file(xy, "p") == 0);
+	snprintf(xy, sizeof xy, "%s/q:Makefile", dir);
+	FA_REQUIRE(fa_test_write_file(xy, "q") == 0);
+	snprintf(xy, sizeof xy, "%s/p:%s", dir, dir);
+	FA_REQUIRE(fa_mkdir_p(xy) == 0);
+	snprintf(xy, sizeof xy, "%s/p:%s/q", dir, dir);
+	FA_REQUIRE(fa_test_write_file(xy, "pq") == 0);
+	snprintf(list, sizeof list, "%s/p:%s/q:Makefile", dir, dir);
+	FA_CHECK(fa_split_path_pair(list, a, sizeof a, b, sizeof b) == -1);
 }

@@ -392,6 +392,72 @@ int fa_run_output(char *const argv[], char **out, size_t max_bytes)
 	return WEXITSTATUS(status);
 }
 
+/* 1 when the n bytes at s name something on disk. */
+static int path_exists_n(const char *s, size_t n)
+{
+	char p[PATH_MAX];
+	if (n == 0 || n >= sizeof p)
+		return 0;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return access(p, F_OK) == 0;
+}
+
+static void copy_n(char *buf, size_t size, const char *s, size_t n)
+{
+	if (size == 0)
+		return;
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+}
+
+int fa_path_list_next(const char *list, size_t *pos, char *buf, size_t size)
+{
+	const size_t len = strlen(list);
+	size_t start = *pos, end, first;
+	while (start < len && list[start] == ':')
+		start++;
+	if (start >= len) {
+		*pos = len;
+		return 0;
+	}
+	first = start;
+	while (first < len && list[first] != ':')
+		first++;
+	end = first;
+	if (!path_exists_n(list + start, first - start))
+		for (size_t c = first + 1; c <= len; c++)
+			if ((c == len || list[c] == ':') && path_exists_n(list + start, c - start)) {
+				end = c;
+				break;
+			}
+	copy_n(buf, size, list + start, end - start);
+	*pos = end < len ? end + 1 : len;
+	return 1;
+}
+
+int fa_split_path_pair(const char *spec, char *a, size_t a_size, char *b, size_t b_size)
+{
+	const char *first = strchr(spec, ':'), *at = NULL;
+	int found = 0;
+	if (!first)
+		return -1;
+	for (const char *c = first; c; c = strchr(c + 1, ':'))
+		if (path_exists_n(spec, (size_t)(c - spec)) && access(c + 1, F_OK) == 0) {
+			at = c;
+			found++;
+		}
+	if (found > 1)
+		return -1;
+	if (!at)
+		at = first;
+	copy_n(a, a_size, spec, (size_t)(at - spec));
+	copy_n(b, b_size, at + 1, strlen(at + 1));
+	return 0;
+}
+
 int fa_find_program(const char *name, char *buf, size_t size)
 {
 	const char *path = getenv("PATH");

@@ -73,6 +73,21 @@ int fa_run_capture(char *const argv[], char *out, size_t size);
  * when out of memory). */
 int fa_run_output(char *const argv[], char **out, size_t max_bytes);
 
+/* The next entry of a colon-separated list of paths (FABENCH_PLUGINS), from
+ * *pos (0 at the start; moved past the entry and its colon), into buf; 0
+ * when the list is done. A path may hold ':' itself: where the text up to a
+ * colon names nothing on disk but the text up to a later colon does, the
+ * entry is that longer path (the shortest one that exists). Empty entries
+ * are skipped. */
+int fa_path_list_next(const char *list, size_t *pos, char *buf, size_t size);
+
+/* Splits "A:B" (run --ab) at the colon where both sides exist on disk, for
+ * paths that hold ':' themselves; with no such colon, at the first one.
+ * Returns 0 (a and b written), or -1 when spec has no colon or when more
+ * than one colon splits it into two paths that exist (which is then
+ * ambiguous). */
+int fa_split_path_pair(const char *spec, char *a, size_t a_size, char *b, size_t b_size);
+
 /* Finds a program: name itself when it holds a '/' (and is executable),
  * else the first executable name in $PATH's folders. Writes the path into
  * buf and returns 0, or returns -1 when there is none. */

@@ -84,6 +84,8 @@ static void help(void)
 	       "                     order: A B, B A, ...), so drift of the machine hits\n"
 	       "                     both alike; stored as two runs labelled\n"
 	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
+	       "                     A path may hold ':': the split is where both\n"
+	       "                     sides exist\n"
 	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side;\n"
 	       "                     both sides run on one set of buffers where the two\n"
 	       "                     backends share host memory (FABENCH_AB_SHARE=0: not);\n"
@@ -437,6 +439,15 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 	if (o->ab && !o->ab_params && !strchr(o->ab, ':'))
 		return fa_cmd_usage_error("run", usage_text,
 					  "--ab '%s' must name two plugins: A.so:B.so", o->ab);
+	if (o->ab && !o->ab_params) {
+		char a[1024], b[1024];
+		if (fa_split_path_pair(o->ab, a, sizeof a, b, sizeof b) != 0)
+			return fa_cmd_usage_error("run", usage_text,
+						  "--ab '%s' splits into two existing paths at more "
+						  "than one ':'; link or copy one of them to a path "
+						  "without ':'",
+						  o->ab);
+	}
 	return 0;
 }
 
@@ -1082,7 +1093,7 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 	struct fa_runner_cfg rcfg;
 	struct tally tal;
 	int status = FA_EXIT_OK, n_done = 0, share, cross = 0, max_stop = 0;
-	char *cmdline = NULL, *colon, share_why[512];
+	char *cmdline = NULL, share_why[512];
 	const char *share_env = getenv("FABENCH_AB_SHARE");
 	double t0 = fa_now_s();
 
@@ -1094,10 +1105,10 @@ static int run_ab(const struct run_cli *o, struct fa_suite *suite, struct fa_reg
 		snprintf(path[0], sizeof path[0], "side a");
 		snprintf(path[1], sizeof path[1], "side b");
 	} else {
-		colon = strchr(spec, ':');
-		*colon = '\0';
-		plugin_path(spec, path[0], sizeof path[0]);
-		plugin_path(colon + 1, path[1], sizeof path[1]);
+		char a[1024], b[1024];
+		fa_split_path_pair(spec, a, sizeof a, b, sizeof b); /* checked in the options */
+		plugin_path(a, path[0], sizeof path[0]);
+		plugin_path(b, path[1], sizeof path[1]);
 	}
 	for (int i = 0; i < 2; i++) {
 		/* --param applies to both sides; "a:" or "b:" in front, to one */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/util.h"
 #include "../suite/suite.h"
 
 static const char *const known_backends[] = {"cpu", "cuda", "hip", "test"};
@@ -753,13 +754,10 @@ enum fa_rc fa_registry_load(struct fa_registry *r, const char *exe_dir, struct f
 	}
 	env = getenv("FABENCH_PLUGINS");
 	if (env && *env) {
-		char *list = strdup(env), *save = NULL;
-		if (!list)
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
-		for (char *p = strtok_r(list, ":", &save); p && rc == FA_OK;
-		     p = strtok_r(NULL, ":", &save))
-			rc = open_path(r, p, err);
-		free(list);
+		char entry[PATH_MAX];
+		size_t pos = 0;
+		while (rc == FA_OK && fa_path_list_next(env, &pos, entry, sizeof entry))
+			rc = open_path(r, entry, err);
 	}
 	if (rc == FA_OK && exe_dir && *exe_dir) {
 		snprintf(path, sizeof path, "%s/plugins", exe_dir);

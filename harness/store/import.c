@@ -1278,7 +1278,7 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 	const struct ifield *label_layers = NULL;
 	struct fa_import *im = cx->im;
 	struct mem *m = cx->m;
-	const struct ival *pv[FA_P_COUNT] = {0}, *rv[RF_COUNT] = {0};
+	const struct ival *pv[FA_P_COUNT] = {0}, *rv[RF_COUNT] = {0}, *zero_n = NULL;
 	const struct ifield *gf[FA_GRAD_COUNT][RF_COUNT] = {{0}};
 	struct ival flat;
 	const struct ival *obj = &flat;
@@ -1328,9 +1328,12 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		    (varlen && (strcmp(f->name, "batch") == 0 || strcmp(f->name, "q_len") == 0 ||
 				strcmp(f->name, "kv_len") == 0)))
 			continue;
-		/* a report writes 0 samples for a result nothing timed */
-		if (q == RF_N_SAMPLES && f->v.s && strcmp(f->v.s, "0") == 0)
+		/* a report writes 0 samples for a result nothing timed (and no
+		 * median: checked after the fields) */
+		if (q == RF_N_SAMPLES && f->v.s && strcmp(f->v.s, "0") == 0) {
+			zero_n = &f->v;
 			continue;
+		}
 		if (p < 0 && q < 0) {
 			if (strcmp(f->name, "run") == 0)
 				return fa_err_at(cx->err, &f->loc,
@@ -1347,6 +1350,10 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		else
 			rv[q] = &f->v;
 	}
+	if (zero_n && (rv[RF_MEDIAN] || rv[RF_SAMPLES]))
+		return fa_err_at(cx->err, &zero_n->loc,
+				 "n_samples 0 says nothing was timed, but the row has %s",
+				 rv[RF_SAMPLES] ? "samples" : "median_ms");
 	if (label_layers && (rc = take_label_layers(cx, label_layers, labels, n_labels)) != FA_OK)
 		return rc;
 	if ((rc = take_case(cx, pv, rv[RF_KEY], rv[RF_SEED], row_loc, &case_idx)) != FA_OK)

@@ -15,6 +15,7 @@
 
 #include "../harness/run/check.h"
 #include "../harness/run/data.h"
+#include "../harness/run/plan.h"
 #include "../kernels/common/fa_dtype.h"
 #include "../kernels/common/fa_rng.h"
 #include "../kernels/cpu/cpu_kernels.h"
@@ -777,4 +778,53 @@ FA_TEST(bwd, run_stores_gradients)
 				    "LIKE '%pass%'") == 2);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results WHERE kernel LIKE '%bwd'") == 0);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM grad_stats") == 0);
+}
+
+/* The run summary's speed-up over the baseline leaves out a case where
+ * either result failed: a wrong answer's time says nothing (it may be fast
+ * because it skipped work). fa_plan_tally_case on hand-made results. */
+FA_TEST(bwd, summary_speedup_leaves_out_failures)
+{
+	struct fa_kernel kern[3];
+	struct fa_case_kernel ck[3] = {{.k = &kern[0]}, {.k = &kern[1]}, {.k = &kern[2]}};
+	struct fa_case_kernel *rows[1] = {ck};
+	int32_t n_kernels[1] = {3};
+	struct fa_plan_kstat ks[3];
+	struct fa_plan pl;
+	static struct fa_result res[3];
+	static const char *const names[3] = {"x_dense", "x_flash", "x_wrong"};
+	memset(kern, 0, sizeof kern);
+	memset(ks, 0, sizeof ks);
+	memset(&pl, 0, sizeof pl);
+	for (int i = 0; i < 3; i++) {
+		kern[i].struct_size = sizeof kern[i];
+		kern[i].pass = FA_PASS_FWD;
+		kern[i].name = names[i];
+		ks[i].k = &kern[i];
+	}
+	pl.n_cases = 1;
+	pl.kernels = rows;
+	pl.n_kernels = n_kernels;
+	pl.kstats = ks;
+	pl.n_kstats = 3;
+	pl.baseline = &kern[0];
+	/* the baseline passed in 2 ms, x_flash in 1 ms, x_wrong failed in 0.5 */
+	const int status[3] = {FA_STATUS_PASS, FA_STATUS_PASS, FA_STATUS_FAIL};
+	const double ms[3] = {2, 1, 0.5};
+	for (int i = 0; i < 3; i++) {
+		memset(&res[i], 0, sizeof res[i]);
+		res[i].status = status[i];
+		res[i].t.n = 5;
+		res[i].t.median_ms = ms[i];
+	}
+	fa_plan_tally_case(&pl, 0, res, 3);
+	FA_CHECK(ks[1].n_speedup == 1);
+	FA_CHECK_NEAR(ks[1].log_speedup_sum, log(2.0), 1e-12);
+	FA_CHECK(ks[2].n_speedup == 0 && ks[2].count[FA_STATUS_FAIL] == 1);
+	/* the baseline failed: nobody's time is set against it */
+	res[0].status = FA_STATUS_FAIL;
+	res[2].status = FA_STATUS_PASS;
+	fa_plan_tally_case(&pl, 0, res, 3);
+	FA_CHECK(ks[1].n_speedup == 1 && ks[2].n_speedup == 0);
+	FA_CHECK(ks[0].count[FA_STATUS_FAIL] == 1 && ks[2].count[FA_STATUS_PASS] == 1);
 }

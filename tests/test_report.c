@@ -215,13 +215,15 @@ static int csv_col(const struct csv_record *head, const char *name)
 }
 
 /* The median of (run, case idx, kernel) read from the database; NaN if none. */
+/* The median of a result whose time counts against another's (a stored
+ * pass; a failed result has no speedup), NAN for none. */
 static double db_median(struct fa_store *s, int64_t run_id, int idx, const char *kernel)
 {
 	sqlite3_stmt *st;
 	double v = NAN;
 	if (sqlite3_prepare_v2(fa_store_db(s),
 			       "SELECT r.median_ms FROM results r JOIN cases c ON c.id = r.case_id"
-			       " WHERE r.run_id = ? AND c.idx = ? AND r.kernel = ?",
+			       " WHERE r.run_id = ? AND c.idx = ? AND r.kernel = ? AND r.status = 'pass'",
 			       -1, &st, NULL) != SQLITE_OK)
 		return v;
 	sqlite3_bind_int64(st, 1, run_id);
@@ -296,15 +298,16 @@ FA_TEST(report, baseline_option_changes_speedups)
 	csv = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, NULL, &rc, &err);
 	FA_REQUIRE(rc == FA_OK && csv);
 	/* timed: cpu_dense on every case but 5 (skipped), cpu_flash on every
-	 * case but 6 (error), cpu_flash_tiled on 0, 1, 5, 6 and 7 (fail and
-	 * timeout are timed too). Speedups need both: 6 for cpu_flash, 4 for
-	 * cpu_flash_tiled (not 5) */
-	FA_CHECK(check_csv_speedups(s, csv, "cpu_dense") == 6 + 4);
+	 * case but 6 (error), cpu_flash_tiled on 0, 1, 5, 6 and 7, of which 1
+	 * failed and 7 timed out. Speedups need both timed and neither failed:
+	 * 6 for cpu_flash, 2 for cpu_flash_tiled (0 and 6) */
+	FA_CHECK(check_csv_speedups(s, csv, "cpu_dense") == 6 + 2);
 	free(csv);
 	csv = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_CSV, "cpu_flash", &rc, &err);
 	FA_REQUIRE(rc == FA_OK && csv);
-	/* against cpu_flash: cpu_dense 6 (not 5, 6), cpu_flash_tiled 4 (not 6) */
-	FA_CHECK(check_csv_speedups(s, csv, "cpu_flash") == 6 + 4);
+	/* against cpu_flash: cpu_dense 6 (not 5, 6), cpu_flash_tiled 2 (0 and
+	 * 5; not 1, 7 nor 6, where cpu_flash failed) */
+	FA_CHECK(check_csv_speedups(s, csv, "cpu_flash") == 6 + 2);
 	free(csv);
 
 	/* markdown: the baseline's columns come first and it has no x column */
@@ -316,7 +319,8 @@ FA_TEST(report, baseline_option_changes_speedups)
 		 strstr(p, "cpu_flash ms") < strstr(p, "cpu_dense ms"));
 	FA_CHECK(strstr(p, "cpu_dense x") && strstr(p, "cpu_flash_tiled x"));
 	FA_CHECK(!strstr(p, "cpu_flash x"));
-	FA_CHECK(strstr(md, "x: speedup over cpu_flash (its median / this kernel's)"));
+	FA_CHECK(strstr(md, "x: speedup over cpu_flash (its median / this kernel's; none where either "
+			   "failed)"));
 	free(md);
 	md = report_text(s, FA_FIXTURE_RUN_MAIN, FA_FMT_MD, NULL, &rc, &err);
 	FA_REQUIRE(rc == FA_OK && md);

@@ -166,8 +166,17 @@ static int res_status(const struct report *r, int row)
 				   (int)fa_rows_int(&r->res, row, "checked"));
 }
 
+/* 1 when result row's time may be set against another's: it passed, or
+ * nobody checked it (imported). A failed result's time is of a wrong
+ * answer, which can be fast because it skipped work. */
+static int timing_counts(const struct report *r, int row)
+{
+	const int st = res_status(r, row);
+	return st == FA_STATUS_PASS || st == FA_STATUS_UNCHECKED;
+}
+
 /* baseline median / this result's median; 0 when there is none (no
- * baseline, the baseline itself, or either untimed). */
+ * baseline, the baseline itself, either untimed, or either failed). */
 static double speedup_of(const struct report *r, int row)
 {
 	int c = r->res_case[row], b, k = r->res_k[row], base = r->base_pass[r->case_pass[c]];
@@ -175,7 +184,8 @@ static double speedup_of(const struct report *r, int row)
 	if (base < 0 || k == base)
 		return 0;
 	b = r->grid[(size_t)c * r->nk + base];
-	if (b < 0 || !res_real(r, b, "median_ms", &mb) || !res_real(r, row, "median_ms", &mk) ||
+	if (b < 0 || !timing_counts(r, b) || !timing_counts(r, row) ||
+	    !res_real(r, b, "median_ms", &mb) || !res_real(r, row, "median_ms", &mk) ||
 	    !(mb > 0) || !(mk > 0))
 		return 0;
 	return mb / mk;
@@ -1568,7 +1578,7 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 				fprintf(out, " on %s cases", pass_words[p]);
 			}
 		}
-		fputs(" (its median / this kernel's). ", out);
+		fputs(" (its median / this kernel's; none where either failed). ", out);
 	}
 	fputs("max_abs: largest absolute error against the fp64 reference.", out);
 	if (any_same)

@@ -538,15 +538,16 @@ void fa_plan_tally_case(struct fa_plan *pl, int ci, const struct fa_result *res,
 									    : pl->baseline;
 	for (int i = 0; i < n; i++)
 		if (pl->kernels[ci][i].k == baseline && baseline && res[i].t.n > 0 &&
-		    (res[i].status == FA_STATUS_PASS || res[i].status == FA_STATUS_FAIL))
+		    res[i].status == FA_STATUS_PASS)
 			base = res[i].t.median_ms;
 	for (int i = 0; i < n; i++) {
 		struct fa_plan_kstat *ks = kstat(pl, pl->kernels[ci][i].k);
 		if (!ks || res[i].status < 0 || res[i].status > 4)
 			continue;
 		ks->count[res[i].status]++;
-		if (base > 0 && res[i].t.n > 0 && res[i].t.median_ms > 0 &&
-		    pl->kernels[ci][i].k != baseline) {
+		/* a failed result's time is of a wrong answer: no speedup */
+		if (base > 0 && res[i].status == FA_STATUS_PASS && res[i].t.n > 0 &&
+		    res[i].t.median_ms > 0 && pl->kernels[ci][i].k != baseline) {
 			ks->log_speedup_sum += log(base / res[i].t.median_ms);
 			ks->n_speedup++;
 		}

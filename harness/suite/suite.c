@@ -841,6 +841,17 @@ static enum fa_rc expand_own(struct load *ld, struct file_state *fs)
 		for (int p = 0; p < FA_P_COUNT; p++)
 			if (gr->sc.defaults[p])
 				b[p] = gr->sc.defaults[p];
+		/* a group's default that the file's axes or zip vary would never
+		 * apply: the file's values replace it in every case */
+		for (int32_t d = 0; d < nd; d++)
+			for (int32_t k = 0; k < dims[d]->n_params; k++)
+				if (gr->sc.defaults[dims[d]->param[k]])
+					return fa_err_at(
+						ld->err, &gr->sc.defaults[dims[d]->param[k]]->loc,
+						"'%s' is a default of this group but is varied by %s, "
+						"so the group's value would never apply (drop one of "
+						"the two)",
+						fa_param_name(dims[d]->param[k]), dims[d]->origin);
 		for (int32_t k = 0; k < gr->sc.n_axes && ngd < FA_P_COUNT * 2; k++)
 			dims[ngd++] = &gr->sc.axes[k];
 		for (int32_t k = 0; k < gr->sc.n_zip && ngd < FA_P_COUNT * 2; k++)

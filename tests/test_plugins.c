@@ -846,3 +846,20 @@ FA_TEST(plugins, path_lists_with_colons)
 	snprintf(list, sizeof list, "%s/p:%s/q:Makefile", dir, dir);
 	FA_CHECK(fa_split_path_pair(list, a, sizeof a, b, sizeof b) == -1);
 }
+
+/* Asking what a plugin file is leaves it loaded: a build with GPU code that
+ * was closed and opened again could not launch (run --ab of two CUDA
+ * builds hung, or failed with cudaErrorInvalidKernelImage, on an H200). */
+FA_TEST(plugins, probing_a_plugin_keeps_it_loaded)
+{
+	char copy[1100];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	snprintf(copy, sizeof copy, "%s/libprobe-copy.so", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_copy_file(p ? p : "build/libfabench-test.so", copy) == 0);
+	FA_REQUIRE(dlopen(copy, RTLD_NOW | RTLD_NOLOAD) == NULL);
+	FA_CHECK(fa_plugin_file_is_kernel_plugin(copy) == 0); /* a backend plugin */
+	void *dl = dlopen(copy, RTLD_NOW | RTLD_NOLOAD);
+	FA_CHECK(dl != NULL);
+	if (dl)
+		dlclose(dl);
+}

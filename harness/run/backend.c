@@ -775,18 +775,21 @@ enum fa_rc fa_registry_load(struct fa_registry *r, const char *exe_dir, struct f
 }
 
 /* What path holds: 0 nothing loadable (or no such file), 1 a backend
- * plugin, 2 a kernel plugin, 3 a shared object that is neither. */
+ * plugin, 2 a kernel plugin, 3 a shared object that is neither. The file
+ * stays loaded: a plugin with GPU code registers it with the GPU runtime as
+ * it loads and takes it back as it is closed, and a build closed and opened
+ * again (as the caller does next) left the CUDA runtime unable to launch
+ * it: run --ab of two builds of the CUDA plugin hung with no output, or
+ * failed with cudaErrorInvalidKernelImage (H200, 2026-12-02). Kept open, the
+ * next dlopen of the path is the same load. */
 static int plugin_file_kind(const char *path)
 {
 	void *dl = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-	int kind = 0;
 	if (!dl)
 		return 0;
-	kind = dlsym(dl, FA_PLUGIN_INIT_SYMBOL)		  ? 1
+	return dlsym(dl, FA_PLUGIN_INIT_SYMBOL)		 ? 1
 	       : dlsym(dl, FA_KERNEL_PLUGIN_INIT_SYMBOL) ? 2
-							  : 3;
-	dlclose(dl);
-	return kind;
+							 : 3;
 }
 
 int fa_plugin_file_is_kernel_plugin(const char *path)

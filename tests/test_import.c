@@ -293,7 +293,7 @@ FA_TEST(import, good_jsonl_fields)
 		const struct fa_case *c = &im.cases[r->case_idx];
 		double flops = fa_problem_flops(&c->p, NULL, NULL, NULL);
 		FA_CHECK(flops == 4.0 * 2 * 16 * 16 * 32); /* 4 B H L L D, no mask */
-		FA_CHECK(r->r.flops == flops && r->r.bytes == fa_problem_bytes(&c->p));
+		FA_CHECK(r->r.flops == flops && r->r.bytes == fa_problem_bytes(&c->p, NULL, NULL, FA_PASS_FWD));
 		FA_CHECK_NEAR(r->r.tflops, flops / 0.625e-3 / 1e12, 1e-12);
 	}
 	FA_CHECK(r->r.checked && r->r.st.max_abs == 2.5e-7 && isnan(r->r.st.max_rel));

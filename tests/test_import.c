@@ -828,6 +828,17 @@ static void random_case(struct rng *r, char *yaml, char *json, char *csv_head, c
 	for (int b = 0; b < n; b++) {
 		lq[b] = 1 + (int)rnd(r, 64);
 		lk[b] = rnd(r, 2) ? lq[b] : 1 + (int)rnd(r, 64);
+		/* a varlen batch may hold empty sequences: no queries, no keys */
+		if (varlen && rnd(r, 6) == 0)
+			lq[b] = 0;
+		if (varlen && rnd(r, 6) == 0)
+			lk[b] = 0;
+	}
+	if (lq[n - 1] == 0 && lk[n - 1] == 0) /* at least one query and one key */
+		lq[n - 1] = lk[n - 1] = 1;
+	else if (lq[n - 1] == 0 || lk[n - 1] == 0)
+		lq[0] = lk[0] = 3;
+	for (int b = 0; b < n; b++) {
 		mink = lk[b] < mink ? lk[b] : mink;
 		maxk = lk[b] > maxk ? lk[b] : maxk;
 	}
@@ -966,6 +977,8 @@ FA_TEST(import, random_cases_match_suite_keys)
 		FA_CHECK(a.rows[0].r.flops == fa_problem_flops(&s.cases[0].p, s.cases[0].cu_seqlens_q,
 							       s.cases[0].cu_seqlens_k,
 							       s.cases[0].prefix_lens));
+		FA_CHECK(a.rows[0].r.bytes == fa_problem_bytes(&s.cases[0].p, s.cases[0].cu_seqlens_q,
+							       s.cases[0].cu_seqlens_k, FA_PASS_FWD));
 		snprintf(text, sizeof text, "# seed: 5\n%s\n%s\n", head, row);
 		fa_err_clear(&err);
 		if (fa_import_parse("r.csv", text, strlen(text), FA_IMPORT_AUTO, &b, &err) != FA_OK) {

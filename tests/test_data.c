@@ -287,7 +287,7 @@ FA_TEST(data, counts_of_large_cases)
 	p.mask = FA_MASK_CAUSAL;
 	FA_CHECK(fa_problem_pairs(&p, NULL, NULL, NULL) == 512 * L);
 	/* bytes: Q and O of 512 tokens, K and V of 512 * 32768 tokens of 8 heads */
-	FA_CHECK(fa_problem_bytes(&p) ==
+	FA_CHECK(fa_problem_bytes(&p, NULL, NULL, FA_PASS_FWD) ==
 		 2.0 * (2.0 * 512 * 32 * 128 + 2.0 * 512 * 32768 * 8 * 128));
 }
 
@@ -296,11 +296,82 @@ FA_TEST(data, bytes_count_every_tensor)
 	uint64_t seed = fa_test_seed(), ctr = 0;
 	for (int iter = 0; iter < 30; iter++) {
 		struct tproblem t;
-		random_problem(seed, &ctr, FA_MASK_CAUSAL, iter % 2, (iter / 2) % 2, iter % 3, &t);
+		random_problem(seed, &ctr, FA_MASK_CAUSAL, iter % 2, 0, iter % 3, &t);
 		const struct fa_problem *p = &t.p;
 		double want = ((double)p->total_q * p->heads * (p->head_dim + p->head_dim_v) +
 			       (double)p->total_k * p->kv_heads * (p->head_dim + p->head_dim_v)) *
 			      (p->dtype == FA_DTYPE_FP32 ? 4 : 2);
-		FA_CHECK(fa_problem_bytes(p) == want);
+		FA_CHECK(fa_problem_bytes(p, NULL, NULL, FA_PASS_FWD) == want);
+		FA_CHECK(fa_problem_bytes(p, NULL, NULL, FA_PASS_BWD) == 2 * want);
+		FA_CHECK(fa_problem_bytes(p, NULL, NULL, FA_PASS_FWD_BWD) == 3 * want);
 	}
+}
+
+/* Empty sequences of a varlen batch: a sequence with no queries or no keys
+ * adds no (q, k) pair and no FLOP, and the bytes leave out what no kernel
+ * needs (the keys and values of a sequence with no queries, the queries of
+ * one with no keys) but count every output row, the zeros of a row with no
+ * key included. Written out by hand for one batch, then against the same
+ * batch without its empty sequences, and the brute-force rule over random
+ * batches (random_problem draws lengths from 0). */
+FA_TEST(data, counts_of_empty_sequences)
+{
+	/* seqlens 0/17/0/64/5, kv_seqlens 4/0/0/70/9, 4 heads over 2, dims 8/6 */
+	struct fa_problem p = {.batch = 5, .heads = 4, .kv_heads = 2, .q_len = 64, .kv_len = 70,
+			       .head_dim = 8, .head_dim_v = 6, .dtype = FA_DTYPE_FP16,
+			       .mask = FA_MASK_NONE, .varlen = 1, .total_q = 86, .total_k = 83};
+	static const int32_t cu_q[6] = {0, 0, 17, 17, 81, 86}, cu_k[6] = {0, 4, 4, 4, 74, 83};
+	/* the batch without its sequences that have no query or no key */
+	struct fa_problem r = p;
+	static const int32_t rq[3] = {0, 64, 69}, rk[3] = {0, 70, 79};
+	r.batch = 2;
+	r.total_q = 69;
+	r.total_k = 79;
+	fa_problem_set_strides(&p);
+	fa_problem_set_strides(&r);
+	for (int mask = 0; mask < FA_MASK_COUNT; mask++) {
+		p.mask = r.mask = mask;
+		p.window = r.window = 5;
+		p.prefix_len = r.prefix_len = 0;
+		FA_CHECK(fa_problem_pairs(&p, cu_q, cu_k, NULL) == fa_problem_pairs(&r, rq, rk, NULL));
+		FA_CHECK(fa_problem_flops(&p, cu_q, cu_k, NULL) == fa_problem_flops(&r, rq, rk, NULL));
+	}
+	p.mask = FA_MASK_NONE;
+	FA_CHECK(fa_problem_pairs(&p, cu_q, cu_k, NULL) == 64 * 70 + 5 * 9);
+	FA_CHECK(fa_problem_flops(&p, cu_q, cu_k, NULL) == 2.0 * (64 * 70 + 5 * 9) * 4 * (8 + 6));
+	/* forward: Q of the 69 tokens with keys, K and V of the 79 keys with
+	 * queries (not sequence 0's 4), O of all 86 rows (sequence 1's 17 are
+	 * zeros); 2 bytes an element */
+	const double q = 69.0 * 4 * 8, k = 79.0 * 2 * 8, v = 79.0 * 2 * 6, o_all = 86.0 * 4 * 6;
+	const double fwd = 2 * (q + k + v + o_all);
+	FA_CHECK(fa_problem_bytes(&p, cu_q, cu_k, FA_PASS_FWD) == fwd);
+	/* backward: Q, K, V, O and dO read where needed; dQ of all 86 rows,
+	 * dK and dV of all 83 keys written (sequence 0's are zeros) */
+	const double o = 69.0 * 4 * 6, dq = 86.0 * 4 * 8, dk = 83.0 * 2 * 8, dv = 83.0 * 2 * 6;
+	const double bwd = 2 * (q + k + v + o + o + dq + dk + dv);
+	FA_CHECK(fa_problem_bytes(&p, cu_q, cu_k, FA_PASS_BWD) == bwd);
+	FA_CHECK(fa_problem_bytes(&p, cu_q, cu_k, FA_PASS_FWD_BWD) == fwd + bwd);
+	/* without empty sequences the same batch reads and writes every row */
+	FA_CHECK(fa_problem_bytes(&r, rq, rk, FA_PASS_FWD) ==
+		 2 * (69.0 * 4 * 8 + 79.0 * 2 * 14 + 69.0 * 4 * 6));
+
+	/* random batches with empty sequences: the rule written out per row */
+	uint64_t seed = fa_test_seed(), ctr = 0;
+	int bad = 0;
+	for (int iter = 0; iter < 200; iter++) {
+		struct tproblem t;
+		random_problem(seed, &ctr, iter % FA_MASK_COUNT, 0, 1, FA_DTYPE_BF16, &t);
+		const struct fa_problem *tp = &t.p;
+		double want = 0;
+		for (int b = 0; b < tp->batch; b++) {
+			int64_t lq = t.cu_q[b + 1] - t.cu_q[b], lk = t.cu_k[b + 1] - t.cu_k[b];
+			double qr = lk ? (double)lq * tp->heads * tp->head_dim : 0;
+			double kr = lq ? (double)lk * tp->kv_heads * (tp->head_dim + tp->head_dim_v) : 0;
+			want += qr + kr + (double)lq * tp->heads * tp->head_dim_v;
+		}
+		if (fa_problem_bytes(tp, t.cu_q, t.cu_k, FA_PASS_FWD) != 2 * want && bad++ < 5)
+			FA_CHECKF(0, "iter %d: bytes %g, by hand %g", iter,
+				  fa_problem_bytes(tp, t.cu_q, t.cu_k, FA_PASS_FWD), 2 * want);
+	}
+	FA_CHECK(bad == 0);
 }

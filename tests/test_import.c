@@ -293,7 +293,7 @@ FA_TEST(import, good_jsonl_fields)
 		const struct fa_case *c = &im.cases[r->case_idx];
 		double flops = fa_problem_flops(&c->p, NULL, NULL, NULL);
 		FA_CHECK(flops == 4.0 * 2 * 16 * 16 * 32); /* 4 B H L L D, no mask */
-		FA_CHECK(r->r.flops == flops && r->r.bytes == fa_problem_bytes(&c->p));
+		FA_CHECK(r->r.flops == flops && r->r.bytes == fa_problem_bytes(&c->p, NULL, NULL, FA_PASS_FWD));
 		FA_CHECK_NEAR(r->r.tflops, flops / 0.625e-3 / 1e12, 1e-12);
 	}
 	FA_CHECK(r->r.checked && r->r.st.max_abs == 2.5e-7 && isnan(r->r.st.max_rel));
@@ -828,6 +828,17 @@ static void random_case(struct rng *r, char *yaml, char *json, char *csv_head, c
 	for (int b = 0; b < n; b++) {
 		lq[b] = 1 + (int)rnd(r, 64);
 		lk[b] = rnd(r, 2) ? lq[b] : 1 + (int)rnd(r, 64);
+		/* a varlen batch may hold empty sequences: no queries, no keys */
+		if (varlen && rnd(r, 6) == 0)
+			lq[b] = 0;
+		if (varlen && rnd(r, 6) == 0)
+			lk[b] = 0;
+	}
+	if (lq[n - 1] == 0 && lk[n - 1] == 0) /* at least one query and one key */
+		lq[n - 1] = lk[n - 1] = 1;
+	else if (lq[n - 1] == 0 || lk[n - 1] == 0)
+		lq[0] = lk[0] = 3;
+	for (int b = 0; b < n; b++) {
 		mink = lk[b] < mink ? lk[b] : mink;
 		maxk = lk[b] > maxk ? lk[b] : maxk;
 	}
@@ -966,6 +977,8 @@ FA_TEST(import, random_cases_match_suite_keys)
 		FA_CHECK(a.rows[0].r.flops == fa_problem_flops(&s.cases[0].p, s.cases[0].cu_seqlens_q,
 							       s.cases[0].cu_seqlens_k,
 							       s.cases[0].prefix_lens));
+		FA_CHECK(a.rows[0].r.bytes == fa_problem_bytes(&s.cases[0].p, s.cases[0].cu_seqlens_q,
+							       s.cases[0].cu_seqlens_k, FA_PASS_FWD));
 		snprintf(text, sizeof text, "# seed: 5\n%s\n%s\n", head, row);
 		fa_err_clear(&err);
 		if (fa_import_parse("r.csv", text, strlen(text), FA_IMPORT_AUTO, &b, &err) != FA_OK) {

@@ -313,6 +313,81 @@ FA_TEST(ref, hand_computed_row)
 	fa_ref_free(&ref);
 }
 
+/* Empty sequences of a varlen batch change nothing around them: a batch
+ * of seqlens 0/7/0/5/3 over kv_seqlens 4/6/0/9/0 gives, for sequences 1
+ * and 3, bit for bit the rows of the batch 7/5 over 6/9 that holds only
+ * them (same data), under every mask and both layouts, in both passes;
+ * sequence 4's queries, which have no key, are zeros. */
+FA_TEST(ref, empty_sequences_change_nothing_around_them)
+{
+	static const int32_t cu_q[6] = {0, 0, 7, 7, 12, 15}, cu_k[6] = {0, 4, 10, 10, 19, 19};
+	static const int32_t rq[3] = {0, 7, 12}, rk[3] = {0, 6, 15};
+	/* prefix_lens 3/2/0/4/0 and 2/4: 0 where a sequence has no key */
+	static const int32_t pfx[5] = {3, 2, 0, 4, 0}, rpfx[2] = {2, 4};
+	uint64_t seed = fa_test_seed();
+	for (int layout = 0; layout < FA_LAYOUT_COUNT; layout++)
+		for (int mask = 0; mask < FA_MASK_COUNT; mask++) {
+			struct fa_problem p = {.batch = 5, .heads = 4, .kv_heads = 2, .q_len = 7,
+					       .kv_len = 9, .head_dim = 12, .head_dim_v = 10,
+					       .dtype = FA_DTYPE_BF16, .mask = mask,
+					       .layout = layout, .window = 3, .varlen = 1,
+					       .total_q = 15, .total_k = 19, .scale = 0.3f};
+			struct fa_problem r = p;
+			const int32_t *pl = mask == FA_MASK_PREFIX_LM ? pfx : NULL;
+			const int32_t *rpl = mask == FA_MASK_PREFIX_LM ? rpfx : NULL;
+			int64_t rows[15 * 4], rrows[12 * 4];
+			struct fa_ref a, b;
+			struct fa_err err;
+			void *buf[3], *rbuf[3];
+			int bad = 0;
+			r.batch = 2;
+			r.total_q = 12;
+			r.total_k = 15;
+			fa_problem_set_strides(&p);
+			fa_problem_set_strides(&r);
+			for (int t = 0; t < 3; t++) { /* Q, K, V; then the rows of 1 and 3 copied */
+				const int32_t *cu = t == FA_TENSOR_Q ? cu_q : cu_k;
+				const int32_t *rc = t == FA_TENSOR_Q ? rq : rk;
+				int32_t dim = t == FA_TENSOR_V ? p.head_dim_v : p.head_dim;
+				int32_t heads = t == FA_TENSOR_Q ? p.heads : p.kv_heads;
+				buf[t] = filled(&p, t, FA_DIST_NORMAL, seed + (uint64_t)layout);
+				rbuf[t] = calloc((size_t)fa_tensor_elems(&r, t), 2);
+				FA_REQUIRE(buf[t] && rbuf[t]);
+				for (int s = 0; s < 2; s++)
+					for (int32_t i = 0; i < rc[s + 1] - rc[s]; i++)
+						for (int h = 0; h < heads; h++)
+							memcpy((uint16_t *)rbuf[t] +
+								       fa_tensor_offset(&r, t, rc[s] + i, h),
+							       (uint16_t *)buf[t] +
+								       fa_tensor_offset(&p, t,
+											cu[1 + 2 * s] + i, h),
+							       (size_t)dim * 2);
+			}
+			for (int64_t i = 0; i < 15 * 4; i++)
+				rows[i] = i;
+			for (int64_t i = 0; i < 12 * 4; i++)
+				rrows[i] = i;
+			fa_err_clear(&err);
+			FA_REQUIRE(fa_ref_compute(&p, cu_q, cu_k, pl, buf[0], buf[1], buf[2], rows,
+						  15 * 4, 1, 2, NULL, &a, &err) == FA_OK);
+			FA_REQUIRE(fa_ref_compute(&r, rq, rk, rpl, rbuf[0], rbuf[1], rbuf[2], rrows,
+						  12 * 4, 1, 2, NULL, &b, &err) == FA_OK);
+			/* packed tokens 0..11 are sequences 1 and 3 in both batches */
+			for (int64_t i = 0; i < 12 * 4 * 10; i++)
+				bad += a.out[i] != b.out[i] || a.same[i] != b.same[i];
+			/* tokens 12..14, sequence 4: no key, zeros */
+			for (int64_t i = 12 * 4 * 10; i < 15 * 4 * 10; i++)
+				bad += a.out[i] != 0.0 || a.same[i] != 0.0f;
+			FA_CHECKF(bad == 0, "layout %d mask %d: %d values differ", layout, mask, bad);
+			fa_ref_free(&a);
+			fa_ref_free(&b);
+			for (int t = 0; t < 3; t++) {
+				free(buf[t]);
+				free(rbuf[t]);
+			}
+		}
+}
+
 FA_TEST(ref, same_precision_pass)
 {
 	uint64_t seed = fa_test_seed(), ctr = 0;

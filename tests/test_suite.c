@@ -466,6 +466,98 @@ FA_TEST(suite, varlen_fields)
 	EXPECT_FAIL(path, 2, 25, "prefix_lens needs seqlens");
 }
 
+/* A varlen batch may hold empty sequences: 0 in seqlens (no query rows)
+ * or in kv_seqlens (queries with no key, whose rows are zeros). The packed
+ * prefix sums repeat, the key names them, and an empty sequence makes a
+ * case of its own (seqlens 0/17 is not 17/0 nor 17). Every sequence empty,
+ * on either side, is refused, unless a filter drops the case first. */
+FA_TEST(suite, varlen_empty_sequences)
+{
+	struct fa_suite s;
+	const char *path = write_yaml(
+		"empty_seqs.yaml",
+		"defaults: {heads: 4, kv_heads: 2, head_dim: 16}\n"
+		"groups:\n"
+		"  - defaults: {seqlens: [0, 17, 0, 64], kv_seqlens: [5, 0, 9, 70], mask: causal}\n"
+		"  - axes:\n"
+		"      seqlens: [[0, 17], [17, 0], [17], [0, 0], [0, 17]]\n"
+		"    where: tokens > 0\n"
+		"  - defaults: {mask: prefix_lm, seqlens: [3, 8, 0], kv_seqlens: [4, 0, 6],\n"
+		"               prefix_lens: [2, 0, 6]}\n"
+		"  - defaults: {mask: sliding_window, window: 3, seqlens: [4, 4], kv_seqlens: [0, 4]}\n");
+	static const int32_t cu_q[5] = {0, 0, 17, 17, 81}, cu_k[5] = {0, 5, 5, 14, 84};
+	FA_REQUIRE(LOAD(path, 0, &s));
+	/* [0, 0] has no query and the where drops it; the second [0, 17] is
+	 * the first one's key again, kept once */
+	FA_REQUIRE(s.n_cases == 6);
+	const struct fa_case *c = &s.cases[0];
+	const struct fa_problem *p = &c->p;
+	FA_CHECK(p->varlen == 1 && p->batch == 4);
+	FA_CHECK(p->q_len == 64 && p->kv_len == 70);
+	FA_CHECK(p->total_q == 81 && p->total_k == 84);
+	FA_REQUIRE(c->cu_seqlens_q && c->cu_seqlens_k);
+	FA_CHECK(memcmp(c->cu_seqlens_q, cu_q, sizeof cu_q) == 0);
+	FA_CHECK(memcmp(c->cu_seqlens_k, cu_k, sizeof cu_k) == 0);
+	FA_CHECK(strstr(c->key, ",seqlens=0/17/0/64,kv_seqlens=5/0/9/70") != NULL);
+	FA_CHECK(strcmp(s.cases[1].key + strlen(s.cases[1].key) - strlen("seqlens=0/17,kv_seqlens=0/17"),
+			"seqlens=0/17,kv_seqlens=0/17") == 0);
+	FA_CHECK(strstr(s.cases[2].key, ",seqlens=17/0,kv_seqlens=17/0") != NULL);
+	FA_CHECK(strstr(s.cases[3].key, ",seqlens=17,kv_seqlens=17") != NULL);
+	FA_CHECK(s.cases[1].p.batch == 2 && s.cases[1].p.total_q == 17 && s.cases[1].p.q_len == 17);
+	FA_CHECK(s.cases[3].p.batch == 1);
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 4; j++)
+			FA_CHECK(strcmp(s.cases[i].key, s.cases[j].key) != 0);
+	c = &s.cases[4];
+	FA_REQUIRE(c->prefix_lens != NULL);
+	FA_CHECK(c->prefix_lens[1] == 0 && c->p.prefix_len == 6 && c->p.total_q == 11 &&
+		 c->p.total_k == 10);
+	FA_CHECK(strstr(c->key, ",prefix_lens=2/0/6,seqlens=3/8/0,kv_seqlens=4/0/6") != NULL);
+	c = &s.cases[5];
+	FA_CHECK(c->p.window == 3 && c->p.kv_len == 4 && c->cu_seqlens_k[1] == 0);
+	for (int i = 0; i < s.n_cases; i++) {
+		char *k = fa_case_key(&s.cases[i]);
+		FA_CHECK(k && strcmp(k, s.cases[i].key) == 0);
+		free(k);
+	}
+	fa_suite_free(&s);
+
+	/* exclude matches a list with its empty sequences, entry by entry */
+	path = write_yaml("empty_seqs_exclude.yaml",
+			  "defaults: {heads: 4, head_dim: 16}\n"
+			  "axes: {seqlens: [[0, 5], [5, 0], [5]]}\n"
+			  "exclude: [{seqlens: [5, 0]}]\n");
+	FA_REQUIRE(LOAD(path, 0, &s));
+	FA_CHECK(s.n_cases == 2 && strstr(s.cases[0].key, "seqlens=0/5,") &&
+		 strstr(s.cases[1].key, "seqlens=5,"));
+	fa_suite_free(&s);
+
+	/* what stays refused */
+	path = write_yaml("empty_neg.yaml", "defaults: {heads: 4, head_dim: 16,\n"
+					    "           seqlens: [3, 0], kv_seqlens: [3, -2]}\n");
+	EXPECT_FAIL(path, 2, 45, "kv_seqlens entry -2 must not be negative");
+	path = write_yaml("empty_all_q.yaml", "defaults: {heads: 4, head_dim: 16}\n"
+					      "axes: {seqlens: [[0, 3], [0, 0]]}\n");
+	EXPECT_FAIL(path, 2, 26, "seqlens add up to 0 tokens: every sequence is empty");
+	path = write_yaml("empty_all_k.yaml", "defaults: {heads: 4, head_dim: 16, seqlens: [2, 1],\n"
+					      "           kv_seqlens: [0, 0]}\n");
+	EXPECT_FAIL(path, 2, 24, "kv_seqlens add up to 0 tokens: no sequence has a key");
+	path = write_yaml("empty_prefix.yaml",
+			  "defaults: {heads: 4, head_dim: 16, mask: prefix_lm, seqlens: [2, 2],\n"
+			  "           kv_seqlens: [3, 0], prefix_lens: [3, 1]}\n");
+	EXPECT_FAIL(path, 2, 49, "prefix_lens entry 1 exceeds the kv length 0 of sequence 1");
+	path = write_yaml("empty_prefix_len.yaml",
+			  "defaults: {heads: 4, head_dim: 16, mask: prefix_lm, seqlens: [2, 2],\n"
+			  "           kv_seqlens: [3, 0], prefix_len: 1}\n");
+	EXPECT_FAIL(path, 2, 44,
+		    "prefix_len 1 exceeds the kv length 0 of sequence 1 (a batch with a sequence "
+		    "of no keys gives prefix_lens, 0 for it)");
+	path = write_yaml("empty_window.yaml",
+			  "defaults: {heads: 4, head_dim: 16, mask: sliding_window, window: 5,\n"
+			  "           seqlens: [2, 2], kv_seqlens: [0, 4]}\n");
+	EXPECT_FAIL(path, 1, 66, "window 5 exceeds kv_len 4");
+}
+
 FA_TEST(suite, keys)
 {
 	struct fa_suite s;

@@ -87,7 +87,7 @@ static void print_json(const struct fa_suite *s, FILE *f)
 		fprintf(f, ", \"flops\": %.17g, \"bytes\": %.17g}",
 			fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
 			fa_pass_flops_factor(c->pass),
-			fa_problem_bytes(p) * fa_pass_bytes_factor(c->pass));
+			fa_problem_bytes(p, c->cu_seqlens_q, c->cu_seqlens_k, c->pass));
 	}
 	fprintf(f, "\n]}\n");
 }

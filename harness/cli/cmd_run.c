@@ -1457,7 +1457,8 @@ static int run_step(struct run_state *rs, int step, int device, const char *cons
 				res[i].flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k,
 								c->prefix_lens) *
 					       fa_pass_flops_factor(c->pass);
-				res[i].bytes = fa_problem_bytes(&c->p) * fa_pass_bytes_factor(c->pass);
+				res[i].bytes = fa_problem_bytes(&c->p, c->cu_seqlens_q,
+								c->cu_seqlens_k, c->pass);
 				res[i].mem_bytes = fa_runner_mem_estimate(c, &plan->kernels[ci][i]);
 				res[i].tel.sm_clock_mhz = res[i].tel.sm_clock_max_mhz = NAN;
 				res[i].tel.temp_c = res[i].tel.power_w = NAN;

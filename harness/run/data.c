@@ -149,19 +149,40 @@ double fa_pass_flops_factor(int pass)
 	return pass == FA_PASS_BWD ? 2.5 : pass == FA_PASS_FWD_BWD ? 3.5 : 1.0;
 }
 
-double fa_pass_bytes_factor(int pass)
+/* Elements of tensor t (enum fa_tensor) that a kernel must read: all of
+ * them, but for the rows of a varlen sequence whose other side is empty
+ * (the keys of a sequence with no queries, the queries, O and dO of one
+ * with no keys), which no query and no key depends on. */
+static double read_elems(const struct fa_problem *p, const int32_t *cu_q, const int32_t *cu_k,
+			 int t)
 {
-	/* the backward reads Q, K, V, O and dO and writes dQ, dK and dV: the
-	 * forward's tensors twice (dO is O's size, the gradients their
-	 * inputs'); forward and backward add the forward's once more */
-	return pass == FA_PASS_BWD ? 2.0 : pass == FA_PASS_FWD_BWD ? 3.0 : 1.0;
+	const int qlike = t == FA_TENSOR_Q || t == FA_TENSOR_O || t == FA_TENSOR_DO;
+	int64_t tokens;
+	int32_t heads, dim;
+	fa_tensor_shape(p, t, &tokens, &heads, &dim);
+	for (int b = 0; p->varlen && b < p->batch; b++) {
+		int32_t lq = fa_seq_q_len(p, cu_q, b), lk = fa_seq_kv_len(p, cu_k, b);
+		if (qlike && lk == 0)
+			tokens -= lq;
+		else if (!qlike && lq == 0)
+			tokens -= lk;
+	}
+	return (double)tokens * heads * dim;
 }
 
-double fa_problem_bytes(const struct fa_problem *p)
+double fa_problem_bytes(const struct fa_problem *p, const int32_t *cu_seqlens_q,
+			const int32_t *cu_seqlens_k, int pass)
 {
-	double elems = (double)fa_tensor_elems(p, FA_TENSOR_Q) +
-		       (double)fa_tensor_elems(p, FA_TENSOR_K) +
-		       (double)fa_tensor_elems(p, FA_TENSOR_V) +
-		       (double)fa_tensor_elems(p, FA_TENSOR_O);
+	const int32_t *cq = cu_seqlens_q, *ck = cu_seqlens_k;
+	/* the forward: Q, K, V read, every row of O written */
+	double fwd = read_elems(p, cq, ck, FA_TENSOR_Q) + read_elems(p, cq, ck, FA_TENSOR_K) +
+		     read_elems(p, cq, ck, FA_TENSOR_V) + (double)fa_tensor_elems(p, FA_TENSOR_O);
+	/* the backward: Q, K, V, O and dO read, every row of dQ, dK, dV written */
+	double bwd = read_elems(p, cq, ck, FA_TENSOR_Q) + read_elems(p, cq, ck, FA_TENSOR_K) +
+		     read_elems(p, cq, ck, FA_TENSOR_V) + read_elems(p, cq, ck, FA_TENSOR_O) +
+		     read_elems(p, cq, ck, FA_TENSOR_DO) + (double)fa_tensor_elems(p, FA_TENSOR_DQ) +
+		     (double)fa_tensor_elems(p, FA_TENSOR_DK) +
+		     (double)fa_tensor_elems(p, FA_TENSOR_DV);
+	double elems = pass == FA_PASS_BWD ? bwd : pass == FA_PASS_FWD_BWD ? fwd + bwd : fwd;
 	return elems * fa_dtype_size(p->dtype);
 }

@@ -28,12 +28,17 @@ double fa_problem_flops(const struct fa_problem *p, const int32_t *cu_seqlens_q,
  * backward) and 3.5 (fwd_bwd). */
 double fa_pass_flops_factor(int pass);
 
-/* Bytes a forward must move at least: Q, K, V read and O written once. */
-double fa_problem_bytes(const struct fa_problem *p);
-
-/* What the bytes of a pass are in units of the forward's: 1 (fwd), 2 (bwd:
- * Q, K, V, O and dO read, dQ, dK and dV written) and 3 (fwd_bwd). */
-double fa_pass_bytes_factor(int pass);
+/* Bytes a pass (enum fa_pass) must move at least. The forward reads Q, K
+ * and V and writes O once; the backward reads Q, K, V, O and dO and writes
+ * dQ, dK and dV; fwd_bwd is both. Exact for varlen batches with empty
+ * sequences: no kernel needs the K and V rows of a sequence with no queries
+ * or the Q, O and dO rows of a sequence with no keys, so those reads are not
+ * counted, while every output row is (a row with no key is written as
+ * zeros, and so are the gradients of an empty sequence's other side).
+ * Without empty sequences bwd is twice the forward's bytes and fwd_bwd
+ * three times. cu_seqlens_q and cu_seqlens_k may be NULL unless p->varlen. */
+double fa_problem_bytes(const struct fa_problem *p, const int32_t *cu_seqlens_q,
+			const int32_t *cu_seqlens_k, int pass);
 
 /* Unmasked (q, k) pairs per query head, summed over sequences (one head's
  * count: multiply by heads for the whole problem). Exact, O(batch). */

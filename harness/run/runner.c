@@ -1198,7 +1198,7 @@ enum fa_rc fa_runner_prepare(struct fa_runner *r, const struct fa_case *c,
 	int runnable = 0, need_host, on_gpu;
 	double flops = fa_problem_flops(p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
 		       fa_pass_flops_factor(c->pass);
-	double bytes = fa_problem_bytes(p) * fa_pass_bytes_factor(c->pass);
+	double bytes = fa_problem_bytes(p, c->cu_seqlens_q, c->cu_seqlens_k, c->pass);
 	double timeout = r->cfg.timeout_s > 0 ? r->cfg.timeout_s : c->measure->timeout_s;
 	char why[512], need[32], have[32];
 	enum fa_rc rc = FA_OK;

@@ -1422,7 +1422,7 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 	/* what fabench computes itself */
 	r->flops = fa_problem_flops(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->prefix_lens) *
 			fa_pass_flops_factor(c->pass);
-	r->bytes = fa_problem_bytes(&c->p) * fa_pass_bytes_factor(c->pass);
+	r->bytes = fa_problem_bytes(&c->p, c->cu_seqlens_q, c->cu_seqlens_k, c->pass);
 	r->tflops = r->gbps = NAN;
 	if (r->t.n > 0 && r->t.median_ms > 0) {
 		r->tflops = r->flops / (r->t.median_ms * 1e-3) / 1e12;

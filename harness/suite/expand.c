@@ -251,7 +251,7 @@ enum pkind {
 	PK_NONNEG, /* integer >= 0 */
 	PK_ENUM,   /* a word */
 	PK_NUM,    /* a number > 0 */
-	PK_LIST,   /* a list of integers >= list_min */
+	PK_LIST,   /* a list of integers >= 0 */
 	PK_MODEL,  /* a model preset's name (models.c) */
 	PK_TEXT,   /* a free label */
 };
@@ -267,32 +267,31 @@ static const struct param_info {
 	int kind;
 	int (*parse)(const char *); /* PK_ENUM */
 	const char *expected;       /* PK_ENUM: the words, for messages */
-	int list_min;               /* PK_LIST */
 } params[FA_P_COUNT] = {
-	[FA_P_BATCH] = {"batch", PK_SIZE, NULL, NULL, 0},
-	[FA_P_HEADS] = {"heads", PK_SIZE, NULL, NULL, 0},
-	[FA_P_KV_HEADS] = {"kv_heads", PK_SIZE, NULL, NULL, 0},
-	[FA_P_GQA] = {"gqa", PK_SIZE, NULL, NULL, 0},
-	[FA_P_Q_LEN] = {"q_len", PK_SIZE, NULL, NULL, 0},
-	[FA_P_KV_LEN] = {"kv_len", PK_SIZE, NULL, NULL, 0},
-	[FA_P_SEQ_LEN] = {"seq_len", PK_SIZE, NULL, NULL, 0},
-	[FA_P_HEAD_DIM] = {"head_dim", PK_DIM, NULL, NULL, 0},
-	[FA_P_HEAD_DIM_V] = {"head_dim_v", PK_DIM, NULL, NULL, 0},
-	[FA_P_DTYPE] = {"dtype", PK_ENUM, fa_dtype_parse, "fp32, fp16 or bf16", 0},
-	[FA_P_MASK] = {"mask", PK_ENUM, fa_mask_parse, "none, causal, prefix_lm or sliding_window", 0},
-	[FA_P_PREFIX_LEN] = {"prefix_len", PK_NONNEG, NULL, NULL, 0},
-	[FA_P_WINDOW] = {"window", PK_SIZE, NULL, NULL, 0},
-	[FA_P_LAYOUT] = {"layout", PK_ENUM, fa_layout_parse, "bshd or bhsd", 0},
-	[FA_P_SEQLENS] = {"seqlens", PK_LIST, NULL, NULL, 1},
-	[FA_P_KV_SEQLENS] = {"kv_seqlens", PK_LIST, NULL, NULL, 1},
-	[FA_P_PREFIX_LENS] = {"prefix_lens", PK_LIST, NULL, NULL, 0},
-	[FA_P_SCALE] = {"scale", PK_NUM, NULL, NULL, 0},
-	[FA_P_INPUT] = {"input", PK_ENUM, fa_dist_parse, "normal, uniform or outliers", 0},
-	[FA_P_DEPTH] = {"depth", PK_NONNEG, NULL, NULL, 0},
-	[FA_P_MODEL] = {"model", PK_MODEL, NULL, NULL, 0},
-	[FA_P_TAG] = {"tag", PK_TEXT, NULL, NULL, 0},
-	[FA_P_LAYERS] = {"layers", PK_SIZE, NULL, NULL, 0},
-	[FA_P_PASS] = {"pass", PK_ENUM, fa_pass_parse, "fwd, bwd or fwd_bwd", 0},
+	[FA_P_BATCH] = {"batch", PK_SIZE, NULL, NULL},
+	[FA_P_HEADS] = {"heads", PK_SIZE, NULL, NULL},
+	[FA_P_KV_HEADS] = {"kv_heads", PK_SIZE, NULL, NULL},
+	[FA_P_GQA] = {"gqa", PK_SIZE, NULL, NULL},
+	[FA_P_Q_LEN] = {"q_len", PK_SIZE, NULL, NULL},
+	[FA_P_KV_LEN] = {"kv_len", PK_SIZE, NULL, NULL},
+	[FA_P_SEQ_LEN] = {"seq_len", PK_SIZE, NULL, NULL},
+	[FA_P_HEAD_DIM] = {"head_dim", PK_DIM, NULL, NULL},
+	[FA_P_HEAD_DIM_V] = {"head_dim_v", PK_DIM, NULL, NULL},
+	[FA_P_DTYPE] = {"dtype", PK_ENUM, fa_dtype_parse, "fp32, fp16 or bf16"},
+	[FA_P_MASK] = {"mask", PK_ENUM, fa_mask_parse, "none, causal, prefix_lm or sliding_window"},
+	[FA_P_PREFIX_LEN] = {"prefix_len", PK_NONNEG, NULL, NULL},
+	[FA_P_WINDOW] = {"window", PK_SIZE, NULL, NULL},
+	[FA_P_LAYOUT] = {"layout", PK_ENUM, fa_layout_parse, "bshd or bhsd"},
+	[FA_P_SEQLENS] = {"seqlens", PK_LIST, NULL, NULL},
+	[FA_P_KV_SEQLENS] = {"kv_seqlens", PK_LIST, NULL, NULL},
+	[FA_P_PREFIX_LENS] = {"prefix_lens", PK_LIST, NULL, NULL},
+	[FA_P_SCALE] = {"scale", PK_NUM, NULL, NULL},
+	[FA_P_INPUT] = {"input", PK_ENUM, fa_dist_parse, "normal, uniform or outliers"},
+	[FA_P_DEPTH] = {"depth", PK_NONNEG, NULL, NULL},
+	[FA_P_MODEL] = {"model", PK_MODEL, NULL, NULL},
+	[FA_P_TAG] = {"tag", PK_TEXT, NULL, NULL},
+	[FA_P_LAYERS] = {"layers", PK_SIZE, NULL, NULL},
+	[FA_P_PASS] = {"pass", PK_ENUM, fa_pass_parse, "fwd, bwd or fwd_bwd"},
 };
 
 const char *fa_tag_text_why(const char *s, size_t len)
@@ -546,10 +545,9 @@ static enum fa_rc list_value(const struct fa_src *src, int param, const yaml_nod
 		if (fa_parse_int((const char *)it->data.scalar.value, &v) == -2 || v > INT32_MAX)
 			return fa_err_at(src->err, &il, "%s entry %s is too large (at most %d)",
 					 pi->name, (const char *)it->data.scalar.value, INT32_MAX);
-		if (v < pi->list_min)
-			return fa_err_at(src->err, &il, pi->list_min ? "%s entry %lld must be positive"
-								     : "%s entry %lld must not be negative",
-					 pi->name, (long long)v);
+		if (v < 0)
+			return fa_err_at(src->err, &il, "%s entry %lld must not be negative", pi->name,
+					 (long long)v);
 		out->list[k] = (int32_t)v;
 	}
 	return FA_OK;
@@ -1122,6 +1120,14 @@ static enum fa_rc build_lengths(const fa_bindings b, const struct fa_loc *made_b
 			pend(w, tq > INT32_MAX ? &sl->loc : &kl->loc,
 			     "%s add up to %lld tokens, more than %d", tq > INT32_MAX ? "seqlens" : "kv_seqlens",
 			     (long long)(tq > INT32_MAX ? tq : tk), INT32_MAX);
+		/* A sequence may be empty (no queries, or no keys: its rows are
+		 * zeros), but not the whole batch: a problem with no query or no
+		 * key has no attention to time or check, and its Q or K and V
+		 * buffers would hold nothing. */
+		if (tq == 0)
+			pend(w, &sl->loc, "seqlens add up to 0 tokens: every sequence is empty");
+		else if (tk == 0)
+			pend(w, &kl->loc, "kv_seqlens add up to 0 tokens: no sequence has a key");
 		p->q_len = list_max(sl->list, sl->n);
 		p->kv_len = list_max(kl->list, kl->n);
 		p->total_q = tq > INT32_MAX ? INT32_MAX : (int32_t)tq;
@@ -1208,7 +1214,12 @@ static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, 
 			p->prefix_len = (int32_t)pl->i;
 			lk = min_kv_len(&w->c, &which);
 			if (p->prefix_len > lk) {
-				if (p->varlen)
+				if (p->varlen && lk == 0)
+					pend(w, &pl->loc,
+					     "prefix_len %d exceeds the kv length 0 of sequence %d (a batch "
+					     "with a sequence of no keys gives prefix_lens, 0 for it)",
+					     p->prefix_len, which);
+				else if (p->varlen)
 					pend(w, &pl->loc, "prefix_len %d exceeds the kv length %d of sequence %d",
 					     p->prefix_len, lk, which);
 				else

@@ -8,7 +8,8 @@
  * support surface for fp16/bf16, by version and architecture) and otherwise
  * builds the plans, so every other refusal carries cuDNN's own reason.
  * workspace_bytes() reads the cached plans. launch() only looks the plan
- * up, fills the varlen offsets (one tiny kernel) or zeroes the backward's
+ * up, fills the varlen offsets and zeroes the rows of a sequence with no
+ * key (one tiny kernel) or zeroes the backward's
  * dQ accumulator, builds the variant pack and executes.
  */
 #include <stdbool.h>
@@ -29,11 +30,15 @@ static char sdpa_description[192] = "cuDNN fused flash attention (SDPA forward);
 static char bwd_description[192] = "cuDNN fused flash attention backward; cuDNN not loaded";
 
 /* The varlen aux kernel, hand-written PTX (checked with ptxas for sm_80
- * and sm_90 when written): thread i <= batch writes the element offsets
- * cu_q[i]*mq, cu_k[i]*mk, cu_k[i]*mv, cu_q[i]*mo into the int32 arrays 0
- * to 3, and for i < batch the lengths cu_q[i+1]-cu_q[i] and
- * cu_k[i+1]-cu_k[i] into arrays 4 and 5; array n starts n * pitch bytes
- * into out. */
+ * and sm_90 when written). Blocks of row y = 0 of the grid: thread i <=
+ * batch writes the element offsets cu_q[i]*mq, cu_k[i]*mk, cu_k[i]*mv,
+ * cu_q[i]*mo into the int32 arrays 0 to 3, and for i < batch the lengths
+ * cu_q[i+1]-cu_q[i] and cu_k[i+1]-cu_k[i] into arrays 4 and 5; array n
+ * starts n * pitch bytes into out. Blocks of row y = b + 1 zero the output
+ * rows of sequence b when it has no key (16-bit elements: O at o, heads x
+ * dv columns, row stride mo, head stride ho): cuDNN writes nothing there,
+ * and fabench's rule is zeros for a row that attends no key. They run before
+ * cuDNN, which does not touch those rows. */
 static const char sdpa_aux_ptx[] =
 	".version 7.0\n"
 	".target sm_80\n"
@@ -41,11 +46,13 @@ static const char sdpa_aux_ptx[] =
 	".visible .entry fa_cudnn_varlen_aux(\n"
 	"	.param .u64 p_cu_q, .param .u64 p_cu_k, .param .u64 p_out,\n"
 	"	.param .u32 p_batch, .param .u32 p_pitch, .param .u32 p_mq, .param .u32 p_mk,\n"
-	"	.param .u32 p_mv, .param .u32 p_mo)\n"
+	"	.param .u32 p_mv, .param .u32 p_mo, .param .u64 p_o, .param .u32 p_heads,\n"
+	"	.param .u32 p_dv, .param .u32 p_ho)\n"
 	"{\n"
-	"	.reg .pred %p<3>;\n"
-	"	.reg .b32 %r<20>;\n"
-	"	.reg .b64 %rd<12>;\n"
+	"	.reg .pred %p<4>;\n"
+	"	.reg .b16 %h<2>;\n"
+	"	.reg .b32 %r<40>;\n"
+	"	.reg .b64 %rd<20>;\n"
 	"	ld.param.u64 %rd1, [p_cu_q];\n"
 	"	ld.param.u64 %rd2, [p_cu_k];\n"
 	"	ld.param.u64 %rd3, [p_out];\n"
@@ -62,6 +69,9 @@ static const char sdpa_aux_ptx[] =
 	"	mov.u32 %r7, %ntid.x;\n"
 	"	mov.u32 %r8, %tid.x;\n"
 	"	mad.lo.s32 %r9, %r6, %r7, %r8;\n"
+	"	mov.u32 %r20, %ctaid.y;\n"
+	"	setp.ne.u32 %p3, %r20, 0;\n"
+	"	@%p3 bra ZERO;\n"
 	"	setp.gt.s32 %p1, %r9, %r1;\n"
 	"	@%p1 bra DONE;\n"
 	"	mul.wide.s32 %rd4, %r9, 4;\n"
@@ -92,6 +102,50 @@ static const char sdpa_aux_ptx[] =
 	"	ld.global.u32 %r16, [%rd6+4];\n"
 	"	sub.s32 %r17, %r16, %r11;\n"
 	"	st.global.u32 [%rd8], %r17;\n"
+	"	bra DONE;\n"
+	/* sequence b = ctaid.y - 1: nothing to do when it has a key */
+	"ZERO:\n"
+	"	sub.s32 %r21, %r20, 1;\n"
+	"	mul.wide.s32 %rd4, %r21, 4;\n"
+	"	add.s64 %rd6, %rd2, %rd4;\n"
+	"	ld.global.u32 %r22, [%rd6];\n"
+	"	ld.global.u32 %r23, [%rd6+4];\n"
+	"	setp.ne.s32 %p1, %r22, %r23;\n"
+	"	@%p1 bra DONE;\n"
+	"	add.s64 %rd5, %rd1, %rd4;\n"
+	"	ld.global.u32 %r24, [%rd5];\n"
+	"	ld.global.u32 %r25, [%rd5+4];\n"
+	"	ld.param.u64 %rd9, [p_o];\n"
+	"	cvta.to.global.u64 %rd9, %rd9;\n"
+	"	ld.param.u32 %r26, [p_heads];\n"
+	"	ld.param.u32 %r27, [p_dv];\n"
+	"	ld.param.u32 %r28, [p_ho];\n"
+	"	mul.lo.s32 %r29, %r26, %r27;\n"   /* elements per row: heads x dv */
+	"	sub.s32 %r30, %r25, %r24;\n"
+	"	mul.lo.s32 %r31, %r30, %r29;\n"   /* elements of the sequence */
+	"	mov.u32 %r32, %nctaid.x;\n"
+	"	mul.lo.s32 %r33, %r32, %r7;\n"    /* the stride: every thread of the row */
+	"	mov.b16 %h1, 0;\n"
+	"LOOP:\n"
+	"	setp.ge.s32 %p2, %r9, %r31;\n"
+	"	@%p2 bra DONE;\n"
+	"	div.u32 %r34, %r9, %r29;\n"       /* t */
+	"	mul.lo.s32 %r35, %r34, %r29;\n"
+	"	sub.s32 %r35, %r9, %r35;\n"       /* h dv + d */
+	"	div.u32 %r36, %r35, %r27;\n"      /* h */
+	"	mul.lo.s32 %r37, %r36, %r27;\n"
+	"	sub.s32 %r37, %r35, %r37;\n"      /* d */
+	"	add.s32 %r38, %r24, %r34;\n"      /* the token */
+	"	mul.wide.s32 %rd10, %r38, %r5;\n"
+	"	mul.wide.s32 %rd11, %r36, %r28;\n"
+	"	cvt.s64.s32 %rd12, %r37;\n"
+	"	add.s64 %rd10, %rd10, %rd11;\n"
+	"	add.s64 %rd10, %rd10, %rd12;\n"
+	"	shl.b64 %rd10, %rd10, 1;\n"
+	"	add.s64 %rd13, %rd9, %rd10;\n"
+	"	st.global.b16 [%rd13], %h1;\n"
+	"	add.s32 %r9, %r9, %r33;\n"
+	"	bra LOOP;\n"
 	"DONE:\n"
 	"	ret;\n"
 	"}\n";
@@ -468,13 +522,19 @@ static int sdpa_launch(const struct fa_launch_args *a)
 		int32_t batch = p->batch, pitch = (int32_t)pl->aux_pitch_bytes;
 		int32_t mq = (int32_t)p->q_stride_s, mk = (int32_t)p->k_stride_s;
 		int32_t mv = (int32_t)p->v_stride_s, mo = (int32_t)p->o_stride_s;
-		void *args[] = {&cu_q, &cu_k, &out, &batch, &pitch, &mq, &mk, &mv, &mo};
+		void *o = a->o;
+		int32_t heads = p->heads, dv = p->head_dim_v, ho = (int32_t)p->o_stride_h;
+		void *args[] = {&cu_q, &cu_k, &out, &batch, &pitch, &mq, &mk,
+				&mv,   &mo,   &o,   &heads, &dv,   &ho};
+		/* row 0 of the grid: the offsets; row b + 1: the zeros of
+		 * sequence b when it has no key */
+		dim3 grid = dim3_of((unsigned)((batch + SDPA_AUX_THREADS) / SDPA_AUX_THREADS));
 		cudaError_t e;
+		grid.y = (unsigned)batch + 1;
 		aux = (int32_t *)((char *)a->workspace + aux_offset(pl));
 		out = aux;
-		e = cudaLaunchKernel((const void *)aux_kernel,
-				     dim3_of((unsigned)((batch + SDPA_AUX_THREADS) / SDPA_AUX_THREADS)),
-				     dim3_of(SDPA_AUX_THREADS), args, 0, stream);
+		e = cudaLaunchKernel((const void *)aux_kernel, grid, dim3_of(SDPA_AUX_THREADS), args,
+				     0, stream);
 		if (e != cudaSuccess)
 			return (int)e;
 	}

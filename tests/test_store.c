@@ -1025,6 +1025,48 @@ FA_TEST(store, two_writers_share_a_file)
 	fa_store_close(s);
 }
 
+/* A reader reads one snapshot: a case a run commits while a report reads
+ * (report read the run's results, then its cases, and met a result
+ * without its case) is not seen until the reader opens again. */
+FA_TEST(store, reader_sees_one_snapshot)
+{
+	const char *path = fresh_db("snapshot.db");
+	struct fa_store *w = NULL, *r = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result res;
+	struct fa_err err;
+	int64_t run_id;
+	double x[4];
+	char key[32];
+
+	fa_err_clear(&err);
+	fill_run_info(&ri, "live");
+	FA_REQUIRE(fa_store_open(path, 1, &w, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(w, &ri, &run_id, &err) == FA_OK);
+	simple_case(&c, 0, key, sizeof key);
+	simple_result(&res, "cpu_flash", x, 4, 1.0);
+	FA_REQUIRE(fa_store_case_commit(w, run_id, &c, &res, 1, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open_readonly(path, &r, &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 1);
+	/* the run goes on while the reader reads */
+	simple_case(&c, 1, key, sizeof key);
+	FA_REQUIRE(fa_store_case_commit(w, run_id, &c, &res, 1, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_end(w, run_id, "complete", &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 1);
+	FA_CHECK(count_for_run(fa_store_db(r), "results", run_id) == 1);
+	FA_CHECK(count_for_run(fa_store_db(r), "samples", run_id) == 4);
+	FA_CHECK(query_int(fa_store_db(r), "SELECT count(*) FROM runs WHERE status = 'incomplete'",
+			   0) == 1);
+	fa_store_close(r);
+	/* opened again: all of it */
+	FA_REQUIRE(fa_store_open_readonly(path, &r, &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 2);
+	FA_CHECK(count_for_run(fa_store_db(r), "samples", run_id) == 8);
+	fa_store_close(r);
+	fa_store_close(w);
+}
+
 /* ---- bound parameters ------------------------------------------------------ */
 
 FA_TEST(store, text_is_bound_not_pasted)

@@ -734,8 +734,14 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
 	free(uri);
 	if (frc != FA_OK)
 		return frc;
-	/* the first read: a file that is not a database fails here */
-	rc = pragma_int(s->db, "PRAGMA user_version", &version);
+	/* One read transaction from the first read to fa_store_close: every
+	 * query of a report or comparison sees the database as it was then, so
+	 * a run committing cases meanwhile (WAL: it does not wait on us) never
+	 * shows up half-read, a result without its case. The first read, in
+	 * it: a file that is not a database fails here. */
+	rc = exec_sql(s->db, "BEGIN");
+	if (rc == SQLITE_OK)
+		rc = pragma_int(s->db, "PRAGMA user_version", &version);
 	if (rc != SQLITE_OK) {
 		frc = db_error(s->db, path, rc, err, "cannot read the schema version");
 		fa_store_close(s);

@@ -41,6 +41,9 @@ void fa_store_close(struct fa_store *s);
  * not writable (no locks; no -wal or -shm is created beside it) unless a
  * -wal is already there. A missing file is never created. A file of an
  * older schema is migrated first when it may be written, else refused.
+ * The store reads one snapshot, taken at the open (a read transaction held
+ * until fa_store_close): what another process commits meanwhile, a run's
+ * next case, is not seen, so a reader never sees a run half-written.
  * Returns FA_OK; FA_ERR_NOT_FOUND when there is no file (or ":memory:");
  * FA_ERR_IO for a folder or a path that cannot be used; FA_ERR_DB for a file
  * that is not a database or a schema this build cannot read. Sets *out to

@@ -1067,6 +1067,58 @@ FA_TEST(store, reader_sees_one_snapshot)
 	fa_store_close(w);
 }
 
+/* A run is claimed by the store that began it: another store (another
+ * process) cannot claim it nor import into it, nothing written, until the
+ * first is closed; a run's claim never stops another run's. */
+FA_TEST(store, runs_are_claimed_by_their_writer)
+{
+	const char *path = fresh_db("claims.db");
+	struct fa_store *a = NULL, *b = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result res;
+	struct fa_store_import_out out;
+	struct fa_err err;
+	int64_t one, two;
+	int32_t which = 0;
+	double x[4];
+	char key[32], want[1400];
+
+	fa_err_clear(&err);
+	fill_run_info(&ri, "live");
+	FA_REQUIRE(fa_store_open(path, 1, &a, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(path, 0, &b, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(a, &ri, &one, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(b, &ri, &two, &err) == FA_OK);
+	FA_CHECK(fa_store_run_claim(a, one, &err) == FA_OK); /* its own: again */
+	FA_CHECK(fa_store_run_claim(b, one, &err) == FA_ERR_DB);
+	snprintf(want, sizeof want,
+		 "run %lld in '%s' is being written by another process (a run, run --resume or "
+		 "import --run-into of it); try again once that has ended",
+		 (long long)one, path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_run_claim(a, two, &err) == FA_ERR_DB);
+	simple_case(&c, 0, key, sizeof key);
+	simple_result(&res, "peer", x, 4, 1.0);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_import(b, &ri, one, "peer 1.0", &c, 1, &res, &which, 1, &out, &err) ==
+		 FA_ERR_DB);
+	FA_CHECK(strcmp(err.msg, want) == 0);
+	FA_CHECK(out.run_id == 0);
+	FA_CHECK(count_for_run(fa_store_db(b), "cases", one) == 0);
+	FA_CHECK(query_int(fa_store_db(b), "SELECT count(*) FROM runs WHERE source = 'fabench'",
+			   0) == 2);
+	/* the writer goes on; closed, its run is free */
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_case_commit(a, one, &c, &res, 1, NULL, &err) == FA_OK);
+	fa_store_close(a);
+	FA_CHECK(fa_store_run_claim(b, one, &err) == FA_OK);
+	FA_CHECK(fa_store_import(b, &ri, one, "peer 1.0", &c, 1, &res, &which, 1, &out, &err) ==
+		 FA_ERR_INPUT); /* claimed; its result already there */
+	fa_store_close(b);
+}
+
 /* ---- bound parameters ------------------------------------------------------ */
 
 FA_TEST(store, text_is_bound_not_pasted)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,6 +206,47 @@ FA_TEST(e2e, kill9_keeps_finished_cases)
 	fa_proc_run((char *[]){"report", "--db", db, "--run", "1", NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "report of the killed run: status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
+}
+
+/* A database that cannot grow (the file-size limit, ulimit -f, as a full
+ * disk): the run says which case it could not store in which file and
+ * exits 1; the file opens cleanly with the cases before, and takes the
+ * rest once there is room. (SIGXFSZ killed it without a word, status 153.) */
+FA_TEST(e2e, file_size_limit_is_a_write_error)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	struct rlimit was, low;
+	path_in(db, sizeof db, fa_test_tmpdir(), "fsize.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	/* what fabench starts inherits the limit: room for a few cases */
+	FA_REQUIRE(getrlimit(RLIMIT_FSIZE, &was) == 0);
+	low = was;
+	low.rlim_cur = 160 * 1024;
+	FA_REQUIRE(setrlimit(RLIMIT_FSIZE, &low) == 0);
+	fa_proc_run((char *[]){"run", "suites/smoke.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 300, &r);
+	setrlimit(RLIMIT_FSIZE, &was);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "fabench run: error: cannot store case ") &&
+			  strstr(r.err, " of run 2 in '") && strstr(r.err, db),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE id = 2 AND status = "
+				    "'incomplete'") == 1);
+	long long kept = fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2");
+	FA_CHECKF(kept >= 0 && kept < 63, "cases %lld", kept);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r WHERE n_samples != "
+				    "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
+	fa_proc_run((char *[]){"run", "--resume", "2", "--db", db, "--quiet", NULL}, NULL, 300, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 63);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
 }
 
 FA_TEST(e2e, sigint_stops_cleanly)

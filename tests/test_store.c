@@ -341,6 +341,62 @@ FA_TEST(store, unusable_paths)
 		  "message '%s'", err.msg);
 }
 
+/* A writer refuses a database it may not write (no write bit: its owner
+ * meant it to stay as it is, root included) and one in a read-only folder,
+ * where SQLite cannot keep its -wal: before SQLite opens it, so nothing is
+ * left beside it. (It opened, left a -wal and -shm there that the file's
+ * owner might not write, and failed at the run's first write.) */
+FA_TEST(store, writer_refuses_what_it_may_not_write)
+{
+	char dir[1100], path[1200], aux[1300];
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	char want[2600];
+
+	snprintf(path, sizeof path, "%s", fresh_db("ro-writer.db"));
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	FA_REQUIRE(chmod(path, 0444) == 0);
+	s = NOT_NULL;
+	FA_CHECK(fa_store_open(path, 0, &s, &err) == FA_ERR_IO);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "database '%s' is read-only: this command writes to it", path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	snprintf(aux, sizeof aux, "%s-wal", path);
+	FA_CHECK(!file_exists(aux));
+	snprintf(aux, sizeof aux, "%s-shm", path);
+	FA_CHECK(!file_exists(aux));
+	/* the readers still read it */
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_OK);
+	fa_store_close(s);
+	chmod(path, 0644);
+
+	/* a read-only folder: neither an existing file nor a new one */
+	snprintf(dir, sizeof dir, "%s/ro-folder", fa_test_tmpdir());
+	mkdir(dir, 0755);
+	chmod(dir, 0755);
+	snprintf(path, sizeof path, "%s/old.db", dir);
+	unlink(path);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	snprintf(aux, sizeof aux, "%s/new.db", dir);
+	unlink(aux);
+	FA_REQUIRE(chmod(dir, 0555) == 0);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open(path, 0, &s, &err) == FA_ERR_IO);
+	snprintf(want, sizeof want,
+		 "cannot write database '%s': its folder '%s' is read-only (SQLite keeps its -wal "
+		 "and -shm files beside it)",
+		 path, dir);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open(aux, 1, &s, &err) == FA_ERR_IO);
+	FA_CHECK(strstr(err.msg, "its folder '") != NULL);
+	chmod(dir, 0755);
+	FA_CHECK(!file_exists(aux));
+}
+
 /* ---- round trip ------------------------------------------------------------ */
 
 /* Column checks on the current row of st, by name. */

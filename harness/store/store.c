@@ -602,6 +602,27 @@ static enum fa_rc store_connect(const char *path, const char *name, int flags,
 	return FA_OK;
 }
 
+/* Whether a path may be written: access() says no (a read-only mount, a
+ * user without rights), or it has no write bit at all (root passes access()
+ * on a file chmod'ed read-only; its owner meant it to stay as it is). */
+static int path_writable(const char *path)
+{
+	struct stat sb;
+	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
+		return 0;
+	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+}
+
+/* The folder of path, into buf: "." for a bare name, "/" for "/x". */
+static void folder_of(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(buf, size, ".");
+	else
+		snprintf(buf, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
 enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err)
 {
 	struct fa_store *s;
@@ -623,7 +644,23 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 						  strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			return fa_err_set(err, FA_ERR_IO, "database '%s' is a folder", path);
+		} else if (!path_writable(path)) {
+			/* refused before SQLite opens it: it would open it read-only,
+			 * leave a -wal and -shm beside it that its owner may not be
+			 * able to write, and fail at the first write */
+			return fa_err_set(err, FA_ERR_IO,
+					  "database '%s' is read-only: this command writes to it",
+					  path);
 		}
+		/* SQLite writes its -wal and -shm beside the file */
+		char dir[4096], wal[4200];
+		folder_of(path, dir, sizeof dir);
+		snprintf(wal, sizeof wal, "%s-wal", path);
+		if (!path_writable(dir) && stat(wal, &sb) != 0)
+			return fa_err_set(err, FA_ERR_IO,
+					  "cannot write database '%s': its folder '%s' is read-only "
+					  "(SQLite keeps its -wal and -shm files beside it)",
+					  path, dir);
 	}
 	frc = store_connect(path, path,
 			    SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), &s, err);
@@ -650,17 +687,6 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 	}
 	*out = s;
 	return FA_OK;
-}
-
-/* Whether a path may be written: access() says no (a read-only mount, a
- * user without rights), or it has no write bit at all (root passes access()
- * on a file chmod'ed read-only; its owner meant it to stay as it is). */
-static int path_writable(const char *path)
-{
-	struct stat sb;
-	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
-		return 0;
-	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 }
 
 int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size)

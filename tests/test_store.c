@@ -168,7 +168,7 @@ FA_TEST(store, create_makes_folders_and_schema)
 	db = fa_store_db(s);
 	FA_CHECK(query_int(db, "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(db, "PRAGMA foreign_keys", 0) == 1);
-	FA_CHECK(query_int(db, "PRAGMA busy_timeout", 0) == 10000);
+	FA_CHECK(query_int(db, "PRAGMA busy_timeout", 0) == 600000);
 	FA_CHECK(query_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'",
 			   0) == 1);
 	FA_CHECK(query_int(db, "PRAGMA synchronous", 0) == 1); /* NORMAL */
@@ -1173,6 +1173,34 @@ FA_TEST(store, runs_are_claimed_by_their_writer)
 	FA_CHECK(fa_store_import(b, &ri, one, "peer 1.0", &c, 1, &res, &which, 1, &out, &err) ==
 		 FA_ERR_INPUT); /* claimed; its result already there */
 	fa_store_close(b);
+}
+
+/* A writer outwaits a long transaction of another process (a merge or an
+ * import of millions of samples holds the file for tens of seconds): its
+ * case is stored once the file is free. With 10 s it gave up, "database is
+ * locked", and the run stopped with the case lost. This test waits 11 s. */
+FA_TEST(store, a_writer_outwaits_a_long_transaction)
+{
+	const char *path = fresh_db("long-lock.db");
+	struct writer w = {path, "waits", 0, FA_OK, ""};
+	struct fa_store *s = NULL, *holder = NULL;
+	struct fa_err err;
+	struct timespec hold = {11, 0};
+	pthread_t th;
+
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(path, 0, &holder, &err) == FA_OK);
+	FA_REQUIRE(sqlite3_exec(fa_store_db(holder), "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+		   SQLITE_OK);
+	FA_REQUIRE(pthread_create(&th, NULL, writer_main, &w) == 0);
+	nanosleep(&hold, NULL);
+	FA_CHECK(sqlite3_exec(fa_store_db(holder), "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+	pthread_join(th, NULL);
+	FA_CHECKF(w.rc == FA_OK, "writer: %s", w.msg);
+	FA_CHECK(count_for_run(fa_store_db(s), "cases", w.run_id) == WRITER_CASES);
+	fa_store_close(holder);
+	fa_store_close(s);
 }
 
 /* ---- bound parameters ------------------------------------------------------ */

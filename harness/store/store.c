@@ -99,10 +99,13 @@
 
 #include "../base/util.h"
 
-/* How long a writer waits for another process's transaction (two runs
- * sharing one file) before giving up with SQLITE_BUSY. A case's transaction
- * lasts milliseconds, so 10 s only runs out when something is stuck. */
-#define STORE_BUSY_TIMEOUT_MS 10000
+/* How long a writer waits for another process's transaction before giving
+ * up with SQLITE_BUSY. A case's transaction lasts milliseconds, but a merge
+ * holds the file for each input and an import for its file: tens of seconds
+ * for millions of samples on a busy machine, and a run must wait that out
+ * rather than lose the case it measured (10 s did). 10 minutes only runs
+ * out when something is stuck (a process stopped inside a transaction). */
+#define STORE_BUSY_TIMEOUT_MS 600000
 
 /* The byte of the database file whose lock claims run N for one process:
  * STORE_CLAIM_BASE + N, far past the bytes SQLite locks (1 GiB and the

@@ -82,6 +82,10 @@
  * results and their samples are one transaction (BEGIN IMMEDIATE, so two
  * writers queue on the busy timeout instead of deadlocking on a lock
  * upgrade), rolled back whole on any error. An import is one transaction.
+ * One process writes the cases of a run: the one that claimed it
+ * (fa_store_run_claim, a lock on a byte of the file), which a run --resume
+ * or an import into the run must take first. Readers hold one read
+ * transaction from open to close: one snapshot.
  */
 #include "store.h"
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,6 +206,47 @@ FA_TEST(e2e, kill9_keeps_finished_cases)
 	fa_proc_run((char *[]){"report", "--db", db, "--run", "1", NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 0, "report of the killed run: status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
+}
+
+/* A database that cannot grow (the file-size limit, ulimit -f, as a full
+ * disk): the run says which case it could not store in which file and
+ * exits 1; the file opens cleanly with the cases before, and takes the
+ * rest once there is room. (SIGXFSZ killed it without a word, status 153.) */
+FA_TEST(e2e, file_size_limit_is_a_write_error)
+{
+	char db[1024];
+	struct fa_proc_result r;
+	struct rlimit was, low;
+	path_in(db, sizeof db, fa_test_tmpdir(), "fsize.db");
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	/* what fabench starts inherits the limit: room for a few cases */
+	FA_REQUIRE(getrlimit(RLIMIT_FSIZE, &was) == 0);
+	low = was;
+	low.rlim_cur = 160 * 1024;
+	FA_REQUIRE(setrlimit(RLIMIT_FSIZE, &low) == 0);
+	fa_proc_run((char *[]){"run", "suites/smoke.yaml", "--backend", "cpu", "--db", db,
+			       "--quiet", NULL},
+		    NULL, 300, &r);
+	setrlimit(RLIMIT_FSIZE, &was);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "fabench run: error: cannot store case ") &&
+			  strstr(r.err, " of run 2 in '") && strstr(r.err, db),
+		  "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE id = 2 AND status = "
+				    "'incomplete'") == 1);
+	long long kept = fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2");
+	FA_CHECKF(kept >= 0 && kept < 63, "cases %lld", kept);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM results r WHERE n_samples != "
+				    "(SELECT count(*) FROM samples s WHERE s.result_id = r.id)") == 0);
+	fa_proc_run((char *[]){"run", "--resume", "2", "--db", db, "--quiet", NULL}, NULL, 300, &r);
+	FA_CHECKF(r.status == 0, "status %d\n%s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases WHERE run_id = 2") == 63);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
 }
 
 FA_TEST(e2e, sigint_stops_cleanly)
@@ -1347,6 +1389,66 @@ static void resume_after(int sig)
 
 FA_TEST(e2e, resume_after_kill9) { resume_after(SIGKILL); }
 FA_TEST(e2e, resume_after_sigint) { resume_after(SIGINT); }
+
+/* One run, one writer: while a run is going (its first test_spin launch
+ * never returns), run --resume of it and import --run-into it are refused,
+ * naming the run, and write nothing; killed, it is resumed and finished.
+ * (Both went on: the resume ran the cases the run was about to store, the
+ * import took the idx of its next case, and whichever came second died on
+ * its next commit, "UNIQUE constraint failed: cases.run_id, cases.idx", a
+ * measured case lost and the run left marked as the loser ended it.) */
+FA_TEST(e2e, a_run_being_written_is_not_resumed_or_imported_into)
+{
+	char db[1024], plug[1100], once[1100], once_env[1200], log[1100], *env[4];
+	const char *p = getenv("FABENCH_TEST_PLUGIN");
+	struct fa_proc_result r;
+	pid_t pid;
+	int st;
+	path_in(db, sizeof db, fa_test_tmpdir(), "claimed.db");
+	path_in(once, sizeof once, fa_test_tmpdir(), "claimed.once");
+	path_in(log, sizeof log, fa_test_tmpdir(), "claimed.log");
+	snprintf(plug, sizeof plug, "FABENCH_PLUGINS=%s", p ? p : "build/libfabench-test.so");
+	snprintf(once_env, sizeof once_env, "FABENCH_TEST_ONCE=%s", once);
+	env[0] = plug;
+	env[1] = "FABENCH_TEST_KERNELS=1";
+	env[2] = once_env;
+	env[3] = NULL;
+	pid = fa_proc_start_log((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "test",
+					   "--kernels", "test_spin", "--timeout", "60", "--db", db,
+					   "--quiet", NULL},
+				env, log);
+	/* its row is there once the run has claimed it; then its first case
+	 * spins (for minutes: the timeout, then as long again) */
+	for (int i = 0; i < 1200 && !exists(once); i++)
+		sleep_ms(50);
+	FA_REQUIRE(exists(once));
+	FA_REQUIRE(fa_test_db_int(db, "SELECT count(*) FROM runs") == 1);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "run 1 in '") &&
+			  strstr(r.err, "' is being written by another process"),
+		  "status %d\n%s\n%s", r.status, r.out, r.err);
+	FA_CHECKF(!strstr(r.out, "resumed"), "%s", r.out);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"import", "tests/import/good_tiny.jsonl", "--db", db, "--run-into",
+			       "1", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "' is being written by another process"),
+		  "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 0);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE source = 'fabench' AND "
+				    "status = 'incomplete'") == 1);
+	/* a kill -9 frees the run: resumed, test_spin now right, it ends complete */
+	kill(pid, SIGKILL);
+	st = fa_proc_wait(pid);
+	FA_CHECKF(st == 128 + SIGKILL, "status %d", st);
+	fa_proc_run((char *[]){"run", "--resume", "1", "--db", db, "--quiet", NULL}, env, 120, &r);
+	FA_CHECKF(r.status == 0 && strstr(r.out, ": resumed, 4 of 4 cases to run"),
+		  "status %d\n%s\n%s", r.status, r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM cases") == 4);
+	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 1);
+}
 
 /* Each progress line shows its timing's noise: "±N%", and "*" when the
  * stopping rule did not reach its noise target (tiny.yaml's 20 ms of

@@ -178,6 +178,31 @@ FA_TEST(merge, refusals_leave_the_output_as_it_was)
 	fa_proc_free(&r);
 }
 
+/* An output merge may not write (a read-only file, a folder) is refused
+ * before the inputs are copied in, nothing left beside it. (The merge ran
+ * whole in a copy, then failed; a folder was "disk I/O error".) */
+FA_TEST(merge, an_output_it_may_not_write_is_refused_first)
+{
+	char a[1100], out[1100], aux[1200];
+	struct fa_proc_result r;
+	path_in(a, sizeof a, "ro-in.db");
+	path_in(out, sizeof out, "ro-out.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "in") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", out, 1, 1, "out") == 0);
+	FA_REQUIRE(chmod(out, 0444) == 0);
+	FA_CHECK(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 1);
+	FA_CHECKF(strstr(r.err, "' is read-only: this command writes to it"), "%s", r.err);
+	fa_proc_free(&r);
+	chmod(out, 0644);
+	snprintf(aux, sizeof aux, "%s-wal", out);
+	FA_CHECK(access(aux, F_OK) != 0);
+	FA_CHECK(leftovers("ro-out.db.merge-") == 0);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs") == 1);
+	FA_CHECK(merge((char *[]){"merge", a, "-o", (char *)fa_test_tmpdir(), NULL}, &r) == 1);
+	FA_CHECKF(strstr(r.err, "' is a folder"), "%s", r.err);
+	fa_proc_free(&r);
+}
+
 FA_TEST(merge, compare_runs_of_two_files)
 {
 	char a[1024], b[1024], sa[1100], sb[1100], sbl[1100], missing[1024], none[1100];

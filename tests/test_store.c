@@ -168,7 +168,7 @@ FA_TEST(store, create_makes_folders_and_schema)
 	db = fa_store_db(s);
 	FA_CHECK(query_int(db, "PRAGMA user_version", 0) == FA_STORE_SCHEMA_VERSION);
 	FA_CHECK(query_int(db, "PRAGMA foreign_keys", 0) == 1);
-	FA_CHECK(query_int(db, "PRAGMA busy_timeout", 0) == 10000);
+	FA_CHECK(query_int(db, "PRAGMA busy_timeout", 0) == 600000);
 	FA_CHECK(query_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'",
 			   0) == 1);
 	FA_CHECK(query_int(db, "PRAGMA synchronous", 0) == 1); /* NORMAL */
@@ -339,6 +339,62 @@ FA_TEST(store, unusable_paths)
 	FA_CHECK(s == NULL);
 	FA_CHECKF(strstr(err.msg, "cannot open database '") == err.msg && strstr(err.msg, path),
 		  "message '%s'", err.msg);
+}
+
+/* A writer refuses a database it may not write (no write bit: its owner
+ * meant it to stay as it is, root included) and one in a read-only folder,
+ * where SQLite cannot keep its -wal: before SQLite opens it, so nothing is
+ * left beside it. (It opened, left a -wal and -shm there that the file's
+ * owner might not write, and failed at the run's first write.) */
+FA_TEST(store, writer_refuses_what_it_may_not_write)
+{
+	char dir[1100], path[1200], aux[1300];
+	struct fa_store *s = NULL;
+	struct fa_err err;
+	char want[2600];
+
+	snprintf(path, sizeof path, "%s", fresh_db("ro-writer.db"));
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	FA_REQUIRE(chmod(path, 0444) == 0);
+	s = NOT_NULL;
+	FA_CHECK(fa_store_open(path, 0, &s, &err) == FA_ERR_IO);
+	FA_CHECK(s == NULL);
+	snprintf(want, sizeof want, "database '%s' is read-only: this command writes to it", path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	snprintf(aux, sizeof aux, "%s-wal", path);
+	FA_CHECK(!file_exists(aux));
+	snprintf(aux, sizeof aux, "%s-shm", path);
+	FA_CHECK(!file_exists(aux));
+	/* the readers still read it */
+	FA_CHECK(fa_store_open_readonly(path, &s, &err) == FA_OK);
+	fa_store_close(s);
+	chmod(path, 0644);
+
+	/* a read-only folder: neither an existing file nor a new one */
+	snprintf(dir, sizeof dir, "%s/ro-folder", fa_test_tmpdir());
+	mkdir(dir, 0755);
+	chmod(dir, 0755);
+	snprintf(path, sizeof path, "%s/old.db", dir);
+	unlink(path);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	fa_store_close(s);
+	snprintf(aux, sizeof aux, "%s/new.db", dir);
+	unlink(aux);
+	FA_REQUIRE(chmod(dir, 0555) == 0);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open(path, 0, &s, &err) == FA_ERR_IO);
+	snprintf(want, sizeof want,
+		 "cannot write database '%s': its folder '%s' is read-only (SQLite keeps its -wal "
+		 "and -shm files beside it)",
+		 path, dir);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_open(aux, 1, &s, &err) == FA_ERR_IO);
+	FA_CHECK(strstr(err.msg, "its folder '") != NULL);
+	chmod(dir, 0755);
+	FA_CHECK(!file_exists(aux));
 }
 
 /* ---- round trip ------------------------------------------------------------ */
@@ -1021,6 +1077,128 @@ FA_TEST(store, two_writers_share_a_file)
 	FA_CHECK(w[0].run_id != w[1].run_id);
 	FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs WHERE status = 'complete'",
 			   0) == 2);
+	fa_store_close(holder);
+	fa_store_close(s);
+}
+
+/* A reader reads one snapshot: a case a run commits while a report reads
+ * (report read the run's results, then its cases, and met a result
+ * without its case) is not seen until the reader opens again. */
+FA_TEST(store, reader_sees_one_snapshot)
+{
+	const char *path = fresh_db("snapshot.db");
+	struct fa_store *w = NULL, *r = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result res;
+	struct fa_err err;
+	int64_t run_id;
+	double x[4];
+	char key[32];
+
+	fa_err_clear(&err);
+	fill_run_info(&ri, "live");
+	FA_REQUIRE(fa_store_open(path, 1, &w, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(w, &ri, &run_id, &err) == FA_OK);
+	simple_case(&c, 0, key, sizeof key);
+	simple_result(&res, "cpu_flash", x, 4, 1.0);
+	FA_REQUIRE(fa_store_case_commit(w, run_id, &c, &res, 1, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open_readonly(path, &r, &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 1);
+	/* the run goes on while the reader reads */
+	simple_case(&c, 1, key, sizeof key);
+	FA_REQUIRE(fa_store_case_commit(w, run_id, &c, &res, 1, NULL, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_end(w, run_id, "complete", &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 1);
+	FA_CHECK(count_for_run(fa_store_db(r), "results", run_id) == 1);
+	FA_CHECK(count_for_run(fa_store_db(r), "samples", run_id) == 4);
+	FA_CHECK(query_int(fa_store_db(r), "SELECT count(*) FROM runs WHERE status = 'incomplete'",
+			   0) == 1);
+	fa_store_close(r);
+	/* opened again: all of it */
+	FA_REQUIRE(fa_store_open_readonly(path, &r, &err) == FA_OK);
+	FA_CHECK(count_for_run(fa_store_db(r), "cases", run_id) == 2);
+	FA_CHECK(count_for_run(fa_store_db(r), "samples", run_id) == 8);
+	fa_store_close(r);
+	fa_store_close(w);
+}
+
+/* A run is claimed by the store that began it: another store (another
+ * process) cannot claim it nor import into it, nothing written, until the
+ * first is closed; a run's claim never stops another run's. */
+FA_TEST(store, runs_are_claimed_by_their_writer)
+{
+	const char *path = fresh_db("claims.db");
+	struct fa_store *a = NULL, *b = NULL;
+	struct fa_run_info ri;
+	struct fa_case c;
+	struct fa_result res;
+	struct fa_store_import_out out;
+	struct fa_err err;
+	int64_t one, two;
+	int32_t which = 0;
+	double x[4];
+	char key[32], want[1400];
+
+	fa_err_clear(&err);
+	fill_run_info(&ri, "live");
+	FA_REQUIRE(fa_store_open(path, 1, &a, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(path, 0, &b, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(a, &ri, &one, &err) == FA_OK);
+	FA_REQUIRE(fa_store_run_begin(b, &ri, &two, &err) == FA_OK);
+	FA_CHECK(fa_store_run_claim(a, one, &err) == FA_OK); /* its own: again */
+	FA_CHECK(fa_store_run_claim(b, one, &err) == FA_ERR_DB);
+	snprintf(want, sizeof want,
+		 "run %lld in '%s' is being written by another process (a run, run --resume or "
+		 "import --run-into of it); try again once that has ended",
+		 (long long)one, path);
+	FA_CHECKF(strcmp(err.msg, want) == 0, "message '%s'", err.msg);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_run_claim(a, two, &err) == FA_ERR_DB);
+	simple_case(&c, 0, key, sizeof key);
+	simple_result(&res, "peer", x, 4, 1.0);
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_import(b, &ri, one, "peer 1.0", &c, 1, &res, &which, 1, &out, &err) ==
+		 FA_ERR_DB);
+	FA_CHECK(strcmp(err.msg, want) == 0);
+	FA_CHECK(out.run_id == 0);
+	FA_CHECK(count_for_run(fa_store_db(b), "cases", one) == 0);
+	FA_CHECK(query_int(fa_store_db(b), "SELECT count(*) FROM runs WHERE source = 'fabench'",
+			   0) == 2);
+	/* the writer goes on; closed, its run is free */
+	fa_err_clear(&err);
+	FA_CHECK(fa_store_case_commit(a, one, &c, &res, 1, NULL, &err) == FA_OK);
+	fa_store_close(a);
+	FA_CHECK(fa_store_run_claim(b, one, &err) == FA_OK);
+	FA_CHECK(fa_store_import(b, &ri, one, "peer 1.0", &c, 1, &res, &which, 1, &out, &err) ==
+		 FA_ERR_INPUT); /* claimed; its result already there */
+	fa_store_close(b);
+}
+
+/* A writer outwaits a long transaction of another process (a merge or an
+ * import of millions of samples holds the file for tens of seconds): its
+ * case is stored once the file is free. With 10 s it gave up, "database is
+ * locked", and the run stopped with the case lost. This test waits 11 s. */
+FA_TEST(store, a_writer_outwaits_a_long_transaction)
+{
+	const char *path = fresh_db("long-lock.db");
+	struct writer w = {path, "waits", 0, FA_OK, ""};
+	struct fa_store *s = NULL, *holder = NULL;
+	struct fa_err err;
+	struct timespec hold = {11, 0};
+	pthread_t th;
+
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(path, 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(path, 0, &holder, &err) == FA_OK);
+	FA_REQUIRE(sqlite3_exec(fa_store_db(holder), "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+		   SQLITE_OK);
+	FA_REQUIRE(pthread_create(&th, NULL, writer_main, &w) == 0);
+	nanosleep(&hold, NULL);
+	FA_CHECK(sqlite3_exec(fa_store_db(holder), "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+	pthread_join(th, NULL);
+	FA_CHECKF(w.rc == FA_OK, "writer: %s", w.msg);
+	FA_CHECK(count_for_run(fa_store_db(s), "cases", w.run_id) == WRITER_CASES);
 	fa_store_close(holder);
 	fa_store_close(s);
 }

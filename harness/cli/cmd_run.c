@@ -135,7 +135,8 @@ static void help(void)
 	       "                     the stored run's)\n"
 	       "  --resume RUN       finish an incomplete run: run the cases it has not\n"
 	       "                     stored, with its suite file, seed and options, append\n"
-	       "                     them to it and mark it complete\n"
+	       "                     them to it and mark it complete (refused, status 1,\n"
+	       "                     while another process is writing that run)\n"
 	       "                     (both write --junit, --dump and --report files only\n"
 	       "                     when this command names them, never where the stored\n"
 	       "                     run's did)\n\n"
@@ -1813,7 +1814,28 @@ int fa_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o.resume) {
+		struct fa_stored_run now;
 		run_id = sp.run_id; /* append to it */
+		/* claimed, then read again: a process that wrote the run since
+		 * load_stored read it (the run itself, still going, or another
+		 * resume) has either ended, its cases now stored, or refuses us */
+		if (fa_store_run_claim(store, run_id, &err) != FA_OK ||
+		    fa_store_run_read(store, run_id, 0, &now, &err) != FA_OK) {
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+		if (strcmp(now.status, "complete") == 0) {
+			fa_stored_run_free(&now);
+			/* as load_stored says it of a run complete from the start */
+			fa_err_set(&err, FA_ERR_USAGE, "--resume %s: run %lld is complete; nothing to "
+						       "resume", o.resume, (long long)run_id);
+			exit_status = fa_cmd_fail("run", &err);
+			goto out;
+		}
+		for (int i = 0; i < now.n_cases; i++)
+			if (now.idx[i] >= 0 && now.idx[i] < suite.n_cases * o.repeat)
+				stored_idx[now.idx[i]] = 1;
+		fa_stored_run_free(&now);
 	} else {
 		fill_run_info(&ri, &suite, plan.slot, &o, time_buf, commit, host,
 			      cmdline ? cmdline : "");

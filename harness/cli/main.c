@@ -1,4 +1,5 @@
 /* main.c - the command table and dispatch, nothing else. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +46,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* a file grown past the file-size limit (ulimit -f) fails its write
+	 * (EFBIG), which each writer reports naming the file, instead of the
+	 * signal killing the process mid-run without a word */
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return FA_EXIT_USAGE;

@@ -724,6 +724,14 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 			remove_db(out_path);
 		return rc;
 	}
+	/* an output that cannot be written (a folder, a read-only file, not a
+	 * database) is refused before the copy, not after the whole merge */
+	{
+		struct fa_store *probe = NULL;
+		if ((rc = fa_store_open(out_path, 0, &probe, err)) != FA_OK)
+			return rc;
+		fa_store_close(probe);
+	}
 	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
 	remove_db(part);
 	if (copy_db(out_path, part, err) != 0) {

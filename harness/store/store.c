@@ -82,11 +82,16 @@
  * results and their samples are one transaction (BEGIN IMMEDIATE, so two
  * writers queue on the busy timeout instead of deadlocking on a lock
  * upgrade), rolled back whole on any error. An import is one transaction.
+ * One process writes the cases of a run: the one that claimed it
+ * (fa_store_run_claim, a lock on a byte of the file), which a run --resume
+ * or an import into the run must take first. Readers hold one read
+ * transaction from open to close: one snapshot.
  */
 #include "store.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -98,10 +103,18 @@
 
 #include "../base/util.h"
 
-/* How long a writer waits for another process's transaction (two runs
- * sharing one file) before giving up with SQLITE_BUSY. A case's transaction
- * lasts milliseconds, so 10 s only runs out when something is stuck. */
-#define STORE_BUSY_TIMEOUT_MS 10000
+/* How long a writer waits for another process's transaction before giving
+ * up with SQLITE_BUSY. A case's transaction lasts milliseconds, but a merge
+ * holds the file for each input and an import for its file: tens of seconds
+ * for millions of samples on a busy machine, and a run must wait that out
+ * rather than lose the case it measured (10 s did). 10 minutes only runs
+ * out when something is stuck (a process stopped inside a transaction). */
+#define STORE_BUSY_TIMEOUT_MS 600000
+
+/* The byte of the database file whose lock claims run N for one process:
+ * STORE_CLAIM_BASE + N, far past the bytes SQLite locks (1 GiB and the
+ * 510 after it). */
+#define STORE_CLAIM_BASE ((off_t)1 << 40)
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
 
@@ -408,6 +421,7 @@ struct fa_store {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *stmt[ST_COUNT];
+	int claim_fd; /* the file, for the claims of runs (fa_store_run_claim); -1 */
 };
 
 sqlite3 *fa_store_db(struct fa_store *s)
@@ -555,6 +569,10 @@ void fa_store_close(struct fa_store *s)
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(s->stmt[i]);
 	sqlite3_close_v2(s->db);
+	/* after SQLite's own descriptor: closing any descriptor of a file drops
+	 * the process's POSIX locks on it, SQLite's too */
+	if (s->claim_fd >= 0)
+		close(s->claim_fd);
 	free(s->path);
 	free(s);
 }
@@ -573,6 +591,7 @@ static enum fa_rc store_connect(const char *path, const char *name, int flags,
 		free(s);
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory opening '%s'", path);
 	}
+	s->claim_fd = -1;
 	rc = sqlite3_open_v2(name, &s->db, flags, NULL);
 	if (rc != SQLITE_OK) {
 		if (!s->db) {
@@ -588,6 +607,27 @@ static enum fa_rc store_connect(const char *path, const char *name, int flags,
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	*out = s;
 	return FA_OK;
+}
+
+/* Whether a path may be written: access() says no (a read-only mount, a
+ * user without rights), or it has no write bit at all (root passes access()
+ * on a file chmod'ed read-only; its owner meant it to stay as it is). */
+static int path_writable(const char *path)
+{
+	struct stat sb;
+	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
+		return 0;
+	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+}
+
+/* The folder of path, into buf: "." for a bare name, "/" for "/x". */
+static void folder_of(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(buf, size, ".");
+	else
+		snprintf(buf, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
 }
 
 enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, struct fa_err *err)
@@ -611,7 +651,23 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 						  strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			return fa_err_set(err, FA_ERR_IO, "database '%s' is a folder", path);
+		} else if (!path_writable(path)) {
+			/* refused before SQLite opens it: it would open it read-only,
+			 * leave a -wal and -shm beside it that its owner may not be
+			 * able to write, and fail at the first write */
+			return fa_err_set(err, FA_ERR_IO,
+					  "database '%s' is read-only: this command writes to it",
+					  path);
 		}
+		/* SQLite writes its -wal and -shm beside the file */
+		char dir[4096], wal[4200];
+		folder_of(path, dir, sizeof dir);
+		snprintf(wal, sizeof wal, "%s-wal", path);
+		if (!path_writable(dir) && stat(wal, &sb) != 0)
+			return fa_err_set(err, FA_ERR_IO,
+					  "cannot write database '%s': its folder '%s' is read-only "
+					  "(SQLite keeps its -wal and -shm files beside it)",
+					  path, dir);
 	}
 	frc = store_connect(path, path,
 			    SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), &s, err);
@@ -638,17 +694,6 @@ enum fa_rc fa_store_open(const char *path, int create, struct fa_store **out, st
 	}
 	*out = s;
 	return FA_OK;
-}
-
-/* Whether a path may be written: access() says no (a read-only mount, a
- * user without rights), or it has no write bit at all (root passes access()
- * on a file chmod'ed read-only; its owner meant it to stay as it is). */
-static int path_writable(const char *path)
-{
-	struct stat sb;
-	if (access(path, W_OK) != 0 || stat(path, &sb) != 0)
-		return 0;
-	return (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 }
 
 int fa_store_readonly_uri(const char *path, int writable, char *buf, size_t size)
@@ -734,8 +779,14 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
 	free(uri);
 	if (frc != FA_OK)
 		return frc;
-	/* the first read: a file that is not a database fails here */
-	rc = pragma_int(s->db, "PRAGMA user_version", &version);
+	/* One read transaction from the first read to fa_store_close: every
+	 * query of a report or comparison sees the database as it was then, so
+	 * a run committing cases meanwhile (WAL: it does not wait on us) never
+	 * shows up half-read, a result without its case. The first read, in
+	 * it: a file that is not a database fails here. */
+	rc = exec_sql(s->db, "BEGIN");
+	if (rc == SQLITE_OK)
+		rc = pragma_int(s->db, "PRAGMA user_version", &version);
 	if (rc != SQLITE_OK) {
 		frc = db_error(s->db, path, rc, err, "cannot read the schema version");
 		fa_store_close(s);
@@ -868,7 +919,8 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 			      struct fa_err *err)
 {
 	sqlite3_stmt *st = stmt_get(s, ST_RUN_BEGIN, err);
-	int i = 1, rc;
+	int i = 1, rc, own;
+	int64_t id;
 	*run_id = 0;
 	if (!st)
 		return FA_ERR_DB;
@@ -895,14 +947,73 @@ enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, 
 		fa_random_hex(uid, sizeof uid);
 		bind_opt_text(st, &i, uid);
 	}
+	/* outside a transaction (a run, not an import) the run is claimed
+	 * before its row is committed: no run --resume can see it unclaimed */
+	own = sqlite3_get_autocommit(s->db);
+	if (own && (rc = exec_sql(s->db, "BEGIN IMMEDIATE")) != SQLITE_OK) {
+		sqlite3_reset(st);
+		return db_error(s->db, s->path, rc, err, "cannot record the run");
+	}
 	rc = step_done(st, i - 1);
 	if (rc != SQLITE_DONE) {
 		enum fa_rc frc = db_error(s->db, s->path, rc, err, "cannot record the run");
 		sqlite3_reset(st);
+		if (own)
+			exec_sql(s->db, "ROLLBACK");
 		return frc;
 	}
-	*run_id = sqlite3_last_insert_rowid(s->db);
+	id = sqlite3_last_insert_rowid(s->db);
+	if (own) {
+		enum fa_rc frc = fa_store_run_claim(s, id, err);
+		if (frc == FA_OK && (rc = exec_sql(s->db, "COMMIT")) != SQLITE_OK)
+			frc = db_error(s->db, s->path, rc, err, "cannot record the run");
+		if (frc != FA_OK) {
+			exec_sql(s->db, "ROLLBACK");
+			return frc;
+		}
+	}
+	*run_id = id;
 	return FA_OK;
+}
+
+enum fa_rc fa_store_run_claim(struct fa_store *s, int64_t run_id, struct fa_err *err)
+{
+#ifdef F_OFD_SETLK
+	struct flock fl;
+	if (strcmp(s->path, ":memory:") == 0)
+		return FA_OK;
+	/* opened once, closed by fa_store_close after SQLite's own: its
+	 * claims last as long as the store (or the process: a kill -9 frees
+	 * them) */
+	if (s->claim_fd < 0 && (s->claim_fd = open(s->path, O_RDWR | O_CLOEXEC)) < 0)
+		return fa_err_set(err, FA_ERR_IO, "cannot open database '%s' to claim run %" PRId64
+				  ": %s", s->path, run_id, strerror(errno));
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = STORE_CLAIM_BASE + (off_t)run_id;
+	fl.l_len = 1;
+	/* an open file description lock: another descriptor's close (SQLite
+	 * opens and closes its own) never releases it */
+	if (fcntl(s->claim_fd, F_OFD_SETLK, &fl) == 0)
+		return FA_OK;
+	if (errno == EAGAIN || errno == EACCES)
+		return fa_err_set(err, FA_ERR_DB,
+				  "run %" PRId64 " in '%s' is being written by another process (a "
+				  "run, run --resume or import --run-into of it); try again once "
+				  "that has ended",
+				  run_id, s->path);
+	/* a file system without locks: no claim, as before claims */
+	if (errno == ENOLCK || errno == EINVAL || errno == EOPNOTSUPP)
+		return FA_OK;
+	return fa_err_set(err, FA_ERR_IO, "cannot claim run %" PRId64 " in '%s': %s", run_id,
+			  s->path, strerror(errno));
+#else
+	(void)s;
+	(void)run_id;
+	(void)err;
+	return FA_OK;
+#endif
 }
 
 enum fa_rc fa_store_run_fleet(struct fa_store *s, int64_t run_id, const char *shard,
@@ -1482,6 +1593,10 @@ enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int
 		return db_error(s->db, s->path, rc, err, "cannot start the import");
 	}
 	if (into_run > 0) {
+		/* no process may be writing the run: its next case would take
+		 * the idx given here to a case the run lacks */
+		if ((frc = fa_store_run_claim(s, into_run, err)) != FA_OK)
+			goto rollback;
 		/* the run must exist: checked inside the transaction */
 		if (!(st = stmt_get(s, ST_FIND_ID, err))) {
 			frc = FA_ERR_DB;

@@ -41,6 +41,9 @@ void fa_store_close(struct fa_store *s);
  * not writable (no locks; no -wal or -shm is created beside it) unless a
  * -wal is already there. A missing file is never created. A file of an
  * older schema is migrated first when it may be written, else refused.
+ * The store reads one snapshot, taken at the open (a read transaction held
+ * until fa_store_close): what another process commits meanwhile, a run's
+ * next case, is not seen, so a reader never sees a run half-written.
  * Returns FA_OK; FA_ERR_NOT_FOUND when there is no file (or ":memory:");
  * FA_ERR_IO for a folder or a path that cannot be used; FA_ERR_DB for a file
  * that is not a database or a schema this build cannot read. Sets *out to
@@ -84,9 +87,26 @@ struct fa_run_info {
 
 /* Inserts a run with status 'incomplete' and commits; *run_id is its id.
  * Empty or NULL strings are stored as NULL (unknown); started_at NULL means
- * now; git_dirty -1 is stored as NULL. */
+ * now; git_dirty -1 is stored as NULL. Outside a transaction the run is
+ * claimed (fa_store_run_claim) before it is committed. */
 enum fa_rc fa_store_run_begin(struct fa_store *s, const struct fa_run_info *ri, int64_t *run_id,
 			      struct fa_err *err);
+
+/* Claims run run_id for this store, so that no other process writes its
+ * cases meanwhile: fa_store_run_begin claims the run it adds (outside a
+ * transaction: a run, not an import) before its row is committed,
+ * fa_store_import claims the run it adds rows to, and run --resume claims
+ * the run before it reads which cases it lacks. The claim is a lock on one
+ * byte of the file far past SQLite's (an open file description lock,
+ * F_OFD_SETLK), held until fa_store_close or the end of the process,
+ * however it ends: a run killed with kill -9 can be resumed at once.
+ * fa_store_close drops the process's own POSIX locks on the file when it
+ * closes the claim's descriptor: close a store that claimed a run after any
+ * other store of the same file in the process. Returns FA_OK (also where
+ * the system or file system has no such locks, or for ":memory:");
+ * FA_ERR_DB naming the run when another process holds it; FA_ERR_IO when
+ * the file cannot be opened to lock it. */
+enum fa_rc fa_store_run_claim(struct fa_store *s, int64_t run_id, struct fa_err *err);
 
 /* Records (and commits) what the run is doing now, e.g. "case 3/12 KEY
  * kernel cpu_flash"; NULL clears it. A process that dies before the next
@@ -215,8 +235,9 @@ struct fa_store_import_out {
  * rows_checked, elems_checked) are stored as NULL (not given).
  * Returns FA_OK with *out filled; FA_ERR_NOT_FOUND when into_run does not
  * exist; FA_ERR_INPUT when the run already holds a result of the same case,
- * kernel and params (out->conflict names it); FA_ERR_DB. On error nothing is
- * written and out->run_id is 0. */
+ * kernel and params (out->conflict names it); FA_ERR_DB, also when another
+ * process is writing run into_run (its claim, fa_store_run_claim). On error
+ * nothing is written and out->run_id is 0. */
 enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int64_t into_run,
 			   const char *source_note, const struct fa_case *cases, int32_t n_cases,
 			   const struct fa_result *results, const int32_t *result_case,

@@ -424,6 +424,21 @@ FA_TEST(suite, invalid_combinations_wait_for_filters)
 	EXPECT_FAIL(path, 2, 47, "prefix_len 384 exceeds kv_len 256");
 }
 
+/* A varlen case of batch sequences: the longest query and key lengths, and
+ * the packed prefix sums cu_q and cu_k (batch + 1 entries each), whose last
+ * entries are the totals. */
+static void check_packed(const struct fa_case *c, int batch, int q_len, int kv_len,
+			 const int32_t *cu_q, const int32_t *cu_k)
+{
+	const struct fa_problem *p = &c->p;
+	FA_CHECK(p->varlen == 1 && p->batch == batch);
+	FA_CHECK(p->q_len == q_len && p->kv_len == kv_len);
+	FA_CHECK(p->total_q == cu_q[batch] && p->total_k == cu_k[batch]);
+	FA_REQUIRE(c->cu_seqlens_q && c->cu_seqlens_k);
+	FA_CHECK(memcmp(c->cu_seqlens_q, cu_q, sizeof *cu_q * (size_t)(batch + 1)) == 0);
+	FA_CHECK(memcmp(c->cu_seqlens_k, cu_k, sizeof *cu_k * (size_t)(batch + 1)) == 0);
+}
+
 FA_TEST(suite, varlen_fields)
 {
 	struct fa_suite s;
@@ -440,12 +455,7 @@ FA_TEST(suite, varlen_fields)
 	FA_REQUIRE(s.n_cases == 3);
 	const struct fa_case *c = &s.cases[0];
 	const struct fa_problem *p = &c->p;
-	FA_CHECK(p->varlen == 1 && p->batch == 4);
-	FA_CHECK(p->q_len == 64 && p->kv_len == 80);
-	FA_CHECK(p->total_q == 87 && p->total_k == 146);
-	FA_REQUIRE(c->cu_seqlens_q && c->cu_seqlens_k);
-	FA_CHECK(memcmp(c->cu_seqlens_q, cu_q, sizeof cu_q) == 0);
-	FA_CHECK(memcmp(c->cu_seqlens_k, cu_k, sizeof cu_k) == 0);
+	check_packed(c, 4, 64, 80, cu_q, cu_k);
 	FA_CHECK(p->q_stride_s == 4 * 16 && p->k_stride_s == 2 * 16 && p->q_stride_h == 16);
 	FA_CHECK(c->prefix_lens == NULL);
 
@@ -491,13 +501,7 @@ FA_TEST(suite, varlen_empty_sequences)
 	 * the first one's key again, kept once */
 	FA_REQUIRE(s.n_cases == 6);
 	const struct fa_case *c = &s.cases[0];
-	const struct fa_problem *p = &c->p;
-	FA_CHECK(p->varlen == 1 && p->batch == 4);
-	FA_CHECK(p->q_len == 64 && p->kv_len == 70);
-	FA_CHECK(p->total_q == 81 && p->total_k == 84);
-	FA_REQUIRE(c->cu_seqlens_q && c->cu_seqlens_k);
-	FA_CHECK(memcmp(c->cu_seqlens_q, cu_q, sizeof cu_q) == 0);
-	FA_CHECK(memcmp(c->cu_seqlens_k, cu_k, sizeof cu_k) == 0);
+	check_packed(c, 4, 64, 70, cu_q, cu_k);
 	FA_CHECK(strstr(c->key, ",seqlens=0/17/0/64,kv_seqlens=5/0/9/70") != NULL);
 	FA_CHECK(strcmp(s.cases[1].key + strlen(s.cases[1].key) - strlen("seqlens=0/17,kv_seqlens=0/17"),
 			"seqlens=0/17,kv_seqlens=0/17") == 0);

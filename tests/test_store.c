@@ -2,6 +2,7 @@
  * the round trip of every field, transactions that fail whole, run lookup,
  * two writers on one file and bound parameters. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -1193,12 +1194,29 @@ FA_TEST(store, a_writer_outwaits_a_long_transaction)
 	FA_REQUIRE(fa_store_open(path, 0, &holder, &err) == FA_OK);
 	FA_REQUIRE(sqlite3_exec(fa_store_db(holder), "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
 		   SQLITE_OK);
+	/* the writer's stderr: it says once that it waits */
+	char said_path[1100];
+	snprintf(said_path, sizeof said_path, "%s/stderr.txt", fa_test_tmpdir());
+	fflush(stderr);
+	int saved = dup(2), fd = open(said_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	FA_REQUIRE(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
 	FA_REQUIRE(pthread_create(&th, NULL, writer_main, &w) == 0);
 	nanosleep(&hold, NULL);
 	FA_CHECK(sqlite3_exec(fa_store_db(holder), "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
 	pthread_join(th, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
 	FA_CHECKF(w.rc == FA_OK, "writer: %s", w.msg);
 	FA_CHECK(count_for_run(fa_store_db(s), "cases", w.run_id) == WRITER_CASES);
+	char *said = fa_test_read_file(said_path, NULL);
+	FA_CHECKF(said && fa_test_count(said, "fabench: waiting for another process that is "
+						"writing") == 1 &&
+			  strstr(said, "long-lock.db' (at most 10 minutes)\n"),
+		  "stderr: '%s'", said ? said : "");
+	free(said);
 	fa_store_close(holder);
 	fa_store_close(s);
 }

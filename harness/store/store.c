@@ -99,8 +99,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../base/text.h"
 #include "../base/util.h"
 
 /* How long a writer waits for another process's transaction before giving
@@ -110,6 +112,9 @@
  * rather than lose the case it measured (10 s did). 10 minutes only runs
  * out when something is stuck (a process stopped inside a transaction). */
 #define STORE_BUSY_TIMEOUT_MS 600000
+/* A writer that has waited this long says so on stderr, once per wait: a
+ * run that stops printing for minutes should say why. */
+#define STORE_BUSY_NOTE_MS 5000
 
 /* The byte of the database file whose lock claims run N for one process:
  * STORE_CLAIM_BASE + N, far past the bytes SQLite locks (1 GiB and the
@@ -422,6 +427,8 @@ struct fa_store {
 	char *path;
 	sqlite3_stmt *stmt[ST_COUNT];
 	int claim_fd; /* the file, for the claims of runs (fa_store_run_claim); -1 */
+	struct timespec busy_since; /* when the current wait for a lock began */
+	int busy_noted;             /* the current wait was announced */
 };
 
 sqlite3 *fa_store_db(struct fa_store *s)
@@ -580,6 +587,36 @@ void fa_store_close(struct fa_store *s)
 /* Opens name (a path or a file: URI) with flags into a new store for path,
  * with extended result codes and the busy timeout: what both opens share.
  * On failure *out is NULL and err says why. */
+/* SQLite's busy handler: waits in steps of 20 ms for another process's
+ * transaction, up to STORE_BUSY_TIMEOUT_MS (then SQLITE_BUSY), and says so
+ * once the wait passes STORE_BUSY_NOTE_MS. count is 0 at a wait's first
+ * call. */
+static int busy_wait(void *arg, int count)
+{
+	struct fa_store *s = arg;
+	struct timespec now, step = {0, 20 * 1000 * 1000};
+	double ms;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (count == 0) {
+		s->busy_since = now;
+		s->busy_noted = 0;
+	}
+	ms = (double)(now.tv_sec - s->busy_since.tv_sec) * 1e3 +
+	     (double)(now.tv_nsec - s->busy_since.tv_nsec) / 1e6;
+	if (ms >= STORE_BUSY_TIMEOUT_MS)
+		return 0;
+	if (ms >= STORE_BUSY_NOTE_MS && !s->busy_noted) {
+		char shown[512];
+		fprintf(stderr,
+			"fabench: waiting for another process that is writing '%s' (at most %d "
+			"minutes)\n",
+			fa_printable(s->path, shown, sizeof shown), STORE_BUSY_TIMEOUT_MS / 60000);
+		s->busy_noted = 1;
+	}
+	nanosleep(&step, NULL);
+	return 1;
+}
+
 static enum fa_rc store_connect(const char *path, const char *name, int flags,
 				struct fa_store **out, struct fa_err *err)
 {
@@ -603,8 +640,7 @@ static enum fa_rc store_connect(const char *path, const char *name, int flags,
 		return frc;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
-	/* PRAGMA busy_timeout, through the C API */
-	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	sqlite3_busy_handler(s->db, busy_wait, s);
 	*out = s;
 	return FA_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -201,6 +202,41 @@ FA_TEST(merge, an_output_it_may_not_write_is_refused_first)
 	FA_CHECK(merge((char *[]){"merge", a, "-o", (char *)fa_test_tmpdir(), NULL}, &r) == 1);
 	FA_CHECKF(strstr(r.err, "' is a folder"), "%s", r.err);
 	fa_proc_free(&r);
+}
+
+/* A merge killed with kill -9 leaves its private copy of the output (and
+ * its -wal and -shm) beside it; the next merge into that output on the
+ * same host removes the copies whose process is gone, and keeps those of
+ * a live process and of another host. */
+FA_TEST(merge, copies_left_by_killed_merges_are_removed)
+{
+	char a[1100], out[1100], host[256] = "", dead[1400], live[1400], other[1400], aux[1500];
+	struct fa_proc_result r;
+	pid_t child;
+	path_in(a, sizeof a, "stale-in.db");
+	path_in(out, sizeof out, "stale-out.db");
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", a, 1, 1, "in") == 0);
+	FA_REQUIRE(run_shard("tests/suites/tiny.yaml", out, 1, 1, "out") == 0);
+	FA_REQUIRE(gethostname(host, sizeof host - 1) == 0 && host[0] && !strchr(host, '/'));
+	/* a process that is gone: a child that has exited and been reaped */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	FA_REQUIRE(child > 0 && waitpid(child, NULL, 0) == child);
+	snprintf(dead, sizeof dead, "%s.merge-%s-%ld", out, host, (long)child);
+	snprintf(live, sizeof live, "%s.merge-%s-%ld", out, host, (long)getppid());
+	snprintf(other, sizeof other, "%s.merge-another-host-%ld", out, (long)child);
+	FA_REQUIRE(fa_test_write_file(dead, "old copy") == 0 && fa_test_write_file(live, "x") == 0 &&
+		   fa_test_write_file(other, "y") == 0);
+	snprintf(aux, sizeof aux, "%s-wal", dead);
+	FA_REQUIRE(fa_test_write_file(aux, "old wal") == 0);
+	FA_CHECKF(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 0, "%s", r.err);
+	fa_proc_free(&r);
+	FA_CHECK(access(dead, F_OK) != 0 && access(aux, F_OK) != 0);
+	FA_CHECK(access(live, F_OK) == 0 && access(other, F_OK) == 0);
+	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs") == 2);
+	unlink(live);
+	unlink(other);
 }
 
 FA_TEST(merge, compare_runs_of_two_files)

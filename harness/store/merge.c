@@ -8,7 +8,9 @@
 #include "merge.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -625,6 +627,49 @@ static void remove_db(const char *path)
 	unlink(p);
 }
 
+/* The private copy of a merge into out_path: OUT.merge-HOST-PID, so that a
+ * later merge on the same host can tell a copy left by a killed merge (its
+ * process gone) from one a running merge is using. */
+static void part_name(const char *out_path, long pid, char *buf, size_t size)
+{
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+		snprintf(host, sizeof host, "host");
+	for (char *c = host; *c; c++)
+		if (*c == '/' || *c == '*' || *c == '?' || *c == '[')
+			*c = '_';
+	snprintf(buf, size, "%s.merge-%s-%ld", out_path, host, pid);
+}
+
+/* Removes the private copies beside out_path that merges killed on this
+ * host left (a kill -9 leaves the copy of the whole output, with its -wal
+ * and -shm): those whose process is gone. Copies of other hosts (a shared
+ * folder) and of running merges stay. */
+static void remove_stale_parts(const char *out_path)
+{
+	char pattern[4200], mine[4300];
+	glob_t g;
+	part_name(out_path, 0, pattern, sizeof pattern);
+	pattern[strlen(pattern) - 1] = '\0'; /* OUT.merge-HOST- */
+	snprintf(mine, sizeof mine, "%s", pattern);
+	if (strlen(pattern) + 2 >= sizeof pattern)
+		return;
+	strcat(pattern, "*");
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *rest = g.gl_pathv[i] + strlen(mine);
+		char *end = NULL;
+		long pid = strtol(rest, &end, 10);
+		/* the database itself, not its -wal or -shm (removed with it) */
+		if (end == rest || *end || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			remove_db(g.gl_pathv[i]);
+	}
+	globfree(&g);
+}
+
 /* Merges inputs[0..n) into the fabench database db_path (opened, created
  * when missing, migrated), one transaction per input; out_path names the
  * output in messages. */
@@ -732,7 +777,8 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 			return rc;
 		fa_store_close(probe);
 	}
-	snprintf(part, sizeof part, "%s.merge-%ld", out_path, (long)getpid());
+	remove_stale_parts(out_path);
+	part_name(out_path, (long)getpid(), part, sizeof part);
 	remove_db(part);
 	if (copy_db(out_path, part, err) != 0) {
 		remove_db(part);

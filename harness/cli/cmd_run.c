@@ -85,7 +85,7 @@ static void help(void)
 	       "                     both alike; stored as two runs labelled\n"
 	       "                     LABEL-a and LABEL-b (LABEL from --label, else ab).\n"
 	       "                     A path may hold ':': the split is where both\n"
-	       "                     sides exist\n"
+	       "                     sides exist (refused where two colons would both do).\n"
 	       "                     --param a:K.N=V or b:K.N=V sets a tunable on one side;\n"
 	       "                     both sides run on one set of buffers where the two\n"
 	       "                     backends share host memory (FABENCH_AB_SHARE=0: not);\n"

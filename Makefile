@@ -139,11 +139,12 @@ $(BUILD)/cuda/%.o: %.cu
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-# cuda_flash_wgmma and cuda_flash_bwd_wgmma (wgmma, setmaxnreg) are sm_90a
+# cuda_flash_wgmma, cuda_flash_bwd_wgmma and the Hopper decode path of
+# cuda_flash_mma (wgmma, setmaxnreg, TMA) are sm_90a
 # code only: their objects get that one target whatever NVCC_GENCODE lists,
 # so an H100 can only pick them (CI, which has no GPU, sets PTX alone)
 WGMMA_GENCODE ?= -gencode arch=compute_90a,code=sm_90a
-$(BUILD)/cuda/kernels/cuda/flash_wgmma.o $(BUILD)/cuda/kernels/cuda/flash_bwd_wgmma.o: NVCC_FLAGS := $(subst $(NVCC_GENCODE),$(WGMMA_GENCODE),$(NVCC_FLAGS))
+$(BUILD)/cuda/kernels/cuda/flash_wgmma.o $(BUILD)/cuda/kernels/cuda/flash_bwd_wgmma.o $(BUILD)/cuda/kernels/cuda/flash_decode_wg.o: NVCC_FLAGS := $(subst $(NVCC_GENCODE),$(WGMMA_GENCODE),$(NVCC_FLAGS))
 
 $(CUDA_PLUGIN): $(CUDA_OBJ)
 	$(call say,LINK,$@)

@@ -18,6 +18,7 @@
 #include "../common/fa_gpu.h"
 #include "../common/fa_split.h"
 #include "flash_decode.h"
+#include "flash_decode_wg.h"
 #include "flash_mma.h"
 #include "problem_check.h"
 
@@ -38,7 +39,7 @@ enum { PARAM_SPLITS = 0, PARAM_HD72 = 2, PARAM_SCHED = 3, PARAM_DECODE = 7, PARA
 static const int32_t order_allowed[] = {0, 1};
 static const int32_t hd72_allowed[] = {0, 1};
 static const int32_t sched_allowed[] = {0, 1, 2, 3};
-static const int32_t decode_allowed[] = {0, 1, 2, 3, 4};
+static const int32_t decode_allowed[] = {0, 1, 2, 3, 4, 5};
 static const int32_t decode_ring_allowed[] = {0, 1, 2};
 static const struct fa_kernel_param mma_params[] = {
 	{"splits", 0, NULL, 0, 0, 64,
@@ -63,15 +64,19 @@ static const struct fa_kernel_param mma_params[] = {
 	{"sk_ratio", 0, NULL, 0, 0, 1024,
 	 "stream-K general: also round down when the CTA count is at least this many times the "
 	 "tile count (seed 001's 4x / 16x); 0 = never by ratio"},
-	{"decode", 1, decode_allowed, 5, 0, 4,
+	{"decode", 1, decode_allowed, 6, 0, 5,
 	 "decode path for heads / kv_heads x q_len <= 16 at head sizes 64, 128, 256 (one CTA per "
 	 "KV head and key range, warps streaming their own 16-key tiles; `splits` applies, 0 = "
 	 "its own rule), where it fits and `sched` is 0 or 1: 1 = key ranges merged inside a "
 	 "thread-block cluster per KV head where the device has clusters of that size (sm_90+, "
 	 "up to 16 ranges) and holds them all at once, else by the last CTA of each KV head up "
-	 "to 4 rows per KV head, else by a second kernel; 2 = always by the last CTA; 3 = always "
+	 "to 4 rows per KV head, else by a second kernel; and, with `splits` 0, the Hopper "
+	 "decode kernel (TMA and wgmma, two passes, 8 ranges in a cluster; sm_90a, q_len 1, up "
+	 "to 8 query heads per KV head, head size 128, every key visible) where batch x "
+	 "kv_heads <= 8 and there are 4096 to 16384 keys; 2 = always by the last CTA; 3 = always "
 	 "by a second kernel; 4 = by a cluster wherever the device has one of that size (else "
-	 "as 2); 0 = never (the tensor-core path)"},
+	 "as 2); 5 = the Hopper decode kernel wherever it fits (up to 16384 keys; else as 1); "
+	 "0 = never (the tensor-core path)"},
 	{"decode_ring", 2, decode_ring_allowed, 3, 0, 2,
 	 "decode path, head size 128: 0 = 4 warps x 3 stages, 2 CTAs per SM; 1 = 4 warps x 6 "
 	 "stages, 1 CTA per SM; 2 = 8 warps x 3 stages, 1 CTA per SM (1 and 2 take 202 KB of "
@@ -199,6 +204,10 @@ static int mma_launch(const struct fa_launch_args *a)
 	const int want_lse = FA_RECORD_HAS(struct fa_launch_args, a, lse) && a->lse;
 	if (!want_lse && use_decode(a->p, a->params)) {
 		const int d = a->params ? a->params[PARAM_DECODE] : mma_params[PARAM_DECODE].default_value;
+		const int splits = a->params ? a->params[PARAM_SPLITS] : 0;
+		if ((d == 5 && fa_cuda_decode_wg_fits(a->p, NULL)) ||
+		    (d == 1 && splits == 0 && fa_cuda_decode_wg_auto(a->p)))
+			return fa_cuda_decode_wg_launch(a);
 		return fa_cuda_decode_launch(a, a->params ? a->params[PARAM_SPLITS] : 0,
 					     d == 2   ? FA_DECODE_MERGE_CTA
 					     : d == 3 ? FA_DECODE_MERGE_KERNEL

@@ -16,6 +16,7 @@
 
 #include "cuda_kernels.h"
 #include "flash_mma.cuh" /* fa_mma::combine_kernel: the split-KV merge */
+#include "flash_decode_wg.h"
 #include "flash_wgmma.h"
 #include "flash_wgmma_kernel.cuh"
 #include "../common/fa_dyn.h"
@@ -548,4 +549,16 @@ extern "C" int fa_cuda_wgmma_kernel_count(void)
 extern "C" const struct fa_kernel *fa_cuda_wgmma_kernel(int i)
 {
 	return i >= 0 && i < fa_cuda_wgmma_kernel_count() ? &wgmma_kernels[i] : NULL;
+}
+
+extern "C" int fa_cuda_wgmma_have_tma(void)
+{
+	return encode_tiled() != NULL;
+}
+
+extern "C" int fa_cuda_wgmma_make_map(CUtensorMap *m, const void *base, int bf16, int d,
+				      int box_rows, int64_t tokens, int heads, int seqs, int64_t ss,
+				      int64_t sh, int64_t sb)
+{
+	return make_map(m, base, bf16, d, box_rows, tokens, heads, seqs, ss, sh, sb);
 }

@@ -118,7 +118,7 @@ __device__ __forceinline__ void st_async4(uint32_t a, float x, float y, float z,
 /* Consumer warpgroup C (a template parameter: ptxas serializes wgmma in
  * code that depends on a run-time warpgroup index) of range r of KV head
  * hd, sequence b; NT tiles of the range are its. */
-template <int NT, int C, bool BF16>
+template <int NT, int C, bool BF16, bool G8>
 __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32_t full,
 					uint32_t empty, uint32_t inbar, uint32_t r, int hd, int b,
 					int tid, const args &A)
@@ -191,18 +191,21 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 		if (j < NT) {
 			const int i = RT + j * NWG + C, st = i % ST;
 			unsigned char *pb = sm + lay::P + C * 3072 + (j % 3) * 1024;
-			float p[4];
-			p[0] = ex2(fmaf(s[j][0], A.scale_log2, n0));
-			p[1] = ex2(fmaf(s[j][1], A.scale_log2, n1));
-			p[2] = ex2(fmaf(s[j][2], A.scale_log2, n0));
-			p[3] = ex2(fmaf(s[j][3], A.scale_log2, n1));
-			l0 += p[0] + p[2];
-			l1 += p[1] + p[3];
-			/* P (row, key) at row * 128 + the swizzled 16-byte chunk of the key */
+			if (G8 || t < 2) { /* up to 4 rows: P's rows 4-7 stay 0 */
+				float p[4];
+				p[0] = ex2(fmaf(s[j][0], A.scale_log2, n0));
+				p[1] = ex2(fmaf(s[j][1], A.scale_log2, n1));
+				p[2] = ex2(fmaf(s[j][2], A.scale_log2, n0));
+				p[3] = ex2(fmaf(s[j][3], A.scale_log2, n1));
+				l0 += p[0] + p[2];
+				l1 += p[1] + p[3];
+				/* P (row, key) at row * 128 + the swizzled 16-byte chunk of the key */
 #pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const int col = 2 * t + (u & 1), key = 16 * warp + g + 8 * (u >> 1);
-				*(T *)(pb + col * 128 + (((key >> 3) ^ col) << 4) + (key & 7) * 2) = T(p[u]);
+				for (int u = 0; u < 4; u++) {
+					const int col = 2 * t + (u & 1), key = 16 * warp + g + 8 * (u >> 1);
+					*(T *)(pb + col * 128 + (((key >> 3) ^ col) << 4) + (key & 7) * 2) =
+					    T(p[u]);
+				}
 			}
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
@@ -245,15 +248,17 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 	 * of O, owned by rank 4 h + w */
 	const int e = (int)r * NWG + C;
 	const uint32_t slot = smem_u32(inbox + e * E);
+	if (G8 || t < 2)
 #pragma unroll
-	for (int h = 0; h < 2; h++) {
-		const uint32_t owner = 4 * h + warp;
-		st_async4(map_rank(slot + lane * 16, owner), o[h][0], o[h][1], o[h][2], o[h][3],
-			  map_rank(inbar, owner));
-	}
+		for (int h = 0; h < 2; h++) {
+			const uint32_t owner = 4 * h + warp;
+			st_async4(map_rank(slot + lane * 16, owner), o[h][0], o[h][1], o[h][2], o[h][3],
+				  map_rank(inbar, owner));
+		}
 	const int ct = tid & 127;
-	if (ct < 4 * R) { /* (m, l) of the 8 rows: 4 stores to each rank */
-		const int peer = ct >> 2, part = ct & 3; /* m 0-3, m 4-7, l 0-3, l 4-7 */
+	if (ct < (G8 ? 4 : 2) * R) { /* (m, l) of the 8 (4) rows: 4 (2) stores to each rank */
+		/* m 0-3, m 4-7, l 0-3, l 4-7; up to 4 rows m 0-3 and l 0-3 */
+		const int peer = G8 ? ct >> 2 : ct >> 1, part = G8 ? ct & 3 : (ct & 1) * 2;
 		const int k0 = (part & 1) * 4;
 		float v[4];
 #pragma unroll
@@ -286,7 +291,7 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 	}
 }
 
-template <int NT, bool BF16>
+template <int NT, bool BF16, bool G8>
 __global__ void __launch_bounds__(THREADS, 1)
     decode_wg_kernel(const __grid_constant__ CUtensorMap km, const __grid_constant__ CUtensorMap vm,
 		     const __grid_constant__ args A)
@@ -306,7 +311,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 			mbar_init(empty + 8 * s, 4);
 		}
 		mbar_init(inbar, 1);
-		mbar_expect_tx(inbar, lay::INBOX_BYTES);
+		mbar_expect_tx(inbar, G8 ? lay::INBOX_BYTES : lay::INBOX_BYTES / 2);
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
 	__syncthreads();
@@ -338,18 +343,21 @@ __global__ void __launch_bounds__(THREADS, 1)
 			v = *(const uint4 *)((const T *)A.q + b * A.q_sb + (int64_t)(hd * A.group + row) * A.q_sh +
 					     slab * 64 + ch * 8);
 		*(uint4 *)(sm + lay::Q + slab * 1024 + row * 128 + ((ch ^ row) << 4)) = v;
+		if (!G8)
+			for (int z = tid; z < NWG * 3 * 64; z += NWG * 128)
+				*(uint4 *)(sm + lay::P + z * 16) = make_uint4(0, 0, 0, 0);
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 		asm volatile("bar.sync 15, %0;" ::"n"(NWG * 128) : "memory");
 	}
 	if (warp < 4)
-		consume<NT, 0, BF16>(sm, base, full, empty, inbar, r, hd, b, tid, A);
+		consume<NT, 0, BF16, G8>(sm, base, full, empty, inbar, r, hd, b, tid, A);
 	else
-		consume<NT, 1, BF16>(sm, base, full, empty, inbar, r, hd, b, tid, A);
+		consume<NT, 1, BF16, G8>(sm, base, full, empty, inbar, r, hd, b, tid, A);
 }
 
 #else
 
-template <int NT, bool BF16>
+template <int NT, bool BF16, bool G8>
 __global__ void decode_wg_kernel(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap,
 				 const __grid_constant__ args)
 {
@@ -359,18 +367,20 @@ __global__ void decode_wg_kernel(const __grid_constant__ CUtensorMap, const __gr
 
 typedef void (*kernel_fn)(CUtensorMap, CUtensorMap, args);
 
-template <int NT, bool BF16> int launch_nt(const fa_launch_args *a, const args &A)
+template <int NT, bool BF16, bool G8> int launch_nt(const fa_launch_args *a, const args &A)
 {
 	const fa_problem *p = a->p;
 	CUtensorMap km, vm;
+	/* no L2 promotion: 256 bytes cost 0.25 us at 8k keys on an H200
+	 * (bench/decode_wg.cu, docs/BENCHMARKS.md 2026-12-02 "(j)") */
 	int e = fa_cuda_wgmma_make_map(&km, a->k, BF16, D, BK, p->kv_len, p->kv_heads, p->batch,
-				       p->k_stride_s, p->k_stride_h, p->k_stride_b);
+				       p->k_stride_s, p->k_stride_h, p->k_stride_b, 0);
 	if (!e)
 		e = fa_cuda_wgmma_make_map(&vm, a->v, BF16, D, BK, p->kv_len, p->kv_heads, p->batch,
-					   p->v_stride_s, p->v_stride_h, p->v_stride_b);
+					   p->v_stride_s, p->v_stride_h, p->v_stride_b, 0);
 	if (e)
 		return e;
-	const kernel_fn fn = decode_wg_kernel<NT, BF16>;
+	const kernel_fn fn = decode_wg_kernel<NT, BF16, G8>;
 	const cudaError_t ce = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
 	if (ce != cudaSuccess)
 		return (int)ce;
@@ -450,9 +460,12 @@ extern "C" int fa_cuda_decode_wg_launch(const struct fa_launch_args *a)
 	A.group = p->heads / p->kv_heads;
 	A.scale_log2 = p->scale * 1.4426950408889634f;
 	const int bf16 = p->dtype == FA_DTYPE_BF16;
-	/* tiles of a range: 16 (8 a warpgroup) up to 8192 keys, else 32 */
-	if (p->kv_len <= R * NWG * 8 * BK) {
-		return bf16 ? launch_nt<8, true>(a, A) : launch_nt<8, false>(a, A);
-	}
-	return bf16 ? launch_nt<16, true>(a, A) : launch_nt<16, false>(a, A);
+	/* tiles of a range: 16 (8 a warpgroup) up to 8192 keys, else 32; rows
+	 * of a group: up to 4 (half the lanes idle in pass 2 and the merge) or 8 */
+	const bool g8 = A.group > 4;
+	if (p->kv_len <= R * NWG * 8 * BK)
+		return bf16 ? (g8 ? launch_nt<8, true, true>(a, A) : launch_nt<8, true, false>(a, A))
+			    : (g8 ? launch_nt<8, false, true>(a, A) : launch_nt<8, false, false>(a, A));
+	return bf16 ? (g8 ? launch_nt<16, true, true>(a, A) : launch_nt<16, true, false>(a, A))
+		    : (g8 ? launch_nt<16, false, true>(a, A) : launch_nt<16, false, false>(a, A));
 }

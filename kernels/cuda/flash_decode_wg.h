@@ -38,10 +38,11 @@ int fa_cuda_wgmma_have_tma(void);
 
 /* A 4-d tensor map (columns, tokens, heads, sequences) over base with boxes
  * of 64 columns x box_rows tokens and the 128-byte swizzle, zeros past the
- * ends; strides in elements (flash_wgmma.cu). Returns 0 or
- * cudaErrorInvalidValue. */
+ * ends, and the L2 promotion of 256 bytes when l2_256 (else none); strides
+ * in elements (flash_wgmma.cu). Returns 0 or cudaErrorInvalidValue. */
 int fa_cuda_wgmma_make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows,
-			   int64_t tokens, int heads, int seqs, int64_t ss, int64_t sh, int64_t sb);
+			   int64_t tokens, int heads, int seqs, int64_t ss, int64_t sh, int64_t sb,
+			   int l2_256);
 
 #ifdef __cplusplus
 }

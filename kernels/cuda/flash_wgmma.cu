@@ -134,8 +134,8 @@ int wgmma_supports(const struct fa_problem *p, char *why, size_t why_size)
 /* A 4-d tensor map (columns, tokens, heads, sequences) over base, boxes of
  * 64 columns x box_rows tokens, 128-byte swizzle, zeros past the ends.
  * Strides in elements. Returns 0 or cudaErrorInvalidValue. */
-int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, int64_t tokens,
-	     int heads, int seqs, int64_t ss, int64_t sh, int64_t sb)
+int make_map_l2(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, int64_t tokens,
+		int heads, int seqs, int64_t ss, int64_t sh, int64_t sb, CUtensorMapL2promotion promo)
 {
 	const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)tokens, (cuuint64_t)heads,
 				    (cuuint64_t)seqs};
@@ -145,9 +145,17 @@ int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, in
 	const CUresult r = encode_tiled()(
 		m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
 		(void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-		CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		CU_TENSOR_MAP_SWIZZLE_128B, promo,
 		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 	return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
+}
+
+/* make_map_l2 with the L2 promotion of 256 bytes (the kernels' maps). */
+int make_map(CUtensorMap *m, const void *base, int bf16, int d, int box_rows, int64_t tokens,
+	     int heads, int seqs, int64_t ss, int64_t sh, int64_t sb)
+{
+	return make_map_l2(m, base, bf16, d, box_rows, tokens, heads, seqs, ss, sh, sb,
+			   CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 /* Tunables, in this order. */
@@ -558,7 +566,8 @@ extern "C" int fa_cuda_wgmma_have_tma(void)
 
 extern "C" int fa_cuda_wgmma_make_map(CUtensorMap *m, const void *base, int bf16, int d,
 				      int box_rows, int64_t tokens, int heads, int seqs, int64_t ss,
-				      int64_t sh, int64_t sb)
+				      int64_t sh, int64_t sb, int l2_256)
 {
-	return make_map(m, base, bf16, d, box_rows, tokens, heads, seqs, ss, sh, sb);
+	return make_map_l2(m, base, bf16, d, box_rows, tokens, heads, seqs, ss, sh, sb,
+			   l2_256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE);
 }

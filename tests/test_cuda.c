@@ -1651,6 +1651,57 @@ FA_TEST(cuda, flash_decode_matches_reference)
 	}
 }
 
+/* ---- the Hopper decode kernel of cuda_flash_mma (flash_decode_wg.cu) ---- */
+
+/* One query row per sequence and head over 1 to 16384 keys: a cut last
+ * tile (63, 8193, 12345), one key, both tile counts (up to 8192 keys and
+ * up to 16384), GQA 1, 3, 4 and 8 (up to 4 rows a group half the lanes
+ * work, up to 8 all), batch 1 and 3, both layouts and both 16-bit types,
+ * no mask, causal, a window wider than the cache (every key visible: the
+ * kernel's) and one narrower (refused: the decode path's). */
+static const struct spec decode_wg_cases[] = {
+	{1, 32, 8, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {8193}, 0,
+	 {0}},
+	{3, 8, 8, 128, 128, FA_DTYPE_FP16, FA_MASK_NONE, FA_LAYOUT_BHSD, 0, 0, 0, {1}, {63}, 0, {0}},
+	{1, 12, 4, 128, 128, FA_DTYPE_BF16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {16384}, 0,
+	 {0}},
+	{1, 64, 8, 128, 128, FA_DTYPE_FP16, FA_MASK_CAUSAL, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {4097}, 0,
+	 {0}},
+	{3, 16, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BHSD, 0, 20000, 0, {1},
+	 {12345}, 0, {0}},
+	{1, 8, 2, 128, 128, FA_DTYPE_BF16, FA_MASK_NONE, FA_LAYOUT_BSHD, 0, 0, 0, {1}, {1}, 0, {0}},
+	{1, 32, 8, 128, 128, FA_DTYPE_BF16, FA_MASK_SLIDING_WINDOW, FA_LAYOUT_BSHD, 0, 100, 0, {1},
+	 {5000}, 0, {0}},
+};
+
+/* decode 5 takes the Hopper decode kernel wherever it fits (sm_90a; else,
+ * and for the narrow window, the decode path), decode 1 by its rule
+ * (batch x kv_heads <= 8, 4096-16384 keys): every output written and
+ * within the fa rule, either way. */
+FA_TEST(cuda, decode_wg_matches_reference)
+{
+	struct fa_backend_slot *s = cuda();
+	const struct fa_kernel *k;
+	uint64_t seed;
+	if (!s)
+		return;
+	seed = fa_test_seed();
+	k = find_kernel(s, "cuda_flash_mma");
+	FA_REQUIRE(k != NULL && k->n_params == MMA_NPARAMS);
+	for (size_t i = 0; i < sizeof decode_wg_cases / sizeof decode_wg_cases[0]; i++) {
+		struct tcase t;
+		char why[256], what[96];
+		build(&decode_wg_cases[i], &t);
+		FA_CHECKF(fa_kernel_supports(k, &t.p, why, sizeof why), "case %zu: %s", i, why);
+		for (int32_t dec = 1; dec <= 5; dec += 4) {
+			const int32_t tun[MMA_NPARAMS] = {0, 1, 0, 0, 0, 5, 0, dec, 2};
+			snprintf(what, sizeof what, "%s decode=%d case %zu (kv_len %d, GQA %d)", k->name,
+				 (int)dec, i, t.p.kv_len, t.p.heads / t.p.kv_heads);
+			check_mma(s, k, &t, tun, seed + i, what);
+		}
+	}
+}
+
 /* ---- device fill ---- */
 
 static void fill_case(struct fa_backend_slot *s, const struct tcase *t, int dist, uint64_t seed,

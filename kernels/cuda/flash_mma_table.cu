@@ -8,7 +8,10 @@
  * Decode shapes (few query rows per KV head, fa_decode_fits in
  * kernels/common/fa_decode.h) go to the decode path of
  * kernels/cuda/flash_decode.cu unless the tunable `decode` is 0 or `sched`
- * asks for stream-K.
+ * asks for stream-K; on sm_90a those of one query row per sequence at
+ * head size 128 go to the Hopper decode kernel of
+ * kernels/cuda/flash_decode_wg.cu under `decode` 5, or 1 by its rule
+ * (fa_cuda_decode_wg_auto).
  *
  * Host code only; no kernel is defined here.
  */

@@ -209,8 +209,8 @@ FA_TEST(e2e, kill9_keeps_finished_cases)
 }
 
 /* A database that cannot grow (the file-size limit, ulimit -f, as a full
- * disk): the run says which case it could not store in which file and
- * exits 1; the file opens cleanly with the cases before, and takes the
+ * disk): the run says which case it could not store in which file, and
+ * that the limit is why, and exits 1; the file opens cleanly with the cases before, and takes the
  * rest once there is room. (SIGXFSZ killed it without a word, status 153.) */
 FA_TEST(e2e, file_size_limit_is_a_write_error)
 {
@@ -233,7 +233,8 @@ FA_TEST(e2e, file_size_limit_is_a_write_error)
 		    NULL, 300, &r);
 	setrlimit(RLIMIT_FSIZE, &was);
 	FA_CHECKF(r.status == 1 && strstr(r.err, "fabench run: error: cannot store case ") &&
-			  strstr(r.err, " of run 2 in '") && strstr(r.err, db),
+			  strstr(r.err, " of run 2 in '") && strstr(r.err, db) &&
+			  strstr(r.err, "reached the file-size limit of 163840 bytes: ulimit -f)"),
 		  "status %d\n%s", r.status, r.err);
 	fa_proc_free(&r);
 	FA_CHECK(fa_test_db_int(db, "SELECT count(*) FROM runs WHERE id = 2 AND status = "

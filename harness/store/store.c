@@ -98,6 +98,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -489,6 +490,41 @@ static int pragma_int(sqlite3 *db, const char *sql, int *value)
 	return rc;
 }
 
+/* Why a write failed, for an I/O error or a full disk: the system's words
+ * where SQLite kept them, and the file-size limit (ulimit -f) where the
+ * database or its journal has reached it, which SQLite reports as a bare
+ * "disk I/O error" (the write's EFBIG is not kept). "" otherwise. */
+struct io_why {
+	char text[160];
+};
+static struct io_why io_reason(sqlite3 *db, const char *path, int rc)
+{
+	struct io_why w = {""};
+	const int primary = rc & 0xff;
+	struct rlimit lim;
+	if (primary != SQLITE_IOERR && primary != SQLITE_FULL)
+		return w;
+	const int e = db ? sqlite3_system_errno(db) : 0;
+	if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+		static const char *const ext[] = {"", "-wal", "-journal"};
+		for (int i = 0; i < 3; i++) {
+			char f[4096];
+			struct stat st;
+			snprintf(f, sizeof f, "%s%s", path, ext[i]);
+			/* within a page (64 KiB at most) of the limit */
+			if (stat(f, &st) == 0 && (uint64_t)st.st_size + 65536 >= (uint64_t)lim.rlim_cur) {
+				snprintf(w.text, sizeof w.text,
+					 " (%s reached the file-size limit of %llu bytes: ulimit -f)",
+					 i == 0 ? "the file" : ext[i] + 1, (unsigned long long)lim.rlim_cur);
+				return w;
+			}
+		}
+	}
+	if (e != 0)
+		snprintf(w.text, sizeof w.text, " (%s)", strerror(e));
+	return w;
+}
+
 /* The error for a failed SQLite call on the store's file: "<what> in
  * '<path>': <sqlite's words>", or a clearer line for a file that is not a
  * database at all. */
@@ -503,8 +539,8 @@ static enum fa_rc db_error(sqlite3 *db, const char *path, int rc, struct fa_err 
 	if (primary == SQLITE_CANTOPEN)
 		return fa_err_set(err, FA_ERR_IO, "cannot open database '%s': %s", path,
 				  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-	return fa_err_set(err, FA_ERR_DB, "%s in '%s': %s", what, path,
-			  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	return fa_err_set(err, FA_ERR_DB, "%s in '%s': %s%s", what, path,
+			  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), io_reason(db, path, rc).text);
 }
 
 int fa_store_foreign(struct sqlite3 *db)

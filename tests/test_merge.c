@@ -207,10 +207,12 @@ FA_TEST(merge, an_output_it_may_not_write_is_refused_first)
 /* A merge killed with kill -9 leaves its private copy of the output (and
  * its -wal and -shm) beside it; the next merge into that output on the
  * same host removes the copies whose process is gone, and keeps those of
- * a live process and of another host. */
+ * a live process and of another host. A copy of an older fabench (named
+ * OUT.merge-PID, no host) is kept and named in a note. */
 FA_TEST(merge, copies_left_by_killed_merges_are_removed)
 {
 	char a[1100], out[1100], host[256] = "", dead[1400], live[1400], other[1400], aux[1500];
+	char old[1400], oldwal[1500];
 	struct fa_proc_result r;
 	pid_t child;
 	path_in(a, sizeof a, "stale-in.db");
@@ -230,13 +232,28 @@ FA_TEST(merge, copies_left_by_killed_merges_are_removed)
 		   fa_test_write_file(other, "y") == 0);
 	snprintf(aux, sizeof aux, "%s-wal", dead);
 	FA_REQUIRE(fa_test_write_file(aux, "old wal") == 0);
+	/* an older fabench's copy (no host in the name): kept, and named in a note */
+	snprintf(old, sizeof old, "%s.merge-%ld", out, (long)child);
+	snprintf(oldwal, sizeof oldwal, "%s-wal", old);
+	FA_REQUIRE(fa_test_write_file(old, "older copy") == 0 &&
+		   fa_test_write_file(oldwal, "older wal") == 0);
 	FA_CHECKF(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 0, "%s", r.err);
+	FA_CHECKF(strstr(r.err, "note: 1 leftover copy named '") && strstr(r.err, ".merge-PID'") &&
+			  strstr(r.err, "remove it if no merge into '"),
+		  "%s", r.err);
 	fa_proc_free(&r);
 	FA_CHECK(access(dead, F_OK) != 0 && access(aux, F_OK) != 0);
 	FA_CHECK(access(live, F_OK) == 0 && access(other, F_OK) == 0);
+	FA_CHECK(access(old, F_OK) == 0 && access(oldwal, F_OK) == 0);
 	FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM runs") == 2);
 	unlink(live);
 	unlink(other);
+	unlink(old);
+	unlink(oldwal);
+	/* with none left, no note */
+	FA_CHECKF(merge((char *[]){"merge", a, "-o", out, NULL}, &r) == 0, "%s", r.err);
+	FA_CHECKF(!strstr(r.err, "leftover"), "%s", r.err);
+	fa_proc_free(&r);
 }
 
 FA_TEST(merge, compare_runs_of_two_files)

@@ -101,5 +101,12 @@ int fa_cmd_merge(int argc, char **argv)
 		       out.runs_topped_up == 1 ? "it" : "they");
 	if (opts.one_run && out.runs_added)
 		printf("combined run: %lld\n", (long long)out.run_id);
+	if (out.old_copies)
+		fprintf(stderr,
+			"fabench merge: note: %d leftover cop%s named '%s.merge-PID' (from a killed "
+			"merge of an older fabench, whose copies named no host: kept); remove %s if "
+			"no merge into '%s' is running\n",
+			out.old_copies, out.old_copies == 1 ? "y" : "ies", output,
+			out.old_copies == 1 ? "it" : "them", output);
 	return FA_EXIT_OK;
 }

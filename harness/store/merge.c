@@ -670,6 +670,29 @@ static void remove_stale_parts(const char *out_path)
 	globfree(&g);
 }
 
+/* The files OUT.merge-PID beside out_path (digits only after the dash, no
+ * -wal or -shm): the private copies of merges of fabench before the
+ * copies named their host. Which host's process made one cannot be told,
+ * so they are counted for a note, not removed. */
+static int count_old_parts(const char *out_path)
+{
+	char pattern[4200];
+	glob_t g;
+	int n = 0;
+	if (snprintf(pattern, sizeof pattern, "%s.merge-*", out_path) >= (int)sizeof pattern)
+		return 0;
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *rest = g.gl_pathv[i] + strlen(out_path) + strlen(".merge-");
+		size_t digits = strspn(rest, "0123456789");
+		if (digits > 0 && rest[digits] == '\0')
+			n++;
+	}
+	globfree(&g);
+	return n;
+}
+
 /* Merges inputs[0..n) into the fabench database db_path (opened, created
  * when missing, migrated), one transaction per input; out_path names the
  * output in messages. */
@@ -795,7 +818,9 @@ enum fa_rc fa_store_merge(const char *out_path, const char *const *inputs, int n
 	 * whole. It fails here only when the output changed since the copy or
 	 * cannot be written; the inputs before the failing one are then in,
 	 * and the same merge again adds only what is missing. */
-	return merge_into(out_path, out_path, inputs, n, opts, out, err);
+	rc = merge_into(out_path, out_path, inputs, n, opts, out, err);
+	out->old_copies = count_old_parts(out_path);
+	return rc;
 }
 
 int fa_store_spec_file(const char *spec, char *file, size_t size, const char **run)

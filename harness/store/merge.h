@@ -28,6 +28,9 @@ struct fa_merge_out {
 				  * since): their new cases added */
 	int32_t cases_added, results_added, samples_added;
 	int64_t run_id;          /* one_run: the combined run, else the last run added */
+	int32_t old_copies;      /* files OUT.merge-PID beside the output: the private
+				  * copies an older fabench's killed merges left (its
+				  * copies named no host, so they are not removed) */
 };
 
 /* Merges the runs of inputs[0..n) into the database at out_path (created

@@ -335,14 +335,16 @@ __global__ void __launch_bounds__(THREADS, 1)
 		return;
 	}
 	{
-		/* Q's rows of the group (and zeros to 8) into the B layout: both
-		 * warpgroups write the same values */
-		const int slab = (tid >> 6) & 1, row = (tid >> 3) & 7, ch = tid & 7;
-		uint4 v = make_uint4(0, 0, 0, 0);
-		if (row < A.group)
-			v = *(const uint4 *)((const T *)A.q + b * A.q_sb + (int64_t)(hd * A.group + row) * A.q_sh +
-					     slab * 64 + ch * 8);
-		*(uint4 *)(sm + lay::Q + slab * 1024 + row * 128 + ((ch ^ row) << 4)) = v;
+		/* Q's rows of the group (and zeros to 8) into the B layout, by the
+		 * first warpgroup: 128 chunks of 16 bytes */
+		if (tid < 128) {
+			const int slab = tid >> 6, row = (tid >> 3) & 7, ch = tid & 7;
+			uint4 v = make_uint4(0, 0, 0, 0);
+			if (row < A.group)
+				v = *(const uint4 *)((const T *)A.q + b * A.q_sb +
+						     (int64_t)(hd * A.group + row) * A.q_sh + slab * 64 + ch * 8);
+			*(uint4 *)(sm + lay::Q + slab * 1024 + row * 128 + ((ch ^ row) << 4)) = v;
+		}
 		if (!G8)
 			for (int z = tid; z < NWG * 3 * 64; z += NWG * 128)
 				*(uint4 *)(sm + lay::P + z * 16) = make_uint4(0, 0, 0, 0);

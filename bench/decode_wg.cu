@@ -21,10 +21,19 @@
  *    inboxes (st.async), and each owner sums 8 inboxes and writes 16
  *    columns of the 4 rows.
  *
- * Variants: `wg STn` the above with an n-stage ring; `loads STn` the same
- * loads, waits and merge with no products (a floor for this shape of
- * kernel). The output of `wg` is checked against a double-precision
+ * Variants (the name, then the ring's stages):
+ *   wg STn      the above, each tile's products waited for
+ *   pipe STn    the same with one group of products in flight behind the
+ *               next tile's
+ *   wg2xW STn   dec_wg2: W consumer warpgroups taking alternate tiles and
+ *               no exchange of maxima: each warpgroup is a partial with its
+ *               own (m, l), weighed at the merge (W x 8 partials a head);
+ *               wg2x2 is kernels/cuda/flash_decode_wg.cu's kernel
+ *   loads STn   the same loads, waits and merge with no products (a floor
+ *               for this shape of kernel)
+ * Every variant with products is checked against a double-precision
  * reference on the host (random K, V and Q) before it is timed.
+ * docs/BENCHMARKS.md (2026-12-02 "(j)") has the H200's figures.
  *
  * A standalone program, not part of the build: on a CUDA machine
  *

@@ -131,6 +131,11 @@ __device__ __forceinline__ void dsmem_merge(float2 mine, float2 *inbox, int R, i
 #endif
 }
 
+/* Launches with programmatic stream serialization (PDL) when set: the
+ * kernel may start before the one before it ends, and must wait for it
+ * (griddepcontrol.wait) before it reads anything. */
+static bool g_pdl = false;
+
 /* Launches fn(args...) on grid x `threads` threads with smem bytes of dynamic
  * shared memory on stream s, in clusters of `cluster` CTAs along x when
  * cluster > 0. */
@@ -139,18 +144,23 @@ static void launch(F fn, dim3 grid, int threads, int smem, int cluster, cudaStre
 		   A... args)
 {
 	cudaLaunchConfig_t c = {};
-	cudaLaunchAttribute at[1];
+	cudaLaunchAttribute at[2];
 	c.gridDim = grid;
 	c.blockDim = dim3(threads);
 	c.dynamicSmemBytes = smem;
 	c.stream = s;
+	c.attrs = at;
 	if (cluster > 0) {
-		at[0].id = cudaLaunchAttributeClusterDimension;
-		at[0].val.clusterDim.x = cluster;
-		at[0].val.clusterDim.y = 1;
-		at[0].val.clusterDim.z = 1;
-		c.attrs = at;
-		c.numAttrs = 1;
+		at[c.numAttrs].id = cudaLaunchAttributeClusterDimension;
+		at[c.numAttrs].val.clusterDim.x = cluster;
+		at[c.numAttrs].val.clusterDim.y = 1;
+		at[c.numAttrs].val.clusterDim.z = 1;
+		c.numAttrs++;
+	}
+	if (g_pdl) {
+		at[c.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[c.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+		c.numAttrs++;
 	}
 	CK(cudaLaunchKernelEx(&c, fn, args...));
 }

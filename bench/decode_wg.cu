@@ -31,14 +31,34 @@
  *               wg2x2 is kernels/cuda/flash_decode_wg.cu's kernel
  *   loads STn   the same loads, waits and merge with no products (a floor
  *               for this shape of kernel)
+ *   wg2x2 ST10 + one of
+ *     pdl       launched with programmatic dependent launch, the next launch
+ *               let in at this one's start (griddepcontrol)
+ *     pdl2      the same, let in once the producer has issued every load
+ *     pf        the tensor maps' descriptors prefetched at the start
+ *     map4k     4-d tensor maps (columns, keys, heads, sequences), as the
+ *               plugin's; map4h: (columns, heads, keys, sequences)
+ *     trace     not timed: a single launch and a graph of 32 traced (each
+ *               CTA's start and end by %globaltimer, its events by clock64)
+ *   plugin      with -DWITH_PLUGIN, linked to build/libfabench-cuda.so:
+ *               kernels/cuda/flash_decode_wg.cu as the plugin launches it
+ *               (fa_cuda_decode_wg_launch), on the same buffers
+ *   empty       an empty kernel in a graph of 32, by launch shape: what a
+ *               launch costs
  * Every variant with products is checked against a double-precision
  * reference on the host (random K, V and Q) before it is timed.
- * docs/BENCHMARKS.md (2026-12-02 "(j)") has the H200's figures.
+ * docs/BENCHMARKS.md (2026-12-02 "(j)" and "(k)") has the H200's figures.
  *
  * A standalone program, not part of the build: on a CUDA machine
  *
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
- *        -o /tmp/decode_wg bench/decode_wg.cu && /tmp/decode_wg [samples]
+ *        -o /tmp/decode_wg bench/decode_wg.cu -lcuda && /tmp/decode_wg [samples [NAMES]]
+ *
+ * NAMES ("wg2x2 ST10|empty", say) runs the variants whose names it contains
+ * (a name inside another runs with it). With the plugin built:
+ *
+ *   nvcc ... -DWITH_PLUGIN -o /tmp/decode_wg bench/decode_wg.cu -Lbuild \
+ *        -lfabench-cuda -Xlinker -rpath=$PWD/build -lcuda
  */
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -46,9 +66,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #include "decode_tiles.cuh"
+
+#ifdef WITH_PLUGIN /* the plugin's kernel on the same buffers (see main) */
+#include "../include/fabench/plugin.h"
+extern "C" int fa_cuda_decode_wg_launch(const struct fa_launch_args *a);
+#endif
 
 constexpr int QH = 32, G = QH / H; /* query heads, the group of a KV head */
 constexpr int TILE = 16384;        /* 64 keys x 128 columns of bf16 */
@@ -80,6 +106,14 @@ __device__ __forceinline__ void tma3(uint32_t dst, const CUtensorMap *m, uint32_
 	asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
 		     " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
 		     "l"((uint64_t)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+		     : "memory");
+}
+__device__ __forceinline__ void tma4(uint32_t dst, const CUtensorMap *m, uint32_t bar, int c0, int c1,
+				     int c2, int c3)
+{
+	asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+		     "l"((uint64_t)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
 		     : "memory");
 }
 __device__ __forceinline__ uint64_t desc(uint32_t a, uint32_t lbo, uint32_t sbo)
@@ -431,6 +465,26 @@ __global__ void __launch_bounds__(160, 1)
 /* The same with NWG consumer warpgroups (tile j of the range to warpgroup
  * j % NWG) and no exchange of maxima: each warpgroup is a partial with its
  * own (m, l), weighed at the merge (2R partials a head with NWG = 2). */
+/* Tracing (variant "trace"): each CTA of a TR launch writes one record of
+ * TRN u64: its block, %globaltimer at its start and end, then clock64()
+ * offsets from its start at the events TE_*; g_trn counts the records. */
+constexpr int TRN = 24;
+enum { TE_INIT = 3, TE_P1, TE_PFULL, TE_PLAST, TE_C0 = 7, TE_END = 23 };
+enum { TC_K0, TC_P1DONE, TC_MAX, TC_V0, TC_VLAST, TC_PRODDONE, TC_PUSH, TC_MERGE };
+__device__ unsigned long long *g_tr;
+__device__ unsigned g_trn;
+__device__ __forceinline__ unsigned long long gtimer()
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+#define TRX(e) \
+	do { \
+		if (TR) \
+			trec[(e)] = clock64() - c0; \
+	} while (0)
+
 constexpr int E2 = 72; /* floats an inbox entry: 16 lanes x 4, m[4], l[4] */
 template <int NWG> struct lay2 {
 	static constexpr int Q = 0, P = 2048, INBOX = P + NWG * 3072, INBOX_BYTES = NWG * R * E2 * 4,
@@ -439,12 +493,21 @@ template <int NWG> struct lay2 {
 
 /* dec_wg2's consumer warpgroup C (a template parameter: wgmma in code that
  * depends on a run-time warpgroup index is serialized by ptxas). */
-template <int ST, int TILES, int NWG, int C>
+template <int ST, int TILES, int NWG, int C, bool TR>
 __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint32_t xb,
 					 uint32_t full, uint32_t empty, uint32_t inbar, float *inbox,
 					 uint32_t r, int hd, int tid, int lane,
-					 __nv_bfloat16 *__restrict__ out, float scale_log2)
+					 __nv_bfloat16 *__restrict__ out, float scale_log2,
+					 unsigned long long *trw, long long c0)
 {
+	/* this warpgroup's events: its first thread records them */
+	unsigned long long *const trec = TR ? trw + TE_C0 + 8 * C : nullptr;
+	const bool trme = TR && (tid & 127) == 0;
+#define TRC(e) \
+	do { \
+		if (TR && trme) \
+			trec[(e)] = clock64() - c0; \
+	} while (0)
 	using L = lay2<NWG>;
 	constexpr int NT = TILES / NWG, c = C;
 	const int warp = tid >> 5, wl = warp & 3, g = lane >> 2, t = lane & 3;
@@ -457,6 +520,8 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 		if (j < NT) {
 			const int i = j * NWG + c, st = i % ST;
 			mb_wait(full + 8 * st, (i / ST) & 1);
+			if (j == 0)
+				TRC(TC_K0);
 			__syncwarp();
 			fence4(s[j]);
 			wg_fence();
@@ -482,6 +547,7 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 			m1 = fmaxf(m1, fmaxf(s[j - 1][1], s[j - 1][3]));
 		}
 	}
+	TRC(TC_P1DONE);
 	/* this warpgroup's row maxima */
 	for (int x = 4; x < 32; x <<= 1) {
 		m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, x));
@@ -492,6 +558,7 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 		red[wl * 8 + 2 * t + 1] = m1;
 	}
 	asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
+	TRC(TC_MAX);
 	float mr[4];
 	for (int k = 0; k < 4; k++)
 		mr[k] = fmaxf(fmaxf(red[k], red[8 + k]), fmaxf(red[16 + k], red[24 + k]));
@@ -521,6 +588,10 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
 			mb_wait(full + 8 * st, (i / ST) & 1);
+			if (j == 0)
+				TRC(TC_V0);
+			if (j == NT - 1)
+				TRC(TC_VLAST);
 			__syncwarp();
 			wg_fence();
 			const uint32_t pj = pa + (j % 3) * 1024;
@@ -544,6 +615,7 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 	}
 	fence4(o[0]);
 	fence4(o[1]);
+	TRC(TC_PRODDONE);
 	for (int x = 4; x < 32; x <<= 1) {
 		l0 += __shfl_xor_sync(0xffffffffu, l0, x);
 		l1 += __shfl_xor_sync(0xffffffffu, l1, x);
@@ -578,8 +650,10 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 		asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(bb) : "r"(inbar), "r"(peer));
 		st_async4(a, v[0], v[1], v[2], v[3], bb);
 	}
+	TRC(TC_PUSH);
 	if (tid < 64) {
 		mb_wait(inbar, 0);
+		TRC(TC_MERGE);
 		const int cc = tid >> 4, d = tid & 15;
 		const int ix = ((d & 7) * 2 + (cc >> 1)) * 4 + (d >> 3) * 2 + (cc & 1);
 		float M = -INFINITY;
@@ -592,10 +666,15 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 			Lw += w * inbox[p * E2 + 68 + cc];
 		}
 		out[(size_t)(hd * G + cc) * D + 16 * r + d] = __float2bfloat16_rn(sum / Lw);
+		if (TR && tid == 0) {
+			trw[TE_END] = clock64() - c0;
+			trw[2] = gtimer();
+		}
 	}
+#undef TRC
 }
 
-template <int ST, int TILES, int NWG>
+template <int ST, int TILES, int NWG, int PDL = 0, bool TR = false, bool PF = false, int MAP = 0>
 __global__ void __launch_bounds__(NWG * 128 + 32, 1)
     dec_wg2(const __grid_constant__ CUtensorMap km, const __grid_constant__ CUtensorMap vm,
 	    const __nv_bfloat16 *__restrict__ q, __nv_bfloat16 *__restrict__ out, float scale_log2)
@@ -610,6 +689,21 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 	asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
 	const uint32_t full = xb + L::BAR, empty = full + 8 * ST, inbar = empty + 8 * ST;
 	float *inbox = (float *)(xs + L::INBOX);
+	__shared__ long long c0s;
+	__shared__ unsigned slots;
+	if (TR && tid == 0) {
+		c0s = clock64();
+		const unsigned long long g0 = gtimer();
+		slots = atomicAdd(&g_trn, 1u);
+		g_tr[(size_t)slots * TRN] = blockIdx.x | blockIdx.y << 8 | (unsigned long long)slots << 16;
+		g_tr[(size_t)slots * TRN + 1] = g0;
+	}
+	if (PF && tid == NWG * 128) { /* the tensor maps' descriptors, while the barriers start */
+		asm volatile("prefetch.tensormap [%0];" ::"l"(&km) : "memory");
+		asm volatile("prefetch.tensormap [%0];" ::"l"(&vm) : "memory");
+	}
+	if (PDL == 1) /* the next launch may start its prologue on the idle SMs */
+		asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 	if (tid == 0) {
 		for (int s = 0; s < ST; s++) {
 			mb_init(full + 8 * s, 1);
@@ -621,6 +715,13 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 	}
 	__syncthreads();
 	asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+	if (PDL) /* the launch before has finished and its writes are seen */
+		asm volatile("griddepcontrol.wait;" ::: "memory");
+	const long long c0 = TR ? c0s : 0;
+	unsigned long long *const trw = TR ? g_tr + (size_t)slots * TRN : nullptr;
+	unsigned long long *const trec = trw;
+	if (tid == 0)
+		TRX(TE_INIT);
 	const int t0 = r * TILES;
 	if (warp == NWG * 4) { /* the producer */
 		if (lane == 0) {
@@ -631,9 +732,26 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 				mb_expect(full + 8 * s, TILE);
 				const CUtensorMap *m = i < TILES ? &km : &vm;
 				const int key = (t0 + i % TILES) * 64;
-				tma3(base + s * TILE, m, full + 8 * s, 0, hd, key);
-				tma3(base + s * TILE + 8192, m, full + 8 * s, 64, hd, key);
+				if (MAP == 0) {
+					tma3(base + s * TILE, m, full + 8 * s, 0, hd, key);
+					tma3(base + s * TILE + 8192, m, full + 8 * s, 64, hd, key);
+				} else if (MAP == 1) { /* the plugin's: (columns, keys, heads, sequences) */
+					tma4(base + s * TILE, m, full + 8 * s, 0, key, hd, 0);
+					tma4(base + s * TILE + 8192, m, full + 8 * s, 64, key, hd, 0);
+				} else { /* (columns, heads, keys, sequences) */
+					tma4(base + s * TILE, m, full + 8 * s, 0, hd, key, 0);
+					tma4(base + s * TILE + 8192, m, full + 8 * s, 64, hd, key, 0);
+				}
+				if (i == 0)
+					TRX(TE_P1);
+				if (i == ST)
+					TRX(TE_PFULL);
+				if (i == 2 * TILES - 1)
+					TRX(TE_PLAST);
 			}
+			/* every load issued: the next launch may start its prologue */
+			if (PDL == 2)
+				asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 		}
 		asm volatile("barrier.cluster.wait;" ::: "memory");
 		return;
@@ -653,20 +771,20 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 		asm volatile("bar.sync 15, %0;" ::"n"(NWG * 128) : "memory");
 	}
 	if (c == 0)
-		consume2<ST, TILES, NWG, 0>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane, out,
-					    scale_log2);
+		consume2<ST, TILES, NWG, 0, TR>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane, out,
+					    scale_log2, trw, c0);
 	else if (c == 1) {
 		if constexpr (NWG > 1)
-			consume2<ST, TILES, NWG, 1>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
-						    out, scale_log2);
+			consume2<ST, TILES, NWG, 1, TR>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
+						    out, scale_log2, trw, c0);
 	} else if (c == 2) {
 		if constexpr (NWG > 2)
-			consume2<ST, TILES, NWG, 2>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
-						    out, scale_log2);
+			consume2<ST, TILES, NWG, 2, TR>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
+						    out, scale_log2, trw, c0);
 	} else {
 		if constexpr (NWG > 3)
-			consume2<ST, TILES, NWG, 3>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
-						    out, scale_log2);
+			consume2<ST, TILES, NWG, 3, TR>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane,
+						    out, scale_log2, trw, c0);
 	}
 }
 
@@ -677,14 +795,19 @@ typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, vo
 
 static encode_fn g_encode;
 
-static CUtensorMap kv_map(const void *p, int keys, CUtensorMapL2promotion promo)
+static CUtensorMap kv_map(const void *p, int keys, CUtensorMapL2promotion promo, int map = 0)
 {
 	CUtensorMap m;
-	const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)H, (cuuint64_t)keys};
-	const cuuint64_t strides[2] = {(cuuint64_t)D * 2, (cuuint64_t)HSTR * 2};
-	const cuuint32_t box[3] = {64, 1, 64};
-	const cuuint32_t es[3] = {1, 1, 1};
-	if (g_encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)p, dims, strides, box, es,
+	cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)H, (cuuint64_t)keys, 1};
+	cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)HSTR * 2, (cuuint64_t)keys * HSTR * 2};
+	cuuint32_t box[4] = {64, 1, 64, 1};
+	const cuuint32_t es[4] = {1, 1, 1, 1};
+	if (map == 1) { /* keys before heads */
+		dims[1] = keys, dims[2] = H;
+		strides[0] = HSTR * 2, strides[1] = D * 2;
+		box[1] = 64, box[2] = 1;
+	}
+	if (g_encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, map ? 4 : 3, (void *)p, dims, strides, box, es,
 		     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promo,
 		     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
 		fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
@@ -715,6 +838,106 @@ static float bf2f(uint16_t b)
 	return f;
 }
 
+/* A traced single launch and a traced graph of 32 (each after the clean
+ * flush): per launch its length and the gap to the next, and the first,
+ * median and last CTA at each event, in ns from the launch's first CTA
+ * start (the graph: launches 8-23). */
+template <class L> static void trace(cudaStream_t st, L go, int keys)
+{
+	const int cap = 32 * 64;
+	unsigned long long *buf;
+	CK(cudaMalloc(&buf, (size_t)cap * TRN * 8));
+	CK(cudaMemcpyToSymbol(g_tr, &buf, sizeof buf));
+	int khz = 0;
+	CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+	const double ns_per_cycle = 1e6 / khz;
+	static const char *const names[TRN] = {
+	    "", "", "", "init", "prod: 1st TMA", "prod: ring full", "prod: last TMA",
+	    "wg0 K0 landed", "wg0 pass1 done", "wg0 max", "wg0 V0 landed", "wg0 Vlast landed",
+	    "wg0 products done", "wg0 pushed", "wg0 merge inbox full", "wg1 K0 landed",
+	    "wg1 pass1 done", "wg1 max", "wg1 V0 landed", "wg1 Vlast landed", "wg1 products done",
+	    "wg1 pushed", "", "end"};
+	for (int n : {1, 32}) {
+		cudaGraph_t g;
+		cudaGraphExec_t ge;
+		CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+		for (int i = 0; i < n; i++)
+			go(i, st);
+		CK(cudaStreamEndCapture(st, &g));
+		CK(cudaGraphInstantiate(&ge, g, 0));
+		std::vector<unsigned long long> h((size_t)cap * TRN);
+		for (int rep = 0; rep < 3; rep++) { /* the last of 3 replays */
+			const unsigned z = 0;
+			CK(cudaMemcpyToSymbol(g_trn, &z, 4));
+			CK(cudaMemset(buf, 0, (size_t)cap * TRN * 8));
+			flush(F_CLEAN, st);
+			CK(cudaGraphLaunch(ge, st));
+			CK(cudaStreamSynchronize(st));
+		}
+		CK(cudaMemcpy(h.data(), buf, h.size() * 8, cudaMemcpyDeviceToHost));
+		printf("# trace, keys %d, %d launch%s\n", keys, n, n > 1 ? "es" : "");
+		std::vector<double> durs, gaps;
+		std::vector<std::vector<double>> ev(TRN);
+		for (int l = 0; l < n; l++) {
+			unsigned long long s0 = ~0ull, e1 = 0;
+			for (int c = 0; c < 64; c++) {
+				const unsigned long long *rc = &h[(size_t)(l * 64 + c) * TRN];
+				s0 = std::min(s0, rc[1]);
+				e1 = std::max(e1, rc[2]);
+			}
+			durs.push_back((double)(e1 - s0));
+			if (l + 1 < n) {
+				unsigned long long ns0 = ~0ull;
+				for (int c = 0; c < 64; c++)
+					ns0 = std::min(ns0, h[(size_t)((l + 1) * 64 + c) * TRN + 1]);
+				gaps.push_back((double)ns0 - (double)e1);
+			}
+			if (n > 1 && (l < 8 || l >= 24))
+				continue;
+			for (int c = 0; c < 64; c++) {
+				const unsigned long long *rc = &h[(size_t)(l * 64 + c) * TRN];
+				ev[1].push_back((double)(rc[1] - s0));
+				if (rc[2])
+					ev[2].push_back((double)(rc[2] - s0));
+				for (int e = 3; e < TRN; e++)
+					if (rc[e])
+						ev[e].push_back((double)(rc[1] - s0) + rc[e] * ns_per_cycle);
+			}
+		}
+		auto med = [](std::vector<double> v) {
+			std::sort(v.begin(), v.end());
+			return v.empty() ? 0.0 : v[v.size() / 2];
+		};
+		auto mx = [](const std::vector<double> &v) {
+			return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+		};
+		auto mn = [](const std::vector<double> &v) {
+			return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+		};
+		printf("  launch length (first CTA start to last CTA end): median %.0f ns, min %.0f, max %.0f\n",
+		       med(durs), mn(durs), mx(durs));
+		if (!gaps.empty())
+			printf("  gap to the next launch's first CTA: median %.0f ns, min %.0f, max %.0f\n",
+			       med(gaps), mn(gaps), mx(gaps));
+		printf("  %-22s %8s %8s %8s\n", "event (ns from start)", "first", "median", "last");
+		printf("  %-22s %8.0f %8.0f %8.0f\n", "CTA start", mn(ev[1]), med(ev[1]), mx(ev[1]));
+		for (int e = 3; e < TRN; e++)
+			if (!ev[e].empty())
+				printf("  %-22s %8.0f %8.0f %8.0f\n", names[e], mn(ev[e]), med(ev[e]), mx(ev[e]));
+		printf("  %-22s %8.0f %8.0f %8.0f\n", "CTA end (globaltimer)", mn(ev[2]), med(ev[2]), mx(ev[2]));
+		CK(cudaGraphExecDestroy(ge));
+		CK(cudaGraphDestroy(g));
+	}
+	CK(cudaFree(buf));
+}
+
+/* An empty kernel: what a launch costs in a graph, by launch shape */
+__global__ void empty_k(int *p)
+{
+	if (p && threadIdx.x == 0 && blockIdx.x == 1000000)
+		*p = 1;
+}
+
 typedef void (*wg_fn)(CUtensorMap, CUtensorMap, const __nv_bfloat16 *, __nv_bfloat16 *, float);
 
 int main(int argc, char **argv)
@@ -743,9 +966,21 @@ int main(int argc, char **argv)
 		CUtensorMapL2promotion promo;
 		bool math;
 		int nwg; /* 0: dec_wg (160 threads); 1, 2: dec_wg2 */
+		bool pdl; /* launched with programmatic stream serialization */
+		bool trace; /* not timed: traced (trace() below) */
+		int map;    /* 0: 3-d (columns, heads, keys); 1: 4-d (columns, keys, heads,
+			     * sequences) as the plugin's; 2: 4-d (columns, heads, keys, sequences) */
 	};
 	const variant vs[] = {
 	    {"wg2x2 ST10", dec_wg2<10, 16, 2>, dec_wg2<10, 32, 2>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
+	    {"wg2x2 ST10 pdl", dec_wg2<10, 16, 2, 1>, dec_wg2<10, 32, 2, 1>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true},
+	    {"wg2x2 ST10 pdl2", dec_wg2<10, 16, 2, 2>, dec_wg2<10, 32, 2, 2>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true},
+	    {"wg2x2 ST10 pdl2 pf", dec_wg2<10, 16, 2, 2, false, true>, dec_wg2<10, 32, 2, 2, false, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true},
+	    {"wg2x2 ST10 map4k", dec_wg2<10, 16, 2, 0, false, false, 1>, dec_wg2<10, 32, 2, 0, false, false, 1>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, false, 1},
+	    {"wg2x2 ST10 map4h", dec_wg2<10, 16, 2, 0, false, false, 2>, dec_wg2<10, 32, 2, 0, false, false, 2>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, false, 2},
+	    {"wg2x2 ST10 pf", dec_wg2<10, 16, 2, 0, false, true>, dec_wg2<10, 32, 2, 0, false, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
+	    {"wg2x2 ST10 pdl2 trace", dec_wg2<10, 16, 2, 2, true, true>, dec_wg2<10, 32, 2, 2, true, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true, true},
+	    {"wg2x2 ST10 trace", dec_wg2<10, 16, 2, 0, true>, dec_wg2<10, 32, 2, 0, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, true},
 	    {"wg2x2 ST12", dec_wg2<12, 16, 2>, dec_wg2<12, 32, 2>, 12, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
 	    {"wg2x2 ST13", dec_wg2<13, 16, 2>, dec_wg2<13, 32, 2>, 13, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
 	    {"wg2x4 ST10", dec_wg2<10, 16, 4>, dec_wg2<10, 32, 4>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 4},
@@ -762,6 +997,23 @@ int main(int argc, char **argv)
 	}
 	std::vector<uint16_t> hq(QH * D), ho(QH * D);
 	CK(cudaMemcpy(hq.data(), q, QH * D * 2, cudaMemcpyDeviceToHost));
+	if (argc > 2 && strstr(argv[2], "empty")) { /* the launch alone, in a graph of 32 */
+		const int big = 10 * TILE + lay2<2>::BYTES + 1024;
+		CK(cudaFuncSetAttribute(empty_k, cudaFuncAttributeMaxDynamicSharedMemorySize, big));
+		const struct {
+			const char *name;
+			int cluster, smem;
+		} es[] = {{"empty: 64 CTAs, clusters of 8, ring smem", R, big},
+			  {"empty: 64 CTAs, clusters of 8, no smem", R, 0},
+			  {"empty: 64 CTAs, no clusters, ring smem", 0, big},
+			  {"empty: 64 CTAs, no clusters, no smem", 0, 0}};
+		for (const auto &e : es) {
+			auto go = [&](int, cudaStream_t s) {
+				launch(empty_k, dim3(R, H), 288, e.smem, e.cluster, s, (int *)nullptr);
+			};
+			printf("%-45s graph %6.2f us a launch\n", e.name, median_graph_us(st, go, 32, samples));
+		}
+	}
 	for (int keys : {8192, 16384}) {
 		kb.at(keys);
 		const size_t bytes = kb.bytes;
@@ -793,18 +1045,26 @@ int main(int argc, char **argv)
 				ref[h * D + c] = acc[c] / l;
 		}
 		for (const auto &x : vs) {
+			if (argc > 2 && !strstr(argv[2], x.name))
+				continue;
 			std::vector<CUtensorMap> km(32), vm(32);
 			for (int i = 0; i < 32; i++) {
-				km[i] = kv_map(kb.k(i), keys, x.promo);
-				vm[i] = kv_map(kb.v(i), keys, x.promo);
+				km[i] = kv_map(kb.k(i), keys, x.promo, x.map);
+				vm[i] = kv_map(kb.v(i), keys, x.promo, x.map);
 			}
 			const wg_fn fn = keys == 8192 ? x.f8 : x.f16;
 			const int smem = x.st * TILE + (x.nwg == 4 ? lay2<4>::BYTES : x.nwg == 2 ? lay2<2>::BYTES : x.nwg ? lay2<1>::BYTES : EXTRA) + 1024;
 			const int threads = x.nwg ? x.nwg * 128 + 32 : 160;
 			auto go = [&](int i, cudaStream_t s) {
+				g_pdl = x.pdl;
 				launch(fn, dim3(R, H), threads, smem, R, s, km[i], vm[i], (const __nv_bfloat16 *)q,
 				       out, scale_log2);
+				g_pdl = false;
 			};
+			if (x.trace) { /* g_tr is set in trace() alone */
+				trace(st, go, keys);
+				continue;
+			}
 			double err = 0;
 			if (x.math) {
 				CK(cudaMemset(out, 0xff, QH * D * 2)); /* poisoned: NaN */
@@ -823,6 +1083,43 @@ int main(int argc, char **argv)
 			       keys, bytes / 1e6, x.name, a, bytes / a / 1e3, b, bytes / b / 1e3, err);
 			fflush(stdout);
 		}
+#ifdef WITH_PLUGIN
+		{ /* kernels/cuda/flash_decode_wg.cu as the plugin launches it */
+			fa_problem p = {};
+			p.batch = 1, p.heads = QH, p.kv_heads = H, p.q_len = 1, p.kv_len = keys;
+			p.head_dim = p.head_dim_v = D, p.dtype = FA_DTYPE_BF16, p.mask = FA_MASK_NONE;
+			p.layout = FA_LAYOUT_BSHD, p.total_q = 1, p.total_k = keys;
+			p.scale = (float)(1.0 / sqrt((double)D));
+			p.q_stride_s = p.o_stride_s = QH * D, p.q_stride_h = p.o_stride_h = D;
+			p.q_stride_b = p.o_stride_b = QH * D;
+			p.k_stride_s = p.v_stride_s = HSTR, p.k_stride_h = p.v_stride_h = D;
+			p.k_stride_b = p.v_stride_b = (int64_t)keys * HSTR;
+			auto go = [&](int i, cudaStream_t s) {
+				fa_launch_args a = {};
+				a.p = &p, a.q = q, a.k = kb.k(i), a.v = kb.v(i), a.o = out, a.stream = s;
+				const int e = fa_cuda_decode_wg_launch(&a);
+				if (e) {
+					fprintf(stderr, "fa_cuda_decode_wg_launch: %d\n", e);
+					exit(1);
+				}
+			};
+			CK(cudaMemset(out, 0xff, QH * D * 2));
+			go(0, st);
+			CK(cudaStreamSynchronize(st));
+			CK(cudaMemcpy(ho.data(), out, QH * D * 2, cudaMemcpyDeviceToHost));
+			double err = 0;
+			for (int i = 0; i < QH * D; i++) {
+				const double e = fabs((double)bf2f(ho[i]) - ref[i]);
+				err = (e == e) ? fmax(err, e) : 1e9;
+			}
+			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
+			const double b = median_graph_us(st, go, 32, samples);
+			printf("keys %5d %5.1f MB  %-15s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
+			       "GB/s   max err %.2e\n",
+			       keys, bytes / 1e6, "plugin", a, bytes / a / 1e3, b, bytes / b / 1e3, err);
+			fflush(stdout);
+		}
+#endif
 	}
 	return 0;
 }

@@ -858,13 +858,7 @@ template <class L> static void trace(cudaStream_t st, L go, int keys)
 	    "wg1 pass1 done", "wg1 max", "wg1 V0 landed", "wg1 Vlast landed", "wg1 products done",
 	    "wg1 pushed", "", "end"};
 	for (int n : {1, 32}) {
-		cudaGraph_t g;
-		cudaGraphExec_t ge;
-		CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-		for (int i = 0; i < n; i++)
-			go(i, st);
-		CK(cudaStreamEndCapture(st, &g));
-		CK(cudaGraphInstantiate(&ge, g, 0));
+		const cudaGraphExec_t ge = capture_graph(st, go, n);
 		std::vector<unsigned long long> h((size_t)cap * TRN);
 		for (int rep = 0; rep < 3; rep++) { /* the last of 3 replays */
 			const unsigned z = 0;
@@ -926,7 +920,6 @@ template <class L> static void trace(cudaStream_t st, L go, int keys)
 				printf("  %-22s %8.0f %8.0f %8.0f\n", names[e], mn(ev[e]), med(ev[e]), mx(ev[e]));
 		printf("  %-22s %8.0f %8.0f %8.0f\n", "CTA end (globaltimer)", mn(ev[2]), med(ev[2]), mx(ev[2]));
 		CK(cudaGraphExecDestroy(ge));
-		CK(cudaGraphDestroy(g));
 	}
 	CK(cudaFree(buf));
 }
@@ -1014,9 +1007,31 @@ int main(int argc, char **argv)
 			printf("%-45s graph %6.2f us a launch\n", e.name, median_graph_us(st, go, 32, samples));
 		}
 	}
+	/* checks launch 0 against ref (when math: the output poisoned first),
+	 * then times single launches and graphs of 32, and prints a row */
+	auto check_and_time = [&](const char *name, auto go, bool math, int keys,
+				  const std::vector<double> &ref) {
+		const size_t bytes = kb.bytes;
+		double err = 0;
+		if (math) {
+			CK(cudaMemset(out, 0xff, QH * D * 2)); /* poisoned: NaN */
+			go(0, st);
+			CK(cudaStreamSynchronize(st));
+			CK(cudaMemcpy(ho.data(), out, QH * D * 2, cudaMemcpyDeviceToHost));
+			for (int i = 0; i < QH * D; i++) {
+				const double e = fabs((double)bf2f(ho[i]) - ref[i]);
+				err = (e == e) ? fmax(err, e) : 1e9;
+			}
+		}
+		const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
+		const double b = median_graph_us(st, go, 32, samples);
+		printf("keys %5d %5.1f MB  %-15s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
+		       "GB/s   max err %.2e\n",
+		       keys, bytes / 1e6, name, a, bytes / a / 1e3, b, bytes / b / 1e3, err);
+		fflush(stdout);
+	};
 	for (int keys : {8192, 16384}) {
 		kb.at(keys);
-		const size_t bytes = kb.bytes;
 		/* the reference of copy 0 */
 		std::vector<uint16_t> hk((size_t)keys * HSTR), hv((size_t)keys * HSTR);
 		CK(cudaMemcpy(hk.data(), kb.k(0), hk.size() * 2, cudaMemcpyDeviceToHost));
@@ -1061,27 +1076,10 @@ int main(int argc, char **argv)
 				       out, scale_log2);
 				g_pdl = false;
 			};
-			if (x.trace) { /* g_tr is set in trace() alone */
+			if (x.trace) /* g_tr is set in trace() alone */
 				trace(st, go, keys);
-				continue;
-			}
-			double err = 0;
-			if (x.math) {
-				CK(cudaMemset(out, 0xff, QH * D * 2)); /* poisoned: NaN */
-				go(0, st);
-				CK(cudaStreamSynchronize(st));
-				CK(cudaMemcpy(ho.data(), out, QH * D * 2, cudaMemcpyDeviceToHost));
-				for (int i = 0; i < QH * D; i++) {
-					const double e = fabs((double)bf2f(ho[i]) - ref[i]);
-					err = (e == e) ? fmax(err, e) : 1e9;
-				}
-			}
-			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
-			const double b = median_graph_us(st, go, 32, samples);
-			printf("keys %5d %5.1f MB  %-15s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
-			       "GB/s   max err %.2e\n",
-			       keys, bytes / 1e6, x.name, a, bytes / a / 1e3, b, bytes / b / 1e3, err);
-			fflush(stdout);
+			else
+				check_and_time(x.name, go, x.math, keys, ref);
 		}
 #ifdef WITH_PLUGIN
 		{ /* kernels/cuda/flash_decode_wg.cu as the plugin launches it */
@@ -1103,21 +1101,7 @@ int main(int argc, char **argv)
 					exit(1);
 				}
 			};
-			CK(cudaMemset(out, 0xff, QH * D * 2));
-			go(0, st);
-			CK(cudaStreamSynchronize(st));
-			CK(cudaMemcpy(ho.data(), out, QH * D * 2, cudaMemcpyDeviceToHost));
-			double err = 0;
-			for (int i = 0; i < QH * D; i++) {
-				const double e = fabs((double)bf2f(ho[i]) - ref[i]);
-				err = (e == e) ? fmax(err, e) : 1e9;
-			}
-			const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
-			const double b = median_graph_us(st, go, 32, samples);
-			printf("keys %5d %5.1f MB  %-15s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
-			       "GB/s   max err %.2e\n",
-			       keys, bytes / 1e6, "plugin", a, bytes / a / 1e3, b, bytes / b / 1e3, err);
-			fflush(stdout);
+			check_and_time("plugin", go, true, keys, ref);
 		}
 #endif
 	}

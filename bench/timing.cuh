@@ -92,10 +92,8 @@ static double median_us(int mode, cudaStream_t st, L launch, int samples)
 	return 1000.0 * t[t.size() / 2];
 }
 
-/* The clean flush, then a graph of n launches (launch(i, st) queues the
- * i-th), timed as one sample; the median of the samples per launch. */
-template <class L>
-static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
+/* A graph of n launches captured on st (launch(i, st) queues the i-th). */
+template <class L> static cudaGraphExec_t capture_graph(cudaStream_t st, L launch, int n)
 {
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
@@ -105,6 +103,15 @@ static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
 	CK(cudaStreamEndCapture(st, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	CK(cudaGraphDestroy(g));
+	return ge;
+}
+
+/* The clean flush, then that graph, timed as one sample; the median of the
+ * samples per launch. */
+template <class L>
+static double median_graph_us(cudaStream_t st, L launch, int n, int samples)
+{
+	const cudaGraphExec_t ge = capture_graph(st, launch, n);
 	const double us = median_us(F_CLEAN, st, [&] { CK(cudaGraphLaunch(ge, st)); }, samples);
 	CK(cudaGraphExecDestroy(ge));
 	return us / n;

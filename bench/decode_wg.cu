@@ -462,9 +462,6 @@ __global__ void __launch_bounds__(160, 1)
 	}
 }
 
-/* The same with NWG consumer warpgroups (tile j of the range to warpgroup
- * j % NWG) and no exchange of maxima: each warpgroup is a partial with its
- * own (m, l), weighed at the merge (2R partials a head with NWG = 2). */
 /* Tracing (variant "trace"): each CTA of a TR launch writes one record of
  * TRN u64: its block, %globaltimer at its start and end, then clock64()
  * offsets from its start at the events TE_*; g_trn counts the records. */
@@ -485,6 +482,9 @@ __device__ __forceinline__ unsigned long long gtimer()
 			trec[(e)] = clock64() - c0; \
 	} while (0)
 
+/* The same with NWG consumer warpgroups (tile j of the range to warpgroup
+ * j % NWG) and no exchange of maxima: each warpgroup is a partial with its
+ * own (m, l), weighed at the merge (2R partials a head with NWG = 2). */
 constexpr int E2 = 72; /* floats an inbox entry: 16 lanes x 4, m[4], l[4] */
 template <int NWG> struct lay2 {
 	static constexpr int Q = 0, P = 2048, INBOX = P + NWG * 3072, INBOX_BYTES = NWG * R * E2 * 4,

@@ -38,11 +38,16 @@
  *     pf        the tensor maps' descriptors prefetched at the start
  *     map4k     4-d tensor maps (columns, keys, heads, sequences), as the
  *               plugin's; map4h: (columns, heads, keys, sequences)
+ *     early     the producer sets up its own barriers and issues its first
+ *               loads at once, the consumers meeting it at a named barrier
+ *               (no CTA-wide sync first); compiled, not yet timed
  *     trace     not timed: a single launch and a graph of 32 traced (each
  *               CTA's start and end by %globaltimer, its events by clock64)
  *   plugin      with -DWITH_PLUGIN, linked to build/libfabench-cuda.so:
  *               kernels/cuda/flash_decode_wg.cu as the plugin launches it
  *               (fa_cuda_decode_wg_launch), on the same buffers
+ *   plugin-src  the same source compiled into this program (a kernel and
+ *               its flags, against the library's build); not yet timed
  *   empty       an empty kernel in a graph of 32, by launch shape: what a
  *               launch costs
  * Every variant with products is checked against a double-precision
@@ -72,8 +77,16 @@
 #include "decode_tiles.cuh"
 
 #ifdef WITH_PLUGIN /* the plugin's kernel on the same buffers (see main) */
+#include <dlfcn.h>
+
 #include "../include/fabench/plugin.h"
-extern "C" int fa_cuda_decode_wg_launch(const struct fa_launch_args *a);
+/* and its source compiled here ("plugin-src"), in a namespace of its own:
+ * its launcher's C name then stands for this copy, and dlsym finds the
+ * plugin's own in the library */
+namespace plugsrc {
+#include "../kernels/cuda/flash_decode_wg.cu"
+}
+typedef int (*decwg_launch_fn)(const struct fa_launch_args *);
 #endif
 
 constexpr int QH = 32, G = QH / H; /* query heads, the group of a KV head */
@@ -674,7 +687,8 @@ __device__ __forceinline__ void consume2(unsigned char *xs, uint32_t base, uint3
 #undef TRC
 }
 
-template <int ST, int TILES, int NWG, int PDL = 0, bool TR = false, bool PF = false, int MAP = 0>
+template <int ST, int TILES, int NWG, int PDL = 0, bool TR = false, bool PF = false, int MAP = 0,
+	  bool EARLY = false>
 __global__ void __launch_bounds__(NWG * 128 + 32, 1)
     dec_wg2(const __grid_constant__ CUtensorMap km, const __grid_constant__ CUtensorMap vm,
 	    const __nv_bfloat16 *__restrict__ q, __nv_bfloat16 *__restrict__ out, float scale_log2)
@@ -704,16 +718,38 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 	}
 	if (PDL == 1) /* the next launch may start its prologue on the idle SMs */
 		asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-	if (tid == 0) {
-		for (int s = 0; s < ST; s++) {
-			mb_init(full + 8 * s, 1);
-			mb_init(empty + 8 * s, 4);
+	static_assert(!(EARLY && TR), "the trace's start needs the CTA-wide sync");
+	static_assert(!(EARLY && PDL), "early loads would not wait for the launch before");
+	if (EARLY) {
+		/* the producer starts its own barriers and its loads at once; the
+		 * consumers meet it at named barrier 14 before they wait on them */
+		if (warp == NWG * 4) {
+			if (lane == 0) {
+				for (int s = 0; s < ST; s++) {
+					mb_init(full + 8 * s, 1);
+					mb_init(empty + 8 * s, 4);
+				}
+				asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+			}
+			__syncwarp();
+			asm volatile("bar.arrive 14, %0;" ::"n"(NWG * 128 + 32) : "memory");
+		} else if (tid == 0) {
+			mb_init(inbar, 1);
+			mb_expect(inbar, L::INBOX_BYTES);
+			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		}
-		mb_init(inbar, 1);
-		mb_expect(inbar, L::INBOX_BYTES);
-		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	} else {
+		if (tid == 0) {
+			for (int s = 0; s < ST; s++) {
+				mb_init(full + 8 * s, 1);
+				mb_init(empty + 8 * s, 4);
+			}
+			mb_init(inbar, 1);
+			mb_expect(inbar, L::INBOX_BYTES);
+			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		}
+		__syncthreads();
 	}
-	__syncthreads();
 	asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 	if (PDL) /* the launch before has finished and its writes are seen */
 		asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -768,7 +804,10 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 		for (int z = tid; z < NWG * 3 * 64; z += NWG * 128) /* P's rows 4-7 stay 0 */
 			*(uint4 *)(xs + L::P + z * 16) = make_uint4(0, 0, 0, 0);
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-		asm volatile("bar.sync 15, %0;" ::"n"(NWG * 128) : "memory");
+		if (EARLY) /* with the producer: its barriers are set up */
+			asm volatile("bar.sync 14, %0;" ::"n"(NWG * 128 + 32) : "memory");
+		else
+			asm volatile("bar.sync 15, %0;" ::"n"(NWG * 128) : "memory");
 	}
 	if (c == 0)
 		consume2<ST, TILES, NWG, 0, TR>(xs, base, xb, full, empty, inbar, inbox, r, hd, tid, lane, out,
@@ -971,6 +1010,7 @@ int main(int argc, char **argv)
 	    {"wg2x2 ST10 pdl2 pf", dec_wg2<10, 16, 2, 2, false, true>, dec_wg2<10, 32, 2, 2, false, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true},
 	    {"wg2x2 ST10 map4k", dec_wg2<10, 16, 2, 0, false, false, 1>, dec_wg2<10, 32, 2, 0, false, false, 1>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, false, 1},
 	    {"wg2x2 ST10 map4h", dec_wg2<10, 16, 2, 0, false, false, 2>, dec_wg2<10, 32, 2, 0, false, false, 2>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, false, 2},
+	    {"wg2x2 ST10 early", dec_wg2<10, 16, 2, 0, false, false, 0, true>, dec_wg2<10, 32, 2, 0, false, false, 0, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
 	    {"wg2x2 ST10 pf", dec_wg2<10, 16, 2, 0, false, true>, dec_wg2<10, 32, 2, 0, false, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2},
 	    {"wg2x2 ST10 pdl2 trace", dec_wg2<10, 16, 2, 2, true, true>, dec_wg2<10, 32, 2, 2, true, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, true, true},
 	    {"wg2x2 ST10 trace", dec_wg2<10, 16, 2, 0, true>, dec_wg2<10, 32, 2, 0, true>, 10, CU_TENSOR_MAP_L2_PROMOTION_NONE, true, 2, false, true},
@@ -1082,7 +1122,19 @@ int main(int argc, char **argv)
 				check_and_time(x.name, go, x.math, keys, ref);
 		}
 #ifdef WITH_PLUGIN
-		{ /* kernels/cuda/flash_decode_wg.cu as the plugin launches it */
+		for (int src = 0; src < 2; src++) {
+			/* kernels/cuda/flash_decode_wg.cu as the plugin launches it: the
+			 * library's copy, then the one compiled here */
+			static decwg_launch_fn lib_launch;
+			if (!lib_launch) {
+				void *h = dlopen("libfabench-cuda.so", RTLD_NOW | RTLD_NOLOAD);
+				lib_launch = h ? (decwg_launch_fn)dlsym(h, "fa_cuda_decode_wg_launch") : nullptr;
+				if (!lib_launch) {
+					fprintf(stderr, "fa_cuda_decode_wg_launch of libfabench-cuda.so not found\n");
+					exit(1);
+				}
+			}
+			const decwg_launch_fn fn = src ? plugsrc::fa_cuda_decode_wg_launch : lib_launch;
 			fa_problem p = {};
 			p.batch = 1, p.heads = QH, p.kv_heads = H, p.q_len = 1, p.kv_len = keys;
 			p.head_dim = p.head_dim_v = D, p.dtype = FA_DTYPE_BF16, p.mask = FA_MASK_NONE;
@@ -1095,13 +1147,13 @@ int main(int argc, char **argv)
 			auto go = [&](int i, cudaStream_t s) {
 				fa_launch_args a = {};
 				a.p = &p, a.q = q, a.k = kb.k(i), a.v = kb.v(i), a.o = out, a.stream = s;
-				const int e = fa_cuda_decode_wg_launch(&a);
+				const int e = fn(&a);
 				if (e) {
 					fprintf(stderr, "fa_cuda_decode_wg_launch: %d\n", e);
 					exit(1);
 				}
 			};
-			check_and_time("plugin", go, true, keys, ref);
+			check_and_time(src ? "plugin-src" : "plugin", go, true, keys, ref);
 		}
 #endif
 	}

@@ -40,14 +40,22 @@
  *               plugin's; map4h: (columns, heads, keys, sequences)
  *     early     the producer sets up its own barriers and issues its first
  *               loads at once, the consumers meeting it at a named barrier
- *               (no CTA-wide sync first); compiled, not yet timed
+ *               (no CTA-wide sync first)
  *     trace     not timed: a single launch and a graph of 32 traced (each
  *               CTA's start and end by %globaltimer, its events by clock64)
  *   plugin      with -DWITH_PLUGIN, linked to build/libfabench-cuda.so:
  *               kernels/cuda/flash_decode_wg.cu as the plugin launches it
  *               (fa_cuda_decode_wg_launch), on the same buffers
  *   plugin-src  the same source compiled into this program (a kernel and
- *               its flags, against the library's build); not yet timed
+ *               its flags, against the library's build)
+ *   plugin-b, plugin-c
+ *               with -DPLUGIN_B=FILE, -DPLUGIN_C=FILE (and -Ikernels/cuda):
+ *               edited copies of that source, their names renamed
+ *               (fa_decwg to fa_decwgb, fa_cuda_decode_wg_ to
+ *               fa_cuda_decode_wgb_; c for C), timed in the same process
+ *   each plugin variant + coldq: a Q a launch, as fabench's cold graphs
+ *               have (the one Q of the others stays in L2); + coldqo: a Q
+ *               and an O a launch
  *   empty       an empty kernel in a graph of 32, by launch shape: what a
  *               launch costs
  * Every variant with products is checked against a double-precision
@@ -85,6 +93,16 @@
  * plugin's own in the library */
 namespace plugsrc {
 #include "../kernels/cuda/flash_decode_wg.cu"
+#ifdef PLUGIN_B /* edited copies, their names renamed (see "plugin-b") */
+namespace bb {
+#include PLUGIN_B
+}
+#endif
+#ifdef PLUGIN_C
+namespace cc {
+#include PLUGIN_C
+}
+#endif
 }
 typedef int (*decwg_launch_fn)(const struct fa_launch_args *);
 #endif
@@ -988,6 +1006,14 @@ int main(int argc, char **argv)
 	CK(cudaMalloc(&q, QH * D * 2));
 	CK(cudaMalloc(&out, QH * D * 2));
 	fill_random<<<16, 256>>>((uint16_t *)q, QH * D, 777u);
+	/* copies of Q and O a launch, as fabench's cold graphs cycle over whole
+	 * sets of buffers ("coldq", "coldqo" below); copy 0 is q and out */
+	std::vector<__nv_bfloat16 *> qs(32, q), outs(32, out);
+	for (int i = 1; i < 32; i++) {
+		CK(cudaMalloc(&qs[i], QH * D * 2));
+		CK(cudaMalloc(&outs[i], QH * D * 2));
+		CK(cudaMemcpy(qs[i], q, QH * D * 2, cudaMemcpyDeviceToDevice));
+	}
 	CK(cudaDeviceSynchronize());
 	const float scale_log2 = (float)(1.0 / sqrt((double)D) * 1.4426950408889634);
 	const cudaStream_t st = kb.st;
@@ -1065,7 +1091,7 @@ int main(int argc, char **argv)
 		}
 		const double a = median_us(F_CLEAN, st, [&] { go(0, st); }, samples);
 		const double b = median_graph_us(st, go, 32, samples);
-		printf("keys %5d %5.1f MB  %-15s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
+		printf("keys %5d %5.1f MB  %-18s  single %7.2f us %6.0f GB/s   graph %7.2f us %6.0f "
 		       "GB/s   max err %.2e\n",
 		       keys, bytes / 1e6, name, a, bytes / a / 1e3, b, bytes / b / 1e3, err);
 		fflush(stdout);
@@ -1122,9 +1148,27 @@ int main(int argc, char **argv)
 				check_and_time(x.name, go, x.math, keys, ref);
 		}
 #ifdef WITH_PLUGIN
-		for (int src = 0; src < 2; src++) {
+		for (int run = 0; run < 12; run++) {
 			/* kernels/cuda/flash_decode_wg.cu as the plugin launches it: the
-			 * library's copy, then the one compiled here */
+			 * library's copy, the one compiled here, and with -DPLUGIN_B=FILE
+			 * (-DPLUGIN_C=FILE) an edited copy, its C names ending in wgb_
+			 * (wgc_); each with one Q and O for every launch, with a Q a
+			 * launch (coldq), and with a Q and an O a launch (coldqo) */
+			const int src = run / 3, cold = run % 3;
+#ifndef PLUGIN_B
+			if (src == 2)
+				continue;
+#endif
+#ifndef PLUGIN_C
+			if (src == 3)
+				continue;
+#endif
+			static const char *const rn[12] = {"plugin", "plugin coldq", "plugin coldqo",
+							   "plugin-src", "plugin-src coldq", "plugin-src coldqo",
+							   "plugin-b", "plugin-b coldq", "plugin-b coldqo",
+							   "plugin-c", "plugin-c coldq", "plugin-c coldqo"};
+			if (argc > 2 && !strstr(argv[2], rn[run]))
+				continue;
 			static decwg_launch_fn lib_launch;
 			if (!lib_launch) {
 				void *h = dlopen("libfabench-cuda.so", RTLD_NOW | RTLD_NOLOAD);
@@ -1134,7 +1178,15 @@ int main(int argc, char **argv)
 					exit(1);
 				}
 			}
-			const decwg_launch_fn fn = src ? plugsrc::fa_cuda_decode_wg_launch : lib_launch;
+			decwg_launch_fn fn = src ? plugsrc::fa_cuda_decode_wg_launch : lib_launch;
+#ifdef PLUGIN_B
+			if (src == 2)
+				fn = plugsrc::bb::fa_cuda_decode_wgb_launch;
+#endif
+#ifdef PLUGIN_C
+			if (src == 3)
+				fn = plugsrc::cc::fa_cuda_decode_wgc_launch;
+#endif
 			fa_problem p = {};
 			p.batch = 1, p.heads = QH, p.kv_heads = H, p.q_len = 1, p.kv_len = keys;
 			p.head_dim = p.head_dim_v = D, p.dtype = FA_DTYPE_BF16, p.mask = FA_MASK_NONE;
@@ -1146,14 +1198,15 @@ int main(int argc, char **argv)
 			p.k_stride_b = p.v_stride_b = (int64_t)keys * HSTR;
 			auto go = [&](int i, cudaStream_t s) {
 				fa_launch_args a = {};
-				a.p = &p, a.q = q, a.k = kb.k(i), a.v = kb.v(i), a.o = out, a.stream = s;
+				a.p = &p, a.q = cold ? qs[i] : q, a.k = kb.k(i), a.v = kb.v(i);
+				a.o = cold == 2 ? outs[i] : out, a.stream = s;
 				const int e = fn(&a);
 				if (e) {
 					fprintf(stderr, "fa_cuda_decode_wg_launch: %d\n", e);
 					exit(1);
 				}
 			};
-			check_and_time(src ? "plugin-src" : "plugin", go, true, keys, ref);
+			check_and_time(rn[run], go, true, keys, ref);
 		}
 #endif
 	}

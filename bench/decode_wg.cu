@@ -55,7 +55,9 @@
  *               fa_cuda_decode_wgb_; c for C), timed in the same process
  *   each plugin variant + coldq: a Q a launch, as fabench's cold graphs
  *               have (the one Q of the others stays in L2); + coldqo: a Q
- *               and an O a launch
+ *               and an O a launch; + rot6: 6 sets of Q, K, V and O, launch
+ *               i taking set i % 6, as fabench's cold graph at 8k does
+ *               (harness/run/runner.c, rot_sets)
  *   empty       an empty kernel in a graph of 32, by launch shape: what a
  *               launch costs
  * Every variant with products is checked against a double-precision
@@ -1148,13 +1150,13 @@ int main(int argc, char **argv)
 				check_and_time(x.name, go, x.math, keys, ref);
 		}
 #ifdef WITH_PLUGIN
-		for (int run = 0; run < 12; run++) {
+		for (int run = 0; run < 16; run++) {
 			/* kernels/cuda/flash_decode_wg.cu as the plugin launches it: the
 			 * library's copy, the one compiled here, and with -DPLUGIN_B=FILE
 			 * (-DPLUGIN_C=FILE) an edited copy, its C names ending in wgb_
 			 * (wgc_); each with one Q and O for every launch, with a Q a
 			 * launch (coldq), and with a Q and an O a launch (coldqo) */
-			const int src = run / 3, cold = run % 3;
+			const int src = run / 4, cold = run % 4;
 #ifndef PLUGIN_B
 			if (src == 2)
 				continue;
@@ -1163,10 +1165,11 @@ int main(int argc, char **argv)
 			if (src == 3)
 				continue;
 #endif
-			static const char *const rn[12] = {"plugin", "plugin coldq", "plugin coldqo",
-							   "plugin-src", "plugin-src coldq", "plugin-src coldqo",
-							   "plugin-b", "plugin-b coldq", "plugin-b coldqo",
-							   "plugin-c", "plugin-c coldq", "plugin-c coldqo"};
+			static const char *const rn[16] = {
+			    "plugin",	"plugin coldq",	  "plugin coldqo",   "plugin rot6",
+			    "plugin-src", "plugin-src coldq", "plugin-src coldqo", "plugin-src rot6",
+			    "plugin-b",   "plugin-b coldq",   "plugin-b coldqo",   "plugin-b rot6",
+			    "plugin-c",   "plugin-c coldq",   "plugin-c coldqo",   "plugin-c rot6"};
 			if (argc > 2 && !strstr(argv[2], rn[run]))
 				continue;
 			static decwg_launch_fn lib_launch;
@@ -1198,8 +1201,9 @@ int main(int argc, char **argv)
 			p.k_stride_b = p.v_stride_b = (int64_t)keys * HSTR;
 			auto go = [&](int i, cudaStream_t s) {
 				fa_launch_args a = {};
-				a.p = &p, a.q = cold ? qs[i] : q, a.k = kb.k(i), a.v = kb.v(i);
-				a.o = cold == 2 ? outs[i] : out, a.stream = s;
+				const int j = cold == 3 ? i % 6 : i; /* rot6: 6 sets, as fabench at 8k */
+				a.p = &p, a.q = cold ? qs[j] : q, a.k = kb.k(j), a.v = kb.v(j);
+				a.o = cold >= 2 ? outs[j] : out, a.stream = s;
 				const int e = fn(&a);
 				if (e) {
 					fprintf(stderr, "fa_cuda_decode_wg_launch: %d\n", e);

@@ -139,8 +139,10 @@ static int csv_col(char **head, int n, const char *name)
 }
 
 /* The gradients of every result of a database, per (key, kernel, params,
- * tensor), with cols (a SQL list of grad_stats columns) at full precision,
- * sorted and joined (malloc'd). */
+ * tensor), with cols (a SQL list of grad_stats g's columns, qualified: the
+ * results have some of the same names) at full precision, sorted and joined
+ * (malloc'd; "" when the query fails or finds nothing, which the callers
+ * refuse). */
 static char *grads_of(const char *db, const char *cols)
 {
 	char sql[1024];
@@ -149,7 +151,7 @@ static char *grads_of(const char *db, const char *cols)
 		 "coalesce(r.params, '') || '|' || g.tensor || '|' || printf('%s', %s) AS x "
 		 "FROM grad_stats g JOIN results r ON r.id = g.result_id JOIN cases c ON "
 		 "c.id = r.case_id ORDER BY x)",
-		 "%!.17g|%!.17g|%!.17g|%d|%d", cols);
+		 "%!.17g|%!.17g|%!.17g|%d|%d|%d", cols);
 	return fa_test_db_text(db, sql);
 }
 
@@ -223,14 +225,22 @@ FA_TEST(import, bwd_report_csv_carries_gradients_and_round_trips)
 	FA_REQUIRE(r.status == 0);
 	fa_proc_free(&r);
 	{
-		char *want_csv = grads_of(db, "max_abs, rel_l2, nmse, 0, 0");
-		char *want_json = grads_of(db, "max_abs, max_rel, mean_abs, nan_count, rows_checked");
+		/* what each format has (an unknown count stored as NULL reads -1) */
+		static const char csv_cols[] =
+		    "g.max_abs, g.rel_l2, g.nmse, coalesce(g.unwritten, -1), 0, 0";
+		static const char json_cols[] = "g.max_abs, g.max_rel, g.mean_abs, g.nan_count, "
+						"g.rows_checked, coalesce(g.unwritten, -1)";
+		char *want_csv = grads_of(db, csv_cols);
+		char *want_json = grads_of(db, json_cols);
 		char *got;
+		FA_REQUIRE(want_csv && *want_csv && want_json && *want_json);
 		path_in(out, sizeof out, "bwd-csv.db");
 		fa_proc_run((char *[]){"import", csv, "--db", out, NULL}, NULL, 120, &r);
 		FA_CHECKF(r.status == 0, "import csv: %s", r.err);
 		fa_proc_free(&r);
-		got = grads_of(out, "max_abs, rel_l2, nmse, 0, 0");
+		got = grads_of(out, csv_cols);
+		FA_CHECK(fa_test_db_int(out, "SELECT count(*) FROM grad_stats WHERE unwritten = 0") ==
+			 24);
 		FA_CHECKF(got && want_csv && strcmp(got, want_csv) == 0, "csv:\n%.300s\nvs\n%.300s",
 			  got ? got : "(none)", want_csv ? want_csv : "(none)");
 		free(got);
@@ -238,7 +248,7 @@ FA_TEST(import, bwd_report_csv_carries_gradients_and_round_trips)
 		fa_proc_run((char *[]){"import", json, "--db", out, NULL}, NULL, 120, &r);
 		FA_CHECKF(r.status == 0, "import json: %s", r.err);
 		fa_proc_free(&r);
-		got = grads_of(out, "max_abs, max_rel, mean_abs, nan_count, rows_checked");
+		got = grads_of(out, json_cols);
 		FA_CHECKF(got && want_json && strcmp(got, want_json) == 0,
 			  "json:\n%.300s\nvs\n%.300s", got ? got : "(none)",
 			  want_json ? want_json : "(none)");
@@ -371,6 +381,15 @@ FA_TEST(import, empty_sequences_run_and_round_trip)
 					     "c.id = r.case_id WHERE c.seqlens = '0/5/3' AND "
 					     "c.mask = 'none' AND c.pass = 'fwd' AND r.flops = 1920 AND "
 					     "r.bytes = 608") == 2);
+		/* the counts come back too: elements never written (0 here, not
+		 * unknown) from both; NaNs and rows checked from the JSON, which
+		 * has them (the CSV has not) */
+		FA_CHECKF(fa_test_db_int(out, i == 0 ? "SELECT count(*) FROM results WHERE status = "
+						       "'pass' AND unwritten = 0"
+						     : "SELECT count(*) FROM results WHERE status = "
+						       "'pass' AND unwritten = 0 AND nan_count = 0 AND "
+						       "rows_checked > 0") == 16,
+			  "%s: the counts", formats[i]);
 	}
 	free(want);
 }

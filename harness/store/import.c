@@ -40,7 +40,7 @@ enum rfield {
 	RF_KERNEL, RF_PARAMS, RF_BACKEND, RF_STATUS, RF_REASON, RF_TIMING,
 	RF_MEDIAN, RF_MEAN, RF_MIN, RF_MAX, RF_STDEV, RF_N_SAMPLES, RF_SAMPLES,
 	RF_MAX_ABS, RF_MAX_REL, RF_MEAN_ABS, RF_REL_L2, RF_NMSE,
-	RF_NAN_COUNT, RF_INF_COUNT, RF_ROWS_CHECKED, RF_ELEMS_CHECKED, RF_RULE,
+	RF_NAN_COUNT, RF_INF_COUNT, RF_UNWRITTEN, RF_ROWS_CHECKED, RF_ELEMS_CHECKED, RF_RULE,
 	RF_KEY, RF_SEED, RF_COUNT
 };
 
@@ -67,6 +67,7 @@ static const struct {
 	[RF_MAX_REL] = {"max_rel", RT_STAT},      [RF_MEAN_ABS] = {"mean_abs", RT_STAT},
 	[RF_REL_L2] = {"rel_l2", RT_STAT},        [RF_NMSE] = {"nmse", RT_STAT},
 	[RF_NAN_COUNT] = {"nan_count", RT_INT},   [RF_INF_COUNT] = {"inf_count", RT_INT},
+	[RF_UNWRITTEN] = {"unwritten", RT_INT},
 	[RF_ROWS_CHECKED] = {"rows_checked", RT_INT},
 	[RF_ELEMS_CHECKED] = {"elems_checked", RT_INT},
 	[RF_RULE] = {"rule", RT_TEXT},            [RF_KEY] = {"key", RT_TEXT},
@@ -883,8 +884,8 @@ static enum fa_rc take_stats(struct ctx *cx, const struct ival *const *rv, struc
 {
 	double *dst[] = {&r->st.max_abs, &r->st.max_rel, &r->st.mean_abs, &r->st.rel_l2,
 			 &r->st.nmse};
-	int64_t *cdst[] = {&r->st.nan_count, &r->st.inf_count, &r->st.rows_checked,
-			   &r->st.elems_checked};
+	int64_t *cdst[] = {&r->st.nan_count, &r->st.inf_count, &r->st.unwritten,
+			   &r->st.rows_checked, &r->st.elems_checked};
 	enum fa_rc rc;
 	r->st.max_abs = r->st.max_rel = r->st.mean_abs = r->st.rel_l2 = r->st.nmse = NAN;
 	r->st.same_max_abs = -1;
@@ -942,8 +943,8 @@ static enum fa_rc take_grads(struct ctx *cx, const struct ifield *const (*gf)[RF
 	for (int g = 0; g < FA_GRAD_COUNT; g++) {
 		struct fa_err_stats *e = &r->st_grad[g];
 		double *dst[] = {&e->max_abs, &e->max_rel, &e->mean_abs, &e->rel_l2, &e->nmse};
-		int64_t *cdst[] = {&e->nan_count, &e->inf_count, &e->rows_checked,
-				   &e->elems_checked};
+		int64_t *cdst[] = {&e->nan_count, &e->inf_count, &e->unwritten,
+				   &e->rows_checked, &e->elems_checked};
 		int have = 0;
 		memset(e, 0, sizeof *e);
 		e->max_abs = e->max_rel = e->mean_abs = e->rel_l2 = e->nmse = NAN;
@@ -1040,7 +1041,7 @@ static enum fa_rc take_words(struct ctx *cx, const struct ival *const *rv, struc
  * imports as it was written. */
 static const char *const report_only[] = {
 	"run_id", "case_idx", "idx", "family", "discarded", "stop_reason", "flops", "tflops",
-	"bytes", "gbps", "speedup", "checked", "same_max_abs", "unwritten", "worst_index",
+	"bytes", "gbps", "speedup", "checked", "same_max_abs", "worst_index",
 	"worst_out", "worst_ref", "mem_bytes", "sm_clock_mhz", "sm_clock_max_mhz", "temp_c",
 	"power_w", "throttle_reasons", "total_q", "total_k", "varlen", "scale_set", "device",
 	"tokens_per_s",
@@ -1049,9 +1050,9 @@ static const char *const report_only[] = {
 int fa_import_report_only(const char *name)
 {
 	const char *rest;
-	/* a gradient's same_max_abs and unwritten (dq_unwritten), as O's */
+	/* a gradient's same_max_abs (dq_same_max_abs), as O's */
 	if (grad_tensor_of(name, &rest) >= 0)
-		return strcmp(rest, "same_max_abs") == 0 || strcmp(rest, "unwritten") == 0;
+		return strcmp(rest, "same_max_abs") == 0;
 	for (size_t i = 0; i < sizeof report_only / sizeof report_only[0]; i++)
 		if (strcmp(report_only[i], name) == 0)
 			return 1;

@@ -604,10 +604,12 @@ char *fa_test_db_text(const char *db, const char *sql)
 	sqlite3 *h = NULL;
 	sqlite3_stmt *st = NULL;
 	char *v = NULL;
-	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-	    sqlite3_column_text(st, 0))
-		v = strdup((const char *)sqlite3_column_text(st, 0));
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+			fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(h));
+		else if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			v = strdup((const char *)sqlite3_column_text(st, 0));
+	}
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	return v ? v : strdup("");

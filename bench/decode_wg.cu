@@ -1155,7 +1155,8 @@ int main(int argc, char **argv)
 			 * library's copy, the one compiled here, and with -DPLUGIN_B=FILE
 			 * (-DPLUGIN_C=FILE) an edited copy, its C names ending in wgb_
 			 * (wgc_); each with one Q and O for every launch, with a Q a
-			 * launch (coldq), and with a Q and an O a launch (coldqo) */
+			 * launch (coldq), with a Q and an O a launch (coldqo), and over
+			 * 6 sets of all four (rot6) */
 			const int src = run / 4, cold = run % 4;
 #ifndef PLUGIN_B
 			if (src == 2)

@@ -541,6 +541,57 @@ FA_TEST(hostile, junit_of_a_plugins_text_is_well_formed)
 	free(text);
 }
 
+/* Prints e as the commands do, into a malloc'd string. */
+static char *printed(const struct fa_err *e, const char *prefix)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	fa_err_print(e, f, prefix);
+	fclose(f);
+	return text;
+}
+
+/* An input error quotes a suite's or a file's value: a line feed or a tab
+ * in it (a double-quoted YAML "\n") prints as '?', as every other control
+ * character, so that a value cannot print a line of its own ("fabench: all
+ * fine"). Other errors keep their lines (gnuplot's stderr: test_plot.c). */
+FA_TEST(hostile, input_errors_print_no_line_feeds)
+{
+	static const struct fa_loc loc = {"no-such-file.yaml", 3, 7};
+	struct fa_err e;
+	char *text;
+	fa_err_clear(&e);
+	fa_err_at(&e, &loc, "tag 'ok\nfabench: all fine' is\tbad");
+	text = printed(&e, "fabench list");
+	FA_CHECKF(text && strcmp(text, "no-such-file.yaml:3:7: tag 'ok?fabench: all fine' is?bad\n") == 0,
+		  "printed:\n%s", text);
+	free(text);
+	/* without a file: list's --where, which a value of the command line fills */
+	fa_err_clear(&e);
+	fa_err_set(&e, FA_ERR_INPUT, "no case of suite s matches --where 'a\nb\tc'");
+	text = printed(&e, "fabench list");
+	FA_CHECKF(text && strcmp(text, "fabench list: error: no case of suite s matches "
+				       "--where 'a?b?c'\n") == 0,
+		  "printed:\n%s", text);
+	free(text);
+	fa_err_clear(&e);
+	fa_err_set(&e, FA_ERR_BACKEND, "gnuplot failed: one\n\ttwo\x1b[2J");
+	text = printed(&e, "fabench plot");
+	FA_CHECKF(text && strcmp(text, "fabench plot: error: gnuplot failed: one\n\ttwo?[2J\n") == 0,
+		  "printed:\n%s", text);
+	free(text);
+	/* through the command: the suite's tag stays on its line */
+	struct fa_proc_result r;
+	fa_proc_run((char *[]){"list", "suites/bad/tag_line_feed.yaml", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "tag 'ok?fabench: all fine' holds") &&
+			  !strstr(r.err, "\nfabench: all fine"),
+		  "status %d: %.500s", r.status, r.err);
+	fa_proc_free(&r);
+}
+
 /* A usage error quotes what it was given (an option, a stored run's
  * command line for --resume): its control characters print as '?' */
 FA_TEST(hostile, usage_errors_print_no_control_characters)

@@ -919,6 +919,48 @@ FA_TEST(plot, gnuplot_failure_is_reported)
 	fa_store_close(s);
 }
 
+/* gnuplot's stderr names a script error in lines (the script's line, a
+ * caret under it, the message): an error that is not about input keeps its
+ * line feeds and tabs when printed, while other control characters print as
+ * '?' (an input error's print line feeds as '?' too: test_hostile.c). */
+FA_TEST(plot, gnuplot_stderr_keeps_its_lines)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
+	char fake[1300], path[1300], old[1024], tmp[1200], saved[1024];
+	struct fa_err err;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	FA_REQUIRE(s);
+	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
+	f = fopen(fake, "w");
+	FA_REQUIRE(f);
+	fputs("#!/bin/sh\n"
+	      "printf 'plot nonsense\\n\\t^\\033[2J\\n\"plot.gp\" line 3: undefined variable\\n' >&2\n"
+	      "exit 3\n",
+	      f);
+	FA_REQUIRE(fclose(f) == 0);
+	FA_REQUIRE(chmod(fake, 0755) == 0);
+	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
+	snprintf(path, sizeof path, "%s/out.png", fa_test_tmpdir());
+	env_set("FABENCH_GNUPLOT", fake, saved, sizeof saved);
+	fa_err_clear(&err);
+	FA_CHECK(fa_plot_render(s, &o, path, &err) == FA_ERR_BACKEND);
+	f = open_memstream(&text, &len);
+	FA_REQUIRE(f);
+	fa_err_print(&err, f, "fabench plot");
+	fclose(f);
+	FA_CHECKF(strcmp(text, "fabench plot: error: gnuplot failed with exit status 3: plot nonsense\n"
+			       "\t^?[2J\n"
+			       "\"plot.gp\" line 3: undefined variable\n") == 0,
+		  "printed:\n%s", text);
+	free(text);
+	env_restore("FABENCH_GNUPLOT", saved);
+	restore_tmpdir(old);
+	fa_store_close(s);
+}
+
 /* ---- The command -------------------------------------------------------------------- */
 
 FA_TEST(plot, command_usage_errors)

@@ -185,15 +185,16 @@ static void print_excerpt(FILE *f, int line, const char *text, int col)
 
 /* s as a terminal may show it: a message quotes input (a YAML key or value
  * with its escapes decoded, a plugin's device name), so each control
- * character but a line feed or a tab (a message may hold lines, gnuplot's
- * stderr) and each C1 control in UTF-8 prints as '?', as in the excerpt. */
-static void put_plain(FILE *f, const char *s)
+ * character and each C1 control in UTF-8 prints as '?', as in the excerpt;
+ * with `lines`, line feeds and tabs stay (a message that is not about input
+ * may hold lines: gnuplot's stderr). */
+static void put_plain(FILE *f, const char *s, int lines)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
 			fputc('?', f);
 			p++;
-		} else if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) {
+		} else if ((*p < 0x20 && !(lines && (*p == '\n' || *p == '\t'))) || *p == 0x7f) {
 			fputc('?', f);
 		} else {
 			fputc(*p, f);
@@ -204,17 +205,20 @@ static void put_plain(FILE *f, const char *s)
 void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 {
 	char text[4096];
+	/* an input error quotes the input's values, which must not make lines
+	 * of their own ("tag: \"ok\\nfabench: all fine\"") */
+	const int lines = e->rc != FA_ERR_INPUT && !e->file[0];
 	if (!e->file[0]) {
 		fprintf(f, "%s: error: ", prefix ? prefix : "fabench");
-		put_plain(f, e->msg);
+		put_plain(f, e->msg, lines);
 		fputc('\n', f);
 		return;
 	}
-	put_plain(f, e->file);
+	put_plain(f, e->file, 0);
 	if (e->line > 0)
 		fprintf(f, ":%d:%d", e->line, e->col);
 	fputs(": ", f);
-	put_plain(f, e->msg);
+	put_plain(f, e->msg, lines);
 	fputc('\n', f);
 	int skipped = 0;
 	if (e->line > 0 &&

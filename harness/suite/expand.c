@@ -1467,13 +1467,19 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 		free(pending);
 		return rc;
 	}
-	if (pending) { /* a derived value out of range comes first */
+	if (!pending && conflict[0]) {
+		if (!(pending = strdup(conflict)))
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
+		pending_loc = conflict_loc;
+	}
+	if (pending) {
+		/* a derived value out of range comes first, then a conflict with
+		 * the model: the problem's own checks (heads 2 not divisible by
+		 * the model's kv_heads 8) would blame the preset's value */
 		free(w->pending);
 		w->pending = pending;
 		w->pending_loc = pending_loc;
 	}
-	if (conflict[0])
-		pend(w, &conflict_loc, "%s", conflict);
 	/* depth makes kv_len = depth + q_len; where the lengths come whole from
 	 * seq_len (kv_len = q_len) or seqlens (kv_seqlens = seqlens) it could
 	 * only be a label that the problem contradicts */

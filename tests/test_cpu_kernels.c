@@ -5,6 +5,7 @@
  * before launch; every flash tile size; cancellation; thread-count
  * independence. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +205,17 @@ FA_TEST(cpu_kernels, table)
 	p.varlen = 1;
 	p.total_q = 11; /* packed: total_q rows, each as long as the longest kv sequence */
 	FA_CHECK(d->workspace_bytes(&p, NULL) == 11 * 4 * 7 * 4);
+	/* a score matrix past size_t (2^62 rows x 2^31 keys) asks for all of
+	 * it, which no allocation gives, not for a size wrapped round; the
+	 * backward's P and dS too */
+	p.varlen = 0;
+	p.batch = 1;
+	p.heads = p.kv_heads = INT32_MAX;
+	p.q_len = p.kv_len = p.total_q = p.total_k = INT32_MAX;
+	FA_CHECK(d->workspace_bytes(&p, NULL) == SIZE_MAX);
+	FA_CHECK(fa_cpu_dense_bwd_workspace_bytes(&p, NULL) == SIZE_MAX);
+	p.q_len = p.total_q = 1; /* 2^31 rows x 2^31 keys x 8 bytes: 2^65 */
+	FA_CHECK(fa_cpu_dense_bwd_workspace_bytes(&p, NULL) == SIZE_MAX);
 	FA_CHECK(f->n_params == 2 && strcmp(f->params[0].name, "block_q") == 0 &&
 		 strcmp(f->params[1].name, "block_k") == 0);
 	FA_CHECK(f->params[0].default_value == 16 && f->params[1].default_value == 64);

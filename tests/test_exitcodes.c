@@ -39,6 +39,16 @@ static const struct exit_case cases[] = {
 	 2,
 	 "suites/bad/duplicate_key.yaml:5:3: duplicate key 'heads'",
 	 DB_SAME},
+	/* Q of 2^66 bytes wrapped past int64 to 24: the run crashed, leaving an
+	 * incomplete run; a too large case is refused at load, as --dry-run */
+	{{"run", "suites/bad/tensor_too_large.yaml", "--db", "@DB"},
+	 2,
+	 "suites/bad/tensor_too_large.yaml:4:52: Q is too large: 268435456 tokens x 134217728 heads",
+	 DB_SAME},
+	{{"run", "suites/bad/tensor_too_large_kv.yaml", "--dry-run", "--db", "@DB"},
+	 2,
+	 "suites/bad/tensor_too_large_kv.yaml:4:64: K is too large",
+	 DB_SAME},
 	{{"run", "tests/suites/tiny.yaml", "--where", "head_dim == 999", "--db", "@DB"},
 	 2,
 	 "no case of suite tiny matches --where 'head_dim == 999'",

@@ -1244,6 +1244,67 @@ static enum fa_rc build_mask(const fa_bindings b, const struct fa_loc *made_by, 
 	return FA_OK;
 }
 
+/* Where a tensor's size comes from, for messages: its token count's value
+ * (the lengths a suite sweeps), else the mapping that made the case. */
+static const struct fa_loc *tokens_loc(const fa_bindings b, const struct fa_loc *made_by, int qlike)
+{
+	static const int q_order[] = {FA_P_SEQLENS, FA_P_SEQ_LEN, FA_P_Q_LEN, FA_P_BATCH};
+	static const int k_order[] = {FA_P_KV_SEQLENS, FA_P_SEQLENS, FA_P_SEQ_LEN, FA_P_KV_LEN,
+				      FA_P_Q_LEN, FA_P_BATCH};
+	const int *order = qlike ? q_order : k_order;
+	const int n = qlike ? 4 : 6;
+	for (int k = 0; k < n; k++)
+		if (b[order[k]])
+			return &b[order[k]]->loc;
+	return made_by;
+}
+
+/* The case's buffers against FA_CASE_MAX_BYTES, in overflow-checked int64:
+ * a tensor of tokens x heads x head size elements past int64 would wrap to a
+ * small or negative size, and the run would allocate that and write past it.
+ * The first tensor too large, else a total too large, waits in w->pending. */
+static void check_size(const fa_bindings b, const struct fa_loc *made_by, struct fa_work *w)
+{
+	static const char *const names[] = {"Q", "K", "V", "O", "dO", "dQ", "dK", "dV"};
+	static const char *const dims[] = {"head_dim", "head_dim", "head_dim_v", "head_dim_v",
+					   "head_dim_v", "head_dim", "head_dim", "head_dim_v"};
+	const struct fa_problem *p = &w->c.p;
+	const int bwd = w->c.pass != FA_PASS_FWD;
+	const int64_t elt = fa_dtype_size(p->dtype);
+	int64_t total = 0, rows;
+	for (int t = FA_TENSOR_Q; t <= (bwd ? FA_TENSOR_DV : FA_TENSOR_O); t++) {
+		int64_t tokens, elems, bytes;
+		int32_t heads, dim;
+		const int qlike = t == FA_TENSOR_Q || t == FA_TENSOR_O || t == FA_TENSOR_DO ||
+				  t == FA_TENSOR_DQ;
+		fa_tensor_shape(p, t, &tokens, &heads, &dim);
+		if (__builtin_mul_overflow(tokens, (int64_t)heads, &elems) ||
+		    __builtin_mul_overflow(elems, (int64_t)dim, &elems) ||
+		    __builtin_mul_overflow(elems, elt, &bytes) || bytes > FA_CASE_MAX_BYTES) {
+			pend(w, tokens_loc(b, made_by, qlike),
+			     "%s is too large: %lld tokens x %d heads x %d (%s) in %s is %.3g bytes, "
+			     "more than the 2^50 (1 PiB) a tensor may hold",
+			     names[t], (long long)tokens, heads, dim, dims[t], fa_dtype_name(p->dtype),
+			     (double)tokens * heads * dim * (double)elt);
+			return;
+		}
+		total += bytes; /* each at most 2^50: no sum of these overflows */
+		if (t == FA_TENSOR_O || t >= FA_TENSOR_DQ)
+			total += elems * 12; /* the reference's fp64 and fp32 answers */
+	}
+	/* the reference's row lists (query rows x heads, and a backward's key
+	 * rows x kv_heads), a backward's LSE: at most the elements of Q and K */
+	rows = (int64_t)p->total_q * p->heads;
+	total += rows * 8;
+	if (bwd)
+		total += rows * 4 + (int64_t)p->total_k * p->kv_heads * 8;
+	if (total > FA_CASE_MAX_BYTES)
+		pend(w, tokens_loc(b, made_by, 1),
+		     "the case is too large: its tensors%s and the reference's buffers add up to %.3g "
+		     "bytes, more than the 2^50 (1 PiB) a case may hold",
+		     bwd ? ", the LSE" : "", (double)total);
+}
+
 /* Builds the problem of bindings b into w (zeroed first). Returns an error
  * for what leaves the problem undefined; other mistakes wait in w->pending. */
 static enum fa_rc build_problem(const fa_bindings b, const struct fa_loc *made_by,
@@ -1291,6 +1352,7 @@ static enum fa_rc build_problem(const fa_bindings b, const struct fa_loc *made_b
 	if ((rc = build_mask(b, made_by, w, err)) != FA_OK)
 		return rc;
 	fa_problem_set_strides(p);
+	check_size(b, made_by, w);
 	return FA_OK;
 }
 

@@ -26,6 +26,15 @@
  * them: bounds the time spent on a product that filters throw away. */
 #define FA_EXPAND_MAX_COMBOS 1000000
 
+/* The most bytes one case may hold: each of its tensors (Q, K, V, O; a
+ * backward's dO, dQ, dK, dV), and all of them together with a backward's LSE
+ * and the reference's buffers (its fp64 and fp32 answers, 12 bytes an output
+ * element, and 8 bytes a row of its row lists). 2^50 (1 PiB) is far past any
+ * machine, and keeps every size computed from them (a byte count times 8, a
+ * sum of a dozen) inside int64 and exact in a double. Checked with
+ * overflow-checked arithmetic when a case is built. */
+#define FA_CASE_MAX_BYTES ((int64_t)1 << 50)
+
 /* Case parameters, in the order of docs/suites.md. */
 enum fa_param {
 	FA_P_BATCH, FA_P_HEADS, FA_P_KV_HEADS, FA_P_GQA, FA_P_Q_LEN, FA_P_KV_LEN, FA_P_SEQ_LEN,

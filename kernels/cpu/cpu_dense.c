@@ -28,8 +28,13 @@ size_t fa_cpu_dense_workspace_bytes(const struct fa_problem *p, const int32_t *p
 {
 	int64_t rows = p->varlen ? (int64_t)p->total_q * p->heads
 				 : (int64_t)p->batch * p->heads * p->q_len;
+	size_t bytes;
 	(void)params;
-	return (size_t)rows * (size_t)p->kv_len * sizeof(float);
+	/* a score matrix past size_t asks for all of it, which no allocation
+	 * gives, instead of wrapping to a small size */
+	if (__builtin_mul_overflow((size_t)rows, (size_t)p->kv_len * sizeof(float), &bytes))
+		return SIZE_MAX;
+	return bytes;
 }
 
 struct dense_scratch {

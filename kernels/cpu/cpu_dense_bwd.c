@@ -32,8 +32,13 @@ static int64_t score_rows(const struct fa_problem *p)
 
 size_t fa_cpu_dense_bwd_workspace_bytes(const struct fa_problem *p, const int32_t *params)
 {
+	size_t bytes;
 	(void)params;
-	return 2 * (size_t)score_rows(p) * (size_t)p->kv_len * sizeof(float); /* P and dS */
+	/* P and dS; past size_t, all of it (no allocation gives it), not a wrapped size */
+	if (__builtin_mul_overflow((size_t)score_rows(p), 2 * (size_t)p->kv_len * sizeof(float),
+				   &bytes))
+		return SIZE_MAX;
+	return bytes;
 }
 
 struct dbwd_scratch {

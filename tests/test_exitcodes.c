@@ -49,6 +49,16 @@ static const struct exit_case cases[] = {
 	 2,
 	 "suites/bad/tensor_too_large_kv.yaml:4:64: K is too large",
 	 DB_SAME},
+	/* repeats of one case that would lose a layer count or a depth */
+	{{"run", "suites/bad/layers_conflict.yaml", "--db", "@DB"},
+	 2,
+	 "suites/bad/layers_conflict.yaml:7:24: label 'llama3-8b' has layers 10 here but 32 at "
+	 "suites/bad/layers_conflict.yaml:5:20",
+	 DB_SAME},
+	{{"run", "suites/bad/depth_kv_len_explicit.yaml", "--db", "@DB"},
+	 2,
+	 "suites/bad/depth_kv_len_explicit.yaml:6:14: depth 16 makes the same case as depth 8",
+	 DB_SAME},
 	{{"run", "tests/suites/tiny.yaml", "--where", "head_dim == 999", "--db", "@DB"},
 	 2,
 	 "no case of suite tiny matches --where 'head_dim == 999'",

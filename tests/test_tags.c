@@ -151,6 +151,57 @@ FA_TEST(tags, shared_shape_keeps_every_name)
 	fa_suite_free(&s);
 }
 
+/* Repeats of one case keep what each says: the same layer count twice is
+ * no conflict, and a repeat gives the case what it lacked (a tag's layers,
+ * a depth); different values are errors (suites/bad/layers_conflict*.yaml,
+ * depth_kv_*.yaml). */
+FA_TEST(tags, repeats_fill_what_the_case_lacks)
+{
+	struct fa_suite s;
+	struct fa_err err;
+	/* the preset's 32 given again, and 10 twice */
+	FA_REQUIRE(load_text("same.yaml",
+			     "defaults: {q_len: 4, kv_len: 20}\n"
+			     "groups:\n"
+			     "  - axes: {model: [llama3-8b]}\n"
+			     "  - axes: {model: [llama3-8b]}\n    defaults: {layers: 32}\n"
+			     "  - axes: {model: [qwen3-4b]}\n    defaults: {layers: 10}\n"
+			     "  - axes: {model: [qwen3-4b]}\n    defaults: {layers: 10}\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1 && s.cases[0].n_tags == 2);
+	FA_CHECK(s.cases[0].tags[0].layers == 32 && s.cases[0].tags[1].layers == 10);
+	fa_suite_free(&s);
+	/* a tag given no layers takes a repeat's */
+	FA_REQUIRE(load_text("tag.yaml",
+			     "defaults: {heads: 4, head_dim: 64, seq_len: 16, tag: foo}\n"
+			     "groups:\n  - defaults: {}\n  - defaults: {layers: 7}\n"
+			     "  - defaults: {}\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1 && s.cases[0].n_tags == 1);
+	FA_CHECK(s.cases[0].tags[0].layers == 7);
+	fa_suite_free(&s);
+	/* a case made without depth, then with one that makes the same kv_len:
+	 * the case is labelled with it, and --where finds it */
+	FA_REQUIRE(load_text("depth.yaml",
+			     "defaults: {heads: 2, head_dim: 16, q_len: 4}\n"
+			     "groups:\n"
+			     "  - defaults: {kv_len: 20}\n"
+			     "  - defaults: {depth: 16, kv_len: depth + q_len}\n"
+			     "  - defaults: {kv_len: 20}\n",
+			     &s, &err) == FA_OK);
+	FA_REQUIRE(s.n_cases == 1);
+	FA_CHECK(s.cases[0].depth == 16 && s.cases[0].p.kv_len == 20);
+	FA_CHECK(fa_suite_filter(&s, "depth == 16", &err) == FA_OK && s.n_cases == 1);
+	fa_suite_free(&s);
+	/* one depth twice is no conflict, kv_len given or not */
+	FA_REQUIRE(load_text("depth2.yaml",
+			     "defaults: {heads: 2, head_dim: 16, q_len: 4, depth: 16}\n"
+			     "groups:\n  - defaults: {kv_len: 20}\n  - defaults: {}\n",
+			     &s, &err) == FA_OK);
+	FA_CHECK(s.n_cases == 1 && s.cases[0].depth == 16);
+	fa_suite_free(&s);
+}
+
 /* suites/llama-pr.yaml: seed 001's 8 models x 6 x 3 = 144 rows, 90 cases. */
 FA_TEST(tags, llama_pr_grid)
 {

@@ -1556,6 +1556,8 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 		     "included)",
 		     depth);
 	w->c.depth = depth;
+	if (b[FA_P_DEPTH])
+		w->c.depth_loc = b[FA_P_DEPTH]->loc;
 	if (b[FA_P_LAYERS] && !b[FA_P_MODEL] && !b[FA_P_TAG])
 		pend(w, &b[FA_P_LAYERS]->loc, "layers needs a model or a tag to belong to");
 	if (b[FA_P_MODEL] || b[FA_P_TAG]) {
@@ -1566,10 +1568,12 @@ static enum fa_rc build_case(const fa_bindings b, const struct fa_loc *made_by, 
 		if (m) {
 			w->c.tags[k].name = strdup(m->name);
 			w->c.tags[k].model = 1;
+			w->c.tags[k].loc = b[FA_P_LAYERS] ? b[FA_P_LAYERS]->loc : b[FA_P_MODEL]->loc;
 			w->c.tags[k++].layers = b[FA_P_LAYERS] ? (int32_t)b[FA_P_LAYERS]->i : m->layers;
 		}
 		if (b[FA_P_TAG]) {
 			w->c.tags[k].name = strdup(b[FA_P_TAG]->text);
+			w->c.tags[k].loc = b[FA_P_LAYERS] && !m ? b[FA_P_LAYERS]->loc : b[FA_P_TAG]->loc;
 			w->c.tags[k++].layers = b[FA_P_LAYERS] && !m ? (int32_t)b[FA_P_LAYERS]->i : 0;
 		}
 		w->c.n_tags = k;

@@ -1255,8 +1255,49 @@ char *fa_case_key(const struct fa_case *c)
 	return b.s;
 }
 
+/* A repeat d of case c (the same key) may only add labels: a `depth` or a
+ * label's `layers` that c holds with another value would be lost, so it is
+ * an error at d's value; one that c lacks (no depth, a tag without layers)
+ * is taken. The labels d adds are merged by the caller. */
+static enum fa_rc merge_repeat(struct fa_case *c, const struct fa_case *d, struct fa_err *err)
+{
+	if (d->depth_loc.file && c->depth_loc.file && d->depth != c->depth)
+		return fa_err_at(err, &d->depth_loc,
+				 "depth %d makes the same case as depth %d (%s:%d:%d): %s", d->depth,
+				 c->depth, c->depth_loc.file, c->depth_loc.line, c->depth_loc.col,
+				 d->p.varlen ? "kv_seqlens are given, so depth does not change the "
+					       "case; each sequence's keys, the cache included, are its "
+					       "kv_seqlens entry"
+					     : "kv_len is given, so depth does not change the case; for "
+					       "a cache of depth keys before the queries, write kv_len: "
+					       "depth + q_len");
+	for (int32_t k = 0; k < d->n_tags; k++)
+		for (int32_t j = 0; j < c->n_tags; j++) {
+			const struct fa_case_tag *dt = &d->tags[k];
+			struct fa_case_tag *ct = &c->tags[j];
+			if (strcmp(ct->name, dt->name) != 0 || dt->layers == 0 || ct->layers == dt->layers)
+				continue;
+			if (ct->layers == 0) { /* a tag given no layers takes these */
+				ct->layers = dt->layers;
+				ct->loc = dt->loc;
+				continue;
+			}
+			return fa_err_at(err, &dt->loc,
+					 "label '%s' has layers %d here but %d at %s:%d:%d, on the same "
+					 "case: a label has one layer count per case",
+					 dt->name, dt->layers, ct->layers,
+					 ct->loc.file ? ct->loc.file : "?", ct->loc.line, ct->loc.col);
+		}
+	if (!c->depth_loc.file && d->depth_loc.file) { /* the repeat names the cache */
+		c->depth = d->depth;
+		c->depth_loc = d->depth_loc;
+	}
+	return FA_OK;
+}
+
 /* Turns the work list into s->cases: reports the first pending error, drops
- * repeated keys (the first stays), sets keys, seeds and settings. */
+ * repeated keys (the first stays, with every label, see merge_repeat), sets
+ * keys, seeds and settings. */
 static enum fa_rc finish(struct load *ld)
 {
 	struct fa_suite *s = ld->s;
@@ -1294,12 +1335,13 @@ static enum fa_rc finish(struct load *ld)
 			}
 		if (dup) {
 			/* one shape, several models: the case keeps every label */
-			int merged = fa_case_merge_tags(&s->cases[table[slot]], &w->c);
+			enum fa_rc mrc = merge_repeat(&s->cases[table[slot]], &w->c, ld->err);
+			int merged = mrc == FA_OK ? fa_case_merge_tags(&s->cases[table[slot]], &w->c) : 0;
 			free(key);
 			fa_work_free(w);
-			if (merged != 0) {
+			if (mrc != FA_OK || merged != 0) {
 				free(table);
-				return nomem(ld);
+				return mrc != FA_OK ? mrc : nomem(ld);
 			}
 			continue;
 		}

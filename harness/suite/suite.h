@@ -29,6 +29,10 @@ struct fa_case_tag {
 	char *name;           /* "llama3-8b", or the tag's text; owned */
 	int32_t model;        /* 1: from `model:`, 0: from `tag:` */
 	int32_t layers;       /* attention layers per token (for tokens/s); 0 unknown */
+	struct fa_loc loc;    /* where layers came from (the layers value, else the
+	                         model or tag), set where a case is built from a
+	                         file's values (a suite, an import's row) and read
+	                         only by a suite's load (repeats that conflict) */
 };
 
 struct fa_case {
@@ -47,6 +51,7 @@ struct fa_case {
 	const struct fa_measure_cfg *measure;  /* its file's settings, defaults applied */
 	const struct fa_check_cfg *check;
 	int32_t depth;                /* `depth:`, KV positions before the queries; 0 none */
+	struct fa_loc depth_loc;      /* where `depth:` was given; file NULL when not */
 	struct fa_case_tag *tags;     /* n_tags labels, owned; NULL when none */
 	int32_t n_tags;
 };

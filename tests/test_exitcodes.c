@@ -125,6 +125,17 @@ static const struct exit_case cases[] = {
 	 2,
 	 "--min-effect '1e3' must be a percentage in [0, 100)",
 	 DB_SAME},
+	/* tune SUITE: a bad option fails before the sweep, nothing stored */
+	{{"tune", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernel", "cpu_*", "--param",
+	  "block_q=8,16", "--db", "@DB"},
+	 2,
+	 "--kernel:1:5: '*' makes a glob",
+	 DB_SAME},
+	{{"tune", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernel", "cpu_flash,cpu_dense",
+	  "--param", "block_q=8,16", "--db", "@DB"},
+	 2,
+	 "--kernel:1:10: ',' makes a list",
+	 DB_SAME},
 	/* history */
 	{{"history", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
 	{{"history", "--db", "@DB", "--format", "pdf"}, 2, "'pdf'", DB_SAME},

@@ -584,6 +584,27 @@ FA_TEST(tune, sweep_first)
 	FA_CHECK(strstr(r.err, "--rule:1:16: expected ':' of the '?' at column 13\n 1 | q_len >= 32 ? 8\n"));
 	FA_CHECK(access(db2, F_OK) != 0);
 	fa_proc_free(&r);
+	/* --kernel is one kernel by its exact name: a glob or a list fails (2,
+	 * the column of the glob or the comma) before the sweep, not after a
+	 * sweep of every kernel it matched was stored */
+	char *glob_kernel[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+			       "cpu_fl*", "--param", "block_q=8,64", NULL};
+	FA_CHECK(run_tune(glob_kernel, &r) == 2);
+	FA_CHECKF(strstr(r.err, "--kernel:1:7: '*' makes a glob: tune takes one kernel by its "
+				"exact name") &&
+			  strstr(r.err, " 1 | cpu_fl*\n   |       ^\n"),
+		  "%s", r.err);
+	FA_CHECK(!strstr(r.err, "cases"));
+	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
+	char *list_kernel[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+			       "cpu_flash,cpu_flash_bwd", "--param", "block_q=8,64", NULL};
+	FA_CHECK(run_tune(list_kernel, &r) == 2);
+	FA_CHECKF(strstr(r.err, "--kernel:1:10: ',' makes a list: tune takes one kernel") &&
+			  !strstr(r.err, "--param 'cpu_flash,"),
+		  "%s", r.err);
+	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
 	/* a value run refuses: run's message, then the sweep's command, which
 	 * shows the built-in value tune added */
 	char *bad_value[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",

@@ -52,6 +52,12 @@ int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv);
 int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Prints an error in the value of an option as --where's, --rule's and
+ * --by's are: "OPTION:1:COL: MESSAGE", then text with a caret under its byte
+ * at (the column counts characters); returns FA_EXIT_USAGE. */
+int fa_cmd_option_error(const char *cmd, const char *option, const char *text, size_t at,
+			const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* Loads the backend registry (plugins next to the executable). */
 enum fa_rc fa_cmd_registry(struct fa_registry *r, struct fa_err *err);
 

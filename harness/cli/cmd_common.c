@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -58,6 +59,26 @@ int fa_cmd_check_text(const char *cmd, const char *usage, const char *option, co
 		p += n;
 	}
 	return 0;
+}
+
+int fa_cmd_option_error(const char *cmd, const char *option, const char *text, size_t at,
+			const char *fmt, ...)
+{
+	struct fa_err err;
+	va_list ap;
+	char msg[FA_ERR_MSG_MAX];
+	int col = 1;
+	for (size_t i = 0; i < at && text[i]; i++)
+		if (((unsigned char)text[i] & 0xc0) != 0x80)
+			col++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const struct fa_loc loc = {option, 1, col};
+	fa_err_clear(&err);
+	fa_err_at(&err, &loc, "%s", msg);
+	fa_err_set_text(&err, text);
+	return fa_cmd_fail(cmd, &err);
 }
 
 int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv)

@@ -38,7 +38,8 @@ static void help(void)
 	       "stored, then tuned; run's progress goes to standard error.\n\n"
 	       "options:\n"
 	       "  --run RUN          the sweep to read: run id, label (its latest run) or latest\n"
-	       "  --kernel K         the tuned kernel (default: the one with the most param sets)\n"
+	       "  --kernel K         the tuned kernel, by its exact name (default: the one with\n"
+	       "                     the most param sets)\n"
 	       "  --param P[=V,...]  the tuned param (default: the one that varies); with\n"
 	       "                     SUITE, the values to sweep\n"
 	       "  --auto V           the built-in value (default: the kernel's default, when\n"
@@ -333,6 +334,21 @@ int fa_cmd_tune(int argc, char **argv)
 	if (header && !o.by)
 		return fa_cmd_usage_error("tune", usage_text,
 					  "--header needs --by: the header holds the fitted rule");
+	/* one kernel by its exact name: tune reads its results by name, and
+	 * the sweep's --kernels would take a glob or a list as several */
+	if (o.kernel) {
+		size_t at = strcspn(o.kernel, "*?[],");
+		if (!*o.kernel)
+			return fa_cmd_option_error("tune", "--kernel", o.kernel, 0,
+						   "no kernel named: tune takes one kernel by its "
+						   "exact name (fabench kernels lists them)");
+		if (o.kernel[at])
+			return fa_cmd_option_error(
+				"tune", "--kernel", o.kernel, at,
+				"'%c' makes %s: tune takes one kernel by its exact name (fabench "
+				"kernels lists them); tune each kernel on its own",
+				o.kernel[at], o.kernel[at] == ',' ? "a list" : "a glob");
+	}
 	char param_name[128] = "", sweep_run[32];
 	if (param) {
 		const char *eq = strchr(param, '=');

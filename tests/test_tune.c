@@ -605,6 +605,20 @@ FA_TEST(tune, sweep_first)
 		  "%s", r.err);
 	FA_CHECK(access(db2, F_OK) != 0);
 	fa_proc_free(&r);
+	/* without gnuplot, --heatmap fails (1, as fabench plot) before the
+	 * sweep: nothing runs or is stored */
+	char heat[1100];
+	snprintf(heat, sizeof heat, "%s/heat.png", fa_test_tmpdir());
+	char *no_gnuplot[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
+			      "cpu_flash", "--param", "block_q=8,64", "--heatmap", heat, NULL};
+	fa_proc_run(no_gnuplot, (char *[]){"FABENCH_GNUPLOT=gnuplot-that-is-not-installed", NULL},
+		    120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "fabench tune: error: gnuplot is not installed: "
+						 "--heatmap needs it"),
+		  "status %d: %s", r.status, r.err);
+	FA_CHECK(!strstr(r.err, "cases") && r.out[0] == '\0');
+	FA_CHECK(access(db2, F_OK) != 0 && access(heat, F_OK) != 0);
+	fa_proc_free(&r);
 	/* a value run refuses: run's message, then the sweep's command, which
 	 * shows the built-in value tune added */
 	char *bad_value[] = {"tune", suite, "--db", db2, "--backend", "cpu", "--kernel",
@@ -686,6 +700,18 @@ FA_TEST(tune, heatmap_marks)
 	struct fa_proc_result r;
 	char *bad[] = {"tune", "--run", "1", "--db", (char *)db, "--heatmap", "x.gif", NULL};
 	FA_CHECK(run_tune(bad, &r) == 2 && strstr(r.err, "--heatmap 'x.gif' must end in .png or .svg"));
+	fa_proc_free(&r);
+	/* without gnuplot: 1, as fabench plot heatmap gives, before the report */
+	char none[1024];
+	snprintf(none, sizeof none, "%s/none.svg", fa_test_tmpdir());
+	unlink(none);
+	char *no_gnuplot[] = {"tune", "--run", "1", "--db", (char *)db, "--heatmap", none, NULL};
+	fa_proc_run(no_gnuplot, (char *[]){"FABENCH_GNUPLOT=gnuplot-that-is-not-installed", NULL},
+		    60, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "gnuplot is not installed: --heatmap needs it; "
+						 "install the gnuplot-nox package"),
+		  "status %d: %s", r.status, r.err);
+	FA_CHECK(r.out[0] == '\0' && access(none, F_OK) != 0);
 	fa_proc_free(&r);
 	if (!fa_plot_gnuplot_available()) {
 		fa_test_skip("gnuplot is not installed: the heatmap is not drawn");

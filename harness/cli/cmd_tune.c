@@ -61,8 +61,9 @@ static void help(void)
 	       "  --db PATH          database (default results/fabench.db, or $FABENCH_DB)\n"
 	       "  --backend B        with SUITE: the backend to run on (default auto)\n"
 	       "  --label TEXT       with SUITE: the label of the sweep's run\n\n"
-	       "exit status: 0 done, 1 an error reading or writing (or, with SUITE, a case\n"
-	       "of the sweep failed), 2 bad usage or input; see docs/tuning.md\n",
+	       "exit status: 0 done, 1 an error reading or writing, no gnuplot for --heatmap\n"
+	       "(found before anything runs) or, with SUITE, a case of the sweep failed;\n"
+	       "2 bad usage or input; see docs/tuning.md\n",
 	       usage_text, FA_TUNE_MAX_RULES, FA_TUNE_MAX_DEPTH, FA_TUNE_DEFAULT_DEPTH,
 	       FA_TUNE_DEFAULT_LOSS * 100, FA_CMP_MIN_EFFECT * 100, FA_STATS_ALPHA);
 }
@@ -201,9 +202,13 @@ static int draw_heatmap(const char *db, const struct fa_tune_opts *o, const stru
 		po.mark_label = mark_label;
 	}
 	fa_err_clear(&err);
-	if (fa_store_open_readonly(db, &store, &err) != FA_OK ||
-	    fa_plot_render(store, &po, path, &err) != FA_OK)
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK) {
 		status = fa_cmd_fail("tune", &err);
+	} else if (fa_plot_render(store, &po, path, &err) != FA_OK) {
+		status = fa_cmd_fail("tune", &err);
+		if (err.rc == FA_ERR_NOT_FOUND) /* gnuplot went since the check: 1, as plot's */
+			status = FA_EXIT_FAIL;
+	}
 	fa_store_close(store);
 	free(idx);
 	free(params);
@@ -375,6 +380,15 @@ int fa_cmd_tune(int argc, char **argv)
 	fa_err_clear(&err);
 	if (fa_tune_check_opts(&o, &err) != FA_OK) /* before a sweep that may take minutes */
 		return fa_cmd_fail("tune", &err);
+	/* without gnuplot the heatmap cannot be drawn: say so (1, as fabench plot
+	 * does) before a sweep is run or stored, or a report written */
+	if (heatmap && !fa_plot_gnuplot_available()) {
+		fprintf(stderr, "fabench tune: error: gnuplot is not installed: --heatmap needs it; "
+				"install the gnuplot-nox package (apt-get install gnuplot-nox), or "
+				"leave --heatmap out and draw the sweep later with fabench plot "
+				"heatmap --run RUN\n");
+		return FA_EXIT_FAIL;
+	}
 	if (suite) {
 		/* the files it writes, before a sweep that may take minutes */
 		const char *outs[] = {output, header, heatmap};

@@ -136,6 +136,11 @@ static const struct exit_case cases[] = {
 	 2,
 	 "--kernel:1:10: ',' makes a list",
 	 DB_SAME},
+	{{"tune", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernel", "cpu_flash", "--param",
+	  "block_q=8,16", "--param", "block_k=16,32", "--db", "@DB"},
+	 2,
+	 "--param given twice ('block_q=8,16' and 'block_k=16,32')",
+	 DB_SAME},
 	/* history */
 	{{"history", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
 	{{"history", "--db", "@DB", "--format", "pdf"}, 2, "'pdf'", DB_SAME},

@@ -505,6 +505,46 @@ FA_TEST(tune, command)
 	FA_CHECK(run_tune(bad_hdr, &r) == 1 && strstr(r.err, "cannot write '/dev/null/x.h'"));
 	fa_proc_free(&r);
 
+	/* one param and one kernel: a second --param or --kernel is refused,
+	 * both named, not the first dropped */
+	char *two_params[] = {"tune", "--run", "sweep", "--db", (char *)db, "--param", "splits",
+			      "--param", "order", NULL};
+	FA_CHECKF(run_tune(two_params, &r) == 2 &&
+			  strstr(r.err, "--param given twice ('splits' and 'order'): tune settles "
+					"one param"),
+		  "%s", r.err);
+	FA_CHECK(r.out[0] == '\0');
+	fa_proc_free(&r);
+	char *two_kernels[] = {"tune", "--run", "sweep", "--db", (char *)db, "--kernel", "k_grid",
+			       "--kernel", "k_tune", NULL};
+	FA_CHECKF(run_tune(two_kernels, &r) == 2 &&
+			  strstr(r.err, "--kernel given twice ('k_grid' and 'k_tune')"),
+		  "%s", r.err);
+	FA_CHECK(r.out[0] == '\0');
+	fa_proc_free(&r);
+	/* --by X --by Y is --by X,Y: the same report, the fit on both */
+	char *by_one[] = {"tune", "--run", "sweep", "--db", (char *)db, "--auto", "4", "--by",
+			  "batch,kv_len", NULL};
+	char *by_two[] = {"tune", "--run", "sweep", "--db", (char *)db, "--auto", "4", "--by",
+			  "batch", "--by", "kv_len", NULL};
+	FA_REQUIRE(run_tune(by_one, &r) == 0);
+	char *one_out = strdup(r.out);
+	fa_proc_free(&r);
+	FA_CHECK(run_tune(by_two, &r) == 0);
+	FA_CHECKF(one_out && strstr(one_out, "by `batch`, `kv_len`;") &&
+			  strcmp(r.out, one_out) == 0,
+		  "--by batch --by kv_len:\n%s\n--by batch,kv_len:\n%s", r.out, one_out);
+	free(one_out);
+	fa_proc_free(&r);
+	/* an error in a later --by points into that --by */
+	char *by_typo[] = {"tune", "--run", "sweep", "--db", (char *)db, "--by", "batch", "--by",
+			   "kv_lne", NULL};
+	FA_CHECKF(run_tune(by_typo, &r) == 2 &&
+			  strstr(r.err, "--by:1:1: unknown name 'kv_lne' (did you mean 'kv_len'?)\n"
+					" 1 | kv_lne\n"),
+		  "%s", r.err);
+	fa_proc_free(&r);
+
 	/* the header through the command is the golden one, twice */
 	char *ok[] = {"tune", "--run", "sweep", "--db", (char *)db, "--kernel", "k_tune", "--auto",
 		      "4", "--rule", "kv_len >= 16k ? 16 : 4", "--rule", "kv_len >= 16k ? 32 : 4",

@@ -40,13 +40,14 @@ static void help(void)
 	       "  --run RUN          the sweep to read: run id, label (its latest run) or latest\n"
 	       "  --kernel K         the tuned kernel, by its exact name (default: the one with\n"
 	       "                     the most param sets)\n"
-	       "  --param P[=V,...]  the tuned param (default: the one that varies); with\n"
-	       "                     SUITE, the values to sweep\n"
+	       "  --param P[=V,...]  the tuned param, one (default: the one that varies);\n"
+	       "                     with SUITE, the values to sweep\n"
 	       "  --auto V           the built-in value (default: the kernel's default, when\n"
 	       "                     the kernel is registered here)\n"
 	       "  --rule EXPR        a candidate rule, a number-valued expression over case\n"
 	       "                     parameters: 'kv_len >= 16k ? 16 : 4' (repeatable, %d at most)\n"
-	       "  --by X,Y           fit a rule on these case parameters (or expressions)\n"
+	       "  --by X,Y           fit a rule on these case parameters (or expressions);\n"
+	       "                     --by X --by Y is --by X,Y\n"
 	       "  --depth N          the fitted rule's depth, 1 to %d (default %d)\n"
 	       "  --loss PCT         list the cases a rule makes more than PCT%% slower (default %g)\n"
 	       "  --min-effect PCT   smallest difference that is not a tie (default %g)\n"
@@ -241,6 +242,9 @@ int fa_cmd_tune(int argc, char **argv)
 	const char *db = fa_cmd_default_db(), *output = NULL, *header = NULL, *run = NULL;
 	const char *backend = NULL, *label = NULL, *heatmap = NULL;
 	char *param = NULL, *values = NULL;
+	const char *by[FA_TUNE_MAX_BY];
+	char by_list[2048];
+	int n_by = 0;
 	struct fa_tune_opts o;
 	struct fa_tune t;
 	struct fa_store *store = NULL;
@@ -257,8 +261,24 @@ int fa_cmd_tune(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'R': run = optarg; break;
-		case 'k': o.kernel = optarg; break;
-		case 'p': param = optarg; break;
+		case 'k':
+			if (o.kernel)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "--kernel given twice ('%s' and '%s'): tune "
+							  "settles one kernel's param; tune each kernel on "
+							  "its own",
+							  o.kernel, optarg);
+			o.kernel = optarg;
+			break;
+		case 'p':
+			if (param)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "--param given twice ('%s' and '%s'): tune "
+							  "settles one param; tune the other in a run of "
+							  "its own",
+							  param, optarg);
+			param = optarg;
+			break;
 		case 'A':
 			if (parse_int(optarg, INT32_MIN, INT32_MAX, &n) != 0)
 				return fa_cmd_usage_error("tune", usage_text,
@@ -273,7 +293,15 @@ int fa_cmd_tune(int argc, char **argv)
 							  FA_TUNE_MAX_RULES);
 			o.rules[o.n_rules++] = optarg;
 			break;
-		case 'b': o.by = optarg; break;
+		case 'b':
+			/* several --by are one list: --by batch --by kv_len is
+			 * --by batch,kv_len */
+			if (n_by == FA_TUNE_MAX_BY)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "more than %d --by expressions",
+							  FA_TUNE_MAX_BY);
+			by[n_by++] = optarg;
+			break;
 		case 'D':
 			if (parse_int(optarg, 1, FA_TUNE_MAX_DEPTH, &n) != 0)
 				return fa_cmd_usage_error("tune", usage_text,
@@ -336,6 +364,29 @@ int fa_cmd_tune(int argc, char **argv)
 	if (!suite && (backend || label))
 		return fa_cmd_usage_error("tune", usage_text, "--%s needs SUITE.yaml",
 					  backend ? "backend" : "label");
+	if (n_by == 1) {
+		o.by = by[0];
+	} else if (n_by > 1) {
+		/* each checked alone first, so that an error's column is in the
+		 * --by that has it */
+		size_t used = 0;
+		for (int i = 0; i < n_by; i++) {
+			struct fa_tune_opts one;
+			fa_tune_opts_init(&one);
+			one.by = by[i];
+			fa_err_clear(&err);
+			if (fa_tune_check_opts(&one, &err) != FA_OK)
+				return fa_cmd_fail("tune", &err);
+			if (used + strlen(by[i]) + 2 > sizeof by_list)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "--by: the expressions are longer than %zu "
+							  "characters together",
+							  sizeof by_list - 1);
+			used += (size_t)snprintf(by_list + used, sizeof by_list - used, "%s%s",
+						 i ? "," : "", by[i]);
+		}
+		o.by = by_list;
+	}
 	if (header && !o.by)
 		return fa_cmd_usage_error("tune", usage_text,
 					  "--header needs --by: the header holds the fitted rule");

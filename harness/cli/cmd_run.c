@@ -404,10 +404,16 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 						  "--ab-params only",
 						  o->params[i]);
 	for (int i = 0; i < o->n_params; i++) {
-		const char *pp = o->params[i];
+		const char *pp = o->params[i], *eq = strchr(pp, '=');
 		if (pp[0] && pp[1] == ':' && pp[0] != 'a' && pp[0] != 'b')
 			return fa_cmd_usage_error("run", usage_text,
 						  "--param '%s': a side is a: or b:", pp);
+		/* "8,,16" is not "8,16": a value left out by mistake */
+		long empty = eq && eq[1] ? fa_cmd_empty_item(eq + 1) : -1;
+		if (empty >= 0)
+			return fa_cmd_option_error("run", "--param", pp,
+						   (size_t)(eq + 1 - pp) + (size_t)empty,
+						   "an empty item: give a value between the commas");
 	}
 	if (o->ab_params) {
 		int sides = 0;

@@ -421,6 +421,11 @@ int fa_cmd_tune(int argc, char **argv)
 						  "--param '%s': values are for a sweep (SUITE.yaml); "
 						  "with --run name the param alone",
 						  param);
+		long empty = values && *values ? fa_cmd_empty_item(values) : -1;
+		if (empty >= 0)
+			return fa_cmd_option_error("tune", "--param", param,
+						   (size_t)(values - param) + (size_t)empty,
+						   "an empty item: give a value between the commas");
 	}
 	if (suite && (!o.kernel || !values || !*values))
 		return fa_cmd_usage_error("tune", usage_text,

@@ -164,6 +164,11 @@ static const struct exit_case cases[] = {
 	 "--param:1:11: an empty item: give a value between the commas\n 1 | block_q=8,,16\n"
 	 "   |           ^\n",
 	 DB_SAME},
+	{{"tune", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernel", "cpu_flash", "--param",
+	  "cpu_dense.block_q=8,16", "--db", "@DB"},
+	 2,
+	 "--param:1:1: 'cpu_dense.' names another kernel than --kernel 'cpu_flash'",
+	 DB_SAME},
 	/* history */
 	{{"history", "--db", "@NODB"}, 2, "no database at '", DB_NONE},
 	{{"history", "--db", "@DB", "--format", "pdf"}, 2, "'pdf'", DB_SAME},

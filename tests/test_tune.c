@@ -522,6 +522,28 @@ FA_TEST(tune, command)
 		  "%s", r.err);
 	FA_CHECK(r.out[0] == '\0');
 	fa_proc_free(&r);
+	/* --param K.P as run takes it: K is --kernel's, taken off; another
+	 * kernel, or one without --kernel, is refused at its column */
+	char *prefixed[] = {"tune", "--run", "sweep", "--db", (char *)db, "--kernel", "k_tune",
+			    "--param", "k_tune.splits", NULL};
+	FA_CHECKF(run_tune(prefixed, &r) == 0 &&
+			  strstr(r.out, "# fabench tune: k_tune splits, run 1\n"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	char *other_kernel[] = {"tune", "--run", "sweep", "--db", (char *)db, "--kernel", "k_tune",
+				"--param", "k_grid.a", NULL};
+	FA_CHECKF(run_tune(other_kernel, &r) == 2 &&
+			  strstr(r.err, "--param:1:1: 'k_grid.' names another kernel than --kernel "
+					"'k_tune': give the param alone (--param a)\n"),
+		  "%s", r.err);
+	fa_proc_free(&r);
+	char *no_kernel[] = {"tune", "--run", "sweep", "--db", (char *)db, "--param",
+			     "k_tune.splits", NULL};
+	FA_CHECKF(run_tune(no_kernel, &r) == 2 &&
+			  strstr(r.err, "'k_tune.' names a kernel: give the param alone and the "
+					"kernel with --kernel (--kernel k_tune --param splits)"),
+		  "%s", r.err);
+	fa_proc_free(&r);
 	/* --by X --by Y is --by X,Y: the same report, the fit on both */
 	char *by_one[] = {"tune", "--run", "sweep", "--db", (char *)db, "--auto", "4", "--by",
 			  "batch,kv_len", NULL};
@@ -644,6 +666,17 @@ FA_TEST(tune, sweep_first)
 			  !strstr(r.err, "--param 'cpu_flash,"),
 		  "%s", r.err);
 	FA_CHECK(access(db2, F_OK) != 0);
+	fa_proc_free(&r);
+	/* --param K.P with K --kernel's sweeps P (not K.K.P) */
+	char db3[1024];
+	snprintf(db3, sizeof db3, "%s/sweep-prefixed.db", fa_test_tmpdir());
+	unlink(db3);
+	char *prefixed[] = {"tune", suite, "--db", db3, "--backend", "cpu", "--kernel", "cpu_flash",
+			    "--param", "cpu_flash.block_q=8,64", "--format", "json", NULL};
+	FA_CHECKF(run_tune(prefixed, &r) == 0 &&
+			  strstr(r.out, "\"kernel\": \"cpu_flash\", \"param\": \"block_q\"") &&
+			  strstr(r.out, "\"values\": [8, 16, 64], \"auto\": 16"),
+		  "status %d: %s", r.status, r.err);
 	fa_proc_free(&r);
 	/* without gnuplot, --heatmap fails (1, as fabench plot) before the
 	 * sweep: nothing runs or is stored */

@@ -41,7 +41,8 @@ static void help(void)
 	       "  --kernel K         the tuned kernel, by its exact name (default: the one with\n"
 	       "                     the most param sets)\n"
 	       "  --param P[=V,...]  the tuned param, one (default: the one that varies);\n"
-	       "                     with SUITE, the values to sweep\n"
+	       "                     with SUITE, the values to sweep; K.P is P when K is\n"
+	       "                     --kernel's\n"
 	       "  --auto V           the built-in value (default: the kernel's default, when\n"
 	       "                     the kernel is registered here)\n"
 	       "  --rule EXPR        a candidate rule, a number-valued expression over case\n"
@@ -407,12 +408,36 @@ int fa_cmd_tune(int argc, char **argv)
 	}
 	char param_name[128] = "", sweep_run[32];
 	if (param) {
-		const char *eq = strchr(param, '=');
+		const char *eq = strchr(param, '='), *name = param;
 		size_t len = eq ? (size_t)(eq - param) : strlen(param);
+		/* K.P, as run's --param takes it: a param's name has no '.', so
+		 * what is left of the last one names a kernel; --kernel's is
+		 * taken off, another is refused */
+		const char *dot = NULL;
+		for (const char *ch = param; ch < param + len; ch++)
+			if (*ch == '.')
+				dot = ch;
+		if (dot) {
+			size_t klen = (size_t)(dot - param);
+			if (!o.kernel)
+				return fa_cmd_option_error(
+					"tune", "--param", param, 0,
+					"'%.*s.' names a kernel: give the param alone and the kernel "
+					"with --kernel (--kernel %.*s --param %s)",
+					(int)klen, param, (int)klen, param, dot + 1);
+			if (strlen(o.kernel) != klen || strncmp(o.kernel, param, klen) != 0)
+				return fa_cmd_option_error(
+					"tune", "--param", param, 0,
+					"'%.*s.' names another kernel than --kernel '%s': give the "
+					"param alone (--param %s)",
+					(int)klen, param, o.kernel, dot + 1);
+			name = dot + 1;
+			len -= klen + 1;
+		}
 		if (len == 0 || len >= sizeof param_name)
 			return fa_cmd_usage_error("tune", usage_text, "--param '%s' names no param",
 						  param);
-		memcpy(param_name, param, len);
+		memcpy(param_name, name, len);
 		param_name[len] = '\0';
 		values = eq ? (char *)eq + 1 : NULL;
 		o.param = param_name;

@@ -403,6 +403,26 @@ FA_TEST(tune, errors)
 	    "--where 'batch == 3' keeps none of the k_tune cases of run 1");
 	ERR(o.depth = 0, FA_ERR_USAGE, "--depth 0 must be 1 to 4");
 	ERR(o.n_rules = FA_TUNE_MAX_RULES + 1, FA_ERR_USAGE, "more than 16 --rule options");
+	/* an integer a tunable cannot hold is out of range, not "not an integer" */
+	char big_db[1024];
+	snprintf(big_db, sizeof big_db, "%s/tune-big.db", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_copy_file(db, big_db) == 0);
+	FA_REQUIRE(fa_test_db_exec(big_db, "UPDATE results SET params = CASE params WHEN 'mode=y' "
+					   "THEN 'mode=3000000000' ELSE 'mode=1' END WHERE kernel "
+					   "= 'k_word'") == 0);
+	planted_opts(&o);
+	o.kernel = "k_word";
+	expect_error(big_db, &o, FA_ERR_INPUT,
+		     "param 'mode' of 'k_word' is '3000000000' in run 1, out of range: a tunable "
+		     "is an integer from -2147483648 to 2147483647",
+		     __LINE__);
+	FA_REQUIRE(fa_test_db_exec(big_db, "UPDATE results SET params = "
+					   "'mode=-99999999999999999999' WHERE params = "
+					   "'mode=3000000000'") == 0);
+	expect_error(big_db, &o, FA_ERR_INPUT,
+		     "param 'mode' of 'k_word' is '-99999999999999999999' in run 1, out of range: a "
+		     "tunable is an integer from -2147483648 to 2147483647",
+		     __LINE__);
 #undef ERR
 	/* a --by error points at the expression's column */
 	struct fa_tune t;

@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -274,13 +275,17 @@ static int value_index(const struct fa_tune *t, int32_t v)
 	return -1;
 }
 
-/* The integer value of text, whole; 0 or -1. */
+/* The integer value of text, whole; 0, -1 when it is not an integer, -2
+ * when it is one out of int32_t's range (a tunable's). */
 static int parse_i32(const char *text, int32_t *v)
 {
 	char *end;
-	long x = strtol(text, &end, 10);
-	if (end == text || *end || x < INT32_MIN || x > INT32_MAX)
+	errno = 0;
+	long long x = strtoll(text, &end, 10);
+	if (end == text || *end)
 		return -1;
+	if (errno == ERANGE || x < INT32_MIN || x > INT32_MAX)
+		return -2;
 	*v = (int32_t)x;
 	return 0;
 }
@@ -1033,9 +1038,14 @@ enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struc
 	for (int i = 0; i < n_rows; i++) {
 		char *v = NULL;
 		int32_t x;
-		if (param_get(rows[i].params, t->param, &v) != 0 || parse_i32(v, &x) != 0) {
+		int bad = param_get(rows[i].params, t->param, &v) != 0 ? -1 : parse_i32(v, &x);
+		if (bad) {
 			rc = fa_err_set(err, FA_ERR_INPUT,
-					"param '%s' of '%s' is '%s' in run %" PRId64 ", not an integer",
+					bad == -2 ? "param '%s' of '%s' is '%s' in run %" PRId64
+						    ", out of range: a tunable is an integer from "
+						    "-2147483648 to 2147483647"
+						  : "param '%s' of '%s' is '%s' in run %" PRId64
+						    ", not an integer",
 					t->param, t->kernel, v ? v : "", t->run_id);
 			free(v);
 			goto out;

@@ -125,9 +125,10 @@ enum fa_rc fa_tune_check_opts(const struct fa_tune_opts *o, struct fa_err *err);
 /* Reads the run, finds the kernel and param, computes everything above.
  * Returns FA_OK; FA_ERR_NOT_FOUND (no such run, kernel in the run or
  * param); FA_ERR_INPUT (no kernel with several params, several params
- * varying, a value that is not an integer, a rule or --by expression that
- * does not parse: the message names the option and column, a --where that
- * keeps no case); FA_ERR_DB; FA_ERR_NOMEM. *t is freeable on any return. */
+ * varying, a value that is not an integer or one out of int32_t's range, a
+ * rule or --by expression that does not parse: the message names the
+ * option and column, a --where that keeps no case); FA_ERR_DB;
+ * FA_ERR_NOMEM. *t is freeable on any return. */
 enum fa_rc fa_tune_build(struct fa_store *s, const struct fa_tune_opts *o, struct fa_tune *t,
 			 struct fa_err *err);
 void fa_tune_free(struct fa_tune *t);

@@ -492,6 +492,75 @@ FA_TEST(history, timing_change_marked)
 	fa_store_close(s);
 }
 
+/* The "New regressions" list names a case by the number the table gives
+ * it (from 1): the table's row marked NEW for that kernel has the same
+ * number as the list's "on case N". */
+static void check_regression_numbers(const struct fa_history *h, const char *md)
+{
+	int listed = 0;
+	for (int i = 0; i < h->n_series; i++) {
+		const struct fa_hist_series *sr = &h->series[i];
+		char want[600];
+		const char *line;
+		int row_no = -1;
+		if (!sr->new_regression)
+			continue;
+		listed++;
+		snprintf(want, sizeof want, "- %s on case %d `%s`", sr->kernel, sr->case_idx + 1,
+			 sr->key);
+		FA_CHECKF(strstr(md, want) != NULL, "no '%s' in:\n%s", want, md);
+		/* the table row: "|   N | ... | KERNEL ... | ... NEW |" */
+		snprintf(want, sizeof want, "| %s ", sr->kernel);
+		for (line = md; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+			const char *end = strchr(line, '\n');
+			size_t n = end ? (size_t)(end - line) : strlen(line);
+			char buf[4096];
+			if (n >= sizeof buf || line[0] != '|')
+				continue;
+			memcpy(buf, line, n);
+			buf[n] = '\0';
+			if (strstr(buf, want) && strstr(buf, " NEW")) {
+				row_no = atoi(buf + 1);
+				break;
+			}
+		}
+		FA_CHECKF(row_no == sr->case_idx + 1, "%s: the table's NEW row is #%d, the list says %d",
+			  sr->kernel, row_no, sr->case_idx + 1);
+	}
+	FA_CHECK(listed == h->n_new_regressions && listed > 0);
+	FA_CHECKF(!strstr(md, " on case 0 "), "a case numbered 0:\n%s", md);
+}
+
+FA_TEST(history, regressions_numbered_as_the_table)
+{
+	struct fa_store *s = fa_fixture_open(), *n = fa_fixture_history_open();
+	struct fa_history_opts o;
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc;
+	char *md;
+	FA_REQUIRE(s && n);
+	fa_err_clear(&err);
+	/* cpu_flash's new regression is on the fixture's first case, idx 0 */
+	FA_REQUIRE(fa_history_build(s, NULL, &h, &err) == FA_OK);
+	md = history_text(&h, FA_FMT_MD, &rc);
+	FA_REQUIRE(rc == FA_OK && md);
+	FA_CHECKF(strstr(md, "- cpu_flash on case 1 `batch=2,") != NULL, "%s", md);
+	check_regression_numbers(&h, md);
+	free(md);
+	fa_history_free(&h);
+	fa_history_opts_init(&o);
+	o.label = "nightly";
+	FA_REQUIRE(fa_history_build(n, &o, &h, &err) == FA_OK);
+	md = history_text(&h, FA_FMT_MD, &rc);
+	FA_REQUIRE(rc == FA_OK && md);
+	check_regression_numbers(&h, md);
+	free(md);
+	fa_history_free(&h);
+	fa_store_close(n);
+	fa_store_close(s);
+}
+
 FA_TEST(history, bad_options)
 {
 	struct fa_store *s = fa_fixture_open();

@@ -585,7 +585,7 @@ static void md_regressions(FILE *f, const struct fa_history *h)
 				continue;
 			fputs("- ", f);
 			md_kernel(f, h, sr);
-			fprintf(f, " on case %d ", sr->case_idx);
+			fprintf(f, " on case %d ", sr->case_idx + 1); /* from 1, as the table */
 			fa_table_md_code(f, sr->key);
 			fa_table_fmt_sig3(st->before_ms, a, sizeof a);
 			fa_table_fmt_sig3(st->after_ms, b, sizeof b);

@@ -367,3 +367,127 @@ FA_TEST(exitcodes, failed_case_exits_1)
 	FA_CHECKF(r.status == 1, "status %d\n%s", r.status, r.err);
 	fa_proc_free(&r);
 }
+
+/* Mistakes found only while the output is being made (report looks its
+ * --baseline up then, in every format) leave the --output file (plot's
+ * --script) as it was: an existing file keeps its bytes, and a new path is
+ * not created, nor its folders. */
+struct late_mistake {
+	const char *flag;     /* the option naming the output file */
+	const char *args[12]; /* @DB replaced by the database */
+	const char *says;
+};
+
+static const struct late_mistake late[] = {
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope"}, "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "csv"}, "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "json"}, "'nope'"},
+	{"--output",
+	 {"report", "--db", "@DB", "--baseline", "nope", "--format", "html", "--no-plots"},
+	 "'nope'"},
+	{"--output",
+	 {"report", "--db", "@DB", "--baseline", "nope", "--format", "csv", "--layout", "long"},
+	 "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--run", "99"}, "'99'"},
+	{"--output", {"compare", "--db", "@DB", "1", "nope"}, "'nope'"},
+	{"--output", {"history", "--db", "@DB", "--where", "nope == 1"}, "'nope'"},
+	{"--output", {"tune", "--db", "@DB", "--run", "1", "--kernel", "nope"}, "'nope'"},
+	{"--header", {"tune", "--db", "@DB", "--run", "1", "--kernel", "nope", "--by", "q_len"}, "'nope'"},
+	{"--script", {"plot", "history", "--db", "@DB", "--where", "q_len == 999"}, "nothing to plot"},
+	{"--script", {"plot", "throughput", "--db", "@DB", "--run", "99"}, "'99'"},
+};
+
+FA_TEST(exitcodes, late_mistakes_leave_output_files_alone)
+{
+	const char *dir = fa_test_tmpdir();
+	char db[1024], old[1100], fresh[1100], fresh_top[1100], args[16][1100], *argv[17];
+	struct stat st;
+	snprintf(db, sizeof db, "%s/good.db", dir);
+	snprintf(old, sizeof old, "%s/old.md", dir);
+	snprintf(fresh_top, sizeof fresh_top, "%s/new", dir);
+	snprintf(fresh, sizeof fresh, "%s/new/sub/x.md", dir);
+	FA_REQUIRE(make_db(db));
+	for (size_t i = 0; i < sizeof late / sizeof late[0]; i++) {
+		const struct late_mistake *c = &late[i];
+		for (int pass = 0; pass < 2; pass++) {
+			struct fa_proc_result r;
+			char line[2048] = "fabench";
+			size_t len = 0;
+			char *text;
+			int n = 0;
+			for (; c->args[n]; n++) {
+				snprintf(args[n], sizeof args[n], "%s",
+					 strcmp(c->args[n], "@DB") == 0 ? db : c->args[n]);
+				argv[n] = args[n];
+				snprintf(line + strlen(line), sizeof line - strlen(line), " %s",
+					 c->args[n]);
+			}
+			argv[n++] = (char *)c->flag;
+			argv[n++] = pass ? fresh : old;
+			argv[n] = NULL;
+			FA_REQUIRE(fa_test_write_file(old, "old\n") == 0);
+			/* what an earlier row (before the fix) made goes first */
+			unlink(fresh);
+			*strrchr(fresh, '/') = '\0';
+			rmdir(fresh);
+			rmdir(fresh_top);
+			snprintf(fresh, sizeof fresh, "%s/new/sub/x.md", dir);
+			fa_proc_run(argv, NULL, 60, &r);
+			FA_CHECKF(r.status == 2 && strstr(r.err, c->says), "%s %s: status %d: %s", line,
+				  c->flag, r.status, r.err);
+			fa_proc_free(&r);
+			text = fa_test_read_file(old, &len);
+			FA_CHECKF(text && strcmp(text, "old\n") == 0, "%s %s FILE: the file became '%s'",
+				  line, c->flag, text ? text : "(gone)");
+			free(text);
+			FA_CHECKF(stat(fresh_top, &st) != 0, "%s %s new/sub/x.md: created '%s'", line,
+				  c->flag, fresh_top);
+		}
+	}
+}
+
+/* What --output does write: the whole text, into folders it makes; an
+ * existing file keeps its mode, and a link keeps pointing at the file it
+ * names (which is what gets the text); nothing is left beside it. */
+FA_TEST(exitcodes, output_file_written_whole)
+{
+	const char *dir = fa_test_tmpdir();
+	char db[1024], fresh[1100], old[1100], link[1100], listing[4096] = "";
+	struct fa_proc_result r, want;
+	struct stat st;
+	size_t len = 0;
+	char *text;
+	FILE *p;
+	snprintf(db, sizeof db, "%s/good.db", dir);
+	snprintf(fresh, sizeof fresh, "%s/new/sub/x.md", dir);
+	snprintf(old, sizeof old, "%s/old.md", dir);
+	snprintf(link, sizeof link, "%s/link.md", dir);
+	FA_REQUIRE(make_db(db));
+	fa_proc_run((char *[]){"report", "--db", db, NULL}, NULL, 60, &want);
+	FA_REQUIRE(want.status == 0 && want.out[0]);
+	fa_proc_run((char *[]){"report", "--db", db, "--output", fresh, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(fresh, &len);
+	FA_CHECK(text && strcmp(text, want.out) == 0);
+	free(text);
+	FA_REQUIRE(fa_test_write_file(old, "old\n") == 0 && chmod(old, 0600) == 0);
+	unlink(link);
+	FA_REQUIRE(symlink("old.md", link) == 0);
+	fa_proc_run((char *[]){"report", "--db", db, "--output", link, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	text = fa_test_read_file(old, &len);
+	FA_CHECK(text && strcmp(text, want.out) == 0);
+	free(text);
+	FA_CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+	FA_CHECK(stat(old, &st) == 0 && (st.st_mode & 0777) == 0600);
+	/* no temporary file left beside them */
+	snprintf(listing, sizeof listing, "ls -A '%s' '%s/new/sub'", dir, dir);
+	p = popen(listing, "r");
+	FA_REQUIRE(p);
+	listing[fread(listing, 1, sizeof listing - 1, p)] = '\0';
+	pclose(p);
+	FA_CHECKF(!strstr(listing, ".md."), "left behind:\n%s", listing);
+	fa_proc_free(&want);
+}

@@ -71,6 +71,33 @@ const char *fa_cmd_default_db(void);
 /* A finite number, the whole of s: 0 with it in *v, else -1. */
 int fa_cmd_parse_number(const char *s, double *v);
 
+/* A command's output: standard output, or the file --output names. The
+ * file's text is kept in memory until fa_cmd_out_close, which writes it
+ * only when the command succeeded: a command that stops on an error (a bad
+ * --baseline, a run that is not there) leaves the file, and its folders,
+ * exactly as they were. */
+struct fa_cmd_out {
+	FILE *f;          /* what the writer writes to */
+	const char *path; /* the file; NULL for standard output */
+	char *text;       /* the file's text (open_memstream) */
+	size_t len;
+};
+
+/* Opens o for path (NULL: standard output). A path that cannot be written
+ * (a folder, a read-only file or folder; fa_path_writable) is refused now,
+ * before the work: "fabench CMD: cannot write 'PATH': ..." is printed and
+ * FA_EXIT_FAIL returned. Otherwise 0. */
+int fa_cmd_out_open(const char *cmd, const char *path, struct fa_cmd_out *o);
+
+/* Ends o. With keep, the text is written to the file: its folders made,
+ * through a temporary file beside it renamed over it (a reader never sees
+ * half of it; an existing file keeps its mode, a link keeps pointing at
+ * it), or straight into what is not a regular file (/dev/stdout, a FIFO).
+ * Without keep nothing is written or created. Returns 0, or after printing
+ * "fabench CMD: cannot write 'PATH': ..." FA_EXIT_FAIL. Standard output is
+ * left alone (0). */
+int fa_cmd_out_close(const char *cmd, struct fa_cmd_out *o, int keep);
+
 /* Option values several commands take. Each returns 0 with the value in its
  * last argument, or, after printing the usage error for command cmd
  * ("--min-effect 'x' must be ..."), the exit status FA_EXIT_USAGE. */

@@ -157,21 +157,15 @@ static enum fa_rc load_ref(const char *db, const char *ref, struct fa_build_tabl
 static int write_out(const struct fa_build_table *t, int format, const char *output)
 {
 	struct fa_err err;
-	FILE *out = stdout;
+	struct fa_cmd_out out;
 	int status = FA_EXIT_OK;
 	fa_err_clear(&err);
-	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
-		fprintf(stderr, "fabench build-matrix: cannot write '%s': %s\n", output,
-			strerror(errno));
+	if (fa_cmd_out_open("build-matrix", output, &out) != 0)
 		return FA_EXIT_FAIL;
-	}
-	if (fa_build_report_write(t, format, out, &err) != FA_OK)
+	if (fa_build_report_write(t, format, out.f, &err) != FA_OK)
 		status = fa_cmd_fail("build-matrix", &err);
-	if (output && fclose(out) != 0) {
-		fprintf(stderr, "fabench build-matrix: cannot write '%s': %s\n", output,
-			strerror(errno));
+	if (fa_cmd_out_close("build-matrix", &out, status == FA_EXIT_OK) != 0)
 		status = FA_EXIT_FAIL;
-	}
 	return status;
 }
 

@@ -1,11 +1,15 @@
 /* cmd_common.c - what the commands share: error printing, usage errors, the
- * registry, the default database, and the option values several commands
- * take (--min-effect, --alpha, --format). */
+ * registry, the default database, --output files written only on success,
+ * and the option values several commands take (--min-effect, --alpha,
+ * --format). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -148,4 +152,110 @@ int fa_cmd_opt_table_format(const char *cmd, const char *usage, const char *arg,
 		return fa_cmd_usage_error(cmd, usage, "--format '%s' must be md, csv or json", arg);
 	*format = f;
 	return 0;
+}
+
+int fa_cmd_out_open(const char *cmd, const char *path, struct fa_cmd_out *o)
+{
+	memset(o, 0, sizeof *o);
+	o->path = path;
+	if (!path) {
+		o->f = stdout;
+		return 0;
+	}
+	if (fa_path_writable(path) != 0) {
+		fprintf(stderr, "fabench %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+		return FA_EXIT_FAIL;
+	}
+	if (!(o->f = open_memstream(&o->text, &o->len))) {
+		fprintf(stderr, "fabench %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+		return FA_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* Writes data[0..len) to the open descriptor fd; 0, or -1 with errno set. */
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Replaces the file at path with data[0..len) (fa_cmd_out_close); 0, or
+ * -1 with errno set and nothing left behind but the folders made. */
+static int replace_file(const char *path, const char *data, size_t len)
+{
+	char target[PATH_MAX], part[PATH_MAX + 16];
+	struct stat sb;
+	mode_t mode;
+	int fd, e;
+
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		/* /dev/stdout, /dev/null, a FIFO: nothing to rename over */
+		if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) < 0)
+			return -1;
+		if (write_all(fd, data, len) != 0) {
+			e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		return close(fd);
+	}
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, target))
+		path = target; /* the file the link names is replaced, not the link */
+	if (snprintf(part, sizeof part, "%s.XXXXXX", path) >= (int)sizeof part) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (stat(path, &sb) == 0) {
+		mode = sb.st_mode & 07777;
+	} else {
+		mode_t mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	}
+	if (fa_mkdir_parent(path) != 0 || (fd = mkstemp(part)) < 0)
+		return -1;
+	if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0) {
+		e = errno;
+		close(fd);
+		unlink(part);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) != 0 || rename(part, path) != 0) {
+		e = errno;
+		unlink(part);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int fa_cmd_out_close(const char *cmd, struct fa_cmd_out *o, int keep)
+{
+	int status = 0;
+	if (!o->path || !o->f)
+		return 0;
+	if (fclose(o->f) != 0 && keep) {
+		fprintf(stderr, "fabench %s: cannot write '%s': %s\n", cmd, o->path,
+			strerror(errno));
+		status = FA_EXIT_FAIL;
+	} else if (keep && replace_file(o->path, o->text ? o->text : "", o->len) != 0) {
+		fprintf(stderr, "fabench %s: cannot write '%s': %s\n", cmd, o->path,
+			strerror(errno));
+		status = FA_EXIT_FAIL;
+	}
+	free(o->text);
+	o->f = NULL;
+	o->text = NULL;
+	return status;
 }

@@ -160,7 +160,7 @@ int fa_cmd_compare(int argc, char **argv)
 	const char *spec[2];
 	char ids[2][32];
 	struct tmp_db tmp = {"", ""};
-	FILE *out = stdout;
+	struct fa_cmd_out out;
 
 	fa_compare_opts_init(&co);
 	opterr = 0;
@@ -255,20 +255,17 @@ int fa_cmd_compare(int argc, char **argv)
 			return FA_EXIT_USAGE;
 		}
 	}
-	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
-		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));
+	if (fa_cmd_out_open("compare", output, &out) != 0) {
 		fa_compare_free(&cmp);
 		fa_store_close(store);
 		tmp_db_remove(&tmp);
 		return FA_EXIT_FAIL;
 	}
-	if ((max_chars ? fa_compare_write_md_fit(&cmp, max_chars, out, &err)
-		       : fa_compare_write(&cmp, format, out, &err)) != FA_OK)
+	if ((max_chars ? fa_compare_write_md_fit(&cmp, max_chars, out.f, &err)
+		       : fa_compare_write(&cmp, format, out.f, &err)) != FA_OK)
 		status = fa_cmd_fail("compare", &err);
-	if (output && fclose(out) != 0) {
-		fprintf(stderr, "fabench compare: cannot write '%s': %s\n", output, strerror(errno));
+	if (fa_cmd_out_close("compare", &out, status == FA_EXIT_OK) != 0)
 		status = FA_EXIT_FAIL;
-	}
 	/* the gate: regressions, and lost coverage (a result that is no longer
 	 * timed cannot show that it got slower; an empty comparison shows nothing) */
 	if (status == FA_EXIT_OK && gate) {

@@ -70,7 +70,7 @@ int fa_cmd_history(int argc, char **argv)
 	struct fa_store *store = NULL;
 	struct fa_err err;
 	int c, format = FA_FMT_MD, status = FA_EXIT_OK, st;
-	FILE *out = stdout;
+	struct fa_cmd_out out;
 
 	fa_history_opts_init(&ho);
 	opterr = 0;
@@ -110,18 +110,15 @@ int fa_cmd_history(int argc, char **argv)
 		fa_store_close(store);
 		return fa_cmd_fail("history", &err);
 	}
-	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
-		fprintf(stderr, "fabench history: cannot write '%s': %s\n", output, strerror(errno));
+	if (fa_cmd_out_open("history", output, &out) != 0) {
 		fa_history_free(&h);
 		fa_store_close(store);
 		return FA_EXIT_FAIL;
 	}
-	if (fa_history_write(&h, format, out, &err) != FA_OK)
+	if (fa_history_write(&h, format, out.f, &err) != FA_OK)
 		status = fa_cmd_fail("history", &err);
-	if (output && fclose(out) != 0) {
-		fprintf(stderr, "fabench history: cannot write '%s': %s\n", output, strerror(errno));
+	if (fa_cmd_out_close("history", &out, status == FA_EXIT_OK) != 0)
 		status = FA_EXIT_FAIL;
-	}
 	if (status == FA_EXIT_OK && h.n_new_regressions > 0) {
 		fprintf(stderr, "fabench history: %d new regression%s at the latest run\n",
 			h.n_new_regressions, h.n_new_regressions == 1 ? "" : "s");

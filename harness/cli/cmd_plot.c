@@ -236,37 +236,20 @@ static int finish(struct fa_store *store, struct plot_args *a, int64_t run_id)
 
 	fa_err_clear(&err);
 	if (a->script) {
-		/* written beside, then renamed: nothing to plot leaves no empty
-		 * script, and an earlier one stays as it was */
-		char part[4200];
-		FILE *f;
+		/* written only when whole: nothing to plot leaves no empty
+		 * script (nor its folders), and an earlier one stays as it was */
+		struct fa_cmd_out out;
+		int status = FA_EXIT_OK;
 		enum fa_rc rc;
-		struct stat sb;
-		/* not a regular file (/dev/null, /dev/stdout, a pipe): straight to it */
-		if (stat(a->script, &sb) == 0 && !S_ISREG(sb.st_mode))
-			snprintf(part, sizeof part, "%s", a->script);
-		else
-			snprintf(part, sizeof part, "%s.part", a->script);
-		const int direct = strcmp(part, a->script) == 0;
-		if (fa_mkdir_parent(a->script) != 0 || !(f = fopen(part, "w"))) {
-			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
-				strerror(errno));
+		if (fa_cmd_out_open("plot", a->script, &out) != 0)
 			return FA_EXIT_FAIL;
-		}
-		rc = fa_plot_script(store, &a->po, f, &err);
-		if ((fclose(f) != 0 || (rc == FA_OK && !direct && rename(part, a->script) != 0)) &&
-		    rc == FA_OK) {
-			fprintf(stderr, "fabench plot: cannot write '%s': %s\n", a->script,
-				strerror(errno));
-			if (!direct)
-				unlink(part);
-			return FA_EXIT_FAIL;
-		}
-		if (rc != FA_OK) {
-			if (!direct)
-				unlink(part);
-			return fa_cmd_fail("plot", &err);
-		}
+		rc = fa_plot_script(store, &a->po, out.f, &err);
+		if (rc != FA_OK)
+			status = fa_cmd_fail("plot", &err);
+		if (fa_cmd_out_close("plot", &out, rc == FA_OK) != 0)
+			status = FA_EXIT_FAIL;
+		if (status != FA_EXIT_OK)
+			return status;
 		printf("%s\n", a->script);
 		return FA_EXIT_OK;
 	}

@@ -1,5 +1,4 @@
 /* cmd_report.c - `fabench report`: the tables of a stored run. */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
@@ -67,7 +66,7 @@ int fa_cmd_report(int argc, char **argv)
 	struct fa_err err;
 	int64_t run_id;
 	int c, status = FA_EXIT_OK;
-	FILE *out = stdout;
+	struct fa_cmd_out out;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -143,22 +142,18 @@ int fa_cmd_report(int argc, char **argv)
 		}
 		hro.compare = &cmp;
 	}
-	if (output) {
-		if (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w"))) {
-			fprintf(stderr, "fabench report: cannot write '%s': %s\n", output,
-				strerror(errno));
-			fa_compare_free(&cmp);
-			fa_store_close(store);
-			return FA_EXIT_FAIL;
-		}
+	/* the file is written only when the report is whole: a bad --baseline
+	 * (found while writing) leaves it as it was */
+	if (fa_cmd_out_open("report", output, &out) != 0) {
+		fa_compare_free(&cmp);
+		fa_store_close(store);
+		return FA_EXIT_FAIL;
 	}
-	if ((ro.format == FA_FMT_HTML ? fa_report_write_html(store, run_id, &ro, &hro, out, &err)
-				      : fa_report_write(store, run_id, &ro, out, &err)) != FA_OK)
+	if ((ro.format == FA_FMT_HTML ? fa_report_write_html(store, run_id, &ro, &hro, out.f, &err)
+				      : fa_report_write(store, run_id, &ro, out.f, &err)) != FA_OK)
 		status = fa_cmd_fail("report", &err);
-	if (output && fclose(out) != 0) {
-		fprintf(stderr, "fabench report: cannot write '%s': %s\n", output, strerror(errno));
+	if (fa_cmd_out_close("report", &out, status == FA_EXIT_OK) != 0)
 		status = FA_EXIT_FAIL;
-	}
 	fa_compare_free(&cmp);
 	fa_store_close(store);
 	return status;

@@ -1930,18 +1930,19 @@ int fa_cmd_run(int argc, char **argv)
 
 	if (o.report && exit_status != FA_EXIT_SIGNAL) {
 		struct fa_report_opts ro = {FA_FMT_MD, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
-		FILE *f;
+		struct fa_cmd_out out;
 		struct fa_err e3;
+		int ok;
 		fa_err_clear(&e3);
-		if (fa_mkdir_parent(o.report) != 0 || !(f = fopen(o.report, "w"))) {
-			fprintf(stderr, "fabench run: cannot write report '%s': %s\n", o.report,
-				strerror(errno));
+		if (fa_cmd_out_open("run", o.report, &out) != 0) {
 			if (exit_status == FA_EXIT_OK)
 				exit_status = FA_EXIT_FAIL;
 		} else {
-			if (fa_report_write(store, run_id, &ro, f, &e3) != FA_OK)
+			ok = fa_report_write(store, run_id, &ro, out.f, &e3) == FA_OK;
+			if (!ok)
 				fa_cmd_fail("run", &e3);
-			fclose(f);
+			if (fa_cmd_out_close("run", &out, ok) != 0 && exit_status == FA_EXIT_OK)
+				exit_status = FA_EXIT_FAIL;
 		}
 	}
 	if (junit) {

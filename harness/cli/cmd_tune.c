@@ -253,7 +253,7 @@ int fa_cmd_tune(int argc, char **argv)
 	int c, format = FA_FMT_MD, status = FA_EXIT_OK, sweep_status = FA_EXIT_OK, st;
 	double v;
 	long n;
-	FILE *out = stdout;
+	struct fa_cmd_out out, hout;
 
 	fa_tune_opts_init(&o);
 	memset(&t, 0, sizeof t);
@@ -514,33 +514,25 @@ int fa_cmd_tune(int argc, char **argv)
 	}
 	fa_store_close(store);
 
-	if (output && (fa_mkdir_parent(output) != 0 || !(out = fopen(output, "w")))) {
-		fprintf(stderr, "fabench tune: cannot write '%s': %s\n", output, strerror(errno));
+	/* the tables and the header are both written, or neither: an error in
+	 * one leaves the files as they were */
+	if (fa_cmd_out_open("tune", output, &out) != 0) {
 		fa_tune_free(&t);
 		return FA_EXIT_FAIL;
 	}
-	if (fa_tune_write(&t, format, out, &err) != FA_OK)
+	if (header && fa_cmd_out_open("tune", header, &hout) != 0) {
+		fa_cmd_out_close("tune", &out, 0);
+		fa_tune_free(&t);
+		return FA_EXIT_FAIL;
+	}
+	if (fa_tune_write(&t, format, out.f, &err) != FA_OK)
 		status = fa_cmd_fail("tune", &err);
-	if (output && fclose(out) != 0) {
-		fprintf(stderr, "fabench tune: cannot write '%s': %s\n", output, strerror(errno));
+	if (status == FA_EXIT_OK && header && fa_tune_write_header(&t, hout.f, &err) != FA_OK)
+		status = fa_cmd_fail("tune", &err);
+	if (fa_cmd_out_close("tune", &out, status == FA_EXIT_OK) != 0)
 		status = FA_EXIT_FAIL;
-	}
-	if (status == FA_EXIT_OK && header) {
-		FILE *hf = NULL;
-		if (fa_mkdir_parent(header) != 0 || !(hf = fopen(header, "w"))) {
-			fprintf(stderr, "fabench tune: cannot write '%s': %s\n", header,
-				strerror(errno));
-			status = FA_EXIT_FAIL;
-		} else {
-			if (fa_tune_write_header(&t, hf, &err) != FA_OK)
-				status = fa_cmd_fail("tune", &err);
-			if (fclose(hf) != 0) {
-				fprintf(stderr, "fabench tune: cannot write '%s': %s\n", header,
-					strerror(errno));
-				status = FA_EXIT_FAIL;
-			}
-		}
-	}
+	if (header && fa_cmd_out_close("tune", &hout, status == FA_EXIT_OK) != 0)
+		status = FA_EXIT_FAIL;
 	if (status == FA_EXIT_OK && heatmap)
 		status = draw_heatmap(db, &o, &t, heatmap);
 	fa_tune_free(&t);

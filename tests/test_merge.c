@@ -350,6 +350,28 @@ FA_TEST(merge, a_database_not_fabenchs_is_left_alone)
 	free(before);
 }
 
+/* An empty file as an input is a database with no runs: it adds nothing
+ * and stays empty (its check, a read-only open, wrote fabench's schema
+ * into it). */
+FA_TEST(merge, an_empty_input_adds_nothing_and_stays_empty)
+{
+	char empty[1024], out[1024], aux[1100];
+	struct fa_proc_result r;
+	struct stat st;
+	path_in(empty, sizeof empty, "e-empty.db");
+	path_in(out, sizeof out, "e-out.db");
+	FA_REQUIRE(fa_test_write_file(empty, "") == 0);
+	FA_CHECK(merge((char *[]){"merge", empty, "-o", out, NULL}, &r) == 0);
+	FA_CHECKF(strstr(r.out, "0 runs added"), "%s%s", r.out, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(stat(empty, &st) == 0 && st.st_size == 0);
+	snprintf(aux, sizeof aux, "%s-wal", empty);
+	FA_CHECK(access(aux, F_OK) != 0);
+	snprintf(aux, sizeof aux, "%s-shm", empty);
+	FA_CHECK(access(aux, F_OK) != 0);
+	FA_CHECK(leftovers(".merge-") == 0);
+}
+
 /* The two runs of one run --ab share their start, host, seed and command
  * line: merge took side b for a copy of side a and left it out. */
 FA_TEST(merge, both_sides_of_an_ab_run)

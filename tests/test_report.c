@@ -704,6 +704,53 @@ FA_TEST(report, readers_on_readonly_folder)
 	chmod(path, 0644);
 }
 
+/* An empty file named by --db is a database with no runs: each reader says
+ * so and exits as it does on a database without runs, and the file stays
+ * empty with nothing beside it (the readers wrote fabench's tables into
+ * it, and a -wal and -shm beside it). */
+FA_TEST(report, readers_leave_an_empty_file_empty)
+{
+	char dir[1100], path[1200], script[1200], *listing;
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s/e", fa_test_tmpdir());
+	snprintf(path, sizeof path, "%s/empty.db", dir);
+	snprintf(script, sizeof script, "%s/p.gp", fa_test_tmpdir());
+	mkdir(dir, 0755);
+	FA_REQUIRE(fa_test_write_file(path, "") == 0);
+	struct {
+		char *args[12];
+		int status;
+		const char *says;
+	} cmds[] = {
+		{{"report", "--db", path, NULL}, 2, "no runs in '"},
+		{{"report", "--db", path, "--format", "json", NULL}, 2, "no runs in '"},
+		{{"compare", "--db", path, "1", "2", NULL}, 2, "no run '1' in '"},
+		{{"history", "--db", path, NULL}, 0, "there is no history to show"},
+		{{"plot", "speedup", "latest", "latest", "--db", path, "--script", script, NULL},
+		 2,
+		 "no run 'latest' in '"},
+		{{"plot", "history", "--db", path, "--script", script, NULL}, 2, "nothing to plot"},
+		{{"plot", "throughput", "--db", path, "--script", script, NULL}, 2, "no runs in '"},
+		{{"tune", "--db", path, "--run", "latest", NULL}, 2, "no runs in '"},
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		struct fa_proc_result r;
+		fa_proc_run(cmds[i].args, NULL, 60, &r);
+		FA_CHECKF(r.status == cmds[i].status &&
+				  strstr(cmds[i].status ? r.err : r.out, cmds[i].says),
+			  "%s %s: status %d\n%s%s", cmds[i].args[0], cmds[i].args[1], r.status, r.out,
+			  r.err);
+		fa_proc_free(&r);
+		FA_CHECKF(stat(path, &st) == 0 && st.st_size == 0, "%s %s: the file has %lld bytes",
+			  cmds[i].args[0], cmds[i].args[1], (long long)st.st_size);
+		listing = list_folder(dir);
+		FA_CHECKF(strcmp(listing, "empty.db\n") == 0, "%s %s: the folder holds '%s'",
+			  cmds[i].args[0], cmds[i].args[1], listing);
+		free(listing);
+	}
+	FA_CHECK(access(script, F_OK) != 0);
+}
+
 /* A reader never creates a missing database. */
 FA_TEST(report, reader_never_creates)
 {

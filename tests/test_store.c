@@ -1529,6 +1529,68 @@ FA_TEST(store, readonly_old_schema)
 	chmod(path, 0644);
 }
 
+/* A file with no tables (an empty file, or a SQLite file of nothing) is a
+ * database with no runs to a reader: it opens, every fabench table is
+ * there and empty, "latest" is not found with the file's name, writes are
+ * refused, and the file is left byte for byte as it was, with nothing
+ * beside it (no -wal, no -shm), writable or not. */
+FA_TEST(store, readonly_empty_file_has_no_runs)
+{
+	char dir[1100], path[1200], want[1400], *before, *after, *bytes;
+	size_t n_before = 0, n_after = 0;
+	for (int kind = 0; kind < 3; kind++) {
+		struct fa_store *s = NULL;
+		struct fa_err err;
+		int64_t id = 0;
+		snprintf(dir, sizeof dir, "%s/empty%d", fa_test_tmpdir(), kind);
+		snprintf(path, sizeof path, "%s/fabench.db", dir);
+		chmod(dir, 0755);
+		mkdir(dir, 0755);
+		unlink(path);
+		if (kind == 2) {
+			/* SQLite's own file of no tables: a header page, user_version 0 */
+			sqlite3 *raw = raw_open(path);
+			FA_REQUIRE(raw);
+			FA_REQUIRE(sqlite3_exec(raw, "CREATE TABLE t (x); DROP TABLE t; VACUUM", NULL,
+						NULL, NULL) == SQLITE_OK);
+			sqlite3_close(raw);
+		} else {
+			FA_REQUIRE(fa_test_write_file(path, "") == 0);
+		}
+		if (kind == 1) /* read-only: opened immutable */
+			FA_REQUIRE(chmod(path, 0444) == 0 && chmod(dir, 0555) == 0);
+		bytes = fa_test_read_file(path, &n_before);
+		FA_REQUIRE(bytes);
+		before = list_folder(dir);
+		fa_err_clear(&err);
+		FA_REQUIRE(fa_store_open_readonly(path, &s, &err) == FA_OK);
+		FA_CHECK(strcmp(fa_store_path(s), path) == 0);
+		FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM runs", 0) == 0);
+		FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM results", 0) == 0);
+		FA_CHECK(query_int(fa_store_db(s), "SELECT count(*) FROM build_runs", 0) == 0);
+		FA_CHECK(query_int(fa_store_db(s), "PRAGMA user_version", 0) ==
+			 FA_STORE_SCHEMA_VERSION);
+		FA_CHECK(fa_store_find_run(s, "latest", &id, &err) == FA_ERR_NOT_FOUND);
+		snprintf(want, sizeof want, "no runs in '%s'", path);
+		FA_CHECKF(strcmp(err.msg, want) == 0, "kind %d: message '%s'", kind, err.msg);
+		FA_CHECK(sqlite3_exec(fa_store_db(s), "DELETE FROM runs", NULL, NULL, NULL) ==
+			 SQLITE_READONLY);
+		fa_store_close(s);
+		after = list_folder(dir);
+		FA_CHECKF(strcmp(before, after) == 0 && strcmp(after, "fabench.db\n") == 0,
+			  "kind %d: '%s' became '%s'", kind, before, after);
+		free(after);
+		after = fa_test_read_file(path, &n_after);
+		FA_CHECKF(after && n_after == n_before && memcmp(after, bytes, n_before) == 0,
+			  "kind %d: the file went from %zu to %zu bytes", kind, n_before, n_after);
+		free(after);
+		free(before);
+		free(bytes);
+		chmod(dir, 0755);
+		chmod(path, 0644);
+	}
+}
+
 /* The read-only open refuses what the writer's open refuses. */
 FA_TEST(store, readonly_refusals)
 {

@@ -549,6 +549,22 @@ static enum fa_rc merge_input(struct merger *m, const char *path)
 				  sqlite3_errmsg(m->db));
 	}
 	sqlite3_finalize(att);
+	/* a file with no tables (an empty file) is a database with no runs:
+	 * nothing to add, and nothing is written into it */
+	if (sqlite3_prepare_v2(m->db, "SELECT count(*) FROM src.sqlite_master", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		rc = sql_fail(m, "cannot read an input");
+		exec(m, "DETACH src");
+		return rc;
+	}
+	n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	if (n <= 0) {
+		rc = n < 0 ? sql_fail(m, "cannot read an input") : FA_OK;
+		exec(m, "DETACH src");
+		return rc;
+	}
+	n = 0;
 	/* one transaction per input, for speed: the file is a copy that only
 	 * replaces the output once everything is in */
 	if (exec(m, "BEGIN IMMEDIATE") != SQLITE_OK) {

@@ -866,9 +866,28 @@ enum fa_rc fa_store_open_readonly(const char *path, struct fa_store **out, struc
 	}
 	/* a reader never writes fabench's tables into another program's
 	 * database (a writer, run --db, adds them beside its own) */
-	if (version == 0 && fa_store_foreign(s->db) == 1) {
+	if (version == 0 && (rc = fa_store_foreign(s->db)) != 0) {
 		fa_store_close(s);
+		if (rc < 0)
+			return fa_err_set(err, FA_ERR_DB, "cannot read the tables of '%s'", path);
 		return foreign_error(path, err);
+	}
+	if (version == 0) {
+		/* no tables at all (an empty file, `: > x.db`): a database with
+		 * no runs. Read as one, from fabench's schema in memory, so the
+		 * file stays as it is: no tables written, no -wal or -shm. */
+		fa_store_close(s);
+		frc = store_connect(path, ":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s,
+				    err);
+		if (frc == FA_OK && (frc = migrate(s, err)) == FA_OK &&
+		    (rc = exec_sql(s->db, "PRAGMA query_only = ON")) != SQLITE_OK)
+			frc = db_error(s->db, path, rc, err, "cannot set up database");
+		if (frc != FA_OK) {
+			fa_store_close(s);
+			return frc;
+		}
+		*out = s;
+		return FA_OK;
 	}
 	if (version != FA_STORE_SCHEMA_VERSION) {
 		fa_store_close(s);

@@ -40,7 +40,10 @@ void fa_store_close(struct fa_store *s);
  * "file:...?mode=ro" URI, with immutable=1 when the file or its folder is
  * not writable (no locks; no -wal or -shm is created beside it) unless a
  * -wal is already there. A missing file is never created. A file of an
- * older schema is migrated first when it may be written, else refused.
+ * older schema is migrated first when it may be written, else refused. A
+ * file with no tables at all (an empty file) is a database with no runs:
+ * read as fabench's empty schema built in memory, the file left exactly as
+ * it is (nothing written into it, no -wal or -shm beside it).
  * The store reads one snapshot, taken at the open (a read transaction held
  * until fa_store_close): what another process commits meanwhile, a run's
  * next case, is not seen, so a reader never sees a run half-written.

@@ -39,6 +39,10 @@ int fa_test_write_file(const char *path, const char *text);
 int fa_test_copy_file(const char *from, const char *to);
 /* How often needle occurs in hay, counting from the end of each find. */
 int fa_test_count(const char *hay, const char *needle);
+/* The offset of the first byte of s[0..len) that is not part of a valid
+ * UTF-8 sequence (RFC 3629's table: no overlong forms, surrogates or
+ * values past U+10FFFF), or -1 when all of it is valid UTF-8. */
+long fa_test_utf8_invalid_at(const char *s, size_t len);
 
 #define FA_TEST(module, name)                                                    \
 	static void fa_test_##module##_##name(void);                             \

@@ -4,6 +4,7 @@
  * missing (skipped, not failed), and the regression gate on a fixture
  * database (a new spill, lost HMMA, a unit that stopped compiling). */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +538,38 @@ FA_TEST(bmatrix, gate_regressions)
 	FA_CHECK(strstr(r.err, "note: kernels/cuda/mma.cu for sm_90a: not compiled (skipped: nvcc "
 			       "not found)") != NULL);
 	fa_proc_free(&r);
+}
+
+/* A compiler's first error line may hold bytes of no UTF-8 sequence (a
+ * message in another locale's encoding): the markdown and CSV write them
+ * as U+FFFD, as the JSON does. */
+FA_TEST(bmatrix, report_text_is_utf8)
+{
+	char db[1024];
+	sqlite3 *raw = NULL;
+	db_path(db, sizeof db, "utf8.db");
+	FA_REQUIRE(build_gate_db(db, 1) == 0);
+	FA_REQUIRE(sqlite3_open(db, &raw) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_exec(raw, "UPDATE build_results SET error = CAST(X'666C6173682E6375FF3A80' "
+				     "AS TEXT) WHERE status = 'failed'",
+				NULL, NULL, NULL) == SQLITE_OK);
+	FA_REQUIRE(sqlite3_changes(raw) > 0);
+	sqlite3_close(raw);
+	static const char *const formats[] = {"md", "csv", "json"};
+	for (int i = 0; i < 3; i++) {
+		struct fa_proc_result r;
+		long bad;
+		char *argv[] = {"build-matrix", "--report", "--db", db, "--format", (char *)formats[i],
+				NULL};
+		fa_proc_run(argv, NULL, 60, &r);
+		FA_CHECKF(r.status == 0, "%s: status %d: %s", formats[i], r.status, r.err);
+		bad = fa_test_utf8_invalid_at(r.out, strlen(r.out));
+		FA_CHECKF(bad < 0, "%s: byte 0x%02x at %ld", formats[i],
+			  bad < 0 ? 0 : (unsigned char)r.out[bad], bad);
+		FA_CHECKF(strstr(r.out, i == 2 ? "flash.cu\\ufffd:\\ufffd" : "flash.cu\xef\xbf\xbd:\xef\xbf\xbd"),
+			  "%s: %s", formats[i], r.out);
+		fa_proc_free(&r);
+	}
 }
 
 FA_TEST(bmatrix, gate_in_process)

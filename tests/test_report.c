@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../harness/report/compare.h"
+#include "../harness/report/history.h"
 #include "../harness/report/report.h"
 #include "../harness/report/table.h"
 #include "fixture.h"
@@ -915,6 +917,124 @@ FA_TEST(report, markdown_cells_escape_user_text)
 	FA_CHECK(strcmp(fa_table_cell(&t, 1, 0), "") == 0);
 	FA_CHECKF(strcmp(fa_table_cell(&t, 1, 1), "`` a `b` c ``") == 0, "'%s'", fa_table_cell(&t, 1, 1));
 	fa_table_free(&t);
+}
+
+/* A column is as wide as its widest cell counted as it is printed: a byte
+ * that is not UTF-8 is one character, the U+FFFD it becomes (a lone
+ * continuation byte counted none, and its row came out one short). */
+FA_TEST(report, table_width_counts_a_replaced_byte_as_one)
+{
+	struct fa_table t;
+	struct fa_err err;
+	struct fa_table_text text;
+	FILE *f;
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0;
+	long width = -1;
+	FA_REQUIRE(fa_table_init(&t, 2, &err) == FA_OK);
+	static const char *const cells[] = {"name", "n", "a\x80\x80", "1", "\xe2\x82", "2",
+					    "\xc3\xa9t\xc3\xa9", "3"};
+	for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
+		FA_REQUIRE(fa_table_add(&t, cells[i], &err) == FA_OK);
+	f = open_memstream(&buf, &len);
+	FA_REQUIRE(f && fa_table_text_open(&text));
+	FA_CHECK(fa_table_print_md(text.f, &t, &err) == FA_OK);
+	FA_CHECK(fa_table_text_close(&text, f, FA_OK, &err) == FA_OK);
+	fclose(f);
+	FA_REQUIRE(buf);
+	FA_CHECKF(fa_test_utf8_invalid_at(buf, len) < 0, "%s", buf);
+	FA_CHECKF(strstr(buf, "| a\xef\xbf\xbd\xef\xbf\xbd  | 1   |\n") &&
+			  strstr(buf, "| \xef\xbf\xbd\xef\xbf\xbd   | 2   |\n") &&
+			  strstr(buf, "| \xc3\xa9t\xc3\xa9  | 3   |\n"),
+		  "%s", buf);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		long chars = 0;
+		for (const char *p = line; *p; p++)
+			chars += ((unsigned char)*p & 0xc0) != 0x80;
+		if (width < 0)
+			width = chars;
+		FA_CHECKF(chars == width, "'%s': %ld characters, the header %ld", line, chars, width);
+	}
+	free(buf);
+	fa_table_free(&t);
+}
+
+/* Every text output (markdown and CSV of report, compare and history, as
+ * JSON and HTML already did) writes a byte that starts no valid UTF-8
+ * sequence, as a plugin's device name, a skip or failure reason, a label
+ * may hold, as U+FFFD: the output is UTF-8 whatever the database holds. */
+static char *writer_text(int which, int format, struct fa_store *s)
+{
+	struct fa_report_opts ro = {format, NULL, FA_METRIC_ALL, FA_LAYOUT_WIDE};
+	struct fa_compare cmp;
+	struct fa_history h;
+	struct fa_err err;
+	enum fa_rc rc = FA_ERR_INTERNAL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fa_err_clear(&err);
+	if (which == 0 || which == 1) { /* report, wide and long */
+		ro.layout = which == 1 ? FA_LAYOUT_LONG : FA_LAYOUT_WIDE;
+		rc = fa_report_write(s, FA_FIXTURE_RUN_MAIN, &ro, f, &err);
+	} else if (which == 2 || which == 3) { /* compare, and compare --max-chars */
+		if ((rc = fa_compare_build(s, "1", "2", NULL, &cmp, &err)) == FA_OK) {
+			rc = which == 3 ? fa_compare_write_md_fit(&cmp, 3000, f, &err)
+					: fa_compare_write(&cmp, format, f, &err);
+			fa_compare_free(&cmp);
+		}
+	} else if ((rc = fa_history_build(s, NULL, &h, &err)) == FA_OK) {
+		rc = fa_history_write(&h, format, f, &err);
+		fa_history_free(&h);
+	}
+	fclose(f);
+	if (rc != FA_OK) {
+		fa_test_fail(__FILE__, __LINE__, "writer %d format %d: %s", which, format, err.msg);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+FA_TEST(report, text_outputs_replace_bytes_that_are_not_utf8)
+{
+	struct fa_store *s = fa_fixture_open();
+	static const char *const names[] = {"report", "report --layout long", "compare",
+					    "compare --max-chars", "history"};
+	FA_REQUIRE(s);
+	/* a device name and a failure reason with bytes of no sequence: 0xff,
+	 * a lone continuation byte, a sequence cut short; a model label */
+	FA_REQUIRE(sqlite3_exec(fa_store_db(s),
+				"UPDATE runs SET device_name = CAST(X'6370752DFF' AS TEXT) WHERE id = 2; "
+				"UPDATE results SET reason = CAST(X'77687980E282' AS TEXT) "
+				"WHERE run_id = 2 AND reason IS NOT NULL AND reason != ''; "
+				"INSERT INTO case_tags (case_id, seq, name, model, layers) SELECT id, 0, "
+				"CAST(X'6C6C616D61FE' AS TEXT), 1, 32 FROM cases WHERE run_id IN (1, 2) "
+				"AND idx = 0",
+				NULL, NULL, NULL) == SQLITE_OK);
+	for (int which = 0; which < 5; which++)
+		for (int format = FA_FMT_MD; format <= FA_FMT_JSON; format++) {
+			char *text;
+			long bad;
+			if ((which == 1 || which == 3) && format != FA_FMT_MD &&
+			    !(which == 1 && format == FA_FMT_CSV))
+				continue; /* --layout long is md and csv; --max-chars md */
+			text = writer_text(which, format, s);
+			if (!text)
+				continue;
+			bad = fa_test_utf8_invalid_at(text, strlen(text));
+			FA_CHECKF(bad < 0, "%s, format %d: byte 0x%02x at %ld: %.60s", names[which],
+				  format, bad < 0 ? 0 : (unsigned char)text[bad], bad,
+				  bad < 0 ? "" : text + (bad > 30 ? bad - 30 : 0));
+			/* (the long csv has no device name, reason or label) */
+			FA_CHECKF(strstr(text, format == FA_FMT_JSON ? "\\ufffd" : "\xef\xbf\xbd") ||
+					  (which == 1 && format == FA_FMT_CSV),
+				  "%s, format %d: no replacement character", names[which], format);
+			free(text);
+		}
+	fa_store_close(s);
 }
 
 /* --baseline names a forward kernel in a run that times the backward too:

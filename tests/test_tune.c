@@ -7,6 +7,7 @@
  * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
  */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,39 @@ FA_TEST(tune, golden)
 	fa_err_clear(&err);
 	FA_CHECK(fa_tune_write(&t, FA_FMT_HTML, f, &err) == FA_ERR_USAGE);
 	fclose(f);
+	fa_tune_free(&t);
+}
+
+/* The markdown and CSV write a byte of no UTF-8 sequence (a plugin's
+ * device name, a merged database's case key) as U+FFFD, as the JSON does:
+ * every output is UTF-8. */
+FA_TEST(tune, text_outputs_replace_bytes_that_are_not_utf8)
+{
+	const char *db = planted_db();
+	struct fa_store *s = NULL;
+	struct fa_tune_opts o;
+	struct fa_tune t;
+	struct fa_err err;
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_store_open(db, 0, &s, &err) == FA_OK);
+	FA_REQUIRE(sqlite3_exec(fa_store_db(s),
+				"UPDATE runs SET device_name = CAST(X'706C616E746564FF' AS TEXT); "
+				"UPDATE cases SET key = key || CAST(X'80E282' AS TEXT) WHERE idx = 0",
+				NULL, NULL, NULL) == SQLITE_OK);
+	fa_store_close(s);
+	planted_opts(&o);
+	FA_REQUIRE(build(db, &o, &t, &err) == FA_OK);
+	for (int format = FA_FMT_MD; format <= FA_FMT_JSON; format++) {
+		char *text = text_of(&t, format, 0);
+		long bad;
+		FA_REQUIRE(text);
+		bad = fa_test_utf8_invalid_at(text, strlen(text));
+		FA_CHECKF(bad < 0, "format %d: byte 0x%02x at %ld", format,
+			  bad < 0 ? 0 : (unsigned char)text[bad], bad);
+		FA_CHECKF(strstr(text, format == FA_FMT_JSON ? "\\ufffd" : "\xef\xbf\xbd"),
+			  "format %d: no replacement character:\n%s", format, text);
+		free(text);
+	}
 	fa_tune_free(&t);
 }
 

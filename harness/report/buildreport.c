@@ -383,9 +383,19 @@ static void write_json(const struct fa_build_table *t, FILE *out)
 enum fa_rc fa_build_report_write(const struct fa_build_table *t, int format, FILE *out,
 				 struct fa_err *err)
 {
+	struct fa_table_text text;
+	enum fa_rc rc = FA_OK;
 	switch (format) {
-	case FA_FMT_MD: return write_md(t, out, err);
-	case FA_FMT_CSV: write_csv(t, out); return FA_OK;
+	case FA_FMT_MD:
+	case FA_FMT_CSV:
+		/* through memory, every byte then valid UTF-8 (json escapes its own) */
+		if (!fa_table_text_open(&text))
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the build report");
+		if (format == FA_FMT_MD)
+			rc = write_md(t, text.f, err);
+		else
+			write_csv(t, text.f);
+		return fa_table_text_close(&text, out, rc, err);
 	case FA_FMT_JSON: write_json(t, out); return FA_OK;
 	}
 	return fa_err_set(err, FA_ERR_USAGE, "build-matrix reports are md, csv or json");

@@ -1563,6 +1563,7 @@ static enum fa_rc md_keeping(struct fa_compare *cmp, const int32_t *rank_of, int
 {
 	struct fa_cmp_row *all = cmp->rows, *some = malloc(((size_t)cmp->n_rows + 1) * sizeof *some);
 	int32_t n_all = cmp->n_rows, n = 0;
+	struct fa_table_text fixed;
 	enum fa_rc rc;
 	FILE *m;
 	if (!some)
@@ -1579,7 +1580,13 @@ static enum fa_rc md_keeping(struct fa_compare *cmp, const int32_t *rank_of, int
 	cmp->rows = some;
 	cmp->n_rows = n;
 	cmp->rows_left_out = n_timed - (keep < n_timed ? keep : n_timed);
-	rc = write_md(m, cmp, err);
+	/* valid UTF-8 before it is measured (a replaced byte is a character) */
+	if (!fa_table_text_open(&fixed)) {
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+	} else {
+		rc = write_md(fixed.f, cmp, err);
+		rc = fa_table_text_close(&fixed, m, rc, err);
+	}
 	cmp->rows = all;
 	cmp->n_rows = n_all;
 	if (fclose(m) != 0 && rc == FA_OK)
@@ -1659,11 +1666,17 @@ enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,
 			    struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	if (format == FA_FMT_MD)
-		rc = write_md(f, cmp, err);
-	else if (format == FA_FMT_CSV)
-		write_csv(f, cmp);
-	else if (format == FA_FMT_JSON)
+	struct fa_table_text text;
+	if (format == FA_FMT_MD || format == FA_FMT_CSV) {
+		/* through memory, every byte then valid UTF-8 (json escapes its own) */
+		if (!fa_table_text_open(&text))
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
+		if (format == FA_FMT_MD)
+			rc = write_md(text.f, cmp, err);
+		else
+			write_csv(text.f, cmp);
+		rc = fa_table_text_close(&text, f, rc, err);
+	} else if (format == FA_FMT_JSON)
 		write_json(f, cmp);
 	else
 		return fa_err_set(err, FA_ERR_USAGE, "compare cannot be written as format %d",

@@ -917,11 +917,17 @@ static void write_json(FILE *f, const struct fa_history *h)
 enum fa_rc fa_history_write(const struct fa_history *h, int format, FILE *f, struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	if (format == FA_FMT_MD)
-		rc = write_md(f, h, err);
-	else if (format == FA_FMT_CSV)
-		write_csv(f, h);
-	else if (format == FA_FMT_JSON)
+	struct fa_table_text text;
+	if (format == FA_FMT_MD || format == FA_FMT_CSV) {
+		/* through memory, every byte then valid UTF-8 (json escapes its own) */
+		if (!fa_table_text_open(&text))
+			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the history");
+		if (format == FA_FMT_MD)
+			rc = write_md(text.f, h, err);
+		else
+			write_csv(text.f, h);
+		rc = fa_table_text_close(&text, f, rc, err);
+	} else if (format == FA_FMT_JSON)
 		write_json(f, h);
 	else
 		return fa_err_set(err, FA_ERR_USAGE, "history cannot be written as format %d",

@@ -2559,14 +2559,23 @@ static enum fa_rc report_write(struct fa_store *s, int64_t run_id, const struct 
 	rc = report_load(s, run_id, o->baseline, &r, err);
 	r.metric = o->metric;
 	r.layout = o->layout;
-	if (rc == FA_OK) {
-		if (o->format == FA_FMT_MD)
-			rc = write_md(out, &r, err);
-		else if (o->format == FA_FMT_CSV && o->layout == FA_LAYOUT_LONG)
-			rc = write_csv_long(out, &r, err);
-		else if (o->format == FA_FMT_CSV)
-			write_csv(out, &r);
-		else if (o->format == FA_FMT_HTML)
+	if (rc == FA_OK && (o->format == FA_FMT_MD || o->format == FA_FMT_CSV)) {
+		/* through memory, every byte then valid UTF-8 (as json and html
+		 * write theirs): a plugin's device name or reason may hold any */
+		struct fa_table_text text;
+		if (!fa_table_text_open(&text)) {
+			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the report");
+		} else {
+			if (o->format == FA_FMT_MD)
+				rc = write_md(text.f, &r, err);
+			else if (o->layout == FA_LAYOUT_LONG)
+				rc = write_csv_long(text.f, &r, err);
+			else
+				write_csv(text.f, &r);
+			rc = fa_table_text_close(&text, out, rc, err);
+		}
+	} else if (rc == FA_OK) {
+		if (o->format == FA_FMT_HTML)
 			rc = write_html(out, s, run_id, &r, h ? h : &no_extras, err);
 		else
 			write_json(out, &r);

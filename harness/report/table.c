@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/text.h"
 #include "../base/util.h"
 #include "../suite/suite.h"
 
@@ -39,6 +40,43 @@ void fa_table_md_code(FILE *f, const char *s)
 	fputs(longest ? " " : "", f);
 	for (int i = 0; i <= longest; i++)
 		fputc('`', f);
+}
+
+void fa_table_write_utf8(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len, *run = p;
+	while (p < end) {
+		int n = *p < 0x80 ? 1 : fa_utf8_len(p, end);
+		if (n > 0) {
+			p += n;
+			continue;
+		}
+		fwrite(run, 1, (size_t)(p - run), f);
+		fputs("\xef\xbf\xbd", f);
+		run = ++p;
+	}
+	fwrite(run, 1, (size_t)(p - run), f);
+}
+
+FILE *fa_table_text_open(struct fa_table_text *t)
+{
+	t->buf = NULL;
+	t->len = 0;
+	return t->f = open_memstream(&t->buf, &t->len);
+}
+
+enum fa_rc fa_table_text_close(struct fa_table_text *t, FILE *f, enum fa_rc rc,
+			       struct fa_err *err)
+{
+	int bad = fclose(t->f) != 0;
+	if (rc == FA_OK && bad)
+		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the text");
+	if (rc == FA_OK)
+		fa_table_write_utf8(f, t->buf, t->len);
+	free(t->buf);
+	t->buf = NULL;
+	t->f = NULL;
+	return rc;
 }
 
 void fa_table_csv_text(FILE *f, const char *s)
@@ -233,9 +271,12 @@ const char *fa_table_cell(const struct fa_table *t, int row, int col)
  * bytes. */
 static int text_width(const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
 	int n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
+	for (; p < end; n++) {
+		int len = fa_utf8_len(p, end);
+		p += len > 0 ? len : 1; /* a byte of no sequence: one U+FFFD */
+	}
 	return n;
 }
 

@@ -43,6 +43,28 @@ void fa_table_md_text(FILE *f, const char *s);
  * characters as spaces (a report is printed on terminals too). */
 void fa_table_md_code(FILE *f, const char *s);
 
+/* Writes s[0..len) to f as valid UTF-8: each byte that starts no valid
+ * UTF-8 sequence (a plugin's device name or skip reason, a merged
+ * database's text) as U+FFFD, the replacement character, as the JSON,
+ * HTML, JUnit and gnuplot writers write it; valid text as it is. */
+void fa_table_write_utf8(FILE *f, const char *s, size_t len);
+
+/* The markdown and CSV writers (report, compare, history, tune,
+ * build-matrix) write their text into memory and then through
+ * fa_table_write_utf8, so that every byte of it, whichever function wrote
+ * it, is valid UTF-8. fa_table_text_open starts the memory stream (NULL
+ * when out of memory); fa_table_text_close ends it and, when rc is FA_OK,
+ * writes the text to f. Returns rc, or FA_ERR_NOMEM in err when the stream
+ * failed. */
+struct fa_table_text {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+FILE *fa_table_text_open(struct fa_table_text *t);
+enum fa_rc fa_table_text_close(struct fa_table_text *t, FILE *f, enum fa_rc rc,
+			       struct fa_err *err);
+
 /* s as a CSV field, quoted as RFC 4180 asks when it holds a comma, a quote
  * or a line break. NULL writes nothing (an empty field). A leading '=', '+',
  * '-' or '@' stays as it is, by choice: the CSV is data that import reads
@@ -111,7 +133,8 @@ enum fa_rc fa_table_add_code(struct fa_table *t, const char *text, struct fa_err
 const char *fa_table_cell(const struct fa_table *t, int row, int col);
 
 /* Prints the complete rows of t as a markdown table: every column padded to
- * its widest cell, counted in UTF-8 characters (at least the 3 characters
+ * its widest cell, counted in UTF-8 characters (a byte that starts no valid
+ * sequence counts one, the U+FFFD it becomes; at least the 3 characters
  * of "---"), the separator after the header with ':' over right-aligned
  * columns. Returns FA_OK, or FA_ERR_NOMEM with nothing printed. */
 enum fa_rc fa_table_print_md(FILE *f, const struct fa_table *t, struct fa_err *err);

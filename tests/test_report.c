@@ -583,6 +583,21 @@ FA_TEST(report, percent_of_calibrated_peak)
 		snprintf(want, sizeof want, " %.0f%% |", 100.0 * tf / 0.0001);
 		FA_CHECKF(strstr(md, want) != NULL, "no cell '%s' in:\n%s", want, md);
 	}
+	FA_CHECKF(strstr(md, "calibrate: 0.01 TFLOP/s 16-bit matrix product, fp32 cases against "
+			     "the fp32 rate, 100 GB/s copy)"),
+		  "%s", md);
+	free(md);
+	/* the CPU's calibration: one fp32 rate for both (calibrate says "fp32;
+	 * no 16-bit matrix unit used"), and the note says what was measured */
+	cal.matmul_tflops = cal.matmul_fp32_tflops = 0.0001;
+	FA_REQUIRE(fa_store_calibration_save(s, "cpu", &dev, &cal, "2026-11-27T00:00:00Z", &err) ==
+		   FA_OK);
+	md = report_text(s, FA_FIXTURE_RUN_BASE, FA_FMT_MD, NULL, &rc, &err);
+	FA_REQUIRE(md != NULL && rc == FA_OK);
+	FA_CHECKF(strstr(md, "calibrate: 0.0001 TFLOP/s fp32 matrix product, the rate of every "
+			     "dtype: no 16-bit matrix unit used; 100 GB/s copy)"),
+		  "%s", md);
+	FA_CHECK(!strstr(md, "16-bit matrix product"));
 	free(md);
 	fa_store_close(s);
 }

@@ -1555,12 +1555,25 @@ static void write_legend(FILE *out, const struct report *r, const struct markup 
 		      "model (attention alone, every layer this shape); models of different layers "
 		      "that share the case get one value each, in the order of the Models section. ",
 		      out);
-	if (r->have_cal && r->layout != FA_LAYOUT_LONG)
-		fprintf(out, "%% peak: throughput over the device's latest calibration (fabench "
-			     "calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g GB/s copy). ",
-			r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0 ? ", fp32 cases against the "
-									       "fp32 rate" : "",
-			r->cal.copy_gbps);
+	if (r->have_cal && r->layout != FA_LAYOUT_LONG) {
+		/* named by what calibrate measured: one fp32 rate for both where
+		 * the device has no 16-bit matrix unit (the CPU), as it says */
+		const int fp32_only = r->cal.matmul_tflops > 0 &&
+				      r->cal.matmul_tflops == r->cal.matmul_fp32_tflops;
+		if (fp32_only)
+			fprintf(out, "%% peak: throughput over the device's latest calibration "
+				     "(fabench calibrate: %.4g TFLOP/s fp32 matrix product, the rate of "
+				     "every dtype: no 16-bit matrix unit used; %.4g GB/s copy). ",
+				r->cal.matmul_tflops, r->cal.copy_gbps);
+		else
+			fprintf(out, "%% peak: throughput over the device's latest calibration "
+				     "(fabench calibrate: %.4g TFLOP/s 16-bit matrix product%s, %.4g "
+				     "GB/s copy). ",
+				r->cal.matmul_tflops, r->cal.matmul_fp32_tflops > 0
+							      ? ", fp32 cases against the fp32 rate"
+							      : "",
+				r->cal.copy_gbps);
+	}
 	if (r->baseline >= 0 && r->layout != FA_LAYOUT_LONG) {
 		static const char *const pass_words[] = {"forward", "backward", "forward-and-backward"};
 		int per_pass = 0;

@@ -490,6 +490,72 @@ FA_TEST(tags, compare_shows_models)
 	fa_proc_free(&r);
 }
 
+/* A row's labels are those of both sides: one shape run as llama3-8b in
+ * BASE and as qwen3-4b in HEAD names both (it named HEAD's alone), a
+ * labelled BASE against an unlabelled HEAD keeps the models and depth
+ * columns (they were dropped), and a pooled side gives the labels of all
+ * its runs; in markdown, CSV and JSON alike. */
+FA_TEST(tags, compare_joins_the_labels_of_both_sides)
+{
+	static const char *const suites[][2] = {
+		{"llama", "axes:\n  model: [llama3-8b]\ndefaults: {depth: 30, "},
+		{"qwen", "axes:\n  model: [qwen3-4b]\ndefaults: {depth: 30, "},
+		/* the same case key, no label and no depth */
+		{"plain", "defaults: {kv_len: 31, heads: 32, kv_heads: 8, head_dim: 128, "},
+	};
+	char db[1024], suite[1024];
+	struct fa_proc_result r;
+	snprintf(db, sizeof db, "%s/join.db", fa_test_tmpdir());
+	unlink(db);
+	for (int i = 0; i < 3; i++) {
+		char text[512];
+		snprintf(suite, sizeof suite, "%s/%s.yaml", fa_test_tmpdir(), suites[i][0]);
+		snprintf(text, sizeof text,
+			 "suite: m\n"
+			 "measure: {warmup: 0, min_samples: 3, max_samples: 3, min_time_ms: 0, "
+			 "max_time_ms: 10}\n"
+			 "%sdtype: fp32, mask: causal, q_len: 1}\n",
+			 suites[i][1]);
+		FA_REQUIRE(fa_test_write_file(suite, text) == 0);
+		/* run ids: llama 1, qwen 2, plain 3; labels pool (1, 2) and plain */
+		char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
+			       "--label", i < 2 ? "pool" : "plain", "--quiet", NULL};
+		fa_proc_run(run, NULL, 120, &r);
+		FA_REQUIRE(r.status == 0);
+		fa_proc_free(&r);
+	}
+	static const struct {
+		const char *base, *head;
+		const char *md, *csv, *json;
+	} cases[] = {
+		{"1", "2", "| llama3-8b, qwen3-4b |    30 | cpu_flash", ",fwd,30,llama3-8b;qwen3-4b\n",
+		 "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, \"layers\": 32}, {\"name\": "
+		 "\"qwen3-4b\", \"model\": true, \"layers\": 36}], \"depth\": 30,"},
+		{"1", "3", "| llama3-8b |    30 | cpu_flash", ",fwd,30,llama3-8b\n",
+		 "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, \"layers\": 32}], \"depth\": 30,"},
+		{"3", "2", "| qwen3-4b |    30 | cpu_flash", ",fwd,30,qwen3-4b\n",
+		 "\"tags\": [{\"name\": \"qwen3-4b\", \"model\": true, \"layers\": 36}], \"depth\": 30,"},
+		/* pooled: the two runs labelled pool against plain, and back */
+		{"plain", "pool", "| llama3-8b, qwen3-4b |    30 | cpu_flash",
+		 ",fwd,30,llama3-8b;qwen3-4b\n", "{\"name\": \"qwen3-4b\", \"model\": true, "},
+		{"pool", "plain", "| llama3-8b, qwen3-4b |    30 | cpu_flash",
+		 ",fwd,30,llama3-8b;qwen3-4b\n", "{\"name\": \"qwen3-4b\", \"model\": true, "},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		static const char *const formats[] = {"md", "csv", "json"};
+		for (int k = 0; k < 3; k++) {
+			const char *want = k == 0 ? cases[i].md : k == 1 ? cases[i].csv : cases[i].json;
+			char *cmp[] = {"compare", "--db", db, "--format", (char *)formats[k],
+				       (char *)cases[i].base, (char *)cases[i].head, NULL};
+			fa_proc_run(cmp, NULL, 60, &r);
+			FA_CHECKF(r.status == 0 && strstr(r.out, want),
+				  "compare %s %s --format %s: status %d, no '%s' in:\n%s%s",
+				  cases[i].base, cases[i].head, formats[k], r.status, want, r.out, r.err);
+			fa_proc_free(&r);
+		}
+	}
+}
+
 /* tune names the models of each case and reads depth back from the store. */
 FA_TEST(tags, tune_shows_models)
 {

@@ -410,6 +410,58 @@ static const char *side_timing(const struct entry *e, int n)
 	return "";
 }
 
+/* The labels of group e[0..n) (nb base entries first) on row: every label
+ * of its results, both sides and every pooled run, each (name, model,
+ * layers) once, BASE's first; and the suite's depth, HEAD's where it gave
+ * one, else BASE's. A side alone (HEAD's labels, a labelled BASE against an
+ * unlabelled HEAD) would show half of what the rows compared. */
+static enum fa_rc row_labels(struct fa_compare *cmp, const struct entry *e, int n, int nb,
+			     struct fa_cmp_row *row, struct fa_err *err)
+{
+	struct fa_case_tag *list;
+	size_t total = 0, len = 1;
+	int32_t k = 0;
+	char *text, *p;
+
+	row->depth = 0;
+	for (int i = nb; i < n && !row->depth; i++)
+		row->depth = e[i].r->depth;
+	for (int i = 0; i < nb && !row->depth; i++)
+		row->depth = e[i].r->depth;
+	for (int i = 0; i < n; i++)
+		total += (size_t)e[i].r->n_tags;
+	row->tags = "";
+	row->tag_list = NULL;
+	row->n_tags = 0;
+	if (!total)
+		return FA_OK;
+	if (!(list = fa_arena_alloc(&cmp->arena, total * sizeof *list)))
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory comparing runs");
+	for (int i = 0; i < n; i++)
+		for (int32_t t = 0; t < e[i].r->n_tags; t++) {
+			const struct fa_case_tag *tag = &e[i].r->tag_list[t];
+			int32_t seen = 0;
+			while (seen < k && !(strcmp(list[seen].name, tag->name) == 0 &&
+					     list[seen].model == tag->model &&
+					     list[seen].layers == tag->layers))
+				seen++;
+			if (seen == k) {
+				list[k++] = *tag;
+				len += strlen(tag->name) + 2;
+			}
+		}
+	if (!(text = fa_arena_alloc(&cmp->arena, len)))
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory comparing runs");
+	p = text;
+	for (int32_t t = 0; t < k; t++)
+		p += sprintf(p, "%s%s", t ? ", " : "", list[t].name);
+	*p = '\0';
+	row->tags = text;
+	row->tag_list = list;
+	row->n_tags = k;
+	return FA_OK;
+}
+
 /* The row of group e[0..n) (one key, kernel, params; base entries first). */
 static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 			   struct fa_cmp_row *row, struct fa_err *err)
@@ -439,11 +491,9 @@ static enum fa_rc make_row(struct fa_compare *cmp, const struct entry *e, int n,
 	row->params = rep->params;
 	row->base_params = nb ? e[0].r->params : rep->params;
 	row->values = rep->values;
-	row->tags = rep->tags;
-	row->tag_list = rep->tag_list;
-	row->n_tags = rep->n_tags;
-	row->depth = rep->depth;
 	row->pass = rep->pass;
+	if ((rc = row_labels(cmp, e, n, nb, row, err)) != FA_OK)
+		return rc;
 	rc = pool_side(e, nb, &bs, &br, &bx, &n_bs);
 	if (rc == FA_OK)
 		rc = pool_side(e + nb, n - nb, &hs, &hr, &hx, &n_hs);

@@ -145,10 +145,13 @@ struct fa_cmp_row {
 	int32_t lost;            /* 1: timed in BASE (passed, with timings) and not timed
 	                            in HEAD: removed, skipped or untimed there (a BROKEN
 	                            row is a regression, not counted here) */
-	const char *tags;        /* the case's labels (models) joined by ", ", "" none */
+	const char *tags;        /* the case's labels (models) joined by ", ", "" none:
+	                            those of both sides and every pooled run, each
+	                            (name, model, layers) once, BASE's first */
 	const struct fa_case_tag *tag_list; /* the same labels in order, n_tags of them */
 	int32_t n_tags;
-	int32_t depth;           /* the suite's depth: of the case, 0 when not given */
+	int32_t depth;           /* the suite's depth of the case, HEAD's where it gave one,
+	                            else BASE's; 0 when neither did */
 	int32_t pass;            /* enum fa_pass of the case */
 	const char *base_timing, *head_timing; /* how a side's passing results were timed
 	                            (the first one's timing: "cold-clean", "graph-cold",

@@ -92,7 +92,8 @@ int fa_cmd_out_open(const char *cmd, const char *path, struct fa_cmd_out *o);
 /* Ends o. With keep, the text is written to the file: its folders made,
  * through a temporary file beside it renamed over it (a reader never sees
  * half of it; an existing file keeps its mode, a link keeps pointing at
- * it), or straight into what is not a regular file (/dev/stdout, a FIFO).
+ * it), or straight into what is not a regular file (/dev/stdout, a FIFO)
+ * and into a file whose folder may not be written.
  * Without keep nothing is written or created. Returns 0, or after printing
  * "fabench CMD: cannot write 'PATH': ..." FA_EXIT_FAIL. Standard output is
  * left alone (0). */

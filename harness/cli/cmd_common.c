@@ -188,6 +188,22 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
+/* Writes data[0..len) into the file at path, truncated; 0, or -1 with
+ * errno set. */
+static int write_in_place(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), e;
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, data, len) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
 /* Replaces the file at path with data[0..len) (fa_cmd_out_close); 0, or
  * -1 with errno set and nothing left behind but the folders made. */
 static int replace_file(const char *path, const char *data, size_t len)
@@ -195,35 +211,31 @@ static int replace_file(const char *path, const char *data, size_t len)
 	char target[PATH_MAX], part[PATH_MAX + 16];
 	struct stat sb;
 	mode_t mode;
-	int fd, e;
+	int fd, e, exists = stat(path, &sb) == 0;
 
-	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		/* /dev/stdout, /dev/null, a FIFO: nothing to rename over */
-		if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) < 0)
-			return -1;
-		if (write_all(fd, data, len) != 0) {
-			e = errno;
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		return close(fd);
-	}
+	if (exists && !S_ISREG(sb.st_mode))
+		return write_in_place(path, data, len); /* /dev/stdout, a FIFO: no rename */
 	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, target))
 		path = target; /* the file the link names is replaced, not the link */
 	if (snprintf(part, sizeof part, "%s.XXXXXX", path) >= (int)sizeof part) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (stat(path, &sb) == 0) {
+	if (exists && stat(path, &sb) == 0) {
 		mode = sb.st_mode & 07777;
 	} else {
 		mode_t mask = umask(0);
 		umask(mask);
 		mode = 0666 & ~mask;
 	}
-	if (fa_mkdir_parent(path) != 0 || (fd = mkstemp(part)) < 0)
+	if (fa_mkdir_parent(path) != 0)
 		return -1;
+	if ((fd = mkstemp(part)) < 0) {
+		/* a file that may be written in a folder that may not: in place */
+		if (exists && (errno == EACCES || errno == EPERM || errno == EROFS))
+			return write_in_place(path, data, len);
+		return -1;
+	}
 	if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0) {
 		e = errno;
 		close(fd);

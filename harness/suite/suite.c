@@ -1255,11 +1255,8 @@ char *fa_case_key(const struct fa_case *c)
 	return b.s;
 }
 
-/* A repeat d of case c (the same key) may only add labels: a `depth` or a
- * label's `layers` that c holds with another value would be lost, so it is
- * an error at d's value; one that c lacks (no depth, a tag without layers)
- * is taken. The labels d adds are merged by the caller. */
-static enum fa_rc merge_repeat(struct fa_case *c, const struct fa_case *d, struct fa_err *err)
+enum fa_rc fa_case_merge_repeat(struct fa_case *c, const struct fa_case *d, int row,
+				struct fa_err *err)
 {
 	if (d->depth_loc.file && c->depth_loc.file && d->depth != c->depth)
 		return fa_err_at(err, &d->depth_loc,
@@ -1268,9 +1265,12 @@ static enum fa_rc merge_repeat(struct fa_case *c, const struct fa_case *d, struc
 				 d->p.varlen ? "kv_seqlens are given, so depth does not change the "
 					       "case; each sequence's keys, the cache included, are its "
 					       "kv_seqlens entry"
-					     : "kv_len is given, so depth does not change the case; for "
-					       "a cache of depth keys before the queries, write kv_len: "
-					       "depth + q_len");
+				 : row ? "kv_len is given, so depth does not change the case; for "
+					 "a cache of depth keys before the queries, a row's "
+					 "kv_len is depth + q_len"
+				       : "kv_len is given, so depth does not change the case; for "
+					 "a cache of depth keys before the queries, write kv_len: "
+					 "depth + q_len");
 	for (int32_t k = 0; k < d->n_tags; k++)
 		for (int32_t j = 0; j < c->n_tags; j++) {
 			const struct fa_case_tag *dt = &d->tags[k];
@@ -1296,8 +1296,8 @@ static enum fa_rc merge_repeat(struct fa_case *c, const struct fa_case *d, struc
 }
 
 /* Turns the work list into s->cases: reports the first pending error, drops
- * repeated keys (the first stays, with every label, see merge_repeat), sets
- * keys, seeds and settings. */
+ * repeated keys (the first stays, with every label, see
+ * fa_case_merge_repeat), sets keys, seeds and settings. */
 static enum fa_rc finish(struct load *ld)
 {
 	struct fa_suite *s = ld->s;
@@ -1335,7 +1335,8 @@ static enum fa_rc finish(struct load *ld)
 			}
 		if (dup) {
 			/* one shape, several models: the case keeps every label */
-			enum fa_rc mrc = merge_repeat(&s->cases[table[slot]], &w->c, ld->err);
+			enum fa_rc mrc =
+				fa_case_merge_repeat(&s->cases[table[slot]], &w->c, 0, ld->err);
 			int merged = mrc == FA_OK ? fa_case_merge_tags(&s->cases[table[slot]], &w->c) : 0;
 			free(key);
 			fa_work_free(w);

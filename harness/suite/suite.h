@@ -32,7 +32,8 @@ struct fa_case_tag {
 	struct fa_loc loc;    /* where layers came from (the layers value, else the
 	                         model or tag), set where a case is built from a
 	                         file's values (a suite, an import's row) and read
-	                         only by a suite's load (repeats that conflict) */
+	                         only while it is read (repeats that conflict,
+	                         fa_case_merge_repeat) */
 };
 
 struct fa_case {
@@ -59,6 +60,16 @@ struct fa_case {
 /* Appends the labels of src that dst lacks (by name) to dst's; 0, or -1 when
  * out of memory (dst unchanged). */
 int fa_case_merge_tags(struct fa_case *dst, const struct fa_case *src);
+
+/* A repeat d of case c (the same key: a suite's case made twice, an
+ * import's row of a case seen before) may only add to c: a `depth` or a
+ * label's `layers` that c holds with another value would be lost, so it is
+ * an error at d's value that names c's (depth_loc, the label's loc); one
+ * that c lacks (no depth, a tag without layers) is taken. row: the hint of
+ * a depth error speaks of an import's row, not a suite's `kv_len:`. The
+ * labels d adds are merged by the caller (fa_case_merge_tags). */
+enum fa_rc fa_case_merge_repeat(struct fa_case *c, const struct fa_case *d, int row,
+				struct fa_err *err);
 
 /* Frees the labels of c and zeroes them. */
 void fa_case_free_tags(struct fa_case *c);

@@ -1,8 +1,9 @@
 /* test_import.c - fabench import: the bad files of tests/import/ and their
  * exact messages, the good JSON-lines and CSV files read field by field,
- * random cases whose imported key must equal the key the suite loader makes,
- * storing as a new run and into a fabench run (cases matched by key, nothing
- * written on a conflict), the command end to end beside `fabench run` and
+ * rows of one case that fill in its depth and labels' layers, random cases
+ * whose imported key must equal the key the suite loader makes, storing as
+ * a new run and into a fabench run (cases matched by key, nothing written
+ * on a conflict), the command end to end beside `fabench run` and
  * `fabench report`, and bench/peers/torch_sdpa.py: its own unit tests and its
  * writer's output fed to `fabench import` (both when python3 is present). */
 #include <errno.h>
@@ -392,6 +393,71 @@ FA_TEST(import, parse_details)
 	 * devices, FIFOs and files too large) */
 	FA_CHECK(fa_import_read(fa_test_tmpdir(), FA_IMPORT_AUTO, &im, &err) == FA_ERR_INPUT);
 	FA_CHECK(strstr(err.msg, "is not a regular file (a directory)") != NULL);
+}
+
+/* Rows of one case that repeat its depth and its labels' layers, or give
+ * what an earlier row lacked (a depth, a tag's layers), import as one case
+ * with every value, in JSON lines and CSV alike, and store so; different
+ * values are errors (tests/import/bad_*layers_conflict*, bad_*depth_*). */
+FA_TEST(import, consistent_repeats_fill_the_case)
+{
+	static const char jsonl[] =
+		"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"kernel\": \"a\", "
+		"\"median_ms\": 1}\n"
+		"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"layers\": 32, "
+		"\"tag\": \"mine\", \"depth\": 16, \"kernel\": \"b\", \"median_ms\": 1}\n"
+		"{\"q_len\": 4, \"kv_len\": 20, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, "
+		"\"depth\": 16, \"kernel\": \"c\", \"median_ms\": 1, \"tags\": [{\"name\": "
+		"\"mine\", \"model\": false, \"layers\": 7}]}\n"
+		"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"tag\": \"mine\", "
+		"\"kernel\": \"d\", \"median_ms\": 1}\n";
+	static const char csv[] = "q_len,kv_len,heads,kv_heads,head_dim,depth,kernel,median_ms,"
+				  "models,label_layers\n"
+				  "4,20,32,8,128,,a,1,llama3-8b;mine,;\n"
+				  "4,20,32,8,128,16,b,1,mine,7\n"
+				  "4,20,32,8,128,16,c,1,llama3-8b;mine,32;7\n"
+				  "4,20,32,8,128,,d,1,mine,\n";
+	static const struct {
+		const char *text;
+		size_t len;
+	} files[] = {{jsonl, sizeof jsonl - 1}, {csv, sizeof csv - 1}};
+	for (size_t i = 0; i < 2; i++) {
+		struct fa_import im;
+		struct fa_store *s;
+		struct fa_err err;
+		struct fa_import_summary sum;
+		struct fa_import_opts o = {NULL, NULL, "fabench import x", "9.9.9"};
+		char buf[256];
+		enum fa_rc rc;
+		fa_err_clear(&err);
+		rc = fa_import_parse("mem", files[i].text, files[i].len, FA_IMPORT_AUTO, &im, &err);
+		if (rc != FA_OK) {
+			FA_CHECKF(0, "file %zu: %s:%d:%d: %s", i, err.file, err.line, err.col,
+				  err.msg);
+			continue;
+		}
+		FA_CHECKF(im.n_rows == 4 && im.n_cases == 1, "file %zu: %d rows, %d cases", i,
+			  im.n_rows, im.n_cases);
+		const struct fa_case *c = &im.cases[0];
+		FA_CHECKF(c->depth == 16, "file %zu: depth %d", i, c->depth);
+		FA_REQUIRE(c->n_tags == 2);
+		FA_CHECKF(strcmp(c->tags[0].name, "llama3-8b") == 0 && c->tags[0].model == 1 &&
+				  c->tags[0].layers == 32,
+			  "file %zu: %s %d", i, c->tags[0].name, c->tags[0].layers);
+		FA_CHECKF(strcmp(c->tags[1].name, "mine") == 0 && c->tags[1].model == 0 &&
+				  c->tags[1].layers == 7,
+			  "file %zu: %s %d", i, c->tags[1].name, c->tags[1].layers);
+		FA_REQUIRE(fa_store_open(":memory:", 1, &s, &err) == FA_OK);
+		FA_CHECK(fa_import_store(s, &im, &o, &sum, &err) == FA_OK);
+		FA_CHECK(strcmp(q_text(fa_store_db(s),
+				       "SELECT group_concat(t.name || '|' || t.layers || '|' || "
+				       "d.depth, ';') FROM (SELECT * FROM case_tags ORDER BY seq) "
+				       "t JOIN case_depth d ON d.case_id = t.case_id",
+				       0, buf, sizeof buf),
+			     "llama3-8b|32|16;mine|7|16") == 0);
+		fa_store_close(s);
+		fa_import_free(&im);
+	}
 }
 
 /* started_at names a real time: months 01-12, the month's days (February

@@ -746,8 +746,13 @@ static enum fa_rc add_case(struct ctx *cx, struct fa_work *w, int seed_given, ui
 	struct fa_case *c;
 	int32_t found = smap_get(&m->cases, w->c.key);
 	if (found >= 0) {
+		enum fa_rc rc;
 		*idx = found;
-		/* rows of one case for several models keep every model */
+		/* a repeat may add to the case (a depth, a tag's layers), not
+		 * contradict it, as in a suite; rows of one case for several
+		 * models keep every model */
+		if ((rc = fa_case_merge_repeat(&im->cases[found], &w->c, 1, cx->err)) != FA_OK)
+			return rc;
 		return fa_case_merge_tags(&im->cases[found], &w->c) == 0 ? FA_OK : fa_import_nomem(cx);
 	}
 	if (im->n_cases == m->cap_cases) {
@@ -1178,6 +1183,7 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 		char buf[FA_TAG_MAX + 1];
 		int32_t layers = -1, model = -1;
 		struct fa_loc l = is_list ? f->v.items[k].loc : f->v.loc;
+		struct fa_loc at = l; /* where its layers come from: layers, else its name */
 		if (is_list) {
 			const struct ival *o = &f->v.items[k];
 			if (o->kind != IK_OBJ)
@@ -1185,9 +1191,11 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 						 "a label of 'tags' is an object (name, model, layers)");
 			for (int32_t j = 0; j < o->n; j++) {
 				const struct ifield *g = &o->fields[j];
-				if (strcmp(g->name, "name") == 0 && g->v.kind == IK_STR)
+				if (strcmp(g->name, "name") == 0 && g->v.kind == IK_STR) {
 					name = g->v.s;
-				else if (strcmp(g->name, "model") == 0 && g->v.kind == IK_BOOL)
+					if (layers < 0)
+						at = g->v.loc;
+				} else if (strcmp(g->name, "model") == 0 && g->v.kind == IK_BOOL)
 					model = strcmp(g->v.s, "true") == 0;
 				else if (strcmp(g->name, "layers") == 0 && g->v.kind == IK_NUM) {
 					if (!layers_of(g->v.s, &layers))
@@ -1195,6 +1203,7 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 								 "a label's layers '%s' is not a layer "
 								 "count (a whole number from 1)",
 								 g->v.s);
+					at = g->v.loc;
 				}
 				else if (!(strcmp(g->name, "layers") == 0 && g->v.kind == IK_NULL) &&
 					 strcmp(g->name, "tokens_per_s") != 0)
@@ -1211,6 +1220,7 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 			memcpy(buf, s, len);
 			buf[len] = '\0';
 			name = buf;
+			at = fa_import_loc_in(&f->v, (size_t)(s - f->v.s));
 			s += len + (s[len] == ';');
 		}
 		if (!name || !*name)
@@ -1226,6 +1236,7 @@ static enum fa_rc take_labels(struct ctx *cx, const struct ifield *f, struct fa_
 		struct fa_case_tag *t = &lbl[(*n)++];
 		t->model = model >= 0 ? model : m >= 0;
 		t->layers = layers >= 0 ? layers : m >= 0 ? fa_models[m].layers : 0;
+		t->loc = at;
 		if (!(t->name = fa_arena_alloc(&cx->m->arena, strlen(name) + 1)))
 			return fa_import_nomem(cx);
 		strcpy(t->name, name);
@@ -1264,6 +1275,7 @@ static enum fa_rc take_label_layers(struct ctx *cx, const struct ifield *f,
 						 "'label_layers' entry %d '%s' is not a layer count "
 						 "(a whole number from 1)",
 						 k + 1, buf);
+			lbl[k].loc = fa_import_loc_in(&f->v, (size_t)(s - f->v.s));
 		}
 		s += strcspn(s, ";");
 		s += *s == ';';
@@ -1363,6 +1375,8 @@ enum fa_rc fa_import_take_row(struct ctx *cx, const struct ival *obj_in,
 		struct fa_case from = {0};
 		from.tags = labels;
 		from.n_tags = n_labels;
+		if ((rc = fa_case_merge_repeat(&im->cases[case_idx], &from, 1, cx->err)) != FA_OK)
+			return rc;
 		if (fa_case_merge_tags(&im->cases[case_idx], &from) != 0)
 			return fa_import_nomem(cx);
 	}

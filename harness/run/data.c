@@ -5,9 +5,19 @@
  */
 #include "data.h"
 
+#include <stdint.h>
+
 #include "../../kernels/common/fa_dtype.h"
 #include "../../kernels/common/fa_rng.h"
 #include "../base/parallel.h"
+
+/* a * b, or INT64_MAX where that overflows: a suite's case may be past any
+ * size here (the suite loader refuses it afterwards, "Q is too large") */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 /* Strides of one tensor with `len` tokens per sequence (`total` packed
  * tokens for varlen), `heads` heads of `dim` elements. */
@@ -17,13 +27,13 @@ static void set_tensor_strides(const struct fa_problem *p, int64_t len, int64_t 
 	if (p->layout == FA_LAYOUT_BHSD) {
 		/* [batch, heads, len, dim], varlen [heads, total, dim] */
 		*ss = dim;
-		*sh = (p->varlen ? total : len) * dim;
-		*sb = p->varlen ? 0 : heads * len * dim;
+		*sh = mul_sat(p->varlen ? total : len, dim);
+		*sb = p->varlen ? 0 : mul_sat(mul_sat(heads, len), dim);
 	} else {
 		/* [batch, len, heads, dim], varlen [total, heads, dim] */
 		*sh = dim;
-		*ss = heads * dim;
-		*sb = p->varlen ? 0 : len * heads * dim;
+		*ss = mul_sat(heads, dim);
+		*sb = p->varlen ? 0 : mul_sat(mul_sat(len, heads), dim);
 	}
 }
 

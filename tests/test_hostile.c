@@ -583,11 +583,22 @@ FA_TEST(hostile, input_errors_print_no_line_feeds)
 	FA_CHECKF(text && strcmp(text, "fabench plot: error: gnuplot failed: one\n\ttwo?[2J\n") == 0,
 		  "printed:\n%s", text);
 	free(text);
+	/* not an input error, still a quoted argument: report's missing --db */
+	fa_err_clear(&e);
+	fa_err_set(&e, FA_ERR_NOT_FOUND, "no database at 'nope\nfabench: ok'");
+	text = printed(&e, "fabench report");
+	FA_CHECKF(text && strcmp(text, "fabench report: error: no database at 'nope?fabench: ok'\n") == 0,
+		  "printed:\n%s", text);
+	free(text);
 	/* through the command: the suite's tag stays on its line */
 	struct fa_proc_result r;
 	fa_proc_run((char *[]){"list", "suites/bad/tag_line_feed.yaml", NULL}, NULL, 60, &r);
 	FA_CHECKF(r.status == 2 && strstr(r.err, "tag 'ok?fabench: all fine' holds") &&
 			  !strstr(r.err, "\nfabench: all fine"),
+		  "status %d: %.500s", r.status, r.err);
+	fa_proc_free(&r);
+	fa_proc_run((char *[]){"report", "--db", "nope\nfabench: ok", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "'nope?fabench: ok'") && !strstr(r.err, "\nfabench: ok"),
 		  "status %d: %.500s", r.status, r.err);
 	fa_proc_free(&r);
 }

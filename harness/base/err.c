@@ -205,9 +205,11 @@ static void put_plain(FILE *f, const char *s, int lines)
 void fa_err_print(const struct fa_err *e, FILE *f, const char *prefix)
 {
 	char text[4096];
-	/* an input error quotes the input's values, which must not make lines
-	 * of their own ("tag: \"ok\\nfabench: all fine\"") */
-	const int lines = e->rc != FA_ERR_INPUT && !e->file[0];
+	/* a message quotes input (a suite's value, a command line's argument:
+	 * "tag: \"ok\\nfabench: all fine\"", --db $'x\nfabench: ok'), which must
+	 * not make lines of its own; only a tool's failure keeps the lines of
+	 * the tool's own output (gnuplot's stderr) */
+	const int lines = e->rc == FA_ERR_BACKEND && !e->file[0];
 	if (!e->file[0]) {
 		fprintf(f, "%s: error: ", prefix ? prefix : "fabench");
 		put_plain(f, e->msg, lines);

@@ -71,11 +71,10 @@ void fa_err_set_text(struct fa_err *e, const char *text);
  *    LINE | text of that line
  *         |     ^
  * For errors without a file, "fabench: error: message". Control characters
- * of the file name and message (input they quote) print as '?'; line feeds
- * and tabs too in an input error (FA_ERR_INPUT, or any error with a file),
- * where they could only come from a quoted value, but not in others (a
- * message may hold lines: gnuplot's stderr); those of the excerpt too, but
- * tabs. The source line is
+ * of the file name and message (input they quote) print as '?', line feeds
+ * and tabs too, except in a tool's failure (FA_ERR_BACKEND without a file),
+ * whose message may hold the lines of the tool's own output (gnuplot's
+ * stderr); those of the excerpt too, but tabs. The source line is
  * re-read from the file; when it cannot be, only the first line is printed.
  * A UTF-8 byte order mark opening line 1 is left out of the excerpt: columns
  * count from after it (libyaml's marks, import's).

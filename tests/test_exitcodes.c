@@ -496,6 +496,20 @@ FA_TEST(exitcodes, output_file_written_whole)
 	free(text);
 	FA_CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
 	FA_CHECK(stat(old, &st) == 0 && (st.st_mode & 0777) == 0600);
+	/* a link to a file not there yet is written through and stays a link */
+	char dangling[1100], target[1100];
+	snprintf(dangling, sizeof dangling, "%s/dangling.md", dir);
+	snprintf(target, sizeof target, "%s/later.md", dir);
+	unlink(dangling);
+	unlink(target);
+	FA_REQUIRE(symlink("later.md", dangling) == 0);
+	fa_proc_run((char *[]){"report", "--db", db, "--output", dangling, NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
+	text = fa_test_read_file(target, &len);
+	FA_CHECK(text && strcmp(text, want.out) == 0);
+	free(text);
 	/* no temporary file left beside them */
 	snprintf(listing, sizeof listing, "ls -A '%s' '%s/new/sub'", dir, dir);
 	p = popen(listing, "r");

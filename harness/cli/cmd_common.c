@@ -188,11 +188,11 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-/* Writes data[0..len) into the file at path, truncated; 0, or -1 with
- * errno set. */
-static int write_in_place(const char *path, const char *data, size_t len)
+/* Writes data[0..len) into the file at path, truncated (created with
+ * `create`); 0, or -1 with errno set. */
+static int write_in_place(const char *path, const char *data, size_t len, int create)
 {
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), e;
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0666), e;
 	if (fd < 0)
 		return -1;
 	if (write_all(fd, data, len) != 0) {
@@ -214,9 +214,14 @@ static int replace_file(const char *path, const char *data, size_t len)
 	int fd, e, exists = stat(path, &sb) == 0;
 
 	if (exists && !S_ISREG(sb.st_mode))
-		return write_in_place(path, data, len); /* /dev/stdout, a FIFO: no rename */
-	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, target))
-		path = target; /* the file the link names is replaced, not the link */
+		return write_in_place(path, data, len, 0); /* /dev/stdout, a FIFO: no rename */
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+		/* the file the link names is replaced, not the link; a link to
+		 * nothing yet is written through, as fopen does */
+		if (!realpath(path, target))
+			return write_in_place(path, data, len, 1);
+		path = target;
+	}
 	if (snprintf(part, sizeof part, "%s.XXXXXX", path) >= (int)sizeof part) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -233,7 +238,7 @@ static int replace_file(const char *path, const char *data, size_t len)
 	if ((fd = mkstemp(part)) < 0) {
 		/* a file that may be written in a folder that may not: in place */
 		if (exists && (errno == EACCES || errno == EPERM || errno == EROFS))
-			return write_in_place(path, data, len);
+			return write_in_place(path, data, len, 0);
 		return -1;
 	}
 	if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0) {

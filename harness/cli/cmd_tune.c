@@ -514,8 +514,10 @@ int fa_cmd_tune(int argc, char **argv)
 	}
 	fa_store_close(store);
 
-	/* the tables and the header are both written, or neither: an error in
-	 * one leaves the files as they were */
+	/* the tables and the header are both made in memory before either file
+	 * is replaced, so an error in making either leaves both as they were;
+	 * a failure to write the header's file once the tables' is replaced
+	 * (a full disk) is reported, status 1, with the tables' file written */
 	if (fa_cmd_out_open("tune", output, &out) != 0) {
 		fa_tune_free(&t);
 		return FA_EXIT_FAIL;

@@ -502,12 +502,14 @@ FA_TEST(tags, compare_joins_the_labels_of_both_sides)
 		{"qwen", "axes:\n  model: [qwen3-4b]\ndefaults: {depth: 30, "},
 		/* the same case key, no label and no depth */
 		{"plain", "defaults: {kv_len: 31, heads: 32, kv_heads: 8, head_dim: 128, "},
+		/* llama3-8b again, with other layers: one name on the row */
+		{"llama10", "axes:\n  model: [llama3-8b]\ndefaults: {depth: 30, layers: 10, "},
 	};
 	char db[1024], suite[1024];
 	struct fa_proc_result r;
 	snprintf(db, sizeof db, "%s/join.db", fa_test_tmpdir());
 	unlink(db);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		char text[512];
 		snprintf(suite, sizeof suite, "%s/%s.yaml", fa_test_tmpdir(), suites[i][0]);
 		snprintf(text, sizeof text,
@@ -517,9 +519,10 @@ FA_TEST(tags, compare_joins_the_labels_of_both_sides)
 			 "%sdtype: fp32, mask: causal, q_len: 1}\n",
 			 suites[i][1]);
 		FA_REQUIRE(fa_test_write_file(suite, text) == 0);
-		/* run ids: llama 1, qwen 2, plain 3; labels pool (1, 2) and plain */
+		/* run ids: llama 1, qwen 2, plain 3, llama10 4; labels pool (1, 2),
+		 * plain and other */
 		char *run[] = {"run", suite, "--db", db, "--backend", "cpu", "--kernels", "cpu_flash",
-			       "--label", i < 2 ? "pool" : "plain", "--quiet", NULL};
+			       "--label", i < 2 ? "pool" : i == 2 ? "plain" : "other", "--quiet", NULL};
 		fa_proc_run(run, NULL, 120, &r);
 		FA_REQUIRE(r.status == 0);
 		fa_proc_free(&r);
@@ -540,6 +543,11 @@ FA_TEST(tags, compare_joins_the_labels_of_both_sides)
 		 ",fwd,30,llama3-8b;qwen3-4b\n", "{\"name\": \"qwen3-4b\", \"model\": true, "},
 		{"pool", "plain", "| llama3-8b, qwen3-4b |    30 | cpu_flash",
 		 ",fwd,30,llama3-8b;qwen3-4b\n", "{\"name\": \"qwen3-4b\", \"model\": true, "},
+		/* one name with 32 and 10 layers: once, BASE's layers */
+		{"1", "4", "| llama3-8b |    30 | cpu_flash", ",fwd,30,llama3-8b\n",
+		 "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, \"layers\": 32}], \"depth\": 30,"},
+		{"4", "1", "| llama3-8b |    30 | cpu_flash", ",fwd,30,llama3-8b\n",
+		 "\"tags\": [{\"name\": \"llama3-8b\", \"model\": true, \"layers\": 10}], \"depth\": 30,"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		static const char *const formats[] = {"md", "csv", "json"};

@@ -411,8 +411,9 @@ static const char *side_timing(const struct entry *e, int n)
 }
 
 /* The labels of group e[0..n) (nb base entries first) on row: every label
- * of its results, both sides and every pooled run, each (name, model,
- * layers) once, BASE's first; and the suite's depth, HEAD's where it gave
+ * of its results, both sides and every pooled run, each name once, BASE's
+ * first (a name given other layers on the other side keeps BASE's, as a
+ * suite and import merge labels by name); and the suite's depth, HEAD's where it gave
  * one, else BASE's. A side alone (HEAD's labels, a labelled BASE against an
  * unlabelled HEAD) would show half of what the rows compared. */
 static enum fa_rc row_labels(struct fa_compare *cmp, const struct entry *e, int n, int nb,
@@ -441,9 +442,7 @@ static enum fa_rc row_labels(struct fa_compare *cmp, const struct entry *e, int 
 		for (int32_t t = 0; t < e[i].r->n_tags; t++) {
 			const struct fa_case_tag *tag = &e[i].r->tag_list[t];
 			int32_t seen = 0;
-			while (seen < k && !(strcmp(list[seen].name, tag->name) == 0 &&
-					     list[seen].model == tag->model &&
-					     list[seen].layers == tag->layers))
+			while (seen < k && strcmp(list[seen].name, tag->name) != 0)
 				seen++;
 			if (seen == k) {
 				list[k++] = *tag;

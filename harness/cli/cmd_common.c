@@ -71,10 +71,8 @@ int fa_cmd_option_error(const char *cmd, const char *option, const char *text, s
 	struct fa_err err;
 	va_list ap;
 	char msg[FA_ERR_MSG_MAX];
-	int col = 1;
-	for (size_t i = 0; i < at && text[i]; i++)
-		if (((unsigned char)text[i] & 0xc0) != 0x80)
-			col++;
+	const size_t len = strlen(text);
+	const int col = fa_utf8_col(text, text + (at < len ? at : len));
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);

@@ -380,22 +380,28 @@ static void write_json(const struct fa_build_table *t, FILE *out)
 	fprintf(out, "\n]}\n");
 }
 
+/* fa_table_write_text's writers of the md and the csv */
+static enum fa_rc md_text(FILE *m, const void *t, struct fa_err *err)
+{
+	return write_md(t, m, err);
+}
+
+static enum fa_rc csv_text(FILE *m, const void *t, struct fa_err *err)
+{
+	(void)err;
+	write_csv(t, m);
+	return FA_OK;
+}
+
 enum fa_rc fa_build_report_write(const struct fa_build_table *t, int format, FILE *out,
 				 struct fa_err *err)
 {
-	struct fa_table_text text;
-	enum fa_rc rc = FA_OK;
 	switch (format) {
 	case FA_FMT_MD:
 	case FA_FMT_CSV:
 		/* through memory, every byte then valid UTF-8 (json escapes its own) */
-		if (!fa_table_text_open(&text))
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the build report");
-		if (format == FA_FMT_MD)
-			rc = write_md(t, text.f, err);
-		else
-			write_csv(t, text.f);
-		return fa_table_text_close(&text, out, rc, err);
+		return fa_table_write_text(out, format == FA_FMT_MD ? md_text : csv_text, t,
+					   "the build report", err);
 	case FA_FMT_JSON: write_json(t, out); return FA_OK;
 	}
 	return fa_err_set(err, FA_ERR_USAGE, "build-matrix reports are md, csv or json");

@@ -1363,6 +1363,21 @@ static const char *status_csv(int st)
 	return st < 0 ? "" : fa_status_name(st);
 }
 
+static void write_csv(FILE *f, const struct fa_compare *cmp);
+
+/* fa_table_write_text's writers of the md and the csv */
+static enum fa_rc md_text(FILE *m, const void *cmp, struct fa_err *err)
+{
+	return write_md(m, cmp, err);
+}
+
+static enum fa_rc csv_text(FILE *m, const void *cmp, struct fa_err *err)
+{
+	(void)err;
+	write_csv(m, cmp);
+	return FA_OK;
+}
+
 static void write_csv(FILE *f, const struct fa_compare *cmp)
 {
 	fputs("suite,case_idx,case_key", f);
@@ -1612,7 +1627,6 @@ static enum fa_rc md_keeping(struct fa_compare *cmp, const int32_t *rank_of, int
 {
 	struct fa_cmp_row *all = cmp->rows, *some = malloc(((size_t)cmp->n_rows + 1) * sizeof *some);
 	int32_t n_all = cmp->n_rows, n = 0;
-	struct fa_table_text fixed;
 	enum fa_rc rc;
 	FILE *m;
 	if (!some)
@@ -1630,12 +1644,7 @@ static enum fa_rc md_keeping(struct fa_compare *cmp, const int32_t *rank_of, int
 	cmp->n_rows = n;
 	cmp->rows_left_out = n_timed - (keep < n_timed ? keep : n_timed);
 	/* valid UTF-8 before it is measured (a replaced byte is a character) */
-	if (!fa_table_text_open(&fixed)) {
-		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
-	} else {
-		rc = write_md(fixed.f, cmp, err);
-		rc = fa_table_text_close(&fixed, m, rc, err);
-	}
+	rc = fa_table_write_text(m, md_text, cmp, "a comparison", err);
 	cmp->rows = all;
 	cmp->n_rows = n_all;
 	if (fclose(m) != 0 && rc == FA_OK)
@@ -1715,16 +1724,10 @@ enum fa_rc fa_compare_write(const struct fa_compare *cmp, int format, FILE *f,
 			    struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	struct fa_table_text text;
 	if (format == FA_FMT_MD || format == FA_FMT_CSV) {
 		/* through memory, every byte then valid UTF-8 (json escapes its own) */
-		if (!fa_table_text_open(&text))
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing a comparison");
-		if (format == FA_FMT_MD)
-			rc = write_md(text.f, cmp, err);
-		else
-			write_csv(text.f, cmp);
-		rc = fa_table_text_close(&text, f, rc, err);
+		rc = fa_table_write_text(f, format == FA_FMT_MD ? md_text : csv_text, cmp,
+					 "a comparison", err);
 	} else if (format == FA_FMT_JSON)
 		write_json(f, cmp);
 	else

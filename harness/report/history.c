@@ -768,6 +768,21 @@ static void point_segment(const struct fa_hist_series *sr, int p, double *segmen
 	*segment = mean;
 }
 
+static void write_csv(FILE *f, const struct fa_history *h);
+
+/* fa_table_write_text's writers of the md and the csv */
+static enum fa_rc md_text(FILE *m, const void *h, struct fa_err *err)
+{
+	return write_md(m, h, err);
+}
+
+static enum fa_rc csv_text(FILE *m, const void *h, struct fa_err *err)
+{
+	(void)err;
+	write_csv(m, h);
+	return FA_OK;
+}
+
 static void write_csv(FILE *f, const struct fa_history *h)
 {
 	fputs("suite,case_idx,case_key,kernel,params,run_id,started_at,git_commit,label,status,"
@@ -917,16 +932,10 @@ static void write_json(FILE *f, const struct fa_history *h)
 enum fa_rc fa_history_write(const struct fa_history *h, int format, FILE *f, struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	struct fa_table_text text;
 	if (format == FA_FMT_MD || format == FA_FMT_CSV) {
 		/* through memory, every byte then valid UTF-8 (json escapes its own) */
-		if (!fa_table_text_open(&text))
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the history");
-		if (format == FA_FMT_MD)
-			rc = write_md(text.f, h, err);
-		else
-			write_csv(text.f, h);
-		rc = fa_table_text_close(&text, f, rc, err);
+		rc = fa_table_write_text(f, format == FA_FMT_MD ? md_text : csv_text, h,
+					 "the history", err);
 	} else if (format == FA_FMT_JSON)
 		write_json(f, h);
 	else

@@ -1850,6 +1850,23 @@ static enum fa_rc write_csv_long(FILE *out, const struct report *r, struct fa_er
 	return rc;
 }
 
+static void write_csv(FILE *out, const struct report *r);
+
+/* fa_table_write_text's writers of the md and the csv (wide or long) */
+static enum fa_rc md_text(FILE *m, const void *r, struct fa_err *err)
+{
+	return write_md(m, r, err);
+}
+
+static enum fa_rc csv_text(FILE *m, const void *ctx, struct fa_err *err)
+{
+	const struct report *r = ctx;
+	if (r->layout == FA_LAYOUT_LONG)
+		return write_csv_long(m, r, err);
+	write_csv(m, r);
+	return FA_OK;
+}
+
 static void write_csv(FILE *out, const struct report *r)
 {
 	char buf[64];
@@ -2575,18 +2592,8 @@ static enum fa_rc report_write(struct fa_store *s, int64_t run_id, const struct 
 	if (rc == FA_OK && (o->format == FA_FMT_MD || o->format == FA_FMT_CSV)) {
 		/* through memory, every byte then valid UTF-8 (as json and html
 		 * write theirs): a plugin's device name or reason may hold any */
-		struct fa_table_text text;
-		if (!fa_table_text_open(&text)) {
-			rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the report");
-		} else {
-			if (o->format == FA_FMT_MD)
-				rc = write_md(text.f, &r, err);
-			else if (o->layout == FA_LAYOUT_LONG)
-				rc = write_csv_long(text.f, &r, err);
-			else
-				write_csv(text.f, &r);
-			rc = fa_table_text_close(&text, out, rc, err);
-		}
+		rc = fa_table_write_text(out, o->format == FA_FMT_MD ? md_text : csv_text, &r,
+					 "the report", err);
 	} else if (rc == FA_OK) {
 		if (o->format == FA_FMT_HTML)
 			rc = write_html(out, s, run_id, &r, h ? h : &no_extras, err);

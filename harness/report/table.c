@@ -58,24 +58,21 @@ void fa_table_write_utf8(FILE *f, const char *s, size_t len)
 	fwrite(run, 1, (size_t)(p - run), f);
 }
 
-FILE *fa_table_text_open(struct fa_table_text *t)
+enum fa_rc fa_table_write_text(FILE *f, fa_table_text_fn fn, const void *ctx,
+			       const char *what, struct fa_err *err)
 {
-	t->buf = NULL;
-	t->len = 0;
-	return t->f = open_memstream(&t->buf, &t->len);
-}
-
-enum fa_rc fa_table_text_close(struct fa_table_text *t, FILE *f, enum fa_rc rc,
-			       struct fa_err *err)
-{
-	int bad = fclose(t->f) != 0;
-	if (rc == FA_OK && bad)
+	char *buf = NULL;
+	size_t len = 0;
+	enum fa_rc rc;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing %s", what);
+	rc = fn(m, ctx, err);
+	if (fclose(m) != 0 && rc == FA_OK)
 		rc = fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the text");
 	if (rc == FA_OK)
-		fa_table_write_utf8(f, t->buf, t->len);
-	free(t->buf);
-	t->buf = NULL;
-	t->f = NULL;
+		fa_table_write_utf8(f, buf, len);
+	free(buf);
 	return rc;
 }
 

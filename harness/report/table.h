@@ -52,18 +52,13 @@ void fa_table_write_utf8(FILE *f, const char *s, size_t len);
 /* The markdown and CSV writers (report, compare, history, tune,
  * build-matrix) write their text into memory and then through
  * fa_table_write_utf8, so that every byte of it, whichever function wrote
- * it, is valid UTF-8. fa_table_text_open starts the memory stream (NULL
- * when out of memory); fa_table_text_close ends it and, when rc is FA_OK,
- * writes the text to f. Returns rc, or FA_ERR_NOMEM in err when the stream
- * failed. */
-struct fa_table_text {
-	FILE *f;
-	char *buf;
-	size_t len;
-};
-FILE *fa_table_text_open(struct fa_table_text *t);
-enum fa_rc fa_table_text_close(struct fa_table_text *t, FILE *f, enum fa_rc rc,
-			       struct fa_err *err);
+ * it, is valid UTF-8. fa_table_write_text calls fn(m, ctx, err) on a
+ * memory stream m and, when it returns FA_OK, writes the text to f.
+ * Returns fn's rc, or FA_ERR_NOMEM in err when the memory stream
+ * failed ("out of memory writing WHAT" when it cannot be opened). */
+typedef enum fa_rc (*fa_table_text_fn)(FILE *m, const void *ctx, struct fa_err *err);
+enum fa_rc fa_table_write_text(FILE *f, fa_table_text_fn fn, const void *ctx,
+			       const char *what, struct fa_err *err);
 
 /* s as a CSV field, quoted as RFC 4180 asks when it holds a comma, a quote
  * or a line break. NULL writes nothing (an empty field). A leading '=', '+',

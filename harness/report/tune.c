@@ -1689,18 +1689,26 @@ static enum fa_rc write_json(const struct fa_tune *t, FILE *f)
 	return FA_OK;
 }
 
+/* fa_table_write_text's writers of the md and the csv */
+static enum fa_rc md_text(FILE *m, const void *t, struct fa_err *err)
+{
+	return write_md(t, m, err);
+}
+
+static enum fa_rc csv_text(FILE *m, const void *t, struct fa_err *err)
+{
+	(void)err;
+	return write_csv(t, m);
+}
+
 enum fa_rc fa_tune_write(const struct fa_tune *t, int format, FILE *f, struct fa_err *err)
 {
-	struct fa_table_text text;
-	enum fa_rc rc;
 	switch (format) {
 	case FA_FMT_MD:
 	case FA_FMT_CSV:
 		/* through memory, every byte then valid UTF-8 (json escapes its own) */
-		if (!fa_table_text_open(&text))
-			return fa_err_set(err, FA_ERR_NOMEM, "out of memory writing the tuning");
-		rc = format == FA_FMT_MD ? write_md(t, text.f, err) : write_csv(t, text.f);
-		return fa_table_text_close(&text, f, rc, err);
+		return fa_table_write_text(f, format == FA_FMT_MD ? md_text : csv_text, t,
+					   "the tuning", err);
 	case FA_FMT_JSON: return write_json(t, f);
 	default:
 		return fa_err_set(err, FA_ERR_USAGE, "tune writes md, csv or json, not format %d",

@@ -41,7 +41,9 @@ int fa_test_copy_file(const char *from, const char *to);
 int fa_test_count(const char *hay, const char *needle);
 /* The offset of the first byte of s[0..len) that is not part of a valid
  * UTF-8 sequence (RFC 3629's table: no overlong forms, surrogates or
- * values past U+10FFFF), or -1 when all of it is valid UTF-8. */
+ * values past U+10FFFF: fa_utf8_len's rule), or -1 when all of it is
+ * valid UTF-8. hostile, plot, report, tune and bmatrix check their output
+ * with it. */
 long fa_test_utf8_invalid_at(const char *s, size_t len);
 
 #define FA_TEST(module, name)                                                    \

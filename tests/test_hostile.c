@@ -424,20 +424,6 @@ FA_TEST(hostile, run_prints_no_control_characters_of_a_plugin)
 	fa_proc_free(&r);
 }
 
-/* The offset of the first byte of text that starts no valid UTF-8
- * sequence, or -1. */
-static long utf8_bad_at(const char *text)
-{
-	const unsigned char *p = (const unsigned char *)text, *end = p + strlen(text);
-	while (p < end) {
-		int n = fa_utf8_len(p, end);
-		if (n == 0)
-			return (long)(p - (const unsigned char *)text);
-		p += n;
-	}
-	return -1;
-}
-
 /* Two runs of the test backend with the hostile device and skip reason in
  * db (the second with a JUnit file at junit, when not NULL): 0 when both
  * ran as expected (status 1: test_wrong fails). */
@@ -486,8 +472,8 @@ FA_TEST(hostile, json_of_a_plugins_text_is_valid)
 		fa_proc_run(argv, NULL, 60, &r);
 		FA_CHECKF(r.status == 0 || r.status == 1, "%s: status %d: %.500s", cmds[i][0],
 			  r.status, r.err);
-		FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "%s: byte 0x%02x at %ld is not UTF-8",
-			  cmds[i][0], at < 0 ? 0 : (unsigned char)r.out[at], at);
+		FA_CHECKF((at = fa_test_utf8_invalid_at(r.out, strlen(r.out))) < 0,
+			  "%s: byte 0x%02x at %ld is not UTF-8", cmds[i][0], at < 0 ? 0 : (unsigned char)r.out[at], at);
 		for (const char *p = r.out; *p; p++)
 			if ((unsigned char)*p < 0x20 && *p != '\n') {
 				FA_CHECKF(0, "%s: raw control character 0x%02x at %ld", cmds[i][0],
@@ -513,8 +499,8 @@ FA_TEST(hostile, tune_json_of_a_plugins_text_is_valid)
 			       db, NULL},
 		    env, 120, &r);
 	FA_CHECKF(r.status == 0, "status %d: %.500s", r.status, r.err);
-	FA_CHECKF((at = utf8_bad_at(r.out)) < 0, "byte 0x%02x at %ld is not UTF-8",
-		  at < 0 ? 0 : (unsigned char)r.out[at], at);
+	FA_CHECKF((at = fa_test_utf8_invalid_at(r.out, strlen(r.out))) < 0,
+		  "byte 0x%02x at %ld is not UTF-8", at < 0 ? 0 : (unsigned char)r.out[at], at);
 	FA_CHECKF(strstr(r.out, HOSTILE_DEVICE_JSON), "the device's name is not in the JSON: %.300s",
 		  r.out);
 	fa_proc_free(&r);
@@ -533,8 +519,8 @@ FA_TEST(hostile, junit_of_a_plugins_text_is_well_formed)
 		return;
 	text = fa_test_read_file(xml, NULL);
 	FA_REQUIRE(text);
-	FA_CHECKF((at = utf8_bad_at(text)) < 0, "byte 0x%02x at %ld is not UTF-8",
-		  at < 0 ? 0 : (unsigned char)text[at], at);
+	FA_CHECKF((at = fa_test_utf8_invalid_at(text, strlen(text))) < 0,
+		  "byte 0x%02x at %ld is not UTF-8", at < 0 ? 0 : (unsigned char)text[at], at);
 	FA_CHECKF(strstr(text, "<skipped message=\"why ?[31mred?[0m\r\n#define X */ "
 			       "\xef\xbf\xbd\xef\xbf\xbd &lt;&amp;&gt; end\"/>"),
 		  "no escaped skip reason in %.1500s", text);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../harness/base/text.h"
 #include "test.h"
 
 #define MAX_TESTS 1024
@@ -200,38 +201,12 @@ int fa_test_count(const char *hay, const char *needle)
 
 long fa_test_utf8_invalid_at(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < len) {
-		unsigned char c = p[i];
-		unsigned char lo = 0x80, hi = 0xbf;
-		size_t n;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 2;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 3;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 4;
-		else
-			return (long)i;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		else if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		if (i + n > len || p[i + 1] < lo || p[i + 1] > hi)
-			return (long)i;
-		for (size_t k = 2; k < n; k++)
-			if (p[i + k] < 0x80 || p[i + k] > 0xbf)
-				return (long)i;
-		i += n;
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	while (p < end) {
+		int n = fa_utf8_len(p, end);
+		if (n == 0)
+			return (long)(p - (const unsigned char *)s);
+		p += n;
 	}
 	return -1;
 }

@@ -1360,20 +1360,6 @@ FA_TEST(plot, hostile_text_never_runs)
 	fa_store_close(s);
 }
 
-/* The offset of the first byte of text that starts no valid UTF-8
- * sequence, or -1. */
-static long utf8_bad_at(const char *text, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)text, *end = p + len;
-	while (p < end) {
-		int n = fa_utf8_len(p, end);
-		if (n == 0)
-			return (long)(p - (const unsigned char *)text);
-		p += n;
-	}
-	return -1;
-}
-
 /* A device name and a label with bytes that are not UTF-8 (a plugin's, a
  * merged database's): the script (`set encoding utf8`) has U+FFFD in their
  * place, and the SVG gnuplot draws from it is UTF-8 (it copied the bytes,
@@ -1393,7 +1379,7 @@ FA_TEST(plot, text_that_is_not_utf8_stays_out_of_the_script)
 	text = script_text(s, &o, &rc, &err);
 	FA_CHECKF(rc == FA_OK && text, "%s", err.msg);
 	if (text) {
-		FA_CHECKF((at = utf8_bad_at(text, strlen(text))) < 0,
+		FA_CHECKF((at = fa_test_utf8_invalid_at(text, strlen(text))) < 0,
 			  "script byte 0x%02x at %ld is not UTF-8", at < 0 ? 0 : (unsigned char)text[at], at);
 		FA_CHECKF(strstr(text, "lab\xef\xbf\xbd\xef\xbf\xbd el") &&
 			  strstr(text, "GPU \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xc3\xa9 x"),
@@ -1405,8 +1391,8 @@ FA_TEST(plot, text_that_is_not_utf8_stays_out_of_the_script)
 		rc = fa_plot_svg(s, &o, &svg, &len, &err);
 		FA_CHECKF(rc == FA_OK && svg, "%s", err.msg);
 		if (svg)
-			FA_CHECKF((at = utf8_bad_at(svg, len)) < 0, "SVG byte 0x%02x at %ld is not UTF-8",
-				  at < 0 ? 0 : (unsigned char)svg[at], at);
+			FA_CHECKF((at = fa_test_utf8_invalid_at(svg, len)) < 0,
+				  "SVG byte 0x%02x at %ld is not UTF-8", at < 0 ? 0 : (unsigned char)svg[at], at);
 		free(svg);
 	}
 	fa_store_close(s);

@@ -58,6 +58,21 @@ int fa_mkdir_parent(const char *file_path)
 	return fa_mkdir_p(buf);
 }
 
+int fa_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 int fa_path_writable(const char *file_path)
 {
 	char buf[PATH_MAX];

@@ -25,6 +25,10 @@ int fa_mkdir_parent(const char *file_path);
  * (ENOTDIR, EISDIR, EACCES, ...), for a check before long work. */
 int fa_path_writable(const char *file_path);
 
+/* Writes buf[0..n) to fd whole, again after a short write or EINTR.
+ * 0, or -1 with errno set (a write of 0 bytes leaves errno as it was). */
+int fa_write_all(int fd, const void *buf, size_t n);
+
 /* Folder of the running executable (from /proc/self/exe) into buf; "" when
  * unknown. */
 void fa_exe_dir(char *buf, size_t size);

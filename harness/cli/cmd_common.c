@@ -171,21 +171,6 @@ int fa_cmd_out_open(const char *cmd, const char *path, struct fa_cmd_out *o)
 	return 0;
 }
 
-/* Writes data[0..len) to the open descriptor fd; 0, or -1 with errno set. */
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Writes data[0..len) into the file at path, truncated (created with
  * `create`); 0, or -1 with errno set. */
 static int write_in_place(const char *path, const char *data, size_t len, int create)
@@ -193,7 +178,7 @@ static int write_in_place(const char *path, const char *data, size_t len, int cr
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0666), e;
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, data, len) != 0) {
+	if (fa_write_all(fd, data, len) != 0) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -239,7 +224,7 @@ static int replace_file(const char *path, const char *data, size_t len)
 			return write_in_place(path, data, len, 0);
 		return -1;
 	}
-	if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0) {
+	if (fchmod(fd, mode) != 0 || fa_write_all(fd, data, len) != 0) {
 		e = errno;
 		close(fd);
 		unlink(part);

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/util.h"
+
 /* Slack on top of a kernel's own timeouts (check launch + sampling) before
  * the parent decides a worker is stuck: process start, CUDA context creation,
  * a slow download. */
@@ -28,25 +30,10 @@ static const char *const timing_names[] = {"", "cpu", "cold", "hot", "graph", "c
 					     "graph-cold"};
 #define N_TIMING_NAMES ((int)(sizeof timing_names / sizeof timing_names[0]))
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 void fa_isolate_send_start(int fd, int i)
 {
 	struct fa_iso_rec_hdr h = {FA_ISO_REC_MAGIC, FA_ISO_REC_START, i, 0, 0};
-	write_all(fd, &h, sizeof h);
+	fa_write_all(fd, &h, sizeof h);
 }
 
 void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
@@ -56,16 +43,16 @@ void fa_isolate_send_result(int fd, int i, const struct fa_result *res,
 	for (int t = 0; t < N_TIMING_NAMES; t++)
 		if (res->timing && strcmp(res->timing, timing_names[t]) == 0)
 			h.timing = t;
-	if (write_all(fd, &h, sizeof h) != 0 || write_all(fd, res, sizeof *res) != 0)
+	if (fa_write_all(fd, &h, sizeof h) != 0 || fa_write_all(fd, res, sizeof *res) != 0)
 		return;
 	if (h.n_samples > 0)
-		write_all(fd, samples->ms, sizeof(double) * (size_t)h.n_samples);
+		fa_write_all(fd, samples->ms, sizeof(double) * (size_t)h.n_samples);
 }
 
 void fa_isolate_send_done(int fd, int case_index)
 {
 	struct fa_iso_rec_hdr h = {FA_ISO_REC_MAGIC, FA_ISO_REC_DONE, case_index, 0, 0};
-	write_all(fd, &h, sizeof h);
+	fa_write_all(fd, &h, sizeof h);
 }
 
 int fa_isolate_read_command(int fd, int *case_index, int *from)

@@ -612,6 +612,14 @@ FA_TEST(tune, command)
 		  "--by batch --by kv_len:\n%s\n--by batch,kv_len:\n%s", r.out, one_out);
 	free(one_out);
 	fa_proc_free(&r);
+	/* the limit of expressions counts over every --by, not each alone */
+	char *by_many[] = {"tune", "--run", "sweep", "--db", (char *)db, "--by",
+			   "batch,kv_len,batch+1,batch+2,batch+3", "--by", "kv_len+1,kv_len+2,kv_len+3,kv_len+4",
+			   NULL};
+	FA_CHECKF(run_tune(by_many, &r) == 2 &&
+			  strstr(r.err, "--by: more than 8 expressions over the 2 --by options"),
+		  "%s", r.err);
+	fa_proc_free(&r);
 	/* an error in a later --by points into that --by */
 	char *by_typo[] = {"tune", "--run", "sweep", "--db", (char *)db, "--by", "batch", "--by",
 			   "kv_lne", NULL};

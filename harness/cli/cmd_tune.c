@@ -371,6 +371,7 @@ int fa_cmd_tune(int argc, char **argv)
 		/* each checked alone first, so that an error's column is in the
 		 * --by that has it */
 		size_t used = 0;
+		int exprs = 0;
 		for (int i = 0; i < n_by; i++) {
 			struct fa_tune_opts one;
 			fa_tune_opts_init(&one);
@@ -378,6 +379,14 @@ int fa_cmd_tune(int argc, char **argv)
 			fa_err_clear(&err);
 			if (fa_tune_check_opts(&one, &err) != FA_OK)
 				return fa_cmd_fail("tune", &err);
+			/* it parsed: its commas separate its expressions */
+			for (const char *ch = by[i]; *ch; ch++)
+				exprs += *ch == ',';
+			if (++exprs > FA_TUNE_MAX_BY)
+				return fa_cmd_usage_error("tune", usage_text,
+							  "--by: more than %d expressions over the "
+							  "%d --by options",
+							  FA_TUNE_MAX_BY, n_by);
 			if (used + strlen(by[i]) + 2 > sizeof by_list)
 				return fa_cmd_usage_error("tune", usage_text,
 							  "--by: the expressions are longer than %zu "

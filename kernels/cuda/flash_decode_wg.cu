@@ -23,10 +23,10 @@
  *    of the cluster's CTAs that own them (st.async counted on the owner's
  *    mbarrier); each CTA weighs its 16 partials and writes 16 columns of
  *    the group's rows.
- * On an H200, batch 1 at 8k keys in a graph of 32 takes 10.14 us with it,
- * 78.5% of the copy rate, where the mma.sync decode path took 11.83 us,
- * 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)"; bench/decode_wg.cu is the
- * standalone form).
+ * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 10.00-10.12
+ * us with it, 78.6-80.2% of the copy rate, where the mma.sync decode path
+ * took 11.83 us, 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)" and
+ * 2026-12-03 "(o)"; bench/decode_wg.cu is the standalone form).
  *
  * The Makefile compiles this file for sm_90a only; fits() refuses other
  * devices.
@@ -253,7 +253,9 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
 			const uint32_t owner = 4 * h + warp;
-			st_async4(map_rank(slot + lane * 16, owner), o[h][0], o[h][1], o[h][2], o[h][3],
+			/* position 8 t + g: the owner's warp reads the entries of one t,
+			 * 8 positions x 4 floats on 32 banks */
+			st_async4(map_rank(slot + (8 * t + g) * 16, owner), o[h][0], o[h][1], o[h][2], o[h][3],
 				  map_rank(inbar, owner));
 		}
 	const int ct = tid & 127;
@@ -276,7 +278,7 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 		const int cc = ct >> 4, d = ct & 15;
 		mbar_wait(inbar, 0);
 		if (cc < A.group) {
-			const int ix = (4 * (d & 7) + (cc >> 1)) * 4 + (d >> 3) * 2 + (cc & 1);
+			const int ix = (8 * (cc >> 1) + (d & 7)) * 4 + (d >> 3) * 2 + (cc & 1);
 			float M = -INFINITY;
 			for (int q = 0; q < R * NWG; q++)
 				M = fmaxf(M, inbox[q * E + 128 + cc]);

@@ -503,24 +503,36 @@ FA_TEST(bwd, kv_row_sample)
 	fa_err_clear(&err);
 	fa_problem_set_strides(&p);
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		int pairs[2][2], np = 0;
+		int pairs[3][2], np = 0;
 		FA_REQUIRE(fa_check_select_kv_rows(&p, cu, &cfg, seed, &rows, &n, &err) == FA_OK);
 		FA_CHECK(n == cfg.rows);
-		/* the last key of the last sequence at the last kv head is always there */
+		/* the first key of the first sequence at kv head 0 and the last key
+		 * of the last sequence at the last kv head are always there */
+		FA_CHECK(rows[0] == 0);
 		FA_CHECK(rows[n - 1] == 7999 * 4 + 3);
 		for (int64_t i = 0; i < n; i++) {
 			int b = rows[i] / 4 < 3000 ? 0 : 2, h = (int)(rows[i] % 4), found = 0;
 			FA_CHECK(i == 0 || rows[i] > rows[i - 1]);
 			for (int j = 0; j < np; j++)
 				found |= pairs[j][0] == b && pairs[j][1] == h;
-			if (!found && np < 2) {
+			if (!found && np < 3) {
 				pairs[np][0] = b;
 				pairs[np++][1] = h;
 			} else {
-				FA_CHECKF(found, "seed %llu: a third (sequence, kv head) pair",
+				FA_CHECKF(found, "seed %llu: a fourth (sequence, kv head) pair",
 					  (unsigned long long)seed);
 			}
 		}
+		/* keys are drawn from (0, 0), the last (2, 3) and the drawn pair */
+		FA_CHECKF(np >= 2, "seed %llu: %d pairs", (unsigned long long)seed, np);
+		free(rows);
+	}
+	/* a leading sequence with no keys: the first pair is the first
+	 * sequence with keys, at kv head 0 */
+	{
+		int32_t cu2[4] = {0, 0, 3000, 8000};
+		FA_REQUIRE(fa_check_select_kv_rows(&p, cu2, &cfg, 5, &rows, &n, &err) == FA_OK);
+		FA_CHECK(n == cfg.rows && rows[0] == 0 && rows[n - 1] == 7999 * 4 + 3);
 		free(rows);
 	}
 	/* a small case: every key row */

@@ -424,10 +424,10 @@ enum fa_rc fa_check_select_kv_rows(const struct fa_problem *p, const int32_t *cu
 	 * group: the whole backward when every key row is checked */
 	const double cost = (double)p->total_k * p->heads * p->q_len *
 			    ((double)p->head_dim + p->head_dim_v);
-	int64_t want = cfg->rows < 2 ? 2 : cfg->rows, have = 0, pair_lo[2], pair_n[2];
+	int64_t want = cfg->rows < 3 ? 3 : cfg->rows, have = 0, pair_lo[3], pair_n[3], avail = 0;
 	uint64_t counter = 0;
 	int64_t *r;
-	int n_pairs;
+	int n_pairs = 0;
 
 	*rows = NULL;
 	*n = 0;
@@ -443,42 +443,55 @@ enum fa_rc fa_check_select_kv_rows(const struct fa_problem *p, const int32_t *cu
 		*n = total;
 		return FA_OK;
 	}
-	/* Two (sequence, kv head) pairs: one drawn, and the last sequence
-	 * with keys at the last kv head (the tail of every buffer). Their key
-	 * rows are T * kv_heads + kvh for the sequence's tokens T. */
+	/* Up to three (sequence, kv head) pairs: the first sequence with keys
+	 * at kv head 0 (the head of every buffer), one drawn, and the last
+	 * sequence with keys at the last kv head (the tail of every buffer).
+	 * Their key rows are T * kv_heads + kvh for the sequence's tokens T. */
 	{
-		int b_last = p->batch - 1, b0, h0;
+		int b_first = 0, b_last = p->batch - 1, b0, h0, cand[3][2];
+		while (b_first < b_last && fa_seq_kv_len(p, cu_seqlens_k, b_first) == 0)
+			b_first++;
 		while (b_last > 0 && fa_seq_kv_len(p, cu_seqlens_k, b_last) == 0)
 			b_last--;
 		b0 = (int)(fa_rng_bits(seed, FA_RNG_STREAM_KV_ROWS, counter++) % (uint64_t)p->batch);
 		while (b0 > 0 && fa_seq_kv_len(p, cu_seqlens_k, b0) == 0)
 			b0--;
+		if (fa_seq_kv_len(p, cu_seqlens_k, b0) == 0) /* sequences 0..b0 have no key */
+			b0 = b_last;
 		h0 = (int)(fa_rng_bits(seed, FA_RNG_STREAM_KV_ROWS, counter++) %
 			   (uint64_t)p->kv_heads);
-		pair_lo[0] = fa_seq_kv_start(p, cu_seqlens_k, b0) * p->kv_heads + h0;
-		pair_n[0] = fa_seq_kv_len(p, cu_seqlens_k, b0);
-		pair_lo[1] = fa_seq_kv_start(p, cu_seqlens_k, b_last) * p->kv_heads + p->kv_heads - 1;
-		pair_n[1] = fa_seq_kv_len(p, cu_seqlens_k, b_last);
-		if (pair_n[0] == 0) { /* sequences 0..b0 have no key */
-			pair_lo[0] = pair_lo[1];
-			pair_n[0] = pair_n[1];
+		cand[0][0] = b_first, cand[0][1] = 0;
+		cand[1][0] = b0, cand[1][1] = h0;
+		cand[2][0] = b_last, cand[2][1] = p->kv_heads - 1;
+		for (int i = 0; i < 3; i++) {
+			const int64_t lo = fa_seq_kv_start(p, cu_seqlens_k, cand[i][0]) * p->kv_heads +
+					   cand[i][1];
+			int dup = 0;
+			for (int j = 0; j < n_pairs; j++)
+				dup |= pair_lo[j] == lo;
+			if (dup)
+				continue;
+			pair_lo[n_pairs] = lo;
+			pair_n[n_pairs] = fa_seq_kv_len(p, cu_seqlens_k, cand[i][0]);
+			avail += pair_n[n_pairs++];
 		}
-		n_pairs = pair_lo[0] == pair_lo[1] ? 1 : 2;
 	}
-	if (want > pair_n[0] + (n_pairs == 2 ? pair_n[1] : 0))
-		want = pair_n[0] + (n_pairs == 2 ? pair_n[1] : 0);
-	if (!(r = malloc(sizeof *r * (size_t)(want > 2 ? want : 2))))
+	if (want > avail)
+		want = avail;
+	if (!(r = malloc(sizeof *r * (size_t)(want > 3 ? want : 3))))
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory for %lld check rows",
 				  (long long)want);
-	/* the first key of the drawn pair and the last key of the last */
+	/* the first key of the first pair and of the drawn one, the last key
+	 * of the last: at most the pairs' keys, so at most want once unique */
 	r[have++] = pair_lo[0];
+	r[have++] = pair_lo[n_pairs > 2 ? 1 : 0];
 	r[have++] = pair_lo[n_pairs - 1] + (pair_n[n_pairs - 1] - 1) * p->kv_heads;
 	have = sort_unique(r, have);
 	while (have < want) {
 		while (have < want) {
 			uint64_t x = fa_rng_bits(seed, FA_RNG_STREAM_KV_ROWS, counter++);
-			int which = n_pairs == 2 ? (int)(x & 1) : 0;
-			int64_t t = (int64_t)((x >> 1) % (uint64_t)pair_n[which]);
+			int which = (int)((x & 0xff) % (uint64_t)n_pairs);
+			int64_t t = (int64_t)((x >> 8) % (uint64_t)pair_n[which]);
 			r[have++] = pair_lo[which] + t * p->kv_heads;
 		}
 		have = sort_unique(r, have);

@@ -7,11 +7,14 @@
  * device another process holds, and under FABENCH_TEST_PIDS writes down
  * which process ran each launch on which device (one staying worker per
  * device, replaced only when it faults). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -612,6 +615,46 @@ FA_TEST(fleet, junit_escapes_hostile_text)
 	for (const char *p = buf; *p; p++)
 		FA_CHECKF((unsigned char)*p >= 0x20 || *p == '\n', "control byte %d", *p);
 	free(buf);
+}
+
+/* --junit through a link replaces the file the link names, whole, with its
+ * mode, and leaves no temporary file beside it */
+FA_TEST(fleet, junit_replaces_the_linked_file_whole)
+{
+	char dir[1100], target[1200], link[1200], db[1200];
+	struct fa_proc_result r;
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s/junit-link", fa_test_tmpdir());
+	FA_REQUIRE(mkdir(dir, 0777) == 0 || errno == EEXIST);
+	snprintf(target, sizeof target, "%s/target.xml", dir);
+	snprintf(link, sizeof link, "%s/link.xml", dir);
+	snprintf(db, sizeof db, "%s/j.db", fa_test_tmpdir());
+	FILE *f = fopen(target, "w");
+	FA_REQUIRE(f);
+	fputs("old", f);
+	fclose(f);
+	FA_REQUIRE(chmod(target, 0600) == 0);
+	unlink(link);
+	FA_REQUIRE(symlink("target.xml", link) == 0);
+	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
+			       "cpu_flash", "--where", "q_len == 16 && mask == 'none'", "--junit",
+			       link, "--db", db, "--quiet", NULL},
+		    NULL, 120, &r);
+	FA_CHECKF(r.status == 0, "%d %s", r.status, r.err);
+	fa_proc_free(&r);
+	FA_CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+	FA_CHECK(stat(target, &st) == 0 && (st.st_mode & 07777) == 0600);
+	char *x = fa_test_read_file(target, NULL);
+	FA_CHECK(x && strncmp(x, "<?xml", 5) == 0 && strstr(x, "</testsuites>"));
+	free(x);
+	/* the folder holds the file and the link, nothing else */
+	DIR *d = opendir(dir);
+	int n = 0;
+	FA_REQUIRE(d);
+	for (struct dirent *e; (e = readdir(d));)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			FA_CHECKF(++n <= 2, "left behind: %s", e->d_name);
+	closedir(d);
 }
 
 FA_TEST(fleet, junit_unwritable_path_fails)

@@ -73,6 +73,73 @@ int fa_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+/* Writes data[0..len) into the file at path, truncated (created with
+ * `create`); 0, or -1 with errno set. */
+static int write_in_place(const char *path, const char *data, size_t len, int create)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0666), e;
+	if (fd < 0)
+		return -1;
+	if (fa_write_all(fd, data, len) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+int fa_replace_file(const char *path, const char *data, size_t len)
+{
+	char target[PATH_MAX], part[PATH_MAX + 16];
+	struct stat sb;
+	mode_t mode;
+	int fd, e, exists = stat(path, &sb) == 0;
+
+	if (exists && !S_ISREG(sb.st_mode))
+		return write_in_place(path, data, len, 0); /* /dev/stdout, a FIFO: no rename */
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+		/* the file the link names is replaced, not the link; a link to
+		 * nothing yet is written through, as fopen does */
+		if (!realpath(path, target))
+			return write_in_place(path, data, len, 1);
+		path = target;
+	}
+	if (snprintf(part, sizeof part, "%s.XXXXXX", path) >= (int)sizeof part) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (exists && stat(path, &sb) == 0) {
+		mode = sb.st_mode & 07777;
+	} else {
+		mode_t mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	}
+	if (fa_mkdir_parent(path) != 0)
+		return -1;
+	if ((fd = mkstemp(part)) < 0) {
+		/* a file that may be written in a folder that may not: in place */
+		if (exists && (errno == EACCES || errno == EPERM || errno == EROFS))
+			return write_in_place(path, data, len, 0);
+		return -1;
+	}
+	if (fchmod(fd, mode) != 0 || fa_write_all(fd, data, len) != 0) {
+		e = errno;
+		close(fd);
+		unlink(part);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) != 0 || rename(part, path) != 0) {
+		e = errno;
+		unlink(part);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 int fa_path_writable(const char *file_path)
 {
 	char buf[PATH_MAX];

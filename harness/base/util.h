@@ -29,6 +29,16 @@ int fa_path_writable(const char *file_path);
  * 0, or -1 with errno set (a write of 0 bytes leaves errno as it was). */
 int fa_write_all(int fd, const void *buf, size_t n);
 
+/* Replaces the file at path with data[0..len), so that path is whole or as
+ * it was: written to a temporary file beside it (mkstemp) and renamed over
+ * it, with the old file's mode (else 0666 & umask), its parent folders
+ * made. A link is followed to the file it names, and a link to nothing yet
+ * is written through, as fopen does; a path that is not a regular file
+ * (/dev/stdout, a FIFO), or a file that may be written in a folder that
+ * may not, is written in place. 0, or -1 with errno set and nothing left
+ * behind but the folders made. */
+int fa_replace_file(const char *path, const char *data, size_t len);
+
 /* Folder of the running executable (from /proc/self/exe) into buf; "" when
  * unknown. */
 void fa_exe_dir(char *buf, size_t size);

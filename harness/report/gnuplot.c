@@ -484,32 +484,15 @@ enum fa_rc fa_plot_render(struct fa_store *s, const struct fa_plot_opts *o, cons
 {
 	struct plot_tmp t;
 	enum fa_rc rc = draw(s, o, &t, err);
-	char *data = NULL, part[4200];
+	char *data = NULL;
 	size_t len = 0;
-	FILE *f;
 
 	if (rc == FA_OK && !(data = slurp(t.image, &len)))
 		rc = fa_err_set(err, FA_ERR_IO, "cannot read '%s': %s", t.image, strerror(errno));
 	tmp_remove(&t);
-	if (rc != FA_OK) {
-		free(data);
-		return rc;
-	}
-	/* written next to path and renamed, so path is whole or untouched */
-	snprintf(part, sizeof part, "%s.part", path);
-	if (fa_mkdir_parent(path) != 0 || !(f = fopen(part, "wb"))) {
+	/* path whole or untouched */
+	if (rc == FA_OK && fa_replace_file(path, data, len) != 0)
 		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-		free(data);
-		return rc;
-	}
-	if (fwrite(data, 1, len, f) != len)
-		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-	if (fclose(f) != 0 && rc == FA_OK)
-		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-	if (rc == FA_OK && rename(part, path) != 0)
-		rc = fa_err_set(err, FA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-	if (rc != FA_OK)
-		unlink(part);
 	free(data);
 	return rc;
 }

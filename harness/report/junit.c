@@ -207,27 +207,24 @@ void fa_junit_print(const struct fa_junit *j, FILE *f)
 
 enum fa_rc fa_junit_write(const struct fa_junit *j, const char *path, struct fa_err *err)
 {
-	size_t len = strlen(path) + 32;
-	char *part = malloc(len);
-	FILE *f;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
 	int bad;
-	if (!part)
+	if (!f)
 		return fa_err_set(err, FA_ERR_NOMEM, "out of memory");
-	snprintf(part, len, "%s.part-%ld", path, (long)getpid());
-	if (fa_mkdir_parent(path) != 0 || !(f = fopen(part, "w"))) {
-		fa_err_set(err, FA_ERR_IO, "cannot write junit file '%s': %s", path, strerror(errno));
-		free(part);
-		return FA_ERR_IO;
-	}
 	fa_junit_print(j, f);
 	bad = ferror(f);
-	if (fclose(f) != 0 || bad || rename(part, path) != 0) {
-		fa_err_set(err, FA_ERR_IO, "cannot write junit file '%s': %s", path,
-			   bad ? "write error" : strerror(errno));
-		unlink(part);
-		free(part);
+	if (fclose(f) != 0 || bad) {
+		free(text);
+		return fa_err_set(err, FA_ERR_NOMEM, "out of memory for the junit file");
+	}
+	/* path whole or untouched */
+	if (fa_replace_file(path, text, len) != 0) {
+		fa_err_set(err, FA_ERR_IO, "cannot write junit file '%s': %s", path, strerror(errno));
+		free(text);
 		return FA_ERR_IO;
 	}
-	free(part);
+	free(text);
 	return FA_OK;
 }

@@ -100,7 +100,9 @@ struct fa_import_summary {
  * o->run_into, into that run (cases matched by key, missing ones added; the
  * tool is appended to the run's source). Returns FA_OK with sum filled;
  * FA_ERR_NOT_FOUND for an unknown run; FA_ERR_INPUT at the row's FILE:LINE:COL
- * when the run already holds that kernel's result for the case; FA_ERR_DB.
+ * when the run already holds that kernel's result for the case, and at the
+ * value's when a case's depth or a label's layers contradict the run's case
+ * of that key (the rule of the file's own repeated rows); FA_ERR_DB.
  * Nothing is written on error. */
 enum fa_rc fa_import_store(struct fa_store *s, const struct fa_import *im,
 			   const struct fa_import_opts *o, struct fa_import_summary *sum,

@@ -1585,10 +1585,43 @@ static int query_one(sqlite3_stmt *st, int n_bound, int64_t *v)
 	return rc == SQLITE_DONE ? 0 : -rc;
 }
 
+/* An import's case c, which run run_id holds as case_id, checked as a
+ * repeat of the stored one, by the rule of a file's repeated rows
+ * (fa_case_merge_repeat): a depth or a label's layers c gives may not
+ * contradict what is stored. Returns SQLITE_DONE, SQLITE_CONSTRAINT with
+ * err at c's value in its file (naming "run N"), or another code with err
+ * filled. */
+static int import_check_held(struct fa_store *s, int64_t run_id, int64_t case_id,
+			     const struct fa_case *c, struct fa_err *err)
+{
+	struct fa_case held;
+	char where[40];
+	enum fa_rc frc;
+	if (!c->depth_loc.file && c->n_tags == 0)
+		return SQLITE_DONE; /* nothing that could contradict */
+	memset(&held, 0, sizeof held);
+	snprintf(where, sizeof where, "run %" PRId64, run_id);
+	if ((frc = fa_store_case_depth(s, case_id, &held.depth, err)) == FA_OK &&
+	    (frc = fa_store_case_tags(s, case_id, &held.tags, &held.n_tags, err)) == FA_OK) {
+		/* stored values have no place in a file: line 0 names the run */
+		if (held.depth > 0)
+			held.depth_loc = (struct fa_loc){where, 0, 0};
+		for (int32_t k = 0; k < held.n_tags; k++)
+			held.tags[k].loc = (struct fa_loc){where, 0, 0};
+		frc = fa_case_merge_repeat(&held, c, 1, err);
+	}
+	fa_store_tags_free(held.tags, held.n_tags);
+	return frc == FA_OK		 ? SQLITE_DONE
+	       : frc == FA_ERR_INPUT ? SQLITE_CONSTRAINT
+	       : frc == FA_ERR_NOMEM ? SQLITE_NOMEM
+				     : SQLITE_ERROR;
+}
+
 /* Finds or inserts the cases of an import and inserts its results; the
  * caller holds the transaction. Returns the SQLite code (SQLITE_DONE on
- * success), or SQLITE_CONSTRAINT with err filled and out->conflict set for a
- * result the run already holds. */
+ * success), or SQLITE_CONSTRAINT with err filled and out->case_conflict set
+ * for a case whose stored depth or labels it contradicts, or
+ * out->conflict for a result the run already holds. */
 static int import_rows(struct fa_store *s, int64_t run_id, int into,
 		       const struct fa_case *cases, int32_t n_cases, const struct fa_result *results,
 		       const int32_t *result_case, int32_t n_results, int64_t *case_ids,
@@ -1618,6 +1651,11 @@ static int import_rows(struct fa_store *s, int64_t run_id, int into,
 				return -found;
 			if (found) {
 				out->cases_matched++;
+				rc = import_check_held(s, run_id, case_ids[k], &cases[k], err);
+				if (rc == SQLITE_CONSTRAINT)
+					out->case_conflict = k;
+				if (rc != SQLITE_DONE)
+					return rc;
 				continue;
 			}
 		}
@@ -1663,11 +1701,11 @@ enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int
 	int64_t run_id = into_run, *case_ids;
 	enum fa_rc frc = FA_OK;
 	int rc, i, found;
-	int32_t conflict;
+	int32_t conflict, case_conflict;
 	sqlite3_stmt *st;
 
 	memset(out, 0, sizeof *out);
-	out->conflict = -1;
+	out->conflict = out->case_conflict = -1;
 	for (int32_t k = 0; k < n_results; k++) {
 		if (result_case[k] < 0 || result_case[k] >= n_cases)
 			return fa_err_set(err, FA_ERR_INTERNAL, "import result %d has no case", k);
@@ -1709,7 +1747,7 @@ enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int
 	}
 	rc = import_rows(s, run_id, into_run > 0, cases, n_cases, results, result_case, n_results,
 			 case_ids, out, err);
-	if (rc == SQLITE_CONSTRAINT && out->conflict >= 0) {
+	if (rc == SQLITE_CONSTRAINT && (out->conflict >= 0 || out->case_conflict >= 0)) {
 		frc = FA_ERR_INPUT;
 		goto rollback;
 	}
@@ -1737,8 +1775,10 @@ rollback:
 	exec_sql(s->db, "ROLLBACK");
 	free(case_ids);
 	conflict = out->conflict;
+	case_conflict = out->case_conflict;
 	memset(out, 0, sizeof *out);
 	out->conflict = frc == FA_ERR_INPUT ? conflict : -1;
+	out->case_conflict = frc == FA_ERR_INPUT ? case_conflict : -1;
 	return frc;
 }
 

@@ -224,23 +224,30 @@ struct fa_store_import_out {
 	int32_t cases_added;   /* case rows inserted */
 	int32_t cases_matched; /* cases found in the run by key (into_run only) */
 	int32_t conflict;      /* on FA_ERR_INPUT: the result the run already held, else -1 */
+	int32_t case_conflict; /* on FA_ERR_INPUT: the case whose depth or a label's layers
+				  contradict the run's, else -1 */
 };
 
 /* Stores another tool's results (fabench import) in one transaction: with
  * into_run == 0 a new run from ri, marked 'complete'; else the rows go into
  * run into_run, whose cases are matched by key (cases[k].key), cases it lacks
  * are appended after its last idx, and source_note (may be NULL) is appended
- * to its source ("fabench + torch 2.11.0"), once. Cases of a new run are
- * numbered from 0 in the order given (their index field is ignored).
- * results[k] belongs to cases[result_case[k]]. Results are stored as by
- * fa_store_case_commit, except that t.stop < 0 stores stop_reason NULL and,
- * when checked, counts below 0 (nan_count, inf_count, unwritten,
- * rows_checked, elems_checked) are stored as NULL (not given).
+ * to its source ("fabench + torch 2.11.0"), once. A matched case keeps what
+ * is stored: a depth or labels only cases[k] gives are not added to it.
+ * Cases of a new run are numbered from 0 in the order given (their index
+ * field is ignored). results[k] belongs to cases[result_case[k]]. Results
+ * are stored as by fa_store_case_commit, except that t.stop < 0 stores
+ * stop_reason NULL and, when checked, counts below 0 (nan_count, inf_count,
+ * unwritten, rows_checked, elems_checked) are stored as NULL (not given).
  * Returns FA_OK with *out filled; FA_ERR_NOT_FOUND when into_run does not
  * exist; FA_ERR_INPUT when the run already holds a result of the same case,
- * kernel and params (out->conflict names it); FA_ERR_DB, also when another
- * process is writing run into_run (its claim, fa_store_run_claim). On error
- * nothing is written and out->run_id is 0. */
+ * kernel and params (out->conflict names it), or when a matched case gives
+ * another depth or other layers of a label than the run holds, by the rule
+ * of a suite's or a file's repeated cases (fa_case_merge_repeat;
+ * out->case_conflict names it and err is at the value in cases[k]'s file,
+ * naming "run N"); FA_ERR_DB, also when another process is writing run
+ * into_run (its claim, fa_store_run_claim). On error nothing is written and
+ * out->run_id is 0. */
 enum fa_rc fa_store_import(struct fa_store *s, const struct fa_run_info *ri, int64_t into_run,
 			   const char *source_note, const struct fa_case *cases, int32_t n_cases,
 			   const struct fa_result *results, const int32_t *result_case,

@@ -1255,13 +1255,27 @@ char *fa_case_key(const struct fa_case *c)
 	return b.s;
 }
 
+/* Where a value of the case repeated was given, for a message: "at
+ * FILE:LINE:COL" ("FILE:LINE:COL" when bare); for a case read back from a
+ * database (line 0: fa_store_import's) "in " and what l->file says, "run 3". */
+static const char *held_at(const struct fa_loc *l, int bare, char *buf, size_t size)
+{
+	const char *file = l->file ? l->file : "?";
+	if (l->line > 0)
+		snprintf(buf, size, "%s%s:%d:%d", bare ? "" : "at ", file, l->line, l->col);
+	else
+		snprintf(buf, size, "in %s", file);
+	return buf;
+}
+
 enum fa_rc fa_case_merge_repeat(struct fa_case *c, const struct fa_case *d, int row,
 				struct fa_err *err)
 {
+	char at[FA_ERR_PATH_MAX + 40];
 	if (d->depth_loc.file && c->depth_loc.file && d->depth != c->depth)
 		return fa_err_at(err, &d->depth_loc,
-				 "depth %d makes the same case as depth %d (%s:%d:%d): %s", d->depth,
-				 c->depth, c->depth_loc.file, c->depth_loc.line, c->depth_loc.col,
+				 "depth %d makes the same case as depth %d (%s): %s", d->depth,
+				 c->depth, held_at(&c->depth_loc, 1, at, sizeof at),
 				 d->p.varlen ? "kv_seqlens are given, so depth does not change the "
 					       "case; each sequence's keys, the cache included, are its "
 					       "kv_seqlens entry"
@@ -1283,10 +1297,10 @@ enum fa_rc fa_case_merge_repeat(struct fa_case *c, const struct fa_case *d, int 
 				continue;
 			}
 			return fa_err_at(err, &dt->loc,
-					 "label '%s' has layers %d here but %d at %s:%d:%d, on the same "
-					 "case: a label has one layer count per case",
+					 "label '%s' has layers %d here but %d %s, on the same case: a "
+					 "label has one layer count per case",
 					 dt->name, dt->layers, ct->layers,
-					 ct->loc.file ? ct->loc.file : "?", ct->loc.line, ct->loc.col);
+					 held_at(&ct->loc, 0, at, sizeof at));
 		}
 	if (!c->depth_loc.file && d->depth_loc.file) { /* the repeat names the cache */
 		c->depth = d->depth;

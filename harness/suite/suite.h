@@ -62,12 +62,15 @@ struct fa_case {
 int fa_case_merge_tags(struct fa_case *dst, const struct fa_case *src);
 
 /* A repeat d of case c (the same key: a suite's case made twice, an
- * import's row of a case seen before) may only add to c: a `depth` or a
- * label's `layers` that c holds with another value would be lost, so it is
- * an error at d's value that names c's (depth_loc, the label's loc); one
- * that c lacks (no depth, a tag without layers) is taken. row: the hint of
- * a depth error speaks of an import's row, not a suite's `kv_len:`. The
- * labels d adds are merged by the caller (fa_case_merge_tags). */
+ * import's row of a case seen before, an import's case that the run of
+ * --run-into holds) may only add to c: a `depth` or a label's `layers` that
+ * c holds with another value would be lost, so it is an error at d's value
+ * that names c's (depth_loc, the label's loc: FILE:LINE:COL, or for a case
+ * read from a database, line 0, "in " and what the loc's file says, "run
+ * 3"); one that c lacks (no depth, a tag without layers) is taken. row:
+ * the hint of a depth error speaks of an import's row, not a suite's
+ * `kv_len:`. The labels d adds are merged by the caller
+ * (fa_case_merge_tags). */
 enum fa_rc fa_case_merge_repeat(struct fa_case *c, const struct fa_case *d, int row,
 				struct fa_err *err);
 

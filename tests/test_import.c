@@ -3,7 +3,8 @@
  * rows of one case that fill in its depth and labels' layers, random cases
  * whose imported key must equal the key the suite loader makes, storing as
  * a new run and into a fabench run (cases matched by key, nothing written
- * on a conflict), the command end to end beside `fabench run` and
+ * on a conflict: a result, depth or label's layers the run holds
+ * otherwise), the command end to end beside `fabench run` and
  * `fabench report`, and bench/peers/torch_sdpa.py: its own unit tests and its
  * writer's output fed to `fabench import` (both when python3 is present). */
 #include <errno.h>
@@ -1209,6 +1210,212 @@ FA_TEST(import, run_into_matches_cases_by_key)
 	fa_store_close(s);
 	fa_import_free(&im);
 	fa_suite_free(&suite);
+}
+
+/* ---- --run-into: the rows against the run's own cases and results ------------ */
+
+/* Every row of every table of db, as text, into a malloc'd string: two
+ * databases hold the same when their dumps are equal. */
+static char *dump_db(sqlite3 *db)
+{
+	sqlite3_stmt *tables, *st;
+	char *out = NULL, sql[256];
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+			       -1, &tables, NULL) == SQLITE_OK) {
+		while (sqlite3_step(tables) == SQLITE_ROW) {
+			const char *t = (const char *)sqlite3_column_text(tables, 0);
+			fprintf(f, "[%s]\n", t);
+			snprintf(sql, sizeof sql, "SELECT * FROM \"%s\" ORDER BY rowid", t);
+			if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+				continue;
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				for (int c = 0; c < sqlite3_column_count(st); c++) {
+					const unsigned char *v = sqlite3_column_text(st, c);
+					fprintf(f, "%s|", v ? (const char *)v : "NULL");
+				}
+				fputc('\n', f);
+			}
+			sqlite3_finalize(st);
+		}
+		sqlite3_finalize(tables);
+	}
+	fclose(f);
+	return out;
+}
+
+/* The column (from 1) just past needle on line `line` of text; 0 when not there. */
+static int col_after(const char *text, int line, const char *needle)
+{
+	const char *p = text, *hit, *end;
+	for (int l = 1; l < line && p; l++)
+		p = (p = strchr(p, '\n')) ? p + 1 : NULL;
+	if (!p || !(hit = strstr(p, needle)) || ((end = strchr(p, '\n')) && hit > end))
+		return 0;
+	return (int)(hit - p + strlen(needle)) + 1;
+}
+
+/* The run that --run-into adds to: one case of llama3-8b's shape (kv_len
+ * given) with depth 16, the model's 32 layers and a tag 'mine' of 7. */
+static const char into_base[] =
+	"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"depth\": 16, \"kernel\": \"a\", "
+	"\"median_ms\": 1, \"tags\": [{\"name\": \"mine\", \"model\": false, \"layers\": 7}]}\n";
+
+/* Files that contradict into_base's run where each alone is a good file:
+ * the rule of a file's repeated rows, applied to the case the run holds.
+ * at: what precedes the error's column on that line. */
+static const struct {
+	const char *text;
+	int line;
+	const char *at, *msg;
+} into_bad[] = {
+	{"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"layers\": 10, \"kernel\": \"b\", "
+	 "\"median_ms\": 1}\n",
+	 1, "\"layers\": ",
+	 "label 'llama3-8b' has layers 10 here but 32 in run 1, on the same case: a label has "
+	 "one layer count per case"},
+	{"{\"q_len\": 4, \"kv_len\": 20, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, "
+	 "\"kernel\": \"b\", \"median_ms\": 1, \"tags\": [{\"name\": \"mine\", \"model\": false, "
+	 "\"layers\": 9}]}\n",
+	 1, "\"layers\": ",
+	 "label 'mine' has layers 9 here but 7 in run 1, on the same case: a label has one "
+	 "layer count per case"},
+	{"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"depth\": 8, \"kernel\": \"b\", "
+	 "\"median_ms\": 1}\n",
+	 1, "\"depth\": ",
+	 "depth 8 makes the same case as depth 16 (in run 1): kv_len is given, so depth does not "
+	 "change the case; for a cache of depth keys before the queries, a row's kv_len is "
+	 "depth + q_len"},
+	/* a good first row (a new case, a result) is not kept either */
+	{"{\"q_len\": 8, \"kv_len\": 24, \"model\": \"llama3-8b\", \"kernel\": \"b\", \"median_ms\": 1}\n"
+	 "{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"layers\": 31, \"kernel\": \"b\", "
+	 "\"median_ms\": 1}\n",
+	 2, "\"layers\": ",
+	 "label 'llama3-8b' has layers 31 here but 32 in run 1, on the same case: a label has "
+	 "one layer count per case"},
+	/* the result the run holds: at its row */
+	{"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"kernel\": \"b\", \"median_ms\": 1}\n"
+	 "{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"kernel\": \"a\", \"median_ms\": 2}\n",
+	 2, "", "run 1 already has a result of kernel 'a' for this case"},
+};
+
+/* What agrees with into_base's run: its labels and depth repeated or left
+ * out, a tag without layers, a new case, new kernels. */
+static const char into_good[] =
+	"{\"q_len\": 4, \"kv_len\": 20, \"model\": \"llama3-8b\", \"layers\": 32, \"depth\": 16, "
+	"\"tag\": \"mine\", \"kernel\": \"b\", \"median_ms\": 1}\n"
+	"{\"q_len\": 4, \"kv_len\": 20, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, "
+	"\"kernel\": \"c\", \"median_ms\": 1, \"tags\": [{\"name\": \"mine\", \"model\": false, "
+	"\"layers\": 7}]}\n"
+	"{\"q_len\": 8, \"kv_len\": 24, \"model\": \"llama3-8b\", \"kernel\": \"b\", \"median_ms\": 1}\n";
+
+/* A row of a file imported with --run-into is checked against the cases
+ * and results the run already holds, by the rules it meets against the
+ * file's other rows: another depth or other layers of a label for a case
+ * of the run is an input error at the value, naming the run, as a second
+ * result of a kernel is at its row; nothing of the file is written. */
+FA_TEST(import, run_into_checks_the_runs_cases)
+{
+	struct fa_import im;
+	struct fa_store *s;
+	struct fa_err err;
+	struct fa_import_summary sum;
+	struct fa_import_opts o = {NULL, NULL, "fabench import base", "9.9.9"};
+	sqlite3 *db;
+	char *before, *after;
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_import_parse("base.jsonl", into_base, sizeof into_base - 1, FA_IMPORT_AUTO,
+				   &im, &err) == FA_OK);
+	FA_REQUIRE(fa_store_open(":memory:", 1, &s, &err) == FA_OK);
+	FA_REQUIRE(fa_import_store(s, &im, &o, &sum, &err) == FA_OK && sum.run_id == 1);
+	fa_import_free(&im);
+	db = fa_store_db(s);
+	FA_REQUIRE(q_int(db, "SELECT count(*) FROM case_tags", 0) == 2);
+	FA_REQUIRE(q_int(db, "SELECT depth FROM case_depth", 0) == 16);
+	before = dump_db(db);
+	FA_REQUIRE(before != NULL);
+	o.run_into = "1";
+	for (size_t i = 0; i < sizeof into_bad / sizeof into_bad[0]; i++) {
+		const char *text = into_bad[i].text;
+		int col = into_bad[i].at[0] ? col_after(text, into_bad[i].line, into_bad[i].at) : 1;
+		fa_err_clear(&err);
+		/* each file alone is good */
+		if (fa_import_parse("into.jsonl", text, strlen(text), FA_IMPORT_AUTO, &im, &err) !=
+		    FA_OK) {
+			FA_CHECKF(0, "file %zu: %s:%d:%d: %s", i, err.file, err.line, err.col, err.msg);
+			continue;
+		}
+		FA_CHECKF(fa_import_store(s, &im, &o, &sum, &err) == FA_ERR_INPUT, "file %zu: %s", i,
+			  err.msg);
+		FA_CHECKF(strcmp(err.file, "into.jsonl") == 0 && err.line == into_bad[i].line &&
+				  err.col == col,
+			  "file %zu: at %s:%d:%d, expected into.jsonl:%d:%d", i, err.file, err.line,
+			  err.col, into_bad[i].line, col);
+		FA_CHECKF(strcmp(err.msg, into_bad[i].msg) == 0, "file %zu: '%s'", i, err.msg);
+		FA_CHECK(sum.run_id == 0);
+		after = dump_db(db);
+		FA_CHECKF(after && strcmp(after, before) == 0, "file %zu changed the database", i);
+		free(after);
+		fa_import_free(&im);
+	}
+	/* what agrees is imported: the case matched, the new one added */
+	fa_err_clear(&err);
+	FA_REQUIRE(fa_import_parse("good.jsonl", into_good, sizeof into_good - 1, FA_IMPORT_AUTO,
+				   &im, &err) == FA_OK);
+	FA_CHECKF(fa_import_store(s, &im, &o, &sum, &err) == FA_OK, "%s:%d:%d: %s", err.file,
+		  err.line, err.col, err.msg);
+	FA_CHECK(sum.into && sum.run_id == 1 && sum.cases_matched == 1 && sum.cases_added == 1);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM results", 0) == 4);
+	FA_CHECK(q_int(db, "SELECT count(*) FROM cases", 0) == 2);
+	/* the run's case keeps its labels and depth */
+	FA_CHECK(q_int(db, "SELECT count(*) FROM case_tags WHERE case_id = 1", 0) == 2);
+	FA_CHECK(q_int(db, "SELECT depth FROM case_depth WHERE case_id = 1", 0) == 16);
+	fa_import_free(&im);
+	free(before);
+	fa_store_close(s);
+}
+
+/* The command: a conflicting file with --run-into exits 2 with the value's
+ * FILE:LINE:COL and the line under it, and leaves the database byte for
+ * byte as it was; a file that agrees is then imported into the same run. */
+FA_TEST(import, e2e_run_into_conflict_writes_nothing)
+{
+	char db[PATH_MAX], base[PATH_MAX], bad[PATH_MAX], good[PATH_MAX], want[PATH_MAX + 200];
+	struct fa_proc_result r;
+	size_t before_len, after_len;
+	char *before, *after;
+	fresh(db, sizeof db, "into.db");
+	snprintf(base, sizeof base, "%s/into_base.jsonl", fa_test_tmpdir());
+	snprintf(bad, sizeof bad, "%s/into_bad.jsonl", fa_test_tmpdir());
+	snprintf(good, sizeof good, "%s/into_good.jsonl", fa_test_tmpdir());
+	FA_REQUIRE(write_file(base, into_base) == 0 && write_file(bad, into_bad[3].text) == 0 &&
+		   write_file(good, into_good) == 0);
+	fa_proc_run((char *[]){"import", base, "--db", db, "--label", "ours", NULL}, NULL, 60, &r);
+	FA_REQUIRE(r.status == 0);
+	fa_proc_free(&r);
+	before = fa_test_read_file(db, &before_len);
+	FA_REQUIRE(before && before_len > 0);
+	fa_proc_run((char *[]){"import", bad, "--db", db, "--run-into", "ours", NULL}, NULL, 60, &r);
+	FA_CHECKF(r.status == 2, "status %d: %s", r.status, r.err);
+	snprintf(want, sizeof want, "%s:2:%d: %s\n 2 | ", bad,
+		 col_after(into_bad[3].text, 2, into_bad[3].at), into_bad[3].msg);
+	FA_CHECKF(strncmp(r.err, want, strlen(want)) == 0, "stderr:\n%s\nexpected it to begin:\n%s",
+		  r.err, want);
+	fa_proc_free(&r);
+	after = fa_test_read_file(db, &after_len);
+	FA_CHECK(after && after_len == before_len && memcmp(after, before, before_len) == 0);
+	free(after);
+	free(before);
+	fa_proc_run((char *[]){"import", good, "--db", db, "--run-into", "ours", NULL}, NULL, 60,
+		    &r);
+	FA_CHECKF(r.status == 0, "status %d: %s", r.status, r.err);
+	FA_CHECKF(strstr(r.out, "imported 3 results of 2 cases") &&
+			  strstr(r.out, "into run 1 (1 case matched, 1 added)"),
+		  "stdout: %s", r.out);
+	fa_proc_free(&r);
 }
 
 /* ---- end to end: fabench run, import, report ------------------------------------- */

@@ -83,6 +83,12 @@ static const struct exit_case cases[] = {
 	 2,
 	 "--param:1:24: an empty item",
 	 DB_NONE},
+	{{"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels", "cpu_flash", "--param",
+	  "cpu_flash.block_q=8, ,16", "--db", "@DB"},
+	 2,
+	 "--param:1:21: an empty item: give a value between the commas\n"
+	 " 1 | cpu_flash.block_q=8, ,16\n   |                     ^\n",
+	 DB_SAME},
 	{{"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--ab-params", "--param",
 	  "a:cpu_flash.block_q=,8", "--db", "@NODB"},
 	 2,

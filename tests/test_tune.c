@@ -432,7 +432,7 @@ FA_TEST(tune, errors)
 	FA_CHECK(strcmp(last_err.file, "--rule") == 0 && last_err.line == 1 &&
 		 last_err.col == 19);
 	ERR(o.by = ",", FA_ERR_INPUT,
-	    "an empty item: name a case parameter or an expression between the commas");
+	    "an empty item: give a case parameter or an expression between the commas");
 	ERR(o.where = "batch == 3", FA_ERR_INPUT,
 	    "--where 'batch == 3' keeps none of the k_tune cases of run 1");
 	ERR(o.depth = 0, FA_ERR_USAGE, "--depth 0 must be 1 to 4");
@@ -468,10 +468,10 @@ FA_TEST(tune, errors)
 	FA_CHECK(strcmp(err.msg, "unknown name 'kv_lne' (did you mean 'kv_len'?)") == 0);
 	fa_tune_free(&t);
 	planted_opts(&o);
-	o.by = "batch, ,kv_len";
+	o.by = "batch, ,kv_len"; /* at the column where the empty item begins */
 	FA_CHECK(build(db, &o, &t, &err) == FA_ERR_INPUT);
-	FA_CHECK(strcmp(err.file, "--by") == 0 && err.col == 8);
-	FA_CHECK(strcmp(err.msg, "an empty item: name a case parameter or an expression between "
+	FA_CHECK(strcmp(err.file, "--by") == 0 && err.col == 7);
+	FA_CHECK(strcmp(err.msg, "an empty item: give a case parameter or an expression between "
 				 "the commas") == 0);
 	fa_tune_free(&t);
 	planted_opts(&o);
@@ -649,6 +649,70 @@ FA_TEST(tune, command)
 	free(a);
 	free(b);
 	free(m);
+}
+
+/* An empty item of --param's values and of --by's list, blank or not, first
+ * or last, is refused the same way (one check): status 2, the option, its
+ * value and the column where the empty item begins; the database as it was,
+ * no sweep run. */
+FA_TEST(tune, empty_items_of_param_and_by_refused_alike)
+{
+	static const struct {
+		const char *param, *by; /* the same mistake in each */
+		int param_col, by_col;
+	} cases[] = {
+		{"block_q=8,,16", "batch,,kv_len", 11, 7},
+		{"block_q=8, ,16", "batch, ,kv_len", 11, 7},
+		{"block_q=8,\t,16", "batch,\t,kv_len", 11, 7},
+		{"block_q=8,16,", "batch,kv_len,", 14, 14},
+		{"block_q=8,16, ", "batch,kv_len, ", 14, 14},
+		{"block_q=,8", ",batch", 9, 1},
+		{"block_q= ,8", " ,batch", 9, 1},
+		{"block_q=8,,", "batch,,", 11, 7},
+	};
+	char db[1024];
+	struct fa_proc_result r;
+	size_t before_len = 0, after_len = 0;
+	snprintf(db, sizeof db, "%s/empty-items.db", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_copy_file(planted_db(), db) == 0);
+	char *before = fa_test_read_file(db, &before_len);
+	FA_REQUIRE(before);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		for (int by = 0; by < 2; by++) {
+			const char *arg = by ? cases[i].by : cases[i].param;
+			const int col = by ? cases[i].by_col : cases[i].param_col;
+			char want[512], *after;
+			char *param_argv[] = {"tune", "tests/suites/tiny.yaml", "--backend", "cpu",
+					      "--kernel", "cpu_flash", "--param", (char *)arg,
+					      "--db", db, NULL};
+			char *by_argv[] = {"tune", "--run", "sweep", "--db", db, "--by", (char *)arg,
+					   NULL};
+			snprintf(want, sizeof want,
+				 "%s:1:%d: an empty item: give %s between the commas\n 1 | %s\n   | %*s\n",
+				 by ? "--by" : "--param", col,
+				 by ? "a case parameter or an expression" : "a value", arg, col, "^");
+			fa_proc_run(by ? by_argv : param_argv, NULL, 120, &r);
+			FA_CHECKF(r.status == 2 && strcmp(r.err, want) == 0 && r.out[0] == '\0',
+				  "%s '%s': status %d\nstderr:\n%s\nwanted:\n%s", by ? "--by" : "--param",
+				  arg, r.status, r.err, want);
+			fa_proc_free(&r);
+			after = fa_test_read_file(db, &after_len);
+			FA_CHECKF(after && after_len == before_len &&
+					  memcmp(after, before, before_len) == 0,
+				  "'%s' changed the database", arg);
+			free(after);
+		}
+	}
+	/* in a second --by, the column is in that --by */
+	char *second[] = {"tune", "--run", "sweep", "--db", db, "--by", "batch", "--by", "kv_len,",
+			  NULL};
+	fa_proc_run(second, NULL, 60, &r);
+	FA_CHECKF(r.status == 2 && strstr(r.err, "--by:1:8: an empty item: give a case parameter "
+						 "or an expression between the commas\n"
+						 " 1 | kv_len,\n"),
+		  "status %d: %s", r.status, r.err);
+	fa_proc_free(&r);
+	free(before);
 }
 
 /* tune SUITE: the sweep runs on the CPU backend first (the built-in

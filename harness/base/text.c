@@ -93,6 +93,24 @@ int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char 
 	return m->col;
 }
 
+enum fa_rc fa_list_check_items(const char *option, const char *arg, const char *list,
+			       const char *what, struct fa_err *err)
+{
+	for (const char *item = list;; item++) {
+		const size_t n = strcspn(item, ",");
+		if (strspn(item, " \t") >= n) {
+			const struct fa_loc loc = {option, 1, fa_utf8_col(arg, item)};
+			enum fa_rc rc = fa_err_at(err, &loc,
+						  "an empty item: give %s between the commas", what);
+			fa_err_set_text(err, arg);
+			return rc;
+		}
+		item += n;
+		if (!*item)
+			return FA_OK;
+	}
+}
+
 const char *fa_printable(const char *s, char *buf, size_t size)
 {
 	size_t n = 0;

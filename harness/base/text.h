@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "err.h"
+
 /* Edit distance of a and b (Levenshtein), capped at 3: names closer than 3
  * are the only ones worth suggesting. Strings longer than 62 bytes are
  * always 3 away. */
@@ -34,6 +36,16 @@ struct fa_utf8_cols {
 	int col;
 };
 int fa_utf8_col_next(struct fa_utf8_cols *m, const char *line_start, const char *at);
+
+/* Checks that no item of list, the comma-separated part of an option's
+ * value arg (list points into arg: the values after "NAME=" of --param, the
+ * whole of --by), is empty or only blanks: "8,,16", "8, ,16", "8,16," and
+ * ",8" each hold one, and so does "". Returns FA_OK, or FA_ERR_INPUT in err
+ * pointing into arg as file `option`, line 1, at the column (in characters)
+ * where the first empty item begins: "an empty item: give WHAT between the
+ * commas", arg as its text (fa_err_print shows it with a caret). */
+enum fa_rc fa_list_check_items(const char *option, const char *arg, const char *list,
+			       const char *what, struct fa_err *err);
 
 /* s as a terminal may print it: each control character (below 0x20, 0x7f,
  * and the C1 controls U+0080..U+009F written in UTF-8: an escape sequence a

@@ -58,10 +58,6 @@ int fa_cmd_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 int fa_cmd_option_error(const char *cmd, const char *option, const char *text, size_t at,
 			const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* The byte offset in list ("8,16,32") of its first empty item ("8,,16": 2,
- * "8,": 2, ",8": 0), or -1 when every item holds something. */
-long fa_cmd_empty_item(const char *list);
-
 /* Loads the backend registry (plugins next to the executable). */
 enum fa_rc fa_cmd_registry(struct fa_registry *r, struct fa_err *err);
 

@@ -83,18 +83,6 @@ int fa_cmd_option_error(const char *cmd, const char *option, const char *text, s
 	return fa_cmd_fail(cmd, &err);
 }
 
-long fa_cmd_empty_item(const char *list)
-{
-	for (const char *p = list;; p++) {
-		const char *end = strchr(p, ',');
-		if (!end)
-			return *p ? -1 : (long)(p - list);
-		if (end == p)
-			return (long)(p - list);
-		p = end;
-	}
-}
-
 int fa_cmd_bad_option(const char *cmd, const char *usage, int c, char **argv)
 {
 	const char *opt = optind > 0 ? argv[optind - 1] : "?";

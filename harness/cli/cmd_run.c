@@ -409,11 +409,10 @@ static int parse_args(int argc, char **argv, struct run_cli *o)
 			return fa_cmd_usage_error("run", usage_text,
 						  "--param '%s': a side is a: or b:", pp);
 		/* "8,,16" is not "8,16": a value left out by mistake */
-		long empty = eq && eq[1] ? fa_cmd_empty_item(eq + 1) : -1;
-		if (empty >= 0)
-			return fa_cmd_option_error("run", "--param", pp,
-						   (size_t)(eq + 1 - pp) + (size_t)empty,
-						   "an empty item: give a value between the commas");
+		struct fa_err err;
+		fa_err_clear(&err);
+		if (eq && eq[1] && fa_list_check_items("--param", pp, eq + 1, "a value", &err) != FA_OK)
+			return fa_cmd_fail("run", &err);
 	}
 	if (o->ab_params) {
 		int sides = 0;

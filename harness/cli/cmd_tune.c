@@ -14,6 +14,7 @@
 #include "../report/report.h"
 #include "../report/tune.h"
 #include "../store/store.h"
+#include "../base/text.h"
 #include "../base/util.h"
 
 static const char usage_text[] =
@@ -455,11 +456,10 @@ int fa_cmd_tune(int argc, char **argv)
 						  "--param '%s': values are for a sweep (SUITE.yaml); "
 						  "with --run name the param alone",
 						  param);
-		long empty = values && *values ? fa_cmd_empty_item(values) : -1;
-		if (empty >= 0)
-			return fa_cmd_option_error("tune", "--param", param,
-						   (size_t)(values - param) + (size_t)empty,
-						   "an empty item: give a value between the commas");
+		fa_err_clear(&err);
+		if (values && *values &&
+		    fa_list_check_items("--param", param, values, "a value", &err) != FA_OK)
+			return fa_cmd_fail("tune", &err);
 	}
 	if (suite && (!o.kernel || !values || !*values))
 		return fa_cmd_usage_error("tune", usage_text,

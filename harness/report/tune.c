@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../base/arena.h"
+#include "../base/text.h"
 #include "../base/util.h"
 #include "../store/reader.h"
 #include "../suite/expr.h"
@@ -553,9 +554,12 @@ static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, in
 			   struct fa_err *err)
 {
 	enum fa_rc rc = FA_OK;
-	char *copy = strdup(by), *save = NULL;
+	char *copy, *save = NULL;
 	*n = 0;
-	if (!copy)
+	/* no item is empty (or blank), as with --param's values: each holds one */
+	if (fa_list_check_items("--by", by, by, "a case parameter or an expression", err) != FA_OK)
+		return FA_ERR_INPUT;
+	if (!(copy = strdup(by)))
 		return nomem(err);
 	int col = 1;
 	(void)save;
@@ -572,13 +576,6 @@ static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, in
 		char *end = tok + strlen(tok);
 		while (end > tok && end[-1] == ' ')
 			*--end = '\0';
-		if (!*tok) {
-			const struct fa_loc loc = {"--by", 1, col};
-			rc = fa_err_at(err, &loc, "an empty item: name a case parameter or an "
-						  "expression between the commas");
-			fa_err_set_text(err, by);
-			break;
-		}
 		if (*n == FA_TUNE_MAX_BY) {
 			rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s': more than %d expressions at column %d",
 					by, FA_TUNE_MAX_BY, col);
@@ -598,8 +595,6 @@ static enum fa_rc parse_by(const char *by, struct fa_expr **ex, char **names, in
 		}
 		++*n;
 	}
-	if (rc == FA_OK && *n == 0)
-		rc = fa_err_set(err, FA_ERR_INPUT, "--by '%s' names no case parameter", by);
 	free(copy);
 	return rc;
 }

@@ -15,6 +15,7 @@
  * FABENCH_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "../harness/base/text.h"
+#include "../harness/cli/cmd.h"
 #include "../harness/report/compare.h"
 #include "../harness/report/history.h"
 #include "../harness/run/measure.h"
@@ -868,6 +870,70 @@ FA_TEST(plot, gnuplot_missing)
 		fa_proc_free(&r);
 	}
 	env_restore("FABENCH_GNUPLOT", saved);
+	restore_tmpdir(old);
+	fa_store_close(s);
+}
+
+/* fa_cmd_plot_render(cmd, ...) with its stderr into the test's folder:
+ * the exit status, the text printed in *text (malloc'd). */
+static int cmd_render(const char *cmd, struct fa_store *s, const struct fa_plot_opts *o,
+		      const char *path, char **text)
+{
+	char errs[1300];
+	int saved, fd, status;
+	snprintf(errs, sizeof errs, "%s/render.err", fa_test_tmpdir());
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(errs, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (saved < 0 || fd < 0 || dup2(fd, 2) < 0)
+		return -1;
+	close(fd);
+	status = fa_cmd_plot_render(cmd, s, o, path);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	*text = fa_test_read_file(errs, NULL);
+	return status;
+}
+
+/* What plot and tune --heatmap draw through: gnuplot missing when the plot
+ * is drawn (gone since the command found it) is status 1, a tool the
+ * machine lacks, as its absence found first is; nothing to plot in what was
+ * named stays 2. Both commands give the same. */
+FA_TEST(plot, render_without_gnuplot_exits_1)
+{
+	struct fa_store *s = fa_fixture_open();
+	struct fa_plot_opts o = run_opts(FA_PLOT_THROUGHPUT, FA_PLOT_PNG, FA_FIXTURE_RUN_MAIN);
+	char path[1300], old[1024], tmp[1200], saved[1024], stub[1300];
+	const char *cmds[] = {"plot", "tune"};
+	char *text = NULL;
+	FA_REQUIRE(s);
+	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
+	snprintf(path, sizeof path, "%s/gone.png", fa_test_tmpdir());
+	snprintf(stub, sizeof stub, "%s/stub-gnuplot", fa_test_tmpdir());
+	FA_REQUIRE(fa_test_write_file(stub, "#!/bin/sh\nexit 0\n") == 0 && chmod(stub, 0755) == 0);
+	unlink(path);
+	for (int i = 0; i < 2; i++) {
+		char want[128];
+		snprintf(want, sizeof want, "fabench %s: error: gnuplot is not installed (", cmds[i]);
+		env_set("FABENCH_GNUPLOT", "gnuplot-that-is-not-installed", saved, sizeof saved);
+		FA_CHECK(cmd_render(cmds[i], s, &o, path, &text) == 1);
+		FA_CHECKF(text && strncmp(text, want, strlen(want)) == 0, "%s: printed '%s'", cmds[i],
+			  text ? text : "");
+		free(text);
+		FA_CHECK(access(path, F_OK) != 0);
+		env_restore("FABENCH_GNUPLOT", saved);
+		/* nothing to plot, gnuplot there: 2 */
+		env_set("FABENCH_GNUPLOT", stub, saved, sizeof saved);
+		o.where = "q_len == 3";
+		FA_CHECK(cmd_render(cmds[i], s, &o, path, &text) == 2);
+		FA_CHECKF(text && strstr(text, "q_len == 3"), "%s: printed '%s'", cmds[i],
+			  text ? text : "");
+		free(text);
+		o.where = NULL;
+		env_restore("FABENCH_GNUPLOT", saved);
+	}
+	FA_CHECK(folder_entries(tmp) == 0);
 	restore_tmpdir(old);
 	fa_store_close(s);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../harness/report/plot.h"
@@ -846,6 +847,39 @@ FA_TEST(tune, sweep_first)
 		FA_CHECK(access(db2, F_OK) != 0);
 		fa_proc_free(&r);
 	}
+}
+
+/* gnuplot there when tune looks for it but gone when the heatmap is drawn
+ * (here: the sweep's run asks git for the commit, and a stand-in git
+ * removes the stand-in gnuplot) is status 1, as no gnuplot at all is, and as
+ * fabench plot gives (plot/render_without_gnuplot_exits_1): not bad input. */
+FA_TEST(tune, heatmap_gnuplot_gone_by_the_draw_exits_1)
+{
+	const char *dir = fa_test_tmpdir();
+	char bin[1024], gp[1100], git[1100], script[1400], db[1100], heat[1100];
+	char env_gp[1200], env_path[8192];
+	struct fa_proc_result r;
+	snprintf(bin, sizeof bin, "%s/fakebin", dir);
+	snprintf(gp, sizeof gp, "%s/gnuplot", bin);
+	snprintf(git, sizeof git, "%s/git", bin);
+	snprintf(db, sizeof db, "%s/gone.db", dir);
+	snprintf(heat, sizeof heat, "%s/gone.png", dir);
+	mkdir(bin, 0777);
+	unlink(db);
+	unlink(heat);
+	FA_REQUIRE(fa_test_write_file(gp, "#!/bin/sh\nexit 0\n") == 0 && chmod(gp, 0755) == 0);
+	snprintf(script, sizeof script, "#!/bin/sh\nrm -f '%s'\nexit 1\n", gp);
+	FA_REQUIRE(fa_test_write_file(git, script) == 0 && chmod(git, 0755) == 0);
+	snprintf(env_gp, sizeof env_gp, "FABENCH_GNUPLOT=%s", gp);
+	snprintf(env_path, sizeof env_path, "PATH=%s:%s", bin, getenv("PATH") ? getenv("PATH") : "");
+	char *argv[] = {"tune", "tests/suites/tiny.yaml", "--db", db, "--backend", "cpu",
+			"--kernel", "cpu_flash", "--where", "q_len == 16", "--param", "block_q=8,64",
+			"--heatmap", heat, NULL};
+	fa_proc_run(argv, (char *[]){env_gp, env_path, NULL}, 120, &r);
+	FA_CHECKF(r.status == 1 && strstr(r.err, "fabench tune: error: gnuplot is not installed ("),
+		  "status %d: %s", r.status, r.err);
+	FA_CHECK(access(gp, F_OK) != 0 && access(heat, F_OK) != 0);
+	fa_proc_free(&r);
 }
 
 /* The heatmap of the sweep rings the marked rule's choice per case; the

@@ -95,6 +95,17 @@ int fa_cmd_out_open(const char *cmd, const char *path, struct fa_cmd_out *o);
  * left alone (0). */
 int fa_cmd_out_close(const char *cmd, struct fa_cmd_out *o, int keep);
 
+struct fa_store;
+struct fa_plot_opts;
+
+/* Draws po into path (fa_plot_render) for command cmd, printing any error;
+ * returns the exit status. gnuplot gone since the command found it there
+ * (fa_plot_gnuplot_available, looked at before the work) is 1, as its
+ * absence then is: the machine lacks a tool, the input is fine. Nothing to
+ * plot in what was named is 2, as other errors by fa_cmd_fail. */
+int fa_cmd_plot_render(const char *cmd, struct fa_store *s, const struct fa_plot_opts *po,
+		       const char *path);
+
 /* Option values several commands take. Each returns 0 with the value in its
  * last argument, or, after printing the usage error for command cmd
  * ("--min-effect 'x' must be ..."), the exit status FA_EXIT_USAGE. */

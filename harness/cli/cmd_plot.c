@@ -226,6 +226,23 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 	return -1;
 }
 
+int fa_cmd_plot_render(const char *cmd, struct fa_store *s, const struct fa_plot_opts *po,
+		       const char *path)
+{
+	struct fa_err err;
+	int status;
+	fa_err_clear(&err);
+	if (fa_plot_render(s, po, path, &err) == FA_OK)
+		return FA_EXIT_OK;
+	status = fa_cmd_fail(cmd, &err);
+	/* fa_plot_render looks for gnuplot before it makes the script: its
+	 * not-found with gnuplot not there now is gnuplot's, not the input's
+	 * (a run or kernel with nothing to plot) */
+	if (err.rc == FA_ERR_NOT_FOUND && !fa_plot_gnuplot_available())
+		status = FA_EXIT_FAIL;
+	return status;
+}
+
 /* Writes the script to a->script, or draws into the output; prints the path
  * written. Returns the exit status. */
 static int finish(struct fa_store *store, struct plot_args *a, int64_t run_id)
@@ -261,10 +278,10 @@ static int finish(struct fa_store *store, struct plot_args *a, int64_t run_id)
 			snprintf(def, sizeof def, "reports/%s.png", fa_plot_kind_name(a->po.kind));
 		path = def;
 	}
-	if (fa_plot_render(store, &a->po, path, &err) != FA_OK)
-		return fa_cmd_fail("plot", &err);
-	printf("%s\n", path);
-	return FA_EXIT_OK;
+	int status = fa_cmd_plot_render("plot", store, &a->po, path);
+	if (status == FA_EXIT_OK)
+		printf("%s\n", path);
+	return status;
 }
 
 int fa_cmd_plot(int argc, char **argv)

@@ -205,13 +205,10 @@ static int draw_heatmap(const char *db, const struct fa_tune_opts *o, const stru
 		po.mark_label = mark_label;
 	}
 	fa_err_clear(&err);
-	if (fa_store_open_readonly(db, &store, &err) != FA_OK) {
+	if (fa_store_open_readonly(db, &store, &err) != FA_OK)
 		status = fa_cmd_fail("tune", &err);
-	} else if (fa_plot_render(store, &po, path, &err) != FA_OK) {
-		status = fa_cmd_fail("tune", &err);
-		if (err.rc == FA_ERR_NOT_FOUND) /* gnuplot went since the check: 1, as plot's */
-			status = FA_EXIT_FAIL;
-	}
+	else
+		status = fa_cmd_plot_render("tune", store, &po, path);
 	fa_store_close(store);
 	free(idx);
 	free(params);

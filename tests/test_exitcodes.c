@@ -281,21 +281,28 @@ static char *slurp(const char *path, size_t *len)
 	return fa_test_read_file(path, len);
 }
 
-/* A database with one run of the tiny suite (cpu_flash, two cases). */
-static int make_db(const char *db)
+/* A database with one run of the tiny suite (cpu_flash, two cases); with
+ * sweep, cpu_flash ran with block_q 8 and 16, a run tune reads. */
+static int make_db_of(const char *db, int sweep)
 {
 	struct fa_proc_result r;
 	int ok;
 	unlink(db);
 	fa_proc_run((char *[]){"run", "tests/suites/tiny.yaml", "--backend", "cpu", "--kernels",
 			       "cpu_flash", "--where", "q_len == 16", "--label", "base", "--db",
-			       (char *)db, "--quiet", NULL},
+			       (char *)db, "--quiet", sweep ? "--param" : NULL, /* NULL: ends here */
+			       "cpu_flash.block_q=8,16", NULL},
 		    NULL, 120, &r);
 	ok = r.status == 0;
 	if (!ok)
 		fprintf(stderr, "cannot make the database: status %d\n%s", r.status, r.err);
 	fa_proc_free(&r);
 	return ok;
+}
+
+static int make_db(const char *db)
+{
+	return make_db_of(db, 0);
 }
 
 FA_TEST(exitcodes, every_mistake_exits_2_and_writes_nothing)
@@ -388,45 +395,71 @@ FA_TEST(exitcodes, failed_case_exits_1)
 	fa_proc_free(&r);
 }
 
-/* Mistakes found only while the output is being made (report looks its
- * --baseline up then, in every format) leave the --output file (plot's
- * --script) as it was: an existing file keeps its bytes, and a new path is
- * not created, nor its folders. */
+/* Mistakes found only once the output is being made leave the --output
+ * file (plot's --script) as it was: an existing file keeps its bytes, and a
+ * new path is not created, nor its folders. Each row's mistake comes after
+ * the command has opened its output (fa_cmd_out_open), where a writer
+ * straight into the file would have emptied or begun it: report looks its
+ * --baseline up while writing, in every format; an html report draws its
+ * plots after its tables are written, here with a stand-in gnuplot that
+ * fails; tune opens --header's file after --output's; plot finds nothing to
+ * plot while its script is written. compare and history find every mistake
+ * before they open their output (their writers fail on memory alone): a row
+ * of theirs would pass with any writer, so none is here. */
 struct late_mistake {
 	const char *flag;     /* the option naming the output file */
-	const char *args[12]; /* @DB replaced by the database */
+	const char *args[12]; /* @DB: the database (a sweep); @TMP: a folder */
+	int status;
 	const char *says;
 };
 
 static const struct late_mistake late[] = {
-	{"--output", {"report", "--db", "@DB", "--baseline", "nope"}, "'nope'"},
-	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "csv"}, "'nope'"},
-	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "json"}, "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope"}, 2, "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "csv"}, 2, "'nope'"},
+	{"--output", {"report", "--db", "@DB", "--baseline", "nope", "--format", "json"}, 2, "'nope'"},
 	{"--output",
 	 {"report", "--db", "@DB", "--baseline", "nope", "--format", "html", "--no-plots"},
+	 2,
 	 "'nope'"},
 	{"--output",
 	 {"report", "--db", "@DB", "--baseline", "nope", "--format", "csv", "--layout", "long"},
+	 2,
 	 "'nope'"},
-	{"--output", {"report", "--db", "@DB", "--run", "99"}, "'99'"},
-	{"--output", {"compare", "--db", "@DB", "1", "nope"}, "'nope'"},
-	{"--output", {"history", "--db", "@DB", "--where", "nope == 1"}, "'nope'"},
-	{"--output", {"tune", "--db", "@DB", "--run", "1", "--kernel", "nope"}, "'nope'"},
-	{"--header", {"tune", "--db", "@DB", "--run", "1", "--kernel", "nope", "--by", "q_len"}, "'nope'"},
-	{"--script", {"plot", "history", "--db", "@DB", "--where", "q_len == 999"}, "nothing to plot"},
-	{"--script", {"plot", "throughput", "--db", "@DB", "--run", "99"}, "'99'"},
+	{"--output",
+	 {"report", "--db", "@DB", "--format", "html"},
+	 1,
+	 "throughput plot: gnuplot failed with exit status 3: plot.gp: no"},
+	{"--output",
+	 {"tune", "--db", "@DB", "--run", "1", "--by", "q_len", "--header", "@TMP"},
+	 1,
+	 "cannot write"},
+	{"--script", {"plot", "history", "--db", "@DB", "--where", "q_len == 999"}, 2, "nothing to plot"},
+	{"--script",
+	 {"plot", "throughput", "--db", "@DB", "--where", "q_len == 999"},
+	 2,
+	 "no passed, timed result of run 1 in the cases where 'q_len == 999'"},
+	{"--script",
+	 {"plot", "heatmap", "--db", "@DB", "--kernel", "nope"},
+	 2,
+	 "kernel 'nope' has no results in run 1"},
 };
 
 FA_TEST(exitcodes, late_mistakes_leave_output_files_alone)
 {
 	const char *dir = fa_test_tmpdir();
-	char db[1024], old[1100], fresh[1100], fresh_top[1100], args[16][1100], *argv[17];
+	char db[1024], old[1100], fresh[1100], fresh_top[1100], gnuplot[1100], env_gnuplot[1200];
+	char args[16][1100], *argv[17];
 	struct stat st;
-	snprintf(db, sizeof db, "%s/good.db", dir);
+	snprintf(db, sizeof db, "%s/sweep.db", dir);
 	snprintf(old, sizeof old, "%s/old.md", dir);
 	snprintf(fresh_top, sizeof fresh_top, "%s/new", dir);
 	snprintf(fresh, sizeof fresh, "%s/new/sub/x.md", dir);
-	FA_REQUIRE(make_db(db));
+	/* gnuplot for every row: one that fails (only html's plots reach it) */
+	snprintf(gnuplot, sizeof gnuplot, "%s/failing-gnuplot", dir);
+	snprintf(env_gnuplot, sizeof env_gnuplot, "FABENCH_GNUPLOT=%s", gnuplot);
+	FA_REQUIRE(fa_test_write_file(gnuplot, "#!/bin/sh\necho 'plot.gp: no' >&2\nexit 3\n") == 0 &&
+		   chmod(gnuplot, 0755) == 0);
+	FA_REQUIRE(make_db_of(db, 1));
 	for (size_t i = 0; i < sizeof late / sizeof late[0]; i++) {
 		const struct late_mistake *c = &late[i];
 		for (int pass = 0; pass < 2; pass++) {
@@ -436,11 +469,11 @@ FA_TEST(exitcodes, late_mistakes_leave_output_files_alone)
 			char *text;
 			int n = 0;
 			for (; c->args[n]; n++) {
+				const char *a = c->args[n];
 				snprintf(args[n], sizeof args[n], "%s",
-					 strcmp(c->args[n], "@DB") == 0 ? db : c->args[n]);
+					 strcmp(a, "@DB") == 0 ? db : strcmp(a, "@TMP") == 0 ? dir : a);
 				argv[n] = args[n];
-				snprintf(line + strlen(line), sizeof line - strlen(line), " %s",
-					 c->args[n]);
+				snprintf(line + strlen(line), sizeof line - strlen(line), " %s", a);
 			}
 			argv[n++] = (char *)c->flag;
 			argv[n++] = pass ? fresh : old;
@@ -452,9 +485,10 @@ FA_TEST(exitcodes, late_mistakes_leave_output_files_alone)
 			rmdir(fresh);
 			rmdir(fresh_top);
 			snprintf(fresh, sizeof fresh, "%s/new/sub/x.md", dir);
-			fa_proc_run(argv, NULL, 60, &r);
-			FA_CHECKF(r.status == 2 && strstr(r.err, c->says), "%s %s: status %d: %s", line,
-				  c->flag, r.status, r.err);
+			fa_proc_run(argv, (char *[]){env_gnuplot, NULL}, 60, &r);
+			FA_CHECKF(r.status == c->status && strstr(r.err, c->says),
+				  "%s %s: status %d, expected %d: %s", line, c->flag, r.status,
+				  c->status, r.err);
 			fa_proc_free(&r);
 			text = fa_test_read_file(old, &len);
 			FA_CHECKF(text && strcmp(text, "old\n") == 0, "%s %s FILE: the file became '%s'",

@@ -34,6 +34,9 @@ const char *fa_test_root(void);
 char *fa_test_read_file(const char *path, size_t *len);
 /* Writes text to path (created or truncated): 0, or -1 when it cannot. */
 int fa_test_write_file(const char *path, const char *text);
+/* The same, then made executable (mode 0755): a stand-in program for a test
+ * (a gnuplot, a git). 0, or -1 when it cannot. */
+int fa_test_write_script(const char *path, const char *text);
 /* Copies the file from into to (created or truncated), byte for byte: 0, or
  * -1 when it cannot. */
 int fa_test_copy_file(const char *from, const char *to);

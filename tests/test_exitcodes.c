@@ -457,8 +457,7 @@ FA_TEST(exitcodes, late_mistakes_leave_output_files_alone)
 	/* gnuplot for every row: one that fails (only html's plots reach it) */
 	snprintf(gnuplot, sizeof gnuplot, "%s/failing-gnuplot", dir);
 	snprintf(env_gnuplot, sizeof env_gnuplot, "FABENCH_GNUPLOT=%s", gnuplot);
-	FA_REQUIRE(fa_test_write_file(gnuplot, "#!/bin/sh\necho 'plot.gp: no' >&2\nexit 3\n") == 0 &&
-		   chmod(gnuplot, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(gnuplot, "#!/bin/sh\necho 'plot.gp: no' >&2\nexit 3\n") == 0);
 	FA_REQUIRE(make_db_of(db, 1));
 	for (size_t i = 0; i < sizeof late / sizeof late[0]; i++) {
 		const struct late_mistake *c = &late[i];

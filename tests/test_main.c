@@ -151,6 +151,11 @@ int fa_test_write_file(const char *path, const char *text)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+int fa_test_write_script(const char *path, const char *text)
+{
+	return fa_test_write_file(path, text) == 0 && chmod(path, 0755) == 0 ? 0 : -1;
+}
+
 int fa_test_copy_file(const char *from, const char *to)
 {
 	size_t len = 0;

@@ -847,7 +847,7 @@ FA_TEST(plot, gnuplot_missing)
 	FA_CHECK(!fa_plot_gnuplot_available());
 	fa_err_clear(&err);
 	rc = fa_plot_render(s, &o, path, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND);
+	FA_CHECK(rc == FA_ERR_BACKEND);
 	FA_CHECKF(strcmp(err.msg, "gnuplot is not installed ('gnuplot-that-is-not-installed' not "
 				  "found in PATH): plots need it; install the gnuplot-nox package "
 				  "(apt-get install gnuplot-nox)") == 0,
@@ -855,7 +855,7 @@ FA_TEST(plot, gnuplot_missing)
 	FA_CHECK(access(path, F_OK) != 0);
 	fa_err_clear(&err);
 	rc = fa_plot_svg(s, &o, &svg, NULL, &err);
-	FA_CHECK(rc == FA_ERR_NOT_FOUND && svg == NULL);
+	FA_CHECK(rc == FA_ERR_BACKEND && svg == NULL);
 	FA_CHECK(folder_entries(tmp) == 0);
 	/* the same through the command, with exit status 1 */
 	{
@@ -911,7 +911,7 @@ FA_TEST(plot, render_without_gnuplot_exits_1)
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/gone.png", fa_test_tmpdir());
 	snprintf(stub, sizeof stub, "%s/stub-gnuplot", fa_test_tmpdir());
-	FA_REQUIRE(fa_test_write_file(stub, "#!/bin/sh\nexit 0\n") == 0 && chmod(stub, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(stub, "#!/bin/sh\nexit 0\n") == 0);
 	unlink(path);
 	for (int i = 0; i < 2; i++) {
 		char want[128];
@@ -951,16 +951,11 @@ FA_TEST(plot, gnuplot_failure_is_reported)
 	FILE *f;
 	FA_REQUIRE(s);
 	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
-	f = fopen(fake, "w");
-	FA_REQUIRE(f);
 	/* it checks that it was given the script in its working folder */
-	fputs("#!/bin/sh\n"
-	      "test \"$1\" = plot.gp && test -s plot.gp || exit 9\n"
-	      "echo '\"plot.gp\" line 3: undefined variable: nonsense' >&2\n"
-	      "exit 3\n",
-	      f);
-	FA_REQUIRE(fclose(f) == 0);
-	FA_REQUIRE(chmod(fake, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(fake, "#!/bin/sh\n"
+					  "test \"$1\" = plot.gp && test -s plot.gp || exit 9\n"
+					  "echo '\"plot.gp\" line 3: undefined variable: nonsense' >&2\n"
+					  "exit 3\n") == 0);
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/out.png", fa_test_tmpdir());
 	f = fopen(path, "w"); /* an older image stays as it was */
@@ -1000,14 +995,9 @@ FA_TEST(plot, gnuplot_stderr_keeps_its_lines)
 	FILE *f;
 	FA_REQUIRE(s);
 	snprintf(fake, sizeof fake, "%s/fake-gnuplot", fa_test_tmpdir());
-	f = fopen(fake, "w");
-	FA_REQUIRE(f);
-	fputs("#!/bin/sh\n"
-	      "printf 'plot nonsense\\n\\t^\\033[2J\\n\"plot.gp\" line 3: undefined variable\\n' >&2\n"
-	      "exit 3\n",
-	      f);
-	FA_REQUIRE(fclose(f) == 0);
-	FA_REQUIRE(chmod(fake, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(fake, "#!/bin/sh\n"
+					  "printf 'plot nonsense\\n\\t^\\033[2J\\n\"plot.gp\" line 3: undefined variable\\n' >&2\n"
+					  "exit 3\n") == 0);
 	set_tmpdir(old, sizeof old, tmp, sizeof tmp);
 	snprintf(path, sizeof path, "%s/out.png", fa_test_tmpdir());
 	env_set("FABENCH_GNUPLOT", fake, saved, sizeof saved);

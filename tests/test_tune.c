@@ -867,9 +867,9 @@ FA_TEST(tune, heatmap_gnuplot_gone_by_the_draw_exits_1)
 	mkdir(bin, 0777);
 	unlink(db);
 	unlink(heat);
-	FA_REQUIRE(fa_test_write_file(gp, "#!/bin/sh\nexit 0\n") == 0 && chmod(gp, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(gp, "#!/bin/sh\nexit 0\n") == 0);
 	snprintf(script, sizeof script, "#!/bin/sh\nrm -f '%s'\nexit 1\n", gp);
-	FA_REQUIRE(fa_test_write_file(git, script) == 0 && chmod(git, 0755) == 0);
+	FA_REQUIRE(fa_test_write_script(git, script) == 0);
 	snprintf(env_gp, sizeof env_gp, "FABENCH_GNUPLOT=%s", gp);
 	snprintf(env_path, sizeof env_path, "PATH=%s:%s", bin, getenv("PATH") ? getenv("PATH") : "");
 	char *argv[] = {"tune", "tests/suites/tiny.yaml", "--db", db, "--backend", "cpu",

@@ -99,10 +99,10 @@ struct fa_store;
 struct fa_plot_opts;
 
 /* Draws po into path (fa_plot_render) for command cmd, printing any error;
- * returns the exit status. gnuplot gone since the command found it there
- * (fa_plot_gnuplot_available, looked at before the work) is 1, as its
- * absence then is: the machine lacks a tool, the input is fine. Nothing to
- * plot in what was named is 2, as other errors by fa_cmd_fail. */
+ * returns the exit status by fa_cmd_fail: nothing to plot in what was named
+ * (FA_ERR_NOT_FOUND) is 2; gnuplot gone since the command found it there
+ * (FA_ERR_BACKEND, as gnuplot failing) is 1, as its absence then is: the
+ * machine lacks a tool, the input is fine. */
 int fa_cmd_plot_render(const char *cmd, struct fa_store *s, const struct fa_plot_opts *po,
 		       const char *path);
 

@@ -230,17 +230,10 @@ int fa_cmd_plot_render(const char *cmd, struct fa_store *s, const struct fa_plot
 		       const char *path)
 {
 	struct fa_err err;
-	int status;
 	fa_err_clear(&err);
 	if (fa_plot_render(s, po, path, &err) == FA_OK)
 		return FA_EXIT_OK;
-	status = fa_cmd_fail(cmd, &err);
-	/* fa_plot_render looks for gnuplot before it makes the script: its
-	 * not-found with gnuplot not there now is gnuplot's, not the input's
-	 * (a run or kernel with nothing to plot) */
-	if (err.rc == FA_ERR_NOT_FOUND && !fa_plot_gnuplot_available())
-		status = FA_EXIT_FAIL;
-	return status;
+	return fa_cmd_fail(cmd, &err);
 }
 
 /* Writes the script to a->script, or draws into the output; prints the path

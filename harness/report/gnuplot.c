@@ -448,8 +448,10 @@ static enum fa_rc draw(struct fa_store *s, const struct fa_plot_opts *o, struct 
 	FILE *f;
 
 	memset(t, 0, sizeof *t);
+	/* the machine lacks a tool, the input is fine: a backend failure (exit
+	 * status 1), never the not-found of a run or kernel (2) */
 	if (!program_found(prog))
-		return fa_err_set(err, FA_ERR_NOT_FOUND,
+		return fa_err_set(err, FA_ERR_BACKEND,
 				  "gnuplot is not installed ('%s' not found in PATH): plots need it; "
 				  "install the gnuplot-nox package (apt-get install gnuplot-nox)",
 				  prog);

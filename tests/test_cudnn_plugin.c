@@ -6,9 +6,10 @@
  * whose forward it is) pass the harness's checks, and
  * fabench (which finds it next to its executable) says why it joined no
  * backend; build/cudnn-selftest --graphs builds every case's graph (the
- * forward, the forward with the LSE, the backward) in each form of the
- * bottom-right masks ($FABENCH_CUDNN_BR) and refuses a form that does not
- * exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
+ * forward, the forward with the LSE, the backward, varlen with the LSE's
+ * ragged offsets) in each form of the bottom-right masks ($FABENCH_CUDNN_BR),
+ * says which devices and versions the varlen backward is refused on, and
+ * refuses a form that does not exist. $FABENCH_TEST_CUDNN names the plugin `make test` built; empty
  * where it is not built (no CUDA or cuDNN headers, the san variant). */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -212,6 +213,20 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 		  "%s", out);
 	FA_CHECKF(strstr(out, " 0 failed") != NULL && strstr(out, "2 other ops with an axis"),
 		  "%s", out);
+	/* the varlen backward: accepted on sm_90 to sm_11x from cuDNN 9.6.0
+	 * (the LSE's ragged offsets), refused elsewhere with the reason; the
+	 * forward keeps its own limits */
+	FA_CHECKF(strstr(out, "PASS  varlen backward, sm_90, cuDNN 91900: accepted") != NULL &&
+			  strstr(out, "PASS  varlen backward, sm_100, cuDNN 91900: accepted") != NULL &&
+			  strstr(out, "PASS  varlen forward, sm_80, cuDNN 91900: accepted") != NULL,
+		  "%s", out);
+	FA_CHECKF(strstr(out, "PASS  varlen backward, sm_80, cuDNN 91900: refused: cudnn_sdpa_bwd: "
+			      "varlen needs sm_90 to sm_11x: cuDNN's backward takes no ragged "
+			      "(packed) LSE on sm_80") != NULL &&
+			  strstr(out, "PASS  varlen backward, sm_120, cuDNN 91900: refused: ") != NULL &&
+			  strstr(out, "PASS  varlen backward, sm_90, cuDNN 90500: refused: cudnn_sdpa_bwd: "
+				      "cuDNN 9.5.0 has no ragged offset on the softmax stats") != NULL,
+		  "%s", out);
 	for (int f = 0; f < 5; f++) {
 		snprintf(br, sizeof br, "%d", f);
 		rc = run_selftest(path, br, "--graphs", NULL, out, sizeof out);
@@ -224,11 +239,16 @@ FA_TEST(cudnn_plugin, selftest_builds_each_bottom_right_form_and_refuses_unknown
 		FA_CHECKF(strstr(out, " 0 failed") != NULL, "%s", out);
 		if (f == 0 || f == 4)
 			FA_CHECKF(strstr(out, "2 other ops with an axis") != NULL, "%s", out);
-		/* the backward's graph and the forward's with the LSE, fixed lengths */
+		/* the backward's graph and the forward's with the LSE, fixed
+		 * lengths and varlen (the LSE with ragged offsets) */
 		FA_CHECKF(strstr(out, "bwd bf16 d64 GQA 8/2 causal bhsd") != NULL &&
 				  strstr(out, "backward graph: ") != NULL &&
 				  strstr(out, "LSE forward graph: ") != NULL &&
 				  strstr(out, ", fp32 dQ accumulator") != NULL,
+			  "%s", out);
+		FA_CHECKF(strstr(out, "bwd bf16 d64 varlen empty sequences (seq 0 no query, seq 2 no key) "
+				      "backward graph: ") != NULL &&
+				  strstr(out, "variant tensors, ragged LSE") != NULL,
 			  "%s", out);
 	}
 	rc = run_selftest(path, "5", "--graphs", NULL, out, sizeof out);

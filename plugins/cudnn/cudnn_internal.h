@@ -122,8 +122,15 @@ enum fa_cudnn_uid {
 	FA_CUDNN_UID_DV,
 	FA_CUDNN_UID_ONE,     /* backward: by-value fp32 1 (the dropout scales' place) */
 	FA_CUDNN_UID_DQ_ACCUM,/* backward: fp32 dQ accumulator (workspace, zeroed) */
+	FA_CUDNN_UID_RAG_STATS, /* varlen, fabench's LSE (the LSE forward, the backward):
+				 * batch + 1 int32 offsets cu_seqlens_q[b] x heads */
 	FA_CUDNN_UID_FIRST_VIRTUAL /* virtual tensors count up from here */
 };
+
+/* Varlen: the int32 arrays the aux kernel fills in the workspace (batch + 1
+ * each): the ragged offsets of Q, K, V, O (0 to 3), the lengths of Q and KV
+ * (4, 5: batch each), the ragged offsets of the LSE (6). */
+#define FA_CUDNN_AUX_ARRAYS 7
 
 #define FA_CUDNN_MAX_DESCS 384
 #define FA_CUDNN_MAX_VARIANTS 24
@@ -149,7 +156,7 @@ struct fa_cudnn_plan {
 				    * (0: cuDNN's dP workspace form, dQ written directly) */
 	float one_f;               /* FA_CUDNN_UID_ONE */
 	size_t aux_bytes;          /* then: varlen offsets and lengths, */
-	size_t aux_pitch_bytes;    /* six int32 arrays this far apart */
+	size_t aux_pitch_bytes;    /* FA_CUDNN_AUX_ARRAYS int32 arrays this far apart */
 	/* by-value scalars of the graph (the variant pack points here) */
 	float neg_inf;
 	float window_f;
@@ -199,6 +206,13 @@ void fa_cudnn_cache_clear(struct fa_cudnn_api *api);
 int fa_cudnn_cache_count(void);
 
 /* ---- cudnn_sdpa.c: the kernel record ---- */
+
+/* What cuDNN is known not to do for p, before a plan is built (the
+ * forward's limits; bwd: also the backward's, of cudnn_sdpa_bwd and the
+ * forward with the LSE it reads): 1 with the reason in why, else 0. Reads
+ * api->version and api->sm only. */
+int fa_cudnn_refuse(const struct fa_cudnn_api *api, const struct fa_problem *p, int bwd,
+		    char *why, size_t why_size);
 
 /* cudnn_sdpa (forward, writes the LSE) and cudnn_sdpa_bwd (its backward) */
 #define FA_CUDNN_N_KERNELS 2

@@ -20,12 +20,14 @@
  * comparisons and a BINARY_SELECT of -inf. GQA needs nothing: K and V have
  * kv_heads heads and cuDNN broadcasts them over the query heads. Varlen
  * cases use ragged offsets (element offsets of each sequence, batch + 1
- * int32) on Q, K, V and O, per-sequence lengths for the padding mask, and
+ * int32) on Q, K, V and O (and on fabench's LSE where the stats go there:
+ * cu_seqlens_q[b] x heads), per-sequence lengths for the padding mask, and
  * the lengths as matmul M/N/K overrides. A masked case with fixed lengths
  * q_len != kv_len (bottom-right diagonal) takes q_len and kv_len as by-value
  * int32 scalars (the default form; $FABENCH_CUDNN_BR picks another to debug
  * with: gb_masks). The backward graph (gb_graph_bwd) recomputes P from the
- * stats with the same masks.
+ * stats with the same masks, varlen with the same ragged offsets (dO, dQ,
+ * dK, dV those of O, Q, K, V).
  *
  * Every non-virtual tensor is used by an operation: the variant pack names
  * exactly the graph's tensors (a declared but unused tensor, as the -inf of
@@ -575,12 +577,18 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, z);
 	if (pl->with_stats) {
 		/* stats = max + log(sum), fp32 [b, h, s_q, 1]: packed in the
-		 * workspace, or fabench's LSE, lse[(b s_q + i) heads + h] */
+		 * workspace, or fabench's LSE, lse[(b s_q + i) heads + h], and
+		 * varlen lse[(cu_seqlens_q[b] + i) heads + h]: token-major with a
+		 * ragged offset of cu_seqlens_q[b] heads elements */
 		const int64_t packed[4] = {H * Sq, Sq, 1, 1}, lse[4] = {Sq * H, 1, H, 1};
-		const int64_t *rows = k->kind == FA_CUDNN_FWD_LSE ? lse : packed;
-		cudnnBackendDescriptor_t lg, st;
+		const int lse_out = k->kind == FA_CUDNN_FWD_LSE;
+		cudnnBackendDescriptor_t lg, st, rst = NULL;
+		if (lse_out && k->varlen) {
+			int64_t rd[4] = {B + 1, 1, 1, 1};
+			rst = gb_tensor(g, FA_CUDNN_UID_RAG_STATS, i32, rd, one4, 0, NULL);
+		}
 		lg = gb_pw(g, CUDNN_POINTWISE_LOG, f32, -1, z, NULL, NULL, gb_virtual(g, f32, rowd));
-		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, rows, 0, NULL);
+		st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lse_out ? lse : packed, 0, rst);
 		gb_pw(g, CUDNN_POINTWISE_ADD, f32, -1, mx, lg, NULL, st);
 	}
 	/* P V takes P in the input type */
@@ -594,8 +602,8 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
  * dQ accumulator instead (cudnn-frontend's default limit on Hopper). */
 #define GB_DP_WORKSPACE_LIMIT (256ll << 20)
 
-/* The backward graph of the key (fixed lengths), cudnn-frontend's
- * CompositeSDPABackwardNode without dropout, bias or alibi:
+/* The backward graph of the key, cudnn-frontend's CompositeSDPABackwardNode
+ * without dropout, bias or alibi:
  *
  *   softmax_sum = sum(dO * O) * 1      [b, h, s_q, 1]
  *   S = Q K^T * scale, masks           as the forward
@@ -607,43 +615,69 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
  *   dQ = dS K                          K a RESHAPE of K^T; through an fp32
  *                                      accumulator (F16x16) when cuDNN's dP
  *                                      workspace would pass GB_DP_WORKSPACE_LIMIT
- */
+ *
+ * Varlen as the forward: ragged offsets on Q and dQ, K (and its RESHAPE)
+ * and dK, V and dV, O and dO, and on the stats (fabench's LSE, token-major:
+ * cu_seqlens_q[b] x heads elements); the lengths as the padding mask and
+ * as the M/N/K overrides of every matmul; the stats subtracted before the
+ * masks, in the frontend's order (a row with no key then gets its -inf
+ * from the mask whatever its stats). The intermediates (softmax_sum, the
+ * dQ accumulator, GQA's full-head dK and dV) stay [b, h, s, d] of the
+ * longest sequences, the frontend's form without max_total_seq_len. */
 static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
 {
 	static const int64_t one4[4] = {1, 1, 1, 1};
 	const struct fa_cudnn_key *k = &g->pl->key;
 	struct fa_cudnn_plan *pl = g->pl;
 	const cudnnDataType_t io = k->dtype == FA_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
 	int64_t B = k->batch, H = k->heads, Hk = k->kv_heads, Sq = k->q_len, Skv = k->kv_len;
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
 	cudnnBackendDescriptor_t tq, tkt, tvt, to, tdo, tdq, tdk, tdv, st, scale, one;
 	cudnnBackendDescriptor_t x, ssum, s, p, pt, dp, ds, dst, kr;
+	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL, rst = NULL;
+	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
 
-	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {k->q_stride_b, k->q_stride_h, k->q_stride_s, 1};
-	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {k->k_stride_b, k->k_stride_h, k->k_stride_s, 1};
-	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {k->k_stride_b, k->k_stride_h, 1, k->k_stride_s};
-	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {k->v_stride_b, k->v_stride_h, k->v_stride_s, 1};
-	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {k->v_stride_b, k->v_stride_h, 1, k->v_stride_s};
-	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {k->o_stride_b, k->o_stride_h, k->o_stride_s, 1};
+	if (k->varlen) {
+		int64_t rd[4] = {B + 1, 1, 1, 1}, ld[4] = {B, 1, 1, 1};
+		rq = gb_tensor(g, FA_CUDNN_UID_RAG_Q, i32, rd, one4, 0, NULL);
+		rk = gb_tensor(g, FA_CUDNN_UID_RAG_K, i32, rd, one4, 0, NULL);
+		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
+		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
+		rst = gb_tensor(g, FA_CUDNN_UID_RAG_STATS, i32, rd, one4, 0, NULL);
+		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
+		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
+	}
+	/* varlen batch strides are never used (the ragged offsets place each
+	 * sequence): given as for a padded batch of the longest, as the forward */
+	int64_t qsb = k->varlen ? Sq * k->q_stride_s : k->q_stride_b;
+	int64_t ksb = k->varlen ? Skv * k->k_stride_s : k->k_stride_b;
+	int64_t vsb = k->varlen ? Skv * k->v_stride_s : k->v_stride_b;
+	int64_t osb = k->varlen ? Sq * k->o_stride_s : k->o_stride_b;
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {qsb, k->q_stride_h, k->q_stride_s, 1};
+	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {ksb, k->k_stride_h, k->k_stride_s, 1};
+	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {ksb, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {vsb, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {vsb, k->v_stride_h, 1, k->v_stride_s};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {osb, k->o_stride_h, k->o_stride_s, 1};
 	const int64_t sd[4] = {B, H, Sq, Skv}, ss[4] = {H * Sq * Skv, Sq * Skv, Skv, 1};
 	const int64_t std_[4] = {B, H, Skv, Sq}, sts[4] = {H * Sq * Skv, Sq * Skv, 1, Skv};
 	const int64_t rowd[4] = {B, H, Sq, 1}, rows[4] = {H * Sq, Sq, 1, 1};
 	const int64_t lses[4] = {Sq * H, 1, H, 1};
 	const int64_t dod[4] = {B, H, Sq, Dv}, dos[4] = {H * Sq * Dv, Sq * Dv, H * Dv, 1};
 
-	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, NULL);
-	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, NULL);
-	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, NULL);
-	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, NULL);
-	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, NULL);
-	st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lses, 0, NULL);
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rq);
+	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, rk);
+	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, rv);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, ro);
+	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, ro);
+	st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lses, 0, rst);
 	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
 	one = gb_tensor(g, FA_CUDNN_UID_ONE, f32, one4, one4, 1, NULL);
 	pl->one_f = 1.0f;
-	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, NULL);
-	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, NULL);
-	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, NULL);
+	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, rq);
+	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, rk);
+	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, rv);
 
 	/* softmax_sum = sum(dO * O) * 1 */
 	x = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, tdo, to, NULL,
@@ -655,26 +689,31 @@ static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
 
 	/* P = exp(Q K^T * scale, masked, - stats) */
 	s = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
-	gb_matmul(g, tq, tkt, s, NULL, NULL, NULL);
+	gb_matmul(g, tq, tkt, s, seq_q, seq_kv, NULL);
 	s = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, s, scale, NULL, gb_virtual(g, f32, sd));
-	s = gb_masks(g, k, s, sd, NULL, NULL);
-	s = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, st, NULL, gb_virtual(g, f32, sd));
+	if (k->varlen) {
+		s = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, st, NULL, gb_virtual(g, f32, sd));
+		s = gb_masks(g, k, s, sd, seq_q, seq_kv);
+	} else {
+		s = gb_masks(g, k, s, sd, NULL, NULL);
+		s = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, s, st, NULL, gb_virtual(g, f32, sd));
+	}
 	p = gb_pw(g, CUDNN_POINTWISE_EXP, f32, -1, s, NULL, NULL, gb_virtual(g, f32, sd));
 
 	/* dV = P^T dO */
 	pt = gb_reshape(g, p, gb_tensor(g, 0, io, std_, sts, 0, NULL));
 	if (H == Hk) {
-		gb_matmul(g, pt, tdo, tdv, NULL, NULL, NULL);
+		gb_matmul(g, pt, tdo, tdv, seq_kv, NULL, seq_q);
 	} else {
 		const int64_t fd[4] = {B, H, Skv, Dv};
 		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
-		gb_matmul(g, pt, tdo, full, NULL, NULL, NULL);
+		gb_matmul(g, pt, tdo, full, seq_kv, NULL, seq_q);
 		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdv);
 	}
 
 	/* dS = (dO V^T * 1 - softmax_sum) * P * scale */
 	dp = gb_tensor(g, 0, f32, sd, ss, 0, NULL);
-	gb_matmul(g, tdo, tvt, dp, NULL, NULL, NULL);
+	gb_matmul(g, tdo, tvt, dp, seq_q, seq_kv, NULL);
 	dp = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, one, NULL, gb_virtual(g, f32, sd));
 	dp = gb_pw(g, CUDNN_POINTWISE_SUB, f32, -1, dp, ssum, NULL, gb_virtual(g, f32, sd));
 	ds = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, dp, p, NULL, gb_virtual(g, f32, sd));
@@ -683,26 +722,26 @@ static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
 	/* dK = dS^T Q */
 	dst = gb_reshape(g, ds, gb_tensor(g, 0, io, std_, sts, 0, NULL));
 	if (H == Hk) {
-		gb_matmul(g, dst, tq, tdk, NULL, NULL, NULL);
+		gb_matmul(g, dst, tq, tdk, seq_kv, NULL, seq_q);
 	} else {
 		const int64_t fd[4] = {B, H, Skv, D};
 		cudnnBackendDescriptor_t full = gb_virtual(g, io, fd);
-		gb_matmul(g, dst, tq, full, NULL, NULL, NULL);
+		gb_matmul(g, dst, tq, full, seq_kv, NULL, seq_q);
 		gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, full, tdk);
 	}
 
 	/* dQ = dS K */
-	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, NULL));
+	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, rk));
 	int64_t wsq = (Sq + 63) / 64 * 64, wskv = (Skv + 63) / 64 * 64;
 	if (B * H * wsq * wskv * 2 > GB_DP_WORKSPACE_LIMIT) {
 		const int64_t ad[4] = {B, H, Sq, D}, as[4] = {H * Sq * D, Sq * D, D, 1};
 		cudnnBackendDescriptor_t acc =
 			gb_tensor_r(g, FA_CUDNN_UID_DQ_ACCUM, f32, ad, as, 0, NULL, 1);
-		gb_matmul(g, ds, kr, acc, NULL, NULL, NULL);
+		gb_matmul(g, ds, kr, acc, seq_q, NULL, seq_kv);
 		gb_pw(g, CUDNN_POINTWISE_IDENTITY, f32, -1, acc, NULL, NULL, tdq);
 		pl->dq_accum_bytes = (size_t)(B * H * Sq * D) * sizeof(float);
 	} else {
-		gb_matmul(g, ds, kr, tdq, NULL, NULL, NULL);
+		gb_matmul(g, ds, kr, tdq, seq_q, NULL, seq_kv);
 	}
 	return gb_finish(g);
 }
@@ -863,12 +902,12 @@ static void plan_attempt(struct fa_cudnn_api *api, struct fa_cudnn_plan *pl)
 	if (pl->with_stats && pl->key.kind == FA_CUDNN_FWD)
 		pl->stats_bytes = (size_t)pl->key.batch * (size_t)pl->key.heads *
 				  (size_t)pl->key.q_len * sizeof(float);
-	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each) and the
-	 * lengths of Q and KV (batch each), int32, each array 16-byte aligned
-	 * (the alignment the graph declares) */
+	/* varlen: ragged offsets of Q, K, V, O (batch + 1 each), the
+	 * lengths of Q and KV (batch each) and the LSE's ragged offsets, int32,
+	 * each array 16-byte aligned (the alignment the graph declares) */
 	pl->aux_pitch_bytes = ((size_t)(pl->key.batch + 1) * sizeof(int32_t) + GB_ALIGN_BYTES - 1) /
 			      GB_ALIGN_BYTES * GB_ALIGN_BYTES;
-	pl->aux_bytes = pl->key.varlen ? 6 * pl->aux_pitch_bytes : 0;
+	pl->aux_bytes = pl->key.varlen ? FA_CUDNN_AUX_ARRAYS * pl->aux_pitch_bytes : 0;
 	pl->ready = 1;
 	pl->status = 0;
 }

@@ -133,8 +133,20 @@ static const struct st_case cases[] = {
 	 FA_MASK_SLIDING_WINDOW, 32, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
 	{"bwd bf16 d128 none H16 L4096 (fp32 dQ accumulator; kv head 0 checked)", FA_DTYPE_BF16,
 	 1, 16, 16, 4096, 4096, 128, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
-	{"bwd bf16 d64 varlen (refused)", FA_DTYPE_BF16, 2, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
-	 FA_LAYOUT_BSHD, 2, {30, 50}, {30, 50}, 1, 1},
+	/* the backward of varlen batches: ragged offsets on every tensor and
+	 * the LSE (sm_90+); rows of empty sequences written by the aux kernel */
+	{"bwd bf16 d64 varlen none", FA_DTYPE_BF16, 3, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
+	 FA_LAYOUT_BSHD, 3, {30, 50, 1}, {30, 50, 1}, 0, 1},
+	{"bwd fp16 d128 varlen GQA 8/2 causal kv != q (bottom-right)", FA_DTYPE_FP16, 3, 8, 2, 0, 0,
+	 128, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 3, {64, 17, 30}, {64, 40, 30}, 0, 1},
+	{"bwd bf16 d64 varlen causal (bottom-right), seq 2 q 5 > kv 3: rows 0-1 attend no key",
+	 FA_DTYPE_BF16, 3, 4, 4, 0, 0, 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 3, {64, 17, 5},
+	 {64, 30, 3}, 0, 1},
+	{"bwd bf16 d64 varlen empty sequences (seq 0 no query, seq 2 no key)", FA_DTYPE_BF16, 4, 4,
+	 2, 0, 0, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 4, {0, 17, 20, 9}, {12, 17, 0, 9}, 0, 1},
+	{"bwd fp16 d64 varlen sliding window 16 (bottom-right; keys no query sees)", FA_DTYPE_FP16,
+	 3, 4, 4, 0, 0, 64, FA_MASK_SLIDING_WINDOW, 16, 0, FA_LAYOUT_BSHD, 3, {40, 7, 64},
+	 {100, 7, 64}, 0, 1},
 };
 
 static int n_pass, n_fail, n_skip;
@@ -443,6 +455,8 @@ static void run_case(const struct fa_kernel *k, const struct st_case *c, cudaStr
 struct bwd_err {
 	double dq, dk, dv, lse;       /* errors */
 	double dq_ref, dk_ref, dv_ref; /* largest |ref| */
+	int empty_rows, empty_keys;   /* rows that attend no key, keys no query sees */
+	int empty_bad;                /* of them: a gradient not zero, an LSE not +inf */
 };
 
 static void worse(double *e, double x)
@@ -452,35 +466,46 @@ static void worse(double *e, double x)
 }
 
 /* The reference backward of kv head hk of sequence b (every query head of
- * its group), in double, compared with the device's gradients and LSE. */
-static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const uint16_t *k,
-			   const uint16_t *v, const uint16_t *dout, const uint16_t *dq,
-			   const uint16_t *dk, const uint16_t *dv, const float *lse, int b, int hk,
-			   struct bwd_err *r)
+ * its group), in double, compared with the device's gradients and LSE
+ * (lse[T heads + h] of token T). A row that attends no key must have a
+ * zero dQ and an LSE of +inf, a key that no query sees zero dK and dV. */
+static void check_bwd_head(const struct fa_problem *p, const int32_t *cu_q, const int32_t *cu_k,
+			   const uint16_t *q, const uint16_t *k, const uint16_t *v,
+			   const uint16_t *dout, const uint16_t *dq, const uint16_t *dk,
+			   const uint16_t *dv, const float *lse, int b, int hk, struct bwd_err *r)
 {
-	int lq = p->q_len, lk = p->kv_len, g = p->heads / p->kv_heads;
-	int D = p->head_dim, Dv = p->head_dim_v;
-	double *pr = malloc(sizeof(double) * (size_t)lk), *dp = malloc(sizeof(double) * (size_t)lk);
-	double *gk = calloc((size_t)lk * D, sizeof(double)), *gv = calloc((size_t)lk * Dv, sizeof(double));
+	int lq = fa_seq_q_len(p, cu_q, b), lk = fa_seq_kv_len(p, cu_k, b);
+	int g = p->heads / p->kv_heads, D = p->head_dim, Dv = p->head_dim_v;
+	int prefix = fa_seq_prefix(p, NULL, b);
+	int64_t t0 = fa_seq_q_start(p, cu_q, b);
+	/* + 1: a sequence with no key still gets its buffers */
+	double *pr = malloc(sizeof(double) * (size_t)(lk + 1));
+	double *dp = malloc(sizeof(double) * (size_t)(lk + 1));
+	double *gk = calloc((size_t)(lk + 1) * D, sizeof(double));
+	double *gv = calloc((size_t)(lk + 1) * Dv, sizeof(double));
 	double *gq = malloc(sizeof(double) * (size_t)D);
-	if (!pr || !dp || !gk || !gv || !gq) {
+	int *seen = calloc((size_t)(lk + 1), sizeof(int));
+	if (!pr || !dp || !gk || !gv || !gq || !seen) {
 		printf("FAIL  out of host memory\n");
 		exit(1);
 	}
 	for (int h = hk * g; h < (hk + 1) * g; h++) {
 		for (int i = 0; i < lq; i++) {
-			const uint16_t *qr = q + fa_q_offset(p, NULL, b, i, h);
-			const uint16_t *dor = dout + fa_o_offset(p, NULL, b, i, h);
+			const uint16_t *qr = q + fa_q_offset(p, cu_q, b, i, h);
+			const uint16_t *dor = dout + fa_o_offset(p, cu_q, b, i, h);
+			const uint16_t *dqr = dq + fa_q_offset(p, cu_q, b, i, h);
+			double x = lse[(t0 + i) * p->heads + h];
 			double mx = -INFINITY, l = 0, dsum = 0;
 			for (int j = 0; j < lk; j++) {
 				pr[j] = -INFINITY;
-				if (!fa_mask_allows(p->mask, i, j, lq, lk, p->prefix_len, p->window))
+				if (!fa_mask_allows(p->mask, i, j, lq, lk, prefix, p->window))
 					continue;
-				const uint16_t *kr = k + fa_k_offset(p, NULL, b, j, hk);
+				const uint16_t *kr = k + fa_k_offset(p, cu_k, b, j, hk);
 				double s = 0;
 				for (int d = 0; d < D; d++)
 					s += (double)fa_load_f32(qr, p->dtype, d) * fa_load_f32(kr, p->dtype, d);
 				pr[j] = s * p->scale;
+				seen[j] = 1;
 				if (pr[j] > mx)
 					mx = pr[j];
 			}
@@ -488,16 +513,27 @@ static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const 
 				pr[j] = pr[j] == -INFINITY ? 0 : exp(pr[j] - mx);
 				l += pr[j];
 			}
-			if (l == 0)
-				continue; /* refused cases only: every checked row attends a key */
-			worse(&r->lse, fabs((double)lse[((int64_t)b * lq + i) * p->heads + h] -
-					    (mx + log(l))));
+			if (l == 0) {
+				/* no key: dQ zeros, the LSE +inf */
+				int bad = !(isinf(x) && x > 0);
+				for (int d = 0; d < D; d++) {
+					double e = fa_load_f32(dqr, p->dtype, d);
+					bad |= !(e == 0);
+					worse(&r->dq, fabs(e));
+				}
+				r->empty_rows++;
+				r->empty_bad += bad;
+				if (bad)
+					worse(&r->lse, INFINITY);
+				continue;
+			}
+			worse(&r->lse, fabs(x - (mx + log(l))));
 			for (int j = 0; j < lk; j++) {
 				pr[j] /= l;
 				dp[j] = 0;
 				if (pr[j] == 0)
 					continue;
-				const uint16_t *vr = v + fa_v_offset(p, NULL, b, j, hk);
+				const uint16_t *vr = v + fa_v_offset(p, cu_k, b, j, hk);
 				for (int d = 0; d < Dv; d++)
 					dp[j] += (double)fa_load_f32(dor, p->dtype, d) * fa_load_f32(vr, p->dtype, d);
 				dsum += pr[j] * dp[j];
@@ -508,7 +544,7 @@ static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const 
 				if (pr[j] == 0)
 					continue;
 				double ds = pr[j] * (dp[j] - dsum) * p->scale;
-				const uint16_t *kr = k + fa_k_offset(p, NULL, b, j, hk);
+				const uint16_t *kr = k + fa_k_offset(p, cu_k, b, j, hk);
 				for (int d = 0; d < D; d++) {
 					gq[d] += ds * fa_load_f32(kr, p->dtype, d);
 					gk[(size_t)j * D + d] += ds * fa_load_f32(qr, p->dtype, d);
@@ -516,7 +552,6 @@ static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const 
 				for (int d = 0; d < Dv; d++)
 					gv[(size_t)j * Dv + d] += pr[j] * fa_load_f32(dor, p->dtype, d);
 			}
-			const uint16_t *dqr = dq + fa_q_offset(p, NULL, b, i, h);
 			for (int d = 0; d < D; d++) {
 				worse(&r->dq, fabs(fa_load_f32(dqr, p->dtype, d) - gq[d]));
 				worse(&r->dq_ref, fabs(gq[d]));
@@ -524,18 +559,25 @@ static void check_bwd_head(const struct fa_problem *p, const uint16_t *q, const 
 		}
 	}
 	for (int j = 0; j < lk; j++) {
-		const uint16_t *dkr = dk + fa_k_offset(p, NULL, b, j, hk);
-		const uint16_t *dvr = dv + fa_v_offset(p, NULL, b, j, hk);
+		const uint16_t *dkr = dk + fa_k_offset(p, cu_k, b, j, hk);
+		const uint16_t *dvr = dv + fa_v_offset(p, cu_k, b, j, hk);
+		int bad = 0;
 		for (int d = 0; d < D; d++) {
-			worse(&r->dk, fabs(fa_load_f32(dkr, p->dtype, d) - gk[(size_t)j * D + d]));
+			double e = fa_load_f32(dkr, p->dtype, d);
+			bad |= !seen[j] && !(e == 0);
+			worse(&r->dk, fabs(e - gk[(size_t)j * D + d]));
 			worse(&r->dk_ref, fabs(gk[(size_t)j * D + d]));
 		}
 		for (int d = 0; d < Dv; d++) {
-			worse(&r->dv, fabs(fa_load_f32(dvr, p->dtype, d) - gv[(size_t)j * Dv + d]));
+			double e = fa_load_f32(dvr, p->dtype, d);
+			bad |= !seen[j] && !(e == 0);
+			worse(&r->dv, fabs(e - gv[(size_t)j * Dv + d]));
 			worse(&r->dv_ref, fabs(gv[(size_t)j * Dv + d]));
 		}
+		r->empty_keys += !seen[j];
+		r->empty_bad += bad;
 	}
-	free(pr), free(dp), free(gk), free(gv), free(gq);
+	free(pr), free(dp), free(gk), free(gv), free(gq), free(seen);
 }
 
 static double rel(double err, double ref)
@@ -543,31 +585,23 @@ static double rel(double err, double ref)
 	return isnan(err) ? NAN : err / (ref > 1e-6 ? ref : 1e-6);
 }
 
-/* The launch errors of a varlen case: the forward asked for the LSE, the
- * backward without its buffers. Both must fail with the reason, before
- * anything runs. */
-static void check_launch_errors(const struct fa_kernel *ks, struct dev_case *d,
-				cudaStream_t stream)
+/* The backward's launch without its buffers (LSE, dO, dQ, dK, dV; run for
+ * the varlen cases) must fail with the reason, before anything runs. */
+static void check_launch_error(const struct fa_kernel *ks, const struct st_case *c,
+			       cudaStream_t stream)
 {
-	void *lse = NULL;
-	const char *text;
-	int code;
-	dev_setup(d, &ks[0], stream);
-	CK(cudaMalloc(&lse, (size_t)d->p.total_q * (size_t)d->p.heads * sizeof(float)));
-	d->a.lse = lse;
-	code = ks[0].launch(&d->a);
-	text = code ? fa_cudnn_error_string(code) : "";
-	int ok = code != 0 && strstr(text, "cudnn_sdpa: no LSE output for varlen cases");
-	d->a.lse = NULL;
-	code = ks[1].launch(&d->a);
-	const char *text2 = code ? fa_cudnn_error_string(code) : "";
-	ok = ok && code != 0 &&
-	     strstr(text2, "cudnn_sdpa_bwd: the launch has no LSE, O, dO, dQ, dK or dV");
-	printf("%s  %-66s launch errors: '%s'; '%s'\n", ok ? "PASS" : "FAIL", "varlen: the LSE, no "
-	       "gradient buffers", text, text2);
+	struct dev_case d;
+	memset(&d, 0, sizeof d);
+	problem_of(c, &d.p, d.cu_q, d.cu_k);
+	dev_setup(&d, &ks[1], stream);
+	int code = ks[1].launch(&d.a);
+	const char *text = code ? fa_cudnn_error_string(code) : "";
+	int ok = code != 0 &&
+		 strstr(text, "cudnn_sdpa_bwd: the launch has no LSE, O, dO, dQ, dK or dV") != NULL;
+	printf("%s  %-66s launch without gradient buffers: '%s'\n", ok ? "PASS" : "FAIL", c->name,
+	       text);
 	ok ? n_pass++ : n_fail++;
-	cudaFree(lse);
-	dev_free(d);
+	dev_free(&d);
 }
 
 /* A backward case: cudnn_sdpa with the LSE, then cudnn_sdpa_bwd, then the
@@ -585,8 +619,6 @@ static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cu
 		       ok ? "supported, but supports() should refuse it" : "refused as expected: ",
 		       ok ? "" : why);
 		ok ? n_fail++ : n_pass++;
-		if (!ok && d.p.varlen && fk->supports(&d.p, why, sizeof why))
-			check_launch_errors(ks, &d, stream);
 		return;
 	}
 	if (!ok) {
@@ -599,6 +631,8 @@ static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cu
 		n_skip++;
 		return;
 	}
+	if (d.p.varlen)
+		check_launch_error(ks, c, stream);
 	dev_setup(&d, fk, stream);
 	struct fa_problem *p = &d.p;
 	size_t nlse = (size_t)p->total_q * (size_t)p->heads, bws = bk->workspace_bytes(p, NULL);
@@ -653,15 +687,22 @@ static void run_bwd_case(const struct fa_kernel *ks, const struct st_case *c, cu
 	int all = scores <= FULL_CHECK_SCORES;
 	for (int b = 0; b < (all ? p->batch : 1); b++)
 		for (int hk = 0; hk < (all ? p->kv_heads : 1); hk++)
-			check_bwd_head(p, d.hq, d.hk, d.hv, hdo, hdq, hdk, hdv, hlse, b, hk, &r);
+			check_bwd_head(p, d.cu_q, d.cu_k, d.hq, d.hk, d.hv, hdo, hdq, hdk, hdv,
+				       hlse, b, hk, &r);
 	double tol = c->dtype == FA_DTYPE_BF16 ? BWD_TOL_BF16 : BWD_TOL_FP16;
 	double eq = rel(r.dq, r.dq_ref), ek = rel(r.dk, r.dk_ref), ev = rel(r.dv, r.dv_ref);
-	int pass = eq <= tol && ek <= tol && ev <= tol && r.lse <= LSE_TOL;
+	int pass = eq <= tol && ek <= tol && ev <= tol && r.lse <= LSE_TOL && r.empty_bad == 0;
 	const struct fa_cudnn_plan *bpl = fa_cudnn_cache_get(fa_cudnn, p, FA_CUDNN_BWD);
 	printf("%s  %-66s dQ %.3g dK %.3g dV %.3g of max|ref| (tol %.0e), lse max_abs %.3g "
-	       "(tol %.0e), ws %zu B, engine %lld%s\n",
+	       "(tol %.0e), ws %zu B, engine %lld%s",
 	       pass ? "PASS" : "FAIL", c->name, eq, ek, ev, tol, r.lse, LSE_TOL, bws,
 	       (long long)bpl->engine, bpl->dq_accum_bytes ? " (fp32 dQ accumulator)" : "");
+	if (r.empty_rows || r.empty_keys)
+		printf(", %d rows with no key (dQ zeros, LSE +inf) and %d keys no query sees "
+		       "(dK, dV zeros): %s",
+		       r.empty_rows, r.empty_keys,
+		       r.empty_bad ? "NOT as they must be" : "as they must be");
+	printf("\n");
 	pass ? n_pass++ : n_fail++;
 	free(hdo), free(hdq), free(hdk), free(hdv), free(hlse);
 	cudaFree(ddo), cudaFree(ddq), cudaFree(ddk), cudaFree(ddv), cudaFree(dlse), cudaFree(dbws);
@@ -772,21 +813,61 @@ static int run_graphs(void)
 		       pl->graph_ok ? "" : ": ", pl->graph_ok ? "" : pl->why);
 		ok ? n_pass++ : n_fail++;
 		fa_cudnn_plan_release(&api, pl);
-		/* fixed lengths: the forward with fabench's LSE and the backward */
-		for (int kind = FA_CUDNN_FWD_LSE; kind <= FA_CUDNN_BWD && !p.varlen; kind++) {
+		/* the forward with fabench's LSE and the backward; varlen: with
+		 * the LSE's ragged offsets */
+		for (int kind = FA_CUDNN_FWD_LSE; kind <= FA_CUDNN_BWD; kind++) {
 			memset(pl, 0, sizeof *pl);
 			fa_cudnn_key_of(&p, kind, &pl->key);
 			fa_cudnn_plan_build(&api, pl);
-			ok = pl->graph_ok && pl->with_stats;
-			printf("%s  %-66s %s graph: %d descriptors, %d variant tensors%s%s%s\n",
+			int ragged = 0;
+			for (int u = 0; u < pl->n_uids; u++)
+				ragged |= pl->uids[u] == FA_CUDNN_UID_RAG_STATS;
+			ok = pl->graph_ok && pl->with_stats && ragged == p.varlen;
+			printf("%s  %-66s %s graph: %d descriptors, %d variant tensors%s%s%s%s\n",
 			       ok ? "PASS" : "FAIL", c->name, kind == FA_CUDNN_BWD ? "backward" : "LSE forward",
 			       pl->n_descs, pl->n_uids,
-			       pl->dq_accum_bytes ? ", fp32 dQ accumulator" : "", pl->graph_ok ? "" : ": ",
+			       pl->dq_accum_bytes ? ", fp32 dQ accumulator" : "",
+			       ragged ? ", ragged LSE" : "", pl->graph_ok ? "" : ": ",
 			       pl->graph_ok ? "" : pl->why);
 			ok ? n_pass++ : n_fail++;
 			fa_cudnn_plan_release(&api, pl);
 		}
 		free(pl);
+	}
+	/* what supports() refuses before building a plan: the varlen
+	 * backward on sm_90 to sm_11x with cuDNN 9.6.0+ only */
+	{
+		struct fa_problem p;
+		int32_t cu_q[MAX_SEQS + 1], cu_k[MAX_SEQS + 1];
+		static const struct {
+			int sm, version, bwd, refused;
+			const char *why;
+		} rf[] = {
+			{90, 91900, 1, 0, ""},
+			{100, 91900, 1, 0, ""},
+			{90, 91900, 0, 0, ""},
+			{80, 91900, 1, 1, "cudnn_sdpa_bwd: varlen needs sm_90 to sm_11x"},
+			{120, 91900, 1, 1, "takes no ragged (packed) LSE on sm_120"},
+			{80, 91900, 0, 0, ""}, /* the forward: sm_8x from 9.18.1 */
+			{90, 90500, 1, 1, "no ragged offset on the softmax stats"},
+		};
+		struct fa_cudnn_api a = api;
+		const struct st_case *vc = NULL;
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !vc; i++)
+			if (cases[i].bwd && cases[i].n_seqs)
+				vc = &cases[i];
+		problem_of(vc, &p, cu_q, cu_k);
+		for (size_t i = 0; i < sizeof rf / sizeof rf[0]; i++) {
+			char text[600] = "";
+			a.sm = rf[i].sm;
+			a.version = (size_t)rf[i].version;
+			int refused = fa_cudnn_refuse(&a, &p, rf[i].bwd, text, sizeof text);
+			int ok = refused == rf[i].refused && strstr(text, rf[i].why) != NULL;
+			printf("%s  varlen %s, sm_%d, cuDNN %d: %s%s\n", ok ? "PASS" : "FAIL",
+			       rf[i].bwd ? "backward" : "forward", rf[i].sm, rf[i].version,
+			       refused ? "refused: " : "accepted", text);
+			ok ? n_pass++ : n_fail++;
+		}
 	}
 	/* the plan cache: one entry per key, failures included */
 	{

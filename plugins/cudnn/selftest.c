@@ -147,6 +147,9 @@ static const struct st_case cases[] = {
 	{"bwd fp16 d64 varlen sliding window 16 (bottom-right; keys no query sees)", FA_DTYPE_FP16,
 	 3, 4, 4, 0, 0, 64, FA_MASK_SLIDING_WINDOW, 16, 0, FA_LAYOUT_BSHD, 3, {40, 7, 64},
 	 {100, 7, 64}, 0, 1},
+	{"bwd bf16 d64 varlen H8 3000+2000 (fp32 dQ accumulator; seq 0 kv head 0 checked)",
+	 FA_DTYPE_BF16, 2, 8, 8, 0, 0, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 2, {3000, 2000},
+	 {3000, 2000}, 0, 1},
 };
 
 static int n_pass, n_fail, n_skip;

@@ -9,11 +9,15 @@
  * builds the plans, so every other refusal carries cuDNN's own reason.
  * workspace_bytes() reads the cached plans. launch() only looks the plan
  * up, zeroes the backward's dQ accumulator, and for varlen fills the ragged
- * offsets and writes the rows cuDNN leaves alone (one tiny kernel: zeros
- * in O and dQ of a sequence with no key and in dK, dV of one with no
- * query, +inf in its LSE), builds the variant pack and executes; a varlen
- * forward that writes fabench's LSE then turns the LSE of every row with
- * no key into +inf (a second tiny kernel).
+ * offsets (one tiny kernel, which in the forward also writes zeros in O of
+ * a sequence with no key and +inf in its LSE), builds the variant pack and
+ * executes; then a varlen forward that writes fabench's LSE turns the LSE
+ * of every row with no key into +inf (a second tiny kernel), and a varlen
+ * backward writes, after cuDNN, zeros in dQ of every row that attends no
+ * key and in dK, dV of every key that no query sees (the first kernel
+ * again, without the offsets): cuDNN may leave those rows unwritten or,
+ * seen on an H200, write non-zero values into dK, dV of a sequence with
+ * keys and no query.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,9 +55,20 @@ static char bwd_description[192] = "cuDNN fused flash attention backward; cuDNN 
  * window, aligned bottom-right); with it set, the leading key tokens that
  * no query sees (all of them when it has no query, else kv - q - window + 1
  * of them under a sliding window, window 0 otherwise). 16-bit zeros, or
- * fp32 +inf with flags bit 1 (the LSE). It runs before cuDNN, which leaves
- * the rows of an empty side unwritten (O: seen on an H200) and writes the
- * same zeros, if any, to the others.
+ * fp32 +inf with flags bit 1 (the LSE). A NULL out: row 0 writes nothing
+ * (the rows only).
+ *
+ * The forward runs it once, before cuDNN, with O's rows (and the LSE's),
+ * which cuDNN leaves unwritten for a sequence with no key (O: seen on an
+ * H200) and writes the same zeros, if any, for the others. The backward
+ * runs it twice: before cuDNN for the offsets only (cuDNN reads them, and
+ * the LSE, which the forward wrote), and after cuDNN, on the same stream,
+ * with out NULL and the rows of dQ, dK and dV, so that whatever cuDNN
+ * wrote there (or left) ends as the zeros the rules require: on an H200
+ * cuDNN's backward wrote non-zero dK, dV (up to 6.3) for a sequence of 9
+ * keys and no query followed by one of 40 queries and no key (query
+ * lengths 17/0/40/0, key lengths 17/9/0/0), where a sequence of keys with
+ * no query first in the batch had come out zero.
  *
  * fa_cudnn_lse_fix, after the forward wrote the LSE: element e < n that
  * is not finite (the -inf or NaN a row with no key may get from cuDNN, or
@@ -98,6 +113,8 @@ static const char sdpa_aux_ptx[] =
 	"	setp.gt.s32 %p1, %r9, %r1;\n"
 	"	@%p1 bra DONE;\n"
 	"	ld.param.u64 %rd3, [p_out];\n"
+	"	setp.eq.u64 %p1, %rd3, 0;\n"      /* no arrays: the rows only */
+	"	@%p1 bra DONE;\n"
 	"	cvta.to.global.u64 %rd3, %rd3;\n"
 	"	ld.param.u32 %r12, [p_pitch];\n"
 	"	ld.param.u32 %r2, [p_mq];\n"
@@ -642,20 +659,22 @@ static struct fa_cudnn_plan *launch_plan(struct fa_cudnn_api *api, const struct 
 }
 
 /* A target of the aux kernel's rows y = b + 1 (sdpa_aux_ptx): the rows of
- * a sequence that cuDNN does not write. */
+ * a sequence that fabench's rules fix (zeros, or the LSE's +inf). */
 struct aux_target {
 	void *t;          /* NULL: none */
 	uint32_t flags;   /* AUX_KEY_TOKENS, AUX_F32_INF */
 	int32_t heads, cols, row_stride, head_stride;
 };
-#define AUX_KEY_TOKENS 1u /* the key tokens of a sequence with no query; else
-			   * the query tokens of a sequence with no key */
+#define AUX_KEY_TOKENS 1u /* the keys no query sees (all of a sequence with
+			   * no query); else the query rows that attend no
+			   * key (all of a sequence with no key) */
 #define AUX_F32_INF 2u    /* fp32 +inf (the LSE); else 16-bit zeros */
 #define AUX_MAX_TARGETS 3
 
-/* The varlen aux kernel before cuDNN's plan: the ragged offsets and
- * lengths into the workspace's arrays at aux, and targets[0..n) for the
- * rows of empty sequences. Returns 0 or a CUDA error. */
+/* The varlen aux kernel: the ragged offsets and lengths into the
+ * workspace's arrays at aux (NULL: none, the rows only), and targets[0..n)
+ * for the rows that attend no key or the keys no query sees. Returns 0 or
+ * a CUDA error. */
 static int launch_aux(const struct fa_launch_args *a, const struct fa_cudnn_plan *pl,
 		      int32_t *aux, const struct aux_target *targets, int n,
 		      cudaStream_t stream)
@@ -681,16 +700,17 @@ static int launch_aux(const struct fa_launch_args *a, const struct fa_cudnn_plan
 			&z[1].head_stride,
 			&z[2].t, &z[2].flags, &z[2].heads, &z[2].cols, &z[2].row_stride,
 			&z[2].head_stride};
-	/* row 0 of the grid: the offsets; row b + 1: sequence b, a z per target */
+	/* row 0 of the grid: the offsets; row b + 1: sequence b, a z per
+	 * target (no rows without a target) */
 	dim3 grid = dim3_of((unsigned)((batch + SDPA_AUX_THREADS) / SDPA_AUX_THREADS));
-	grid.y = (unsigned)batch + 1;
+	grid.y = n > 0 ? (unsigned)batch + 1 : 1;
 	grid.z = (unsigned)(n < 1 ? 1 : n);
 	return (int)cudaLaunchKernel((const void *)aux_kernel, grid, dim3_of(SDPA_AUX_THREADS), args,
 				     0, stream);
 }
 
-/* A target of the query tokens of a sequence with no key (O, dQ: zeros),
- * 16-bit, or of the key tokens of one with no query (dK, dV). */
+/* A target of the query rows that attend no key (O, dQ: zeros), 16-bit,
+ * or of the keys that no query sees (dK, dV). */
 static struct aux_target aux_rows(void *t, int key_tokens, int32_t heads, int32_t cols,
 				  int64_t row_stride, int64_t head_stride)
 {
@@ -804,14 +824,10 @@ static int bwd_launch(const struct fa_launch_args *a)
 			return (int)e;
 	}
 	if (p->varlen) {
-		/* dQ of a sequence with no key, dK and dV of one with no query:
-		 * zeros (cuDNN writes no row of them) */
-		struct aux_target z[3];
-		z[0] = aux_rows(a->dq, 0, p->heads, p->head_dim, p->q_stride_s, p->q_stride_h);
-		z[1] = aux_rows(a->dk, 1, p->kv_heads, p->head_dim, p->k_stride_s, p->k_stride_h);
-		z[2] = aux_rows(a->dv, 1, p->kv_heads, p->head_dim_v, p->v_stride_s, p->v_stride_h);
+		/* the ragged offsets and lengths only: the rows of dQ, dK, dV
+		 * are written after cuDNN */
 		aux = (int32_t *)((char *)a->workspace + aux_offset(pl));
-		if ((code = launch_aux(a, pl, aux, z, 3, stream)) != 0)
+		if ((code = launch_aux(a, pl, aux, NULL, 0, stream)) != 0)
 			return code;
 	}
 	for (int i = 0; i < pl->n_uids; i++) {
@@ -851,7 +867,22 @@ static int bwd_launch(const struct fa_launch_args *a)
 		default: ptrs[i] = NULL; break;
 		}
 	}
-	return execute_plan(api, pl, stream, ptrs, a->workspace);
+	if ((code = execute_plan(api, pl, stream, ptrs, a->workspace)) != 0)
+		return code;
+	if (p->varlen) {
+		/* after cuDNN, on its stream (part of the launch, so also of
+		 * every timed one): zeros in dQ of the rows that attend no key
+		 * and in dK, dV of the keys no query sees, whatever cuDNN wrote
+		 * there or left (an H200 wrote non-zero dK, dV for a sequence
+		 * with keys and no query) */
+		struct aux_target z[3];
+		z[0] = aux_rows(a->dq, 0, p->heads, p->head_dim, p->q_stride_s, p->q_stride_h);
+		z[1] = aux_rows(a->dk, 1, p->kv_heads, p->head_dim, p->k_stride_s, p->k_stride_h);
+		z[2] = aux_rows(a->dv, 1, p->kv_heads, p->head_dim_v, p->v_stride_s, p->v_stride_h);
+		if ((code = launch_aux(a, pl, NULL, z, 3, stream)) != 0)
+			return code;
+	}
+	return 0;
 }
 
 /* Positional: name, description, dtypes, head_dim_min, head_dim_max,

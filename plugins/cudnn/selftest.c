@@ -134,7 +134,8 @@ static const struct st_case cases[] = {
 	{"bwd bf16 d128 none H16 L4096 (fp32 dQ accumulator; kv head 0 checked)", FA_DTYPE_BF16,
 	 1, 16, 16, 4096, 4096, 128, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 0, {0}, {0}, 0, 1},
 	/* the backward of varlen batches: ragged offsets on every tensor and
-	 * the LSE (sm_90+); rows of empty sequences written by the aux kernel */
+	 * the LSE (sm_90+); the rows of empty sequences written by the aux
+	 * kernel (after cuDNN in the backward) */
 	{"bwd bf16 d64 varlen none", FA_DTYPE_BF16, 3, 4, 4, 0, 0, 64, FA_MASK_NONE, 0, 0,
 	 FA_LAYOUT_BSHD, 3, {30, 50, 1}, {30, 50, 1}, 0, 1},
 	{"bwd fp16 d128 varlen GQA 8/2 causal kv != q (bottom-right)", FA_DTYPE_FP16, 3, 8, 2, 0, 0,
@@ -150,6 +151,15 @@ static const struct st_case cases[] = {
 	{"bwd bf16 d64 varlen H8 3000+2000 (fp32 dQ accumulator; seq 0 kv head 0 checked)",
 	 FA_DTYPE_BF16, 2, 8, 8, 0, 0, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 2, {3000, 2000},
 	 {3000, 2000}, 0, 1},
+	/* conformance's shape whose dK, dV of sequence 1 (9 keys, no query)
+	 * cuDNN's backward wrote non-zero on an H200 (up to 6.3) while the
+	 * zeros were written before it: now they are written after it */
+	{"bwd bf16 d64 varlen GQA 8/2 q 17/0/40/0 kv 17/9/0/0 none (seq 1 keys, no query)",
+	 FA_DTYPE_BF16, 4, 8, 2, 0, 0, 64, FA_MASK_NONE, 0, 0, FA_LAYOUT_BSHD, 4, {17, 0, 40, 0},
+	 {17, 9, 0, 0}, 0, 1},
+	{"bwd bf16 d64 varlen GQA 8/2 q 17/0/40/0 kv 17/9/0/0 causal (seq 1 keys, no query)",
+	 FA_DTYPE_BF16, 4, 8, 2, 0, 0, 64, FA_MASK_CAUSAL, 0, 0, FA_LAYOUT_BSHD, 4, {17, 0, 40, 0},
+	 {17, 9, 0, 0}, 0, 1},
 };
 
 static int n_pass, n_fail, n_skip;

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(64, 1)
 	  const __grid_constant__ CUtensorMap vs, int keys, unsigned *sink)
 {
 	extern __shared__ __align__(1024) unsigned char smraw[];
-	unsigned char *sm = (unsigned char *)(((uintptr_t)smraw + 1023) & ~(uintptr_t)1023);
+	unsigned char *sm = smraw + ((1024 - ((unsigned)__cvta_generic_to_shared(smraw) & 1023)) & 1023); /* stays a shared pointer: LDS/STS */
 	const uint32_t base = (uint32_t)__cvta_generic_to_shared(sm);
 	constexpr int STAGE = KB * 256; /* KB keys x 128 columns */
 	const uint32_t full = base + ST * STAGE, empty = full + 8 * ST;

@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(160, 1)
 	   const __nv_bfloat16 *__restrict__ q, __nv_bfloat16 *__restrict__ out, float scale_log2)
 {
 	extern __shared__ __align__(1024) unsigned char smraw[];
-	unsigned char *sm = (unsigned char *)(((uintptr_t)smraw + 1023) & ~(uintptr_t)1023);
+	unsigned char *sm = smraw + ((1024 - ((unsigned)__cvta_generic_to_shared(smraw) & 1023)) & 1023); /* stays a shared pointer: LDS/STS */
 	const uint32_t base = saddr(sm), xb = base + ST * TILE;
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, hd = blockIdx.y;
 	uint32_t r;
@@ -715,7 +715,7 @@ __global__ void __launch_bounds__(NWG * 128 + 32, 1)
 {
 	using L = lay2<NWG>;
 	extern __shared__ __align__(1024) unsigned char smraw[];
-	unsigned char *sm = (unsigned char *)(((uintptr_t)smraw + 1023) & ~(uintptr_t)1023);
+	unsigned char *sm = smraw + ((1024 - ((unsigned)__cvta_generic_to_shared(smraw) & 1023)) & 1023); /* stays a shared pointer: LDS/STS */
 	unsigned char *xs = sm + ST * TILE;
 	const uint32_t base = saddr(sm), xb = base + ST * TILE;
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, hd = blockIdx.y;

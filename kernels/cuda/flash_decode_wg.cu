@@ -23,10 +23,11 @@
  *    of the cluster's CTAs that own them (st.async counted on the owner's
  *    mbarrier); each CTA weighs its 16 partials and writes 16 columns of
  *    the group's rows.
- * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 10.00-10.12
- * us with it, 78.6-80.2% of the copy rate, where the mma.sync decode path
- * took 11.83 us, 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)" and
- * 2026-12-03 "(o)"; bench/decode_wg.cu is the standalone form).
+ * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 10.04 us
+ * with it on one that calibrates at 4215 GB/s (79.3%; 10.14 us before its
+ * shared-memory accesses were LDS/STS), where the mma.sync decode path
+ * took 11.83 us, 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)", 2026-12-03
+ * "(o)" and "(r)"; bench/decode_wg.cu is the standalone form).
  *
  * The Makefile compiles this file for sm_90a only; fits() refuses other
  * devices.
@@ -301,7 +302,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 {
 	using T = typename std::conditional<BF16, __nv_bfloat16, __half>::type;
 	extern __shared__ __align__(1024) unsigned char smraw[];
-	unsigned char *sm = (unsigned char *)(((uintptr_t)smraw + 1023) & ~(uintptr_t)1023);
+	/* aligned by pointer arithmetic on smraw, not through an integer: the
+	 * compiler then still knows sm points into shared memory and emits
+	 * LDS/STS for the P, reduction and inbox accesses; through uintptr_t
+	 * every one of them was a generic LD.E/ST.E */
+	unsigned char *sm = smraw + ((1024 - (smem_u32(smraw) & 1023)) & 1023);
 	const uint32_t base = smem_u32(sm);
 	const int tid = threadIdx.x, warp = tid >> 5, hd = blockIdx.y, b = blockIdx.z;
 	uint32_t r;

@@ -23,9 +23,10 @@
  *    of the cluster's CTAs that own them (st.async counted on the owner's
  *    mbarrier); each CTA weighs its 16 partials and writes 16 columns of
  *    the group's rows.
- * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 10.04 us
- * with it on one that calibrates at 4215 GB/s (79.3%; 10.14 us before its
- * shared-memory accesses were LDS/STS), where the mma.sync decode path
+ * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.91 us
+ * with it on one (80.8% of its 4188.5 GB/s) and 10.04 us on another (79.3%
+ * of 4215.4; 10.14 us before its shared-memory accesses were LDS/STS),
+ * where the mma.sync decode path
  * took 11.83 us, 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)", 2026-12-03
  * "(o)" and "(r)"; bench/decode_wg.cu is the standalone form).
  *

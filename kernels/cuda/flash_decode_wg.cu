@@ -26,9 +26,9 @@
  * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.91 us
  * with it on one (80.8% of its 4188.5 GB/s) and 10.04 us on another (79.3%
  * of 4215.4; 10.14 us before its shared-memory accesses were LDS/STS),
- * where the mma.sync decode path
- * took 11.83 us, 67.3% (docs/BENCHMARKS.md, 2026-12-02 "(j)", 2026-12-03
- * "(o)" and "(r)"; bench/decode_wg.cu is the standalone form).
+ * where the mma.sync decode path took 11.83 us, 67.3% (docs/BENCHMARKS.md,
+ * 2026-12-02 "(j)", 2026-12-03 "(o)" and "(r)"; bench/decode_wg.cu is the
+ * standalone form).
  *
  * The Makefile compiles this file for sm_90a only; fits() refuses other
  * devices.

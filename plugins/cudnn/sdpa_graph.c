@@ -519,6 +519,32 @@ static cudnnBackendDescriptor_t gb_reshape(struct gb *g, cudnnBackendDescriptor_
 }
 
 /* The operation graph of the key; returns it finalized, or NULL. */
+/* The varlen graphs' ragged offsets of Q, K, V and O (B + 1 int32 each;
+ * NULL without varlen), and the batch strides of Q, K, V, O: varlen batch
+ * strides are never used (the ragged offsets place each sequence), so they
+ * are given as for a padded batch of the longest. */
+struct gb_rag {
+	cudnnBackendDescriptor_t q, k, v, o;
+	int64_t qsb, ksb, vsb, osb;
+};
+
+static void gb_ragged(struct gb *g, const struct fa_cudnn_key *k, struct gb_rag *r)
+{
+	static const int64_t one4[4] = {1, 1, 1, 1};
+	const int64_t rd[4] = {k->batch + 1, 1, 1, 1};
+	memset(r, 0, sizeof *r);
+	if (k->varlen) {
+		r->q = gb_tensor(g, FA_CUDNN_UID_RAG_Q, CUDNN_DATA_INT32, rd, one4, 0, NULL);
+		r->k = gb_tensor(g, FA_CUDNN_UID_RAG_K, CUDNN_DATA_INT32, rd, one4, 0, NULL);
+		r->v = gb_tensor(g, FA_CUDNN_UID_RAG_V, CUDNN_DATA_INT32, rd, one4, 0, NULL);
+		r->o = gb_tensor(g, FA_CUDNN_UID_RAG_O, CUDNN_DATA_INT32, rd, one4, 0, NULL);
+	}
+	r->qsb = k->varlen ? (int64_t)k->q_len * k->q_stride_s : k->q_stride_b;
+	r->ksb = k->varlen ? (int64_t)k->kv_len * k->k_stride_s : k->k_stride_b;
+	r->vsb = k->varlen ? (int64_t)k->kv_len * k->v_stride_s : k->v_stride_b;
+	r->osb = k->varlen ? (int64_t)k->q_len * k->o_stride_s : k->o_stride_b;
+}
+
 static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 {
 	static const int64_t one4[4] = {1, 1, 1, 1};
@@ -528,39 +554,27 @@ static cudnnBackendDescriptor_t gb_graph(struct gb *g)
 	const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
 	int64_t B = k->batch, H = k->heads, Hk = k->kv_heads, Sq = k->q_len, Skv = k->kv_len;
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
-	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL;
+	struct gb_rag rag;
 	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
 	cudnnBackendDescriptor_t tq, tk, tv, to, scale, s, mx, e, z, pmat;
 
-	if (k->varlen) {
-		int64_t rd[4] = {B + 1, 1, 1, 1};
-		rq = gb_tensor(g, FA_CUDNN_UID_RAG_Q, i32, rd, one4, 0, NULL);
-		rk = gb_tensor(g, FA_CUDNN_UID_RAG_K, i32, rd, one4, 0, NULL);
-		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
-		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
-	}
+	gb_ragged(g, k, &rag);
 	if (fa_cudnn_key_padded(k, g->api->br)) {
 		int64_t ld[4] = {B, 1, 1, 1};
 		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
 		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
 	}
-	/* Varlen batch strides are never used (the ragged offsets place each
-	 * sequence); they are given as for a padded batch of the longest. */
-	int64_t qsb = k->varlen ? Sq * k->q_stride_s : k->q_stride_b;
-	int64_t ksb = k->varlen ? Skv * k->k_stride_s : k->k_stride_b;
-	int64_t vsb = k->varlen ? Skv * k->v_stride_s : k->v_stride_b;
-	int64_t osb = k->varlen ? Sq * k->o_stride_s : k->o_stride_b;
-	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {qsb, k->q_stride_h, k->q_stride_s, 1};
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {rag.qsb, k->q_stride_h, k->q_stride_s, 1};
 	/* K^T: [b, h, d, s] over K's memory */
-	const int64_t kd[4] = {B, Hk, D, Skv}, ks[4] = {ksb, k->k_stride_h, 1, k->k_stride_s};
-	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {vsb, k->v_stride_h, k->v_stride_s, 1};
-	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {osb, k->o_stride_h, k->o_stride_s, 1};
+	const int64_t kd[4] = {B, Hk, D, Skv}, ks[4] = {rag.ksb, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {rag.vsb, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {rag.osb, k->o_stride_h, k->o_stride_s, 1};
 	const int64_t sd[4] = {B, H, Sq, Skv};
 	const int64_t rowd[4] = {B, H, Sq, 1};
-	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rq);
-	tk = gb_tensor(g, FA_CUDNN_UID_K, io, kd, ks, 0, rk);
-	tv = gb_tensor(g, FA_CUDNN_UID_V, io, vd, vs, 0, rv);
-	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, ro);
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rag.q);
+	tk = gb_tensor(g, FA_CUDNN_UID_K, io, kd, ks, 0, rag.k);
+	tv = gb_tensor(g, FA_CUDNN_UID_V, io, vd, vs, 0, rag.v);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, rag.o);
 	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
 
 	s = gb_virtual(g, f32, sd);
@@ -635,49 +649,41 @@ static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
 	int64_t D = k->head_dim, Dv = k->head_dim_v;
 	cudnnBackendDescriptor_t tq, tkt, tvt, to, tdo, tdq, tdk, tdv, st, scale, one;
 	cudnnBackendDescriptor_t x, ssum, s, p, pt, dp, ds, dst, kr;
-	cudnnBackendDescriptor_t rq = NULL, rk = NULL, rv = NULL, ro = NULL, rst = NULL;
+	struct gb_rag rag;
+	cudnnBackendDescriptor_t rst = NULL;
 	cudnnBackendDescriptor_t seq_q = NULL, seq_kv = NULL;
 
+	gb_ragged(g, k, &rag);
 	if (k->varlen) {
 		int64_t rd[4] = {B + 1, 1, 1, 1}, ld[4] = {B, 1, 1, 1};
-		rq = gb_tensor(g, FA_CUDNN_UID_RAG_Q, i32, rd, one4, 0, NULL);
-		rk = gb_tensor(g, FA_CUDNN_UID_RAG_K, i32, rd, one4, 0, NULL);
-		rv = gb_tensor(g, FA_CUDNN_UID_RAG_V, i32, rd, one4, 0, NULL);
-		ro = gb_tensor(g, FA_CUDNN_UID_RAG_O, i32, rd, one4, 0, NULL);
 		rst = gb_tensor(g, FA_CUDNN_UID_RAG_STATS, i32, rd, one4, 0, NULL);
 		seq_q = gb_tensor(g, FA_CUDNN_UID_SEQ_Q, i32, ld, one4, 0, NULL);
 		seq_kv = gb_tensor(g, FA_CUDNN_UID_SEQ_KV, i32, ld, one4, 0, NULL);
 	}
-	/* varlen batch strides are never used (the ragged offsets place each
-	 * sequence): given as for a padded batch of the longest, as the forward */
-	int64_t qsb = k->varlen ? Sq * k->q_stride_s : k->q_stride_b;
-	int64_t ksb = k->varlen ? Skv * k->k_stride_s : k->k_stride_b;
-	int64_t vsb = k->varlen ? Skv * k->v_stride_s : k->v_stride_b;
-	int64_t osb = k->varlen ? Sq * k->o_stride_s : k->o_stride_b;
-	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {qsb, k->q_stride_h, k->q_stride_s, 1};
-	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {ksb, k->k_stride_h, k->k_stride_s, 1};
-	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {ksb, k->k_stride_h, 1, k->k_stride_s};
-	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {vsb, k->v_stride_h, k->v_stride_s, 1};
-	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {vsb, k->v_stride_h, 1, k->v_stride_s};
-	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {osb, k->o_stride_h, k->o_stride_s, 1};
+	const int64_t qd[4] = {B, H, Sq, D}, qs[4] = {rag.qsb, k->q_stride_h, k->q_stride_s, 1};
+	const int64_t kd[4] = {B, Hk, Skv, D}, ks[4] = {rag.ksb, k->k_stride_h, k->k_stride_s, 1};
+	const int64_t ktd[4] = {B, Hk, D, Skv}, kts[4] = {rag.ksb, k->k_stride_h, 1, k->k_stride_s};
+	const int64_t vd[4] = {B, Hk, Skv, Dv}, vs[4] = {rag.vsb, k->v_stride_h, k->v_stride_s, 1};
+	const int64_t vtd[4] = {B, Hk, Dv, Skv}, vts[4] = {rag.vsb, k->v_stride_h, 1, k->v_stride_s};
+	const int64_t od[4] = {B, H, Sq, Dv}, os[4] = {rag.osb, k->o_stride_h, k->o_stride_s, 1};
 	const int64_t sd[4] = {B, H, Sq, Skv}, ss[4] = {H * Sq * Skv, Sq * Skv, Skv, 1};
 	const int64_t std_[4] = {B, H, Skv, Sq}, sts[4] = {H * Sq * Skv, Sq * Skv, 1, Skv};
 	const int64_t rowd[4] = {B, H, Sq, 1}, rows[4] = {H * Sq, Sq, 1, 1};
 	const int64_t lses[4] = {Sq * H, 1, H, 1};
 	const int64_t dod[4] = {B, H, Sq, Dv}, dos[4] = {H * Sq * Dv, Sq * Dv, H * Dv, 1};
 
-	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rq);
-	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, rk);
-	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, rv);
-	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, ro);
-	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, ro);
+	tq = gb_tensor(g, FA_CUDNN_UID_Q, io, qd, qs, 0, rag.q);
+	tkt = gb_tensor(g, FA_CUDNN_UID_K, io, ktd, kts, 0, rag.k);
+	tvt = gb_tensor(g, FA_CUDNN_UID_V, io, vtd, vts, 0, rag.v);
+	to = gb_tensor(g, FA_CUDNN_UID_O, io, od, os, 0, rag.o);
+	tdo = gb_tensor(g, FA_CUDNN_UID_DO, io, od, os, 0, rag.o);
 	st = gb_tensor(g, FA_CUDNN_UID_STATS, f32, rowd, lses, 0, rst);
 	scale = gb_tensor(g, FA_CUDNN_UID_SCALE, f32, one4, one4, 1, NULL);
 	one = gb_tensor(g, FA_CUDNN_UID_ONE, f32, one4, one4, 1, NULL);
 	pl->one_f = 1.0f;
-	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, rq);
-	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, rk);
-	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, rv);
+	tdq = gb_tensor(g, FA_CUDNN_UID_DQ, io, qd, qs, 0, rag.q);
+	tdk = gb_tensor(g, FA_CUDNN_UID_DK, io, kd, ks, 0, rag.k);
+	tdv = gb_tensor(g, FA_CUDNN_UID_DV, io, vd, vs, 0, rag.v);
 
 	/* softmax_sum = sum(dO * O) * 1 */
 	x = gb_pw(g, CUDNN_POINTWISE_MUL, f32, -1, tdo, to, NULL,
@@ -731,7 +737,7 @@ static cudnnBackendDescriptor_t gb_graph_bwd(struct gb *g)
 	}
 
 	/* dQ = dS K */
-	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, rk));
+	kr = gb_reshape(g, tkt, gb_tensor(g, 0, io, kd, ks, 0, rag.k));
 	int64_t wsq = (Sq + 63) / 64 * 64, wskv = (Skv + 63) / 64 * 64;
 	if (B * H * wsq * wskv * 2 > GB_DP_WORKSPACE_LIMIT) {
 		const int64_t ad[4] = {B, H, Sq, D}, as[4] = {H * Sq * D, Sq * D, D, 1};

@@ -400,10 +400,20 @@ __global__ void __launch_bounds__(THREADS, 1)
 				const int key = k0 + (i % RT) * BK;
 				tma_load(base + s * TILE, m, full + 8 * s, 0, key, hd, b);
 				tma_load(base + s * TILE + 8192, m, full + 8 * s, 64, key, hd, b);
+				/* the K tiles are out: wait phase 0 (every CTA's barriers
+				 * exist) here, not after the V tiles. The consumers wait
+				 * it after pass 1. compute-sanitizer's racecheck seems to
+				 * end a cluster phase only when every thread has reached
+				 * its wait: with this wait after the V tiles, which need
+				 * the consumers past theirs, racecheck never finished (its
+				 * sync trace: consumers held at that wait, producers at an
+				 * empty stage) */
+				if (i == RT - 1)
+					asm volatile("barrier.cluster.wait;" ::: "memory");
 			}
+		} else {
+			asm volatile("barrier.cluster.wait;" ::: "memory"); /* lanes 1-31 */
 		}
-		__syncwarp();
-		asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 		return;
 	}
 	{

@@ -14,21 +14,26 @@
  *    in registers (raw scores; keys past the end -inf) with the running
  *    maximum of each row; each tile's stage is released once its products
  *    are done (one group in flight behind the next);
- *  - pass 2: P = exp2(S scale - m scale) of the warpgroup's own maximum
- *    (no rescaling: every score is known) to shared memory as a K-major
- *    B operand, then O^T += V^T P^T by wgmma m64n8k16 with A transposed
- *    (the V stage read MN-major); the row sums in registers;
- *  - the merge: each warpgroup is one partial (m, l, O) of its key tiles.
- *    It pushes its 16-column slices of O^T and its (m, l) into the inboxes
- *    of the cluster's CTAs that own them (st.async counted on the owner's
- *    mbarrier); each CTA weighs its 16 partials and writes 16 columns of
- *    the group's rows.
- * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.91 us
- * with it on one (80.8% of its 4188.5 GB/s) and 10.04 us on another (79.3%
- * of 4215.4; 10.14 us before its shared-memory accesses were LDS/STS),
- * where the mma.sync decode path took 11.83 us, 67.3% (docs/BENCHMARKS.md,
- * 2026-12-02 "(j)", 2026-12-03 "(o)" and "(r)"; bench/decode_wg.cu is the
- * standalone form).
+ *  - the maxima: each warpgroup pushes its row maxima to every CTA of
+ *    the cluster (st.async counted on a second mbarrier) and takes the
+ *    maximum M over the KV head's 16 warpgroups, so all 16 partials share
+ *    one reference;
+ *  - pass 2: P = exp2(S scale - M scale) (no rescaling: every score is
+ *    known) to shared memory as a K-major B operand, then O^T += V^T P^T
+ *    by wgmma m64n8k16 with A transposed (the V stage read MN-major); the
+ *    row sums in registers, pushed to every CTA before the last V tile
+ *    (every P is known by then);
+ *  - the merge: each warpgroup is one partial (l, O) of its key tiles. It
+ *    pushes its 16-column slices of O^T into the inboxes of the cluster's
+ *    CTAs that own them (st.async counted on the owner's mbarrier); each
+ *    CTA adds its 16 partials (no weights: one reference) and writes 16
+ *    columns of the group's rows.
+ * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.78 us
+ * with it on one (81.8% of its 4194.0 GB/s; 9.90 us with weights in the
+ * merge, 10.14 us before its shared-memory accesses were LDS/STS), where
+ * the mma.sync decode path took 11.83 us, 67.3% (docs/BENCHMARKS.md,
+ * 2026-12-02 "(j)", 2026-12-03 "(o)", "(r)" and "(s)"; bench/decode_wg.cu
+ * is the standalone form).
  *
  * The Makefile compiles this file for sm_90a only; fits() refuses other
  * devices.
@@ -52,16 +57,18 @@ constexpr int BK = 64;         /* keys a tile */
 constexpr int D = 128;         /* head size */
 constexpr int TILE = BK * D * 2; /* bytes of a K or V tile: two 8 KB slabs */
 constexpr int COLS = 8;        /* query rows of a group, padded */
-constexpr int E = 32 * 4 + 2 * COLS; /* floats an inbox entry: 32 lanes x 4 of O^T, m, l */
+constexpr int E = 32 * 4 + COLS; /* floats an inbox entry: 32 lanes x 4 of O^T, l */
 constexpr int THREADS = NWG * 128 + 32;
 
 /* Shared memory after the ring (1024-byte aligned): Q (2 slabs of 8 rows),
- * P (3 buffers a warpgroup), the inbox (R x NWG entries), the reductions
- * (a warpgroup's 4 warps x 8 rows, maxima and sums), the barriers. */
+ * P (3 buffers a warpgroup), the inbox (R x NWG entries), the row maxima
+ * of the cluster's warpgroups (R x NWG x 8), the reductions (a warpgroup's
+ * 4 warps x 8 rows, maxima and sums), the barriers. */
 struct lay {
 	static constexpr int Q = ST * TILE, P = Q + 2048, INBOX = P + NWG * 3 * 1024,
-			     INBOX_BYTES = R * NWG * E * 4, RED = INBOX + INBOX_BYTES,
-			     BAR = RED + NWG * 64 * 4, BYTES = BAR + 8 * (2 * ST + 1);
+			     INBOX_BYTES = R * NWG * E * 4, MAXBOX = INBOX + INBOX_BYTES,
+			     MAXBOX_BYTES = R * NWG * COLS * 4, RED = MAXBOX + MAXBOX_BYTES,
+			     BAR = RED + NWG * 64 * 4, BYTES = BAR + 8 * (2 * ST + 2);
 };
 constexpr int SMEM = lay::BYTES + 1024; /* + the alignment of the dynamic base */
 
@@ -118,12 +125,39 @@ __device__ __forceinline__ void st_async4(uint32_t a, float x, float y, float z,
 		     : "memory");
 }
 
+/* a[0] = the sum (maximum) of a[0..15], as a tree of depth 4 */
+__device__ __forceinline__ void tree16(float (&a)[16])
+{
+#pragma unroll
+	for (int q = 0; q < 8; q++)
+		a[q] += a[q + 8];
+#pragma unroll
+	for (int q = 0; q < 4; q++)
+		a[q] += a[q + 4];
+	a[0] += a[2];
+	a[1] += a[3];
+	a[0] += a[1];
+}
+
+__device__ __forceinline__ void tree16max(float (&a)[16])
+{
+#pragma unroll
+	for (int q = 0; q < 8; q++)
+		a[q] = fmaxf(a[q], a[q + 8]);
+#pragma unroll
+	for (int q = 0; q < 4; q++)
+		a[q] = fmaxf(a[q], a[q + 4]);
+	a[0] = fmaxf(a[0], a[2]);
+	a[1] = fmaxf(a[1], a[3]);
+	a[0] = fmaxf(a[0], a[1]);
+}
+
 /* Consumer warpgroup C (a template parameter: ptxas serializes wgmma in
  * code that depends on a run-time warpgroup index) of range r of KV head
  * hd, sequence b; NT tiles of the range are its. */
 template <int NT, int C, bool BF16, bool G8>
 __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32_t full,
-					uint32_t empty, uint32_t inbar, uint32_t r, int hd, int b,
+					uint32_t empty, uint32_t inbar, uint32_t maxbar, uint32_t r, int hd, int b,
 					int tid, const args &A)
 {
 	using T = typename std::conditional<BF16, __nv_bfloat16, __half>::type;
@@ -181,10 +215,40 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 		red[warp * 8 + 2 * t + 1] = m1;
 	}
 	asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
-	const float ma = fmaxf(fmaxf(red[2 * t], red[8 + 2 * t]), fmaxf(red[16 + 2 * t], red[24 + 2 * t]));
-	const float mb = fmaxf(fmaxf(red[2 * t + 1], red[9 + 2 * t]),
-			       fmaxf(red[17 + 2 * t], red[25 + 2 * t]));
-	/* a row whose keys here are all past the end: P is 0 (exp2(-inf)) */
+	asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* the peers' barriers exist */
+	const int ct = tid & 127;
+	const int e = (int)r * NWG + C;
+	const uint32_t slot = smem_u32(inbox + e * E);
+	float *maxbox = (float *)(sm + lay::MAXBOX);
+	if (ct < (G8 ? 2 : 1) * R) { /* this warpgroup's row maxima to every CTA: rows 0-3 (4-7) */
+		const int peer = G8 ? ct >> 1 : ct, part = G8 ? ct & 1 : 0;
+		float v[4];
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			const int col = 4 * part + k;
+			v[k] = fmaxf(fmaxf(red[col], red[8 + col]), fmaxf(red[16 + col], red[24 + col]));
+		}
+		st_async4(map_rank(smem_u32(maxbox + e * COLS + 4 * part), peer), v[0], v[1], v[2], v[3],
+			  map_rank(maxbar, peer));
+	}
+	/* the maximum over the KV head's 16 partials: every partial then uses
+	 * the same reference, and the merge is a plain sum */
+	float ma = -INFINITY, mb = -INFINITY;
+	mbar_wait_warp(maxbar, 0);
+	if (G8 || t < 2) {
+		float mx[R * NWG], my[R * NWG];
+#pragma unroll
+		for (int q = 0; q < R * NWG; q++) {
+			const float2 v = *(const float2 *)(maxbox + q * COLS + 2 * t);
+			mx[q] = v.x;
+			my[q] = v.y;
+		}
+		tree16max(mx);
+		tree16max(my);
+		ma = mx[0];
+		mb = my[0];
+	}
+	/* a row no key reaches: P is 0 (exp2(-inf)) */
 	const float n0 = ma == -INFINITY ? 0.f : -ma * A.scale_log2;
 	const float n1 = mb == -INFINITY ? 0.f : -mb * A.scale_log2;
 	float o[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -212,6 +276,30 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 			}
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
+			if (j == NT - 1) {
+				/* every P is known: the row sums go out before the last V tile */
+#pragma unroll
+				for (int x = 4; x < 32; x <<= 1) {
+					l0 += __shfl_xor_sync(0xffffffffu, l0, x);
+					l1 += __shfl_xor_sync(0xffffffffu, l1, x);
+				}
+				if (g == 0) {
+					red[32 + warp * 8 + 2 * t] = l0;
+					red[32 + warp * 8 + 2 * t + 1] = l1;
+				}
+				asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
+				if (ct < (G8 ? 2 : 1) * R) { /* l of the 8 (4) rows: 2 (1) stores to each rank */
+					const int peer = G8 ? ct >> 1 : ct, part = G8 ? ct & 1 : 0;
+					float v[4];
+#pragma unroll
+					for (int k = 0; k < 4; k++) {
+						const int col = 4 * part + k;
+						v[k] = (red[32 + col] + red[40 + col]) + (red[48 + col] + red[56 + col]);
+					}
+					st_async4(map_rank(slot + 512 + part * 16, peer), v[0], v[1], v[2], v[3],
+						  map_rank(inbar, peer));
+				}
+			}
 			mbar_wait_warp(full + 8 * st, (i / ST) & 1);
 			wg_fence();
 			const uint32_t pj = pa + (j % 3) * 1024;
@@ -236,21 +324,8 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 	}
 	fence4(o[0]);
 	fence4(o[1]);
-#pragma unroll
-	for (int x = 4; x < 32; x <<= 1) {
-		l0 += __shfl_xor_sync(0xffffffffu, l0, x);
-		l1 += __shfl_xor_sync(0xffffffffu, l1, x);
-	}
-	if (g == 0) {
-		red[32 + warp * 8 + 2 * t] = l0;
-		red[32 + warp * 8 + 2 * t + 1] = l1;
-	}
-	asm volatile("bar.sync %0, 128;" ::"n"(1 + C) : "memory");
-	asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* the peers' barriers exist */
 	/* push: warp w's rows of M-block h are the columns 16 (4 h + w) .. + 15
 	 * of O, owned by rank 4 h + w */
-	const int e = (int)r * NWG + C;
-	const uint32_t slot = smem_u32(inbox + e * E);
 	if (G8 || t < 2)
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
@@ -260,38 +335,23 @@ __device__ __forceinline__ void consume(unsigned char *sm, uint32_t base, uint32
 			st_async4(map_rank(slot + (8 * t + g) * 16, owner), o[h][0], o[h][1], o[h][2], o[h][3],
 				  map_rank(inbar, owner));
 		}
-	const int ct = tid & 127;
-	if (ct < (G8 ? 4 : 2) * R) { /* (m, l) of the 8 (4) rows: 4 (2) stores to each rank */
-		/* m 0-3, m 4-7, l 0-3, l 4-7; up to 4 rows m 0-3 and l 0-3 */
-		const int peer = G8 ? ct >> 2 : ct >> 1, part = G8 ? ct & 3 : (ct & 1) * 2;
-		const int k0 = (part & 1) * 4;
-		float v[4];
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			const int col = k0 + k;
-			v[k] = part < 2 ? fmaxf(fmaxf(red[col], red[8 + col]), fmaxf(red[16 + col], red[24 + col]))
-					: red[32 + col] + red[40 + col] + red[48 + col] + red[56 + col];
-		}
-		st_async4(map_rank(slot + 512 + part * 16, peer), v[0], v[1], v[2], v[3],
-			  map_rank(inbar, peer));
-	}
 	if (C == 0) {
 		/* this CTA's 16 columns of the group's rows: column d, row cc */
 		const int cc = ct >> 4, d = ct & 15;
+		const int ix = (8 * (cc >> 1) + (d & 7)) * 4 + (d >> 3) * 2 + (cc & 1);
+		T *o_ = (T *)A.o + b * A.o_sb + (int64_t)(hd * A.group + cc) * A.o_sh + 16 * r + d;
+		const bool live = cc < A.group;
 		mbar_wait(inbar, 0);
-		if (cc < A.group) {
-			const int ix = (8 * (cc >> 1) + (d & 7)) * 4 + (d >> 3) * 2 + (cc & 1);
-			float M = -INFINITY;
-			for (int q = 0; q < R * NWG; q++)
-				M = fmaxf(M, inbox[q * E + 128 + cc]);
-			float sum = 0.f, L = 0.f;
+		if (live) {
+			float sv[R * NWG], lv[R * NWG];
+#pragma unroll
 			for (int q = 0; q < R * NWG; q++) {
-				const float w = ex2((inbox[q * E + 128 + cc] - M) * A.scale_log2);
-				sum += w * inbox[q * E + ix];
-				L += w * inbox[q * E + 136 + cc];
+				sv[q] = inbox[q * E + ix];
+				lv[q] = inbox[q * E + 128 + cc];
 			}
-			T *o_ = (T *)A.o + b * A.o_sb + (int64_t)(hd * A.group + cc) * A.o_sh + 16 * r + d;
-			*o_ = T(L > 0.f ? sum / L : 0.f);
+			tree16(sv);
+			tree16(lv);
+			*o_ = T(lv[0] > 0.f ? __fdividef(sv[0], lv[0]) : 0.f);
 		}
 	}
 }
@@ -312,7 +372,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 	const int tid = threadIdx.x, warp = tid >> 5, hd = blockIdx.y, b = blockIdx.z;
 	uint32_t r;
 	asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-	const uint32_t full = base + lay::BAR, empty = full + 8 * ST, inbar = empty + 8 * ST;
+	const uint32_t full = base + lay::BAR, empty = full + 8 * ST, inbar = empty + 8 * ST,
+		       maxbar = inbar + 8;
 	constexpr int RT = NT * NWG;
 	if (tid == 0) {
 		for (int s = 0; s < ST; s++) {
@@ -321,6 +382,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 		}
 		mbar_init(inbar, 1);
 		mbar_expect_tx(inbar, G8 ? lay::INBOX_BYTES : lay::INBOX_BYTES / 2);
+		mbar_init(maxbar, 1);
+		mbar_expect_tx(maxbar, G8 ? lay::MAXBOX_BYTES : lay::MAXBOX_BYTES / 2);
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
 	__syncthreads();
@@ -337,10 +400,20 @@ __global__ void __launch_bounds__(THREADS, 1)
 				const int key = k0 + (i % RT) * BK;
 				tma_load(base + s * TILE, m, full + 8 * s, 0, key, hd, b);
 				tma_load(base + s * TILE + 8192, m, full + 8 * s, 64, key, hd, b);
+				/* the K tiles are out: wait phase 0 (every CTA's barriers
+				 * exist) here, not after the V tiles. The consumers wait
+				 * it after pass 1. compute-sanitizer's racecheck seems to
+				 * end a cluster phase only when every thread has reached
+				 * its wait: with this wait after the V tiles, which need
+				 * the consumers past theirs, racecheck never finished (its
+				 * sync trace: consumers held at that wait, producers at an
+				 * empty stage) */
+				if (i == RT - 1)
+					asm volatile("barrier.cluster.wait;" ::: "memory");
 			}
+		} else {
+			asm volatile("barrier.cluster.wait;" ::: "memory"); /* lanes 1-31 */
 		}
-		__syncwarp();
-		asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 		return;
 	}
 	{
@@ -361,9 +434,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 		asm volatile("bar.sync 15, %0;" ::"n"(NWG * 128) : "memory");
 	}
 	if (warp < 4)
-		consume<NT, 0, BF16, G8>(sm, base, full, empty, inbar, r, hd, b, tid, A);
+		consume<NT, 0, BF16, G8>(sm, base, full, empty, inbar, maxbar, r, hd, b, tid, A);
 	else
-		consume<NT, 1, BF16, G8>(sm, base, full, empty, inbar, r, hd, b, tid, A);
+		consume<NT, 1, BF16, G8>(sm, base, full, empty, inbar, maxbar, r, hd, b, tid, A);
 }
 
 #else

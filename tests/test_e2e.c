@@ -1653,8 +1653,8 @@ static int lines_with(const char *text, const char *const *needles)
 
 /* tools/sanitize-gpu (make sanitize-gpu; the sanitizers themselves need a
  * GPU): its command lines, from --dry-run. Every tool runs every kernel
- * once, then cuda_flash_mma's decode merges (decode=2,3,4 at splits 3 and
- * 12, over the decode cases) and stream-K (sched=2,3, sk_round=0) apart,
+ * once, then cuda_flash_mma's decode merges and its Hopper decode kernel
+ * (decode=2,3,4,5 at splits 3 and 12, over the decode cases) and stream-K (sched=2,3, sk_round=0) apart,
  * cuda_flash_wgmma's split-KV, dynamic grid and padded tiles, and
  * cuda_flash_bwd_wgmma's split/overlap; the decode runs' --where selects
  * the suite's decode cases (a filter that matched none would sanitize
@@ -1691,7 +1691,7 @@ FA_TEST(e2e, sanitize_gpu_runs_every_schedule)
 			  "%s", out);
 		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_mma ",
 							   "--where ",
-							   "cuda_flash_mma.decode=2,3,4",
+							   "cuda_flash_mma.decode=2,3,4,5 ",
 							   "cuda_flash_mma.splits=3,12", NULL}) == 1,
 			  "%s", out);
 		FA_CHECKF(lines_with(out, (const char *[]){tool, "--kernels cuda_flash_mma ",

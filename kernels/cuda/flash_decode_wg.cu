@@ -28,12 +28,16 @@
  *    CTAs that own them (st.async counted on the owner's mbarrier); each
  *    CTA adds its 16 partials (no weights: one reference) and writes 16
  *    columns of the group's rows.
- * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.78 us
- * with it on one (81.8% of its 4194.0 GB/s; 9.90 us with weights in the
- * merge, 10.14 us before its shared-memory accesses were LDS/STS), where
- * the mma.sync decode path took 11.83 us, 67.3% (docs/BENCHMARKS.md,
- * 2026-12-02 "(j)", 2026-12-03 "(o)", "(r)" and "(s)"; bench/decode_wg.cu
- * is the standalone form).
+ * The producer waits on the cluster barrier's first phase (every CTA's
+ * mbarriers exist) right after its K tiles: under racecheck a phase seems
+ * to end only once every thread of the cluster waits on it, and the
+ * consumers wait on it after pass 1, before their first remote store.
+ * On H200 machines, batch 1 at 8k keys in a graph of 32 takes 9.68 us
+ * with it (82.7% of the copy rate, 4192.4 GB/s; 9.90 us with weights in
+ * the merge, 10.14 us before its shared-memory accesses were LDS/STS),
+ * where the mma.sync decode path took 11.83 us, 67.3% (docs/BENCHMARKS.md,
+ * 2026-12-02 "(j)", 2026-12-03 "(o)", "(r)", "(s)" and "(u)";
+ * bench/decode_wg.cu is the standalone form).
  *
  * The Makefile compiles this file for sm_90a only; fits() refuses other
  * devices.
